@@ -1,0 +1,3 @@
+"""benchctl: correctness, timing, profiles and charts for custom PyTorch operators."""
+
+__version__ = "0.1.0"

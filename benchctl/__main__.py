@@ -1,0 +1,3 @@
+from benchctl.cli import main
+
+main()
