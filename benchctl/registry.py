@@ -80,6 +80,9 @@ class Implementation:
     # For custom ops: runs torch.library.opcheck on the op(s) behind this implementation for a small
     # case and raises on failure (`benchctl check` calls it).
     opcheck: Callable[[Case], None] | None = None
+    # Compiles what the implementation needs for a device ahead of the sweep (raises BuildError),
+    # so compile time is shown as such and never spent inside a worker's cell timeout.
+    build: Callable[[str], float] | None = None
     description: str = ""
 
     def unavailable_reason(self, device: str) -> str | None:
@@ -120,6 +123,7 @@ class Operator:
         requires: Callable[[str], str | None] | None = None,
         prepare: Callable[[Inputs], Inputs] | None = None,
         opcheck: Callable[[Case], None] | None = None,
+        build: Callable[[str], float] | None = None,
     ) -> Callable[[Callable[..., Output]], Callable[..., Output]]:
         """Decorator: register `fn` as implementation `name` of this operator."""
 
@@ -128,7 +132,7 @@ class Operator:
                 raise ValueError(f"{self.name}: implementation {name!r} registered twice")
             doc = (fn.__doc__ or "").strip().splitlines()
             self.implementations[name] = Implementation(
-                name, fn, tuple(devices), requires, prepare, opcheck, doc[0] if doc else ""
+                name, fn, tuple(devices), requires, prepare, opcheck, build, doc[0] if doc else ""
             )
             return fn
 

@@ -1,0 +1,51 @@
+"""A cell: the small, serialisable spec of one unit of work (operator, target, implementation, device,
+dtype, params, passes). Running a cell is a pure function of it, so it runs the same in-process, in a
+worker process, under a profiler, or on another machine."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from typing import Any, Mapping
+
+import torch
+
+DTYPES = {"float32": torch.float32, "float64": torch.float64, "float16": torch.float16, "bfloat16": torch.bfloat16}
+
+
+@dataclass(frozen=True)
+class Cell:
+    op: str
+    target: str
+    impl: str
+    device: str
+    dtype: str
+    params_json: str  # sorted JSON, so cells hash and compare by value
+    passes: tuple[str, ...] = ("forward", "backward", "forward_backward")
+    seed: int = 0
+
+    @staticmethod
+    def make(op: str, target: str, impl: str, device: str, dtype: str, params: Mapping[str, Any],
+             passes: tuple[str, ...] = ("forward", "backward", "forward_backward"), seed: int = 0) -> "Cell":
+        return Cell(op, target, impl, device, dtype, json.dumps(dict(params), sort_keys=True), tuple(passes), seed)
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return json.loads(self.params_json)
+
+    @property
+    def torch_dtype(self) -> torch.dtype:
+        return DTYPES[self.dtype]
+
+    def label(self) -> str:
+        keys = ",".join(f"{k}={v}" for k, v in self.params.items())
+        return f"{self.op}/{self.target} {self.impl} {self.device} {self.dtype} [{keys}]"
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @staticmethod
+    def from_json(text: str) -> "Cell":
+        data = json.loads(text)
+        data["passes"] = tuple(data["passes"])
+        return Cell(**data)

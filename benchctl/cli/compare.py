@@ -1,0 +1,68 @@
+"""`benchctl compare`: per-cell change between two runs, with a significance test."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+
+import click
+from rich.markup import escape
+
+from benchctl.errors import BenchError, UsageError
+
+STYLES = {"regressed": "bold red", "broken": "bold red", "improved": "green", "fixed": "green"}
+
+
+def _ms(value: float | None) -> str:
+    return "" if value is None else f"{value * 1e3:.4g}"
+
+
+def _rows(comparison) -> list[list[str]]:
+    rows = []
+    for c in comparison.ordered():
+        change = "" if c.ratio is None else f"{(c.ratio - 1) * 100:+.1f}%"
+        p = "" if c.p_value is None else f"{c.p_value:.2g}"
+        status = "" if c.verdict != "broken" and c.verdict != "fixed" else f" ({c.base_status} -> {c.new_status})"
+        style = STYLES.get(c.verdict)
+        verdict = f"[{style}]{c.verdict}{status}[/]" if style else c.verdict + status
+        rows.append([c.op, c.target, c.impl, c.device, c.dtype, escape(c.params), c.pass_name,
+                     _ms(c.base_median_s), _ms(c.new_median_s), change, p, verdict])
+    return rows
+
+
+@click.command("compare")
+@click.argument("base", type=click.Path(exists=True, path_type=Path))
+@click.argument("new", type=click.Path(exists=True, path_type=Path))
+@click.option("--threshold", default=0.05, show_default=True, type=click.FloatRange(min=0),
+              help="Smallest relative change of the median that counts (0.05 = 5%).")
+@click.option("--alpha", default=0.05, show_default=True, type=click.FloatRange(0, 1, min_open=True),
+              help="Significance level of the Mann-Whitney U test on the raw samples.")
+@click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON instead of a table.")
+@click.option("--fail-on-regression", is_flag=True, help="Exit 1 when any cell regressed or broke.")
+def command(base: Path, new: Path, threshold: float, alpha: float, as_json: bool, fail_on_regression: bool) -> None:
+    """Compare run NEW against run BASE cell by cell (run folders or parquet files).
+
+    A cell changed only when its median moved past --threshold AND the samples differ significantly.
+    """
+    from benchctl import compare, console
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            (a, a_meta), (b, b_meta) = compare.load_side(base), compare.load_side(new)
+        except FileNotFoundError as exc:
+            raise UsageError(str(exc)) from None
+    result = compare.compare(a, b, threshold, alpha, a_meta, b_meta)
+    for message in [str(w.message) for w in caught] + result.warnings():
+        console.warn(message)
+    if as_json:
+        # plain echo: rich would wrap long lines and break the JSON for the program reading it
+        click.echo(json.dumps({"base": str(base), "new": str(new), **result.to_dict()}, indent=2))
+    else:
+        columns = ["op", "target", "impl", "device", "dtype", "params", "pass", "base ms", "new ms", "change",
+                   "p", "verdict"]
+        console.out.print(console.table(f"{new} vs {base}", columns, _rows(result)))
+        console.out.print(", ".join(f"{n} {v}" for v, n in result.counts.items() if n) or "no cells")
+    if fail_on_regression and result.regressions:
+        raise BenchError(f"{len(result.regressions)} cell(s) regressed or broke ({new} vs {base})")

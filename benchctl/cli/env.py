@@ -1,0 +1,32 @@
+"""`benchctl env`: torch / CUDA / CPU / GPU facts; --calibrate measures this machine's peaks."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+
+@click.command("env")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option("--calibrate", is_flag=True, help="Measure copy GB/s and matmul GFLOP/s here and store them.")
+def command(as_json: bool, calibrate: bool) -> None:
+    """Torch, CUDA, CPU and GPU facts, and the measured peaks used for % of peak."""
+    from benchctl import calibrate as cal
+    from benchctl import console, metadata
+    from benchctl.registry import cuda_device_reason
+
+    facts = metadata.details()
+    if calibrate:
+        with console.err.status("measuring copy bandwidth and matmul throughput ..."):
+            cal.calibrate(["cpu"] + ([] if cuda_device_reason() else ["cuda"]))
+    peaks = cal.load_peaks()
+    for device, p in peaks.items():
+        facts[f"peak_{device}"] = f"{p['gbps']:.1f} GB/s copy, {p['gflops']:.1f} GFLOP/s matmul"
+    if not peaks:
+        facts["peaks"] = "not measured: run `benchctl env --calibrate`"
+    facts["calibration_file"] = str(cal.calibration_path())
+    if as_json:
+        click.echo(json.dumps(facts, indent=2, default=str))
+        return
+    console.out.print(console.table("environment", ("fact", "value"), sorted(facts.items())))

@@ -1,0 +1,38 @@
+"""`benchctl list`: operators, implementations, devices, and why any is unavailable here."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from benchctl.cli.options import load_operators, ops_dir_option
+
+
+def availability_rows(ops: dict) -> list[dict]:
+    rows = []
+    for op in ops.values():
+        for impl in op.implementations.values():
+            for device in impl.devices:
+                reason = impl.unavailable_reason(device)
+                rows.append({"operator": op.name, "implementation": impl.name, "device": device,
+                             "available": reason is None, "reason": reason or "",
+                             "description": impl.description})
+    return rows
+
+
+@click.command("list")
+@ops_dir_option
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def command(ops_dirs: tuple[str, ...], as_json: bool) -> None:
+    """Operators, implementations, and why any is unavailable here."""
+    from benchctl import console
+
+    rows = availability_rows(load_operators(ops_dirs))
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    cols = ("operator", "implementation", "device", "available", "reason")
+    console.out.print(console.table("benchctl operators", cols,
+                                    [[("yes" if r[c] else "no") if c == "available" else r[c] for c in cols]
+                                     for r in rows]))

@@ -1,0 +1,54 @@
+"""`benchctl report`: charts, tables and an HTML/Markdown page from one or more runs."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import click
+
+from benchctl.errors import UsageError
+
+
+def parse_baselines(values: tuple[str, ...]) -> dict[str, str]:
+    """`OP=IMPL` sets one operator's baseline; a bare `IMPL` sets it for every operator."""
+    out: dict[str, str] = {}
+    for value in values:
+        op, sep, impl = value.partition("=")
+        if sep and not (op and impl):
+            raise UsageError(f"--baseline {value!r}: expected OP=IMPL or IMPL")
+        out[op if sep else "*"] = impl if sep else op
+    return out
+
+
+@click.command("report")
+@click.argument("results", nargs=-1, type=click.Path(exists=True, path_type=Path))
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Folder for the report [default: <run>/report for one run, else <root>/report-<time>].")
+@click.option("--op", "ops", multiple=True, metavar="NAME", help="Only this operator (repeatable).")
+@click.option("--root", default="results", show_default=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Results folder searched for the latest run when no RESULTS are given.")
+@click.option("--baseline", "baselines", multiple=True, metavar="[OP=]IMPL",
+              help="Implementation speedups are measured against [default: py].")
+def command(results: tuple[Path, ...], out_dir: Path | None, ops: tuple[str, ...], root: Path,
+            baselines: tuple[str, ...]) -> None:
+    """Charts (time vs the sweep axis per implementation, CPU/GPU x forward/backward), speedups,
+    a roofline view, tables and the environment, as index.html and summary.md.
+
+    RESULTS are run folders, parquet files or folders of runs (merged); default: the latest run in --root.
+    """
+    from benchctl import console, report
+
+    wanted = parse_baselines(baselines)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            loaded = report.load_results(results, root)
+        except FileNotFoundError as exc:
+            raise UsageError(str(exc)) from None
+        built = report.build(loaded.rows, out_dir or report.default_out_dir(loaded.folders, root),
+                             loaded.metas, wanted, ops)
+    for warning in caught:
+        console.warn(str(warning.message))
+    for path in built.files:
+        console.out.print(str(path), highlight=False, soft_wrap=True)

@@ -1,0 +1,144 @@
+"""`benchctl run IMPLS DEVICES`: time forward, backward and forward+backward across the sweep -> parquet."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from pathlib import Path
+
+import click
+
+from benchctl.cli.options import load_operators, op_option, ops_dir_option
+
+
+def _ints(text: str | None) -> tuple[int, ...]:
+    if not text:
+        return ()
+    try:
+        return tuple(int(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise click.BadParameter(f"expected comma-separated integers, got {text!r}") from None
+
+
+def parse_params(pairs: tuple[str, ...]) -> dict:
+    import json
+
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise click.BadParameter(f"--param takes KEY=VALUE, got {pair!r}")
+        try:
+            out[key] = json.loads(value)
+        except ValueError:
+            out[key] = value
+    return out
+
+
+def check_writable(out: Path) -> None:
+    from benchctl.errors import UsageError
+
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / f".write-test-{os.getpid()}"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        raise UsageError(f"cannot write results to {out}: {exc.strerror or exc}") from None
+
+
+@click.command("run")
+@click.argument("impls")
+@click.argument("devices")
+@op_option
+@ops_dir_option
+@click.option("--config", type=click.Path(dir_okay=False), help="Sweep from configs/X.toml.")
+@click.option("--batch-sizes", help="Comma list, e.g. 1,2,4 (operators with a batch_size param).")
+@click.option("--param", "params", multiple=True, help="KEY=VALUE for every operator with that param.")
+@click.option("--dtype", "dtypes", multiple=True, help="float32 (default), float64, float16, bfloat16.")
+@click.option("--passes", help="Comma list of forward, backward, forward_backward.")
+@click.option("--min-time", type=float, help="Seconds of samples per pass, at least.")
+@click.option("--max-time", type=float, help="Seconds per pass, at most.")
+@click.option("--threads", type=click.IntRange(min=1), help="torch intra-op threads (default: torch's).")
+@click.option("--out", default="results", show_default=True, type=click.Path(file_okay=False))
+@click.option("--quick", is_flag=True, help="Each operator's small quick sweep.")
+@click.option("--timeout", type=float, default=900.0, show_default=True, help="Seconds per cell before it is killed.")
+@click.option("--flush-l2", is_flag=True, help="GPU: write a buffer larger than L2 before each repetition.")
+@click.option("--in-process", is_flag=True, help="No worker process (no crash isolation; for debugging).")
+def command(impls, devices, ops, ops_dirs, config, batch_sizes, params, dtypes, passes, min_time, max_time,
+            threads, out, quick, timeout, flush_l2, in_process) -> None:
+    """Time IMPLS (py, cpp, cuda, a variant, a comma list, all) on DEVICES (cpu, gpu, all)."""
+    from benchctl import sweep
+    from benchctl.config import SweepConfig, load_config
+    from benchctl.plan import Plan
+
+    load_operators(ops_dirs)
+    cfg = load_config(config) if config else SweepConfig()
+    request = sweep.SweepRequest(
+        impls=impls, devices=devices, ops=tuple(ops), dtypes=tuple(dtypes),
+        passes=tuple(sweep.split(passes)) if passes else (), batch_sizes=_ints(batch_sizes),
+        params=parse_params(params), quick=quick, config=cfg,
+    )
+    cells = sweep.expand(request)
+    check_writable(Path(out))
+    plan = Plan(cells, cfg, min_time=min_time, max_time=max_time, threads=threads, flush_l2=flush_l2,
+                timeout=timeout, in_process=in_process, ops_dirs=ops_dirs)
+    _execute(plan, Path(out))
+
+
+def _execute(plan, out: Path) -> None:
+    from benchctl import console
+    from benchctl.errors import BenchError
+
+    runnable, unavailable = plan.availability()
+    for reason, count in unavailable.items():
+        console.warn(f"{count} cell(s) unavailable here: {reason}")
+    if not runnable:
+        raise BenchError(f"nothing can run here: {'; '.join(unavailable)}")
+    plan.build_extensions(lambda msg: console.err.print(msg, highlight=False))
+    writer = plan.writer(out)
+    _install_sigterm()
+    try:
+        _progress_run(plan, writer)
+    except KeyboardInterrupt:
+        signal.signal(signal.SIGINT, lambda *_: os._exit(130))  # a second Ctrl-C exits at once
+        writer.finish("interrupted")
+        console.error(f"interrupted: {writer.parts} finished cell(s) kept in {writer.dir}")
+        sys.exit(130)
+    writer.finish("complete")
+    _render_summary(plan, writer)
+
+
+def _install_sigterm() -> None:
+    def on_term(signum, frame):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, on_term)
+
+
+def _progress_run(plan, writer) -> None:
+    from benchctl import console
+
+    with console.progress() as bar:
+        task = bar.add_task("cells", total=len(plan.cells), current="")
+
+        def done(cell, rows) -> None:
+            bad = [r for r in rows if r["status"] not in ("ok", "unavailable")]
+            if bad:
+                bar.console.print(f"[yellow]{cell.label()}: {bad[0]['status']}[/] {bad[0].get('message', '')}",
+                                  highlight=False)
+            bar.update(task, advance=1, current=cell.label())
+
+        plan.run(writer, on_start=lambda c: bar.update(task, current=c.label()), on_done=done)
+
+
+def _render_summary(plan, writer) -> None:
+    from benchctl import console, registry, storage
+    from benchctl.summary import summarize
+
+    df = storage.load_run(writer.dir)
+    refs = {name: op.reference for name, op in registry.operators().items()}
+    for t in summarize(df, refs):
+        console.out.print(console.table(t.title, t.columns, t.rows))
+    console.out.print(f"results: {writer.dir}")

@@ -1,0 +1,71 @@
+"""Environment facts stamped on every run and shown by `benchctl env`."""
+
+from __future__ import annotations
+
+import os
+import platform
+import socket
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import torch
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def git_sha() -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
+                             text=True, timeout=5)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if out.returncode != 0:
+        return None
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO,
+                           capture_output=True, text=True, timeout=5).stdout.strip()
+    return out.stdout.strip() + ("-dirty" if dirty else "")
+
+
+def cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def gpu_name() -> str | None:
+    if torch.cuda.is_available():
+        return torch.cuda.get_device_name(torch.cuda.current_device())
+    return None
+
+
+def environment() -> dict[str, Any]:
+    """The facts every result row carries."""
+    return {
+        "git_sha": git_sha(),
+        "host": socket.gethostname(),
+        "torch_version": torch.__version__,
+        "cuda_version": torch.version.cuda,
+        "cpu_name": cpu_name(),
+        "gpu_name": gpu_name(),
+        "threads": torch.get_num_threads(),
+    }
+
+
+def details() -> dict[str, Any]:
+    """Everything `benchctl env` shows: the row facts plus what explains a result."""
+    return {
+        **environment(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpu_count": os.cpu_count(),
+        "cuda_available": torch.cuda.is_available(),
+        "cuda_devices": torch.cuda.device_count() if torch.cuda.is_available() else 0,
+        "cudnn_version": torch.backends.cudnn.version() if torch.cuda.is_available() else None,
+        "mkldnn": torch.backends.mkldnn.is_available(),
+        "parallel": torch.__config__.parallel_info().splitlines()[1:3],
+    }

@@ -1,0 +1,104 @@
+"""A sweep ready to run: its cells, the timing settings, the executor, and the run folder."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Callable, Sequence
+
+from benchctl import registry
+from benchctl.build import BuildError
+from benchctl.cells import Cell
+from benchctl.config import SweepConfig
+from benchctl.execute import Settings
+from benchctl.runner import InProcess, Sweep, WorkerProcess
+from benchctl.storage import RunWriter, new_run_id
+from benchctl.timing import Policy
+
+
+@dataclass
+class Plan:
+    cells: Sequence[Cell]
+    config: SweepConfig = SweepConfig()
+    min_time: float | None = None
+    max_time: float | None = None
+    threads: int | None = None
+    flush_l2: bool = False
+    timeout: float | None = None
+    in_process: bool = False
+    ops_dirs: Sequence[str] = ()
+    mem_limit: int | None = None
+    build_failures: dict[tuple[str, str, str], str] = field(default_factory=dict)
+
+    def settings(self) -> Settings:
+        from benchctl.calibrate import load_peaks
+
+        timing = dict(self.config.timing)
+        if self.min_time is not None:
+            timing["min_time"] = self.min_time
+        if self.max_time is not None:
+            timing["max_time"] = self.max_time
+        policy = replace(Policy(), **{k: (int(v) if k in ("min_samples", "max_samples", "warmup") else v)
+                                      for k, v in timing.items()})
+        return Settings(policy=policy, flush_l2=self.flush_l2, peaks=load_peaks())
+
+    def availability(self) -> tuple[list[Cell], dict[str, int]]:
+        """Cells that can run here, and a count of the others per reason."""
+        runnable, reasons = [], {}
+        for cell in self.cells:
+            reason = self.reason(cell)
+            if reason:
+                reasons[reason] = reasons.get(reason, 0) + 1
+            else:
+                runnable.append(cell)
+        return runnable, reasons
+
+    def reason(self, cell: Cell) -> str | None:
+        key = (cell.op, cell.impl, cell.device)
+        if key in self.build_failures:
+            return self.build_failures[key]
+        impl = registry.get(cell.op).implementations[cell.impl]
+        reason = impl.unavailable_reason(cell.device)
+        return f"{cell.op} {cell.impl} on {cell.device}: {reason}" if reason else None
+
+    def build_extensions(self, say: Callable[[str], None]) -> None:
+        """Compile what runnable cells need, with a status line each; a failure makes them unavailable."""
+        runnable, _ = self.availability()
+        for op_name, impl_name, device in dict.fromkeys((c.op, c.impl, c.device) for c in runnable):
+            impl = registry.get(op_name).implementations[impl_name]
+            if impl.build is None:
+                continue
+            say(f"building {op_name} {impl_name} for {device} ...")
+            try:
+                seconds = impl.build(device)
+            except BuildError as exc:
+                self.build_failures[(op_name, impl_name, device)] = f"{op_name} {impl_name}: {exc.summary}"
+                say(f"  failed: {exc.summary}\n{exc.compiler_lines}")
+                continue
+            say(f"  ready in {seconds:.1f} s")
+
+    def writer(self, out: Path) -> RunWriter:
+        from benchctl.metadata import environment
+
+        meta = {"environment": environment(), "cells": len(self.cells), "config": self.config.path}
+        return RunWriter(out, new_run_id(), meta)
+
+    def executor(self):
+        settings = self.settings()
+        if self.in_process:
+            return InProcess(settings)
+        return WorkerProcess(settings, ops_dirs=self.ops_dirs, timeout=self.timeout, threads=self.threads,
+                             mem_limit=self.mem_limit)
+
+    def run(self, writer: RunWriter, on_start=lambda cell: None, on_done=lambda cell, rows: None) -> None:
+        from benchctl.metadata import environment
+
+        executor = self.executor()
+        env = environment()
+        if self.threads:
+            env["threads"] = self.threads
+        try:
+            Sweep(self.cells, executor, writer, env, on_start=on_start, on_done=on_done,
+                  blocked=self.build_failures).run()
+        finally:
+            executor.close()

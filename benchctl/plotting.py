@@ -1,0 +1,285 @@
+"""Result rows -> matplotlib figures: time against the sweep axis, speedup over a baseline, roofline.
+
+Figures use matplotlib's object API on an Agg canvas (never pyplot): nothing is shown, no global figure
+list grows across a long report, and tests can inspect the returned Figure before it is saved.
+matplotlib is imported inside functions so that importing this module (and `benchctl --help`) stays fast.
+"""
+
+from __future__ import annotations
+
+import json
+from itertools import product
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
+
+import numpy as np
+import pandas as pd
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+PASSES = ("forward", "backward", "forward_backward")
+PASS_LABELS = {"forward": "forward", "backward": "backward", "forward_backward": "forward+backward"}
+DEVICES = ("cpu", "cuda")
+DEVICE_LABELS = {"cpu": "CPU", "cuda": "GPU"}
+FAILED = ("unavailable", "incorrect", "oom", "crashed", "timeout", "error", "skipped")
+CELL_KEY = ["target", "device", "dtype", "params", "pass"]  # one cell of the sweep, across impls
+LINESTYLES = ("-", "--", ":", "-.")
+PASS_MARKERS = {"forward": "o", "backward": "s", "forward_backward": "^"}
+
+
+def params_of(text: Any) -> dict[str, Any]:
+    try:
+        value = json.loads(text) if isinstance(text, str) and text else {}
+    except ValueError:
+        return {"params": text}
+    return value if isinstance(value, dict) else {"params": value}
+
+
+def with_groups(df: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """Adds `group`: the non-axis params (and dtype) that vary within `df`, e.g. "H=256".
+
+    Params fixed across the frame go to the returned description (a figure subtitle), so a line label
+    only carries what tells two lines apart."""
+    rows = [{**{k: json.dumps(v) for k, v in params_of(p).items() if k != a}, "dtype": json.dumps(d)}
+            for p, a, d in zip(df["params"], df["axis"], df["dtype"])]
+    keys = sorted(set().union(*rows)) if rows else []
+    varying = [k for k in keys if len({r.get(k) for r in rows}) > 1]
+    fixed = ", ".join(f"{k}={_plain(rows[0][k])}" for k in keys if k not in varying and k in rows[0])
+    groups = [", ".join(f"{k}={_plain(r.get(k, 'null'))}" for k in varying) for r in rows]
+    return df.assign(group=groups), fixed
+
+
+def _plain(value_json: str) -> str:
+    value = json.loads(value_json)
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def series_label(impl: str, group: str) -> str:
+    return f"{impl} ({group})" if group else impl
+
+
+def panel_title(device: str, pass_name: str) -> str:
+    return f"{DEVICE_LABELS.get(device, device)} {PASS_LABELS.get(pass_name, pass_name)}"
+
+
+def ordered(values: Iterable[str], order: tuple[str, ...]) -> list[str]:
+    """Known names in their natural order first (CPU before GPU, forward before backward), then the rest."""
+    present = {v for v in values if isinstance(v, str)}
+    return [v for v in order if v in present] + sorted(present - set(order))
+
+
+def resolve_baseline(impls: Iterable[str], requested: str | None = None) -> tuple[str, str]:
+    """The implementation speedups are measured against, and a note when it is not the one asked for."""
+    names = sorted(set(impls))
+    wanted = requested or "py"
+    if wanted in names or not names:
+        return wanted, ""
+    return names[0], f"baseline {wanted!r} is not in these results; using {names[0]!r}"
+
+
+def speedups(df: pd.DataFrame, baseline: str) -> pd.Series:
+    """Baseline median / this row's median for the same cell (NaN where either did not run)."""
+    ok = df[(df["status"] == "ok") & (df["impl"] == baseline)]
+    base = ok.drop_duplicates(CELL_KEY, keep="last")[CELL_KEY + ["median_s"]].rename(columns={"median_s": "_b"})
+    merged = df[CELL_KEY + ["median_s", "status"]].merge(base, on=CELL_KEY, how="left")
+    values = np.where(merged["status"].to_numpy() == "ok", merged["_b"] / merged["median_s"], np.nan)
+    return pd.Series(values, index=df.index, dtype=float)
+
+
+def iqr_bars(ok: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Distances from the median to the quartiles, from the raw samples where stored (the spread is
+    rarely symmetric), else half the stored IQR each side."""
+    lo, hi = [], []
+    for med, iqr, samples in zip(ok["median_s"], ok["iqr_s"], ok["samples_s"]):
+        if samples is not None and len(samples) >= 2:
+            q1, q3 = np.percentile(np.asarray(samples, dtype=float), [25, 75])
+            lo.append(max(med - q1, 0.0)), hi.append(max(q3 - med, 0.0))
+        else:
+            half = 0.0 if iqr is None or pd.isna(iqr) else iqr / 2
+            lo.append(min(half, med * 0.99)), hi.append(half)  # a log axis cannot reach zero
+    return np.asarray(lo), np.asarray(hi)
+
+
+def _grid(nrows: int, ncols: int) -> tuple["Figure", np.ndarray]:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(4.8 * ncols, 3.7 * nrows + 0.6), layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig, fig.subplots(nrows, ncols, squeeze=False)
+
+
+def _colors(impls: Iterable[str]) -> dict[str, Any]:
+    from matplotlib import colormaps
+
+    cmap = colormaps["tab10"]
+    return {impl: cmap(i % 10) for i, impl in enumerate(sorted(set(impls)))}
+
+
+def _scale_x(ax: "Axes", axis: str, values: np.ndarray) -> None:
+    """log2 for batch sizes and other power-of-two sweeps, log10 for wide ranges, else linear."""
+    from matplotlib.ticker import FixedLocator, NullLocator, ScalarFormatter
+
+    values = np.unique(values[np.isfinite(values)])
+    ax.set_xlabel(axis)
+    if len(values) == 0 or values.min() <= 0:
+        return
+    pow2 = bool(np.all(np.log2(values) == np.round(np.log2(values))))
+    if axis == "batch_size" or (pow2 and len(values) > 2):
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_locator(FixedLocator(values))
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.xaxis.set_major_formatter(ScalarFormatter())
+    elif values.max() / values.min() > 20:
+        ax.set_xscale("log")
+
+
+def _mark_failed(ax: "Axes", failed: pd.DataFrame, colors: dict[str, Any]) -> None:
+    """An x at the panel bottom for each failed cell, with its status written once per series."""
+    for i, ((impl, group, status), rows) in enumerate(failed.groupby(["impl", "group", "status"], sort=True)):
+        y = 0.04 + 0.07 * (i % 8)  # stagger series so their markers do not cover each other
+        xs = np.sort(rows["axis_value"].to_numpy(dtype=float))
+        xs, where = (xs[np.isfinite(xs)], ax.get_xaxis_transform()) if np.isfinite(xs).any() \
+            else (np.array([0.03]), ax.transAxes)  # no axis value: still shown, at the left edge
+        art = ax.scatter(xs, [y] * len(xs), marker="x", s=36, color=colors[impl], zorder=5,
+                         transform=where, clip_on=False, label="_failed")
+        art.set_gid(f"failed:{status}")
+        ax.annotate(f"{series_label(impl, group)}: {status}", (xs[0], y), xycoords=where,
+                    xytext=(5, -3), textcoords="offset points", fontsize=7, color=colors[impl])
+
+
+def _line_panel(ax: "Axes", cell: pd.DataFrame, y_col: str, colors: dict, styles: dict) -> bool:
+    """One line per (implementation, param group) with IQR bars; returns whether anything was drawn."""
+    drawn = False
+    for (impl, group), series in cell.groupby(["impl", "group"], sort=True):
+        ok = series[(series["status"] == "ok") & series[y_col].notna()].sort_values("axis_value")
+        if ok.empty:
+            continue
+        label = series_label(impl, group)
+        scale = 1e3 if y_col == "median_s" else 1.0
+        yerr = [b * scale for b in iqr_bars(ok)] if y_col == "median_s" else None
+        ax.errorbar(ok["axis_value"], ok[y_col] * scale, yerr=yerr, color=colors[impl], ls=styles[group],
+                    marker="o", ms=3.5, capsize=2, lw=1.4, label=label, gid=f"series:{label}")
+        drawn = True
+    return drawn
+
+
+def _finish(fig: "Figure", axes: np.ndarray, title: str, subtitle: str) -> None:
+    handles: dict[str, Any] = {}
+    for ax in axes.flat:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(label, handle)
+    if handles:
+        fig.legend(list(handles.values()), list(handles), loc="outside right upper", fontsize=8)
+    fig.suptitle(f"{title}\n{subtitle}" if subtitle else title, fontsize=11)
+
+
+def _panels(df: pd.DataFrame) -> list[tuple[int, int, str, str]]:
+    devices, passes = ordered(df["device"], DEVICES), ordered(df["pass"], PASSES)
+    return [(r, c, d, p) for (r, d), (c, p) in product(enumerate(devices), enumerate(passes))]
+
+
+def timing_figure(df: pd.DataFrame, title: str) -> "Figure":
+    """Median time (ms, log) against the sweep axis: a panel per device x pass, a line per implementation."""
+    df, fixed = with_groups(df)
+    panels = _panels(df)
+    fig, axes = _grid(max(r for r, *_ in panels) + 1, max(c for _, c, *_ in panels) + 1)
+    colors = _colors(df["impl"])
+    styles = {g: LINESTYLES[i % len(LINESTYLES)] for i, g in enumerate(sorted(df["group"].unique()))}
+    for r, c, device, pass_name in panels:
+        ax, cell = axes[r][c], df[(df["device"] == device) & (df["pass"] == pass_name)]
+        if _line_panel(ax, cell, "median_s", colors, styles):
+            ax.set_yscale("log")
+        else:
+            ax.text(0.5, 0.6, "no successful measurements", ha="center", transform=ax.transAxes, color="gray")
+            ax.set_yticks([])
+        _mark_failed(ax, cell[cell["status"].isin(FAILED)], colors)
+        _scale_x(ax, str(df["axis"].iloc[0]), df["axis_value"].to_numpy(dtype=float))
+        ax.set_title(panel_title(device, pass_name))
+        ax.set_ylabel("median time (ms)")
+        ax.grid(True, which="both", alpha=0.3)
+    _finish(fig, axes, title, fixed)
+    return fig
+
+
+def speedup_figure(df: pd.DataFrame, title: str, baseline: str) -> "Figure | None":
+    """Baseline time / implementation time per cell; None when there is nothing to compare."""
+    df, fixed = with_groups(df.assign(speedup=speedups(df, baseline)))
+    others = df[(df["impl"] != baseline) & df["speedup"].notna()]
+    if others.empty:
+        return None
+    panels = _panels(df)
+    fig, axes = _grid(max(r for r, *_ in panels) + 1, max(c for _, c, *_ in panels) + 1)
+    colors = _colors(df["impl"])
+    styles = {g: LINESTYLES[i % len(LINESTYLES)] for i, g in enumerate(sorted(df["group"].unique()))}
+    for r, c, device, pass_name in panels:
+        ax = axes[r][c]
+        cell = others[(others["device"] == device) & (others["pass"] == pass_name)]
+        _line_panel(ax, cell, "speedup", colors, styles)
+        ax.axhline(1.0, color="gray", lw=1, ls="--", label=f"{baseline} (baseline)")
+        ax.set_yscale("log")
+        _scale_x(ax, str(df["axis"].iloc[0]), df["axis_value"].to_numpy(dtype=float))
+        ax.set_title(panel_title(device, pass_name))
+        ax.set_ylabel(f"speedup over {baseline} (x)")
+        ax.grid(True, which="both", alpha=0.3)
+    _finish(fig, axes, f"{title}: speedup over {baseline}", fixed)
+    return fig
+
+
+def roofline_figure(df: pd.DataFrame, title: str, peaks: Mapping[str, Mapping[str, float]] | None = None
+                    ) -> "Figure | None":
+    """Achieved throughput per device: GFLOP/s against arithmetic intensity under the measured roofs
+    when FLOPs are known, else GB/s against the sweep axis; None when no row has rates."""
+    ok = df[(df["status"] == "ok") & df["gbps"].notna()] if "gbps" in df else df.iloc[0:0]
+    if ok.empty:
+        return None
+    devices = ordered(ok["device"], DEVICES)
+    fig, axes = _grid(1, len(devices))
+    colors = _colors(df["impl"])
+    for ax, device in zip(axes[0], devices):
+        rows, peak = ok[ok["device"] == device], dict((peaks or {}).get(device, {}))
+        if bool((rows["flops"].fillna(0) > 0).all() and (rows["bytes"].fillna(0) > 0).all()):
+            _roofline_panel(ax, rows, colors, peak)
+        else:
+            _bandwidth_panel(ax, rows, colors, peak)
+        known = "measured peak" if peak else "achieved only: no measured peak (benchctl env --calibrate)"
+        ax.set_title(f"{DEVICE_LABELS.get(device, device)}: {known}", fontsize=9)
+        ax.grid(True, which="both", alpha=0.3)
+    _finish(fig, axes, f"{title}: roofline", "")
+    return fig
+
+
+def _roofline_panel(ax: "Axes", rows: pd.DataFrame, colors: dict, peak: Mapping[str, float]) -> None:
+    intensity = rows["flops"] / rows["bytes"]
+    for (impl, pass_name), idx in rows.groupby(["impl", "pass"], sort=True).groups.items():
+        ax.scatter(intensity[idx], rows.loc[idx, "gflops"], color=colors[impl], s=22,
+                   marker=PASS_MARKERS.get(pass_name, "o"), label=f"{impl} {PASS_LABELS.get(pass_name, pass_name)}")
+    if peak.get("gbps") and peak.get("gflops"):
+        xs = np.logspace(np.log10(intensity.min() / 4), np.log10(max(intensity.max() * 4,
+                         4 * peak["gflops"] / peak["gbps"])), 200)
+        ax.plot(xs, np.minimum(peak["gflops"], xs * peak["gbps"]), color="black", lw=1.2,
+                label=f"roof: {peak['gbps']:.0f} GB/s, {peak['gflops']:.0f} GFLOP/s", gid="roof")
+    ax.set_xscale("log"), ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity (FLOP/byte)"), ax.set_ylabel("achieved GFLOP/s")
+
+
+def _bandwidth_panel(ax: "Axes", rows: pd.DataFrame, colors: dict, peak: Mapping[str, float]) -> None:
+    for (impl, pass_name), series in rows.groupby(["impl", "pass"], sort=True):
+        series = series.sort_values("axis_value")
+        ax.plot(series["axis_value"], series["gbps"], color=colors[impl], marker=PASS_MARKERS.get(pass_name, "o"),
+                ms=4, label=f"{impl} {PASS_LABELS.get(pass_name, pass_name)}")
+    if peak.get("gbps"):
+        ax.axhline(peak["gbps"], color="black", lw=1.2, label=f"peak {peak['gbps']:.0f} GB/s", gid="roof")
+    _scale_x(ax, str(rows["axis"].iloc[0]), rows["axis_value"].to_numpy(dtype=float))
+    ax.set_yscale("log"), ax.set_ylabel("achieved GB/s")
+
+
+def save(fig: "Figure", stem: Path) -> list[Path]:
+    """PNG (for the page and quick looks) and SVG (for papers) side by side."""
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    paths = [stem.with_suffix(".png"), stem.with_suffix(".svg")]
+    fig.savefig(paths[0], dpi=110)
+    fig.savefig(paths[1])
+    return paths

@@ -1,0 +1,286 @@
+"""The report: charts, a table per operator and the run's environment, as `index.html` and `summary.md`.
+
+The HTML page embeds its PNG charts as base64, so it opens from disk in any browser with no server and
+survives being mailed around; the SVG and PNG files sit beside it for papers and for the Markdown page.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import re
+import warnings
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from benchctl import plotting, storage
+from benchctl.errors import UsageError
+
+ENV_FIELDS = {"run_id": "run", "host": "host", "torch_version": "torch", "cuda_version": "CUDA",
+              "cpu_name": "CPU", "gpu_name": "GPU", "threads": "threads", "git_sha": "git", "timestamp": "started"}
+
+
+@dataclass(frozen=True)
+class Loaded:
+    rows: pd.DataFrame
+    metas: list[dict[str, Any]]  # run.json of every run folder the rows came from
+    folders: list[Path]
+
+
+@dataclass(frozen=True)
+class Section:
+    """One operator (and target): its charts, its table, its failed cells."""
+
+    op: str
+    target: str
+    title: str
+    baseline: str
+    note: str  # why the baseline is not the one asked for, or ""
+    figures: dict[str, list[Path]]  # kind (time / speedup / roofline) -> [png, svg]
+    table: pd.DataFrame
+    failures: pd.DataFrame
+
+
+@dataclass(frozen=True)
+class Report:
+    out_dir: Path
+    sections: list[Section]
+    environment: list[dict[str, str]]
+    statuses: dict[str, int]
+    generated: str
+    files: list[Path] = field(default_factory=list)
+
+
+def run_folders(paths: Sequence[Path | str], root: Path | str = "results") -> list[Path]:
+    """The run folders behind `paths` (run folders, parquet files inside one, or folders of runs);
+    with no paths, the latest run under `root`."""
+    if not paths:
+        latest = storage.latest_run(Path(root))
+        if latest is None:
+            raise FileNotFoundError(f"no runs found in {root}")
+        return [latest]
+    found: list[Path] = []
+    for path in map(Path, paths):
+        if path.is_file():
+            found += [path.parent] if (path.parent / storage.RUN_FILE).exists() else []
+        elif (path / storage.RUN_FILE).exists():
+            found.append(path)
+        else:
+            found += storage.run_dirs(path)
+    return list(dict.fromkeys(p.resolve() for p in found))
+
+
+def load_results(paths: Sequence[Path | str], root: Path | str = "results") -> Loaded:
+    folders = run_folders(paths, root)
+    rows = storage.load([Path(p) for p in paths] or folders, root)
+    metas = []
+    for folder in folders:
+        try:
+            metas.append(storage.run_meta(folder))
+        except (OSError, ValueError) as exc:  # a damaged run.json loses the environment, not the report
+            warnings.warn(f"cannot read {folder / storage.RUN_FILE}: {exc}", stacklevel=2)
+    return Loaded(rows, metas, folders)
+
+
+def default_out_dir(folders: Sequence[Path], root: Path | str = "results") -> Path:
+    """`<run>/report` for one run, so the report travels with its data; else a new dated folder."""
+    if len(folders) == 1:
+        return Path(folders[0]) / "report"
+    return Path(root) / f"report-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}"
+
+
+def select_ops(rows: pd.DataFrame, ops: Sequence[str] = ()) -> pd.DataFrame:
+    present = sorted(rows["op"].dropna().unique())
+    if not present:
+        raise UsageError("these results hold no rows")
+    missing = [op for op in ops if op not in present]
+    if missing:
+        raise UsageError(f"no results for {', '.join(missing)}; these results have: {', '.join(present)}")
+    return rows[rows["op"].isin(ops)] if ops else rows
+
+
+def environment(rows: pd.DataFrame, metas: Sequence[Mapping[str, Any]] = ()) -> list[dict[str, str]]:
+    """One entry per run: facts from its rows, filled in from its run.json where the rows lack them."""
+    by_run = {str(m.get("run_id")): m for m in metas}
+    run_ids = list(dict.fromkeys([*map(str, rows["run_id"].dropna().unique()), *by_run]))
+    entries = []
+    for run_id in run_ids or ["?"]:
+        part = rows[rows["run_id"].astype(str) == run_id] if run_ids else rows
+        meta = by_run.get(run_id, {})
+        entry = {label: _facts(part, meta, name) for name, label in ENV_FIELDS.items()}
+        entries.append({**entry, "run": run_id})
+    return entries
+
+
+def _facts(rows: pd.DataFrame, meta: Mapping[str, Any], name: str) -> str:
+    values = [_fmt_value(v) for v in rows[name].dropna().unique()] if name in rows else []
+    if not values and meta.get(name) is not None:
+        values = [_fmt_value(meta[name])]
+    return ", ".join(sorted(set(values))) or "unknown"
+
+
+def _fmt_value(value: Any) -> str:
+    if isinstance(value, (float, np.floating)) and float(value).is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _ms(value: Any) -> str:
+    return "" if value is None or pd.isna(value) else f"{value * 1e3:.4g}"
+
+
+def _correct(ok: Any, rel: Any) -> str:
+    if ok is None or pd.isna(ok):
+        return ""
+    err = "" if rel is None or pd.isna(rel) else f" (rel {rel:.1e})"
+    return ("yes" if ok else "NO") + err
+
+
+def op_table(rows: pd.DataFrame, baseline: str) -> pd.DataFrame:
+    """The operator's cells as display strings, in chart order: device, pass, params, axis, impl."""
+    df, _ = plotting.with_groups(rows.assign(speedup=plotting.speedups(rows, baseline)))
+    axis = str(df["axis"].dropna().iloc[0]) if df["axis"].notna().any() else "axis"
+    df = _chart_order(df)
+    table = pd.DataFrame({
+        "device": df["device"].map(lambda d: plotting.DEVICE_LABELS.get(d, d)),
+        "pass": df["pass"].map(lambda p: plotting.PASS_LABELS.get(p, p)),
+        "params": df["group"], axis: df["axis_value"].map(_fmt_value), "impl": df["impl"],
+        "status": df["status"], "median ms": df["median_s"].map(_ms), "IQR ms": df["iqr_s"].map(_ms),
+        f"speedup vs {baseline}": df["speedup"].map(lambda s: "" if pd.isna(s) else f"{s:.2f}x"),
+        "correct": [_correct(c, r) for c, r in zip(df["correct"], df["max_rel_err"])],
+    })
+    if df["pct_of_peak"].notna().any():
+        table["% of peak"] = df["pct_of_peak"].map(lambda p: "" if pd.isna(p) else f"{p:.1f}")
+    return table.drop(columns=[c for c in ("params",) if not table[c].astype(bool).any()])
+
+
+def _chart_order(df: pd.DataFrame) -> pd.DataFrame:
+    rank = {name: i for i, name in enumerate(plotting.DEVICES + plotting.PASSES)}
+    keys = df.assign(_d=df["device"].map(rank), _p=df["pass"].map(rank))
+    return keys.sort_values(["_d", "device", "_p", "pass", "group", "axis_value", "impl"], na_position="last")
+
+
+def failure_table(rows: pd.DataFrame) -> pd.DataFrame:
+    """Every cell that did not produce a time, with its status and the message that says why."""
+    df, _ = plotting.with_groups(rows)
+    df = _chart_order(df[df["status"].isin(plotting.FAILED) | df["status"].isna()])
+    return pd.DataFrame({
+        "device": df["device"].map(lambda d: plotting.DEVICE_LABELS.get(d, d)),
+        "pass": df["pass"].map(lambda p: plotting.PASS_LABELS.get(p, p)),
+        "params": df["group"], "axis": df["axis"].astype(str) + "=" + df["axis_value"].map(_fmt_value),
+        "impl": df["impl"], "status": df["status"].fillna("missing"), "message": df["message"].fillna(""),
+    })
+
+
+def _slug(*parts: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", "-".join(parts))
+
+
+def _section(rows: pd.DataFrame, op: str, target: str, out_dir: Path, requested: str | None,
+             peaks: Mapping[str, Mapping[str, float]]) -> Section:
+    title = op if target in ("op", "", "None") else f"{op} / {target}"
+    baseline, note = plotting.resolve_baseline(rows["impl"].dropna(), requested)
+    charts = {
+        "time": plotting.timing_figure(rows, title),
+        "speedup": plotting.speedup_figure(rows, title, baseline),
+        "roofline": plotting.roofline_figure(rows, title, peaks),
+    }
+    figures = {kind: plotting.save(fig, out_dir / "figures" / _slug(op, target, kind))
+               for kind, fig in charts.items() if fig is not None}
+    return Section(op, target, title, baseline, note, figures, op_table(rows, baseline), failure_table(rows))
+
+
+def _peaks(metas: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, float]]:
+    """Measured peaks (`benchctl env --calibrate`) stamped in run.json, per device."""
+    peaks: dict[str, dict[str, float]] = {}
+    for meta in metas:
+        for device, values in (meta.get("peaks") or {}).items():
+            peaks.setdefault(device, {}).update({k: float(v) for k, v in values.items() if v})
+    return peaks
+
+
+def build(rows: pd.DataFrame, out_dir: Path, metas: Sequence[Mapping[str, Any]] = (),
+          baselines: Mapping[str, str] | None = None, ops: Sequence[str] = ()) -> Report:
+    """Charts for every operator and target in `rows`, then index.html and summary.md in `out_dir`."""
+    rows = select_ops(rows, ops).assign(target=lambda d: d["target"].fillna("op").astype(str))
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    wanted = dict(baselines or {})  # "*" applies to every operator without its own entry
+    sections = [_section(part, str(op), str(target), out_dir, wanted.get(str(op), wanted.get("*")), _peaks(metas))
+                for (op, target), part in rows.groupby(["op", "target"], sort=True)]
+    statuses = {str(k): int(v) for k, v in rows["status"].fillna("missing").value_counts().items()}
+    report = Report(out_dir, sections, environment(rows, metas), statuses,
+                    datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
+    pages = {out_dir / "index.html": render_html(report), out_dir / "summary.md": render_markdown(report)}
+    for path, text in pages.items():
+        path.write_text(text, encoding="utf-8")
+    figures = [p for s in sections for paths in s.figures.values() for p in paths]
+    return Report(report.out_dir, sections, report.environment, statuses, report.generated,
+                  [*pages, *figures])
+
+
+def _md_table(table: pd.DataFrame) -> str:
+    def cell(value: Any) -> str:  # a pipe or newline inside a message would break the Markdown table
+        return str(value).replace("|", "\\|").replace("\n", " ")
+
+    lines = ["| " + " | ".join(map(cell, table.columns)) + " |", "|" + "---|" * len(table.columns)]
+    lines += ["| " + " | ".join(map(cell, row)) + " |" for row in table.itertuples(index=False)]
+    return "\n".join(lines)
+
+
+def _env_table(report: Report) -> pd.DataFrame:
+    return pd.DataFrame(report.environment, columns=list(ENV_FIELDS.values()))
+
+
+def _status_line(report: Report) -> str:
+    return ", ".join(f"{n} {status}" for status, n in sorted(report.statuses.items()))
+
+
+def render_markdown(report: Report) -> str:
+    out = ["# benchctl report", "", f"Generated {report.generated}. Cells: {_status_line(report)}.", "",
+           "## Environment", "", _md_table(_env_table(report)), ""]
+    for s in report.sections:
+        out += [f"## {s.title}", "", f"Baseline for speedups: `{s.baseline}`." + (f" ({s.note})" if s.note else ""), ""]
+        out += [f"![{s.title} {kind}]({paths[0].relative_to(report.out_dir).as_posix()})" for kind, paths in s.figures.items()]
+        out += ["", _md_table(s.table), ""]
+        if len(s.failures):
+            out += [f"### Cells without a time ({len(s.failures)})", "", _md_table(s.failures), ""]
+    return "\n".join(out)
+
+
+CSS = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1400px;padding:0 1em;color:#222}
+table{border-collapse:collapse;font-size:13px;margin:.5em 0 1.5em}th,td{border:1px solid #ccc;padding:2px 8px}
+th{background:#f0f0f0}td{text-align:right}figure{margin:1em 0}img{max-width:100%}.note{color:#a60}"""
+
+
+def _img(report: Report, kind: str, paths: list[Path], title: str) -> str:
+    data = base64.b64encode(paths[0].read_bytes()).decode("ascii")
+    links = " · ".join(f'<a href="{html.escape(p.relative_to(report.out_dir).as_posix())}">{p.suffix[1:].upper()}</a>'
+                       for p in paths)
+    return (f'<figure><img alt="{html.escape(title)} {kind}" src="data:image/png;base64,{data}">'
+            f"<figcaption>{html.escape(kind)} · {links}</figcaption></figure>")
+
+
+def _html_table(table: pd.DataFrame) -> str:
+    return table.to_html(index=False, border=0, escape=True, na_rep="")
+
+
+def render_html(report: Report) -> str:
+    body = [f"<h1>benchctl report</h1><p>Generated {report.generated}. Cells: {html.escape(_status_line(report))}.</p>",
+            "<h2>Environment</h2>", _html_table(_env_table(report))]
+    for s in report.sections:
+        note = f' <span class="note">({html.escape(s.note)})</span>' if s.note else ""
+        body += [f"<h2 id=\"{_slug(s.op, s.target)}\">{html.escape(s.title)}</h2>",
+                 f"<p>Baseline for speedups: <code>{html.escape(s.baseline)}</code>{note}</p>"]
+        body += [_img(report, kind, paths, s.title) for kind, paths in s.figures.items()]
+        body.append(_html_table(s.table))
+        if len(s.failures):
+            body += [f"<h3>Cells without a time ({len(s.failures)})</h3>", _html_table(s.failures)]
+    return (f"<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>benchctl report</title>"
+            f"<style>{CSS}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")

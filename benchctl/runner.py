@@ -1,0 +1,181 @@
+"""Runs a sweep: cells go to an executor, rows are stamped and written as each cell finishes.
+
+Executors: `InProcess` (tests, debugging) and `WorkerProcess` (the default: a segfault, abort or
+hang in an implementation becomes a `crashed` / `timeout` row and a fresh worker takes the next cell).
+After an out-of-memory cell, the larger sizes of the same series are recorded `skipped`.
+"""
+
+from __future__ import annotations
+
+import json
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Callable, Iterable, Protocol, Sequence
+
+from benchctl.cells import Cell
+from benchctl.execute import Settings, run_cell
+from benchctl.storage import SCHEMA_VERSION, RunWriter
+from benchctl.worker import settings_to_json
+
+Rows = list[dict[str, Any]]
+STDERR_TAIL_LINES = 15
+
+
+class Executor(Protocol):
+    def run(self, cell: Cell) -> Rows: ...
+
+    def close(self) -> None: ...
+
+
+class InProcess:
+    def __init__(self, settings: Settings):
+        self.settings = settings
+
+    def run(self, cell: Cell) -> Rows:
+        return run_cell(cell, self.settings)
+
+    def close(self) -> None:
+        pass
+
+
+@dataclass
+class WorkerProcess:
+    """One worker process at a time, restarted after a crash or a timeout."""
+
+    settings: Settings
+    ops_dirs: Sequence[str] = ()
+    timeout: float | None = None
+    threads: int | None = None
+    mem_limit: int | None = None
+    _proc: subprocess.Popen | None = field(default=None, repr=False)
+    _stderr: Any = field(default=None, repr=False)
+
+    def _start(self) -> subprocess.Popen:
+        self._stderr = tempfile.TemporaryFile()
+        # A new session: the terminal's Ctrl-C reaches the parent only, which decides what stops.
+        proc = subprocess.Popen([sys.executable, "-m", "benchctl.worker"], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=self._stderr, text=True, start_new_session=True)
+        setup = {"ops_dirs": [str(d) for d in self.ops_dirs], "settings": settings_to_json(self.settings),
+                 "threads": self.threads, "mem_limit": self.mem_limit}
+        proc.stdin.write(json.dumps(setup) + "\n")
+        proc.stdin.flush()
+        self._proc = proc
+        if self._read_line(timeout=120) is None:
+            raise RuntimeError(f"worker failed to start: {self._failure()[1]}")
+        return proc
+
+    def run(self, cell: Cell) -> Rows:
+        proc = self._proc if self._proc and self._proc.poll() is None else self._start()
+        try:
+            proc.stdin.write(cell.to_json() + "\n")
+            proc.stdin.flush()
+        except BrokenPipeError:
+            pass
+        line = self._read_line(self.timeout)
+        if line is not None:
+            return json.loads(line)["rows"]
+        status, message = self._failure()
+        return failure_rows(cell, status, message)
+
+    def _read_line(self, timeout: float | None) -> str | None:
+        assert self._proc and self._proc.stdout
+        ready, _, _ = select.select([self._proc.stdout], [], [], timeout)
+        if not ready:
+            return None
+        line = self._proc.stdout.readline()
+        return line or None
+
+    def _failure(self) -> tuple[str, str]:
+        """Kill what is left of the worker; describe how it ended, with the tail of its stderr."""
+        proc = self._proc
+        assert proc is not None
+        timed_out = proc.poll() is None
+        if timed_out:
+            proc.kill()
+        code = proc.wait()
+        self._proc = None
+        tail = _tail(self._stderr)
+        if timed_out:
+            return "timeout", f"no result within {self.timeout:g} s; killed. {tail}".strip()
+        how = f"killed by signal {signal.Signals(-code).name}" if code < 0 else f"exited with code {code}"
+        return "crashed", f"worker {how}. {tail}".strip()
+
+    def close(self) -> None:
+        if self._proc and self._proc.poll() is None:
+            self._proc.kill()
+            self._proc.wait()
+        self._proc = None
+
+
+def _tail(stream: Any) -> str:
+    if stream is None:
+        return ""
+    stream.seek(0)
+    lines = stream.read().decode(errors="replace").strip().splitlines()
+    return " | ".join(lines[-STDERR_TAIL_LINES:])
+
+
+def failure_rows(cell: Cell, status: str, message: str) -> Rows:
+    from benchctl import registry
+    from benchctl.execute import base_row
+
+    base = base_row(cell, registry.get(cell.op))
+    return [{**base, "pass": p, "status": status, "message": message} for p in cell.passes]
+
+
+def series_key(cell: Cell, axis: str) -> tuple:
+    """Cells that differ only in the swept axis value form one series."""
+    others = {k: v for k, v in cell.params.items() if k != axis}
+    return (cell.op, cell.target, cell.impl, cell.device, cell.dtype, json.dumps(others, sort_keys=True))
+
+
+@dataclass
+class Sweep:
+    """Drives the cells through an executor and into a RunWriter."""
+
+    cells: Sequence[Cell]
+    executor: Executor
+    writer: RunWriter
+    env: dict[str, Any]
+    on_start: Callable[[Cell], None] = lambda cell: None
+    on_done: Callable[[Cell, Rows], None] = lambda cell, rows: None
+    # (op, impl, device) -> why it cannot run (e.g. its extension failed to build)
+    blocked: dict[tuple[str, str, str], str] = field(default_factory=dict)
+    _skip: dict[tuple, str] = field(default_factory=dict)
+
+    def run(self) -> None:
+        from benchctl import registry
+
+        for cell in self.cells:
+            self.on_start(cell)
+            axis = registry.get(cell.op).axis
+            key = series_key(cell, axis)
+            rows = self._rows(cell, key)
+            if any(r.get("status") == "oom" for r in rows):
+                self._skip[key] = f"skipped: an earlier {axis}={cell.params.get(axis)} ran out of memory"
+            stamped = stamp(rows, self.writer.run_id, self.env)
+            self.writer.write(stamped)
+            self.on_done(cell, stamped)
+
+    def _rows(self, cell: Cell, key: tuple) -> Rows:
+        blocked = self.blocked.get((cell.op, cell.impl, cell.device))
+        if blocked:
+            return failure_rows(cell, "unavailable", blocked)
+        if key in self._skip:
+            return failure_rows(cell, "skipped", self._skip[key])
+        return self.executor.run(cell)
+
+
+def stamp(rows: Iterable[dict[str, Any]], run_id: str, env: dict[str, Any]) -> Rows:
+    now = datetime.now(timezone.utc).isoformat()
+    out = []
+    for r in rows:
+        row = {**env, **{k: v for k, v in r.items() if v is not None}}
+        row.update(schema_version=SCHEMA_VERSION, run_id=run_id, timestamp=now)
+        out.append(row)
+    return out

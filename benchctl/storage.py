@@ -1,0 +1,171 @@
+"""Results on disk: one folder per run, one parquet file per finished cell, loaded as one DataFrame.
+
+Writing a small file per cell (atomically: write a temp file, then rename) means an interrupted or
+crashed sweep keeps everything measured so far, and two runs writing into the same results folder
+never touch each other's files. Loaders skip a corrupt or partial file with a warning naming it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+import warnings
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+SCHEMA_VERSION = 1
+RUN_FILE = "run.json"
+
+# Column -> arrow type. Every row carries all of them (missing values are null).
+COLUMNS: dict[str, pa.DataType] = {
+    "schema_version": pa.int32(),
+    "run_id": pa.string(),
+    "timestamp": pa.string(),
+    "git_sha": pa.string(),
+    "host": pa.string(),
+    "torch_version": pa.string(),
+    "cuda_version": pa.string(),
+    "cpu_name": pa.string(),
+    "gpu_name": pa.string(),
+    "threads": pa.int32(),
+    "op": pa.string(),
+    "target": pa.string(),
+    "impl": pa.string(),
+    "device": pa.string(),
+    "dtype": pa.string(),
+    "params": pa.string(),  # JSON of the operator's params for this cell
+    "axis": pa.string(),  # the param the operator sweeps on a chart's x axis
+    "axis_value": pa.float64(),
+    "batch_size": pa.int64(),
+    "pass": pa.string(),  # forward / backward / forward_backward
+    "status": pa.string(),  # ok / unavailable / incorrect / oom / crashed / timeout / error / skipped
+    "message": pa.string(),
+    "n": pa.int64(),
+    "median_s": pa.float64(),
+    "iqr_s": pa.float64(),
+    "mean_s": pa.float64(),
+    "std_s": pa.float64(),
+    "min_s": pa.float64(),
+    "max_s": pa.float64(),
+    "samples_s": pa.list_(pa.float64()),
+    "noisy": pa.bool_(),
+    "compile_s": pa.float64(),  # duration of the first (warm-up) call: build, JIT, caches
+    "peak_mem_bytes": pa.float64(),
+    "flops": pa.float64(),
+    "bytes": pa.float64(),
+    "gflops": pa.float64(),
+    "gbps": pa.float64(),
+    "pct_of_peak": pa.float64(),
+    "correct": pa.bool_(),
+    "max_abs_err": pa.float64(),
+    "max_rel_err": pa.float64(),
+    "tolerance": pa.float64(),
+    "check_params": pa.string(),
+}
+SCHEMA = pa.schema(list(COLUMNS.items()))
+STATUSES = ("ok", "unavailable", "incorrect", "oom", "crashed", "timeout", "error", "skipped")
+
+
+def new_run_id() -> str:
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    return f"{stamp}-{uuid.uuid4().hex[:6]}"
+
+
+class RunWriter:
+    """Owns one run folder: `run.json` (metadata, state) and `part-NNNNN.parquet` per written batch."""
+
+    def __init__(self, root: Path, run_id: str, meta: dict[str, Any]):
+        self.dir = Path(root) / run_id
+        self.dir.mkdir(parents=True, exist_ok=False)
+        self.run_id = run_id
+        self.meta = {**meta, "run_id": run_id, "schema_version": SCHEMA_VERSION, "state": "running"}
+        self.parts = 0
+        self._write_meta()
+
+    def write(self, rows: Sequence[dict[str, Any]]) -> Path | None:
+        if not rows:
+            return None
+        self.parts += 1
+        path = self.dir / f"part-{self.parts:05d}.parquet"
+        tmp = path.with_suffix(".tmp")
+        pq.write_table(to_table(rows), tmp)
+        os.replace(tmp, path)  # atomic: a reader never sees half a file
+        return path
+
+    def finish(self, state: str = "complete") -> None:
+        self.meta["state"] = state
+        self.meta["finished"] = datetime.now(timezone.utc).isoformat()
+        self._write_meta()
+
+    def _write_meta(self) -> None:
+        tmp = self.dir / (RUN_FILE + ".tmp")
+        tmp.write_text(json.dumps(self.meta, indent=2, default=str))
+        os.replace(tmp, self.dir / RUN_FILE)
+
+
+def to_table(rows: Iterable[dict[str, Any]]) -> pa.Table:
+    rows = list(rows)
+    unknown = {k for r in rows for k in r} - set(COLUMNS)
+    if unknown:
+        raise ValueError(f"unknown result columns: {sorted(unknown)}")
+    data = {name: [r.get(name) for r in rows] for name in COLUMNS}
+    return pa.Table.from_pydict(data, schema=SCHEMA)
+
+
+def run_dirs(root: Path) -> list[Path]:
+    """Run folders under `root`, oldest first (run ids start with a UTC timestamp)."""
+    root = Path(root)
+    if not root.is_dir():
+        return []
+    return sorted((p for p in root.iterdir() if (p / RUN_FILE).exists()), key=lambda p: p.name)
+
+
+def latest_run(root: Path) -> Path | None:
+    runs = run_dirs(root)
+    return runs[-1] if runs else None
+
+
+def run_meta(run_dir: Path) -> dict[str, Any]:
+    return json.loads((Path(run_dir) / RUN_FILE).read_text())
+
+
+def load_run(run_dir: Path) -> pd.DataFrame:
+    """All rows of one run; corrupt or partial part files are skipped with a warning naming them."""
+    tables = []
+    for part in sorted(Path(run_dir).glob("part-*.parquet")):
+        try:
+            tables.append(pq.read_table(part))
+        except Exception as exc:  # pyarrow raises several types for a truncated file
+            warnings.warn(f"skipping unreadable results file {part}: {exc}", stacklevel=2)
+    if not tables:
+        return pd.DataFrame({name: pd.Series(dtype=object) for name in COLUMNS})
+    return pa.concat_tables(tables, promote_options="default").to_pandas()
+
+
+def load(paths: Sequence[Path | str] = (), root: Path | str = "results") -> pd.DataFrame:
+    """Rows of several runs merged. Each path is a run folder, a parquet file, or a folder of runs;
+    with no paths, the latest run under `root`."""
+    if not paths:
+        latest = latest_run(Path(root))
+        if latest is None:
+            raise FileNotFoundError(f"no runs found in {root}")
+        paths = [latest]
+    frames = [_load_path(Path(p)) for p in paths]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def _load_path(path: Path) -> pd.DataFrame:
+    if path.is_file():
+        return pq.read_table(path).to_pandas()
+    if (path / RUN_FILE).exists():
+        return load_run(path)
+    runs = run_dirs(path)
+    if not runs:
+        raise FileNotFoundError(f"no results in {path}")
+    return pd.concat([load_run(r) for r in runs], ignore_index=True)

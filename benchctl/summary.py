@@ -1,0 +1,61 @@
+"""Rows -> the end-of-run summary: median ms per implementation x sweep value, and speedup vs the reference."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import pandas as pd
+
+
+@dataclass(frozen=True)
+class SummaryTable:
+    title: str
+    columns: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+
+
+def _fmt_ms(seconds: float) -> str:
+    ms = seconds * 1e3
+    return f"{ms:.3g}" if ms < 100 else f"{ms:.0f}"
+
+
+def summarize(df: pd.DataFrame, references: dict[str, str]) -> list[SummaryTable]:
+    """One table per (operator, target, other params, device, dtype): a row per pass x implementation,
+    a column per sweep value; each cell is `median ms (speedup x)`, or the status when it did not run."""
+    tables = []
+    df = df.assign(others=[_others(p, a) for p, a in zip(df["params"], df["axis"])])
+    keys = ["op", "target", "others", "device", "dtype"]
+    for key, group in df.groupby(keys, sort=False):
+        op, target, others, device, dtype = key
+        ref = references.get(op, "py")
+        values = sorted(group["axis_value"].dropna().unique())
+        axis = group["axis"].iloc[0]
+        ok = group[(group["impl"] == ref) & (group["status"] == "ok")]
+        rows = []
+        for (pass_name, impl), g in group.groupby(["pass", "impl"], sort=False):
+            base = ok[ok["pass"] == pass_name].groupby("axis_value")["median_s"].min()
+            by_value = {v: r for v, r in zip(g["axis_value"], g.to_dict("records"))}
+            rows.append((pass_name, impl, *(_cell(by_value.get(v), base.get(v), impl == ref) for v in values)))
+        title = f"{op}/{target} {others} on {device} ({dtype}): median ms (speedup vs {ref}; ~ noisy)"
+        tables.append(SummaryTable(title, ("pass", f"impl \\ {axis}", *(f"{v:g}" for v in values)), tuple(rows)))
+    return tables
+
+
+def _others(params_json: str, axis: str) -> str:
+    """The params other than the swept axis, e.g. `H=256`: they tell series of one operator apart."""
+    params = json.loads(params_json)
+    return ",".join(f"{k}={v}" for k, v in sorted(params.items()) if k != axis)
+
+
+def _cell(row: dict | None, base: float | None, is_ref: bool) -> str:
+    if row is None:
+        return ""
+    if row["status"] != "ok":
+        return row["status"]
+    text = _fmt_ms(row["median_s"])
+    if base is not None and not is_ref and row["median_s"] > 0:
+        text += f" ({base / row['median_s']:.1f}x)"
+    if row.get("noisy"):
+        text += " ~"
+    return text

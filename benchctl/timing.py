@@ -1,0 +1,143 @@
+"""The timing loop: warm-up, adaptive repetition, every sample kept, robust statistics.
+
+A measured step is split in two: `setup()` runs untimed and returns the thunk that is timed (so a
+backward's graph is built outside the clock). Clocks are replaceable: `CpuClock` reads a monotonic
+ns counter; `CudaEventClock` records CUDA events around each repetition and synchronises before
+reading them. Tests drive the loop with fake clocks, the CUDA path included.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol
+
+import numpy as np
+
+NOISY_IQR_RATIO = 0.10
+
+Thunk = Callable[[], Any]
+
+
+class Clock(Protocol):
+    """Times one call of a thunk, in seconds."""
+
+    def time(self, thunk: Thunk) -> float: ...
+
+
+class CpuClock:
+    def __init__(self, counter: Callable[[], int] = time.perf_counter_ns):
+        self.counter = counter
+
+    def time(self, thunk: Thunk) -> float:
+        start = self.counter()
+        thunk()
+        return (self.counter() - start) * 1e-9
+
+
+class CudaEventClock:
+    """CUDA events around each repetition on the current stream; kernels, not launches, are timed.
+
+    `event_factory` and `synchronize` default to torch.cuda's; tests pass fakes. An optional
+    `before` hook (e.g. an L2 flush) runs before the start event is recorded, so it is not timed.
+    """
+
+    def __init__(self, event_factory: Callable[..., Any] | None = None,
+                 synchronize: Callable[[], None] | None = None, before: Thunk | None = None):
+        if event_factory is None or synchronize is None:
+            import torch
+
+            event_factory = event_factory or (lambda: torch.cuda.Event(enable_timing=True))
+            synchronize = synchronize or torch.cuda.synchronize
+        self.event_factory = event_factory
+        self.synchronize = synchronize
+        self.before = before
+
+    def time(self, thunk: Thunk) -> float:
+        if self.before is not None:
+            self.before()
+        start, end = self.event_factory(), self.event_factory()
+        self.synchronize()  # nothing queued earlier may leak into this sample
+        start.record()
+        thunk()
+        end.record()
+        self.synchronize()
+        return start.elapsed_time(end) * 1e-3  # elapsed_time is in ms
+
+
+@dataclass(frozen=True)
+class Policy:
+    """How long to measure: at least `min_samples` and `min_time` seconds, at most `max_samples` and
+    `max_time`; stop early once the running median moved less than `stable_rtol` over the last
+    `stable_window` samples."""
+
+    warmup: int = 1
+    min_samples: int = 5
+    max_samples: int = 1000
+    min_time: float = 0.2
+    max_time: float = 5.0
+    stable_rtol: float = 0.01
+    stable_window: int = 5
+
+
+@dataclass(frozen=True)
+class Measurement:
+    samples: tuple[float, ...]
+    warmup_s: tuple[float, ...] = ()
+    stats: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def median(self) -> float:
+        return self.stats["median_s"]
+
+    @property
+    def noisy(self) -> bool:
+        return self.stats["iqr_s"] > NOISY_IQR_RATIO * self.stats["median_s"]
+
+
+def summarize(samples: list[float] | tuple[float, ...]) -> dict[str, float]:
+    arr = np.asarray(samples, dtype=np.float64)
+    q1, med, q3 = np.percentile(arr, [25, 50, 75])
+    return {
+        "n": int(arr.size),
+        "median_s": float(med),
+        "iqr_s": float(q3 - q1),
+        "mean_s": float(arr.mean()),
+        "std_s": float(arr.std(ddof=1)) if arr.size > 1 else 0.0,
+        "min_s": float(arr.min()),
+        "max_s": float(arr.max()),
+    }
+
+
+def measure(setup: Callable[[], Thunk], clock: Clock, policy: Policy = Policy(),
+            elapsed: Callable[[], float] = time.monotonic) -> Measurement:
+    """Warm up, then repeat until `policy` is satisfied. Only `thunk()` is inside the clock."""
+    warm = tuple(clock.time(setup()) for _ in range(policy.warmup))
+    samples: list[float] = []
+    medians: list[float] = []
+    start = elapsed()
+    while True:
+        samples.append(clock.time(setup()))
+        medians.append(statistics.median(samples))
+        if _done(samples, medians, elapsed() - start, policy):
+            break
+    return Measurement(tuple(samples), warm, summarize(samples))
+
+
+def _done(samples: list[float], medians: list[float], spent: float, policy: Policy) -> bool:
+    if len(samples) >= policy.max_samples or spent >= policy.max_time:
+        return True
+    if len(samples) < policy.min_samples:
+        return False
+    if sum(samples) >= policy.min_time:
+        return True
+    return _stable(medians, policy) and len(samples) >= 2 * policy.min_samples
+
+
+def _stable(medians: list[float], policy: Policy) -> bool:
+    if len(medians) < policy.stable_window:
+        return False
+    window = medians[-policy.stable_window:]
+    ref = window[-1]
+    return ref > 0 and all(abs(m - ref) <= policy.stable_rtol * ref for m in window)
