@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Iterable, Sequence
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-out = Console()
-err = Console(stderr=True)
+# Outside a terminal (CI logs, pipes) rich would wrap tables at 80 columns; results tables are wider.
+_WIDTH = None if sys.stdout.isatty() else 160
+out = Console(width=_WIDTH)
+err = Console(stderr=True, width=_WIDTH)
 
 
 def table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[object]]) -> Table:

@@ -137,17 +137,46 @@ def _scale_x(ax: "Axes", axis: str, values: np.ndarray) -> None:
 
 
 def _mark_failed(ax: "Axes", failed: pd.DataFrame, colors: dict[str, Any]) -> None:
-    """An x at the panel bottom for each failed cell, with its status written once per series."""
+    """An x at the panel bottom for each failed cell, its status written once per series above them."""
+    right = float(np.nanmax(failed["axis_value"])) if failed["axis_value"].notna().any() else 0.0
     for i, ((impl, group, status), rows) in enumerate(failed.groupby(["impl", "group", "status"], sort=True)):
-        y = 0.04 + 0.07 * (i % 8)  # stagger series so their markers do not cover each other
+        y = 0.04 + 0.09 * (i % 8)  # stagger series so their markers and labels do not cover each other
         xs = np.sort(rows["axis_value"].to_numpy(dtype=float))
         xs, where = (xs[np.isfinite(xs)], ax.get_xaxis_transform()) if np.isfinite(xs).any() \
             else (np.array([0.03]), ax.transAxes)  # no axis value: still shown, at the left edge
         art = ax.scatter(xs, [y] * len(xs), marker="x", s=36, color=colors[impl], zorder=5,
                          transform=where, clip_on=False, label="_failed")
         art.set_gid(f"failed:{status}")
-        ax.annotate(f"{series_label(impl, group)}: {status}", (xs[0], y), xycoords=where,
-                    xytext=(5, -3), textcoords="offset points", fontsize=7, color=colors[impl])
+        at_right = len(xs) == 1 and xs[0] == right and where is not ax.transAxes
+        ax.annotate(f"{series_label(impl, group)}: {status}", (xs[0], y), xycoords=where, xytext=(0, 5),
+                    textcoords="offset points", fontsize=7, color=colors[impl], va="bottom",
+                    ha="right" if at_right else "left")
+
+
+def _room_below(ax: "Axes", n_failed_series: int) -> None:
+    """Lower a log axis so the failure markers sit under the data instead of on top of it."""
+    if n_failed_series and ax.get_yscale() == "log":
+        lo, hi = ax.get_ylim()
+        ax.set_ylim(lo / (hi / lo) ** (0.1 + 0.12 * min(n_failed_series, 8)), hi)
+
+
+def _tidy_log(ax: "Axes", which: str = "y") -> None:
+    """Plain numbers on a log axis ("0.5", "20", not "5x10^-1"). Minor ticks are labelled only where the
+    decades alone cannot be read: all of them on a very short axis, 2-3-5 on a short one."""
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    axis, (lo, hi) = (ax.yaxis, ax.get_ylim()) if which == "y" else (ax.xaxis, ax.get_xlim())
+    span = hi / lo if lo > 0 else np.inf
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    if span >= 20:
+        axis.set_minor_formatter(NullFormatter())
+        return
+
+    def minor(v: float, _: Any) -> str:
+        lead = round(v / 10 ** np.floor(np.log10(v)), 6) if v > 0 else 0
+        return f"{v:g}" if span < 2 or lead in (2, 3, 5) else ""
+
+    axis.set_minor_formatter(FuncFormatter(minor))
 
 
 def _line_panel(ax: "Axes", cell: pd.DataFrame, y_col: str, colors: dict, styles: dict) -> bool:
@@ -160,8 +189,10 @@ def _line_panel(ax: "Axes", cell: pd.DataFrame, y_col: str, colors: dict, styles
         label = series_label(impl, group)
         scale = 1e3 if y_col == "median_s" else 1.0
         yerr = [b * scale for b in iqr_bars(ok)] if y_col == "median_s" else None
-        ax.errorbar(ok["axis_value"], ok[y_col] * scale, yerr=yerr, color=colors[impl], ls=styles[group],
-                    marker="o", ms=3.5, capsize=2, lw=1.4, label=label, gid=f"series:{label}")
+        x, y = ok["axis_value"].to_numpy(dtype=float), ok[y_col].to_numpy(dtype=float) * scale
+        bars = ax.errorbar(x, y, yerr=yerr, color=colors[impl], ls=styles[group],
+                           marker="o", ms=3.5, capsize=2, lw=1.4, label=label)
+        bars.lines[0].set_gid(f"series:{label}")  # the data line (the container holds the label)
         drawn = True
     return drawn
 
@@ -195,7 +226,11 @@ def timing_figure(df: pd.DataFrame, title: str) -> "Figure":
         else:
             ax.text(0.5, 0.6, "no successful measurements", ha="center", transform=ax.transAxes, color="gray")
             ax.set_yticks([])
-        _mark_failed(ax, cell[cell["status"].isin(FAILED)], colors)
+        failed = cell[cell["status"].isin(FAILED)]
+        _room_below(ax, failed.groupby(["impl", "group", "status"]).ngroups)
+        _mark_failed(ax, failed, colors)
+        if ax.get_yscale() == "log":
+            _tidy_log(ax)
         _scale_x(ax, str(df["axis"].iloc[0]), df["axis_value"].to_numpy(dtype=float))
         ax.set_title(panel_title(device, pass_name))
         ax.set_ylabel("median time (ms)")
@@ -220,6 +255,7 @@ def speedup_figure(df: pd.DataFrame, title: str, baseline: str) -> "Figure | Non
         _line_panel(ax, cell, "speedup", colors, styles)
         ax.axhline(1.0, color="gray", lw=1, ls="--", label=f"{baseline} (baseline)")
         ax.set_yscale("log")
+        _tidy_log(ax)
         _scale_x(ax, str(df["axis"].iloc[0]), df["axis_value"].to_numpy(dtype=float))
         ax.set_title(panel_title(device, pass_name))
         ax.set_ylabel(f"speedup over {baseline} (x)")
@@ -244,8 +280,8 @@ def roofline_figure(df: pd.DataFrame, title: str, peaks: Mapping[str, Mapping[st
             _roofline_panel(ax, rows, colors, peak)
         else:
             _bandwidth_panel(ax, rows, colors, peak)
-        known = "measured peak" if peak else "achieved only: no measured peak (benchctl env --calibrate)"
-        ax.set_title(f"{DEVICE_LABELS.get(device, device)}: {known}", fontsize=9)
+        known = "against measured peak" if peak else "achieved only (no measured peak)"
+        ax.set_title(f"{DEVICE_LABELS.get(device, device)}: {known}", fontsize=10)
         ax.grid(True, which="both", alpha=0.3)
     _finish(fig, axes, f"{title}: roofline", "")
     return fig
@@ -262,6 +298,7 @@ def _roofline_panel(ax: "Axes", rows: pd.DataFrame, colors: dict, peak: Mapping[
         ax.plot(xs, np.minimum(peak["gflops"], xs * peak["gbps"]), color="black", lw=1.2,
                 label=f"roof: {peak['gbps']:.0f} GB/s, {peak['gflops']:.0f} GFLOP/s", gid="roof")
     ax.set_xscale("log"), ax.set_yscale("log")
+    _tidy_log(ax, "x"), _tidy_log(ax, "y")
     ax.set_xlabel("arithmetic intensity (FLOP/byte)"), ax.set_ylabel("achieved GFLOP/s")
 
 
@@ -274,6 +311,7 @@ def _bandwidth_panel(ax: "Axes", rows: pd.DataFrame, colors: dict, peak: Mapping
         ax.axhline(peak["gbps"], color="black", lw=1.2, label=f"peak {peak['gbps']:.0f} GB/s", gid="roof")
     _scale_x(ax, str(rows["axis"].iloc[0]), rows["axis_value"].to_numpy(dtype=float))
     ax.set_yscale("log"), ax.set_ylabel("achieved GB/s")
+    _tidy_log(ax)
 
 
 def save(fig: "Figure", stem: Path) -> list[Path]:
@@ -281,5 +319,6 @@ def save(fig: "Figure", stem: Path) -> list[Path]:
     stem.parent.mkdir(parents=True, exist_ok=True)
     paths = [stem.with_suffix(".png"), stem.with_suffix(".svg")]
     fig.savefig(paths[0], dpi=110)
+    fig.set_layout_engine("none")  # keep the layout just computed: constrained layout is the slow part
     fig.savefig(paths[1])
     return paths

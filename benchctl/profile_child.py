@@ -2,7 +2,7 @@
 
 It builds the cell as `benchctl run` does (`execute.prepare`), then repeats `thunk = setup(); thunk()`
 for the requested duration. The two steps run inside functions with distinctive names
-(`profiling.SETUP_FRAME`, `profiling.TIMED_FRAME`) so the parent can tell samples in the timed thunk
+(`stacks.SETUP_FRAME`, `stacks.TIMED_FRAME`) so the parent can tell samples in the timed thunk
 from samples in the untimed setup and in start-up (imports, the first compile call).
 
 Its result (repetitions, seconds, or the error) goes to the `--summary` JSON file rather than stdout,
@@ -24,14 +24,14 @@ import torch
 
 from benchctl import execute, registry
 from benchctl.cells import Cell
-from benchctl.profiling import SETUP_FRAME, TIMED_FRAME, TORCH_MAX_REPS, TORCH_RANGE
+from benchctl.profiling import TORCH_MAX_REPS, TORCH_RANGE
 from benchctl.timing import Thunk
 
 Setup = Callable[[], Thunk]
 
 
 def benchctl_untimed_setup(setup: Setup) -> Thunk:
-    """Untimed in `benchctl run`; its name marks its samples (see profiling.SETUP_FRAME)."""
+    """Untimed in `benchctl run`; its name marks its samples (stacks.SETUP_FRAME)."""
     return setup()
 
 

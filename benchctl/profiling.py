@@ -1,10 +1,9 @@
 """Profiles of one cell's timing loop: py-spy (native frames) or torch.profiler, in a child process.
 
 py-spy records the child twice, because it cannot convert between its formats and the flame graph is
-its own rendering: once as collapsed stacks (`stacks.txt`, from which the top-frames table and the
-speedscope JSON are made here) and once as the flame graph SVG. Samples are sorted into the timed thunk,
-the untimed setup and start-up by the marker functions the child runs them in (`profile_child`); the
-tables count timed samples only, with benchctl's own frames folded away. Nothing here prints.
+its own rendering: once as collapsed stacks (`stacks.txt`, from which `benchctl.stacks` makes the
+top-frames tables and the speedscope JSON) and once as the flame graph SVG. The torch profiler runs in
+the child, which writes the Chrome trace and the top operators itself. Nothing here prints.
 """
 
 from __future__ import annotations
@@ -16,176 +15,26 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
 from benchctl.errors import BenchError
+from benchctl.stacks import KEEP_ROWS, TopFrames, parse_collapsed, speedscope, top_frames
 
-if TYPE_CHECKING:  # cells imports torch; the parsing half of this module must not need it
+if TYPE_CHECKING:  # cells imports torch, which the parent process has no need of
     from benchctl.cells import Cell
 
-TIMED_FRAME = "benchctl_timed_thunk"
-SETUP_FRAME = "benchctl_untimed_setup"
 TORCH_RANGE = "benchctl.timed"
 TORCH_MAX_REPS = 100  # each repetition adds every op to the Chrome trace: keep the file openable
-HARNESS = "[benchctl harness]"
 MANIFEST = "profile.json"
 FILES = {"stacks": "stacks.txt", "flamegraph": "flamegraph.svg", "speedscope": "speedscope.json",
          "trace": "trace.json", "top_ops": "top_ops.csv"}
-KEEP_ROWS = 50
-# Python frames that are the harness, not the user's code: benchctl itself, `python -m`, click.
-_HARNESS_FILE = re.compile(r"(^|/)(benchctl/|click/|runpy\.py$|<frozen runpy>$)")
-_PY_LOCATION = re.compile(r"^(.*\.py|<[^>]*>):(\d+)$")
 _PERMISSION = re.compile(r"permission denied|operation not permitted|os error (1|13)\b|ptrace", re.I)
 PTRACE_HINT = ("py-spy is not permitted to read the profiled process (it needs ptrace): run as root, "
                "start the container with --cap-add SYS_PTRACE, or allow it with "
                "`sysctl -w kernel.yama.ptrace_scope=0`")
-
-Stacks = list[tuple[list[str], int]]
-
-
-@dataclass(frozen=True)
-class Frame:
-    function: str
-    location: str  # Python file (without the line) or shared library
-    native: bool
-    line: int | None = None
-
-    @property
-    def key(self) -> str:
-        return f"{self.function} ({self.location})" if self.location else self.function
-
-
-def parse_frame(text: str) -> Frame:
-    """`func (file.py:12)` or `symbol (libfoo.so)`; the location is the last parenthesis, because
-    demangled C++ names contain parentheses of their own."""
-    cut = text.rfind(" (")
-    if not text.endswith(")") or cut < 0:
-        return Frame(text, "", True)
-    function, location = text[:cut], text[cut + 2 : -1]
-    py = _PY_LOCATION.match(location)
-    if py:
-        return Frame(function, py.group(1), False, int(py.group(2)))
-    if function.startswith("0x"):  # an unresolved address: merge them per library
-        function = "??"
-    return Frame(function, location, True)
-
-
-def parse_collapsed(text: str) -> Stacks:
-    """py-spy's raw format: one `frame;frame;...;leaf COUNT` line per distinct stack, root first."""
-    stacks: Stacks = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        stack, _, count = line.rstrip().rpartition(" ")
-        if not count.isdigit() or not stack:
-            raise ValueError(f"line {number} is not a collapsed stack (`a;b;c COUNT`): {line[:80]!r}")
-        stacks.append((stack.split(";"), int(count)))
-    return stacks
-
-
-def is_harness(frame: Frame) -> bool:
-    return not frame.native and bool(_HARNESS_FILE.search(frame.location))
-
-
-def classify(stack: list[str]) -> tuple[str, list[Frame]]:
-    """(region, frames below the region's marker): timed, setup, or startup (no marker)."""
-    frames = [parse_frame(f) for f in stack]
-    names = [f.function for f in frames]
-    for region, marker in (("timed", TIMED_FRAME), ("setup", SETUP_FRAME)):
-        if marker in names:
-            return region, frames[len(names) - names[::-1].index(marker):]
-    return "startup", frames
-
-
-@dataclass(frozen=True)
-class FrameStat:
-    frame: str
-    function: str
-    location: str
-    native: bool
-    samples: int
-    pct: float
-
-
-@dataclass(frozen=True)
-class TopFrames:
-    """Where the timed thunk's samples are: by self time (the leaf) and total time (on the stack)."""
-
-    samples: dict[str, int]  # total, timed, setup, startup
-    by_self: tuple[FrameStat, ...]
-    by_total: tuple[FrameStat, ...]
-
-    @staticmethod
-    def from_dict(data: dict[str, Any]) -> "TopFrames":
-        return TopFrames(dict(data["samples"]), tuple(FrameStat(**r) for r in data["top_self"]),
-                         tuple(FrameStat(**r) for r in data["top_total"]))
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"samples": self.samples, "top_self": [asdict(r) for r in self.by_self],
-                "top_total": [asdict(r) for r in self.by_total]}
-
-
-def top_frames(stacks: Stacks, limit: int = KEEP_ROWS) -> TopFrames:
-    regions: Counter[str] = Counter({"total": 0, "timed": 0, "setup": 0, "startup": 0})
-    self_n: Counter[Frame] = Counter()
-    total_n: Counter[Frame] = Counter()
-    harness = Frame(HARNESS, "", False)
-    for stack, n in stacks:
-        region, frames = classify(stack)
-        regions["total"] += n
-        regions[region] += n
-        if region != "timed":
-            continue
-        # A sample whose own frame is benchctl's (the loop itself) is the harness's self time.
-        self_n[harness if not frames or is_harness(frames[-1]) else frames[-1]] += n
-        total_n.update({f: n for f in {f for f in frames if not is_harness(f)}})
-    timed = regions["timed"]
-
-    def rows(counts: Counter[Frame]) -> tuple[FrameStat, ...]:
-        return tuple(FrameStat(f.key, f.function, f.location, f.native, c, 100.0 * c / timed)
-                     for f, c in counts.most_common(limit))
-
-    return TopFrames(dict(regions), rows(self_n), rows(total_n))
-
-
-def short_name(function: str, width: int = 100) -> str:
-    """A C++ name with template arguments collapsed to `<…>`, cut to `width`, for tables."""
-    if not any(op in function for op in ("operator<", "operator>", "operator-")):
-        out, depth = [], 0
-        for ch in function:
-            if ch == "<":
-                out.append("<…" if depth == 0 else "")
-                depth += 1
-            elif ch == ">" and depth:
-                depth -= 1
-                out.append(">" if depth == 0 else "")
-            elif depth == 0:
-                out.append(ch)
-        function = "".join(out)
-    return function if len(function) <= width else function[: width - 1] + "…"
-
-
-def speedscope(stacks: Stacks, name: str) -> dict[str, Any]:
-    """speedscope's file format (a "sampled" profile, weights in samples) from collapsed stacks."""
-    index: dict[str, int] = {}
-    frames: list[dict[str, Any]] = []
-    samples = []
-    for stack, _ in stacks:
-        for text in stack:
-            if text not in index:
-                f = parse_frame(text)
-                index[text] = len(frames)
-                frames.append({"name": f.function, "file": f.location, **({"line": f.line} if f.line else {})})
-        samples.append([index[t] for t in stack])
-    weights = [n for _, n in stacks]
-    profile = {"type": "sampled", "name": name, "unit": "none", "startValue": 0, "endValue": sum(weights),
-               "samples": samples, "weights": weights}
-    return {"$schema": "https://www.speedscope.app/file-format-schema.json", "shared": {"frames": frames},
-            "profiles": [profile], "name": name, "exporter": "benchctl"}
 
 
 @dataclass(frozen=True)
@@ -209,11 +58,6 @@ class ProfileResult:
     top: TopFrames | None = None
     top_ops: tuple[dict[str, Any], ...] = ()
     peak_mem_bytes: float | None = None
-
-
-def default_out_dir(req: ProfileRequest, root: Path = Path("results/profiles")) -> Path:
-    c = req.cell
-    return root / f"{c.op}-{c.impl}-{c.device}-{req.pass_name}-{datetime.now():%Y%m%d-%H%M%S}"
 
 
 def find_py_spy() -> str | None:
@@ -241,17 +85,14 @@ def _run(cmd: list[str], req: ProfileRequest) -> subprocess.CompletedProcess[str
         raise BenchError(f"profile of {req.cell.label()} timed out after {exc.timeout:.0f} s") from None
 
 
-def _last_line(text: str) -> str:
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    return lines[-1] if lines else "(no output)"
-
-
 def _child_result(summary: Path, proc: subprocess.CompletedProcess[str], req: ProfileRequest) -> dict[str, Any]:
-    """The child's summary, or a BenchError saying why there is none (py-spy's own error first)."""
-    if _PERMISSION.search(proc.stderr) and not summary.exists():
-        raise BenchError(PTRACE_HINT)
-    if not summary.exists():
-        raise BenchError(f"profile of {req.cell.label()} produced no result: {_last_line(proc.stderr)}")
+    """The child's summary, or a BenchError with the last line of stderr (py-spy's or the child's)."""
+    if proc.returncode != 0 or not summary.exists():
+        if _PERMISSION.search(proc.stderr):
+            raise BenchError(PTRACE_HINT)
+        last = ([ln.strip() for ln in proc.stderr.splitlines() if ln.strip()] or ["(no output)"])[-1]
+        if not summary.exists():
+            raise BenchError(f"profile of {req.cell.label()} failed: {last}")
     data = json.loads(summary.read_text())
     if data["status"] != "ok":
         raise BenchError(f"{req.cell.label()} {req.pass_name}: {data['status']}: {data['error']}")
@@ -262,11 +103,9 @@ def _record(py_spy: str, req: ProfileRequest, fmt: str, output: Path, summary: P
     cmd = [py_spy, "record", "--format", fmt, "--rate", str(req.rate_hz), "--output", str(output)]
     cmd += ["--native"] * req.native + ["--", *child_command(req, summary)]
     proc = _run(cmd, req)
-    if proc.returncode != 0:
-        raise BenchError(PTRACE_HINT if _PERMISSION.search(proc.stderr) else f"py-spy failed: {_last_line(proc.stderr)}")
     data = _child_result(summary, proc, req)
     if not output.exists():
-        raise BenchError(f"py-spy wrote no {fmt} output: {_last_line(proc.stderr)}")
+        raise BenchError(f"py-spy wrote no {fmt} file: {proc.stderr.strip()[-300:]}")
     return data
 
 

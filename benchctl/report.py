@@ -173,7 +173,7 @@ def failure_table(rows: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({
         "device": df["device"].map(lambda d: plotting.DEVICE_LABELS.get(d, d)),
         "pass": df["pass"].map(lambda p: plotting.PASS_LABELS.get(p, p)),
-        "params": df["group"], "axis": df["axis"].astype(str) + "=" + df["axis_value"].map(_fmt_value),
+        "params": df["group"], "axis": [f"{a}={_fmt_value(v)}" for a, v in zip(df["axis"], df["axis_value"])],
         "impl": df["impl"], "status": df["status"].fillna("missing"), "message": df["message"].fillna(""),
     })
 

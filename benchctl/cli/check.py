@@ -1,0 +1,57 @@
+"""`benchctl check IMPLS DEVICES`: correctness of every implementation against the float64 reference."""
+
+from __future__ import annotations
+
+import click
+
+from benchctl.cli.options import load_operators, op_option, ops_dir_option
+
+
+def _fmt(v: float | None) -> str:
+    return "" if v is None else f"{v:.2e}"
+
+
+@click.command("check")
+@click.argument("impls")
+@click.argument("devices")
+@op_option
+@ops_dir_option
+def command(impls: str, devices: str, ops: tuple[str, ...], ops_dirs: tuple[str, ...]) -> None:
+    """Check IMPLS on DEVICES: outputs and gradients vs float64, gradcheck, opcheck. Exit 1 on failure."""
+    from benchctl import console, sweep
+    from benchctl.checks import run_checks
+    from benchctl.errors import BenchError
+
+    load_operators(ops_dirs)
+    chosen_ops = sweep.select_ops(ops)
+    by_op = sweep.select_impls(chosen_ops, impls)
+    selection = [(op, op.implementations[i], d) for op in chosen_ops for i in by_op.get(op.name, [])
+                 for d in sweep.parse_devices(devices) if d in op.implementations[i].devices]
+    if not selection:
+        raise BenchError(f"nothing to check: no implementation among {impls!r} supports {devices!r}")
+    rows = []
+    with console.err.status("checking ...") as status:
+        for row in run_checks(selection):
+            status.update(f"checking {row.op} {row.impl} on {row.device} ({row.kind})")
+            rows.append(row)
+    _render(rows)
+    failed = [r for r in rows if r.passed is False]
+    if failed:
+        raise BenchError(f"{len(failed)} check(s) failed, first: {failed[0].name()}: {failed[0].detail}")
+    if all(r.passed is None for r in rows):
+        raise BenchError("nothing could be checked here: " + "; ".join(sorted({r.detail for r in rows})))
+
+
+def _render(rows) -> None:
+    """One line per (operator, target, impl, device, check, dtype) with the worst error over its cases;
+    each failing case is then named on its own line."""
+    from benchctl import console
+    from benchctl.checks import summarize_rows
+
+    cols = ("operator", "target", "impl", "device", "check", "dtype", "cases", "max abs", "max rel", "tol", "result")
+    table_rows = [(*s.key, s.cases, _fmt(s.max_abs_err), _fmt(s.max_rel_err), _fmt(s.tolerance), s.result)
+                  for s in summarize_rows(rows)]
+    console.out.print(console.table("correctness vs float64 reference", cols, table_rows))
+    for r in rows:
+        if r.passed is False:
+            console.error(f"{r.name()}: {r.detail}")

@@ -1,0 +1,52 @@
+"""`benchctl maxbatch OP IMPL DEVICE`: the largest batch that completes the pass, per implementation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from benchctl.cli.options import load_operators, ops_dir_option
+from benchctl.cli.run import check_writable, parse_params
+
+
+@click.command("maxbatch")
+@click.argument("op_name", metavar="OP")
+@click.argument("impl_name", metavar="IMPL")
+@click.argument("device")
+@click.option("--pass", "pass_name", default="forward_backward", show_default=True,
+              type=click.Choice(["forward", "backward", "forward_backward"]))
+@click.option("--target", help="Operator target (default: its first).")
+@click.option("--param", "params", multiple=True, help="KEY=VALUE operator param.")
+@click.option("--dtype", default="float32", show_default=True)
+@click.option("--mem-limit", help="CPU: address-space limit of the worker, e.g. 2G (default: half of free RAM).")
+@click.option("--start", default=1, show_default=True, type=click.IntRange(min=1))
+@click.option("--limit", default=1 << 14, show_default=True, type=click.IntRange(min=1))
+@click.option("--timeout", default=600.0, show_default=True, help="Seconds per probe.")
+@click.option("--out", default="results", show_default=True, type=click.Path(file_okay=False))
+@ops_dir_option
+def command(op_name, impl_name, device, pass_name, target, params, dtype, mem_limit, start, limit, timeout,
+            out, ops_dirs) -> None:
+    """Find the largest batch size that completes PASS (doubling, then bisection)."""
+    from benchctl import console
+    from benchctl.errors import UsageError
+    from benchctl.maxbatch import parse_size
+    from benchctl.probe import Prober
+
+    load_operators(ops_dirs)
+    try:
+        limit_bytes = parse_size(mem_limit) if mem_limit else None
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    check_writable(Path(out))
+    prober = Prober.create(op_name, impl_name, device, pass_name, target, parse_params(params), dtype,
+                           limit_bytes, timeout, ops_dirs)
+    with console.err.status(f"probing {op_name} {impl_name} on {device} ...") as status:
+        result, run_dir = prober.run(Path(out), start, limit,
+                                     lambda b, ok: status.update(f"batch {b}: {'fits' if ok else 'fails'}"))
+    probes = ", ".join(f"{b}{'' if ok else ' (fails)'}" for b, ok in result.probes)
+    console.out.print(f"probes: {probes}")
+    note = " (search limit reached)" if result.capped else ""
+    console.out.print(f"[bold]{op_name} {impl_name} on {device} ({pass_name}, memory limit "
+                      f"{prober.limit_text()}): largest batch = {result.largest_ok}{note}[/]")
+    console.out.print(f"results: {run_dir}")

@@ -1,0 +1,148 @@
+"""`benchctl profile OP IMPL DEVICE`: one cell's timing loop under py-spy or torch.profiler."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import click
+
+PASSES = ("forward", "backward", "forward_backward")
+DTYPE_NAMES = ("float32", "float64", "float16", "bfloat16")
+
+
+def parse_params(pairs: tuple[str, ...], known: dict[str, Any]) -> dict[str, Any]:
+    """KEY=VALUE pairs; values are read as JSON where they parse (numbers, booleans), else strings."""
+    from benchctl.errors import UsageError
+
+    params: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, text = pair.partition("=")
+        if not sep or key not in known:
+            raise UsageError(f"--param {pair!r}: expected KEY=VALUE with KEY one of {', '.join(known)}")
+        try:
+            params[key] = json.loads(text)
+        except json.JSONDecodeError:
+            params[key] = text
+    return params
+
+
+def build_cell(op_name: str, impl: str, device: str, target: str | None, dtype: str,
+               batch_size: int | None, pairs: tuple[str, ...], ops_dirs: tuple[str, ...]):
+    """The Cell `benchctl run` would time, from the command line; usage errors name the choices."""
+    from benchctl import registry
+    from benchctl.cells import Cell
+    from benchctl.errors import BenchError, UsageError
+
+    try:
+        registry.discover(ops_dirs)
+        op = registry.get(op_name)
+    except (KeyError, FileNotFoundError) as exc:
+        raise UsageError(str(exc).strip("'\"")) from None
+    if impl not in op.implementations:
+        raise UsageError(f"{op_name} has no implementation {impl!r}; choose from: {', '.join(op.implementations)}")
+    targets = [t.name for t in op.targets]
+    if target is not None and target not in targets:
+        raise UsageError(f"{op_name} has no target {target!r}; choose from: {', '.join(targets)}")
+    dev = registry.DEVICE_ALIASES.get(device.lower())
+    if dev is None:
+        raise UsageError(f"unknown device {device!r}; choose from: cpu, gpu (cuda)")
+    reason = op.implementations[impl].unavailable_reason(dev)
+    if reason:
+        raise BenchError(f"{op_name} {impl} is unavailable on {dev}: {reason}")
+    params = {**op.params, **parse_params(pairs, op.params)}
+    if batch_size is not None:
+        params["batch_size"] = batch_size
+    return Cell.make(op_name, target or targets[0], impl, dev, dtype, params)
+
+
+def render_frames(top, reps: int, rows: int) -> None:
+    from rich.markup import escape  # C++ and "[unknown]" names must not be read as rich markup
+
+    from benchctl import console
+    from benchctl.stacks import short_name
+
+    s = top.samples
+    console.out.print(f"{s['timed']} samples in the timed thunk ({reps} repetitions); not counted: "
+                      f"{s['setup']} in the untimed setup, {s['startup']} in start-up", highlight=False)
+    if top.path:  # the frames every sample passes through: context, not a place where time goes
+        path = " > ".join(short_name(p.function, 40) for p in top.path)
+        console.out.print(escape(f"call path of the timed samples: {path}"), highlight=False, soft_wrap=True)
+    console.out.print(console.table(
+        "ATen operators (innermost at::_ops frame), % of timed samples", ["self %", "total %", "operator"],
+        [(f"{r.self_pct:.1f}", f"{r.total_pct:.1f}", escape(r.op)) for r in top.by_op[:rows]]))
+    for title, stats in (("self", top.by_self), ("total", top.by_total)):
+        console.out.print(console.table(
+            f"Top frames by {title} time, % of timed samples", ["%", "samples", "frame", "where"],
+            [(f"{r.pct:.1f}", r.samples, escape(short_name(r.function)), escape(r.location))
+             for r in stats[:rows]]))
+
+
+def render_ops(ops, reps: int, rows: int) -> None:
+    from rich.markup import escape
+
+    from benchctl import console
+    from benchctl.stacks import short_name
+
+    console.out.print(console.table(
+        f"Top operators by self time ({reps} repetitions)",
+        ["%", "calls", "self CPU ms", "self device ms", "self CPU mem MB", "name"],
+        [(f"{r['pct']:.1f}", r["calls"], f"{r['self_cpu_us'] / 1e3:.2f}", f"{r['self_device_us'] / 1e3:.2f}",
+          f"{r['self_cpu_mem_bytes'] / 2**20:.1f}", escape(short_name(r["name"]))) for r in ops[:rows]]))
+
+
+def render(result, rows: int) -> None:
+    from benchctl import console
+
+    if result.top is not None:
+        render_frames(result.top, result.reps, rows)
+    if result.top_ops:
+        render_ops(result.top_ops, result.reps, rows)
+    if result.peak_mem_bytes is not None:
+        console.out.print(f"peak memory of one repetition: {result.peak_mem_bytes / 2**20:.1f} MiB")
+    written = ", ".join([*result.files.values(), "profile.json"])
+    console.out.print(f"wrote {written} to {result.out_dir}", highlight=False, soft_wrap=True)
+
+
+@click.command("profile")
+@click.argument("op")
+@click.argument("impl")
+@click.argument("device")
+@click.option("--target", default=None, help="Operator target (default: the operator's first).")
+@click.option("--pass", "pass_name", type=click.Choice(PASSES), default="forward_backward", show_default=True)
+@click.option("--batch-size", type=int, default=None, help="Default: the operator's own.")
+@click.option("--param", "params", multiple=True, metavar="KEY=VALUE", help="Override an operator param.")
+@click.option("--dtype", type=click.Choice(DTYPE_NAMES), default="float32", show_default=True)
+@click.option("--duration", type=click.FloatRange(min=0.1), default=5.0, show_default=True,
+              help="Seconds of the timing loop to profile.")
+@click.option("--rate", type=click.IntRange(min=1), default=200, show_default=True, help="py-spy samples/s.")
+@click.option("--native/--no-native", default=True, show_default=True, help="py-spy: C/C++ frames too.")
+@click.option("--profiler", type=click.Choice(["py-spy", "torch"]), default="py-spy", show_default=True)
+@click.option("--memory", is_flag=True, help="torch profiler: record memory per operator and the peak.")
+@click.option("--top", type=click.IntRange(min=1), default=15, show_default=True, help="Rows per table.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Default: results/profiles/<op>-<impl>-<device>-<pass>-<timestamp>.")
+@click.option("--ops-dir", "ops_dirs", multiple=True, type=click.Path(file_okay=False),
+              help="Extra folder of operators (repeatable).")
+def command(op: str, impl: str, device: str, target: str | None, pass_name: str, batch_size: int | None,
+            params: tuple[str, ...], dtype: str, duration: float, rate: int, native: bool, profiler: str,
+            memory: bool, top: int, out_dir: Path | None, ops_dirs: tuple[str, ...]) -> None:
+    """Profile OP's IMPL on DEVICE: exactly the loop `benchctl run` times, in a child process.
+
+    py-spy (default) writes a flame graph SVG, a speedscope JSON and the top frames by self and total
+    time, C++ frames included; `--profiler torch` writes a Chrome trace and the top operators (on a GPU,
+    the view that sees kernel time).
+    """
+    from benchctl import profiling
+    from benchctl.errors import UsageError
+
+    if memory and profiler != "torch":
+        raise UsageError("--memory needs --profiler torch (py-spy samples stacks, not allocations)")
+    cell = build_cell(op, impl, device, target, dtype, batch_size, params, ops_dirs)
+    req = profiling.ProfileRequest(cell, pass_name, duration, rate, native, memory, tuple(ops_dirs))
+    stamp = f"{datetime.now():%Y%m%d-%H%M%S}"
+    out = out_dir or Path("results/profiles") / f"{op}-{impl}-{cell.device}-{pass_name}-{stamp}"
+    run = profiling.profile_torch if profiler == "torch" else profiling.profile_py_spy
+    render(run(req, out), top)
