@@ -3,13 +3,22 @@
 Each operator's sources live in `extensions/<op>/`: `*.cpp` make the CPU library (which also defines
 the op schemas), `*.cu` the CUDA library. Libraries register ops into `torch.ops.benchctl` when loaded.
 The first use compiles (seconds to minutes); later uses only load the shared object.
+
+The cache folder of a library is named by a hash of its sources, headers, compiler flags, torch
+version and (because of -march=native) this CPU, so an edit or another machine never picks up a stale
+build. A failed build leaves a FAILED marker there, so `availability` can give the reason later
+without compiling again. Environment: CUDA_HOME (else /usr/local/cuda or /usr/local/cuda-*),
+TORCH_CUDA_ARCH_LIST (default "8.0;9.0") and BENCHCTL_CACHE (default ~/.cache/benchctl/extensions).
 """
 
 from __future__ import annotations
 
+import functools
 import glob
 import hashlib
+import logging
 import os
+import platform
 import re
 import sys
 import time
@@ -18,13 +27,19 @@ from pathlib import Path
 
 import torch
 
+from benchctl.errors import BenchError
+
 EXTENSIONS_DIR = Path(__file__).resolve().parent.parent / "extensions"
 CACHE_ENV = "BENCHCTL_CACHE"
+ARCH_ENV = "TORCH_CUDA_ARCH_LIST"
 DEFAULT_ARCH_LIST = "8.0;9.0"
+CFLAGS = ("-O3", "-march=native", "-fno-math-errno")
+CUDA_CFLAGS = ("-O3", "--use_fast_math")
+MAX_ERROR_LINES = 20
 _LOADED: dict[str, float] = {}
 
 
-class BuildError(RuntimeError):
+class BuildError(BenchError, RuntimeError):
     """A compile or link failure: `summary` is one line, `log` the path to the full compiler output."""
 
     def __init__(self, summary: str, compiler_lines: str, log: Path | None):
@@ -32,6 +47,15 @@ class BuildError(RuntimeError):
         self.summary = summary
         self.compiler_lines = compiler_lines
         self.log = log
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    """One library made usable: its name, the seconds it took, and whether it had to compile."""
+
+    name: str
+    seconds: float
+    compiled: bool
 
 
 @dataclass(frozen=True)
@@ -46,6 +70,8 @@ class Library:
 
     def fingerprint(self) -> str:
         h = hashlib.sha256(torch.__version__.encode())
+        h.update(" ".join(_flags(self.kind)).encode())
+        h.update(_cpu_signature().encode())
         for src in self.sources:
             h.update(src.name.encode())
             h.update(src.read_bytes())
@@ -56,6 +82,23 @@ class Library:
     @property
     def build_dir(self) -> Path:
         return cache_root() / f"{self.name}-{self.fingerprint()}"
+
+
+def _flags(kind: str) -> tuple[str, ...]:
+    if kind != "cuda":
+        return CFLAGS
+    return CFLAGS + CUDA_CFLAGS + (os.environ.get(ARCH_ENV, DEFAULT_ARCH_LIST),)
+
+
+@functools.lru_cache(maxsize=1)
+def _cpu_signature() -> str:
+    """The CPU model and feature flags: a library built with -march=native may not run elsewhere."""
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        return platform.machine() + platform.processor()
+    keep = [l for l in lines if l.startswith(("model name", "flags"))]
+    return platform.machine() + "\n".join(sorted(set(keep)))
 
 
 def cache_root() -> Path:
@@ -71,6 +114,13 @@ def library(op: str, kind: str, root: Path = EXTENSIONS_DIR) -> Library:
     return Library(op, kind, sources)
 
 
+def extension_ops(root: Path = EXTENSIONS_DIR) -> list[str]:
+    """Operators that have an extensions/<op>/ folder with sources."""
+    if not root.is_dir():
+        return []
+    return sorted(p.name for p in root.iterdir() if p.is_dir() and (any(p.glob("*.cpp")) or any(p.glob("*.cu"))))
+
+
 def cuda_toolchain_reason() -> str | None:
     """Why a CUDA extension cannot be compiled here, or None. Also sets the environment it needs."""
     if torch.version.cuda is None:
@@ -79,7 +129,7 @@ def cuda_toolchain_reason() -> str | None:
     if home is None:
         return "nvcc missing: set CUDA_HOME to the CUDA toolkit folder (with bin/nvcc)"
     os.environ["CUDA_HOME"] = str(home)
-    os.environ.setdefault("TORCH_CUDA_ARCH_LIST", DEFAULT_ARCH_LIST)
+    os.environ.setdefault(ARCH_ENV, DEFAULT_ARCH_LIST)
     return None
 
 
@@ -112,32 +162,59 @@ def cached_failure(lib: Library) -> str | None:
 
 def ensure_loaded(op: str, kind: str = "cpu", root: Path = EXTENSIONS_DIR, verbose: bool = False) -> float:
     """Build (if needed) and load one library; returns the seconds it took. Raises BuildError."""
+    return build(op, kind, root, verbose).seconds
+
+
+def build(op: str, kind: str = "cpu", root: Path = EXTENSIONS_DIR, verbose: bool = False) -> BuildResult:
+    """Build (if needed) and load one library. The CUDA library of an op loads after its CPU library,
+    which defines the op schemas. Raises BuildError."""
     lib = library(op, kind, root)
     if lib.name in _LOADED:
-        return 0.0
+        return BuildResult(lib.name, 0.0, False)
     if kind == "cuda":
         reason = cuda_toolchain_reason()
         if reason:
             raise BuildError(reason, "", None)
+        if any((root / op).glob("*.cpp")):
+            build(op, "cpu", root, verbose)
+    compiled = not is_built(lib)
     start = time.perf_counter()
     _compile_and_load(lib, verbose)
     _LOADED[lib.name] = time.perf_counter() - start
-    return _LOADED[lib.name]
+    return BuildResult(lib.name, _LOADED[lib.name], compiled)
+
+
+def _cpp_extension():
+    """torch.utils.cpp_extension, imported with CUDA_HOME set first (it guesses once, at import, and
+    would otherwise take /usr/local for an nvcc wrapper in /usr/local/bin) and without its warning that
+    no GPU is present, which is expected when only compiling."""
+    home = find_cuda_home()
+    if home is not None:
+        os.environ.setdefault("CUDA_HOME", str(home))
+    logger = logging.getLogger("torch.utils.cpp_extension")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        from torch.utils import cpp_extension
+    finally:
+        logger.setLevel(level)
+    if os.environ.get("CUDA_HOME"):
+        cpp_extension.CUDA_HOME = os.environ["CUDA_HOME"]
+    return cpp_extension
 
 
 def _compile_and_load(lib: Library, verbose: bool) -> None:
-    from torch.utils.cpp_extension import load
-
+    cpp_extension = _cpp_extension()
     lib.build_dir.mkdir(parents=True, exist_ok=True)
     includes = [str(lib.sources[0].parent)]
     if lib.kind == "cuda":
         includes += nvidia_wheel_includes()
     try:
-        load(
+        cpp_extension.load(
             name=lib.name,
             sources=[str(s) for s in lib.sources],
-            extra_cflags=["-O3", "-march=native", "-fno-math-errno"],
-            extra_cuda_cflags=["-O3", "--use_fast_math"] if lib.kind == "cuda" else None,
+            extra_cflags=list(CFLAGS),
+            extra_cuda_cflags=list(CUDA_CFLAGS) if lib.kind == "cuda" else None,
             extra_include_paths=includes,
             build_directory=str(lib.build_dir),
             is_python_module=False,
@@ -156,10 +233,17 @@ def _build_error(lib: Library, exc: Exception) -> BuildError:
         output += "\n" + extra.decode(errors="replace")
     log = lib.build_dir / "build.log"
     log.write_text(output)
-    lines = [l for l in output.splitlines() if re.search(r"error|undefined reference", l, re.I)]
+    lines = compiler_error_lines(output)
     summary = f"building {lib.name} failed ({len(lines)} error lines); full log: {log}"
     (lib.build_dir / "FAILED").write_text(summary)
-    return BuildError(summary, "\n".join(lines[:20]), log)
+    return BuildError(summary, "\n".join(lines[:MAX_ERROR_LINES]), log)
+
+
+def compiler_error_lines(output: str) -> list[str]:
+    """The compiler's and linker's error lines, without ninja's and torch's own wrapping lines."""
+    wrapper = re.compile(r"^(FAILED:|ninja: build stopped|Error building extension|subprocess)")
+    found = [l for l in output.splitlines() if re.search(r"error|undefined reference", l, re.I)]
+    return [l for l in found if not wrapper.match(l.strip())] or found
 
 
 def availability(op: str, kind: str = "cpu", root: Path = EXTENSIONS_DIR) -> str | None:
@@ -172,4 +256,8 @@ def availability(op: str, kind: str = "cpu", root: Path = EXTENSIONS_DIR) -> str
         reason = cuda_toolchain_reason()
         if reason:
             return reason
+        if any((root / op).glob("*.cpp")):
+            reason = availability(op, "cpu", root)
+            if reason:
+                return reason
     return cached_failure(lib)

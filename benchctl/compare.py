@@ -149,7 +149,9 @@ def compare(base: pd.DataFrame, new: pd.DataFrame, threshold: float = 0.05, alph
 
 def _env_values(rows: pd.DataFrame, metas: Sequence[Mapping[str, Any]], name: str) -> set[str]:
     values = {_plain(v) for v in rows[name].dropna().unique()} if name in rows else set()
-    return values or {_plain(m[name]) for m in metas if m.get(name) is not None}
+    from benchctl.report import meta_fact
+
+    return values or {_plain(meta_fact(m, name)) for m in metas if meta_fact(m, name) is not None}
 
 
 def _plain(value: Any) -> str:

@@ -50,7 +50,7 @@ def search(fits: Callable[[int], bool], start: int = 1, limit: int = 1 << 16) ->
 
 def parse_size(text: str) -> int:
     """'2G', '512M', '1.5G', '1000000' -> bytes."""
-    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([KMGT]?)i?B?\s*", text.upper())
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([KMGT]?)I?B?\s*", text.upper())
     if not m:
         raise ValueError(f"not a size: {text!r} (use e.g. 512M or 2G)")
     return int(float(m.group(1)) * UNITS[m.group(2)])

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from itertools import product
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 import numpy as np
 import pandas as pd
@@ -102,11 +102,11 @@ def iqr_bars(ok: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(lo), np.asarray(hi)
 
 
-def _grid(nrows: int, ncols: int) -> tuple["Figure", np.ndarray]:
+def _grid(nrows: int, ncols: int, width: float = 4.8) -> tuple["Figure", np.ndarray]:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(4.8 * ncols, 3.7 * nrows + 0.6), layout="constrained")
+    fig = Figure(figsize=(width * ncols, 3.7 * nrows + 0.6), layout="constrained")
     FigureCanvasAgg(fig)
     return fig, fig.subplots(nrows, ncols, squeeze=False)
 
@@ -153,13 +153,6 @@ def _mark_failed(ax: "Axes", failed: pd.DataFrame, colors: dict[str, Any]) -> No
                     ha="right" if at_right else "left")
 
 
-def _room_below(ax: "Axes", n_failed_series: int) -> None:
-    """Lower a log axis so the failure markers sit under the data instead of on top of it."""
-    if n_failed_series and ax.get_yscale() == "log":
-        lo, hi = ax.get_ylim()
-        ax.set_ylim(lo / (hi / lo) ** (0.1 + 0.12 * min(n_failed_series, 8)), hi)
-
-
 def _tidy_log(ax: "Axes", which: str = "y") -> None:
     """Plain numbers on a log axis ("0.5", "20", not "5x10^-1"). Minor ticks are labelled only where the
     decades alone cannot be read: all of them on a very short axis, 2-3-5 on a short one."""
@@ -203,65 +196,64 @@ def _finish(fig: "Figure", axes: np.ndarray, title: str, subtitle: str) -> None:
         for handle, label in zip(*ax.get_legend_handles_labels()):
             handles.setdefault(label, handle)
     if handles:
-        fig.legend(list(handles.values()), list(handles), loc="outside right upper", fontsize=8)
+        fig.legend(list(handles.values()), list(handles), loc="outside right center", fontsize=8)
     fig.suptitle(f"{title}\n{subtitle}" if subtitle else title, fontsize=11)
 
 
-def _panels(df: pd.DataFrame) -> list[tuple[int, int, str, str]]:
+def _panel_figure(df: pd.DataFrame, title: str, subtitle: str,
+                  draw: Callable[["Axes", pd.DataFrame, dict, dict], None]) -> "Figure":
+    """A panel per device x pass (CPU above GPU, forward left of backward) sharing colours per
+    implementation and line styles per param group; `draw` fills one panel's y axis."""
     devices, passes = ordered(df["device"], DEVICES), ordered(df["pass"], PASSES)
-    return [(r, c, d, p) for (r, d), (c, p) in product(enumerate(devices), enumerate(passes))]
+    fig, axes = _grid(len(devices), len(passes))
+    colors = _colors(df["impl"])
+    styles = {g: LINESTYLES[i % len(LINESTYLES)] for i, g in enumerate(sorted(df["group"].unique()))}
+    for (r, device), (c, pass_name) in product(enumerate(devices), enumerate(passes)):
+        ax = axes[r][c]
+        draw(ax, df[(df["device"] == device) & (df["pass"] == pass_name)], colors, styles)
+        _scale_x(ax, str(df["axis"].iloc[0]), df["axis_value"].to_numpy(dtype=float))
+        ax.set_title(panel_title(device, pass_name))
+        ax.grid(True, which="both", alpha=0.3)
+    _finish(fig, axes, title, subtitle)
+    return fig
+
+
+def _timing_panel(ax: "Axes", cell: pd.DataFrame, colors: dict, styles: dict) -> None:
+    if _line_panel(ax, cell, "median_s", colors, styles):
+        ax.set_yscale("log")
+    else:
+        ax.text(0.5, 0.6, "no successful measurements", ha="center", transform=ax.transAxes, color="gray")
+        ax.set_yticks([])
+    failed = cell[cell["status"].isin(FAILED)]
+    if ax.get_yscale() == "log":
+        if len(failed):  # room below the data, so failure markers never sit on top of a line
+            (lo, hi), n = ax.get_ylim(), failed.groupby(["impl", "group", "status"]).ngroups
+            ax.set_ylim(lo / (hi / lo) ** (0.1 + 0.12 * min(n, 8)), hi)
+        _tidy_log(ax)
+    _mark_failed(ax, failed, colors)
+    ax.set_ylabel("median time (ms)")
 
 
 def timing_figure(df: pd.DataFrame, title: str) -> "Figure":
     """Median time (ms, log) against the sweep axis: a panel per device x pass, a line per implementation."""
     df, fixed = with_groups(df)
-    panels = _panels(df)
-    fig, axes = _grid(max(r for r, *_ in panels) + 1, max(c for _, c, *_ in panels) + 1)
-    colors = _colors(df["impl"])
-    styles = {g: LINESTYLES[i % len(LINESTYLES)] for i, g in enumerate(sorted(df["group"].unique()))}
-    for r, c, device, pass_name in panels:
-        ax, cell = axes[r][c], df[(df["device"] == device) & (df["pass"] == pass_name)]
-        if _line_panel(ax, cell, "median_s", colors, styles):
-            ax.set_yscale("log")
-        else:
-            ax.text(0.5, 0.6, "no successful measurements", ha="center", transform=ax.transAxes, color="gray")
-            ax.set_yticks([])
-        failed = cell[cell["status"].isin(FAILED)]
-        _room_below(ax, failed.groupby(["impl", "group", "status"]).ngroups)
-        _mark_failed(ax, failed, colors)
-        if ax.get_yscale() == "log":
-            _tidy_log(ax)
-        _scale_x(ax, str(df["axis"].iloc[0]), df["axis_value"].to_numpy(dtype=float))
-        ax.set_title(panel_title(device, pass_name))
-        ax.set_ylabel("median time (ms)")
-        ax.grid(True, which="both", alpha=0.3)
-    _finish(fig, axes, title, fixed)
-    return fig
+    return _panel_figure(df, title, fixed, _timing_panel)
 
 
 def speedup_figure(df: pd.DataFrame, title: str, baseline: str) -> "Figure | None":
     """Baseline time / implementation time per cell; None when there is nothing to compare."""
     df, fixed = with_groups(df.assign(speedup=speedups(df, baseline)))
-    others = df[(df["impl"] != baseline) & df["speedup"].notna()]
-    if others.empty:
+    if df[(df["impl"] != baseline) & df["speedup"].notna()].empty:
         return None
-    panels = _panels(df)
-    fig, axes = _grid(max(r for r, *_ in panels) + 1, max(c for _, c, *_ in panels) + 1)
-    colors = _colors(df["impl"])
-    styles = {g: LINESTYLES[i % len(LINESTYLES)] for i, g in enumerate(sorted(df["group"].unique()))}
-    for r, c, device, pass_name in panels:
-        ax = axes[r][c]
-        cell = others[(others["device"] == device) & (others["pass"] == pass_name)]
-        _line_panel(ax, cell, "speedup", colors, styles)
+
+    def draw(ax: "Axes", cell: pd.DataFrame, colors: dict, styles: dict) -> None:
+        _line_panel(ax, cell[cell["impl"] != baseline], "speedup", colors, styles)
         ax.axhline(1.0, color="gray", lw=1, ls="--", label=f"{baseline} (baseline)")
         ax.set_yscale("log")
         _tidy_log(ax)
-        _scale_x(ax, str(df["axis"].iloc[0]), df["axis_value"].to_numpy(dtype=float))
-        ax.set_title(panel_title(device, pass_name))
         ax.set_ylabel(f"speedup over {baseline} (x)")
-        ax.grid(True, which="both", alpha=0.3)
-    _finish(fig, axes, f"{title}: speedup over {baseline}", fixed)
-    return fig
+
+    return _panel_figure(df, f"{title}: speedup over {baseline}", fixed, draw)
 
 
 def roofline_figure(df: pd.DataFrame, title: str, peaks: Mapping[str, Mapping[str, float]] | None = None
@@ -272,7 +264,7 @@ def roofline_figure(df: pd.DataFrame, title: str, peaks: Mapping[str, Mapping[st
     if ok.empty:
         return None
     devices = ordered(ok["device"], DEVICES)
-    fig, axes = _grid(1, len(devices))
+    fig, axes = _grid(1, len(devices), width=6.0)
     colors = _colors(df["impl"])
     for ax, device in zip(axes[0], devices):
         rows, peak = ok[ok["device"] == device], dict((peaks or {}).get(device, {}))
@@ -280,7 +272,7 @@ def roofline_figure(df: pd.DataFrame, title: str, peaks: Mapping[str, Mapping[st
             _roofline_panel(ax, rows, colors, peak)
         else:
             _bandwidth_panel(ax, rows, colors, peak)
-        known = "against measured peak" if peak else "achieved only (no measured peak)"
+        known = "vs measured peak" if peak else "achieved (peak not measured)"
         ax.set_title(f"{DEVICE_LABELS.get(device, device)}: {known}", fontsize=10)
         ax.grid(True, which="both", alpha=0.3)
     _finish(fig, axes, f"{title}: roofline", "")

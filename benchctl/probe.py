@@ -69,7 +69,7 @@ class Prober:
         writer = RunWriter(out, new_run_id(), {"environment": env, "maxbatch": self._describe()})
 
         def fits(batch: int) -> bool:
-            rows = stamp(worker.run(self._cell(batch)), writer.run_id, env)
+            rows = stamp(worker.run(self._cell(batch)), env)
             writer.write(rows)
             status, message = rows[0]["status"], rows[0].get("message", "")
             if status not in ("ok", "oom", "crashed"):

@@ -95,7 +95,8 @@ def _child_result(summary: Path, proc: subprocess.CompletedProcess[str], req: Pr
             raise BenchError(f"profile of {req.cell.label()} failed: {last}")
     data = json.loads(summary.read_text())
     if data["status"] != "ok":
-        raise BenchError(f"{req.cell.label()} {req.pass_name}: {data['status']}: {data['error']}")
+        status = "" if data["status"] == "error" else f"{data['status']}: "  # the message names the error
+        raise BenchError(f"{req.cell.label()} {req.pass_name}: {status}{data['error']}")
     return data
 
 

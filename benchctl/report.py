@@ -120,8 +120,8 @@ def environment(rows: pd.DataFrame, metas: Sequence[Mapping[str, Any]] = ()) -> 
 
 def _facts(rows: pd.DataFrame, meta: Mapping[str, Any], name: str) -> str:
     values = [_fmt_value(v) for v in rows[name].dropna().unique()] if name in rows else []
-    if not values and meta.get(name) is not None:
-        values = [_fmt_value(meta[name])]
+    if not values and meta_fact(meta, name) is not None:
+        values = [_fmt_value(meta_fact(meta, name))]
     return ", ".join(sorted(set(values))) or "unknown"
 
 
@@ -151,12 +151,15 @@ def op_table(rows: pd.DataFrame, baseline: str) -> pd.DataFrame:
         "device": df["device"].map(lambda d: plotting.DEVICE_LABELS.get(d, d)),
         "pass": df["pass"].map(lambda p: plotting.PASS_LABELS.get(p, p)),
         "params": df["group"], axis: df["axis_value"].map(_fmt_value), "impl": df["impl"],
-        "status": df["status"], "median ms": df["median_s"].map(_ms), "IQR ms": df["iqr_s"].map(_ms),
+        "status": [f"{st} (noisy)" if pd.notna(n) and bool(n) else st for st, n in zip(df["status"], df["noisy"])],
+        "median ms": df["median_s"].map(_ms), "IQR ms": df["iqr_s"].map(_ms),
         f"speedup vs {baseline}": df["speedup"].map(lambda s: "" if pd.isna(s) else f"{s:.2f}x"),
         "correct": [_correct(c, r) for c, r in zip(df["correct"], df["max_rel_err"])],
     })
     if df["pct_of_peak"].notna().any():
         table["% of peak"] = df["pct_of_peak"].map(lambda p: "" if pd.isna(p) else f"{p:.1f}")
+    if df["peak_mem_bytes"].notna().any():  # memory decides the largest batch that fits
+        table["peak MiB"] = df["peak_mem_bytes"].map(lambda b: "" if pd.isna(b) else f"{b / 2**20:.1f}")
     return table.drop(columns=[c for c in ("params",) if not table[c].astype(bool).any()])
 
 
@@ -196,23 +199,49 @@ def _section(rows: pd.DataFrame, op: str, target: str, out_dir: Path, requested:
     return Section(op, target, title, baseline, note, figures, op_table(rows, baseline), failure_table(rows))
 
 
-def _peaks(metas: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, float]]:
-    """Measured peaks (`benchctl env --calibrate`) stamped in run.json, per device."""
+def meta_fact(meta: Mapping[str, Any], name: str) -> Any:
+    """A fact from run.json: at its top level or under "environment" (where `benchctl run` puts it)."""
+    env = meta.get("environment")
+    return meta.get(name) if meta.get(name) is not None else env.get(name) if isinstance(env, dict) else None
+
+
+def measured_peaks(rows: pd.DataFrame, metas: Sequence[Mapping[str, Any]] = ()) -> dict[str, dict[str, float]]:
+    """Peak GB/s and GFLOP/s per device from run.json, else from the calibration `benchctl env --calibrate`
+    cached for the run's host; {} when the rows have no rates to compare with them."""
+    if not rows["gbps"].notna().any():
+        return {}
+    found = [meta_fact(m, "peaks") for m in metas]
+    if not any(isinstance(f, dict) for f in found):
+        found = [_cached_calibration(str(host)) for host in rows["host"].dropna().unique()]
     peaks: dict[str, dict[str, float]] = {}
-    for meta in metas:
-        for device, values in (meta.get("peaks") or {}).items():
-            peaks.setdefault(device, {}).update({k: float(v) for k, v in values.items() if v})
+    for by_device in (f for f in found if isinstance(f, dict)):
+        for device, values in by_device.items():
+            if isinstance(values, dict):
+                peaks.setdefault(device, {}).update({k: float(v) for k, v in values.items() if v})
     return peaks
 
 
+def _cached_calibration(host: str) -> dict[str, Any]:
+    try:
+        from benchctl.calibrate import calibration_path  # imports torch: only reached when rows have rates
+    except ImportError:
+        return {}
+    try:
+        return json.loads(calibration_path().with_name(f"calibration-{host}.json").read_text())
+    except (OSError, ValueError):
+        return {}
+
+
 def build(rows: pd.DataFrame, out_dir: Path, metas: Sequence[Mapping[str, Any]] = (),
-          baselines: Mapping[str, str] | None = None, ops: Sequence[str] = ()) -> Report:
+          baselines: Mapping[str, str] | None = None, ops: Sequence[str] = (),
+          peaks: Mapping[str, Mapping[str, float]] | None = None) -> Report:
     """Charts for every operator and target in `rows`, then index.html and summary.md in `out_dir`."""
     rows = select_ops(rows, ops).assign(target=lambda d: d["target"].fillna("op").astype(str))
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     wanted = dict(baselines or {})  # "*" applies to every operator without its own entry
-    sections = [_section(part, str(op), str(target), out_dir, wanted.get(str(op), wanted.get("*")), _peaks(metas))
+    peaks = measured_peaks(rows, metas) if peaks is None else peaks
+    sections = [_section(part, str(op), str(target), out_dir, wanted.get(str(op), wanted.get("*")), peaks)
                 for (op, target), part in rows.groupby(["op", "target"], sort=True)]
     statuses = {str(k): int(v) for k, v in rows["status"].fillna("missing").value_counts().items()}
     report = Report(out_dir, sections, environment(rows, metas), statuses,
@@ -256,7 +285,7 @@ def render_markdown(report: Report) -> str:
 
 CSS = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1400px;padding:0 1em;color:#222}
 table{border-collapse:collapse;font-size:13px;margin:.5em 0 1.5em}th,td{border:1px solid #ccc;padding:2px 8px}
-th{background:#f0f0f0}td{text-align:right}figure{margin:1em 0}img{max-width:100%}.note{color:#a60}"""
+th{background:#f0f0f0}td{text-align:left}figure{margin:1em 0}img{max-width:100%}.note{color:#a60}"""
 
 
 def _img(report: Report, kind: str, paths: list[Path], title: str) -> str:

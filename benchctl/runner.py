@@ -19,11 +19,12 @@ from typing import Any, Callable, Iterable, Protocol, Sequence
 
 from benchctl.cells import Cell
 from benchctl.execute import Settings, run_cell
-from benchctl.storage import SCHEMA_VERSION, RunWriter
+from benchctl.storage import RunWriter
 from benchctl.worker import settings_to_json
 
 Rows = list[dict[str, Any]]
 STDERR_TAIL_LINES = 15
+OOM_MARKERS = ("Cannot allocate memory", "Resource temporarily unavailable", "std::bad_alloc", "MemoryError")
 
 
 class Executor(Protocol):
@@ -103,7 +104,10 @@ class WorkerProcess:
         if timed_out:
             return "timeout", f"no result within {self.timeout:g} s; killed. {tail}".strip()
         how = f"killed by signal {signal.Signals(-code).name}" if code < 0 else f"exited with code {code}"
-        return "crashed", f"worker {how}. {tail}".strip()
+        # Under a memory limit, a native allocation (a thread stack, a std::vector) can fail outside
+        # torch's allocator and end the process; the message says it was memory.
+        status = "oom" if self.mem_limit and any(m in tail for m in OOM_MARKERS) else "crashed"
+        return status, f"worker {how}. {tail}".strip()
 
     def close(self) -> None:
         if self._proc and self._proc.poll() is None:
@@ -158,7 +162,7 @@ class Sweep:
             rows = self._rows(cell, key)
             if any(r.get("status") == "oom" for r in rows):
                 self._skip[key] = f"skipped: an earlier {axis}={cell.params.get(axis)} ran out of memory"
-            stamped = stamp(rows, self.writer.run_id, self.env)
+            stamped = stamp(rows, self.env)
             self.writer.write(stamped)
             self.on_done(cell, stamped)
 
@@ -171,11 +175,7 @@ class Sweep:
         return self.executor.run(cell)
 
 
-def stamp(rows: Iterable[dict[str, Any]], run_id: str, env: dict[str, Any]) -> Rows:
+def stamp(rows: Iterable[dict[str, Any]], env: dict[str, Any]) -> Rows:
+    """The environment facts and the time on every row (a row's own facts, e.g. threads, win)."""
     now = datetime.now(timezone.utc).isoformat()
-    out = []
-    for r in rows:
-        row = {**env, **{k: v for k, v in r.items() if v is not None}}
-        row.update(schema_version=SCHEMA_VERSION, run_id=run_id, timestamp=now)
-        out.append(row)
-    return out
+    return [{**env, **{k: v for k, v in r.items() if v is not None}, "timestamp": now} for r in rows]

@@ -19,7 +19,7 @@ SETUP_FRAME = "benchctl_untimed_setup"
 HARNESS = "[benchctl harness]"
 NO_OP = "(no ATen op)"
 KEEP_ROWS = 50
-PATH_SHARE = 0.98  # a frame on this share of the timed samples (outside the harness) is the way in
+PATH_SHARE = 0.95  # a frame on this share of the timed samples (outside the harness) is the way in
 _HARNESS_FILE = re.compile(r"(^|/)(benchctl/|click/|runpy\.py$|<frozen runpy>$)")
 _PY_LOCATION = re.compile(r"^(.*\.py|<[^>]*>):(\d+)$")
 _ATEN_OP = re.compile(r"^at::_ops::(\w+)::call$")
@@ -167,8 +167,10 @@ def top_frames(stacks: Stacks, limit: int = KEEP_ROWS) -> TopFrames:
         top = [(f, c) for f, c in counts.most_common(limit + len(skip)) if f not in skip][:limit]
         return tuple(FrameStat(f.key, f.function, f.location, f.native, c, pct(c)) for f, c in top)
 
-    ops = tuple(OpStat(op, c, pct(c), tally.op_total[op], pct(tally.op_total[op]))
-                for op, c in tally.op_self.most_common(limit))
+    # Every op on a stack, not only innermost ones: slice_backward at 0% self and 60% total is the answer.
+    names = sorted(tally.op_total, key=lambda op: (-tally.op_self[op], -tally.op_total[op], op))[:limit]
+    ops = tuple(OpStat(op, tally.op_self[op], pct(tally.op_self[op]), tally.op_total[op],
+                       pct(tally.op_total[op])) for op in names)
     path_rows = tuple(FrameStat(f.key, f.function, f.location, f.native, tally.total_n[f],
                                 pct(tally.total_n[f])) for f in path)
     return TopFrames(dict(tally.regions), rows(tally.self_n, []), rows(tally.total_n, path), ops, path_rows)

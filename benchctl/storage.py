@@ -94,6 +94,7 @@ class RunWriter:
         self.parts += 1
         path = self.dir / f"part-{self.parts:05d}.parquet"
         tmp = path.with_suffix(".tmp")
+        rows = [{**r, "run_id": self.run_id, "schema_version": SCHEMA_VERSION} for r in rows]
         pq.write_table(to_table(rows), tmp)
         os.replace(tmp, path)  # atomic: a reader never sees half a file
         return path

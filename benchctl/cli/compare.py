@@ -18,6 +18,19 @@ def _ms(value: float | None) -> str:
     return "" if value is None else f"{value * 1e3:.4g}"
 
 
+def _params(text: str) -> str:
+    """`batch_size=8 H=256` rather than JSON: the table has to fit a terminal."""
+    try:
+        params = json.loads(text)
+    except ValueError:
+        return text
+    return " ".join(f"{k}={json.dumps(v)}" for k, v in params.items()) if isinstance(params, dict) else text
+
+
+def _short(path: Path) -> str:
+    return path.name if path.is_dir() else f"{path.parent.name}/{path.name}"
+
+
 def _rows(comparison) -> list[list[str]]:
     rows = []
     for c in comparison.ordered():
@@ -26,7 +39,8 @@ def _rows(comparison) -> list[list[str]]:
         status = "" if c.verdict != "broken" and c.verdict != "fixed" else f" ({c.base_status} -> {c.new_status})"
         style = STYLES.get(c.verdict)
         verdict = f"[{style}]{c.verdict}{status}[/]" if style else c.verdict + status
-        rows.append([c.op, c.target, c.impl, c.device, c.dtype, escape(c.params), c.pass_name,
+        op = c.op if c.target in ("op", "") else f"{c.op}/{c.target}"
+        rows.append([op, c.impl, c.device, c.dtype, escape(_params(c.params)), c.pass_name,
                      _ms(c.base_median_s), _ms(c.new_median_s), change, p, verdict])
     return rows
 
@@ -60,9 +74,8 @@ def command(base: Path, new: Path, threshold: float, alpha: float, as_json: bool
         # plain echo: rich would wrap long lines and break the JSON for the program reading it
         click.echo(json.dumps({"base": str(base), "new": str(new), **result.to_dict()}, indent=2))
     else:
-        columns = ["op", "target", "impl", "device", "dtype", "params", "pass", "base ms", "new ms", "change",
-                   "p", "verdict"]
-        console.out.print(console.table(f"{new} vs {base}", columns, _rows(result)))
+        columns = ["op", "impl", "device", "dtype", "params", "pass", "base ms", "new ms", "change", "p", "verdict"]
+        console.out.print(console.table(f"{_short(new)} vs {_short(base)}", columns, _rows(result)))
         console.out.print(", ".join(f"{n} {v}" for v, n in result.counts.items() if n) or "no cells")
     if fail_on_regression and result.regressions:
         raise BenchError(f"{len(result.regressions)} cell(s) regressed or broke ({new} vs {base})")

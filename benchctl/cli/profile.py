@@ -5,12 +5,17 @@ from __future__ import annotations
 import json
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 import click
 
+if TYPE_CHECKING:  # imported inside the functions, so `benchctl --help` does not load torch
+    from benchctl.cells import Cell
+    from benchctl.profiling import ProfileResult
+    from benchctl.stacks import TopFrames
+
 PASSES = ("forward", "backward", "forward_backward")
-DTYPE_NAMES = ("float32", "float64", "float16", "bfloat16")
+DTYPE_NAMES = ("float32", "float64", "float16", "bfloat16")  # cells.DTYPES, without importing torch
 
 
 def parse_params(pairs: tuple[str, ...], known: dict[str, Any]) -> dict[str, Any]:
@@ -30,7 +35,7 @@ def parse_params(pairs: tuple[str, ...], known: dict[str, Any]) -> dict[str, Any
 
 
 def build_cell(op_name: str, impl: str, device: str, target: str | None, dtype: str,
-               batch_size: int | None, pairs: tuple[str, ...], ops_dirs: tuple[str, ...]):
+               batch_size: int | None, pairs: tuple[str, ...], ops_dirs: tuple[str, ...]) -> Cell:
     """The Cell `benchctl run` would time, from the command line; usage errors name the choices."""
     from benchctl import registry
     from benchctl.cells import Cell
@@ -58,20 +63,24 @@ def build_cell(op_name: str, impl: str, device: str, target: str | None, dtype: 
     return Cell.make(op_name, target or targets[0], impl, dev, dtype, params)
 
 
-def render_frames(top, reps: int, rows: int) -> None:
+def _reps(n: int) -> str:
+    return f"{n} repetition" + ("" if n == 1 else "s")
+
+
+def render_frames(top: TopFrames, reps: int, rows: int) -> None:
     from rich.markup import escape  # C++ and "[unknown]" names must not be read as rich markup
 
     from benchctl import console
     from benchctl.stacks import short_name
 
     s = top.samples
-    console.out.print(f"{s['timed']} samples in the timed thunk ({reps} repetitions); not counted: "
+    console.out.print(f"{s['timed']} samples in the timed thunk ({_reps(reps)}); not counted: "
                       f"{s['setup']} in the untimed setup, {s['startup']} in start-up", highlight=False)
     if top.path:  # the frames every sample passes through: context, not a place where time goes
         path = " > ".join(short_name(p.function, 40) for p in top.path)
         console.out.print(escape(f"call path of the timed samples: {path}"), highlight=False, soft_wrap=True)
     console.out.print(console.table(
-        "ATen operators (innermost at::_ops frame), % of timed samples", ["self %", "total %", "operator"],
+        "ATen operators, % of timed samples", ["self %", "total %", "operator"],
         [(f"{r.self_pct:.1f}", f"{r.total_pct:.1f}", escape(r.op)) for r in top.by_op[:rows]]))
     for title, stats in (("self", top.by_self), ("total", top.by_total)):
         console.out.print(console.table(
@@ -80,20 +89,27 @@ def render_frames(top, reps: int, rows: int) -> None:
              for r in stats[:rows]]))
 
 
-def render_ops(ops, reps: int, rows: int) -> None:
+def render_ops(ops: Sequence[dict[str, Any]], reps: int, rows: int) -> None:
     from rich.markup import escape
 
     from benchctl import console
     from benchctl.stacks import short_name
 
+    columns = [("%", lambda r: f"{r['pct']:.1f}"), ("calls", lambda r: r["calls"]),
+               ("self CPU ms", lambda r: f"{r['self_cpu_us'] / 1e3:.2f}"),
+               ("self device ms", lambda r: f"{r['self_device_us'] / 1e3:.2f}"),
+               ("self CPU MB", lambda r: f"{r['self_cpu_mem_bytes'] / 2**20:.1f}"),
+               ("self device MB", lambda r: f"{r['self_device_mem_bytes'] / 2**20:.1f}")]
+    # Columns that are zero everywhere (device time on a CPU run, memory when not asked) are left out.
+    key = {"self device ms": "self_device_us", "self CPU MB": "self_cpu_mem_bytes",
+           "self device MB": "self_device_mem_bytes"}
+    shown = [(h, f) for h, f in columns if h not in key or any(r[key[h]] for r in ops)]
     console.out.print(console.table(
-        f"Top operators by self time ({reps} repetitions)",
-        ["%", "calls", "self CPU ms", "self device ms", "self CPU mem MB", "name"],
-        [(f"{r['pct']:.1f}", r["calls"], f"{r['self_cpu_us'] / 1e3:.2f}", f"{r['self_device_us'] / 1e3:.2f}",
-          f"{r['self_cpu_mem_bytes'] / 2**20:.1f}", escape(short_name(r["name"]))) for r in ops[:rows]]))
+        f"Top operators by self time ({_reps(reps)})", [h for h, _ in shown] + ["name"],
+        [[f(r) for _, f in shown] + [escape(short_name(r["name"]))] for r in ops[:rows]]))
 
 
-def render(result, rows: int) -> None:
+def render(result: ProfileResult, rows: int) -> None:
     from benchctl import console
 
     if result.top is not None:

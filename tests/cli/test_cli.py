@@ -1,0 +1,98 @@
+"""The command line through click's CliRunner: list, env, run, check, and what bad input gets."""
+
+import json
+
+import pytest
+import torch
+from click.testing import CliRunner
+
+from benchctl import storage
+from benchctl.cli import cli
+
+
+def invoke(*args):
+    return CliRunner().invoke(cli, list(args))
+
+
+def test_help_lists_every_command():
+    result = invoke("--help")
+    assert result.exit_code == 0
+    for name in ("list", "env", "build", "check", "run", "profile", "report", "compare", "maxbatch"):
+        assert name in result.output
+
+
+def test_list_json_has_reasons(example_ops_dir):
+    result = invoke("list", "--json", "--ops-dir", str(example_ops_dir))
+    rows = json.loads(result.output)
+    mine = {(r["implementation"], r["device"]): r for r in rows if r["operator"] == "scale_shift"}
+    assert mine[("py", "cpu")]["available"] is True
+    if not torch.cuda.is_available():
+        assert mine[("py", "cuda")]["available"] is False and "CUDA" in mine[("py", "cuda")]["reason"]
+
+
+def test_env_json_has_the_facts():
+    facts = json.loads(invoke("env", "--json").output)
+    assert facts["torch_version"] == torch.__version__ and facts["threads"] >= 1
+
+
+def test_run_py_cpu_writes_parquet_with_all_passes(tmp_path):
+    result = invoke("run", "py", "cpu", "--op", "hoconv2d", "--batch-sizes", "1,2", "--param", "H=24",
+                    "--param", "W=20", "--min-time", "0.01", "--out", str(tmp_path))
+    assert result.exit_code == 0, result.output
+    df = storage.load(root=tmp_path)
+    assert set(df["pass"]) == {"forward", "backward", "forward_backward"}
+    assert set(df["status"]) == {"ok"} and set(df["batch_size"]) == {1, 2} and len(df) == 12
+    assert df["correct"].all() and (df["max_rel_err"] < 2e-4).all()
+    assert all(len(s) == n for s, n in zip(df["samples_s"], df["n"]))
+    assert "speedup vs py" in result.output
+
+
+def test_user_operator_runs_from_ops_dir(tmp_path, example_ops_dir):
+    result = invoke("run", "all", "cpu", "--op", "scale_shift", "--ops-dir", str(example_ops_dir),
+                    "--batch-sizes", "4", "--min-time", "0", "--out", str(tmp_path), "--in-process")
+    assert result.exit_code == 0, result.output
+    df = storage.load(root=tmp_path)
+    assert set(df["impl"]) == {"py", "addcmul"} and set(df["status"]) == {"ok"}
+
+
+@pytest.mark.parametrize("args, message", [
+    (["run", "nope", "cpu"], "unknown implementation 'nope'"),
+    (["run", "py", "tpu"], "unknown device 'tpu'"),
+    (["run", "py", "cpu", "--op", "nope"], "unknown operator 'nope'"),
+    (["run", "py", "cpu", "--op", "hoconv2d", "--batch-sizes", "0"], "batch size must be a positive integer"),
+    (["run", "py", "cpu", "--config", "missing.toml"], "config file not found"),
+    (["check", "py", "cpu", "--op", "nope"], "unknown operator 'nope'"),
+    (["list", "--ops-dir", "/no/such/folder"], "operators folder not found"),
+])
+def test_bad_input_is_one_line_and_exit_2(args, message):
+    result = invoke(*args)
+    assert result.exit_code == 2, result.output
+    assert message in result.output and "Traceback" not in result.output
+
+
+def test_unwritable_out_is_exit_2(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    result = invoke("run", "py", "cpu", "--op", "hoconv2d", "--out", str(blocker / "sub"))
+    assert result.exit_code == 2 and "cannot write results" in result.output
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without a GPU")
+def test_run_on_gpu_without_one_says_why_and_fails(tmp_path):
+    result = invoke("run", "py", "gpu", "--op", "hoconv2d", "--out", str(tmp_path))
+    assert result.exit_code == 1
+    assert "nothing can run here" in result.output and "no CUDA" in result.output
+    assert storage.latest_run(tmp_path) is None  # nothing half-written
+
+
+def test_check_fails_on_a_wrong_implementation_and_names_it(fixture_ops_dir):
+    result = invoke("check", "py,wrong", "cpu", "--op", "faulty", "--ops-dir", str(fixture_ops_dir))
+    assert result.exit_code == 1
+    assert "faulty/op wrong on cpu reference" in result.output
+    assert "pass" in result.output  # py passed
+
+
+def test_check_passes_on_correct_implementations(fixture_ops_dir):
+    result = invoke("check", "py", "cpu", "--op", "faulty", "--ops-dir", str(fixture_ops_dir))
+    assert result.exit_code == 0, result.output
+    assert "gradcheck" in result.output

@@ -1,0 +1,58 @@
+"""One cell, in process: real timings of hoconv2d py, the correctness gate, failures as rows."""
+
+import json
+
+import pytest
+
+from benchctl.cells import Cell
+from benchctl.correctness import compare
+from benchctl.execute import Settings, run_cell
+from benchctl.timing import Policy
+
+FAST = Settings(policy=Policy(warmup=1, min_samples=3, min_time=0.0, max_time=2.0))
+SMALL = {"batch_size": 2, "C": 3, "H": 16, "W": 20, "k": 5}
+
+
+def test_hoconv2d_py_cell_gives_three_timed_correct_rows(builtin_ops):
+    rows = run_cell(Cell.make("hoconv2d", "filter", "py", "cpu", "float32", SMALL), FAST)
+    assert [r["pass"] for r in rows] == ["forward", "backward", "forward_backward"]
+    for r in rows:
+        assert r["status"] == "ok" and r["correct"] is True
+        assert len(r["samples_s"]) == r["n"] >= 3 and all(s > 0 for s in r["samples_s"])
+        assert r["min_s"] <= r["median_s"] <= r["max_s"]
+        assert 0 < r["max_rel_err"] < 2e-4 and r["tolerance"] == 2e-4
+        assert r["compile_s"] > 0 and r["peak_mem_bytes"] is not None
+        assert r["gbps"] == pytest.approx(r["bytes"] / r["median_s"] * 1e-9)
+    assert rows[0]["flops"] == 2 * 2 * 3 * 16 * 20 * 25
+    assert json.loads(rows[0]["check_params"]) == SMALL
+
+
+def test_a_wrong_implementation_is_recorded_incorrect_and_not_timed(fixture_ops):
+    rows = run_cell(Cell.make("faulty", "op", "wrong", "cpu", "float32", {"batch_size": 4, "dim": 8}), FAST)
+    assert {r["status"] for r in rows} == {"incorrect"}
+    assert all(r.get("samples_s") is None for r in rows)
+    assert rows[0]["max_rel_err"] == pytest.approx(0.005, rel=1e-3)  # 2.01x vs 2x
+    assert "incorrect vs float64 reference" in rows[0]["message"]
+
+
+def test_an_all_zero_output_never_passes(fixture_ops):
+    rows = run_cell(Cell.make("faulty", "op", "zeros", "cpu", "float32", {"batch_size": 4, "dim": 8}), FAST)
+    assert rows[0]["status"] == "incorrect" and "all zeros" in rows[0]["message"]
+
+
+def test_unavailable_cells_carry_the_reason(fixture_ops):
+    rows = run_cell(Cell.make("faulty", "op", "noreason", "cpu", "float32", {"batch_size": 4, "dim": 8}), FAST)
+    assert {r["status"] for r in rows} == {"unavailable"}
+    assert rows[0]["message"] == "needs a thing this machine lacks"
+
+
+def test_compare_numbers():
+    import torch
+
+    ref = torch.tensor([1.0, -4.0, 2.0], dtype=torch.float64)
+    c = compare("output", torch.tensor([1.0, -4.002, 2.0]), ref, 1e-3, True)
+    assert c.max_abs_err == pytest.approx(0.002, rel=1e-3) and c.max_rel_err == pytest.approx(0.0005, rel=1e-3)
+    assert c.passed
+    assert not compare("output", torch.tensor([1.0, float("nan"), 2.0]), ref, 1e-3, True).passed
+    assert not compare("grad x", None, ref, 1e-3, False).passed
+    assert "shape" in compare("output", torch.zeros(2), ref, 1e-3, True).reason

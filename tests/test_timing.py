@@ -1,0 +1,115 @@
+"""The timing loop with fake clocks: exact sample counts, stop rules, statistics, the CUDA event path."""
+
+import pytest
+
+from benchctl.timing import CpuClock, CudaEventClock, Policy, measure, summarize
+
+
+class FakeCounter:
+    """A ns counter that advances by scripted durations on each start/stop pair."""
+
+    def __init__(self, durations_s):
+        self.durations = list(durations_s)
+        self.now = 0
+        self.reads = 0
+
+    def __call__(self) -> int:
+        self.reads += 1
+        if self.reads % 2 == 0:  # a stop read: the timed call took the next duration
+            self.now += int(self.durations.pop(0) * 1e9)
+        return self.now
+
+
+class FakeElapsed:
+    def __init__(self, step: float):
+        self.t, self.step = 0.0, step
+
+    def __call__(self) -> float:
+        self.t += self.step
+        return self.t
+
+
+def test_cpu_clock_times_only_the_thunk():
+    counter = FakeCounter([0.25])
+    calls = []
+    assert CpuClock(counter).time(lambda: calls.append(1)) == pytest.approx(0.25)
+    assert calls == [1]
+
+
+def test_measure_keeps_every_sample_and_reports_robust_stats():
+    durations = [9.0] + [0.0100, 0.0101, 0.0102, 0.0100, 0.100, 0.0101, 0.0100]  # warm-up first, one outlier
+    policy = Policy(warmup=1, min_samples=7, min_time=0.0, max_time=100)
+    m = measure(lambda: (lambda: None), CpuClock(FakeCounter(durations)), policy, FakeElapsed(0.01))
+    assert m.warmup_s == (pytest.approx(9.0),)
+    assert len(m.samples) == 7
+    assert m.stats["median_s"] == pytest.approx(0.0101)
+    assert m.stats["min_s"] == pytest.approx(0.0100) and m.stats["max_s"] == pytest.approx(0.100)
+    assert m.stats["iqr_s"] == pytest.approx(0.01015 - 0.0100)
+    assert not m.noisy  # the outlier moves the mean, not the median or IQR
+
+
+def test_measure_stops_at_min_time_after_min_samples():
+    policy = Policy(warmup=0, min_samples=3, min_time=0.5, max_time=100, max_samples=1000)
+    m = measure(lambda: (lambda: None), CpuClock(FakeCounter([0.1] * 100)), policy, FakeElapsed(0.0))
+    assert len(m.samples) == 5  # 5 x 0.1 s reaches min_time
+
+
+def test_measure_is_capped_by_max_time():
+    policy = Policy(warmup=0, min_samples=50, min_time=10, max_time=1.0)
+    m = measure(lambda: (lambda: None), CpuClock(FakeCounter([0.01] * 100)), policy, FakeElapsed(0.3))
+    assert len(m.samples) == 4  # 0.3 s of wall clock per sample: past 1 s after the 4th
+
+
+def test_measure_stops_early_when_the_median_is_stable():
+    policy = Policy(warmup=0, min_samples=5, min_time=100, max_time=100, stable_window=5, stable_rtol=0.01)
+    m = measure(lambda: (lambda: None), CpuClock(FakeCounter([0.001] * 100)), policy, FakeElapsed(0.0))
+    assert len(m.samples) == 10  # stable from the start; stops at twice min_samples
+
+
+def test_noisy_warning_threshold():
+    assert summarize([1.0, 1.0, 1.3, 1.3])["iqr_s"] == pytest.approx(0.3)
+    policy = Policy(warmup=0, min_samples=4, min_time=0, max_time=100)
+    noisy = measure(lambda: (lambda: None), CpuClock(FakeCounter([1.0, 1.0, 1.3, 1.3])), policy, FakeElapsed(0))
+    assert noisy.noisy
+
+
+def test_setup_is_not_timed():
+    counter = FakeCounter([0.002] * 10)
+
+    def setup():
+        counter.now += 10**9  # a whole second of untimed setup (e.g. building a graph)
+        return lambda: None
+
+    m = measure(setup, CpuClock(counter), Policy(warmup=0, min_samples=3, min_time=0), FakeElapsed(0))
+    assert m.samples == pytest.approx((0.002, 0.002, 0.002))
+
+
+class FakeEvent:
+    log: list
+
+    def __init__(self, log, times):
+        self.log, self.times = log, times
+
+    def record(self):
+        self.log.append("record")
+        self.t = self.times.pop(0)
+
+    def elapsed_time(self, end) -> float:
+        self.log.append("elapsed")
+        return end.t - self.t
+
+
+def test_cuda_clock_records_events_around_the_call_and_synchronizes_before_reading():
+    log, times = [], [0.0, 4.0]  # ms
+    clock = CudaEventClock(event_factory=lambda: FakeEvent(log, times), synchronize=lambda: log.append("sync"),
+                           before=lambda: log.append("flush"))
+    assert clock.time(lambda: log.append("call")) == pytest.approx(0.004)
+    assert log == ["flush", "sync", "record", "call", "record", "sync", "elapsed"]
+
+
+def test_cuda_path_through_measure():
+    times = [0.0, 2.0, 10.0, 13.0, 20.0, 22.0, 30.0, 32.0]
+    clock = CudaEventClock(event_factory=lambda: FakeEvent([], times), synchronize=lambda: None)
+    m = measure(lambda: (lambda: None), clock, Policy(warmup=1, min_samples=3, min_time=0), FakeElapsed(0))
+    assert m.warmup_s == (pytest.approx(0.002),)
+    assert m.samples == pytest.approx((0.003, 0.002, 0.002))
