@@ -112,3 +112,5 @@ OP = register(
 )
 
 OP.implementation("py", devices=("cpu", "cuda"))(filter_py)
+
+from . import cpp, cuda  # noqa: E402,F401
