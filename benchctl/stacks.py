@@ -167,8 +167,9 @@ def top_frames(stacks: Stacks, limit: int = KEEP_ROWS) -> TopFrames:
         top = [(f, c) for f, c in counts.most_common(limit + len(skip)) if f not in skip][:limit]
         return tuple(FrameStat(f.key, f.function, f.location, f.native, c, pct(c)) for f, c in top)
 
-    # Every op on a stack, not only innermost ones: slice_backward at 0% self and 60% total is the answer.
-    names = sorted(tally.op_total, key=lambda op: (-tally.op_self[op], -tally.op_total[op], op))[:limit]
+    # By total, and every op on a stack rather than only innermost ones: an op at 0% self and 60% total
+    # (slice_backward around the zero-fill it calls) is often the answer.
+    names = sorted(tally.op_total, key=lambda op: (-tally.op_total[op], -tally.op_self[op], op))[:limit]
     ops = tuple(OpStat(op, tally.op_self[op], pct(tally.op_self[op]), tally.op_total[op],
                        pct(tally.op_total[op])) for op in names)
     path_rows = tuple(FrameStat(f.key, f.function, f.location, f.native, tally.total_n[f],

@@ -1,0 +1,177 @@
+"""`benchctl profile` through click's CliRunner: real short profiles of hoconv2d py, and the errors."""
+
+from __future__ import annotations
+
+import csv
+import json
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from click.testing import CliRunner
+
+from benchctl import profiling
+from benchctl.cli import cli
+
+SMALL = ["hoconv2d", "py", "cpu", "--target", "filter", "--batch-size", "2", "--param", "H=32", "--param", "W=32"]
+
+
+@pytest.fixture
+def one_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    # On a busy 2-core machine OpenMP's barrier waits swamp these tiny ops; one thread keeps the
+    # child's repetitions (and so the test) fast. The profiled loop is the same.
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(cli, list(args))
+
+
+def one_line(text: str) -> str:
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    assert len(lines) == 1, text
+    return lines[0]
+
+
+@pytest.mark.skipif(profiling.find_py_spy() is None, reason="py-spy is not installed")
+def test_py_spy_profile_names_native_aten_frames(tmp_path: Path, one_thread: None) -> None:
+    out = tmp_path / "prof"
+    result = invoke("profile", *SMALL, "--pass", "backward", "--duration", "1", "--rate", "100", "--out", str(out))
+    assert result.exit_code == 0, result.output
+    for name in ("stacks.txt", "flamegraph.svg", "speedscope.json", "profile.json"):
+        assert (out / name).stat().st_size > 0, name
+    assert "<svg" in (out / "flamegraph.svg").read_text()[:2000]
+    assert json.loads((out / "speedscope.json").read_text())["profiles"][0]["type"] == "sampled"
+    manifest = json.loads((out / "profile.json").read_text())
+    assert manifest["pass"] == "backward" and manifest["cell"]["target"] == "filter" and manifest["reps"] >= 1
+    assert manifest["samples"]["timed"] > 0
+    total = [r["function"] for r in manifest["top_total"]]
+    assert any(f.startswith("at::native::") for f in total), total[:20]
+    assert any(r["op"] == "slice_backward" and r["total_samples"] > 0 for r in manifest["top_ops_sampled"])
+    assert not any("benchctl/" in r["location"] for r in manifest["top_total"])
+    assert "Top frames by self time" in result.output and "at::" in result.output
+
+
+def test_torch_profiler_writes_trace_and_top_ops(tmp_path: Path, one_thread: None) -> None:
+    out = tmp_path / "torchprof"
+    result = invoke("profile", *SMALL, "--pass", "forward_backward", "--duration", "0.5", "--profiler", "torch",
+                    "--memory", "--out", str(out))
+    assert result.exit_code == 0, result.output
+    trace = json.loads((out / "trace.json").read_text())
+    assert any(e.get("name") == profiling.TORCH_RANGE for e in trace["traceEvents"])
+    rows = list(csv.DictReader((out / "top_ops.csv").open()))
+    names = {r["name"] for r in rows}
+    assert {"aten::mul", "aten::add"} <= names and profiling.TORCH_RANGE not in names
+    manifest = json.loads((out / "profile.json").read_text())
+    assert manifest["profiler"] == "torch" and manifest["peak_mem_bytes"] is not None
+    assert sum(r["pct"] for r in manifest["top_ops"]) == pytest.approx(100.0)
+    assert "Top operators by self time" in result.output and "aten::mul" in result.output
+
+
+def test_missing_py_spy_is_one_line_exit_1(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(profiling.sys, "executable", str(tmp_path / "python"))  # nothing beside it
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert profiling.find_py_spy() is None
+    result = invoke("profile", *SMALL, "--duration", "1", "--out", str(tmp_path / "p"))
+    assert result.exit_code == 1
+    line = one_line(result.output)
+    assert "py-spy not found" in line and "pip install py-spy" in line
+
+
+def test_py_spy_without_ptrace_permission_says_how_to_fix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = tmp_path / "py-spy"
+    fake.write_text("#!/bin/sh\necho 'Error: Operation not permitted (os error 1)' >&2\nexit 1\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setattr(profiling, "find_py_spy", lambda: str(fake))
+    result = invoke("profile", *SMALL, "--duration", "1", "--out", str(tmp_path / "p"))
+    assert result.exit_code == 1
+    line = one_line(result.output)
+    assert "ptrace" in line and "SYS_PTRACE" in line and "ptrace_scope" in line
+
+
+FAKE_PY_SPY = """#!{python}
+import json, sys
+args = sys.argv[1:]
+with open({log!r}, "a") as f:
+    f.write(json.dumps(args) + "\\n")
+child = args[args.index("--") + 1:]
+out, fmt = args[args.index("--output") + 1], args[args.index("--format") + 1]
+json.dump({{"status": "ok", "reps": 3, "timed_s": 0.25}}, open(child[child.index("--summary") + 1], "w"))
+open(out, "w").write(open({fixture!r}).read() if fmt == "raw" else "<svg></svg>")
+"""
+
+
+def test_py_spy_arguments_and_files_with_a_stand_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stand-in py-spy that logs its arguments and writes the fixture's stacks: fast, no torch child."""
+    log, fake = tmp_path / "argv.jsonl", tmp_path / "py-spy"
+    fixture = Path(__file__).resolve().parent.parent / "fixtures" / "profile_stacks.txt"
+    fake.write_text(FAKE_PY_SPY.format(python=sys.executable, log=str(log), fixture=str(fixture)))
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setattr(profiling, "find_py_spy", lambda: str(fake))
+    out = tmp_path / "p"
+    result = invoke("profile", *SMALL, "--no-native", "--rate", "77", "--pass", "forward", "--out", str(out))
+    assert result.exit_code == 0, result.output
+    calls = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [c[c.index("--format") + 1] for c in calls] == ["raw", "flamegraph"]
+    for argv in calls:
+        assert "--native" not in argv and argv[argv.index("--rate") + 1] == "77"
+        child = argv[argv.index("--") + 1:]
+        assert child[1:3] == ["-m", "benchctl.profile_child"] and child[child.index("--pass") + 1] == "forward"
+        assert json.loads(child[child.index("--cell") + 1])["params_json"] == json.dumps(
+            {"C": 3, "H": 32, "W": 32, "batch_size": 2, "k": 5})
+    manifest = json.loads((out / "profile.json").read_text())
+    assert manifest["samples"]["timed"] == 65 and manifest["reps"] == 3 and not manifest["native"]
+    assert manifest["top_self"][0]["samples"] == 30
+    assert "fill_kernel" in result.output and "slice_backward" in result.output
+
+
+def test_child_failure_is_one_line(tmp_path: Path, one_thread: None) -> None:
+    # A negative height fails in the child, while it builds the inputs.
+    result = invoke("profile", *SMALL, "--param", "H=-3", "--profiler", "torch", "--duration", "0.2",
+                    "--out", str(tmp_path / "p"))
+    assert result.exit_code == 1
+    line = one_line(result.output)
+    assert "hoconv2d/filter py cpu" in line and "RuntimeError" in line
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["profile", "hoconv2d", "nope", "cpu"], "no implementation 'nope'"),
+    (["profile", "nope", "py", "cpu"], "unknown operator"),
+    (["profile", "hoconv2d", "py", "tpu"], "unknown device"),
+    (["profile", "hoconv2d", "py", "cpu", "--target", "x"], "no target 'x'"),
+    (["profile", "hoconv2d", "py", "cpu", "--param", "Q=1"], "--param 'Q=1'"),
+    (["profile", "hoconv2d", "py", "cpu", "--memory"], "--memory needs --profiler torch"),
+])
+def test_usage_errors_exit_2(args: list[str], needle: str) -> None:
+    result = invoke(*args)
+    assert result.exit_code == 2
+    assert needle in one_line(result.output)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is present")
+def test_unavailable_device_exit_1() -> None:
+    result = invoke("profile", "hoconv2d", "py", "gpu")
+    assert result.exit_code == 1
+    assert "unavailable on cuda" in one_line(result.output)
+
+
+def test_user_operator_from_ops_dir_reaches_the_child(tmp_path: Path, example_ops_dir: Path) -> None:
+    out = tmp_path / "p"
+    result = invoke("profile", "scale_shift", "addcmul", "cpu", "--ops-dir", str(example_ops_dir), "--profiler",
+                    "torch", "--pass", "forward", "--duration", "0.2", "--out", str(out))
+    assert result.exit_code == 0, result.output
+    names = {r["name"] for r in csv.DictReader((out / "top_ops.csv").open())}
+    assert "aten::addcmul" in names
+
+
+def test_help_lists_the_options() -> None:
+    from benchctl.cells import DTYPES
+    from benchctl.cli.profile import DTYPE_NAMES
+
+    result = invoke("profile", "--help")
+    assert result.exit_code == 0
+    for option in ("--pass", "--native / --no-native", "--profiler", "--duration", "--rate", "--out", "--memory"):
+        assert option in result.output
+    assert DTYPE_NAMES == tuple(DTYPES)  # kept as literals so --help does not import torch
