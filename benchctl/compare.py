@@ -85,7 +85,9 @@ class Comparison:
         return {
             "threshold": self.threshold, "alpha": self.alpha, "counts": self.counts, "warnings": self.warnings(),
             "env_differences": [asdict(d) for d in self.env_differences],
-            "cells": [{k: _json_safe(v) for k, v in asdict(c).items()} for c in self.ordered()],
+            # "pass" as in the results files (the field cannot be named so in Python)
+            "cells": [{("pass" if k == "pass_name" else k): _json_safe(v) for k, v in asdict(c).items()}
+                      for c in self.ordered()],
         }
 
 
@@ -131,8 +133,9 @@ def compare_cell(key: tuple, base: pd.Series, new: pd.Series, threshold: float, 
 
 
 def _by_cell(rows: pd.DataFrame) -> dict[tuple, pd.Series]:
-    """Rows keyed by cell; a cell measured twice (merged or resumed runs) keeps its last row."""
+    """Rows keyed by cell; a cell measured in several runs keeps the latest (run ids sort by start time)."""
     keyed = rows.assign(**{k: rows[k].fillna("").astype(str) for k in KEY})
+    keyed = keyed.sort_values("run_id", kind="stable", na_position="first") if "run_id" in keyed else keyed
     return {tuple(r[k] for k in KEY): r for _, r in keyed.drop_duplicates(list(KEY), keep="last").iterrows()}
 
 

@@ -129,6 +129,7 @@ def _scale_x(ax: "Axes", axis: str, values: np.ndarray) -> None:
     pow2 = bool(np.all(np.log2(values) == np.round(np.log2(values))))
     if axis == "batch_size" or (pow2 and len(values) > 2):
         ax.set_xscale("log", base=2)
+        ax.set_xlim(values.min() / 2**0.3, values.max() * 2**0.3)  # also where only failure marks are drawn
         ax.xaxis.set_major_locator(FixedLocator(values))
         ax.xaxis.set_minor_locator(NullLocator())
         ax.xaxis.set_major_formatter(ScalarFormatter())
@@ -154,21 +155,19 @@ def _mark_failed(ax: "Axes", failed: pd.DataFrame, colors: dict[str, Any]) -> No
 
 
 def _tidy_log(ax: "Axes", which: str = "y") -> None:
-    """Plain numbers on a log axis ("0.5", "20", not "5x10^-1"). Minor ticks are labelled only where the
-    decades alone cannot be read: all of them on a very short axis, 2-3-5 on a short one."""
-    from matplotlib.ticker import FuncFormatter, NullFormatter
+    """Plain numbers on a log axis ("0.5", "20", not "5x10^-1"). Minor ticks are labelled where the
+    decades alone are too few to read values off: all on a very short axis, fewer as it grows."""
+    from matplotlib.ticker import FuncFormatter
 
     axis, (lo, hi) = (ax.yaxis, ax.get_ylim()) if which == "y" else (ax.xaxis, ax.get_xlim())
     span = hi / lo if lo > 0 else np.inf
-    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    if span >= 20:
-        axis.set_minor_formatter(NullFormatter())
-        return
+    leads = (2, 3, 5) if span < 100 else (2, 5) if span < 1000 else ()
 
     def minor(v: float, _: Any) -> str:
         lead = round(v / 10 ** np.floor(np.log10(v)), 6) if v > 0 else 0
-        return f"{v:g}" if span < 2 or lead in (2, 3, 5) else ""
+        return f"{v:g}" if span < 2 or lead in leads else ""
 
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     axis.set_minor_formatter(FuncFormatter(minor))
 
 

@@ -11,7 +11,7 @@ import html
 import json
 import re
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -23,7 +23,8 @@ from benchctl import plotting, storage
 from benchctl.errors import UsageError
 
 ENV_FIELDS = {"run_id": "run", "host": "host", "torch_version": "torch", "cuda_version": "CUDA",
-              "cpu_name": "CPU", "gpu_name": "GPU", "threads": "threads", "git_sha": "git", "timestamp": "started"}
+              "cpu_name": "CPU", "gpu_name": "GPU", "threads": "threads", "git_sha": "git", "timestamp": "started",
+              "state": "state"}  # state: complete, or interrupted (then some cells are missing)
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,7 @@ class Report:
     statuses: dict[str, int]
     generated: str
     files: list[Path] = field(default_factory=list)
+    superseded: int = 0  # cells measured again in a later run: only the latest is shown
 
 
 def run_folders(paths: Sequence[Path | str], root: Path | str = "results") -> list[Path]:
@@ -64,7 +66,7 @@ def run_folders(paths: Sequence[Path | str], root: Path | str = "results") -> li
         latest = storage.latest_run(Path(root))
         if latest is None:
             raise FileNotFoundError(f"no runs found in {root}")
-        return [latest]
+        return [latest.resolve()]
     found: list[Path] = []
     for path in map(Path, paths):
         if path.is_file():
@@ -122,6 +124,8 @@ def _facts(rows: pd.DataFrame, meta: Mapping[str, Any], name: str) -> str:
     values = [_fmt_value(v) for v in rows[name].dropna().unique()] if name in rows else []
     if not values and meta_fact(meta, name) is not None:
         values = [_fmt_value(meta_fact(meta, name))]
+    if name == "timestamp" and values:  # every row has its own: the run started with the first
+        return min(values)[:19].replace("T", " ")
     return ", ".join(sorted(set(values))) or "unknown"
 
 
@@ -236,7 +240,7 @@ def build(rows: pd.DataFrame, out_dir: Path, metas: Sequence[Mapping[str, Any]] 
           baselines: Mapping[str, str] | None = None, ops: Sequence[str] = (),
           peaks: Mapping[str, Mapping[str, float]] | None = None) -> Report:
     """Charts for every operator and target in `rows`, then index.html and summary.md in `out_dir`."""
-    rows = select_ops(rows, ops).assign(target=lambda d: d["target"].fillna("op").astype(str))
+    rows, superseded = latest_only(select_ops(rows, ops).assign(target=lambda d: d["target"].fillna("op").astype(str)))
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     wanted = dict(baselines or {})  # "*" applies to every operator without its own entry
@@ -245,13 +249,20 @@ def build(rows: pd.DataFrame, out_dir: Path, metas: Sequence[Mapping[str, Any]] 
                 for (op, target), part in rows.groupby(["op", "target"], sort=True)]
     statuses = {str(k): int(v) for k, v in rows["status"].fillna("missing").value_counts().items()}
     report = Report(out_dir, sections, environment(rows, metas), statuses,
-                    datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
+                    datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), superseded=superseded)
     pages = {out_dir / "index.html": render_html(report), out_dir / "summary.md": render_markdown(report)}
     for path, text in pages.items():
         path.write_text(text, encoding="utf-8")
-    figures = [p for s in sections for paths in s.figures.values() for p in paths]
-    return Report(report.out_dir, sections, report.environment, statuses, report.generated,
-                  [*pages, *figures])
+    return replace(report, files=[*pages, *(p for s in sections for paths in s.figures.values() for p in paths)])
+
+
+def latest_only(rows: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """One row per cell when merged runs repeat one (a re-run after a fix): the latest run's row, since
+    run ids sort by start time; and how many older rows were dropped."""
+    key = ["op", "target", "impl", "device", "dtype", "params", "pass"]
+    ordered = rows.sort_values("run_id", kind="stable", na_position="first")
+    kept = ordered.drop_duplicates(key, keep="last").sort_index()
+    return kept, len(rows) - len(kept)
 
 
 def _md_table(table: pd.DataFrame) -> str:
@@ -268,7 +279,9 @@ def _env_table(report: Report) -> pd.DataFrame:
 
 
 def _status_line(report: Report) -> str:
-    return ", ".join(f"{n} {status}" for status, n in sorted(report.statuses.items()))
+    line = ", ".join(f"{n} {status}" for status, n in sorted(report.statuses.items()))
+    return line + (f" ({report.superseded} older rows of cells measured again in a later run not shown)"
+                   if report.superseded else "")
 
 
 def render_markdown(report: Report) -> str:
@@ -302,6 +315,8 @@ def _html_table(table: pd.DataFrame) -> str:
 
 def render_html(report: Report) -> str:
     body = [f"<h1>benchctl report</h1><p>Generated {report.generated}. Cells: {html.escape(_status_line(report))}.</p>",
+            "<p>" + " · ".join(f'<a href="#{_slug(s.op, s.target)}">{html.escape(s.title)}</a>'
+                               for s in report.sections) + "</p>",
             "<h2>Environment</h2>", _html_table(_env_table(report))]
     for s in report.sections:
         note = f' <span class="note">({html.escape(s.note)})</span>' if s.note else ""

@@ -1,0 +1,116 @@
+"""`benchctl report` and `benchctl compare` through click's CliRunner on real runs in tmp_path."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from benchctl import storage
+from benchctl.cli import cli
+
+
+def timed(median: float, seed: int, n: int = 30) -> list[float]:
+    return list(median * np.random.default_rng(seed).lognormal(0.0, 0.03, n))
+
+
+def row(impl: str, median: float, seed: int, status: str = "ok", host: str = "box", batch: int = 8) -> dict:
+    out = {"host": host, "torch_version": "2.4.0", "op": "hoconv2d", "target": "module", "impl": impl,
+           "device": "cpu", "dtype": "float32", "params": json.dumps({"batch_size": batch}), "axis": "batch_size",
+           "axis_value": float(batch), "batch_size": batch, "pass": "forward", "status": status}
+    if status == "ok":
+        samples = timed(median, seed)
+        out.update(samples_s=samples, median_s=float(np.median(samples)), iqr_s=median * 0.04, n=len(samples))
+    else:
+        out["message"] = "CUDA extension not built"
+    return out
+
+
+def write_run(root: Path, run_id: str, rows: list[dict]) -> Path:
+    writer = storage.RunWriter(root, run_id, {"host": rows[0]["host"]})
+    writer.write([{**r, "run_id": run_id} for r in rows])
+    writer.finish()
+    return writer.dir
+
+
+@pytest.fixture
+def runs(tmp_path) -> tuple[Path, Path, Path]:
+    root = tmp_path / "results"
+    base = write_run(root, "20240101-000000-aaaaaa", [row("py", 10e-3, 1), row("cpp", 10e-3, 2),
+                                                      row("cuda", 0, 0, status="unavailable")])
+    new = write_run(root, "20240102-000000-bbbbbb", [row("py", 10e-3, 3), row("cpp", 12e-3, 4),
+                                                     row("cuda", 0, 0, status="unavailable")])
+    return root, base, new
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+def test_report_defaults_to_the_latest_run_and_prints_what_it_wrote(runs):
+    root, _, new = runs
+    result = invoke("report", "--root", str(root))
+    assert result.exit_code == 0, result.output
+    printed = [Path(line) for line in result.stdout.split()]
+    assert new / "report" / "index.html" in printed and new / "report" / "summary.md" in printed
+    assert all(p.exists() for p in printed)
+    assert "unavailable" in (new / "report" / "summary.md").read_text()
+
+
+def test_report_merges_runs_into_the_out_folder(runs, tmp_path):
+    root, base, new = runs
+    out = tmp_path / "merged"
+    result = invoke("report", str(base), str(new), "--out", str(out), "--op", "hoconv2d")
+    assert result.exit_code == 0, result.output
+    page = (out / "index.html").read_text()
+    assert base.name in page and new.name in page
+
+
+def test_report_without_runs_is_a_usage_error(tmp_path):
+    result = CliRunner().invoke(cli, ["report", "--root", str(tmp_path / "none")])
+    assert result.exit_code == 2
+    assert "no runs found" in result.output and "Traceback" not in result.output
+
+
+def test_report_of_an_unknown_operator_is_a_usage_error(runs):
+    result = CliRunner().invoke(cli, ["report", "--root", str(runs[0]), "--op", "nope"])
+    assert result.exit_code == 2 and "no results for nope" in result.output
+
+
+def test_compare_shows_the_regression_and_exits_zero_without_the_flag(runs):
+    _, base, new = runs
+    result = invoke("compare", str(base), str(new))
+    assert result.exit_code == 0, result.output
+    change = re.search(r"([+-]\d+\.\d)%", result.stdout.split("regressed")[0].splitlines()[-1])
+    assert 15 < float(change.group(1)) < 25  # cpp: about +20%, on the regressed row
+    assert result.stdout.index("regressed") < result.stdout.index("unchanged")
+
+
+def test_compare_fails_on_regression_with_the_flag(runs):
+    _, base, new = runs
+    result = CliRunner().invoke(cli, ["compare", str(base), str(new), "--fail-on-regression"])
+    assert result.exit_code == 1
+    assert "1 cell(s) regressed" in result.stderr
+    same = CliRunner().invoke(cli, ["compare", str(base), str(base), "--fail-on-regression"])
+    assert same.exit_code == 0
+
+
+def test_compare_json_is_machine_readable(runs):
+    _, base, new = runs
+    result = invoke("compare", str(base), str(new), "--json", "--threshold", "0.1")
+    data = json.loads(result.stdout)
+    assert data["counts"]["regressed"] == 1 and data["threshold"] == 0.1
+    assert data["cells"][0]["impl"] == "cpp" and data["cells"][0]["verdict"] == "regressed"
+
+
+def test_compare_warns_when_hosts_differ(tmp_path):
+    base = write_run(tmp_path, "20240101-000000-aaaaaa", [row("py", 10e-3, 1, host="laptop")])
+    new = write_run(tmp_path, "20240102-000000-bbbbbb", [row("py", 10e-3, 2, host="server")])
+    result = invoke("compare", str(base), str(new))
+    assert result.exit_code == 0
+    assert "warning" in result.stderr and "host: laptop -> server" in result.stderr
+    assert "warning" not in invoke("compare", str(base), str(base)).stderr
