@@ -80,7 +80,8 @@ class Plan:
     def writer(self, out: Path) -> RunWriter:
         from benchctl.metadata import environment
 
-        meta = {"environment": environment(), "cells": len(self.cells), "config": self.config.path}
+        meta = {"environment": environment(), "cells": len(self.cells), "config": self.config.path,
+                "peaks": self.settings().peaks}
         return RunWriter(out, new_run_id(), meta)
 
     def executor(self):

@@ -210,30 +210,17 @@ def meta_fact(meta: Mapping[str, Any], name: str) -> Any:
 
 
 def measured_peaks(rows: pd.DataFrame, metas: Sequence[Mapping[str, Any]] = ()) -> dict[str, dict[str, float]]:
-    """Peak GB/s and GFLOP/s per device from run.json, else from the calibration `benchctl env --calibrate`
-    cached for the run's host; {} when the rows have no rates to compare with them."""
+    """Peak GB/s and GFLOP/s per device, as `benchctl run` stored them in run.json from the machine's
+    calibration; {} when the rows have no rates to compare with them."""
     if not rows["gbps"].notna().any():
         return {}
     found = [meta_fact(m, "peaks") for m in metas]
-    if not any(isinstance(f, dict) for f in found):
-        found = [_cached_calibration(str(host)) for host in rows["host"].dropna().unique()]
     peaks: dict[str, dict[str, float]] = {}
     for by_device in (f for f in found if isinstance(f, dict)):
         for device, values in by_device.items():
             if isinstance(values, dict):
                 peaks.setdefault(device, {}).update({k: float(v) for k, v in values.items() if v})
     return peaks
-
-
-def _cached_calibration(host: str) -> dict[str, Any]:
-    try:
-        from benchctl.calibrate import calibration_path  # imports torch: only reached when rows have rates
-    except ImportError:
-        return {}
-    try:
-        return json.loads(calibration_path().with_name(f"calibration-{host}.json").read_text())
-    except (OSError, ValueError):
-        return {}
 
 
 def build(rows: pd.DataFrame, out_dir: Path, metas: Sequence[Mapping[str, Any]] = (),

@@ -129,15 +129,12 @@ def test_environment_is_read_where_benchctl_run_puts_it(tmp_path):
     assert env["state"] == "complete"
 
 
-def test_measured_peaks_come_from_run_json_or_the_hosts_calibration(tmp_path, monkeypatch):
+def test_measured_peaks_come_from_run_json(tmp_path):
     rated = [{**row("py", "cpu", "forward", 8), "gbps": 3.0, "gflops": 9.0, "flops": 1e9, "bytes": 1e8}]
     loaded = report.load_results([write_run(tmp_path, "20240101-000000-aaaaaa", rated,
                                             {"environment": {"peaks": {"cpu": {"gbps": 40, "gflops": 900}}}})])
     assert report.measured_peaks(loaded.rows, loaded.metas) == {"cpu": {"gbps": 40.0, "gflops": 900.0}}
-    monkeypatch.setenv("BENCHCTL_CACHE", str(tmp_path / "cache"))
-    (tmp_path / "cache").mkdir()
-    (tmp_path / "cache" / "calibration-bench-box.json").write_text(json.dumps({"cpu": {"gbps": 12.5}}))
-    assert report.measured_peaks(loaded.rows, []) == {"cpu": {"gbps": 12.5}}
+    assert report.measured_peaks(loaded.rows, []) == {}  # a run without calibration has no roof
     plain = report.load_results([write_run(tmp_path, "20240101-000000-cccccc", [row("py", "cpu", "forward", 8)])])
     assert report.measured_peaks(plain.rows, plain.metas) == {}  # no rates: nothing to compare with
 
