@@ -1,0 +1,226 @@
+// LSTM cell step: the op schemas, the device-independent composition (ATen matmuls + one fused
+// pointwise kernel each way) and the CPU pointwise kernels.
+//
+// torch.ops.benchctl.lstm_cell(x, h, c, w_ih, w_hh, b_ih, b_hh) -> (h', c', gates)
+//   gates are the activated i, f, g, o (B, 4H), saved for lstm_cell_backward.
+// torch.ops.benchctl.lstm_cell_backward(grad_h, grad_c, x, h, c, w_ih, w_hh, c', gates)
+//   -> (grad_x, grad_h, grad_c, grad_w_ih, grad_w_hh, grad_b_ih, grad_b_hh)
+// The pointwise parts are separate ops so the CUDA library only has to add kernels for those two.
+
+// The build compiles with -march=native, but ATen's SIMD types only use AVX2/AVX-512 when a
+// CPU_CAPABILITY_* macro says so (libtorch sets it per kernel file). Without it Vectorized<T> falls
+// back to scalar loops and the fused kernel loses to ATen's own vectorized sigmoid/tanh. The unique
+// namespace name keeps these inline definitions apart from libtorch's and other extensions'.
+#if !defined(CPU_CAPABILITY)
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
+#define CPU_CAPABILITY benchctl_lstm_cell_avx512
+#define CPU_CAPABILITY_AVX512
+#elif defined(__AVX2__) && defined(__FMA__)
+#define CPU_CAPABILITY benchctl_lstm_cell_avx2
+#define CPU_CAPABILITY_AVX2
+#endif
+#endif
+
+#include <ATen/Dispatch.h>
+#include <ATen/Parallel.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/cpu/vec/vec.h>
+#include <ATen/ops/addmm.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/mm.h>
+#include <ATen/ops/sum.h>
+#include <torch/library.h>
+
+#include <algorithm>
+#include <tuple>
+
+#include "lstm_cell.h"
+
+namespace {
+
+using at::Tensor;
+using Tensor3 = std::tuple<Tensor, Tensor, Tensor>;
+using Tensor2 = std::tuple<Tensor, Tensor>;
+
+// Below this many hidden elements per chunk, waking a second thread costs more than it saves.
+constexpr int64_t kGrainElements = 16384;
+
+// SIMD versions of the header's math policy on whole vectors.
+struct VecMath {
+  // exp_u20 is the fast exp ATen's own CPU sigmoid uses (float: a 20-ulp polynomial, ~2x faster
+  // than Sleef's exp; double: the exact exp), so the fused kernel is as accurate as eager mode.
+  template <typename V>
+  static V sigmoid(V x) {
+    const V one(1);
+    return one / (one + x.neg().exp_u20());
+  }
+  // tanh(x) = 2 sigmoid(2x) - 1: one exp instead of Sleef's tanh, which costs several exps. The
+  // error stays within a few ulp of 1 in absolute terms, the scale h' = o tanh(c') is used at.
+  template <typename V>
+  static V tanh(V x) {
+    const V one(1), two(2);
+    return two * sigmoid(two * x) - one;
+  }
+};
+
+void check_pointwise(const Tensor& gates, const Tensor& c) {
+  TORCH_CHECK(c.dim() == 2, "lstm_cell: c must be (B, H), got ", c.sizes());
+  TORCH_CHECK(gates.dim() == 2 && gates.size(0) == c.size(0) && gates.size(1) == 4 * c.size(1),
+              "lstm_cell: gates must be (B, 4H) = (", c.size(0), ", ", 4 * c.size(1), "), got ",
+              gates.sizes());
+  TORCH_CHECK(gates.scalar_type() == c.scalar_type(), "lstm_cell: dtypes differ: ",
+              gates.scalar_type(), " vs ", c.scalar_type());
+}
+
+template <typename scalar_t>
+void forward_rows(const scalar_t* pre, const scalar_t* b_hh, const scalar_t* c, scalar_t* h_new,
+                  scalar_t* c_new, scalar_t* act, int64_t row0, int64_t row1, int64_t H) {
+  using Vec = at::vec::Vectorized<scalar_t>;
+  for (int64_t b = row0; b < row1; ++b) {
+    const scalar_t* p = pre + b * 4 * H;
+    scalar_t* a = act + b * 4 * H;
+    const int64_t r = b * H;
+    for (int64_t j = 0; j < H; j += Vec::size()) {
+      const int64_t n = std::min<int64_t>(Vec::size(), H - j);
+      // b_hh is broadcast over the batch: added here instead of materialising a (B, 4H) copy.
+      auto gate = [&](int64_t k) { return Vec::loadu(p + k * H + j, n) + Vec::loadu(b_hh + k * H + j, n); };
+      auto out = lstm_cell::forward_element<Vec, VecMath>(gate(0), gate(1), gate(2), gate(3),
+                                                          Vec::loadu(c + r + j, n));
+      out.act.i.store(a + j, n);
+      out.act.f.store(a + H + j, n);
+      out.act.g.store(a + 2 * H + j, n);
+      out.act.o.store(a + 3 * H + j, n);
+      out.c_new.store(c_new + r + j, n);
+      out.h_new.store(h_new + r + j, n);
+    }
+  }
+}
+
+template <typename scalar_t>
+void backward_rows(const scalar_t* grad_h, const scalar_t* grad_c, const scalar_t* c,
+                   const scalar_t* c_new, const scalar_t* act, scalar_t* grad_gates,
+                   scalar_t* grad_c_prev, int64_t row0, int64_t row1, int64_t H) {
+  using Vec = at::vec::Vectorized<scalar_t>;
+  for (int64_t b = row0; b < row1; ++b) {
+    const scalar_t* a = act + b * 4 * H;
+    scalar_t* gg = grad_gates + b * 4 * H;
+    const int64_t r = b * H;
+    for (int64_t j = 0; j < H; j += Vec::size()) {
+      const int64_t n = std::min<int64_t>(Vec::size(), H - j);
+      auto load = [&](const scalar_t* ptr) { return Vec::loadu(ptr + j, n); };
+      lstm_cell::Gates<Vec> g{load(a), load(a + H), load(a + 2 * H), load(a + 3 * H)};
+      auto out = lstm_cell::backward_element<Vec, VecMath>(load(grad_h + r), load(grad_c + r),
+                                                           load(c + r), load(c_new + r), g);
+      out.grad.i.store(gg + j, n);
+      out.grad.f.store(gg + H + j, n);
+      out.grad.g.store(gg + 2 * H + j, n);
+      out.grad.o.store(gg + 3 * H + j, n);
+      out.grad_c.store(grad_c_prev + r + j, n);
+    }
+  }
+}
+
+Tensor3 pointwise_forward_cpu(const Tensor& gates, const Tensor& b_hh, const Tensor& c) {
+  check_pointwise(gates, c);
+  TORCH_CHECK(b_hh.numel() == gates.size(1), "lstm_cell: b_hh must have 4H elements");
+  const Tensor pre = gates.contiguous(), bias = b_hh.contiguous(), cc = c.contiguous();
+  const int64_t B = c.size(0), H = c.size(1);
+  Tensor h_new = at::empty({B, H}, c.options()), c_new = at::empty({B, H}, c.options());
+  Tensor act = at::empty({B, 4 * H}, c.options());
+  AT_DISPATCH_FLOATING_TYPES(c.scalar_type(), "lstm_cell_pointwise", [&] {
+    at::parallel_for(0, B, std::max<int64_t>(1, kGrainElements / std::max<int64_t>(H, 1)),
+                     [&](int64_t row0, int64_t row1) {
+                       forward_rows<scalar_t>(pre.data_ptr<scalar_t>(), bias.data_ptr<scalar_t>(),
+                                              cc.data_ptr<scalar_t>(), h_new.data_ptr<scalar_t>(),
+                                              c_new.data_ptr<scalar_t>(), act.data_ptr<scalar_t>(),
+                                              row0, row1, H);
+                     });
+  });
+  return {h_new, c_new, act};
+}
+
+Tensor2 pointwise_backward_cpu(const Tensor& grad_h, const Tensor& grad_c, const Tensor& c,
+                               const Tensor& c_new, const Tensor& gates) {
+  check_pointwise(gates, c);
+  // Autograd may hand in expanded (stride 0) gradients, e.g. from out.sum().backward().
+  const Tensor gh = grad_h.contiguous(), gc = grad_c.contiguous(), cc = c.contiguous();
+  const Tensor cn = c_new.contiguous(), act = gates.contiguous();
+  const int64_t B = c.size(0), H = c.size(1);
+  Tensor grad_gates = at::empty({B, 4 * H}, c.options()), grad_c_prev = at::empty({B, H}, c.options());
+  AT_DISPATCH_FLOATING_TYPES(c.scalar_type(), "lstm_cell_pointwise_backward", [&] {
+    at::parallel_for(0, B, std::max<int64_t>(1, kGrainElements / std::max<int64_t>(H, 1)),
+                     [&](int64_t row0, int64_t row1) {
+                       backward_rows<scalar_t>(gh.data_ptr<scalar_t>(), gc.data_ptr<scalar_t>(),
+                                               cc.data_ptr<scalar_t>(), cn.data_ptr<scalar_t>(),
+                                               act.data_ptr<scalar_t>(), grad_gates.data_ptr<scalar_t>(),
+                                               grad_c_prev.data_ptr<scalar_t>(), row0, row1, H);
+                     });
+  });
+  return {grad_gates, grad_c_prev};
+}
+
+void check_cell(const Tensor& x, const Tensor& h, const Tensor& c, const Tensor& w_ih,
+                const Tensor& w_hh, const Tensor& b_ih, const Tensor& b_hh) {
+  TORCH_CHECK(x.dim() == 2 && h.dim() == 2 && c.sizes() == h.sizes() && x.size(0) == h.size(0),
+              "lstm_cell: need x (B, I), h and c (B, H); got ", x.sizes(), ", ", h.sizes(), ", ", c.sizes());
+  const int64_t H = h.size(1);
+  TORCH_CHECK(w_ih.dim() == 2 && w_ih.size(0) == 4 * H && w_ih.size(1) == x.size(1),
+              "lstm_cell: w_ih must be (4H, I), got ", w_ih.sizes());
+  TORCH_CHECK(w_hh.dim() == 2 && w_hh.size(0) == 4 * H && w_hh.size(1) == H,
+              "lstm_cell: w_hh must be (4H, H), got ", w_hh.sizes());
+  TORCH_CHECK(b_ih.dim() == 1 && b_hh.dim() == 1 && b_ih.size(0) == 4 * H && b_hh.size(0) == 4 * H,
+              "lstm_cell: biases must be (4H,), got ", b_ih.sizes(), " and ", b_hh.sizes());
+}
+
+// Device-independent: ATen matmuls around the pointwise op, which dispatches to CPU or CUDA.
+Tensor3 cell_forward(const Tensor& x, const Tensor& h, const Tensor& c, const Tensor& w_ih,
+                  const Tensor& w_hh, const Tensor& b_ih, const Tensor& b_hh) {
+  check_cell(x, h, c, w_ih, w_hh, b_ih, b_hh);
+  static auto pointwise = c10::Dispatcher::singleton()
+                              .findSchemaOrThrow("benchctl::lstm_cell_pointwise", "")
+                              .typed<Tensor3(const Tensor&, const Tensor&, const Tensor&)>();
+  // b_ih rides in addmm's beta term and h W_hh^T accumulates in place: one (B, 4H) buffer.
+  Tensor gates = at::addmm(b_ih, x, w_ih.t());
+  gates.addmm_(h, w_hh.t());
+  return pointwise.call(gates, b_hh, c);
+}
+
+std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor> cell_backward(
+    const Tensor& grad_h, const Tensor& grad_c, const Tensor& x, const Tensor& h, const Tensor& c,
+    const Tensor& w_ih, const Tensor& w_hh, const Tensor& c_new, const Tensor& gates) {
+  static auto pointwise = c10::Dispatcher::singleton()
+                              .findSchemaOrThrow("benchctl::lstm_cell_pointwise_backward", "")
+                              .typed<Tensor2(const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                                             const Tensor&)>();
+  auto [grad_gates, grad_c_prev] = pointwise.call(grad_h, grad_c, c, c_new, gates);
+  // Both biases were broadcast over the batch into the same sum, so each gets the column sum of
+  // grad_gates: one explicit reduction (the JIT's grad_sum_to_size), copied for the second output.
+  Tensor grad_b_ih = grad_gates.sum(0);
+  Tensor grad_b_hh = grad_b_ih.clone();
+  return {at::mm(grad_gates, w_ih), at::mm(grad_gates, w_hh), grad_c_prev,
+          at::mm(grad_gates.t(), x), at::mm(grad_gates.t(), h), grad_b_ih, grad_b_hh};
+}
+
+}  // namespace
+
+TORCH_LIBRARY_FRAGMENT(benchctl, m) {
+  m.def("lstm_cell(Tensor x, Tensor h, Tensor c, Tensor w_ih, Tensor w_hh, Tensor b_ih, Tensor b_hh)"
+        " -> (Tensor, Tensor, Tensor)");
+  m.def("lstm_cell_backward(Tensor grad_h, Tensor grad_c, Tensor x, Tensor h, Tensor c, Tensor w_ih,"
+        " Tensor w_hh, Tensor c_new, Tensor gates)"
+        " -> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)");
+  m.def("lstm_cell_pointwise(Tensor gates, Tensor b_hh, Tensor c) -> (Tensor, Tensor, Tensor)");
+  m.def("lstm_cell_pointwise_backward(Tensor grad_h, Tensor grad_c, Tensor c, Tensor c_new,"
+        " Tensor gates) -> (Tensor, Tensor)");
+}
+
+TORCH_LIBRARY_IMPL(benchctl, CompositeExplicitAutograd, m) {
+  m.impl("lstm_cell", &cell_forward);
+  m.impl("lstm_cell_backward", &cell_backward);
+}
+
+TORCH_LIBRARY_IMPL(benchctl, CPU, m) {
+  m.impl("lstm_cell_pointwise", &pointwise_forward_cpu);
+  m.impl("lstm_cell_pointwise_backward", &pointwise_backward_cpu);
+}

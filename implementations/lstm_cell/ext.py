@@ -1,0 +1,135 @@
+"""The C++/CUDA LSTM cell: loads extensions/lstm_cell, adds autograd and fake (meta) kernels to
+torch.ops.benchctl.lstm_cell once, and checks the ops with torch.library.opcheck.
+
+The extension defines four ops: `lstm_cell` (matmuls + fused pointwise forward, returns h', c' and
+the activated gates it saves) and `lstm_cell_backward`, both composed from the device-specific
+`lstm_cell_pointwise` and `lstm_cell_pointwise_backward`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from benchctl import build
+from benchctl.registry import Case
+
+OPS = ("lstm_cell", "lstm_cell_backward", "lstm_cell_pointwise", "lstm_cell_pointwise_backward")
+
+
+def requires(device: str) -> str | None:
+    """Why the extension cannot run on `device`, without compiling anything."""
+    # The CUDA library's availability includes the CPU library's (it holds the schemas).
+    return build.availability("lstm_cell", "cuda" if device == "cuda" else "cpu")
+
+
+def load(device: str) -> float:
+    """Build (first time) and load the libraries `device` needs; returns the seconds it took.
+    The CPU library always loads: it defines the schemas the CUDA kernels attach to."""
+    seconds = build.ensure_loaded("lstm_cell", "cpu")
+    if device == "cuda":
+        seconds += build.ensure_loaded("lstm_cell", "cuda")
+    _register_python_kernels()
+    return seconds
+
+
+def prepare(inputs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    load(next(iter(inputs.values())).device.type)
+    return inputs
+
+
+def lstm_cell_ext(x: torch.Tensor, h: torch.Tensor, c: torch.Tensor, w_ih: torch.Tensor,
+                  w_hh: torch.Tensor, b_ih: torch.Tensor, b_hh: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Fused C++/CUDA pointwise forward and backward around ATen matmuls."""
+    h_new, c_new, _gates = torch.ops.benchctl.lstm_cell(x, h, c, w_ih, w_hh, b_ih, b_hh)
+    return h_new, c_new
+
+
+def _setup_context(ctx: Any, inputs: tuple[torch.Tensor, ...], output: tuple[torch.Tensor, ...]) -> None:
+    x, h, c, w_ih, w_hh, _b_ih, _b_hh = inputs
+    _h_new, c_new, gates = output
+    ctx.mark_non_differentiable(gates)
+    # Otherwise autograd zero-fills a (B, 4H) gradient for `gates` on every backward, unused.
+    ctx.set_materialize_grads(False)
+    ctx.save_for_backward(x, h, c, w_ih, w_hh, c_new, gates)
+
+
+def _backward(ctx: Any, grad_h: torch.Tensor | None, grad_c: torch.Tensor | None,
+              _grad_gates: Any) -> tuple[torch.Tensor, ...]:
+    x, h, c, w_ih, w_hh, c_new, gates = ctx.saved_tensors
+    # An output left out of the loss has no gradient; the kernel wants explicit zeros for it.
+    grad_h = torch.zeros_like(c_new) if grad_h is None else grad_h
+    grad_c = torch.zeros_like(c_new) if grad_c is None else grad_c
+    return tuple(torch.ops.benchctl.lstm_cell_backward(grad_h, grad_c, x, h, c, w_ih, w_hh, c_new, gates))
+
+
+def _check_cell(x: torch.Tensor, h: torch.Tensor, w_ih: torch.Tensor) -> None:
+    torch._check(x.dim() == 2 and h.dim() == 2, lambda: "lstm_cell: x and h must be 2-D")
+    torch._check(w_ih.shape[0] == 4 * h.shape[1], lambda: "lstm_cell: w_ih must have 4H rows")
+
+
+def _fake_cell(x: torch.Tensor, h: torch.Tensor, c: torch.Tensor, w_ih: torch.Tensor, w_hh: torch.Tensor,
+               b_ih: torch.Tensor, b_hh: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    _check_cell(x, h, w_ih)
+    return h.new_empty(h.shape), h.new_empty(h.shape), h.new_empty(h.shape[0], 4 * h.shape[1])
+
+
+def _fake_cell_backward(grad_h: torch.Tensor, grad_c: torch.Tensor, x: torch.Tensor, h: torch.Tensor,
+                        c: torch.Tensor, w_ih: torch.Tensor, w_hh: torch.Tensor, c_new: torch.Tensor,
+                        gates: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    _check_cell(x, h, w_ih)
+    news = (x.new_empty(t.shape) for t in (x, h, c, w_ih, w_hh))
+    return (*news, w_ih.new_empty(w_ih.shape[0]), w_ih.new_empty(w_ih.shape[0]))
+
+
+def _fake_pointwise(gates: torch.Tensor, b_hh: torch.Tensor, c: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    torch._check(gates.shape[1] == 4 * c.shape[1], lambda: "lstm_cell: gates must be (B, 4H)")
+    return c.new_empty(c.shape), c.new_empty(c.shape), c.new_empty(gates.shape)
+
+
+def _fake_pointwise_backward(grad_h: torch.Tensor, grad_c: torch.Tensor, c: torch.Tensor, c_new: torch.Tensor,
+                             gates: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    torch._check(gates.shape[1] == 4 * c.shape[1], lambda: "lstm_cell: gates must be (B, 4H)")
+    return c.new_empty(gates.shape), c.new_empty(c.shape)
+
+
+def _register_python_kernels() -> None:
+    """Once per process: autograd and fake kernels live in Python, the compute kernels in C++.
+    The flag sits on torch's op object, so importing this module under a second name cannot
+    register twice (torch.library refuses that)."""
+    packet = torch.ops.benchctl.lstm_cell
+    if getattr(packet, "_benchctl_python_kernels", False):
+        return
+    fakes = (_fake_cell, _fake_cell_backward, _fake_pointwise, _fake_pointwise_backward)
+    for name, fake in zip(OPS, fakes):
+        torch.library.register_fake(f"benchctl::{name}")(fake)
+    torch.library.register_autograd("benchctl::lstm_cell", _backward, setup_context=_setup_context)
+    packet._benchctl_python_kernels = True
+
+
+def opcheck(case: Case) -> None:
+    """torch.library.opcheck on all four ops with `case`'s inputs; raises on the first failure."""
+    from . import ARGS, make_inputs  # the package imports this module, so import at call time
+
+    load(case.device)
+    # opcheck runs each op a dozen ways (fake tensors, AOT autograd, dynamic shapes): small suffices.
+    p = dict(case.params)
+    small = {"batch_size": min(int(p["batch_size"]), 4), "H": min(int(p["H"]), 16),
+             "I": min(int(p.get("I") or p["H"]), 16)}
+    inputs = make_inputs(Case(small, case.dtype, case.device, case.seed))
+    args = [inputs[k] for k in ARGS]
+    _check(torch.ops.benchctl.lstm_cell.default, args)
+    with torch.no_grad():
+        x, h, c, w_ih, w_hh, b_ih, b_hh = (t.detach() for t in args)
+        h_new, c_new, gates = torch.ops.benchctl.lstm_cell(x, h, c, w_ih, w_hh, b_ih, b_hh)
+        pre = torch.addmm(b_ih, x, w_ih.t()) + h.mm(w_hh.t())
+        gen = torch.Generator().manual_seed(case.seed + 1)
+        grads = [torch.randn(h_new.shape, generator=gen, dtype=torch.float64).to(h_new) for _ in range(2)]
+    _check(torch.ops.benchctl.lstm_cell_backward.default, [*grads, x, h, c, w_ih, w_hh, c_new, gates])
+    _check(torch.ops.benchctl.lstm_cell_pointwise.default, [pre, b_hh, c])
+    _check(torch.ops.benchctl.lstm_cell_pointwise_backward.default, [*grads, c, c_new, gates])
+
+
+def _check(op: Any, args: list[torch.Tensor]) -> None:
+    torch.library.opcheck(op, tuple(args))  # raises OpCheckError naming the failing test

@@ -1,0 +1,26 @@
+"""The reference LSTM cell step in plain PyTorch ops; also the source that TorchScript and
+torch.compile get, so the three differ only in how the same code is executed."""
+
+from __future__ import annotations
+
+from typing import Tuple
+
+import torch
+
+
+def lstm_cell_py(
+    x: torch.Tensor,
+    h: torch.Tensor,
+    c: torch.Tensor,
+    w_ih: torch.Tensor,
+    w_hh: torch.Tensor,
+    b_ih: torch.Tensor,
+    b_hh: torch.Tensor,
+) -> Tuple[torch.Tensor, torch.Tensor]:
+    """Eager autograd: matmuls, broadcast biases, gates i, f, g, o."""
+    # The biases broadcast over the batch, so autograd sums their gradients back (sum_to_size).
+    gates = x.mm(w_ih.t()) + b_ih + h.mm(w_hh.t()) + b_hh
+    i, f, g, o = gates.chunk(4, 1)
+    c_new = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+    h_new = torch.sigmoid(o) * torch.tanh(c_new)
+    return h_new, c_new
