@@ -20,7 +20,10 @@ def lstm_cell_py(
     """Eager autograd: matmuls, broadcast biases, gates i, f, g, o."""
     # The biases broadcast over the batch, so autograd sums their gradients back (sum_to_size).
     gates = x.mm(w_ih.t()) + b_ih + h.mm(w_hh.t()) + b_hh
-    i, f, g, o = gates.chunk(4, 1)
+    # Slices rather than chunk(): TorchScript's specialised backward of chunk breaks when one output
+    # gets no gradient (_grad_sum_to_size size mismatch), which gradcheck and a loss on c' alone hit.
+    n = h.shape[1]
+    i, f, g, o = gates[:, :n], gates[:, n : 2 * n], gates[:, 2 * n : 3 * n], gates[:, 3 * n :]
     c_new = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
     h_new = torch.sigmoid(o) * torch.tanh(c_new)
     return h_new, c_new

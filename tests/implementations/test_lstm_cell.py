@@ -101,9 +101,6 @@ def test_gradcheck_compile_allows_retain_graph() -> None:
     assert _gradcheck_impl("compile")
 
 
-@pytest.mark.xfail(raises=RuntimeError, strict=False,
-                   reason="TorchScript: after specialisation, a backward with no gradient for h' "
-                          "(so none for the o gate) breaks in chunk's backward (_grad_sum_to_size)")
 def test_gradcheck_jit() -> None:
     _available("jit")
     assert _gradcheck_impl("jit")
