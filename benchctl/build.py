@@ -33,7 +33,11 @@ EXTENSIONS_DIR = Path(__file__).resolve().parent.parent / "extensions"
 CACHE_ENV = "BENCHCTL_CACHE"
 ARCH_ENV = "TORCH_CUDA_ARCH_LIST"
 DEFAULT_ARCH_LIST = "8.0;9.0"
-CFLAGS = ("-O3", "-march=native", "-fno-math-errno")
+# -fopenmp: ATen's parallel_for is a header template that runs on torch's OpenMP thread pool only
+# when the including file is compiled with OpenMP; without it, every parallel_for runs on one
+# thread. The OpenMP runtime linked is the one torch already loaded (same soname, libgomp.so.1).
+OPENMP_FLAGS = ("-fopenmp",) if sys.platform.startswith("linux") else ()
+CFLAGS = ("-O3", "-march=native", "-fno-math-errno", *OPENMP_FLAGS)
 CUDA_CFLAGS = ("-O3", "--use_fast_math")
 MAX_ERROR_LINES = 20
 _LOADED: dict[str, float] = {}
@@ -106,7 +110,8 @@ def cache_root() -> Path:
     return Path(root)
 
 
-def library(op: str, kind: str, root: Path = EXTENSIONS_DIR) -> Library:
+def library(op: str, kind: str, root: Path | None = None) -> Library:
+    root = root or EXTENSIONS_DIR
     suffix = ".cu" if kind == "cuda" else ".cpp"
     sources = tuple(sorted((root / op).glob(f"*{suffix}")))
     if not sources:
@@ -114,8 +119,9 @@ def library(op: str, kind: str, root: Path = EXTENSIONS_DIR) -> Library:
     return Library(op, kind, sources)
 
 
-def extension_ops(root: Path = EXTENSIONS_DIR) -> list[str]:
+def extension_ops(root: Path | None = None) -> list[str]:
     """Operators that have an extensions/<op>/ folder with sources."""
+    root = root or EXTENSIONS_DIR
     if not root.is_dir():
         return []
     return sorted(p.name for p in root.iterdir() if p.is_dir() and (any(p.glob("*.cpp")) or any(p.glob("*.cu"))))
@@ -160,14 +166,15 @@ def cached_failure(lib: Library) -> str | None:
     return marker.read_text() if marker.exists() else None
 
 
-def ensure_loaded(op: str, kind: str = "cpu", root: Path = EXTENSIONS_DIR, verbose: bool = False) -> float:
+def ensure_loaded(op: str, kind: str = "cpu", root: Path | None = None, verbose: bool = False) -> float:
     """Build (if needed) and load one library; returns the seconds it took. Raises BuildError."""
     return build(op, kind, root, verbose).seconds
 
 
-def build(op: str, kind: str = "cpu", root: Path = EXTENSIONS_DIR, verbose: bool = False) -> BuildResult:
+def build(op: str, kind: str = "cpu", root: Path | None = None, verbose: bool = False) -> BuildResult:
     """Build (if needed) and load one library. The CUDA library of an op loads after its CPU library,
     which defines the op schemas. Raises BuildError."""
+    root = root or EXTENSIONS_DIR
     lib = library(op, kind, root)
     if lib.name in _LOADED:
         return BuildResult(lib.name, 0.0, False)
@@ -214,6 +221,7 @@ def _compile_and_load(lib: Library, verbose: bool) -> None:
             name=lib.name,
             sources=[str(s) for s in lib.sources],
             extra_cflags=list(CFLAGS),
+            extra_ldflags=list(OPENMP_FLAGS),
             extra_cuda_cflags=list(CUDA_CFLAGS) if lib.kind == "cuda" else None,
             extra_include_paths=includes,
             build_directory=str(lib.build_dir),
@@ -234,7 +242,8 @@ def _build_error(lib: Library, exc: Exception) -> BuildError:
     log = lib.build_dir / "build.log"
     log.write_text(output)
     lines = compiler_error_lines(output)
-    summary = f"building {lib.name} failed ({len(lines)} error lines); full log: {log}"
+    count = f"{len(lines)} error line{'' if len(lines) == 1 else 's'}"
+    summary = f"building {lib.name} failed ({count}); full log: {log}"
     (lib.build_dir / "FAILED").write_text(summary)
     return BuildError(summary, "\n".join(lines[:MAX_ERROR_LINES]), log)
 
@@ -246,8 +255,9 @@ def compiler_error_lines(output: str) -> list[str]:
     return [l for l in found if not wrapper.match(l.strip())] or found
 
 
-def availability(op: str, kind: str = "cpu", root: Path = EXTENSIONS_DIR) -> str | None:
+def availability(op: str, kind: str = "cpu", root: Path | None = None) -> str | None:
     """Reason an extension is unusable without compiling anything now, or None (built or buildable)."""
+    root = root or EXTENSIONS_DIR
     try:
         lib = library(op, kind, root)
     except BuildError as exc:

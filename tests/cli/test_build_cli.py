@@ -1,0 +1,53 @@
+"""`benchctl build` through click's CliRunner: a real build of hoconv2d, an unknown operator, and a
+compile error shown as one line plus the compiler's error lines."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from benchctl import build
+from benchctl.cli import cli
+
+
+def test_build_hoconv2d() -> None:
+    result = CliRunner().invoke(cli, ["build", "hoconv2d"])
+    assert result.exit_code == 0, result.output
+    line = next(l for l in result.stdout.splitlines() if "benchctl_hoconv2d_cpu" in l)
+    assert line.startswith(("built ", "loaded ")) and line.endswith(" s")
+    assert "building benchctl_hoconv2d_cpu ..." in result.stderr
+
+
+def test_second_build_is_cached() -> None:
+    runner = CliRunner()
+    runner.invoke(cli, ["build", "hoconv2d"])
+    result = runner.invoke(cli, ["build", "hoconv2d"])
+    assert result.exit_code == 0
+    assert "loaded benchctl_hoconv2d_cpu (cached)" in result.stdout
+
+
+def test_unknown_operator_is_a_usage_error() -> None:
+    result = CliRunner().invoke(cli, ["build", "no_such_op"])
+    assert result.exit_code == 2
+    assert "no extension sources for no_such_op" in result.stderr and "hoconv2d" in result.stderr
+
+
+def test_compile_error_shows_the_compiler_lines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "extensions"
+    (root / "broken_cli").mkdir(parents=True)
+    (root / "broken_cli" / "broken.cpp").write_text("int broken() { return undeclared_name_in_broken_cpp; }\n")
+    monkeypatch.setattr(build, "EXTENSIONS_DIR", root)
+    monkeypatch.setenv(build.CACHE_ENV, str(tmp_path / "cache"))
+    result = CliRunner().invoke(cli, ["build"])
+    assert result.exit_code == 1
+    assert "error: building benchctl_broken_cli_cpu failed" in result.stderr
+    assert "undeclared_name_in_broken_cpp" in result.stderr
+    assert "1 library failed to build: broken_cli (cpu)" in result.stderr
+
+
+def test_help_lists_the_options() -> None:
+    result = CliRunner().invoke(cli, ["build", "--help"])
+    assert result.exit_code == 0
+    assert "--cuda / --no-cuda" in result.output and "--verbose" in result.output

@@ -1,0 +1,113 @@
+"""benchctl.build: the persistent cache (a second process only loads), compiler errors reported as
+BuildError with the compiler's own lines, the failure remembered for `availability`, and the real
+hoconv2d CUDA sources compiling and linking wherever nvcc and a CUDA torch are present."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from benchctl import build
+
+REPO = Path(__file__).resolve().parent.parent
+BROKEN = """
+#include <torch/library.h>
+int hoconv2d_broken() { return value_that_does_not_exist + 1; }
+"""
+FIXED = "int hoconv2d_fixed() { return 1; }\n"
+FRESH_PROCESS = """
+import json, time
+start = time.perf_counter()
+from benchctl import build
+result = build.build("hoconv2d", "cpu")
+import torch
+print(json.dumps({"compiled": result.compiled, "seconds": time.perf_counter() - start,
+                  "op": hasattr(torch.ops.benchctl, "hoconv2d_filter")}))
+"""
+
+
+def artefacts(lib: build.Library) -> dict[str, int]:
+    """Modification times of the objects and libraries in a build folder."""
+    return {p.name: p.stat().st_mtime_ns for p in lib.build_dir.iterdir() if p.suffix in (".o", ".so")}
+
+
+@pytest.fixture
+def tmp_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An extensions root of our own and a cache folder of our own, so nothing real is touched."""
+    monkeypatch.setenv(build.CACHE_ENV, str(tmp_path / "cache"))
+    root = tmp_path / "extensions"
+    (root / "broken").mkdir(parents=True)
+    (root / "broken" / "broken.cpp").write_text(BROKEN)
+    return root
+
+
+def test_second_load_in_a_fresh_process_compiles_nothing() -> None:
+    build.build("hoconv2d", "cpu")  # the first build of this source may compile (tens of seconds)
+    lib = build.library("hoconv2d", "cpu")
+    before = artefacts(lib)
+    assert any(name.endswith(".so") for name in before)
+    proc = subprocess.run([sys.executable, "-c", FRESH_PROCESS], cwd=REPO, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert report["op"] and not report["compiled"]
+    assert report["seconds"] < 5.0
+    assert artefacts(lib) == before
+
+
+def test_cache_folder_follows_the_sources(tmp_root: Path) -> None:
+    lib = build.library("broken", "cpu", tmp_root)
+    assert lib.build_dir.parent == tmp_root.parent / "cache"
+    first = lib.build_dir
+    (tmp_root / "broken" / "broken.cpp").write_text(BROKEN + "\n// edited\n")
+    assert build.library("broken", "cpu", tmp_root).build_dir != first
+
+
+def test_compile_error_gives_compiler_lines_and_is_remembered(tmp_root: Path) -> None:
+    with pytest.raises(build.BuildError) as info:
+        build.build("broken", "cpu", tmp_root)
+    err = info.value
+    assert "benchctl_broken_cpu failed" in err.summary and "\n" not in err.summary
+    assert "value_that_does_not_exist" in err.compiler_lines and "error" in err.compiler_lines
+    assert err.log is not None and "value_that_does_not_exist" in err.log.read_text()
+    start = time.perf_counter()
+    assert build.availability("broken", "cpu", tmp_root) == err.summary
+    assert time.perf_counter() - start < 1.0  # read from the marker, not recompiled
+
+
+def test_fixed_source_is_buildable_again(tmp_root: Path) -> None:
+    with pytest.raises(build.BuildError):
+        build.build("broken", "cpu", tmp_root)
+    (tmp_root / "broken" / "broken.cpp").write_text(FIXED)
+    assert build.availability("broken", "cpu", tmp_root) is None
+    assert build.build("broken", "cpu", tmp_root).compiled
+
+
+def test_missing_sources_are_a_reason_not_a_crash(tmp_root: Path) -> None:
+    assert "no .cu sources" in build.availability("broken", "cuda", tmp_root)
+    with pytest.raises(build.BuildError, match="no .cpp sources"):
+        build.build("nothing_here", "cpu", tmp_root)
+
+
+def test_extension_ops_lists_folders_with_sources(tmp_root: Path) -> None:
+    (tmp_root / "empty").mkdir()
+    assert build.extension_ops(tmp_root) == ["broken"]
+    assert "hoconv2d" in build.extension_ops()
+
+
+def test_hoconv2d_cuda_compiles_and_links() -> None:
+    reason = build.cuda_toolchain_reason()
+    if reason:
+        pytest.skip(reason)
+    assert build.find_cuda_home() is not None
+    result = build.build("hoconv2d", "cuda")  # first run: a minute or more of nvcc; a failure fails
+    assert result.name == "benchctl_hoconv2d_cuda"
+    assert build.is_built(build.library("hoconv2d", "cuda"))
+    for op in ("benchctl::hoconv2d_filter", "benchctl::hoconv2d_filter_backward"):
+        assert torch._C._dispatch_has_kernel_for_dispatch_key(op, "CUDA"), op
