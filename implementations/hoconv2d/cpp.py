@@ -19,7 +19,8 @@ def _prepare(inputs: Inputs) -> Inputs:
     return inputs
 
 
-@OP.implementation("cpp", devices=("cpu",), requires=_requires, prepare=_prepare, opcheck=ext.opcheck)
+@OP.implementation("cpp", devices=("cpu",), requires=_requires, prepare=_prepare, opcheck=ext.opcheck,
+                   build=ext.load)
 def filter_cpp(x: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
     """ATen C++ extension: fused, vectorised forward and one-pass backward on the CPU."""
     return torch.ops.benchctl.hoconv2d_filter(x, weights)

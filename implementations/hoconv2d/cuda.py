@@ -19,7 +19,8 @@ def _prepare(inputs: Inputs) -> Inputs:
     return inputs
 
 
-@OP.implementation("cuda", devices=("cuda",), requires=_requires, prepare=_prepare, opcheck=ext.opcheck)
+@OP.implementation("cuda", devices=("cuda",), requires=_requires, prepare=_prepare, opcheck=ext.opcheck,
+                   build=ext.load)
 def filter_cuda(x: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
     """CUDA extension: a thread per element for the output and both gradients, no atomics."""
     return torch.ops.benchctl.hoconv2d_filter(x, weights)

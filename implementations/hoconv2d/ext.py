@@ -21,12 +21,14 @@ BACKWARD = "benchctl::hoconv2d_filter_backward"
 OPCHECK_MAX = {"batch_size": 2, "C": 3, "H": 7, "W": 9}
 
 
-def load(device: str) -> None:
-    """Build if needed and load the library for `device`, then register the Python kernels once."""
-    build.ensure_loaded(OP_NAME, "cpu")  # the CPU library also defines the op schemas
+def load(device: str) -> float:
+    """Build if needed and load the library for `device`, then register the Python kernels once;
+    returns the seconds it took."""
+    seconds = build.ensure_loaded(OP_NAME, "cpu")  # the CPU library also defines the op schemas
     if torch.device(device).type == "cuda":
-        build.ensure_loaded(OP_NAME, "cuda")
+        seconds += build.ensure_loaded(OP_NAME, "cuda")
     _register_python_kernels()
+    return seconds
 
 
 def _register_python_kernels() -> None:
