@@ -1,0 +1,214 @@
+// CPU kernels for bilinear grid sampling with a grid-only backward, and the op schemas.
+//
+// Points go in blocks: first the taps of the whole block (simple element-wise loops the compiler
+// vectorises), then the gathers, whose reads are independent across the block so many cache
+// misses are in flight at once — random points in a large image are bound by memory latency.
+#include <ATen/Dispatch.h>
+#include <ATen/Parallel.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
+#include <torch/library.h>
+
+#include <algorithm>
+
+#include "grid_sample.h"
+#include "grid_sample_host.h"
+
+namespace benchctl {
+namespace grid_sample {
+namespace {
+
+constexpr int64_t kGrain = 256;  // points per task: tiny grids stay on one thread
+constexpr int64_t kBlock = 64;
+constexpr int64_t kCachedBytes = int64_t{8} << 20;  // images up to this size stay in L2/L3
+
+// The taps of up to kBlock consecutive points of one image, one array per field (vectorisable).
+template <typename T, typename Index>
+struct TapBlock {
+  Index off[4][kBlock];
+  T valid[4][kBlock];
+  T tx[kBlock], ty[kBlock];
+  int64_t size = 0;
+
+  void fill(const T* img, const ImageView& v, const T* grid, int64_t count, bool prefetch) {
+    size = count;
+    for (int64_t j = 0; j < count; ++j) {
+      const Taps<T, Index> t = taps<T, Index>(v, grid[2 * j], grid[2 * j + 1]);
+      for (int k = 0; k < 4; ++k) {
+        off[k][j] = t.off[k];
+        valid[k][j] = t.valid[k];
+      }
+      tx[j] = t.tx;
+      ty[j] = t.ty;
+    }
+    if (!prefetch) return;
+    for (int64_t j = 0; j < count; ++j) prefetch_taps(img, v, at(j));  // a separate loop: the one above vectorises
+  }
+
+  Taps<T, Index> at(int64_t j) const {
+    Taps<T, Index> t;
+    for (int k = 0; k < 4; ++k) {
+      t.off[k] = off[k][j];
+      t.valid[k] = valid[k][j];
+    }
+    t.tx = tx[j];
+    t.ty = ty[j];
+    return t;
+  }
+};
+
+// Calls visit(n, p, count, grid of those points) for runs of at most kBlock points of one image
+// covering the flat point range [begin, end) (point i = n * hw + p).
+template <typename Visit>
+void for_blocks(int64_t hw, int64_t begin, int64_t end, const Visit& visit) {
+  for (int64_t i = begin; i < end;) {
+    const int64_t n = i / hw, p = i - n * hw;
+    const int64_t count = std::min({kBlock, end - i, hw - p});
+    visit(n, p, count);
+    i += count;
+  }
+}
+
+// One channel of a block; restrict parameters tell the compiler the gathers and the store do not
+// overlap, so the loop vectorises (with gathers).
+template <typename T, typename Index>
+void sample_channel(const T* __restrict p, const TapBlock<T, Index>& __restrict b, T* __restrict o) {
+  for (int64_t j = 0; j < b.size; ++j) {
+    const T nw = p[b.off[0][j]] * b.valid[0][j], ne = p[b.off[1][j]] * b.valid[1][j];
+    const T sw = p[b.off[2][j]] * b.valid[2][j], se = p[b.off[3][j]] * b.valid[3][j];
+    o[j] = bilinear(b.tx[j], b.ty[j], nw, ne, sw, se);
+  }
+}
+
+template <typename T, typename Index>
+void forward_block(const T* img, const ImageView& v, const TapBlock<T, Index>& b, T* out, int64_t hw) {
+  for (int64_t c = 0; c < v.C; ++c) sample_channel(img + c * v.sC, b, out + c * hw);
+}
+
+// Adds one channel's contribution to the block's pixel-space gradients dx, dy.
+template <typename T, typename Index>
+void grad_channel(const T* __restrict p, const TapBlock<T, Index>& __restrict b, const T* __restrict g,
+                  T* __restrict dx, T* __restrict dy) {
+  for (int64_t j = 0; j < b.size; ++j) {
+    const T nw = p[b.off[0][j]] * b.valid[0][j], ne = p[b.off[1][j]] * b.valid[1][j];
+    const T sw = p[b.off[2][j]] * b.valid[2][j], se = p[b.off[3][j]] * b.valid[3][j];
+    T d_tx, d_ty;
+    bilinear_grad(b.tx[j], b.ty[j], nw, ne, sw, se, &d_tx, &d_ty);
+    dx[j] += g[j] * d_tx;
+    dy[j] += g[j] * d_ty;
+  }
+}
+
+template <typename T, typename Index>
+void grid_backward_block(const T* img, const ImageView& v, const TapBlock<T, Index>& b, const T* gout, int64_t hw,
+                         T* gg) {
+  T dx[kBlock] = {}, dy[kBlock] = {};
+  for (int64_t c = 0; c < v.C; ++c) grad_channel(img + c * v.sC, b, gout + c * hw, dx, dy);
+  const T sx = pixels_per_unit<T>(v.W), sy = pixels_per_unit<T>(v.H);
+  for (int64_t j = 0; j < b.size; ++j) {
+    gg[2 * j] = dx[j] * sx;
+    gg[2 * j + 1] = dy[j] * sy;
+  }
+}
+
+// Pointers and sizes of one call, shared by the forward and backward drivers.
+template <typename T>
+struct Problem {
+  const T* img;
+  int64_t s_n;  // image batch stride
+  ImageView v;
+  const T* grid;  // (N, hw, 2) contiguous
+  int64_t n_batch, hw;
+  bool prefetch;  // only for images beyond the caches: in cache, prefetches are pure overhead
+};
+
+template <typename T>
+Problem<T> problem_of(const at::Tensor& image, const at::Tensor& grid) {
+  return Problem<T>{image.const_data_ptr<T>(), image.stride(0), view_of(image), grid.const_data_ptr<T>(),
+                    image.size(0), grid.size(1) * grid.size(2), image.nbytes() > kCachedBytes};
+}
+
+// int32 offsets (16 gather lanes instead of 8) when every offset inside one image fits.
+bool offsets_fit_int32(const at::Tensor& image) {
+  int64_t span = 1;
+  for (int d = 1; d < 4; ++d) span += (image.size(d) + 2) * image.stride(d);  // +2: padding taps
+  return span < (int64_t{1} << 31);
+}
+
+template <typename T, typename Index>
+void forward_points(const Problem<T>& pr, T* out) {
+  at::parallel_for(0, pr.n_batch * pr.hw, kGrain, [&](int64_t begin, int64_t end) {
+    TapBlock<T, Index> b;
+    for_blocks(pr.hw, begin, end, [&](int64_t n, int64_t p, int64_t count) {
+      const T* im = pr.img + n * pr.s_n;
+      b.fill(im, pr.v, pr.grid + 2 * (n * pr.hw + p), count, pr.prefetch);
+      forward_block(im, pr.v, b, out + n * pr.v.C * pr.hw + p, pr.hw);
+    });
+  });
+}
+
+template <typename T, typename Index>
+void grid_backward_points(const Problem<T>& pr, const T* gout, T* grad_grid) {
+  at::parallel_for(0, pr.n_batch * pr.hw, kGrain, [&](int64_t begin, int64_t end) {
+    TapBlock<T, Index> b;
+    for_blocks(pr.hw, begin, end, [&](int64_t n, int64_t p, int64_t count) {
+      const T* im = pr.img + n * pr.s_n;
+      const int64_t i = n * pr.hw + p;
+      b.fill(im, pr.v, pr.grid + 2 * i, count, pr.prefetch);
+      grid_backward_block(im, pr.v, b, gout + n * pr.v.C * pr.hw + p, pr.hw, grad_grid + 2 * i);
+    });
+  });
+}
+
+at::Tensor forward_cpu(const at::Tensor& image, const at::Tensor& grid_in) {
+  check_args(image, grid_in);
+  TORCH_CHECK(image.is_cpu(), "grid_sample_forward (CPU): tensors must be on the CPU");
+  // The image keeps its layout (its strides are used directly); the grid is small.
+  const at::Tensor grid = grid_in.contiguous();
+  at::Tensor out = at::empty({image.size(0), image.size(1), grid.size(1), grid.size(2)}, image.options());
+  const bool narrow = offsets_fit_int32(image);
+  AT_DISPATCH_FLOATING_TYPES(image.scalar_type(), "grid_sample_forward_cpu", [&] {
+    const Problem<scalar_t> pr = problem_of<scalar_t>(image, grid);
+    if (narrow) {
+      forward_points<scalar_t, int32_t>(pr, out.mutable_data_ptr<scalar_t>());
+    } else {
+      forward_points<scalar_t, int64_t>(pr, out.mutable_data_ptr<scalar_t>());
+    }
+  });
+  return out;
+}
+
+at::Tensor grid_backward_cpu(const at::Tensor& grad_out_in, const at::Tensor& image, const at::Tensor& grid_in) {
+  check_args(image, grid_in);
+  TORCH_CHECK(image.is_cpu(), "grid_sample_grid_backward (CPU): tensors must be on the CPU");
+  const at::Tensor grid = grid_in.contiguous();
+  const at::Tensor grad_out = grad_out_in.contiguous();
+  TORCH_CHECK(grad_out.numel() == image.size(0) * image.size(1) * grid.size(1) * grid.size(2),
+              "grid_sample_grid_backward: grad_out has the wrong size");
+  at::Tensor grad_grid = at::empty(grid.sizes(), grid.options());
+  const bool narrow = offsets_fit_int32(image);
+  AT_DISPATCH_FLOATING_TYPES(image.scalar_type(), "grid_sample_grid_backward_cpu", [&] {
+    const Problem<scalar_t> pr = problem_of<scalar_t>(image, grid);
+    const scalar_t* go = grad_out.const_data_ptr<scalar_t>();
+    if (narrow) {
+      grid_backward_points<scalar_t, int32_t>(pr, go, grad_grid.mutable_data_ptr<scalar_t>());
+    } else {
+      grid_backward_points<scalar_t, int64_t>(pr, go, grad_grid.mutable_data_ptr<scalar_t>());
+    }
+  });
+  return grad_grid;
+}
+
+}  // namespace
+}  // namespace grid_sample
+}  // namespace benchctl
+
+TORCH_LIBRARY_FRAGMENT(benchctl, m) {
+  m.def("grid_sample_forward(Tensor image, Tensor grid) -> Tensor");
+  m.def("grid_sample_grid_backward(Tensor grad_out, Tensor image, Tensor grid) -> Tensor");
+}
+
+TORCH_LIBRARY_IMPL(benchctl, CPU, m) {
+  m.impl("grid_sample_forward", &benchctl::grid_sample::forward_cpu);
+  m.impl("grid_sample_grid_backward", &benchctl::grid_sample::grid_backward_cpu);
+}

@@ -1,0 +1,84 @@
+"""The naflex_posembed C++/CUDA extension: loading, autograd and fake kernels, opcheck.
+
+`benchctl::naflex_posembed_forward(x, table, coords, sizes)` adds to each token its bilinear lookup
+of the table resized to its sample's (h, w) grid, in one fused pass; the backward passes grad_out
+through for x and scatter-adds it into the table's gradient with
+`benchctl::naflex_posembed_table_backward(grad_out, table, coords, sizes)` (the table only gives the shape).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from benchctl import build
+
+OP_NAME = "naflex_posembed"
+FORWARD = "benchctl::naflex_posembed_forward"
+BACKWARD = "benchctl::naflex_posembed_table_backward"
+
+
+def load(device: str) -> None:
+    """Build if needed and load the library for `device`, then register the Python kernels once."""
+    build.ensure_loaded(OP_NAME, "cpu")  # the CPU library also defines the op schemas
+    if torch.device(device).type == "cuda":
+        build.ensure_loaded(OP_NAME, "cuda")
+    _register_python_kernels()
+
+
+def _register_python_kernels() -> None:
+    # The flag lives on the op object, which torch keeps for the whole process, so importing this
+    # module a second time does not register twice and fail.
+    packet = torch.ops.benchctl.naflex_posembed_forward
+    if getattr(packet, "_benchctl_python_kernels", False):
+        return
+    torch.library.register_fake(FORWARD)(_forward_fake)
+    torch.library.register_fake(BACKWARD)(_backward_fake)
+    torch.library.register_autograd(FORWARD, _backward, setup_context=_setup_context)
+    packet._benchctl_python_kernels = True
+
+
+def _forward_fake(x: torch.Tensor, table: torch.Tensor, coords: torch.Tensor, sizes: torch.Tensor) -> torch.Tensor:
+    return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+
+def _backward_fake(
+    grad_out: torch.Tensor, table: torch.Tensor, coords: torch.Tensor, sizes: torch.Tensor
+) -> torch.Tensor:
+    return grad_out.new_empty(table.shape)
+
+
+def _setup_context(ctx: Any, inputs: tuple[torch.Tensor, ...], output: torch.Tensor) -> None:
+    _, table, coords, sizes = inputs
+    ctx.save_for_backward(table, coords, sizes)
+
+
+def _backward(ctx: Any, grad_out: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
+    table, coords, sizes = ctx.saved_tensors
+    grad_x = grad_out if ctx.needs_input_grad[0] else None  # out = x + pos: x's gradient is grad_out
+    grad_table = None
+    if ctx.needs_input_grad[1]:
+        grad_table = torch.ops.benchctl.naflex_posembed_table_backward.default(grad_out, table, coords, sizes)
+    return grad_x, grad_table, None, None
+
+
+def posembed(x: torch.Tensor, table: torch.Tensor, coords: torch.Tensor, sizes: torch.Tensor) -> torch.Tensor:
+    """Fused gather-interpolate-add; backward scatter-adds into the table gradient."""
+    return torch.ops.benchctl.naflex_posembed_forward.default(x, table, coords, sizes)
+
+
+def prepare(inputs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Load (building if needed) the extension for the inputs' device; the inputs are unchanged."""
+    load(inputs["x"].device.type)
+    return inputs
+
+
+def opcheck(inputs: dict[str, torch.Tensor]) -> None:
+    """torch.library.opcheck on the forward (x and table needing grad) and on the table backward."""
+    load(inputs["x"].device.type)
+    x, table = inputs["x"].detach(), inputs["table"].detach()
+    coords, sizes = inputs["coords"], inputs["sizes"]
+    args = (x.clone().requires_grad_(), table.clone().requires_grad_(), coords, sizes)
+    torch.library.opcheck(torch.ops.benchctl.naflex_posembed_forward.default, args)
+    torch.library.opcheck(torch.ops.benchctl.naflex_posembed_table_backward.default, (x, table, coords, sizes))
