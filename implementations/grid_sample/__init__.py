@@ -97,6 +97,6 @@ OP = register(
 OP.implementation("py", devices=("cpu", "cuda"))(grid_sample_py)
 OP.implementation("py-imagegrad", devices=("cpu", "cuda"))(grid_sample_imagegrad)
 OP.implementation("cpp", devices=("cpu",), requires=lambda dev: build.availability("grid_sample", "cpu"),
-                  prepare=ext.prepare, opcheck=_opcheck)(ext.grid_sample)
+                  prepare=ext.prepare, opcheck=_opcheck, build=ext.load)(ext.grid_sample)
 OP.implementation("cuda", devices=("cuda",), requires=lambda dev: build.availability("grid_sample", "cuda"),
-                  prepare=ext.prepare, opcheck=_opcheck)(ext.grid_sample)
+                  prepare=ext.prepare, opcheck=_opcheck, build=ext.load)(ext.grid_sample)

@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from benchctl import build
+from benchctl import build, customops
 from benchctl.registry import Case, randn
 
 OP_NAME = "hoconv2d"
@@ -22,25 +22,18 @@ OPCHECK_MAX = {"batch_size": 2, "C": 3, "H": 7, "W": 9}
 
 
 def load(device: str) -> float:
-    """Build if needed and load the library for `device`, then register the Python kernels once;
-    returns the seconds it took."""
-    seconds = build.ensure_loaded(OP_NAME, "cpu")  # the CPU library also defines the op schemas
-    if torch.device(device).type == "cuda":
-        seconds += build.ensure_loaded(OP_NAME, "cuda")
-    _register_python_kernels()
-    return seconds
+    """Build if needed and load the libraries for `device`, then register the Python kernels once."""
+    return customops.load(OP_NAME, device, lambda: customops.register_once("hoconv2d_filter", _register))
 
 
 def _register_python_kernels() -> None:
-    # The flag lives on the op object, which torch keeps for the whole process, so a second
-    # import of this module (under another name, from a test) does not register twice and fail.
-    packet = torch.ops.benchctl.hoconv2d_filter
-    if getattr(packet, "_benchctl_python_kernels", False):
-        return
+    customops.register_once("hoconv2d_filter", _register)
+
+
+def _register() -> None:
     torch.library.register_fake(FORWARD)(_forward_fake)
     torch.library.register_fake(BACKWARD)(_backward_fake)
     torch.library.register_autograd(FORWARD, _backward, setup_context=_setup_context)
-    packet._benchctl_python_kernels = True
 
 
 def _check_shapes(x: torch.Tensor, weights: torch.Tensor) -> None:

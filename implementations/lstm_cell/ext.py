@@ -12,26 +12,22 @@ from typing import Any
 
 import torch
 
-from benchctl import build
+from benchctl import build, customops
 from benchctl.registry import Case
 
+OP_NAME = "lstm_cell"
 OPS = ("lstm_cell", "lstm_cell_backward", "lstm_cell_pointwise", "lstm_cell_pointwise_backward")
 
 
 def requires(device: str) -> str | None:
     """Why the extension cannot run on `device`, without compiling anything."""
     # The CUDA library's availability includes the CPU library's (it holds the schemas).
-    return build.availability("lstm_cell", "cuda" if device == "cuda" else "cpu")
+    return build.availability(OP_NAME, "cuda" if device == "cuda" else "cpu")
 
 
 def load(device: str) -> float:
-    """Build (first time) and load the libraries `device` needs; returns the seconds it took.
-    The CPU library always loads: it defines the schemas the CUDA kernels attach to."""
-    seconds = build.ensure_loaded("lstm_cell", "cpu")
-    if device == "cuda":
-        seconds += build.ensure_loaded("lstm_cell", "cuda")
-    _register_python_kernels()
-    return seconds
+    """Build if needed and load the libraries for `device`, then register the Python kernels once."""
+    return customops.load(OP_NAME, device, lambda: customops.register_once("lstm_cell", _register))
 
 
 def prepare(inputs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -94,18 +90,11 @@ def _fake_pointwise_backward(grad_h: torch.Tensor, grad_c: torch.Tensor, c: torc
     return c.new_empty(gates.shape), c.new_empty(c.shape)
 
 
-def _register_python_kernels() -> None:
-    """Once per process: autograd and fake kernels live in Python, the compute kernels in C++.
-    The flag sits on torch's op object, so importing this module under a second name cannot
-    register twice (torch.library refuses that)."""
-    packet = torch.ops.benchctl.lstm_cell
-    if getattr(packet, "_benchctl_python_kernels", False):
-        return
+def _register() -> None:
     fakes = (_fake_cell, _fake_cell_backward, _fake_pointwise, _fake_pointwise_backward)
     for name, fake in zip(OPS, fakes):
         torch.library.register_fake(f"benchctl::{name}")(fake)
     torch.library.register_autograd("benchctl::lstm_cell", _backward, setup_context=_setup_context)
-    packet._benchctl_python_kernels = True
 
 
 def opcheck(case: Case) -> None:

@@ -104,6 +104,6 @@ OP = register(
 OP.implementation("loop", devices=("cpu", "cuda"))(posembed_loop)
 OP.implementation("gridsample", devices=("cpu", "cuda"))(posembed_gridsample)
 OP.implementation("cpp", devices=("cpu",), requires=_ext_available("cpu"), prepare=ext.prepare,
-                  opcheck=_opcheck)(ext.posembed)
+                  opcheck=_opcheck, build=ext.load)(ext.posembed)
 OP.implementation("cuda", devices=("cuda",), requires=_ext_available("cuda"), prepare=ext.prepare,
-                  opcheck=_opcheck)(ext.posembed)
+                  opcheck=_opcheck, build=ext.load)(ext.posembed)

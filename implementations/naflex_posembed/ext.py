@@ -12,31 +12,22 @@ from typing import Any
 
 import torch
 
-from benchctl import build
+from benchctl import build, customops
 
 OP_NAME = "naflex_posembed"
 FORWARD = "benchctl::naflex_posembed_forward"
 BACKWARD = "benchctl::naflex_posembed_table_backward"
 
 
-def load(device: str) -> None:
-    """Build if needed and load the library for `device`, then register the Python kernels once."""
-    build.ensure_loaded(OP_NAME, "cpu")  # the CPU library also defines the op schemas
-    if torch.device(device).type == "cuda":
-        build.ensure_loaded(OP_NAME, "cuda")
-    _register_python_kernels()
+def load(device: str) -> float:
+    """Build if needed and load the libraries for `device`, then register the Python kernels once."""
+    return customops.load(OP_NAME, device, lambda: customops.register_once("naflex_posembed_forward", _register))
 
 
-def _register_python_kernels() -> None:
-    # The flag lives on the op object, which torch keeps for the whole process, so importing this
-    # module a second time does not register twice and fail.
-    packet = torch.ops.benchctl.naflex_posembed_forward
-    if getattr(packet, "_benchctl_python_kernels", False):
-        return
+def _register() -> None:
     torch.library.register_fake(FORWARD)(_forward_fake)
     torch.library.register_fake(BACKWARD)(_backward_fake)
     torch.library.register_autograd(FORWARD, _backward, setup_context=_setup_context)
-    packet._benchctl_python_kernels = True
 
 
 def _forward_fake(x: torch.Tensor, table: torch.Tensor, coords: torch.Tensor, sizes: torch.Tensor) -> torch.Tensor:
