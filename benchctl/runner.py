@@ -18,6 +18,7 @@ from datetime import datetime, timezone
 from typing import Any, Callable, Iterable, Protocol, Sequence
 
 from benchctl.cells import Cell
+from benchctl.errors import BenchError
 from benchctl.execute import Settings, run_cell
 from benchctl.storage import RunWriter
 from benchctl.worker import settings_to_json
@@ -66,8 +67,8 @@ class WorkerProcess:
         proc.stdin.write(json.dumps(setup) + "\n")
         proc.stdin.flush()
         self._proc = proc
-        if self._read_line(timeout=120) is None:
-            raise RuntimeError(f"worker failed to start: {self._failure()[1]}")
+        if not self._read_line(timeout=120):
+            raise BenchError(f"worker failed to start: {self._failure(timed_out=True)[1]}")
         return proc
 
     def run(self, cell: Cell) -> Rows:
@@ -78,24 +79,21 @@ class WorkerProcess:
         except BrokenPipeError:
             pass
         line = self._read_line(self.timeout)
-        if line is not None:
+        if line:
             return json.loads(line)["rows"]
-        status, message = self._failure()
+        status, message = self._failure(timed_out=line is None)
         return failure_rows(cell, status, message)
 
     def _read_line(self, timeout: float | None) -> str | None:
+        """The next line; "" when the worker closed its output (it died); None on timeout."""
         assert self._proc and self._proc.stdout
         ready, _, _ = select.select([self._proc.stdout], [], [], timeout)
-        if not ready:
-            return None
-        line = self._proc.stdout.readline()
-        return line or None
+        return self._proc.stdout.readline() if ready else None
 
-    def _failure(self) -> tuple[str, str]:
+    def _failure(self, timed_out: bool) -> tuple[str, str]:
         """Kill what is left of the worker; describe how it ended, with the tail of its stderr."""
         proc = self._proc
         assert proc is not None
-        timed_out = proc.poll() is None
         if timed_out:
             proc.kill()
         code = proc.wait()

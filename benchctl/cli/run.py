@@ -98,7 +98,7 @@ def _execute(plan, out: Path) -> None:
         raise BenchError(f"nothing can run here: {'; '.join(unavailable)}")
     plan.build_extensions(lambda msg: console.err.print(msg, highlight=False))
     writer = plan.writer(out)
-    _install_sigterm()
+    _install_signal_handlers()
     try:
         _progress_run(plan, writer)
     except KeyboardInterrupt:
@@ -110,11 +110,14 @@ def _execute(plan, out: Path) -> None:
     _render_summary(plan, writer)
 
 
-def _install_sigterm() -> None:
-    def on_term(signum, frame):
+def _install_signal_handlers() -> None:
+    """SIGINT and SIGTERM both stop the sweep cleanly. SIGINT is set explicitly because a process
+    started in the background by a non-interactive shell inherits it ignored."""
+    def on_signal(signum, frame):
         raise KeyboardInterrupt
 
-    signal.signal(signal.SIGTERM, on_term)
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
 
 
 def _progress_run(plan, writer) -> None:
