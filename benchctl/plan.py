@@ -42,13 +42,13 @@ class Plan:
                                       for k, v in timing.items()})
         return Settings(policy=policy, flush_l2=self.flush_l2, peaks=load_peaks())
 
-    def availability(self) -> tuple[list[Cell], dict[str, int]]:
-        """Cells that can run here, and a count of the others per reason."""
+    def availability(self) -> tuple[list[Cell], dict[str, list[Cell]]]:
+        """Cells that can run here, and the others grouped by the reason they cannot."""
         runnable, reasons = [], {}
         for cell in self.cells:
             reason = self.reason(cell)
             if reason:
-                reasons[reason] = reasons.get(reason, 0) + 1
+                reasons.setdefault(reason, []).append(cell)
             else:
                 runnable.append(cell)
         return runnable, reasons
@@ -57,9 +57,7 @@ class Plan:
         key = (cell.op, cell.impl, cell.device)
         if key in self.build_failures:
             return self.build_failures[key]
-        impl = registry.get(cell.op).implementations[cell.impl]
-        reason = impl.unavailable_reason(cell.device)
-        return f"{cell.op} {cell.impl} on {cell.device}: {reason}" if reason else None
+        return registry.get(cell.op).implementations[cell.impl].unavailable_reason(cell.device)
 
     def build_extensions(self, say: Callable[[str], None]) -> None:
         """Compile what runnable cells need, with a status line each; a failure makes them unavailable."""

@@ -92,8 +92,9 @@ def _execute(plan, out: Path) -> None:
     from benchctl.errors import BenchError
 
     runnable, unavailable = plan.availability()
-    for reason, count in unavailable.items():
-        console.warn(f"{count} cell(s) unavailable here: {reason}")
+    for reason, cells in unavailable.items():
+        which = ", ".join(dict.fromkeys(f"{c.op} {c.impl} on {c.device}" for c in cells))
+        console.warn(f"{len(cells)} cell(s) unavailable here ({which}): {reason}")
     if not runnable:
         raise BenchError(f"nothing can run here: {'; '.join(unavailable)}")
     plan.build_extensions(lambda msg: console.err.print(msg, highlight=False))

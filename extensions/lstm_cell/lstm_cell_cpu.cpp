@@ -6,6 +6,8 @@
 // torch.ops.benchctl.lstm_cell_backward(grad_h, grad_c, x, h, c, w_ih, w_hh, c', gates)
 //   -> (grad_x, grad_h, grad_c, grad_w_ih, grad_w_hh, grad_b_ih, grad_b_hh)
 // The pointwise parts are separate ops so the CUDA library only has to add kernels for those two.
+// The autograd kernel of lstm_cell is a C++ torch::autograd::Function (CellFunction below, under the
+// Autograd key, so it serves CPU and CUDA): forward and backward never enter Python.
 
 // The build compiles with -march=native, but ATen's SIMD types only use AVX2/AVX-512 when a
 // CPU_CAPABILITY_* macro says so (libtorch sets it per kernel file). Without it Vectorized<T> falls
@@ -30,6 +32,8 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/mm.h>
 #include <ATen/ops/sum.h>
+#include <ATen/ops/zeros_like.h>
+#include <torch/autograd.h>
 #include <torch/library.h>
 
 #include <algorithm>
@@ -202,6 +206,57 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor> cell_backward
           at::mm(grad_gates.t(), x), at::mm(grad_gates.t(), h), grad_b_ih, grad_b_hh};
 }
 
+// Autograd in C++: a torch::autograd::Function registered under the Autograd key, so a
+// forward+backward never enters Python (the wrapper torch.library.register_autograd generates cost
+// ~50 us per fwd+bwd at B=64, H=64). The fake kernels stay registered from Python; under fake
+// tensors this kernel runs unchanged and both inner calls go through the dispatcher to them.
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+class CellFunction : public torch::autograd::Function<CellFunction> {
+ public:
+  static variable_list forward(AutogradContext* ctx, const Tensor& x, const Tensor& h, const Tensor& c,
+                               const Tensor& w_ih, const Tensor& w_hh, const Tensor& b_ih,
+                               const Tensor& b_hh) {
+    static auto op = c10::Dispatcher::singleton()
+                         .findSchemaOrThrow("benchctl::lstm_cell", "")
+                         .typed<Tensor3(const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                                        const Tensor&, const Tensor&, const Tensor&)>();
+    Tensor h_new, c_new, gates;
+    {
+      at::AutoDispatchBelowADInplaceOrView guard;
+      std::tie(h_new, c_new, gates) = op.call(x, h, c, w_ih, w_hh, b_ih, b_hh);
+    }
+    ctx->save_for_backward({x, h, c, w_ih, w_hh, c_new, gates});
+    ctx->mark_non_differentiable({gates});
+    // Otherwise autograd zero-fills a (B, 4H) gradient for `gates` on every backward, unused.
+    ctx->set_materialize_grads(false);
+    return {h_new, c_new, gates};
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    static auto op = c10::Dispatcher::singleton()
+                         .findSchemaOrThrow("benchctl::lstm_cell_backward", "")
+                         .typed<std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor>(
+                             const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                             const Tensor&, const Tensor&, const Tensor&, const Tensor&)>();
+    const auto saved = ctx->get_saved_variables();
+    const Tensor& c_new = saved[5];
+    // An output left out of the loss has no gradient; the kernel wants explicit zeros for it.
+    const Tensor grad_h = grads[0].defined() ? grads[0] : at::zeros_like(c_new);
+    const Tensor grad_c = grads[1].defined() ? grads[1] : at::zeros_like(c_new);
+    auto [gx, gh, gc, gw_ih, gw_hh, gb_ih, gb_hh] =
+        op.call(grad_h, grad_c, saved[0], saved[1], saved[2], saved[3], saved[4], c_new, saved[6]);
+    return {gx, gh, gc, gw_ih, gw_hh, gb_ih, gb_hh};
+  }
+};
+
+Tensor3 cell_autograd(const Tensor& x, const Tensor& h, const Tensor& c, const Tensor& w_ih,
+                      const Tensor& w_hh, const Tensor& b_ih, const Tensor& b_hh) {
+  auto out = CellFunction::apply(x, h, c, w_ih, w_hh, b_ih, b_hh);
+  return {out[0], out[1], out[2]};
+}
+
 }  // namespace
 
 TORCH_LIBRARY_FRAGMENT(benchctl, m) {
@@ -223,4 +278,8 @@ TORCH_LIBRARY_IMPL(benchctl, CompositeExplicitAutograd, m) {
 TORCH_LIBRARY_IMPL(benchctl, CPU, m) {
   m.impl("lstm_cell_pointwise", &pointwise_forward_cpu);
   m.impl("lstm_cell_pointwise_backward", &pointwise_backward_cpu);
+}
+
+TORCH_LIBRARY_IMPL(benchctl, Autograd, m) {
+  m.impl("lstm_cell", &cell_autograd);
 }

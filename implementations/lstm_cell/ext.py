@@ -1,5 +1,6 @@
-"""The C++/CUDA LSTM cell: loads extensions/lstm_cell, adds autograd and fake (meta) kernels to
-torch.ops.benchctl.lstm_cell once, and checks the ops with torch.library.opcheck.
+"""The C++/CUDA LSTM cell: loads extensions/lstm_cell, adds fake (meta) kernels to the four ops
+once, and checks the ops with torch.library.opcheck. The autograd kernel of `lstm_cell` is a C++
+torch::autograd::Function registered by the library itself (no Python on the fwd+bwd path).
 
 The extension defines four ops: `lstm_cell` (matmuls + fused pointwise forward, returns h', c' and
 the activated gates it saves) and `lstm_cell_backward`, both composed from the device-specific
@@ -42,24 +43,6 @@ def lstm_cell_ext(x: torch.Tensor, h: torch.Tensor, c: torch.Tensor, w_ih: torch
     return h_new, c_new
 
 
-def _setup_context(ctx: Any, inputs: tuple[torch.Tensor, ...], output: tuple[torch.Tensor, ...]) -> None:
-    x, h, c, w_ih, w_hh, _b_ih, _b_hh = inputs
-    _h_new, c_new, gates = output
-    ctx.mark_non_differentiable(gates)
-    # Otherwise autograd zero-fills a (B, 4H) gradient for `gates` on every backward, unused.
-    ctx.set_materialize_grads(False)
-    ctx.save_for_backward(x, h, c, w_ih, w_hh, c_new, gates)
-
-
-def _backward(ctx: Any, grad_h: torch.Tensor | None, grad_c: torch.Tensor | None,
-              _grad_gates: Any) -> tuple[torch.Tensor, ...]:
-    x, h, c, w_ih, w_hh, c_new, gates = ctx.saved_tensors
-    # An output left out of the loss has no gradient; the kernel wants explicit zeros for it.
-    grad_h = torch.zeros_like(c_new) if grad_h is None else grad_h
-    grad_c = torch.zeros_like(c_new) if grad_c is None else grad_c
-    return tuple(torch.ops.benchctl.lstm_cell_backward(grad_h, grad_c, x, h, c, w_ih, w_hh, c_new, gates))
-
-
 def _check_cell(x: torch.Tensor, h: torch.Tensor, w_ih: torch.Tensor) -> None:
     torch._check(x.dim() == 2 and h.dim() == 2, lambda: "lstm_cell: x and h must be 2-D")
     torch._check(w_ih.shape[0] == 4 * h.shape[1], lambda: "lstm_cell: w_ih must have 4H rows")
@@ -94,7 +77,6 @@ def _register() -> None:
     fakes = (_fake_cell, _fake_cell_backward, _fake_pointwise, _fake_pointwise_backward)
     for name, fake in zip(OPS, fakes):
         torch.library.register_fake(f"benchctl::{name}")(fake)
-    torch.library.register_autograd("benchctl::lstm_cell", _backward, setup_context=_setup_context)
 
 
 def opcheck(case: Case) -> None:

@@ -90,6 +90,17 @@ def test_gradcheck_through_custom_op() -> None:
         assert torch.autograd.gradcheck(lambda *a: EXT.lstm_cell_ext(*a)[k], args, eps=1e-6, atol=1e-7)
 
 
+def test_cpp_autograd_is_the_cpp_function() -> None:
+    """The backward node is the C++ torch::autograd::Function, not a Python register_autograd wrapper,
+    and the saved `gates` output stays out of autograd."""
+    _available("cpp")
+    EXT.load("cpu")
+    inputs = TARGET.make_inputs(Case({"batch_size": 2, "H": 5, "I": 3}, torch.float32))
+    h_new, c_new, gates = torch.ops.benchctl.lstm_cell(*(inputs[k] for k in PKG.ARGS))
+    assert "CellFunction" in h_new.grad_fn.name() and h_new.grad_fn is c_new.grad_fn
+    assert not gates.requires_grad
+
+
 def _gradcheck_impl(name: str) -> bool:
     inputs = TARGET.make_inputs(Case({"batch_size": 2, "H": 5, "I": 3}, torch.float64))
     return torch.autograd.gradcheck(OP.implementations[name].fn, tuple(inputs[k] for k in PKG.ARGS))
