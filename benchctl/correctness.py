@@ -16,7 +16,7 @@ from typing import Any, Mapping
 import torch
 
 from benchctl import registry
-from benchctl.passes import as_tuple, grad_inputs, grad_outputs
+from benchctl.passes import as_tuple, grad_outputs
 from benchctl.registry import Case, Implementation, Operator, Target
 
 # Max error relative to the reference's largest magnitude, per dtype.
@@ -121,5 +121,3 @@ def gradcheck(target: Target, impl: Implementation, device: str, params: Mapping
 
     return torch.autograd.gradcheck(fn, tuple(inputs[n] for n in names), eps=1e-6, atol=1e-5, rtol=1e-4)
 
-
-__all__ = ["Comparison", "CheckResult", "check", "compare", "gradcheck", "grad_inputs", "reference"]

@@ -6,6 +6,7 @@ progress and storage. Every failure becomes a row with a status and a message.
 
 from __future__ import annotations
 
+import json
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -112,8 +113,6 @@ def run_cell(cell: Cell, settings: Settings = Settings(), clock: Clock | None = 
 
 def _gate(cell: Cell, op: Operator) -> dict[str, Any]:
     """Correctness gate: compare with the float64 reference at the operator's check params."""
-    import json
-
     params = op.params_for_check(cell.params)
     result = correctness.check(op, op.target(cell.target), op.implementations[cell.impl], cell.device,
                                cell.torch_dtype, params, cell.seed)

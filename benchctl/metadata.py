@@ -67,5 +67,5 @@ def details() -> dict[str, Any]:
         "cuda_devices": torch.cuda.device_count() if torch.cuda.is_available() else 0,
         "cudnn_version": torch.backends.cudnn.version() if torch.cuda.is_available() else None,
         "mkldnn": torch.backends.mkldnn.is_available(),
-        "parallel": torch.__config__.parallel_info().splitlines()[1:3],
+        "parallel": "; ".join(l.strip() for l in torch.__config__.parallel_info().splitlines()[1:3]),
     }

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import base64
 import html
-import json
 import re
 import warnings
 from dataclasses import dataclass, field, replace

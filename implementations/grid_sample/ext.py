@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from benchctl import build, customops
+from benchctl import customops
 
 OP_NAME = "grid_sample"
 FORWARD = "benchctl::grid_sample_forward"

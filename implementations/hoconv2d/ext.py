@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from benchctl import build, customops
+from benchctl import customops
 from benchctl.registry import Case, randn
 
 OP_NAME = "hoconv2d"

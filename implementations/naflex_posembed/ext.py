@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from benchctl import build, customops
+from benchctl import customops
 
 OP_NAME = "naflex_posembed"
 FORWARD = "benchctl::naflex_posembed_forward"
