@@ -1,0 +1,38 @@
+"""A sweep's plan: unavailable cells grouped by reason, and a failed build making its cells unavailable."""
+
+import torch
+
+from benchctl import registry
+from benchctl.build import BuildError
+from benchctl.cells import Cell
+from benchctl.plan import Plan
+from benchctl.registry import Case, Operator, Target, randn
+
+
+def make_op() -> Operator:
+    def inputs(case: Case):
+        return {"x": randn(case, case.generator(), case.params["batch_size"], 3)}
+
+    op = Operator("plan_toy", "d", {"batch_size": 2}, (Target("op", inputs, lambda fn, i: fn(**i)),))
+
+    def broken_build(device: str) -> float:
+        raise BuildError("building plan_toy failed (1 error lines)", "x.cpp:1: error: nope", None)
+
+    op.implementation("py")(lambda x: x * 2)
+    op.implementation("ext", devices=("cpu",), build=broken_build)(lambda x: x * 2)
+    return registry.register(op)
+
+
+def test_failed_build_makes_cells_unavailable_with_the_compiler_reason():
+    make_op()
+    cells = [Cell.make("plan_toy", "op", impl, dev, "float32", {"batch_size": 2})
+             for impl, dev in (("py", "cpu"), ("ext", "cpu"), ("py", "cuda"))]
+    plan = Plan(cells)
+    said = []
+    plan.build_extensions(said.append)
+    assert any("x.cpp:1: error: nope" in s for s in said)
+    runnable, reasons = plan.availability()
+    assert [c.impl for c in runnable] == ["py"]
+    assert any("building plan_toy failed" in r for r in reasons)
+    if not torch.cuda.is_available():
+        assert any(r.startswith("no CUDA") for r in reasons)

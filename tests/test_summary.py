@@ -1,0 +1,25 @@
+"""The end-of-run summary: medians in ms, speedups against the reference, statuses in place of times."""
+
+import json
+
+import pandas as pd
+
+from benchctl.summary import summarize
+
+
+def rows():
+    def r(impl, b, status="ok", median=None, pass_name="forward", H=64):
+        return {"op": "lstm_cell", "target": "cell", "device": "cpu", "dtype": "float32", "pass": pass_name,
+                "impl": impl, "axis": "batch_size", "axis_value": float(b), "status": status, "median_s": median,
+                "noisy": False, "params": json.dumps({"batch_size": b, "H": H})}
+
+    return pd.DataFrame([r("py", 1, median=0.004), r("py", 2, median=0.010), r("cpp", 1, median=0.001),
+                         r("cpp", 2, status="oom"), r("py", 1, median=0.5, H=256)])
+
+
+def test_summary_speedups_and_statuses():
+    tables = summarize(rows(), {"lstm_cell": "py"})
+    assert len(tables) == 2  # H=64 and H=256 are separate series
+    small = next(t for t in tables if "H=64" in t.title)
+    assert small.columns == ("pass", "impl \\ batch_size", "1", "2")
+    assert small.rows == (("forward", "py", "4", "10"), ("forward", "cpp", "1 (4.0x)", "oom"))
