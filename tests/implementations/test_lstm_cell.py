@@ -13,6 +13,7 @@ import torch
 
 from benchctl import registry
 from benchctl.registry import Case
+from support import require
 
 registry.discover()
 OP = registry.get("lstm_cell")
@@ -30,9 +31,7 @@ MATRIX += [("compile", CASES[0], torch.float32), ("compile", CASES[2], torch.flo
 
 
 def _available(name: str, device: str = "cpu") -> None:
-    reason = OP.implementations[name].unavailable_reason(device)
-    if reason:
-        pytest.skip(f"{name} unavailable on {device}: {reason}")
+    require(OP, name, device)
 
 
 def _forward_backward(name: str, case: Case) -> list[torch.Tensor]:

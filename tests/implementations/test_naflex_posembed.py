@@ -12,6 +12,7 @@ import torch
 
 from benchctl import correctness, registry
 from benchctl.registry import Case
+from support import require
 
 registry.discover()
 OP = registry.get("naflex_posembed")
@@ -23,9 +24,7 @@ DTYPES = (torch.float32, torch.float64)
 
 
 def _available(name: str, device: str = "cpu") -> None:
-    reason = OP.implementations[name].unavailable_reason(device)
-    if reason:
-        pytest.skip(f"{name} unavailable on {device}: {reason}")
+    require(OP, name, device)
 
 
 def _check(name: str, params: dict[str, Any], dtype: torch.dtype, device: str = "cpu", seed: int = 0):
