@@ -39,18 +39,23 @@ class Case:
         return torch.Generator().manual_seed(self.seed)
 
 
+def call_with_inputs(fn: Callable[..., Output], inputs: Inputs) -> Output:
+    """The default call: the implementation takes the inputs as keyword arguments."""
+    return fn(**inputs)
+
+
 @dataclass(frozen=True)
 class Target:
     """One thing to time for an operator: how to build its inputs and how to call an implementation.
 
-    `call(fn, inputs)` returns the output; inputs that require grad are the ones whose gradients
+    `call(fn, inputs)` returns the output (by default `fn(**inputs)`); inputs that require grad are the ones whose gradients
     are checked and timed. `flops(params)` and `bytes(params, itemsize)` count one forward call
     (minimum traffic: each input read once, each output written once); `bwd_*` count one backward.
     """
 
     name: str
     make_inputs: Callable[[Case], Inputs]
-    call: Callable[[Callable[..., Output], Inputs], Output]
+    call: Callable[[Callable[..., Output], Inputs], Output] = call_with_inputs
     flops: Callable[[Mapping[str, Any]], float] = lambda p: 0.0
     bytes: Callable[[Mapping[str, Any], int], float] = lambda p, itemsize: 0.0
     bwd_flops: Callable[[Mapping[str, Any]], float] = lambda p: 0.0
@@ -61,11 +66,6 @@ def randn(case: Case, gen: torch.Generator, *shape: int, scale: float = 1.0, gra
     """Seeded normal values drawn in float64 on the CPU, so every dtype and device sees the same numbers."""
     t = torch.randn(*shape, generator=gen, dtype=torch.float64) * scale
     return t.to(device=case.device, dtype=case.dtype).requires_grad_(grad)
-
-
-def call_with_inputs(fn: Callable[..., Output], inputs: Inputs) -> Output:
-    """The default call: the implementation takes the inputs as keyword arguments."""
-    return fn(**inputs)
 
 
 @dataclass(frozen=True)

@@ -69,7 +69,6 @@ COLUMNS: dict[str, pa.DataType] = {
     "check_params": pa.string(),
 }
 SCHEMA = pa.schema(list(COLUMNS.items()))
-STATUSES = ("ok", "unavailable", "incorrect", "oom", "crashed", "timeout", "error", "skipped")
 
 
 def new_run_id() -> str:

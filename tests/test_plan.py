@@ -13,7 +13,7 @@ def make_op() -> Operator:
     def inputs(case: Case):
         return {"x": randn(case, case.generator(), case.params["batch_size"], 3)}
 
-    op = Operator("plan_toy", "d", {"batch_size": 2}, (Target("op", inputs, lambda fn, i: fn(**i)),))
+    op = Operator("plan_toy", "d", {"batch_size": 2}, (Target("op", inputs),))
 
     def broken_build(device: str) -> float:
         raise BuildError("building plan_toy failed (1 error lines)", "x.cpp:1: error: nope", None)

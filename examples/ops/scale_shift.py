@@ -20,7 +20,7 @@ OP = register(Operator(
     params={"batch_size": 64, "dim": 1024},
     quick={"batch_size": [16, 64]},
     targets=(Target(
-        "op", make_inputs, lambda fn, inputs: fn(**inputs),
+        "op", make_inputs,
         flops=lambda p: 2.0 * p["batch_size"] * p["dim"],
         bytes=lambda p, size: (2 * p["batch_size"] * p["dim"] + 2 * p["dim"]) * size,
     ),),

@@ -23,7 +23,7 @@ def test_help_lists_every_command():
 
 def test_list_json_has_reasons(example_ops_dir):
     result = invoke("list", "--json", "--ops-dir", str(example_ops_dir))
-    rows = json.loads(result.output)
+    rows = json.loads(result.stdout)  # warnings go to stderr
     mine = {(r["implementation"], r["device"]): r for r in rows if r["operator"] == "scale_shift"}
     assert mine[("py", "cpu")]["available"] is True
     if not torch.cuda.is_available():
@@ -31,7 +31,7 @@ def test_list_json_has_reasons(example_ops_dir):
 
 
 def test_env_json_has_the_facts():
-    facts = json.loads(invoke("env", "--json").output)
+    facts = json.loads(invoke("env", "--json").stdout)
     assert facts["torch_version"] == torch.__version__ and facts["threads"] >= 1
 
 
