@@ -16,6 +16,7 @@ import torch.nn.functional as F
 
 from benchctl.registry import Case, Inputs, Operator, Target, randn, register
 
+from . import ext
 from .py import filter_py
 
 
@@ -112,5 +113,8 @@ OP = register(
 )
 
 OP.implementation("py", devices=("cpu", "cuda"))(filter_py)
-
-from . import cpp, cuda  # noqa: E402,F401
+# `cpp`: fused vectorised loops on the CPU; `cuda`: a thread per element for the output and both
+# gradients, gather-form grad X (no atomics). One op, `benchctl::hoconv2d_filter`, dispatches to either.
+for _name, _device in (("cpp", "cpu"), ("cuda", "cuda")):
+    OP.implementation(_name, devices=(_device,), requires=ext.requires, prepare=ext.prepare,
+                      opcheck=ext.opcheck, build=ext.load)(ext.hoconv2d_filter)

@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from benchctl import customops
+from benchctl import build, customops
 from benchctl.registry import Case, randn
 
 OP_NAME = "hoconv2d"
@@ -68,6 +68,17 @@ def _backward(ctx: Any, grad_out: torch.Tensor) -> tuple[torch.Tensor | None, to
         grad_x if ctx.needs_input_grad[0] else None,
         grad_weights if ctx.needs_input_grad[1] else None,
     )
+
+
+def requires(device: str) -> str | None:
+    """Why the extension cannot run on `device`, without compiling anything."""
+    return build.availability(OP_NAME, "cuda" if device == "cuda" else "cpu")
+
+
+def prepare(inputs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Loads (building the first time) the libraries the inputs' device needs; outside the timed loop."""
+    load(inputs["x"].device.type)
+    return inputs
 
 
 def hoconv2d_filter(x: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
