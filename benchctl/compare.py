@@ -10,7 +10,6 @@ two-sided), which is the honest answer: such a cell is reported unchanged, with 
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -152,9 +151,7 @@ def compare(base: pd.DataFrame, new: pd.DataFrame, threshold: float = 0.05, alph
 
 def _env_values(rows: pd.DataFrame, metas: Sequence[Mapping[str, Any]], name: str) -> set[str]:
     values = {_plain(v) for v in rows[name].dropna().unique()} if name in rows else set()
-    from benchctl.report import meta_fact
-
-    return values or {_plain(meta_fact(m, name)) for m in metas if meta_fact(m, name) is not None}
+    return values or {_plain(storage.meta_fact(m, name)) for m in metas if storage.meta_fact(m, name) is not None}
 
 
 def _plain(value: Any) -> str:
@@ -176,13 +173,4 @@ def env_differences(base: pd.DataFrame, new: pd.DataFrame, base_meta: Sequence[M
 
 def load_side(path: Path | str) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
     """Rows and run.json metadata of a run folder or a parquet file (whose folder may hold run.json)."""
-    from benchctl.report import run_folders
-
-    rows = storage.load([Path(path)])
-    metas = []
-    for folder in run_folders([path]):
-        try:
-            metas.append(storage.run_meta(folder))
-        except (OSError, ValueError) as exc:
-            warnings.warn(f"cannot read {folder / storage.RUN_FILE}: {exc}", stacklevel=2)
-    return rows, metas
+    return storage.load([Path(path)]), storage.run_metas(storage.run_folders([path]))

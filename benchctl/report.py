@@ -9,7 +9,6 @@ from __future__ import annotations
 import base64
 import html
 import re
-import warnings
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -58,35 +57,10 @@ class Report:
     superseded: int = 0  # cells measured again in a later run: only the latest is shown
 
 
-def run_folders(paths: Sequence[Path | str], root: Path | str = "results") -> list[Path]:
-    """The run folders behind `paths` (run folders, parquet files inside one, or folders of runs);
-    with no paths, the latest run under `root`."""
-    if not paths:
-        latest = storage.latest_run(Path(root))
-        if latest is None:
-            raise FileNotFoundError(f"no runs found in {root}")
-        return [latest.resolve()]
-    found: list[Path] = []
-    for path in map(Path, paths):
-        if path.is_file():
-            found += [path.parent] if (path.parent / storage.RUN_FILE).exists() else []
-        elif (path / storage.RUN_FILE).exists():
-            found.append(path)
-        else:
-            found += storage.run_dirs(path)
-    return list(dict.fromkeys(p.resolve() for p in found))
-
-
 def load_results(paths: Sequence[Path | str], root: Path | str = "results") -> Loaded:
-    folders = run_folders(paths, root)
+    folders = storage.run_folders(paths, root)
     rows = storage.load([Path(p) for p in paths] or folders, root)
-    metas = []
-    for folder in folders:
-        try:
-            metas.append(storage.run_meta(folder))
-        except (OSError, ValueError) as exc:  # a damaged run.json loses the environment, not the report
-            warnings.warn(f"cannot read {folder / storage.RUN_FILE}: {exc}", stacklevel=2)
-    return Loaded(rows, metas, folders)
+    return Loaded(rows, storage.run_metas(folders), folders)
 
 
 def default_out_dir(folders: Sequence[Path], root: Path | str = "results") -> Path:
@@ -121,8 +95,8 @@ def environment(rows: pd.DataFrame, metas: Sequence[Mapping[str, Any]] = ()) -> 
 
 def _facts(rows: pd.DataFrame, meta: Mapping[str, Any], name: str) -> str:
     values = [_fmt_value(v) for v in rows[name].dropna().unique()] if name in rows else []
-    if not values and meta_fact(meta, name) is not None:
-        values = [_fmt_value(meta_fact(meta, name))]
+    if not values and storage.meta_fact(meta, name) is not None:
+        values = [_fmt_value(storage.meta_fact(meta, name))]
     if name == "timestamp" and values:  # every row has its own: the run started with the first
         return min(values)[:19].replace("T", " ")
     return ", ".join(sorted(set(values))) or "unknown"
@@ -202,18 +176,12 @@ def _section(rows: pd.DataFrame, op: str, target: str, out_dir: Path, requested:
     return Section(op, target, title, baseline, note, figures, op_table(rows, baseline), failure_table(rows))
 
 
-def meta_fact(meta: Mapping[str, Any], name: str) -> Any:
-    """A fact from run.json: at its top level or under "environment" (where `benchctl run` puts it)."""
-    env = meta.get("environment")
-    return meta.get(name) if meta.get(name) is not None else env.get(name) if isinstance(env, dict) else None
-
-
 def measured_peaks(rows: pd.DataFrame, metas: Sequence[Mapping[str, Any]] = ()) -> dict[str, dict[str, float]]:
     """Peak GB/s and GFLOP/s per device, as `benchctl run` stored them in run.json from the machine's
     calibration; {} when the rows have no rates to compare with them."""
     if not rows["gbps"].notna().any():
         return {}
-    found = [meta_fact(m, "peaks") for m in metas]
+    found = [storage.meta_fact(m, "peaks") for m in metas]
     peaks: dict[str, dict[str, float]] = {}
     for by_device in (f for f in found if isinstance(f, dict)):
         for device, values in by_device.items():

@@ -169,3 +169,40 @@ def _load_path(path: Path) -> pd.DataFrame:
     if not runs:
         raise FileNotFoundError(f"no results in {path}")
     return pd.concat([load_run(r) for r in runs], ignore_index=True)
+
+
+def run_folders(paths: Sequence[Path | str], root: Path | str = "results") -> list[Path]:
+    """The run folders behind `paths` (run folders, parquet files inside one, or folders of runs);
+    with no paths, the latest run under `root`."""
+    if not paths:
+        latest = latest_run(Path(root))
+        if latest is None:
+            raise FileNotFoundError(f"no runs found in {root}")
+        return [latest.resolve()]
+    found: list[Path] = []
+    for path in map(Path, paths):
+        if path.is_file():
+            found += [path.parent] if (path.parent / RUN_FILE).exists() else []
+        elif (path / RUN_FILE).exists():
+            found.append(path)
+        else:
+            found += run_dirs(path)
+    return list(dict.fromkeys(p.resolve() for p in found))
+
+
+def run_metas(folders: Sequence[Path]) -> list[dict[str, Any]]:
+    """run.json of each folder; a damaged one is skipped with a warning (it loses the environment,
+    not the results)."""
+    metas = []
+    for folder in folders:
+        try:
+            metas.append(run_meta(folder))
+        except (OSError, ValueError) as exc:
+            warnings.warn(f"cannot read {Path(folder) / RUN_FILE}: {exc}", stacklevel=2)
+    return metas
+
+
+def meta_fact(meta: dict[str, Any], name: str) -> Any:
+    """A fact from run.json: at its top level or under "environment" (where `benchctl run` puts it)."""
+    env = meta.get("environment")
+    return meta.get(name) if meta.get(name) is not None else env.get(name) if isinstance(env, dict) else None
