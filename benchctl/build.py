@@ -1,7 +1,7 @@
 """JIT build of the C++/CUDA extensions with torch.utils.cpp_extension + ninja, into a persistent cache.
 
 Each operator's sources live in `extensions/<op>/`: `*.cpp` make the CPU library (which also defines
-the op schemas), `*.cu` the CUDA library. Libraries register ops into `torch.ops.benchctl` when loaded.
+the op schemas), `*.cu` the CUDA library; headers in `extensions/common/` are shared by all. Libraries register ops into `torch.ops.benchctl` when loaded.
 The first use compiles (seconds to minutes); later uses only load the shared object.
 
 The cache folder of a library is named by a hash of its sources, headers, compiler flags, torch
@@ -30,6 +30,7 @@ import torch
 from benchctl.errors import BenchError
 
 EXTENSIONS_DIR = Path(__file__).resolve().parent.parent / "extensions"
+COMMON_DIR = "common"  # extensions/common/: headers shared by every operator's extension
 CACHE_ENV = "BENCHCTL_CACHE"
 ARCH_ENV = "TORCH_CUDA_ARCH_LIST"
 DEFAULT_ARCH_LIST = "8.0;9.0"
@@ -79,9 +80,19 @@ class Library:
         for src in self.sources:
             h.update(src.name.encode())
             h.update(src.read_bytes())
-        for header in sorted(self.sources[0].parent.glob("*.h")):
+        for header in self.headers:
             h.update(header.read_bytes())
         return h.hexdigest()[:12]
+
+    @property
+    def include_dirs(self) -> tuple[Path, ...]:
+        """The operator's own folder and the headers every extension shares."""
+        folder = self.sources[0].parent
+        return folder, folder.parent / COMMON_DIR
+
+    @property
+    def headers(self) -> list[Path]:
+        return [h for d in self.include_dirs for h in sorted(d.glob("*.h"))]
 
     @property
     def build_dir(self) -> Path:
@@ -213,7 +224,7 @@ def _cpp_extension():
 def _compile_and_load(lib: Library, verbose: bool) -> None:
     cpp_extension = _cpp_extension()
     lib.build_dir.mkdir(parents=True, exist_ok=True)
-    includes = [str(lib.sources[0].parent)]
+    includes = [str(d) for d in lib.include_dirs]
     if lib.kind == "cuda":
         includes += nvidia_wheel_includes()
     try:

@@ -17,7 +17,7 @@ import torch
 from benchctl import correctness, registry
 from benchctl.cells import Cell
 from benchctl.memory import peak_bytes
-from benchctl.passes import as_tuple, grad_outputs, make_setup
+from benchctl.passes import as_tuple, backward_from, grad_inputs, grad_outputs, make_setup
 from benchctl.registry import Case, Operator
 from benchctl.timing import Clock, CpuClock, CudaEventClock, Measurement, Policy, Thunk, measure
 
@@ -87,11 +87,12 @@ def prepare(cell: Cell) -> Prepared:
 
     start = time.perf_counter()
     outs = as_tuple(call())  # first call: builds, JIT-compiles, fills caches; never a timed sample
-    torch.autograd.backward(outs, grad_outputs(outs))
+    grads = grad_outputs(outs)
+    backward_from(grad_inputs(inputs), grads)(outs)
     if cell.device == "cuda":
         torch.cuda.synchronize()
     compile_s = time.perf_counter() - start
-    return Prepared(cell, op, call, inputs, grad_outputs(outs), compile_s)
+    return Prepared(cell, op, call, inputs, grads, compile_s)
 
 
 def run_cell(cell: Cell, settings: Settings = Settings(), clock: Clock | None = None) -> list[dict[str, Any]]:

@@ -1,8 +1,15 @@
 """Forward, backward and forward+backward as (untimed setup -> timed thunk) pairs for the timing loop.
 
-Forward: the call with autograd recording. Backward: the graph is built in setup, only
-`backward(grad_out)` is timed. Forward+backward: both. Gradients are set to None before every
-repetition so accumulation never adds work, and `grad_out` is a fixed seeded tensor.
+Forward: the call with autograd recording. Backward: the graph is built in setup, only the
+backward from `grad_out` (a fixed seeded tensor) is timed. Forward+backward: both.
+
+The backward returns the gradients of the inputs that require grad (`torch.autograd.grad`) rather
+than accumulating them into `.grad`. Accumulation would add work that belongs to the harness: a
+gradient that reaches an input unchanged (out = x + f(...) passes grad_out through to x) cannot be
+moved into `x.grad` while the harness holds grad_out, so autograd copies it, a full-size copy every
+repetition that a model never pays (there x comes from an earlier layer, not a leaf). Only when no
+input requires grad (the graph's leaves are parameters the implementation holds) does it call
+`backward`, accumulating into those parameters' `.grad` as training would.
 """
 
 from __future__ import annotations
@@ -32,28 +39,32 @@ def grad_inputs(inputs: Inputs) -> list[torch.Tensor]:
     return [t for t in inputs.values() if isinstance(t, torch.Tensor) and t.requires_grad]
 
 
-def _clear(leaves: list[torch.Tensor]) -> None:
-    for t in leaves:
-        t.grad = None
+def backward_from(leaves: list[torch.Tensor], grads: Sequence[torch.Tensor]) -> Callable[[Output], object]:
+    """The timed backward of one output: the leaves' gradients, or `.grad` accumulation without leaves."""
+    if leaves:
+        return lambda out: torch.autograd.grad(as_tuple(out), leaves, grads, allow_unused=True)
+    return lambda out: torch.autograd.backward(as_tuple(out), grads)
 
 
 def make_setup(call: Callable[[], Output], inputs: Inputs, grads: Sequence[torch.Tensor],
                pass_name: str) -> Callable[[], Thunk]:
     """Returns `setup()`; each call prepares one repetition and returns the thunk to time."""
     leaves = grad_inputs(inputs)
+    run_backward = backward_from(leaves, grads)
 
     def forward() -> Thunk:
-        _clear(leaves)
         return call
 
     def backward() -> Thunk:
-        _clear(leaves)
-        outs = as_tuple(call())
-        return lambda: torch.autograd.backward(outs, grads)
+        out = call()
+        return lambda: run_backward(out)
 
     def forward_backward() -> Thunk:
-        _clear(leaves)
-        return lambda: torch.autograd.backward(as_tuple(call()), grads)
+        def thunk() -> object:
+            out = call()
+            return out, run_backward(out)  # the output too: the clock stops before either is freed
+
+        return thunk
 
     setups = {"forward": forward, "backward": backward, "forward_backward": forward_backward}
     if pass_name not in setups:

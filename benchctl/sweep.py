@@ -93,11 +93,19 @@ def param_grid(op: Operator, req: SweepRequest) -> list[dict[str, Any]]:
     return sorted(combos, key=lambda p: [p[k] for k in axes if isinstance(p[k], (int, float))])
 
 
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
 def _validate(op: Operator, axes: Mapping[str, list[Any]]) -> None:
     for key, vals in axes.items():
         if not vals:
             raise UsageError(f"{op.name}: param {key} has an empty list")
+        default = op.params[key]
+        numeric = _is_number(default[0] if isinstance(default, list) and default else default)
         for v in vals:
+            if numeric and not _is_number(v):
+                raise UsageError(f"{op.name}: param {key} takes numbers, got {v!r}")
             if key == "batch_size" and (not isinstance(v, int) or v <= 0):
                 raise UsageError(f"{op.name}: batch size must be a positive integer, got {v!r}")
 

@@ -8,6 +8,7 @@ reading them. Tests drive the loop with fake clocks, the CUDA path included.
 
 from __future__ import annotations
 
+import gc
 import statistics
 import time
 from dataclasses import dataclass, field
@@ -115,16 +116,28 @@ def summarize(samples: list[float] | tuple[float, ...]) -> dict[str, float]:
 
 def measure(setup: Callable[[], Thunk], clock: Clock, policy: Policy = Policy(),
             elapsed: Callable[[], float] = time.monotonic) -> Measurement:
-    """Warm up, then repeat until `policy` is satisfied. Only `thunk()` is inside the clock."""
-    warm = tuple(clock.time(setup()) for _ in range(policy.warmup))
-    samples: list[float] = []
-    medians: list[float] = []
-    start = elapsed()
-    while True:
-        samples.append(clock.time(setup()))
-        medians.append(statistics.median(samples))
-        if _done(samples, medians, elapsed() - start, policy):
-            break
+    """Warm up, then repeat until `policy` is satisfied. Only `thunk()` is inside the clock.
+
+    Python's cyclic garbage collector is off meanwhile, as timeit has it: a collection of the
+    whole heap (torch's objects included) would otherwise land in whichever sample crossed its
+    allocation threshold. Reference counting still frees each repetition's tensors and graph.
+    """
+    was_enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        warm = tuple(clock.time(setup()) for _ in range(policy.warmup))
+        samples: list[float] = []
+        medians: list[float] = []
+        start = elapsed()
+        while True:
+            samples.append(clock.time(setup()))
+            medians.append(statistics.median(samples))
+            if _done(samples, medians, elapsed() - start, policy):
+                break
+    finally:
+        if was_enabled:
+            gc.enable()
     return Measurement(tuple(samples), warm, summarize(samples))
 
 

@@ -1,5 +1,7 @@
 """The timing loop with fake clocks: exact sample counts, stop rules, statistics, the CUDA event path."""
 
+import gc
+
 import pytest
 
 from benchctl.timing import CpuClock, CudaEventClock, Policy, measure, summarize
@@ -82,6 +84,31 @@ def test_setup_is_not_timed():
 
     m = measure(setup, CpuClock(counter), Policy(warmup=0, min_samples=3, min_time=0), FakeElapsed(0))
     assert m.samples == pytest.approx((0.002, 0.002, 0.002))
+
+
+@pytest.mark.parametrize("enabled_before", [True, False])
+def test_the_garbage_collector_is_off_while_sampling_and_restored_after(enabled_before):
+    states = []
+
+    def setup():
+        return lambda: states.append(gc.isenabled())
+
+    gc.enable() if enabled_before else gc.disable()
+    try:
+        measure(setup, CpuClock(FakeCounter([0.001] * 4)), Policy(warmup=1, min_samples=3, min_time=0),
+                FakeElapsed(0))
+        assert states == [False] * 4 and gc.isenabled() is enabled_before
+    finally:
+        gc.enable()
+
+
+def test_the_garbage_collector_is_restored_when_a_thunk_raises():
+    def setup():
+        return lambda: 1 / 0
+
+    with pytest.raises(ZeroDivisionError):
+        measure(setup, CpuClock(FakeCounter([0.001])), Policy(warmup=0, min_samples=1, min_time=0))
+    assert gc.isenabled()
 
 
 class FakeEvent:

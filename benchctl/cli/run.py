@@ -21,18 +21,26 @@ def _ints(text: str | None) -> tuple[int, ...]:
         raise click.BadParameter(f"expected comma-separated integers, got {text!r}") from None
 
 
-def parse_params(pairs: tuple[str, ...]) -> dict:
+def _parse_value(text: str):
     import json
 
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def parse_params(pairs: tuple[str, ...]) -> dict:
+    """KEY=VALUE pairs; a comma list (KEY=1,2,4) sweeps that param."""
     out = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep:
             raise click.BadParameter(f"--param takes KEY=VALUE, got {pair!r}")
-        try:
-            out[key] = json.loads(value)
-        except ValueError:
-            out[key] = value
+        if "," in value and not value.startswith("["):
+            out[key] = [_parse_value(v) for v in value.split(",")]
+        else:
+            out[key] = _parse_value(value)
     return out
 
 
@@ -55,7 +63,7 @@ def check_writable(out: Path) -> None:
 @ops_dir_option
 @click.option("--config", type=click.Path(dir_okay=False), help="Sweep from configs/X.toml.")
 @click.option("--batch-sizes", help="Comma list, e.g. 1,2,4 (operators with a batch_size param).")
-@click.option("--param", "params", multiple=True, help="KEY=VALUE for every operator with that param.")
+@click.option("--param", "params", multiple=True, help="KEY=VALUE (or KEY=1,2,4 to sweep it) for every operator with that param.")
 @click.option("--dtype", "dtypes", multiple=True, help="float32 (default), float64, float16, bfloat16.")
 @click.option("--passes", help="Comma list of forward, backward, forward_backward.")
 @click.option("--min-time", type=float, help="Seconds of samples per pass, at least.")

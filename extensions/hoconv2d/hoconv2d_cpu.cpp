@@ -7,7 +7,6 @@
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
 #include <ATen/core/Tensor.h>
-#include <ATen/ops/empty_like.h>
 #include <torch/library.h>
 
 #include <algorithm>
@@ -15,15 +14,9 @@
 #include <tuple>
 #include <type_traits>
 
+#include "benchctl_output.h"
 #include "hoconv2d.h"
 #include "hoconv2d_checks.h"
-
-#if defined(__AVX512F__)
-#include <immintrin.h>
-#endif
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
 
 namespace hoconv2d {
 namespace {
@@ -114,35 +107,6 @@ inline void tap_sums_all(const T* a, const T* b, const Steps& st, int64_t rows, 
   if (s.channels - c == 1) tap_sums<V, 1>(a, b + c * plane, st, rows, s.k, plane, out + c * plane);
 }
 
-#if defined(__AVX512F__)
-inline void stream_line(float* out, const float* in) { _mm512_stream_ps(out, _mm512_loadu_ps(in)); }
-inline void stream_line(double* out, const double* in) { _mm512_stream_pd(out, _mm512_loadu_pd(in)); }
-#endif
-
-// out[v] = acc[v] for v < V. grad_wt is the largest output (k*k planes) and nothing here reads it
-// again, so whole aligned cache lines are written with streaming stores where the CPU has them:
-// an ordinary store first reads the line from memory, a third more traffic for the backward pass.
-template <int V, typename T>
-inline void store_streaming(T* __restrict__ out, const T* acc) {
-#if defined(__AVX512F__)
-  constexpr int line = 64 / sizeof(T);
-  if constexpr (V % line == 0) {
-    if (reinterpret_cast<std::uintptr_t>(out) % 64 == 0) {
-      for (int q = 0; q < V; q += line) stream_line(out + q, acc + q);
-      return;
-    }
-  }
-#endif
-  for (int v = 0; v < V; ++v) out[v] = acc[v];
-}
-
-// Orders this thread's streaming stores before whatever the caller does after the loops.
-inline void finish_streaming() {
-#if defined(__AVX512F__)
-  _mm_sfence();
-#endif
-}
-
 // For every tap t = (i, j) with kernel row i in `rows`: out[t*plane + v] (= or +=) the sum over G
 // channels c of g[c*plane + v] * x[c*plane + (i-p)*W + (j-p) + v]. The G*V values of g stay in
 // registers for all taps; `out` is grad_wt[0, h, w].
@@ -165,7 +129,7 @@ inline void weight_grads(const T* g, const T* x, const Shape& s, TapRange rows, 
       if (Add) {
         for (int v = 0; v < V; ++v) ov[v] = acc[v];
       } else {
-        store_streaming<V>(ov, acc);
+        benchctl::store_streaming(ov, acc, V);  // grad_wt: the largest output, not read again
       }
     }
   }
@@ -311,24 +275,8 @@ void backward_kernel(const at::Tensor& g, const at::Tensor& x, const at::Tensor&
       for (int64_t h = h0; h < h1; ++h) grad_wt_row(a, s, h);
       r += h1 - h0;
     }
-    finish_streaming();
+    benchctl::finish_streaming();
   });
-}
-
-// An empty tensor like `like`, with transparent huge pages asked for on its 2 MiB-aligned part. A
-// block of many MiB comes straight from mmap, and first writing it faults in each 4 KiB page: for
-// the 80 MB weight gradient of a batch of 16 that is 20k page faults, which cost more than
-// computing the gradient. Huge pages make it about 40 (torch does the same for every allocation
-// when THP_MEM_ALLOC_ENABLE=1).
-at::Tensor empty_output(const at::Tensor& like) {
-  at::Tensor out = at::empty_like(like, at::MemoryFormat::Contiguous);
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-  constexpr std::uintptr_t huge = std::uintptr_t{2} << 20;
-  const auto begin = reinterpret_cast<std::uintptr_t>(out.data_ptr());
-  const std::uintptr_t first = (begin + huge - 1) / huge * huge, last = (begin + out.nbytes()) / huge * huge;
-  if (last > first) madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);  // a hint
-#endif
-  return out;
 }
 
 }  // namespace
@@ -336,7 +284,7 @@ at::Tensor empty_output(const at::Tensor& like) {
 at::Tensor filter_cpu(const at::Tensor& x_in, const at::Tensor& weights_in) {
   const Shape s = check_inputs(x_in, weights_in);
   const at::Tensor x = x_in.contiguous(), wt = weights_in.contiguous();
-  at::Tensor out = empty_output(x);
+  at::Tensor out = benchctl::empty_output(x);
   AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "hoconv2d_filter_cpu",
                              [&] { forward_kernel<scalar_t>(x, wt, out, s); });
   return out;
@@ -346,8 +294,8 @@ std::tuple<at::Tensor, at::Tensor> filter_backward_cpu(const at::Tensor& grad_ou
                                                        const at::Tensor& weights_in) {
   const Shape s = check_backward_inputs(grad_out, x_in, weights_in);
   const at::Tensor g = grad_out.contiguous(), x = x_in.contiguous(), wt = weights_in.contiguous();
-  at::Tensor gx = empty_output(x);
-  at::Tensor gwt = empty_output(wt);
+  at::Tensor gx = benchctl::empty_output(x);
+  at::Tensor gwt = benchctl::empty_output(wt);
   AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "hoconv2d_filter_backward_cpu",
                              [&] { backward_kernel<scalar_t>(g, x, wt, gx, gwt, s); });
   return {gx, gwt};

@@ -1,13 +1,12 @@
-"""The grid_sample C++/CUDA extension: loading, autograd and fake kernels, opcheck.
+"""The grid_sample C++/CUDA extension: loading, fake kernels, opcheck.
 
 `benchctl::grid_sample_forward(image, grid)` samples bilinearly (zeros padding, align_corners=False);
 its backward calls `benchctl::grid_sample_grid_backward(grad_out, image, grid)`, which computes only
-the grid gradient. The image must not require grad: a gradient for it is never formed.
+the grid gradient. The image must not require grad: a gradient for it is never formed. The autograd
+kernel is C++ (extensions/grid_sample/grid_sample_autograd.cpp), registered by the library itself.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 import torch
 
@@ -26,7 +25,6 @@ def load(device: str) -> float:
 def _register() -> None:
     torch.library.register_fake(FORWARD)(_forward_fake)
     torch.library.register_fake(BACKWARD)(_backward_fake)
-    torch.library.register_autograd(FORWARD, _backward, setup_context=_setup_context)
 
 
 def _forward_fake(image: torch.Tensor, grid: torch.Tensor) -> torch.Tensor:
@@ -35,19 +33,6 @@ def _forward_fake(image: torch.Tensor, grid: torch.Tensor) -> torch.Tensor:
 
 def _backward_fake(grad_out: torch.Tensor, image: torch.Tensor, grid: torch.Tensor) -> torch.Tensor:
     return torch.empty_like(grid, memory_format=torch.contiguous_format)
-
-
-def _setup_context(ctx: Any, inputs: tuple[torch.Tensor, torch.Tensor], output: torch.Tensor) -> None:
-    ctx.save_for_backward(*inputs)
-
-
-def _backward(ctx: Any, grad_out: torch.Tensor) -> tuple[None, torch.Tensor | None]:
-    image, grid = ctx.saved_tensors
-    if ctx.needs_input_grad[0]:
-        raise RuntimeError(f"{FORWARD} computes only the grid gradient; the image must not require grad")
-    if not ctx.needs_input_grad[1]:
-        return None, None
-    return None, torch.ops.benchctl.grid_sample_grid_backward.default(grad_out, image, grid)
 
 
 def grid_sample(image: torch.Tensor, grid: torch.Tensor) -> torch.Tensor:

@@ -47,6 +47,14 @@ def test_run_py_cpu_writes_parquet_with_all_passes(tmp_path):
     assert "speedup vs py" in result.output
 
 
+def test_a_comma_list_param_is_swept(tmp_path):
+    result = invoke("run", "py", "cpu", "--op", "hoconv2d", "--batch-sizes", "1", "--param", "H=12,16",
+                    "--param", "W=20", "--passes", "forward", "--min-time", "0", "--out", str(tmp_path))
+    assert result.exit_code == 0, result.output
+    df = storage.load(root=tmp_path)
+    assert sorted(json.loads(p)["H"] for p in df["params"]) == [12, 12, 16, 16]  # two targets each
+
+
 def test_user_operator_runs_from_ops_dir(tmp_path, example_ops_dir):
     result = invoke("run", "all", "cpu", "--op", "scale_shift", "--ops-dir", str(example_ops_dir),
                     "--batch-sizes", "4", "--min-time", "0", "--out", str(tmp_path), "--in-process")
@@ -61,6 +69,7 @@ def test_user_operator_runs_from_ops_dir(tmp_path, example_ops_dir):
     (["run", "py", "cpu", "--op", "nope"], "unknown operator 'nope'"),
     (["run", "py", "cpu", "--op", "hoconv2d", "--batch-sizes", "0"], "batch size must be a positive integer"),
     (["run", "py", "cpu", "--config", "missing.toml"], "config file not found"),
+    (["run", "py", "cpu", "--op", "grid_sample", "--param", "image_size=big"], "image_size takes numbers, got 'big'"),
     (["check", "py", "cpu", "--op", "nope"], "unknown operator 'nope'"),
     (["list", "--ops-dir", "/no/such/folder"], "operators folder not found"),
 ])

@@ -117,6 +117,21 @@ def test_cpp_table_backward_is_exact_scatter() -> None:
     assert got[..., :2].abs().max() == 0 and abs(got.sum().item() - 1.0) < 1e-12  # weights sum to one
 
 
+def test_cpp_table_backward_sums_per_thread_copies() -> None:
+    """Enough tokens for several per-thread table copies (an uneven split): the same gradient."""
+    _available("cpp")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(3)
+    try:
+        inputs = TARGET.make_inputs(Case({"batch_size": 24, "D": 48, "grid": 32}, torch.float64))
+        assert inputs["x"].shape[0] * inputs["x"].shape[1] > 3 * 4096  # three copies, not one
+        cpp, loop = _run("cpp", inputs), _run("loop", inputs)
+    finally:
+        torch.set_num_threads(threads)
+    for a, b in zip(cpp, loop):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12)
+
+
 def test_cuda_unavailable_reason_needs_no_compile() -> None:
     reason = OP.implementations["cuda"].unavailable_reason("cuda")
     if not torch.cuda.is_available():

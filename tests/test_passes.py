@@ -1,0 +1,32 @@
+import pytest
+import torch
+
+from benchctl.passes import make_setup
+
+
+def test_backward_returns_a_pass_through_gradient_without_copying_it():
+    x = torch.randn(64, 32, requires_grad=True)
+    table = torch.randn(32, requires_grad=True)
+    grads = (torch.randn(64, 32),)
+    thunk = make_setup(lambda: x + table, {"x": x, "table": table}, grads, "backward")()
+    grad_x, grad_table = thunk()
+    assert grad_x.data_ptr() == grads[0].data_ptr()  # out = x + table: x's gradient is grad_out itself
+    torch.testing.assert_close(grad_table, grads[0].sum(0))
+    assert x.grad is None and table.grad is None  # nothing is accumulated between repetitions
+
+
+@pytest.mark.parametrize("pass_name", ["backward", "forward_backward"])
+def test_parameters_held_by_the_implementation_accumulate_into_grad(pass_name):
+    layer = torch.nn.Linear(8, 4)
+    x = torch.randn(16, 8)
+    grads = (torch.randn(16, 4),)
+    setup = make_setup(lambda: layer(x), {"x": x}, grads, pass_name)
+    setup()()
+    torch.testing.assert_close(layer.weight.grad, grads[0].t() @ x)
+    setup()()  # a second repetition adds, as a training step would
+    torch.testing.assert_close(layer.weight.grad, 2 * grads[0].t() @ x)
+
+
+def test_an_unknown_pass_is_refused():
+    with pytest.raises(ValueError, match="unknown pass 'sideways'"):
+        make_setup(lambda: torch.ones(1), {}, (), "sideways")
