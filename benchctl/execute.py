@@ -17,7 +17,7 @@ import torch
 from benchctl import correctness, registry
 from benchctl.cells import Cell
 from benchctl.memory import peak_bytes
-from benchctl.passes import as_tuple, backward_from, grad_inputs, grad_outputs, make_setup
+from benchctl.passes import as_tuple, backward_from, grad_outputs, has_own_leaves, make_setup
 from benchctl.registry import Case, Operator
 from benchctl.timing import Clock, CpuClock, CudaEventClock, Measurement, Policy, Thunk, measure
 
@@ -42,9 +42,10 @@ class Prepared:
     inputs: dict[str, torch.Tensor]
     grads: tuple[torch.Tensor, ...]
     compile_s: float
+    accumulate: bool = False  # the graph has leaves of its own: time backward(), see passes.py
 
     def setup(self, pass_name: str) -> Callable[[], Thunk]:
-        return make_setup(self.call, self.inputs, self.grads, pass_name)
+        return make_setup(self.call, self.inputs, self.grads, pass_name, self.accumulate)
 
 
 def is_oom(exc: BaseException) -> bool:
@@ -88,11 +89,12 @@ def prepare(cell: Cell) -> Prepared:
     start = time.perf_counter()
     outs = as_tuple(call())  # first call: builds, JIT-compiles, fills caches; never a timed sample
     grads = grad_outputs(outs)
-    backward_from(grad_inputs(inputs), grads)(outs)
+    accumulate = has_own_leaves(outs, inputs)
+    backward_from(inputs, grads, accumulate)(outs)
     if cell.device == "cuda":
         torch.cuda.synchronize()
     compile_s = time.perf_counter() - start
-    return Prepared(cell, op, call, inputs, grads, compile_s)
+    return Prepared(cell, op, call, inputs, grads, compile_s, accumulate)
 
 
 def run_cell(cell: Cell, settings: Settings = Settings(), clock: Clock | None = None) -> list[dict[str, Any]]:

@@ -7,9 +7,12 @@ The backward returns the gradients of the inputs that require grad (`torch.autog
 than accumulating them into `.grad`. Accumulation would add work that belongs to the harness: a
 gradient that reaches an input unchanged (out = x + f(...) passes grad_out through to x) cannot be
 moved into `x.grad` while the harness holds grad_out, so autograd copies it, a full-size copy every
-repetition that a model never pays (there x comes from an earlier layer, not a leaf). Only when no
-input requires grad (the graph's leaves are parameters the implementation holds) does it call
-`backward`, accumulating into those parameters' `.grad` as training would.
+repetition that a model never pays (there x comes from an earlier layer, not a leaf).
+
+An implementation whose graph has leaves of its own (parameters it holds, or a tensor it makes
+require grad) would have their gradients skipped by `autograd.grad`, so for it the backward is
+`backward(grad_out)`, accumulating into every leaf as training does, with the inputs' `.grad` set
+to None before each repetition. `has_own_leaves` tells the two apart once, on the warm-up call.
 """
 
 from __future__ import annotations
@@ -39,27 +42,51 @@ def grad_inputs(inputs: Inputs) -> list[torch.Tensor]:
     return [t for t in inputs.values() if isinstance(t, torch.Tensor) and t.requires_grad]
 
 
-def backward_from(leaves: list[torch.Tensor], grads: Sequence[torch.Tensor]) -> Callable[[Output], object]:
-    """The timed backward of one output: the leaves' gradients, or `.grad` accumulation without leaves."""
-    if leaves:
+def has_own_leaves(out: Output, inputs: Inputs) -> bool:
+    """Whether the graph behind `out` has a leaf that is not one of `inputs`."""
+    known = {id(t) for t in grad_inputs(inputs)}
+    stack = [o.grad_fn for o in as_tuple(out) if o.grad_fn is not None]
+    seen: set[int] = set()
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        leaf = getattr(node, "variable", None)  # an AccumulateGrad node
+        if leaf is not None and id(leaf) not in known:
+            return True
+        stack.extend(next_node for next_node, _ in node.next_functions)
+    return False
+
+
+def backward_from(inputs: Inputs, grads: Sequence[torch.Tensor], accumulate: bool) -> Callable[[Output], object]:
+    """The timed backward of one output: the inputs' gradients, or `backward` when `accumulate`."""
+    leaves = grad_inputs(inputs)
+    if leaves and not accumulate:
         return lambda out: torch.autograd.grad(as_tuple(out), leaves, grads, allow_unused=True)
     return lambda out: torch.autograd.backward(as_tuple(out), grads)
 
 
 def make_setup(call: Callable[[], Output], inputs: Inputs, grads: Sequence[torch.Tensor],
-               pass_name: str) -> Callable[[], Thunk]:
+               pass_name: str, accumulate: bool = False) -> Callable[[], Thunk]:
     """Returns `setup()`; each call prepares one repetition and returns the thunk to time."""
-    leaves = grad_inputs(inputs)
-    run_backward = backward_from(leaves, grads)
+    leaves = grad_inputs(inputs) if accumulate else []
+    run_backward = backward_from(inputs, grads, accumulate)
+
+    def clear() -> None:
+        for t in leaves:
+            t.grad = None
 
     def forward() -> Thunk:
         return call
 
     def backward() -> Thunk:
+        clear()
         out = call()
         return lambda: run_backward(out)
 
     def forward_backward() -> Thunk:
+        clear()
         def thunk() -> object:
             out = call()
             return out, run_backward(out)  # the output too: the clock stops before either is freed

@@ -29,6 +29,7 @@ class SweepRequest:
     passes: tuple[str, ...] = ()
     batch_sizes: tuple[int, ...] = ()
     params: Mapping[str, Any] = field(default_factory=dict)  # --param KEY=VALUE, for every op that has KEY
+    targets: tuple[str, ...] = ()  # --target NAME: only these targets, in the operators that have them
     quick: bool = False
     config: SweepConfig = SweepConfig()
 
@@ -118,6 +119,13 @@ def _choices(given: Sequence[str], default: Sequence[str], valid: Sequence[str],
     return chosen
 
 
+def _check_targets(ops: Sequence[Operator], given: Sequence[str]) -> None:
+    known = {t.name for op in ops for t in op.targets}
+    for name in given:
+        if name not in known:
+            raise UsageError(f"unknown target {name!r}; choose from {', '.join(sorted(known))}")
+
+
 def expand(req: SweepRequest) -> list[Cell]:
     """All cells of the sweep. Implementation x device pairs the implementation does not support are
     left out (a CPU-only variant on cuda); pairs it supports but cannot run here stay in and are
@@ -127,11 +135,15 @@ def expand(req: SweepRequest) -> list[Cell]:
     impls = select_impls(ops, req.impls)
     dtypes = _choices(req.dtypes, req.config.dtypes or ("float32",), list(DTYPES), "dtype")
     passes = tuple(_choices(req.passes, req.config.passes or PASSES, PASSES, "pass"))
+    _check_targets(ops, req.targets)
     cells = []
     for op in ops:
-        targets = _choices(req.config.targets.get(op.name, ()), [t.name for t in op.targets],
-                           [t.name for t in op.targets], f"{op.name} target")
-        grid = param_grid(op, req)
+        valid = [t.name for t in op.targets]
+        if req.targets:
+            targets = [t for t in req.targets if t in valid]
+        else:
+            targets = _choices(req.config.targets.get(op.name, ()), valid, valid, f"{op.name} target")
+        grid = param_grid(op, req) if targets else []
         for target, impl, device, dtype in itertools.product(targets, impls.get(op.name, []), devices, dtypes):
             if device in op.implementations[impl].devices:
                 cells += [Cell.make(op.name, target, impl, device, dtype, p, passes) for p in grid]

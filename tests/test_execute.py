@@ -6,7 +6,7 @@ import pytest
 
 from benchctl.cells import Cell
 from benchctl.correctness import compare
-from benchctl.execute import Settings, run_cell
+from benchctl.execute import Settings, prepare, run_cell
 from benchctl.timing import Policy
 
 FAST = Settings(policy=Policy(warmup=1, min_samples=3, min_time=0.0, max_time=2.0))
@@ -56,3 +56,15 @@ def test_compare_numbers():
     assert not compare("output", torch.tensor([1.0, float("nan"), 2.0]), ref, 1e-3, True).passed
     assert not compare("grad x", None, ref, 1e-3, False).passed
     assert "shape" in compare("output", torch.zeros(2), ref, 1e-3, True).reason
+
+
+@pytest.mark.parametrize("impl, own_leaves", [("py", False), ("py-imagegrad", True)])
+def test_an_implementation_with_its_own_leaves_is_timed_with_backward(builtin_ops, impl, own_leaves):
+    """py-imagegrad makes the image a leaf inside the call: `autograd.grad` over the inputs would skip
+    the image gradient, the very slow path it exists to show, so its backward accumulates."""
+    params = {"batch_size": 1, "C": 3, "image_size": 64, "points": 8}
+    prepared = prepare(Cell.make("grid_sample", "sample", impl, "cpu", "float32", params))
+    assert prepared.accumulate is own_leaves
+    grads = prepared.setup("backward")()()
+    if not own_leaves:
+        assert grads[0].shape == prepared.inputs["grid"].shape and grads[0].abs().sum() > 0

@@ -33,6 +33,8 @@ def test_implementations_not_supporting_a_device_are_left_out(fixture_ops):
     ({"batch_sizes": (0,)}, "batch size must be a positive integer"),
     ({"dtypes": ("float8",)}, "unknown dtype 'float8'"),
     ({"passes": ("sideways",)}, "unknown pass 'sideways'"),
+    ({"targets": ("sideways",)}, "unknown target 'sideways'; choose from filter, module"),
+    ({"params": {"H": "big"}}, "param H takes numbers, got 'big'"),
 ])
 def test_bad_requests_name_the_problem_and_the_choices(builtin_ops, kwargs, message):
     req = SweepRequest(**{"impls": "py", "devices": "cpu", "ops": ("hoconv2d",), **kwargs})
@@ -73,3 +75,8 @@ def test_shipped_configs_load_and_expand(builtin_ops):
         cfg = load_config(path)
         names = [n for n in cfg.ops if n in builtin_ops] or ["hoconv2d"]
         assert expand(SweepRequest("all", "all", ops=tuple(names), config=cfg)), path
+
+
+def test_a_target_keeps_only_the_operators_that_have_it(builtin_ops):
+    cells = expand(SweepRequest("all", "cpu", ops=("hoconv2d", "lstm_cell"), targets=("filter",), quick=True))
+    assert {(c.op, c.target) for c in cells} == {("hoconv2d", "filter")}

@@ -62,6 +62,8 @@ def check_writable(out: Path) -> None:
 @op_option
 @ops_dir_option
 @click.option("--config", type=click.Path(dir_okay=False), help="Sweep from configs/X.toml.")
+@click.option("--target", "targets", multiple=True,
+              help="Only this target (repeatable), e.g. filter; operators without it are left out.")
 @click.option("--batch-sizes", help="Comma list, e.g. 1,2,4 (operators with a batch_size param).")
 @click.option("--param", "params", multiple=True, help="KEY=VALUE (or KEY=1,2,4 to sweep it) for every operator with that param.")
 @click.option("--dtype", "dtypes", multiple=True, help="float32 (default), float64, float16, bfloat16.")
@@ -74,7 +76,7 @@ def check_writable(out: Path) -> None:
 @click.option("--timeout", type=float, default=900.0, show_default=True, help="Seconds per cell before it is killed.")
 @click.option("--flush-l2", is_flag=True, help="GPU: write a buffer larger than L2 before each repetition.")
 @click.option("--in-process", is_flag=True, help="No worker process (no crash isolation; for debugging).")
-def command(impls, devices, ops, ops_dirs, config, batch_sizes, params, dtypes, passes, min_time, max_time,
+def command(impls, devices, ops, ops_dirs, config, targets, batch_sizes, params, dtypes, passes, min_time, max_time,
             threads, out, quick, timeout, flush_l2, in_process) -> None:
     """Time IMPLS (py, cpp, cuda, a variant, a comma list, all) on DEVICES (cpu, gpu, all)."""
     from benchctl import sweep
@@ -86,7 +88,7 @@ def command(impls, devices, ops, ops_dirs, config, batch_sizes, params, dtypes, 
     request = sweep.SweepRequest(
         impls=impls, devices=devices, ops=tuple(ops), dtypes=tuple(dtypes),
         passes=tuple(sweep.split(passes)) if passes else (), batch_sizes=_ints(batch_sizes),
-        params=parse_params(params), quick=quick, config=cfg,
+        params=parse_params(params), targets=tuple(targets), quick=quick, config=cfg,
     )
     cells = sweep.expand(request)
     check_writable(Path(out))
