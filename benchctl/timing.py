@@ -72,9 +72,10 @@ class CudaEventClock:
 
 @dataclass(frozen=True)
 class Policy:
-    """How long to measure: at least `min_samples` and `min_time` seconds, at most `max_samples` and
-    `max_time`; stop early once the running median moved less than `stable_rtol` over the last
-    `stable_window` samples."""
+    """How long to measure: at least `min_samples` and `min_time` seconds of samples, at most
+    `max_samples` and `max_time`; stop early once the running median moved less than `stable_rtol`
+    over the last `stable_window` samples and a quarter of `min_time` is sampled (so a cheap call is
+    never judged on a few milliseconds of samples, which one scheduler hiccup can skew)."""
 
     warmup: int = 1
     min_samples: int = 5
@@ -148,7 +149,8 @@ def _done(samples: list[float], medians: list[float], spent: float, policy: Poli
         return False
     if sum(samples) >= policy.min_time:
         return True
-    return _stable(medians, policy) and len(samples) >= 2 * policy.min_samples
+    enough = len(samples) >= 2 * policy.min_samples and sum(samples) >= policy.min_time / 4
+    return enough and _stable(medians, policy)
 
 
 def _stable(medians: list[float], policy: Policy) -> bool:

@@ -63,9 +63,15 @@ def test_measure_is_capped_by_max_time():
 
 
 def test_measure_stops_early_when_the_median_is_stable():
-    policy = Policy(warmup=0, min_samples=5, min_time=100, max_time=100, stable_window=5, stable_rtol=0.01)
-    m = measure(lambda: (lambda: None), CpuClock(FakeCounter([0.001] * 100)), policy, FakeElapsed(0.0))
-    assert len(m.samples) == 10  # stable from the start; stops at twice min_samples
+    policy = Policy(warmup=0, min_samples=5, min_time=100, max_time=1000, stable_window=5, stable_rtol=0.01)
+    m = measure(lambda: (lambda: None), CpuClock(FakeCounter([2.5] * 100)), policy, FakeElapsed(0.0))
+    assert len(m.samples) == 10  # stable from the start: twice min_samples, 25 s = a quarter of min_time
+
+
+def test_a_cheap_stable_call_still_samples_a_quarter_of_min_time():
+    policy = Policy(warmup=0, min_samples=5, min_time=0.2, max_time=100, stable_window=5, stable_rtol=0.01)
+    m = measure(lambda: (lambda: None), CpuClock(FakeCounter([0.001] * 1000)), policy, FakeElapsed(0.0))
+    assert len(m.samples) == 50  # 50 x 1 ms = 0.05 s, not the 10 samples that were already stable
 
 
 def test_noisy_warning_threshold():
