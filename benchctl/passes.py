@@ -59,12 +59,14 @@ def has_own_leaves(out: Output, inputs: Inputs) -> bool:
     return False
 
 
-def backward_from(inputs: Inputs, grads: Sequence[torch.Tensor], accumulate: bool) -> Callable[[Output], object]:
+def backward_from(inputs: Inputs, grads: Sequence[torch.Tensor], accumulate: bool,
+                  retain_graph: bool = False) -> Callable[[Output], object]:
     """The timed backward of one output: the inputs' gradients, or `backward` when `accumulate`."""
     leaves = grad_inputs(inputs)
     if leaves and not accumulate:
-        return lambda out: torch.autograd.grad(as_tuple(out), leaves, grads, allow_unused=True)
-    return lambda out: torch.autograd.backward(as_tuple(out), grads)
+        return lambda out: torch.autograd.grad(as_tuple(out), leaves, grads, retain_graph=retain_graph,
+                                               allow_unused=True)
+    return lambda out: torch.autograd.backward(as_tuple(out), grads, retain_graph=retain_graph)
 
 
 def make_setup(call: Callable[[], Output], inputs: Inputs, grads: Sequence[torch.Tensor],

@@ -1,12 +1,12 @@
 """Forward / backward / forward+backward times of the sampling operators, ratios taken in one run.
 
     .venv/bin/python benchmarks/sampling_bench.py grid_sample --threads 1
-    .venv/bin/python benchmarks/sampling_bench.py naflex_posembed --sizes 64,256
     .venv/bin/python benchmarks/sampling_bench.py patch_resample
 
 Each implementation is built and prepared exactly as `benchctl run` does (the operator's own input
-factory and `prepare`), then timed with torch.utils.benchmark.Timer. Backward is timed on a retained
-graph (`backward(grad_out, retain_graph=True)`, gradients reset to None), so only the backward runs.
+factory and `prepare`), then timed with torch.utils.benchmark.Timer. Backward is the harness's own
+(`benchctl.passes.backward_from`: the inputs' gradients, or `backward` for a graph with leaves of its
+own), timed on a retained graph so only the backward runs.
 The implementations are measured in interleaved rounds and each cell keeps the smallest round
 median: on a shared machine, another process can only make a round slower, never faster. Prints a
 markdown table per operator.
@@ -25,6 +25,7 @@ from torch.utils.benchmark import Timer
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchctl import registry  # noqa: E402
+from benchctl.passes import backward_from, grad_inputs, has_own_leaves  # noqa: E402
 from benchctl.registry import Case, Operator  # noqa: E402
 
 PASSES = ("forward", "backward", "forward_backward")
@@ -49,24 +50,25 @@ def thunks(op: Operator, impl_name: str, params: dict[str, Any]) -> dict[str, Ca
         inputs = impl.prepare(inputs)
     if impl_name.endswith("+cl"):
         inputs = {**inputs, "image": inputs["image"].contiguous(memory_format=torch.channels_last)}
-    leaves = [t for t in inputs.values() if t.requires_grad]
+    leaves = grad_inputs(inputs)
 
     def forward() -> Any:
         return target.call(impl.fn, inputs)
 
-    def backward(out: torch.Tensor, retain: bool) -> None:
-        # backward(), not autograd.grad(leaves): as in training and in `benchctl run`, every input
-        # that requires grad gets one, so py-imagegrad really forms its image gradient.
-        torch.autograd.backward(out, grad_out, retain_graph=retain)
-        for leaf in leaves:
+    out = forward()
+    grads = (torch.randn(out.shape, generator=torch.Generator().manual_seed(1), dtype=out.dtype),)
+    accumulate = has_own_leaves(out, inputs)
+    retained, once = (backward_from(inputs, grads, accumulate, retain_graph=r) for r in (True, False))
+
+    def backward(run: Callable[[Any], object], result: Any) -> None:
+        run(result)
+        for leaf in leaves:  # only `backward` fills .grad; keep it from accumulating
             leaf.grad = None
 
-    out = forward()
-    grad_out = torch.randn(out.shape, generator=torch.Generator().manual_seed(1), dtype=out.dtype)
     return {
         "forward": forward,
-        "backward": lambda: backward(out, True),
-        "forward_backward": lambda: backward(forward(), False),
+        "backward": lambda: backward(retained, out),
+        "forward_backward": lambda: backward(once, forward()),
     }
 
 

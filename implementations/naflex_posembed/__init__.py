@@ -64,8 +64,10 @@ def fwd_bytes(p: Mapping[str, Any], itemsize: int) -> float:  # read x and table
     return (2 * _padded_tokens(p) + p["grid"] ** 2) * p["D"] * itemsize
 
 
-def bwd_bytes(p: Mapping[str, Any], itemsize: int) -> float:  # read grad_out, write grad x and grad table
-    return (2 * _padded_tokens(p) + p["grid"] ** 2) * p["D"] * itemsize
+def bwd_bytes(p: Mapping[str, Any], itemsize: int) -> float:
+    """Read grad_out at the valid tokens, write the table gradient. x's gradient is grad_out itself
+    (out = x + pos), which autograd passes on without writing anything."""
+    return (_valid_tokens(p) + p["grid"] ** 2) * p["D"] * itemsize
 
 
 # opcheck runs the op a dozen ways (fake tensors, AOT autograd, dynamic shapes): small inputs suffice.
