@@ -1,7 +1,8 @@
 """JIT build of the C++/CUDA extensions with torch.utils.cpp_extension + ninja, into a persistent cache.
 
 Each operator's sources live in `extensions/<op>/`: `*.cpp` make the CPU library (which also defines
-the op schemas), `*.cu` the CUDA library; headers in `extensions/common/` are shared by all. Libraries register ops into `torch.ops.benchctl` when loaded.
+the op schemas), `*.cu` the CUDA library; the headers in `extensions/common/` are shared by all.
+Libraries register ops into `torch.ops.benchctl` when loaded.
 The first use compiles (seconds to minutes); later uses only load the shared object.
 
 The cache folder of a library is named by a hash of its sources, headers, compiler flags, torch

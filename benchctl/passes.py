@@ -89,6 +89,7 @@ def make_setup(call: Callable[[], Output], inputs: Inputs, grads: Sequence[torch
 
     def forward_backward() -> Thunk:
         clear()
+
         def thunk() -> object:
             out = call()
             return out, run_backward(out)  # the output too: the clock stops before either is freed

@@ -137,6 +137,8 @@ def op_table(rows: pd.DataFrame, baseline: str) -> pd.DataFrame:
         table["% of peak"] = df["pct_of_peak"].map(lambda p: "" if pd.isna(p) else f"{p:.1f}")
     if df["peak_mem_bytes"].notna().any():  # memory decides the largest batch that fits
         table["peak MiB"] = df["peak_mem_bytes"].map(lambda b: "" if pd.isna(b) else f"{b / 2**20:.1f}")
+    if "page_faults" in df and df["page_faults"].notna().any():  # fresh memory first touched per call
+        table["page faults"] = df["page_faults"].map(lambda f: "" if pd.isna(f) else f"{f:.0f}")
     return table.drop(columns=[c for c in ("params",) if not table[c].astype(bool).any()])
 
 

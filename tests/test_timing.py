@@ -38,6 +38,14 @@ def test_cpu_clock_times_only_the_thunk():
     assert calls == [1]
 
 
+def test_cpu_clock_counts_the_page_faults_of_each_call_outside_the_clock():
+    readings = iter([100, 130, 130, 131])  # before/after the first call, then the second
+    clock = CpuClock(FakeCounter([0.1, 0.1]), faults=lambda: next(readings))
+    clock.time(lambda: None)
+    clock.time(lambda: None)
+    assert clock.fault_counts == [30, 1]
+
+
 def test_measure_keeps_every_sample_and_reports_robust_stats():
     durations = [9.0] + [0.0100, 0.0101, 0.0102, 0.0100, 0.100, 0.0101, 0.0100]  # warm-up first, one outlier
     policy = Policy(warmup=1, min_samples=7, min_time=0.0, max_time=100)

@@ -65,7 +65,8 @@ def check_writable(out: Path) -> None:
 @click.option("--target", "targets", multiple=True,
               help="Only this target (repeatable), e.g. filter; operators without it are left out.")
 @click.option("--batch-sizes", help="Comma list, e.g. 1,2,4 (operators with a batch_size param).")
-@click.option("--param", "params", multiple=True, help="KEY=VALUE (or KEY=1,2,4 to sweep it) for every operator with that param.")
+@click.option("--param", "params", multiple=True,
+              help="KEY=VALUE (or KEY=1,2,4 to sweep it) for every operator with that param.")
 @click.option("--dtype", "dtypes", multiple=True, help="float32 (default), float64, float16, bfloat16.")
 @click.option("--passes", help="Comma list of forward, backward, forward_backward.")
 @click.option("--min-time", type=float, help="Seconds of samples per pass, at least.")
@@ -76,8 +77,8 @@ def check_writable(out: Path) -> None:
 @click.option("--timeout", type=float, default=900.0, show_default=True, help="Seconds per cell before it is killed.")
 @click.option("--flush-l2", is_flag=True, help="GPU: write a buffer larger than L2 before each repetition.")
 @click.option("--in-process", is_flag=True, help="No worker process (no crash isolation; for debugging).")
-def command(impls, devices, ops, ops_dirs, config, targets, batch_sizes, params, dtypes, passes, min_time, max_time,
-            threads, out, quick, timeout, flush_l2, in_process) -> None:
+def command(impls, devices, ops, ops_dirs, config, targets, batch_sizes, params, dtypes, passes, min_time,
+            max_time, threads, out, quick, timeout, flush_l2, in_process) -> None:
     """Time IMPLS (py, cpp, cuda, a variant, a comma list, all) on DEVICES (cpu, gpu, all)."""
     from benchctl import sweep
     from benchctl.config import SweepConfig, load_config
