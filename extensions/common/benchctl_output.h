@@ -1,4 +1,4 @@
-// Output allocation shared by the CPU extensions.
+// Output memory shared by the CPU extensions: huge-page hints for large results, streaming stores.
 #pragma once
 
 #include <ATen/core/Tensor.h>
