@@ -6,8 +6,9 @@ import os
 import platform
 import socket
 import subprocess
+import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
@@ -56,6 +57,28 @@ def environment() -> dict[str, Any]:
     }
 
 
+def _cpu_times(stat: Path) -> tuple[int, int]:
+    """(busy, total) jiffies summed over all CPUs, from the first line of /proc/stat."""
+    fields = [int(v) for v in stat.read_text().splitlines()[0].split()[1:]]
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    return sum(fields) - idle, sum(fields)
+
+
+def busy_cores(interval: float = 0.3, stat: Path = Path("/proc/stat"),
+               sleep: Callable[[float], None] = time.sleep) -> float | None:
+    """How many cores other processes keep busy: /proc/stat sampled `interval` seconds apart while
+    this process sleeps. None where /proc/stat is not available."""
+    try:
+        busy0, total0 = _cpu_times(stat)
+        sleep(interval)
+        busy1, total1 = _cpu_times(stat)
+    except (OSError, ValueError, IndexError):
+        return None
+    if total1 <= total0:
+        return None
+    return (busy1 - busy0) / (total1 - total0) * (os.cpu_count() or 1)
+
+
 def details() -> dict[str, Any]:
     """Everything `benchctl env` shows: the row facts plus what explains a result."""
     return {
@@ -68,4 +91,5 @@ def details() -> dict[str, Any]:
         "cudnn_version": torch.backends.cudnn.version() if torch.cuda.is_available() else None,
         "mkldnn": torch.backends.mkldnn.is_available(),
         "parallel": "; ".join(l.strip() for l in torch.__config__.parallel_info().splitlines()[1:3]),
+        "busy_cores": busy_cores(),
     }

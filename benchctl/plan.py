@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from benchctl import registry
 from benchctl.build import BuildError
@@ -75,11 +75,12 @@ class Plan:
                 continue
             say(f"  ready in {seconds:.1f} s")
 
-    def writer(self, out: Path) -> RunWriter:
+    def writer(self, out: Path, **facts: Any) -> RunWriter:
+        """The run's folder; `facts` (e.g. busy_cores_at_start) go into run.json with the environment."""
         from benchctl.metadata import environment
 
         meta = {"environment": environment(), "cells": len(self.cells), "config": self.config.path,
-                "peaks": self.settings().peaks}
+                "peaks": self.settings().peaks, **facts}
         return RunWriter(out, new_run_id(), meta)
 
     def executor(self):

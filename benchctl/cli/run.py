@@ -11,6 +11,8 @@ import click
 
 from benchctl.cli.options import load_operators, op_option, ops_dir_option
 
+BUSY_WARN_CORES = 0.5  # cores kept busy by other processes at the start of a CPU run
+
 
 def _ints(text: str | None) -> tuple[int, ...]:
     if not text:
@@ -109,7 +111,8 @@ def _execute(plan, out: Path) -> None:
     if not runnable:
         raise BenchError(f"nothing can run here: {'; '.join(unavailable)}")
     plan.build_extensions(lambda msg: console.err.print(msg, highlight=False))
-    writer = plan.writer(out)
+    busy = _warn_if_busy(plan)
+    writer = plan.writer(out, busy_cores_at_start=busy)
     _install_signal_handlers()
     try:
         _progress_run(plan, writer)
@@ -120,6 +123,21 @@ def _execute(plan, out: Path) -> None:
         sys.exit(130)
     writer.finish("complete")
     _render_summary(plan, writer)
+
+
+def _warn_if_busy(plan) -> float | None:
+    """Other work on the CPU makes timings noisy: torch's OpenMP threads wait out a busy core.
+    Returns the busy cores measured (None for a GPU-only run or without /proc/stat)."""
+    from benchctl import console
+    from benchctl.metadata import busy_cores
+
+    if not any(c.device == "cpu" for c in plan.cells):
+        return None
+    busy = busy_cores()
+    if busy is not None and busy >= BUSY_WARN_CORES:
+        console.warn(f"about {busy:.1f} of {os.cpu_count()} cores are busy with other work: CPU timings will be "
+                     "noisy (compare ratios within this run only, or use --threads 1)")
+    return busy
 
 
 def _install_signal_handlers() -> None:

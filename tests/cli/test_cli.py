@@ -47,6 +47,17 @@ def test_run_py_cpu_writes_parquet_with_all_passes(tmp_path):
     assert "speedup vs py" in result.output
 
 
+def test_a_busy_machine_is_warned_about_and_recorded(tmp_path, monkeypatch):
+    monkeypatch.setattr("benchctl.metadata.busy_cores", lambda: 1.5)
+    result = invoke("run", "py", "cpu", "--op", "hoconv2d", "--target", "filter", "--batch-sizes", "1",
+                    "--param", "H=12", "--param", "W=12", "--passes", "forward", "--min-time", "0",
+                    "--out", str(tmp_path))
+    assert result.exit_code == 0, result.output
+    assert "about 1.5 of" in result.output and "busy with other work" in result.output
+    (run,) = tmp_path.iterdir()
+    assert json.loads((run / "run.json").read_text())["busy_cores_at_start"] == 1.5
+
+
 def test_a_comma_list_param_is_swept(tmp_path):
     result = invoke("run", "py", "cpu", "--op", "hoconv2d", "--batch-sizes", "1", "--param", "H=12,16",
                     "--param", "W=20", "--passes", "forward", "--min-time", "0", "--out", str(tmp_path))
