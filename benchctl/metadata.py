@@ -91,5 +91,9 @@ def details() -> dict[str, Any]:
         "cudnn_version": torch.backends.cudnn.version() if torch.cuda.is_available() else None,
         "mkldnn": torch.backends.mkldnn.is_available(),
         "parallel": "; ".join(l.strip() for l in torch.__config__.parallel_info().splitlines()[1:3]),
-        "busy_cores": busy_cores(),
+        "busy_cores": _rounded(busy_cores()),
     }
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 2)
