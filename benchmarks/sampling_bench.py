@@ -50,8 +50,6 @@ def thunks(op: Operator, impl_name: str, params: dict[str, Any]) -> dict[str, Ca
         inputs = impl.prepare(inputs)
     if impl_name.endswith("+cl"):
         inputs = {**inputs, "image": inputs["image"].contiguous(memory_format=torch.channels_last)}
-    leaves = grad_inputs(inputs)
-
     def forward() -> Any:
         return target.call(impl.fn, inputs)
 
@@ -59,10 +57,11 @@ def thunks(op: Operator, impl_name: str, params: dict[str, Any]) -> dict[str, Ca
     grads = (torch.randn(out.shape, generator=torch.Generator().manual_seed(1), dtype=out.dtype),)
     accumulate = has_own_leaves(out, inputs)
     retained, once = (backward_from(inputs, grads, accumulate, retain_graph=r) for r in (True, False))
+    leaves = grad_inputs(inputs) if accumulate else []  # only `backward` fills .grad
 
     def backward(run: Callable[[Any], object], result: Any) -> None:
         run(result)
-        for leaf in leaves:  # only `backward` fills .grad; keep it from accumulating
+        for leaf in leaves:  # keep .grad from accumulating across repetitions
             leaf.grad = None
 
     return {

@@ -4,11 +4,7 @@
 
 #include <cstdint>
 
-#ifdef __CUDACC__
-#define HD __host__ __device__
-#else
-#define HD
-#endif
+#include "benchctl_hd.h"
 
 namespace benchctl {
 namespace grid_sample {
@@ -31,20 +27,20 @@ struct Taps {
 };
 
 template <typename T>
-HD inline T unnormalize(T coord, int64_t size) {
+BENCHCTL_HD inline T unnormalize(T coord, int64_t size) {
   // align_corners=False: -1 and +1 are the outer edges of the border pixels.
   return ((coord + T(1)) * T(size) - T(1)) / T(2);
 }
 
 template <typename T>
-HD inline T clamp_coord(T v, int64_t size) {
+BENCHCTL_HD inline T clamp_coord(T v, int64_t size) {
   // Keeps the integer conversion defined for far-away or NaN points; they stay fully outside.
   const T lo = v > T(-3) ? v : T(-3);
   return lo < T(size + 2) ? lo : T(size + 2);
 }
 
 template <typename Index, typename T>
-HD inline Index floor_to_int(T v) {
+BENCHCTL_HD inline Index floor_to_int(T v) {
   // Truncate, then step down for negative non-integers: unlike floor() this vectorises without
   // -fno-trapping-math.
   const Index i = static_cast<Index>(v);
@@ -53,7 +49,7 @@ HD inline Index floor_to_int(T v) {
 
 // Branch-free (bitwise &, selects) so loops over many points vectorise.
 template <typename T, typename Index = int64_t>
-HD inline Taps<T, Index> taps(const ImageView v, T gx, T gy) {  // by value: its fields stay in registers
+BENCHCTL_HD inline Taps<T, Index> taps(const ImageView v, T gx, T gy) {  // by value: its fields stay in registers
   const T ix = clamp_coord(unnormalize(gx, v.W), v.W), iy = clamp_coord(unnormalize(gy, v.H), v.H);
   const Index x0 = floor_to_int<Index>(ix), y0 = floor_to_int<Index>(iy);
   const Index width = static_cast<Index>(v.W), height = static_cast<Index>(v.H);
@@ -87,32 +83,32 @@ inline void prefetch_taps(const T* img, const ImageView& v, const Taps<T, Index>
 
 // The bilinear value at (tx, ty) inside a cell with corner values nw, ne, sw, se.
 template <typename T>
-HD inline T bilinear(T tx, T ty, T nw, T ne, T sw, T se) {
+BENCHCTL_HD inline T bilinear(T tx, T ty, T nw, T ne, T sw, T se) {
   return (T(1) - ty) * ((T(1) - tx) * nw + tx * ne) + ty * ((T(1) - tx) * sw + tx * se);
 }
 
 // Its derivatives with respect to tx and ty (per pixel); the corner values do not depend on them.
 template <typename T>
-HD inline void bilinear_grad(T tx, T ty, T nw, T ne, T sw, T se, T* d_tx, T* d_ty) {
+BENCHCTL_HD inline void bilinear_grad(T tx, T ty, T nw, T ne, T sw, T se, T* d_tx, T* d_ty) {
   *d_tx = (T(1) - ty) * (ne - nw) + ty * (se - sw);
   *d_ty = (T(1) - tx) * (sw - nw) + tx * (se - ne);
 }
 
 // d(pixel coordinate) / d(grid coordinate) under align_corners=False.
 template <typename T>
-HD inline T pixels_per_unit(int64_t size) {
+BENCHCTL_HD inline T pixels_per_unit(int64_t size) {
   return T(size) / T(2);
 }
 
 // Corner value k of channel base p: zero in the padding (valid 0, offset 0 reads a real pixel).
 template <typename T, typename Index>
-HD inline T corner(const T* p, const Taps<T, Index>& t, int k) {
+BENCHCTL_HD inline T corner(const T* p, const Taps<T, Index>& t, int k) {
   return p[t.off[k]] * t.valid[k];
 }
 
 // out[c * out_sC] = bilinear sample of channel c at the taps, for every channel.
 template <typename T>
-HD inline void sample_taps(const T* img, const ImageView& v, const Taps<T>& t, T* out, int64_t out_sC) {
+BENCHCTL_HD inline void sample_taps(const T* img, const ImageView& v, const Taps<T>& t, T* out, int64_t out_sC) {
   for (int64_t c = 0; c < v.C; ++c) {
     const T* p = img + c * v.sC;
     out[c * out_sC] = bilinear(t.tx, t.ty, corner(p, t, 0), corner(p, t, 1), corner(p, t, 2), corner(p, t, 3));
@@ -122,7 +118,7 @@ HD inline void sample_taps(const T* img, const ImageView& v, const Taps<T>& t, T
 // grad_grid[0..1] = d(sum_c gout_c * sample_c) / d(gx, gy). Only the grid gradient: the image
 // gradient is never formed, so the cost does not depend on the image size.
 template <typename T>
-HD inline void grid_grad_taps(const T* img, const ImageView& v, const Taps<T>& t, const T* gout,
+BENCHCTL_HD inline void grid_grad_taps(const T* img, const ImageView& v, const Taps<T>& t, const T* gout,
                               int64_t gout_sC, T* grad_grid) {
   T dx = T(0), dy = T(0);
   for (int64_t c = 0; c < v.C; ++c) {

@@ -11,21 +11,17 @@
 
 #include <cmath>
 
-#ifdef __CUDACC__
-#define HD __host__ __device__
-#else
-#define HD
-#endif
+#include "benchctl_hd.h"
 
 namespace lstm_cell {
 
 // Scalar math for float and double. Overloads (not std::) so the same call compiles in device code.
 struct ScalarMath {
-  HD static float tanh(float x) { return ::tanhf(x); }
-  HD static double tanh(double x) { return ::tanh(x); }
+  BENCHCTL_HD static float tanh(float x) { return ::tanhf(x); }
+  BENCHCTL_HD static double tanh(double x) { return ::tanh(x); }
   // 1 / (1 + exp(-x)) saturates correctly at both ends: exp overflows to inf, giving 0.
-  HD static float sigmoid(float x) { return 1.0f / (1.0f + ::expf(-x)); }
-  HD static double sigmoid(double x) { return 1.0 / (1.0 + ::exp(-x)); }
+  BENCHCTL_HD static float sigmoid(float x) { return 1.0f / (1.0f + ::expf(-x)); }
+  BENCHCTL_HD static double sigmoid(double x) { return 1.0 / (1.0 + ::exp(-x)); }
 };
 
 // The four activated gates of one element; the forward saves them for the backward.
@@ -49,7 +45,7 @@ struct BackwardOut {
 
 // Forward of one element from the gate pre-activations (matmuls and both biases already summed).
 template <typename T, typename M = ScalarMath>
-HD inline ForwardOut<T> forward_element(T pre_i, T pre_f, T pre_g, T pre_o, T c) {
+BENCHCTL_HD inline ForwardOut<T> forward_element(T pre_i, T pre_f, T pre_g, T pre_o, T c) {
   ForwardOut<T> out;
   out.act.i = M::sigmoid(pre_i);
   out.act.f = M::sigmoid(pre_f);
@@ -64,7 +60,7 @@ HD inline ForwardOut<T> forward_element(T pre_i, T pre_f, T pre_g, T pre_o, T c)
 // is cheaper than another (B, H) buffer written in the forward and read back here.
 // Derivatives in terms of the activations: sigmoid' = s (1 - s), tanh' = 1 - t^2.
 template <typename T, typename M = ScalarMath>
-HD inline BackwardOut<T> backward_element(T grad_h, T grad_c_new, T c, T c_new, Gates<T> a) {
+BENCHCTL_HD inline BackwardOut<T> backward_element(T grad_h, T grad_c_new, T c, T c_new, Gates<T> a) {
   const T one(1);
   const T tc = M::tanh(c_new);
   // c' reaches the loss directly and through h' = o tanh(c').

@@ -5,11 +5,7 @@
 
 #include <cstdint>
 
-#ifdef __CUDACC__
-#define HD __host__ __device__
-#else
-#define HD
-#endif
+#include "benchctl_hd.h"
 
 namespace benchctl {
 namespace naflex_posembed {
@@ -29,7 +25,7 @@ struct AxisTaps {
 };
 
 template <typename T>
-HD inline AxisTaps<T> axis_taps(int64_t dst, int64_t out_size, int64_t in_size) {
+BENCHCTL_HD inline AxisTaps<T> axis_taps(int64_t dst, int64_t out_size, int64_t in_size) {
   // Same arithmetic as torch's upsample: scale = in/out, src = scale * (dst + 0.5) - 0.5, clamped
   // at 0, so our results match F.interpolate to float rounding.
   const T scale = static_cast<T>(in_size) / static_cast<T>(out_size);
@@ -48,7 +44,7 @@ HD inline AxisTaps<T> axis_taps(int64_t dst, int64_t out_size, int64_t in_size) 
 // Fills c for the token at (y, x) of a sample resized to (h, w); false for padding tokens
 // (negative or out-of-grid coordinates), which get nothing added and send no gradient.
 template <typename T>
-HD inline bool token_corners(int64_t y, int64_t x, int64_t h, int64_t w, int64_t grid_h, int64_t grid_w,
+BENCHCTL_HD inline bool token_corners(int64_t y, int64_t x, int64_t h, int64_t w, int64_t grid_h, int64_t grid_w,
                              Corners<T>* c) {
   if (y < 0 || x < 0 || y >= h || x >= w) return false;
   const AxisTaps<T> ay = axis_taps<T>(y, h, grid_h), ax = axis_taps<T>(x, w, grid_w);
@@ -65,7 +61,7 @@ HD inline bool token_corners(int64_t y, int64_t x, int64_t h, int64_t w, int64_t
 
 // Corners of token `token` of a (B, L) batch given coords (B, L, 2) as (y, x) and sizes (B, 2) as (h, w).
 template <typename T>
-HD inline bool corners_of(const int64_t* coords, const int64_t* sizes, int64_t token, int64_t seq_len,
+BENCHCTL_HD inline bool corners_of(const int64_t* coords, const int64_t* sizes, int64_t token, int64_t seq_len,
                           int64_t grid_h, int64_t grid_w, Corners<T>* c) {
   const int64_t b = token / seq_len;
   return token_corners<T>(coords[2 * token], coords[2 * token + 1], sizes[2 * b], sizes[2 * b + 1], grid_h,
@@ -74,7 +70,7 @@ HD inline bool corners_of(const int64_t* coords, const int64_t* sizes, int64_t t
 
 // The interpolated table value of channel d (table rows are D long).
 template <typename T>
-HD inline T interp(const T* table, const Corners<T>& c, int64_t dim, int64_t d) {
+BENCHCTL_HD inline T interp(const T* table, const Corners<T>& c, int64_t dim, int64_t d) {
   return c.w[0] * table[c.row[0] * dim + d] + c.w[1] * table[c.row[1] * dim + d] +
          c.w[2] * table[c.row[2] * dim + d] + c.w[3] * table[c.row[3] * dim + d];
 }
