@@ -1,9 +1,15 @@
 // hoconv2d on the CPU: op schemas and fused forward / backward loops.
 //
-// Work is split over (batch, row) with at::parallel_for. In a row, columns [p, W-p) go through loops
-// over contiguous W that keep their sums in vector registers (kernel rows that would read outside
-// the image are clipped with the header's taps_* functions); the 2p columns at the left and right
-// edges go through the per-element functions of hoconv2d.h, the same ones the CUDA kernels use.
+// Work is split into tasks of (batch element, block of rows) with at::parallel_for: a whole image per
+// task when there are enough images for every thread, otherwise blocks of rows. A task copies the rows
+// it reads into small zero-padded scratch rows (a few KB, in L1/L2), so the vector loops over W run
+// the same for every column and keep their sums in registers. The columns past the last whole vector
+// (W mod 16 for float32) go through the per-element functions of hoconv2d.h, the same ones the CUDA
+// kernels use.
+//
+// The weights are by far the largest tensor (k*k planes per image) and are read once, row by row:
+// k*k rows at a time, far apart, more streams than the hardware prefetcher follows, so the loops ask
+// for the weight rows two image rows ahead themselves.
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
 #include <ATen/core/Tensor.h>
@@ -13,6 +19,7 @@
 #include <cstdint>
 #include <tuple>
 #include <type_traits>
+#include <vector>
 
 #include "benchctl_output.h"
 #include "hoconv2d.h"
@@ -21,110 +28,229 @@
 namespace hoconv2d {
 namespace {
 
-// Calls fn(w) for the columns where some tap reads outside the image in W: w < p or w >= W-p.
-template <typename Fn>
-void for_each_edge_column(const Shape& s, Fn&& fn) {
-  const int64_t left = std::min(s.pad(), s.width);
-  for (int64_t w = 0; w < left; ++w) fn(w);
-  for (int64_t w = std::max(left, s.width - s.pad()); w < s.width; ++w) fn(w);
-}
-
-// Rows per task so a task is worth a thread hand-off (~32k multiply-adds).
-int64_t grain(const Shape& s) {
-  return std::max<int64_t>(1, 32768 / std::max<int64_t>(1, s.width * s.channels * s.taps()));
-}
-
 template <int V>
 using Width = std::integral_constant<int, V>;
 
-// Calls fn(Width<V>{}, w) to cover columns [p, W-p) in chunks of V contiguous elements: one
-// one-register chunk up to the first multiple of a register's width (so that, in rows that start
-// on a cache line, the later chunks load and store whole cache lines), then wide chunks (four
-// AVX-512 registers: enough independent sums to hide the FMA latency), then one-register chunks,
-// then one that overlaps the previous chunk (recomputing a few values) instead of a scalar tail.
-// Narrower than one register: one element at a time.
-template <typename T, typename Fn>
-void for_each_chunk(const Shape& s, Fn&& fn) {
-  constexpr int wide = 256 / sizeof(T), narrow = 64 / sizeof(T);
-  const int64_t begin = s.pad(), end = s.width - s.pad();
-  if (end - begin < narrow) {
-    for (int64_t w = begin; w < end; ++w) fn(Width<1>{}, w);
-    return;
-  }
-  int64_t w = begin;
-  if (w % narrow != 0) {
-    fn(Width<narrow>{}, w);
-    w = std::min(end, (w / narrow + 1) * narrow);
-  }
-  for (; w + wide <= end; w += wide) fn(Width<wide>{}, w);
-  for (; w + narrow <= end; w += narrow) fn(Width<narrow>{}, w);
-  if (w < end) fn(Width<narrow>{}, end - narrow);
+// Vector chunks over W: wide ones of four AVX-512 registers (enough independent sums to hide the FMA
+// latency), then one-register ones.
+template <typename T>
+constexpr int kWide = 256 / sizeof(T);
+template <typename T>
+constexpr int kNarrow = 64 / sizeof(T);
+
+// Where the vector loops stop: the first column they leave to the per-element functions.
+template <typename T>
+int64_t vector_end(const Shape& s) {
+  return s.width - s.width % kNarrow<T>;
 }
 
-// Where tap (i, j) reads its two factors, relative to the first tap: a + i*a_i + j*a_j and
-// b + i*b_i + j*b_j. Plain strides rather than a table of offsets: with a table GCC vectorises the
-// tap loop with gathers instead of the contiguous loop over W.
-struct Steps {
-  int64_t a_i, a_j, b_i, b_j;
+// Calls fn(Width<V>{}, w) over columns [0, vector_end) in chunks of V.
+template <typename T, typename Fn>
+void for_each_chunk(const Shape& s, Fn&& fn) {
+  const int64_t end = vector_end<T>(s);
+  int64_t w = 0;
+  for (; w + kWide<T> <= end; w += kWide<T>) fn(Width<kWide<T>>{}, w);
+  for (; w + kNarrow<T> <= end; w += kNarrow<T>) fn(Width<kNarrow<T>>{}, w);
+}
+
+// How far ahead the loops ask for weight rows, in image rows.
+constexpr int64_t kPrefetchRows = 2;
+
+// Asks for the V elements at `at` ahead of their use, one request per cache line.
+template <int V, typename T>
+inline void prefetch(const T* at) {
+  for (int q = 0; q < V; q += kNarrow<T>) __builtin_prefetch(at + q, 0, 2);
+}
+
+// Calls fn(c, G) for channel groups of three (G = 3, 2 or 1 channels starting at c): a group's sums
+// and inputs fit the 32 vector registers together.
+template <typename Fn>
+void for_each_channel_group(int64_t channels, Fn&& fn) {
+  int64_t c = 0;
+  for (; c + 3 <= channels; c += 3) fn(c, Width<3>{});
+  if (channels - c == 2) fn(c, Width<2>{});
+  if (channels - c == 1) fn(c, Width<1>{});
+}
+
+// A task: image `batch`, output rows [begin, end).
+struct Task {
+  int64_t batch, begin, end;
 };
 
-// Forward: Wt[t, h, w] (one plane per tap) times X[h+i-p, w+j-p].
-Steps forward_steps(const Shape& s) { return {s.k * s.plane(), s.plane(), s.width, 1}; }
+// Rows per task: whole images when there are at least two per thread, else blocks of at least 16 rows.
+int64_t rows_per_task(const Shape& s) {
+  const int64_t threads = at::get_num_threads(), batch = std::max<int64_t>(1, s.batch);
+  const int64_t blocks = std::clamp<int64_t>((2 * threads + batch - 1) / batch, 1,
+                                             std::max<int64_t>(1, s.height / 16));
+  return (s.height + blocks - 1) / blocks;
+}
 
-// Grad x: Wt[t, y-i+p, x-j+p] times G[y-i+p, x-j+p].
-Steps grad_x_steps(const Shape& s) { return {s.k * s.plane() - s.width, s.plane() - 1, -s.width, -1}; }
+// Calls fn(task) for every task, in parallel.
+template <typename Fn>
+void parallel_tasks(const Shape& s, Fn&& fn) {
+  const int64_t rows = std::max<int64_t>(1, rows_per_task(s)), blocks = (s.height + rows - 1) / rows;
+  at::parallel_for(0, s.batch * blocks, 1, [&](int64_t first, int64_t last) {
+    for (int64_t t = first; t < last; ++t) {
+      const int64_t h0 = (t % blocks) * rows;
+      fn(Task{t / blocks, h0, std::min(s.height, h0 + rows)});
+    }
+    benchctl::finish_streaming();
+  });
+}
 
-// out[c][v] = sum over kernel rows i < rows, columns j < k of a[i,j][v] * b[i,j][c*plane + v], for G
-// channels c and V columns v. V and G are compile-time constants, so the G*V sums stay in vector
-// registers across all taps, and each weight vector is loaded once for all G channels.
-template <int V, int G, typename T>
-inline void tap_sums(const T* a, const T* b, const Steps& st, int64_t rows, int64_t k, int64_t plane,
-                     T* __restrict__ out) {
-  T acc[G][V] = {};
-  for (int64_t i = 0; i < rows; ++i) {
-    for (int64_t j = 0; j < k; ++j) {
-      const T* __restrict__ av = a + i * st.a_i + j * st.a_j;
-      const T* __restrict__ bv = b + i * st.b_i + j * st.b_j;
-      for (int c = 0; c < G; ++c) {
-        for (int v = 0; v < V; ++v) acc[c][v] += av[v] * bv[c * plane + v];
+// The k input rows around an output row, zero-padded: rows y of X[b] (all zeros outside the image), C
+// channels each, p zeros either side. Row y lives in two slots, y mod k and y mod k + k, so the rows
+// h-p .. h+p of any output row h are k consecutive slots.
+template <typename T>
+class InputWindow {
+ public:
+  InputWindow(const T* x_batch, const Shape& s)
+      : x_(x_batch), s_(s), stride_(s.width + 2 * s.pad()), rows_(s.channels * 2 * s.k * stride_, T(0)) {}
+
+  int64_t stride() const { return stride_; }                   // between rows
+  int64_t channel_stride() const { return 2 * s_.k * stride_; }  // between channels
+
+  // Rows h-p .. h+p, channel 0: element (i, w) is X[h+i-p, w-p]. Call with increasing h.
+  const T* around(int64_t h) {
+    if (next_ == kNone) next_ = h - s_.pad();
+    for (; next_ <= h + s_.pad(); ++next_) load(next_);
+    return rows_.data() + slot(h - s_.pad()) * stride_;
+  }
+
+ private:
+  static constexpr int64_t kNone = INT64_MIN;
+
+  int64_t slot(int64_t y) const { return (y % s_.k + s_.k) % s_.k; }
+
+  void load(int64_t y) {
+    for (int64_t copy : {slot(y), slot(y) + s_.k}) {
+      T* to = rows_.data() + copy * stride_ + s_.pad();
+      for (int64_t c = 0; c < s_.channels; ++c, to += channel_stride()) {
+        if (y >= 0 && y < s_.height) {
+          const T* from = x_ + c * s_.plane() + y * s_.width;
+          std::copy(from, from + s_.width, to);
+        } else {
+          std::fill(to, to + s_.width, T(0));
+        }
       }
     }
   }
-  for (int c = 0; c < G; ++c) {
-    for (int v = 0; v < V; ++v) out[c * plane + v] = acc[c][v];
-  }
-}
 
-// tap_sums over all channels, three at a time (12 sums + 4 weights of the 32 vector registers).
-template <int V, typename T>
-inline void tap_sums_all(const T* a, const T* b, const Steps& st, int64_t rows, const Shape& s, T* out) {
-  const int64_t plane = s.plane();
-  int64_t c = 0;
-  for (; c + 3 <= s.channels; c += 3) {
-    tap_sums<V, 3>(a, b + c * plane, st, rows, s.k, plane, out + c * plane);
-  }
-  if (s.channels - c == 2) tap_sums<V, 2>(a, b + c * plane, st, rows, s.k, plane, out + c * plane);
-  if (s.channels - c == 1) tap_sums<V, 1>(a, b + c * plane, st, rows, s.k, plane, out + c * plane);
-}
+  const T* x_;
+  Shape s_;
+  int64_t stride_, next_ = kNone;
+  std::vector<T> rows_;
+};
 
-// For every tap t = (i, j) with kernel row i in `rows`: out[t*plane + v] (= or +=) the sum over G
-// channels c of g[c*plane + v] * x[c*plane + (i-p)*W + (j-p) + v]. The G*V values of g stay in
-// registers for all taps; `out` is grad_wt[0, h, w].
-template <int V, int G, bool Add, typename T>
-inline void weight_grads(const T* g, const T* x, const Shape& s, TapRange rows, T* out) {
-  const int64_t plane = s.plane(), p = s.pad();
-  T gv[G][V];
-  for (int c = 0; c < G; ++c) {
-    for (int v = 0; v < V; ++v) gv[c][v] = g[c * plane + v];
-  }
+// ---- forward ----
+
+// out[c][v] = sum over kernel rows i in `rows` and columns j < k of Wt[i*k+j][v] * X(i, j + v) for G
+// channels c and V columns v, X(i, w) being element w of window row i. The G*V sums stay in registers
+// across all taps and each weight vector is loaded once for all G channels.
+template <int V, int G, typename T>
+inline void forward_chunk(const T* wt, const T* window, int64_t window_stride, int64_t window_cs,
+                          const Shape& s, TapRange rows, T* out) {
+  const int64_t plane = s.plane(), ahead = kPrefetchRows * s.width;
+  T acc[G][V] = {};
   for (int64_t i = rows.begin; i < rows.end; ++i) {
     for (int64_t j = 0; j < s.k; ++j) {
-      const T* __restrict__ xv = x + (i - p) * s.width + (j - p);
-      T* __restrict__ ov = out + (i * s.k + j) * plane;
+      const T* __restrict__ wv = wt + (i * s.k + j) * plane;
+      const T* __restrict__ xv = window + i * window_stride + j;
+      prefetch<V>(wv + ahead);
+      for (int c = 0; c < G; ++c) {
+        for (int v = 0; v < V; ++v) acc[c][v] += wv[v] * xv[c * window_cs + v];
+      }
+    }
+  }
+  for (int c = 0; c < G; ++c) benchctl::store_streaming(out + c * plane, acc[c], V);
+}
+
+// Output rows [task.begin, task.end) of image task.batch, every channel.
+template <typename T>
+void forward_task(const T* x, const T* wt, T* out, const Shape& s, const Task& task) {
+  const int64_t plane = s.plane();
+  x += task.batch * s.channels * plane;
+  wt += task.batch * s.taps() * plane;
+  out += task.batch * s.channels * plane;
+  InputWindow<T> window(x, s);
+  for (int64_t h = task.begin; h < task.end; ++h) {
+    const T* around = window.around(h);
+    const TapRange rows = taps_reading_inside(s, h, s.height);
+    for_each_channel_group(s.channels, [&](int64_t c, auto group) {
+      for_each_chunk<T>(s, [&](auto width, int64_t w) {
+        forward_chunk<width(), group()>(wt + h * s.width + w, around + c * window.channel_stride() + w,
+                                        window.stride(), window.channel_stride(), s, rows,
+                                        out + c * plane + h * s.width + w);
+      });
+    });
+    for (int64_t c = 0; c < s.channels; ++c) {
+      for (int64_t w = vector_end<T>(s); w < s.width; ++w) {
+        out[c * plane + h * s.width + w] = forward_at(x + c * plane, wt, s, h, w);
+      }
+    }
+  }
+}
+
+// ---- backward ----
+//
+// One pass over the source rows h of grad_out and the weights. Row h gives row h of grad_wt, and adds
+// its share to rows h-p .. h+p of grad_x: tap (i, j) of pixel (h, w) read x[h+i-p, w+j-p], so that
+// pixel gets Wt[i*k+j, h, w] * G[h, w] from it. A task owns grad_x rows [begin, end), sums them in a
+// ring of k rows and writes each out once no later source row reaches it. It also reads the p source
+// rows on either side of its block, for their shares only, so no two tasks write the same row.
+
+// Scratch rows of one backward task.
+template <typename T>
+struct BackwardRows {
+  BackwardRows(const Shape& s, int64_t vector_width)
+      : stride(s.width + 2 * s.pad()), sums_stride(vector_width),
+        weights(s.taps() * stride, T(0)), grad(s.channels * stride, T(0)),
+        sums(s.k * s.channels * sums_stride, T(0)) {}
+
+  int64_t stride;       // between padded rows, as in InputWindow
+  int64_t sums_stride;  // between the channels of a ring row
+  std::vector<T> weights;  // Wt[t, h, :] for every tap t, p zeros either side
+  std::vector<T> grad;     // G[c, h, :] for every channel c, padded
+  std::vector<T> sums;     // the ring: grad_x rows y (slot y mod k), channels, vector columns
+
+  T* sums_row(const Shape& s, int64_t y) { return sums.data() + ((y % s.k + s.k) % s.k) * s.channels * sums_stride; }
+};
+
+// ring[c][v] += sum over j < k of Wt[i*k+j, h, w+v-j+p] * G[c, h, w+v-j+p] for one kernel row i:
+// `weights` and `grad` point at padded column w+2p (that is, image column w+p) of tap i*k and of G.
+template <int V, int G, typename T>
+inline void grad_x_chunk(const T* weights, const T* grad, int64_t stride, int64_t k, T* ring, int64_t ring_cs) {
+  T acc[G][V] = {};
+  for (int64_t j = 0; j < k; ++j) {
+    const T* __restrict__ wv = weights + j * (stride - 1);
+    const T* __restrict__ gv = grad - j;
+    for (int c = 0; c < G; ++c) {
+      for (int v = 0; v < V; ++v) acc[c][v] += wv[v] * gv[c * stride + v];
+    }
+  }
+  for (int c = 0; c < G; ++c) {
+    for (int v = 0; v < V; ++v) ring[c * ring_cs + v] += acc[c][v];
+  }
+}
+
+// For every tap t = (i, j): out[t*plane + v] (= or +=) the sum over G channels c of
+// g[c*g_cs + v] * window[c*window_cs + i*window_stride + j + v]. The G*V values of g stay in registers
+// for all taps; `out` is grad_wt[0, h, w].
+template <int V, int G, bool Add, typename T>
+inline void grad_wt_chunk(const T* g, int64_t g_cs, const T* window, int64_t window_stride,
+                          int64_t window_cs, const Shape& s, T* out) {
+  T gv[G][V];
+  for (int c = 0; c < G; ++c) {
+    for (int v = 0; v < V; ++v) gv[c][v] = g[c * g_cs + v];
+  }
+  for (int64_t i = 0; i < s.k; ++i) {
+    for (int64_t j = 0; j < s.k; ++j) {
+      const T* __restrict__ xv = window + i * window_stride + j;
+      T* __restrict__ ov = out + (i * s.k + j) * s.plane();
       T acc[V];
       for (int v = 0; v < V; ++v) acc[v] = Add ? ov[v] : T(0);
       for (int c = 0; c < G; ++c) {
-        for (int v = 0; v < V; ++v) acc[v] += gv[c][v] * xv[c * plane + v];
+        for (int v = 0; v < V; ++v) acc[v] += gv[c][v] * xv[c * window_cs + v];
       }
       if (Add) {
         for (int v = 0; v < V; ++v) ov[v] = acc[v];
@@ -135,148 +261,120 @@ inline void weight_grads(const T* g, const T* x, const Shape& s, TapRange rows, 
   }
 }
 
-// weight_grads over all channels (at least one), three at a time; the first group writes, later
-// ones add.
-template <int V, typename T>
-inline void weight_grads_all(const T* g, const T* x, const Shape& s, TapRange rows, T* out) {
-  const int64_t plane = s.plane();
-  const int64_t first = std::min<int64_t>(3, s.channels);
-  if (first == 3) weight_grads<V, 3, false>(g, x, s, rows, out);
-  if (first == 2) weight_grads<V, 2, false>(g, x, s, rows, out);
-  if (first == 1) weight_grads<V, 1, false>(g, x, s, rows, out);
-  int64_t c = first;
-  for (; c + 3 <= s.channels; c += 3) {
-    weight_grads<V, 3, true>(g + c * plane, x + c * plane, s, rows, out);
-  }
-  if (s.channels - c == 2) weight_grads<V, 2, true>(g + c * plane, x + c * plane, s, rows, out);
-  if (s.channels - c == 1) weight_grads<V, 1, true>(g + c * plane, x + c * plane, s, rows, out);
-}
-
-// Asks for `count` rows, `stride` apart, of `width` elements each, ahead of their use: the k*k
-// weight planes are k*k separate streams, more than the hardware prefetcher follows.
+// Pointers to one image: grad_out, x, weights, grad_x, grad_wt.
 template <typename T>
-inline void prefetch_rows(const T* first, int64_t count, int64_t stride, int64_t width) {
-  constexpr int64_t line = 64 / sizeof(T);
-  for (int64_t r = 0; r < count; ++r) {
-    for (int64_t w = 0; w < width; w += line) __builtin_prefetch(first + r * stride + w, 0, 2);
-  }
-}
-
-// Pointers to one batch element; the forward pass uses x, wt and out (= gx).
-template <typename T>
-struct Batch {
-  const T* g;   // grad_out[b]  (C planes)
-  const T* x;   // x[b]         (C planes)
-  const T* wt;  // weights[b]   (k*k planes)
-  T* gx;        // out[b] or grad_x[b]  (C planes)
-  T* gwt;       // grad_wt[b]   (k*k planes)
+struct Image {
+  const T *g, *x, *wt;
+  T *gx, *gwt;
 };
 
-// Row h of every channel of out.
+// Loads source row h of the weights and grad_out into the padded scratch rows, asking for the weight
+// rows kPrefetchRows ahead.
 template <typename T>
-void forward_row(const Batch<T>& a, const Shape& s, int64_t h) {
-  const int64_t plane = s.plane(), p = s.pad(), row = h * s.width;
-  for (int64_t c = 0; c < s.channels; ++c) {
-    T* out = a.gx + c * plane + row;
-    for_each_edge_column(s, [&](int64_t w) { out[w] = forward_at(a.x + c * plane, a.wt, s, h, w); });
+void load_source_row(const Image<T>& a, const Shape& s, int64_t h, BackwardRows<T>& rows) {
+  const int64_t plane = s.plane(), p = s.pad();
+  for (int64_t t = 0; t < s.taps(); ++t) {
+    const T* from = a.wt + t * plane + h * s.width;
+    for (int64_t w = 0; w < s.width; w += kNarrow<T>) __builtin_prefetch(from + kPrefetchRows * s.width + w, 0, 2);
+    std::copy(from, from + s.width, rows.weights.data() + t * rows.stride + p);
   }
-  if (h + 1 < s.height) prefetch_rows(a.wt + row + s.width, s.taps(), plane, s.width);
-  const TapRange i = taps_reading_inside(s, h, s.height);
-  const T* wt = a.wt + i.begin * s.k * plane + row;  // Wt[i0*k, h, 0]
-  const int64_t x_row = (h + i.begin - p) * s.width;  // X[h+i0-p, 0]
-  const Steps steps = forward_steps(s);
+  for (int64_t c = 0; c < s.channels; ++c) {
+    const T* from = a.g + c * plane + h * s.width;
+    std::copy(from, from + s.width, rows.grad.data() + c * rows.stride + p);
+  }
+}
+
+// Adds source row h's shares to the ring rows y = h+i-p in [task.begin, task.end).
+template <typename T>
+void add_grad_x_shares(const Shape& s, const Task& task, int64_t h, BackwardRows<T>& rows) {
+  const int64_t p = s.pad();
+  for (int64_t i = 0; i < s.k; ++i) {
+    const int64_t y = h + i - p;
+    if (y < task.begin || y >= task.end) continue;
+    T* ring = rows.sums_row(s, y);
+    for_each_channel_group(s.channels, [&](int64_t c, auto group) {
+      for_each_chunk<T>(s, [&](auto width, int64_t w) {
+        grad_x_chunk<width(), group()>(rows.weights.data() + i * s.k * rows.stride + w + 2 * p,
+                                       rows.grad.data() + c * rows.stride + w + 2 * p, rows.stride, s.k,
+                                       ring + c * rows.sums_stride + w, rows.sums_stride);
+      });
+    });
+  }
+}
+
+// Writes the finished grad_x row y from the ring (then clears its slot) and the per-element columns.
+template <typename T>
+void write_grad_x_row(const Image<T>& a, const Shape& s, int64_t y, BackwardRows<T>& rows) {
+  T* ring = rows.sums_row(s, y);
+  const int64_t end = vector_end<T>(s);
+  for (int64_t c = 0; c < s.channels; ++c) {
+    T* out = a.gx + c * s.plane() + y * s.width;
+    benchctl::store_streaming(out, ring + c * rows.sums_stride, end);
+    for (int64_t x = end; x < s.width; ++x) out[x] = grad_x_at(a.g + c * s.plane(), a.wt, s, y, x);
+  }
+  std::fill(ring, ring + s.channels * rows.sums_stride, T(0));
+}
+
+// Row h of every grad_wt plane: the channel sum of grad_out times the shifted input (zero where the
+// tap reads padding: the window's rows and columns there are zeros).
+template <typename T>
+void write_grad_wt_row(const Image<T>& a, const Shape& s, int64_t h, const T* around,
+                       const InputWindow<T>& window, const BackwardRows<T>& rows) {
+  const int64_t p = s.pad(), row = h * s.width;
   for_each_chunk<T>(s, [&](auto width, int64_t w) {
-    tap_sums_all<width()>(wt + w, a.x + x_row + (w - p), steps, i.end - i.begin, s, a.gx + row + w);
+    for_each_channel_group(s.channels, [&](int64_t c, auto group) {
+      const T* g = rows.grad.data() + c * rows.stride + p + w;
+      const T* x = around + c * window.channel_stride() + w;
+      T* out = a.gwt + row + w;
+      if (c == 0) {
+        grad_wt_chunk<width(), group(), false>(g, rows.stride, x, window.stride(), window.channel_stride(), s, out);
+      } else {
+        grad_wt_chunk<width(), group(), true>(g, rows.stride, x, window.stride(), window.channel_stride(), s, out);
+      }
+    });
   });
-}
-
-// Row y+1 of grad_x reads row y+1-i+p of the weight planes i*k .. i*k+k-1.
-template <typename T>
-void prefetch_next_grad_x_row(const Batch<T>& a, const Shape& s, int64_t y) {
-  if (y + 1 >= s.height) return;
-  const TapRange next = taps_reaching(s, y + 1, s.height);
-  for (int64_t i = next.begin; i < next.end; ++i) {
-    prefetch_rows(a.wt + i * s.k * s.plane() + (y + 1 - i + s.pad()) * s.width, s.k, s.plane(), s.width);
-  }
-}
-
-// Row y of grad_x, gathered: tap (i, j) of pixel (y-i+p, x-j+p) is the one that read x[y, x].
-template <typename T>
-void grad_x_row(const Batch<T>& a, const Shape& s, int64_t y) {
-  const int64_t plane = s.plane(), p = s.pad(), row = y * s.width;
-  for (int64_t c = 0; c < s.channels; ++c) {
-    T* out = a.gx + c * plane + row;
-    for_each_edge_column(s, [&](int64_t x) { out[x] = grad_x_at(a.g + c * plane, a.wt, s, y, x); });
-  }
-  const TapRange i = taps_reaching(s, y, s.height);
-  prefetch_next_grad_x_row(a, s, y);
-  const int64_t from = (y - i.begin + p) * s.width + p;  // pixel (y-i0+p, x+p) for x = 0
-  const Steps steps = grad_x_steps(s);
-  for_each_chunk<T>(s, [&](auto width, int64_t x) {
-    tap_sums_all<width()>(a.wt + i.begin * s.k * plane + from + x, a.g + from + x, steps,
-                          i.end - i.begin, s, a.gx + row + x);
-  });
-}
-
-// Row h of every weight plane of grad_wt: the channel sum of grad_out times the shifted input,
-// zero for kernel rows that would read above or below the image.
-template <typename T>
-void grad_wt_row(const Batch<T>& a, const Shape& s, int64_t h) {
-  const int64_t plane = s.plane(), p = s.pad(), row = h * s.width;
-  // Without channels every gradient is zero: no kernel row counts as inside.
-  const TapRange inside = s.channels > 0 ? taps_reading_inside(s, h, s.height) : TapRange{0, 0};
   for (int64_t i = 0; i < s.k; ++i) {
     for (int64_t j = 0; j < s.k; ++j) {
-      T* out = a.gwt + (i * s.k + j) * plane + row;
-      for_each_edge_column(s, [&](int64_t w) { out[w] = grad_wt_at(a.g, a.x, s, i, j, h, w); });
-      if (i < inside.begin || i >= inside.end) std::fill(out + p, out + std::max(p, s.width - p), T(0));
+      T* out = a.gwt + (i * s.k + j) * s.plane() + row;
+      for (int64_t w = vector_end<T>(s); w < s.width; ++w) out[w] = grad_wt_at(a.g, a.x, s, i, j, h, w);
     }
   }
-  for_each_chunk<T>(s, [&](auto width, int64_t w) {
-    weight_grads_all<width()>(a.g + row + w, a.x + row + w, s, inside, a.gwt + row + w);
-  });
 }
 
-// The same pointers moved to batch element b.
 template <typename T>
-Batch<T> at_batch(const Batch<T>& base, const Shape& s, int64_t b) {
-  const int64_t xs = s.channels * s.plane(), ws = s.taps() * s.plane();
-  return {base.g ? base.g + b * xs : nullptr, base.x + b * xs, base.wt + b * ws, base.gx + b * xs,
-          base.gwt ? base.gwt + b * ws : nullptr};
+void backward_task(const Image<T>& base, const Shape& s, const Task& task) {
+  const int64_t xs = s.channels * s.plane(), ws = s.taps() * s.plane(), p = s.pad();
+  const int64_t b = task.batch;
+  const Image<T> a{base.g + b * xs, base.x + b * xs, base.wt + b * ws, base.gx + b * xs, base.gwt + b * ws};
+  BackwardRows<T> rows(s, vector_end<T>(s));
+  InputWindow<T> window(a.x, s);
+  const int64_t first = std::max<int64_t>(0, task.begin - p), last = std::min(s.height, task.end + p);
+  for (int64_t h = first; h < last; ++h) {
+    load_source_row(a, s, h, rows);
+    add_grad_x_shares(s, task, h, rows);
+    if (h >= task.begin && h < task.end) write_grad_wt_row(a, s, h, window.around(h), window, rows);
+    if (h - p >= task.begin && h - p < task.end) write_grad_x_row(a, s, h - p, rows);
+  }
+  for (int64_t y = std::max(task.begin, last - p); y < task.end; ++y) write_grad_x_row(a, s, y, rows);
 }
 
 template <typename T>
 void forward_kernel(const at::Tensor& x, const at::Tensor& wt, at::Tensor& out, const Shape& s) {
-  const Batch<T> base{nullptr, x.const_data_ptr<T>(), wt.const_data_ptr<T>(), out.mutable_data_ptr<T>(),
-                      nullptr};
-  at::parallel_for(0, s.batch * s.height, grain(s), [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) forward_row(at_batch(base, s, r / s.height), s, r % s.height);
-  });
+  const T *xp = x.const_data_ptr<T>(), *wp = wt.const_data_ptr<T>();
+  T* op = out.mutable_data_ptr<T>();
+  parallel_tasks(s, [&](const Task& task) { forward_task(xp, wp, op, s, task); });
 }
 
-// Rows of one batch element that one task handles together in the backward pass.
-constexpr int64_t kBackwardRows = 8;
-
-// One pass over (batch, row): a task takes a few rows at a time, writes their grad_x rows and then
-// their grad_wt rows, reading the rows of grad_out and x around them while those are in cache.
-// Alternating the two per row would interleave k*k weight-plane reads with k*k gradient-plane
-// writes, twice the streams for the caches to keep apart.
 template <typename T>
 void backward_kernel(const at::Tensor& g, const at::Tensor& x, const at::Tensor& wt, at::Tensor& gx,
                      at::Tensor& gwt, const Shape& s) {
-  const Batch<T> base{g.const_data_ptr<T>(), x.const_data_ptr<T>(), wt.const_data_ptr<T>(),
+  if (s.channels == 0) {  // no channel reads any tap: every weight gradient is zero
+    gwt.zero_();
+    return;
+  }
+  const Image<T> base{g.const_data_ptr<T>(), x.const_data_ptr<T>(), wt.const_data_ptr<T>(),
                       gx.mutable_data_ptr<T>(), gwt.mutable_data_ptr<T>()};
-  at::parallel_for(0, s.batch * s.height, grain(s), [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end;) {
-      const int64_t b = r / s.height, h0 = r % s.height;
-      const int64_t h1 = std::min({h0 + kBackwardRows, s.height, h0 + (end - r)});
-      const Batch<T> a = at_batch(base, s, b);
-      for (int64_t h = h0; h < h1; ++h) grad_x_row(a, s, h);
-      for (int64_t h = h0; h < h1; ++h) grad_wt_row(a, s, h);
-      r += h1 - h0;
-    }
-    benchctl::finish_streaming();
-  });
+  parallel_tasks(s, [&](const Task& task) { backward_task(base, s, task); });
 }
 
 }  // namespace
