@@ -37,6 +37,8 @@
 #include <torch/library.h>
 
 #include <algorithm>
+#include <array>
+#include <functional>
 #include <tuple>
 
 #include "lstm_cell.h"
@@ -47,8 +49,9 @@ using at::Tensor;
 using Tensor3 = std::tuple<Tensor, Tensor, Tensor>;
 using Tensor2 = std::tuple<Tensor, Tensor>;
 
-// Below this many hidden elements per chunk, waking a second thread costs more than it saves.
-constexpr int64_t kGrainElements = 16384;
+// Hidden elements per chunk of the pointwise kernels: at B=64, H=64 (4096 elements) both threads get
+// half, which measured 1-3 us faster than one thread doing all of it right after the matmuls.
+constexpr int64_t kGrainElements = 2048;
 
 // SIMD versions of the header's math policy on whole vectors.
 struct VecMath {
@@ -177,6 +180,20 @@ void check_cell(const Tensor& x, const Tensor& h, const Tensor& c, const Tensor&
               "lstm_cell: biases must be (4H,), got ", b_ih.sizes(), " and ", b_hh.sizes());
 }
 
+// Runs independent jobs side by side on CPU threads, one job per thread at a time. At B=64, H=64 each
+// matmul is ~24 us: too small for the BLAS to split well over two cores, while two of them on two
+// cores take the time of one. On CUDA, with one thread, or inside a parallel region they run in turn.
+template <size_t N>
+void side_by_side(const Tensor& like, const std::array<std::function<void()>, N>& jobs) {
+  if (!like.is_cpu() || at::get_num_threads() < 2 || at::in_parallel_region()) {
+    for (const auto& job : jobs) job();
+    return;
+  }
+  at::parallel_for(0, N, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) jobs[i]();
+  });
+}
+
 // Device-independent: ATen matmuls around the pointwise op, which dispatches to CPU or CUDA.
 Tensor3 cell_forward(const Tensor& x, const Tensor& h, const Tensor& c, const Tensor& w_ih,
                   const Tensor& w_hh, const Tensor& b_ih, const Tensor& b_hh) {
@@ -184,9 +201,10 @@ Tensor3 cell_forward(const Tensor& x, const Tensor& h, const Tensor& c, const Te
   static auto pointwise = c10::Dispatcher::singleton()
                               .findSchemaOrThrow("benchctl::lstm_cell_pointwise", "")
                               .typed<Tensor3(const Tensor&, const Tensor&, const Tensor&)>();
-  // b_ih rides in addmm's beta term and h W_hh^T accumulates in place: one (B, 4H) buffer.
-  Tensor gates = at::addmm(b_ih, x, w_ih.t());
-  gates.addmm_(h, w_hh.t());
+  // b_ih rides in addmm's beta term; b_hh is added by the pointwise kernel.
+  Tensor gates, hidden;
+  side_by_side<2>(x, {[&] { gates = at::addmm(b_ih, x, w_ih.t()); }, [&] { hidden = at::mm(h, w_hh.t()); }});
+  gates.add_(hidden);
   return pointwise.call(gates, b_hh, c);
 }
 
@@ -198,12 +216,18 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor> cell_backward
                               .typed<Tensor2(const Tensor&, const Tensor&, const Tensor&, const Tensor&,
                                              const Tensor&)>();
   auto [grad_gates, grad_c_prev] = pointwise.call(grad_h, grad_c, c, c_new, gates);
+  Tensor gx, gh, gw_ih, gw_hh, gb_ih, gb_hh;
   // Both biases were broadcast over the batch into the same sum, so each gets the column sum of
   // grad_gates: one explicit reduction (the JIT's grad_sum_to_size), copied for the second output.
-  Tensor grad_b_ih = grad_gates.sum(0);
-  Tensor grad_b_hh = grad_b_ih.clone();
-  return {at::mm(grad_gates, w_ih), at::mm(grad_gates, w_hh), grad_c_prev,
-          at::mm(grad_gates.t(), x), at::mm(grad_gates.t(), h), grad_b_ih, grad_b_hh};
+  // It goes with a grad-input matmul, which is a little faster than a grad-weight one.
+  side_by_side<4>(x, {[&] { gx = at::mm(grad_gates, w_ih); },
+                      [&] {
+                        gh = at::mm(grad_gates, w_hh);
+                        gb_ih = grad_gates.sum(0);
+                        gb_hh = gb_ih.clone();
+                      },
+                      [&] { gw_ih = at::mm(grad_gates.t(), x); }, [&] { gw_hh = at::mm(grad_gates.t(), h); }});
+  return {gx, gh, grad_c_prev, gw_ih, gw_hh, gb_ih, gb_hh};
 }
 
 // Autograd in C++: a torch::autograd::Function registered under the Autograd key, so a

@@ -70,6 +70,23 @@ def test_cpp_every_simd_tail_width(hidden: int) -> None:
     _compare(_forward_backward("cpp", Case(params, torch.float32)), want, torch.float32)
 
 
+@pytest.mark.parametrize("params", [CASES[0], {"batch_size": 64, "H": 64, "I": None}])
+def test_cpp_same_result_on_one_thread_and_side_by_side(params: dict[str, Any]) -> None:
+    """With two threads the matmuls run side by side, one per thread; with one, in turn. Each matmul
+    and the pointwise kernels run on a single thread either way, so the results are bit for bit the same."""
+    _available("cpp")
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one = _forward_backward("cpp", Case(params, torch.float32))
+        torch.set_num_threads(2)
+        two = _forward_backward("cpp", Case(params, torch.float32))
+    finally:
+        torch.set_num_threads(threads)
+    for a, b in zip(one, two, strict=True):
+        assert torch.equal(a, b)
+
+
 def test_cuda_matches_reference() -> None:
     _available("cuda", "cuda")
     params = {"batch_size": 16, "H": 33, "I": 20}
