@@ -20,7 +20,7 @@ from benchctl.cells import Cell
 from benchctl.memory import peak_bytes
 from benchctl.passes import as_tuple, backward_from, grad_outputs, has_own_leaves, make_setup
 from benchctl.registry import Case, Operator
-from benchctl.timing import Clock, CpuClock, CudaEventClock, Measurement, Policy, Thunk, measure
+from benchctl.timing import Clock, CpuClock, CudaEventClock, Measurement, Policy, Thunk, measure, noisy_message
 
 
 @dataclass(frozen=True)
@@ -142,7 +142,7 @@ def _time_pass(prepared: Prepared, pass_name: str, settings: Settings, clock: Cl
         row["page_faults"] = float(statistics.median(faults[first:]))
     row["threads"] = torch.get_num_threads()
     if m.noisy:
-        row["message"] = f"noisy: IQR is {m.stats['iqr_s'] / m.median:.0%} of the median"
+        row["message"] = noisy_message(m.stats)
     row.update(_rates(prepared, pass_name, m, settings.peaks.get(prepared.cell.device, {})))
     return row
 

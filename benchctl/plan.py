@@ -11,6 +11,7 @@ from benchctl.build import BuildError
 from benchctl.cells import Cell
 from benchctl.config import SweepConfig
 from benchctl.execute import Settings
+from benchctl.rounds import per_round
 from benchctl.runner import InProcess, Sweep, WorkerProcess
 from benchctl.storage import RunWriter, new_run_id
 from benchctl.timing import Policy
@@ -28,6 +29,7 @@ class Plan:
     in_process: bool = False
     ops_dirs: Sequence[str] = ()
     mem_limit: int | None = None
+    rounds: int = 1
     build_failures: dict[tuple[str, str, str], str] = field(default_factory=dict)
 
     def settings(self) -> Settings:
@@ -40,7 +42,7 @@ class Plan:
             timing["max_time"] = self.max_time
         policy = replace(Policy(), **{k: (int(v) if k in ("min_samples", "max_samples", "warmup") else v)
                                       for k, v in timing.items()})
-        return Settings(policy=policy, flush_l2=self.flush_l2, peaks=load_peaks())
+        return Settings(policy=per_round(policy, self.rounds), flush_l2=self.flush_l2, peaks=load_peaks())
 
     def availability(self) -> tuple[list[Cell], dict[str, list[Cell]]]:
         """Cells that can run here, and the others grouped by the reason they cannot."""
@@ -79,7 +81,8 @@ class Plan:
         """The run's folder; `facts` (e.g. busy_cores_at_start) go into run.json with the environment."""
         from benchctl.metadata import environment
 
-        meta = {"environment": environment(), "cells": len(self.cells), "config": self.config.path,
+        meta = {"environment": environment(), "cells": len(self.cells), "rounds": self.rounds,
+                "config": self.config.path,
                 "peaks": self.settings().peaks, **facts}
         return RunWriter(out, new_run_id(), meta)
 
@@ -99,6 +102,6 @@ class Plan:
             env["threads"] = self.threads
         try:
             Sweep(self.cells, executor, writer, env, on_start=on_start, on_done=on_done,
-                  blocked=self.build_failures).run()
+                  blocked=self.build_failures, rounds=self.rounds).run()
         finally:
             executor.close()

@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterable, Protocol, Sequence
 from benchctl.cells import Cell
 from benchctl.errors import BenchError
 from benchctl.execute import Settings, run_cell
+from benchctl.rounds import all_ok, merge
 from benchctl.storage import RunWriter
 from benchctl.worker import settings_to_json
 
@@ -138,7 +139,13 @@ def series_key(cell: Cell, axis: str) -> tuple:
 
 @dataclass
 class Sweep:
-    """Drives the cells through an executor and into a RunWriter."""
+    """Drives the cells through an executor and into a RunWriter, in `rounds` interleaved rounds.
+
+    A cell's rows are written once its last round is done; a cell that fails (crash, timeout, oom,
+    unavailable) is written at once and not run again. Interrupted, every cell with a round done is
+    written from the rounds it has. `on_done` follows each measurement (a round of a cell), with no
+    rows for a round a failed cell skips.
+    """
 
     cells: Sequence[Cell]
     executor: Executor
@@ -148,21 +155,40 @@ class Sweep:
     on_done: Callable[[Cell, Rows], None] = lambda cell, rows: None
     # (op, impl, device) -> why it cannot run (e.g. its extension failed to build)
     blocked: dict[tuple[str, str, str], str] = field(default_factory=dict)
+    rounds: int = 1
     _skip: dict[tuple, str] = field(default_factory=dict)
 
     def run(self) -> None:
+        measured: dict[int, list[Rows]] = {i: [] for i in range(len(self.cells))}
+        try:
+            for r in range(self.rounds):
+                for i, cell in enumerate(self.cells):
+                    if i not in measured:  # failed in an earlier round
+                        self.on_done(cell, [])
+                        continue
+                    self.on_start(cell)
+                    rows = self._measure(cell)
+                    measured[i].append(rows)
+                    self.on_done(cell, stamp(rows, self.env))
+                    if r == self.rounds - 1 or not all_ok(rows):
+                        self._write(measured.pop(i))
+        finally:
+            for rounds_rows in measured.values():
+                if rounds_rows:
+                    self._write(rounds_rows)
+
+    def _measure(self, cell: Cell) -> Rows:
         from benchctl import registry
 
-        for cell in self.cells:
-            self.on_start(cell)
-            axis = registry.get(cell.op).axis
-            key = series_key(cell, axis)
-            rows = self._rows(cell, key)
-            if any(r.get("status") == "oom" for r in rows):
-                self._skip[key] = f"skipped: an earlier {axis}={cell.params.get(axis)} ran out of memory"
-            stamped = stamp(rows, self.env)
-            self.writer.write(stamped)
-            self.on_done(cell, stamped)
+        axis = registry.get(cell.op).axis
+        key = series_key(cell, axis)
+        rows = self._rows(cell, key)
+        if any(r.get("status") == "oom" for r in rows):
+            self._skip[key] = f"skipped: an earlier {axis}={cell.params.get(axis)} ran out of memory"
+        return rows
+
+    def _write(self, rounds_rows: list[Rows]) -> None:
+        self.writer.write(stamp(merge(rounds_rows), self.env))
 
     def _rows(self, cell: Cell, key: tuple) -> Rows:
         blocked = self.blocked.get((cell.op, cell.impl, cell.device))

@@ -55,6 +55,8 @@ COLUMNS: dict[str, pa.DataType] = {
     "max_s": pa.float64(),
     "samples_s": pa.list_(pa.float64()),
     "noisy": pa.bool_(),
+    "rounds": pa.int32(),  # interleaved rounds the samples were pooled from (run --rounds)
+    "round_spread": pa.float64(),  # slowest round's median / fastest round's - 1
     "compile_s": pa.float64(),  # duration of the first (warm-up) call: build, JIT, caches
     "peak_mem_bytes": pa.float64(),
     "page_faults": pa.float64(),  # median minor page faults per timed call (CPU clock)

@@ -114,7 +114,16 @@ class Measurement:
 
     @property
     def noisy(self) -> bool:
-        return self.stats["iqr_s"] > NOISY_IQR_RATIO * self.stats["median_s"]
+        return is_noisy(self.stats)
+
+
+def is_noisy(stats: dict[str, float]) -> bool:
+    """The samples' IQR is over NOISY_IQR_RATIO of their median."""
+    return stats["iqr_s"] > NOISY_IQR_RATIO * stats["median_s"]
+
+
+def noisy_message(stats: dict[str, float]) -> str:
+    return f"noisy: IQR is {stats['iqr_s'] / stats['median_s']:.0%} of the median"
 
 
 def summarize(samples: list[float] | tuple[float, ...]) -> dict[str, float]:

@@ -73,6 +73,9 @@ def check_writable(out: Path) -> None:
 @click.option("--passes", help="Comma list of forward, backward, forward_backward.")
 @click.option("--min-time", type=float, help="Seconds of samples per pass, at least.")
 @click.option("--max-time", type=float, help="Seconds per pass, at most.")
+@click.option("--rounds", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Interleaved rounds: every cell measured N times across the sweep, 1/N of the time each, "
+                   "samples pooled. Steadier ratios on a busy machine.")
 @click.option("--threads", type=click.IntRange(min=1), help="torch intra-op threads (default: torch's).")
 @click.option("--out", default="results", show_default=True, type=click.Path(file_okay=False))
 @click.option("--quick", is_flag=True, help="Each operator's small quick sweep.")
@@ -80,7 +83,7 @@ def check_writable(out: Path) -> None:
 @click.option("--flush-l2", is_flag=True, help="GPU: write a buffer larger than L2 before each repetition.")
 @click.option("--in-process", is_flag=True, help="No worker process (no crash isolation; for debugging).")
 def command(impls, devices, ops, ops_dirs, config, targets, batch_sizes, params, dtypes, passes, min_time,
-            max_time, threads, out, quick, timeout, flush_l2, in_process) -> None:
+            max_time, rounds, threads, out, quick, timeout, flush_l2, in_process) -> None:
     """Time IMPLS (py, cpp, cuda, a variant, a comma list, all) on DEVICES (cpu, gpu, all)."""
     from benchctl import sweep
     from benchctl.config import SweepConfig, load_config
@@ -96,7 +99,7 @@ def command(impls, devices, ops, ops_dirs, config, targets, batch_sizes, params,
     cells = sweep.expand(request)
     check_writable(Path(out))
     plan = Plan(cells, cfg, min_time=min_time, max_time=max_time, threads=threads, flush_l2=flush_l2,
-                timeout=timeout, in_process=in_process, ops_dirs=ops_dirs)
+                timeout=timeout, in_process=in_process, ops_dirs=ops_dirs, rounds=rounds)
     _execute(plan, Path(out))
 
 
@@ -154,7 +157,7 @@ def _progress_run(plan, writer) -> None:
     from benchctl import console
 
     with console.progress() as bar:
-        task = bar.add_task("cells", total=len(plan.cells), current="")
+        task = bar.add_task("cells", total=len(plan.cells) * plan.rounds, current="")
 
         def done(cell, rows) -> None:
             bad = [r for r in rows if r["status"] not in ("ok", "unavailable")]
