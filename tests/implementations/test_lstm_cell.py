@@ -87,6 +87,16 @@ def test_cpp_same_result_on_one_thread_and_side_by_side(params: dict[str, Any]) 
         assert torch.equal(a, b)
 
 
+def test_cpp_second_derivative_is_refused() -> None:
+    """The backward has no derivative: create_graph=True is an error, not a silently wrong result."""
+    _available("cpp")
+    inputs = list(TARGET.make_inputs(Case(CASES[1], torch.float64)).values())
+    inputs = [t.detach().requires_grad_() for t in inputs]
+    h, c = EXT.lstm_cell_ext(*inputs)
+    with pytest.raises(RuntimeError, match="no second derivative"):
+        torch.autograd.grad((h, c), inputs, (torch.ones_like(h), torch.ones_like(c)), create_graph=True)
+
+
 def test_cuda_matches_reference() -> None:
     _available("cuda", "cuda")
     params = {"batch_size": 16, "H": 33, "I": 20}
