@@ -30,6 +30,7 @@ class Plan:
     ops_dirs: Sequence[str] = ()
     mem_limit: int | None = None
     rounds: int = 1
+    fresh_worker: bool = False
     build_failures: dict[tuple[str, str, str], str] = field(default_factory=dict)
 
     def settings(self) -> Settings:
@@ -91,7 +92,7 @@ class Plan:
         if self.in_process:
             return InProcess(settings)
         return WorkerProcess(settings, ops_dirs=self.ops_dirs, timeout=self.timeout, threads=self.threads,
-                             mem_limit=self.mem_limit)
+                             mem_limit=self.mem_limit, fresh=self.fresh_worker)
 
     def run(self, writer: RunWriter, on_start=lambda cell: None, on_done=lambda cell, rows: None) -> None:
         from benchctl.metadata import environment

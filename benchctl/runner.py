@@ -48,13 +48,16 @@ class InProcess:
 
 @dataclass
 class WorkerProcess:
-    """One worker process at a time, restarted after a crash or a timeout."""
+    """One worker process at a time, restarted after a crash or a timeout, or after every cell with
+    `fresh`: then no cell's timing depends on what ran before it in the same process (the allocator's
+    state, for one: whether a large temporary reuses memory or faults in fresh pages)."""
 
     settings: Settings
     ops_dirs: Sequence[str] = ()
     timeout: float | None = None
     threads: int | None = None
     mem_limit: int | None = None
+    fresh: bool = False
     _proc: subprocess.Popen | None = field(default=None, repr=False)
     _stderr: Any = field(default=None, repr=False)
 
@@ -81,6 +84,8 @@ class WorkerProcess:
             pass
         line = self._read_line(self.timeout)
         if line:
+            if self.fresh:
+                self.close()
             return json.loads(line)["rows"]
         status, message = self._failure(timed_out=line is None)
         return failure_rows(cell, status, message)

@@ -69,3 +69,19 @@ def test_sigint_mid_sweep_keeps_finished_cells(tmp_path, fixture_ops):
     df = storage.load_run(run)
     assert sorted(set(df["batch_size"])) == [1, 2, 4]  # everything before the Ctrl-C, nothing after
     assert set(df["status"]) == {"ok"}
+
+
+def test_fresh_worker_starts_a_process_per_cell(tmp_path, fixture_ops, monkeypatch):
+    starts = []
+    original = WorkerProcess._start
+
+    def counting(self):
+        proc = original(self)
+        starts.append(proc.pid)
+        return proc
+
+    monkeypatch.setattr(WorkerProcess, "_start", counting)
+    reused = sweep(tmp_path / "reused", "segfault", [4, 2], timeout=120)
+    assert statuses(reused) == [(4, "ok"), (2, "ok")] and len(starts) == 1
+    fresh = sweep(tmp_path / "fresh", "segfault", [4, 2], timeout=120, fresh=True)
+    assert statuses(fresh) == [(4, "ok"), (2, "ok")] and len(set(starts)) == 3
