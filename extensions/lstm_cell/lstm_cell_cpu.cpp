@@ -180,12 +180,17 @@ void check_cell(const Tensor& x, const Tensor& h, const Tensor& c, const Tensor&
               "lstm_cell: biases must be (4H,), got ", b_ih.sizes(), " and ", b_hh.sizes());
 }
 
-// Runs independent jobs side by side on CPU threads, one job per thread at a time. At B=64, H=64 each
-// matmul is ~24 us: too small for the BLAS to split well over two cores, while two of them on two
-// cores take the time of one. On CUDA, with one thread, or inside a parallel region they run in turn.
+// Whether independent jobs run side by side: on the CPU with two or more threads, outside a parallel
+// region. At B=64, H=64 each matmul is ~24 us: too small for the BLAS to split well over two cores,
+// while two of them on two cores take the time of one.
+bool side_by_side_here(const Tensor& like) {
+  return like.is_cpu() && at::get_num_threads() > 1 && !at::in_parallel_region();
+}
+
+// Runs the jobs side by side on CPU threads (each job on one thread) where that pays, else in turn.
 template <size_t N>
 void side_by_side(const Tensor& like, const std::array<std::function<void()>, N>& jobs) {
-  if (!like.is_cpu() || at::get_num_threads() < 2 || at::in_parallel_region()) {
+  if (!side_by_side_here(like)) {
     for (const auto& job : jobs) job();
     return;
   }
@@ -202,9 +207,15 @@ Tensor3 cell_forward(const Tensor& x, const Tensor& h, const Tensor& c, const Te
                               .findSchemaOrThrow("benchctl::lstm_cell_pointwise", "")
                               .typed<Tensor3(const Tensor&, const Tensor&, const Tensor&)>();
   // b_ih rides in addmm's beta term; b_hh is added by the pointwise kernel.
-  Tensor gates, hidden;
-  side_by_side<2>(x, {[&] { gates = at::addmm(b_ih, x, w_ih.t()); }, [&] { hidden = at::mm(h, w_hh.t()); }});
-  gates.add_(hidden);
+  Tensor gates;
+  if (side_by_side_here(x)) {
+    Tensor hidden;
+    side_by_side<2>(x, {[&] { gates = at::addmm(b_ih, x, w_ih.t()); }, [&] { hidden = at::mm(h, w_hh.t()); }});
+    gates.add_(hidden);
+  } else {  // h W_hh^T accumulates in place: one (B, 4H) buffer
+    gates = at::addmm(b_ih, x, w_ih.t());
+    gates.addmm_(h, w_hh.t());
+  }
   return pointwise.call(gates, b_hh, c);
 }
 
