@@ -98,6 +98,9 @@ void parallel_tasks(const Shape& s, Fn&& fn) {
   });
 }
 
+// Slot of row y in a ring of k rows; y < 0 for the padding rows above the image.
+inline int64_t ring_slot(int64_t y, int64_t k) { return (y % k + k) % k; }
+
 // The k input rows around an output row, zero-padded: rows y of X[b] (all zeros outside the image), C
 // channels each, p zeros either side. Row y lives in two slots, y mod k and y mod k + k, so the rows
 // h-p .. h+p of any output row h are k consecutive slots.
@@ -120,7 +123,7 @@ class InputWindow {
  private:
   static constexpr int64_t kNone = INT64_MIN;
 
-  int64_t slot(int64_t y) const { return (y % s_.k + s_.k) % s_.k; }
+  int64_t slot(int64_t y) const { return ring_slot(y, s_.k); }
 
   void load(int64_t y) {
     for (int64_t copy : {slot(y), slot(y) + s_.k}) {
@@ -213,7 +216,7 @@ struct BackwardRows {
   std::vector<T> grad;     // G[c, h, :] for every channel c, padded
   std::vector<T> sums;     // the ring: grad_x rows y (slot y mod k), channels, vector columns
 
-  T* sums_row(const Shape& s, int64_t y) { return sums.data() + ((y % s.k + s.k) % s.k) * s.channels * sums_stride; }
+  T* sums_row(const Shape& s, int64_t y) { return sums.data() + ring_slot(y, s.k) * s.channels * sums_stride; }
 };
 
 // ring[c][v] += sum over j < k of Wt[i*k+j, h, w+v-j+p] * G[c, h, w+v-j+p] for one kernel row i:

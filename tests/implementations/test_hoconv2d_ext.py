@@ -29,8 +29,9 @@ def params(b: int, c: int, h: int, w: int, k: int) -> dict[str, int]:
 
 # (B, C, H, W, k): odd sizes, H != W, B = 1, k = 3/5/7; W a multiple of 16 (whole-register chunks,
 # aligned streaming stores); C = 4, 7 (channel groups of three plus a rest); images narrower or
-# shorter than the kernel (every column, or every kernel row, clipped).
-SHAPES = [
+# shorter than the kernel (every column, or every kernel row, clipped); B = 1 with H >= 32 (the
+# image split into blocks of rows, so the backward's blocks meet at k//2-row seams).
+SHAPES = [params(1, 3, 50, 37, 7), 
     params(1, 3, 17, 23, 3), params(2, 2, 9, 12, 5), params(3, 1, 8, 11, 7), params(2, 3, 40, 64, 5),
     params(1, 4, 33, 48, 3), params(2, 7, 19, 35, 5), params(1, 5, 20, 32, 7), params(1, 3, 3, 40, 7),
     params(1, 1, 5, 2, 5), params(2, 3, 1, 1, 3), params(1, 3, 224, 224, 5),
@@ -74,8 +75,8 @@ def test_matches_float64_reference(p: dict, dtype: torch.dtype) -> None:
 @pytest.mark.parametrize("p", [params(1, 2, 3, 3, 7), params(2, 3, 4, 5, 7), params(1, 2, 6, 6, 5)],
                          ids=["3x3k7", "4x5k7", "6x6k5"])
 def test_shared_header_math_on_border_heavy_images(p: dict) -> None:
-    """W <= 2*(k//2): every column of every row goes through forward_at / grad_x_at / grad_wt_at of
-    hoconv2d.h, exactly what each CUDA thread computes."""
+    """W narrower than one vector (8 doubles): every column goes through forward_at / grad_x_at /
+    grad_wt_at of hoconv2d.h, exactly what each CUDA thread computes."""
     inputs, (*expected, grad_out) = reference(p, torch.float64)
     got = through_op(inputs, grad_out)
     for g, e in zip(got, expected):
