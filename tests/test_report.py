@@ -129,6 +129,14 @@ def test_environment_is_read_where_benchctl_run_puts_it(tmp_path):
     assert env["state"] == "complete"
 
 
+def test_environment_shows_the_rounds_a_run_pooled(tmp_path):
+    rows = [row("py", "cpu", "forward", 8, env={"rounds": 3})]
+    folder = write_run(tmp_path, "20240101-000000-cccccc", rows, {"rounds": 3})
+    loaded = report.load_results([folder])
+    (env,) = report.environment(loaded.rows, loaded.metas)
+    assert env["rounds"] == "3"
+
+
 def test_measured_peaks_come_from_run_json(tmp_path):
     rated = [{**row("py", "cpu", "forward", 8), "gbps": 3.0, "gflops": 9.0, "flops": 1e9, "bytes": 1e8}]
     loaded = report.load_results([write_run(tmp_path, "20240101-000000-aaaaaa", rated,
