@@ -66,6 +66,19 @@ def test_a_comma_list_param_is_swept(tmp_path):
     assert sorted(json.loads(p)["H"] for p in df["params"]) == [12, 12, 16, 16]  # two targets each
 
 
+def test_rounds_pool_every_cell_into_one_row(tmp_path):
+    result = invoke("run", "py", "cpu", "--op", "hoconv2d", "--target", "filter", "--batch-sizes", "1,2",
+                    "--param", "H=12", "--param", "W=12", "--passes", "forward", "--min-time", "0",
+                    "--rounds", "3", "--out", str(tmp_path))
+    assert result.exit_code == 0, result.output
+    df = storage.load(root=tmp_path)
+    assert sorted(df["batch_size"]) == [1, 2] and set(df["rounds"]) == {3}
+    assert all(len(s) == n and n >= 3 * 2 for s, n in zip(df["samples_s"], df["n"]))  # 2+ samples a round
+    assert (df["round_spread"] >= 0).all()
+    (run,) = tmp_path.iterdir()
+    assert json.loads((run / "run.json").read_text())["rounds"] == 3
+
+
 def test_user_operator_runs_from_ops_dir(tmp_path, example_ops_dir):
     result = invoke("run", "all", "cpu", "--op", "scale_shift", "--ops-dir", str(example_ops_dir),
                     "--batch-sizes", "4", "--min-time", "0", "--out", str(tmp_path), "--in-process")
@@ -80,6 +93,7 @@ def test_user_operator_runs_from_ops_dir(tmp_path, example_ops_dir):
     (["run", "py", "cpu", "--op", "nope"], "unknown operator 'nope'"),
     (["run", "py", "cpu", "--op", "hoconv2d", "--batch-sizes", "0"], "batch size must be a positive integer"),
     (["run", "py", "cpu", "--config", "missing.toml"], "config file not found"),
+    (["run", "py", "cpu", "--rounds", "0"], "0 is not in the range x>=1"),
     (["run", "py", "cpu", "--op", "grid_sample", "--param", "image_size=big"], "image_size takes numbers, got 'big'"),
     (["check", "py", "cpu", "--op", "nope"], "unknown operator 'nope'"),
     (["list", "--ops-dir", "/no/such/folder"], "operators folder not found"),
