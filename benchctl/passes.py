@@ -61,12 +61,13 @@ def has_own_leaves(out: Output, inputs: Inputs) -> bool:
 
 def backward_from(inputs: Inputs, grads: Sequence[torch.Tensor], accumulate: bool,
                   retain_graph: bool = False) -> Callable[[Output], object]:
-    """The timed backward of one output: the inputs' gradients, or `backward` when `accumulate`."""
+    """The timed backward of one output (a tensor or a tuple of them, as the call returned it: both
+    autograd functions take either, so nothing else runs inside the clock): the inputs' gradients, or
+    `backward` when `accumulate`."""
     leaves = grad_inputs(inputs)
     if leaves and not accumulate:
-        return lambda out: torch.autograd.grad(as_tuple(out), leaves, grads, retain_graph=retain_graph,
-                                               allow_unused=True)
-    return lambda out: torch.autograd.backward(as_tuple(out), grads, retain_graph=retain_graph)
+        return lambda out: torch.autograd.grad(out, leaves, grads, retain_graph=retain_graph, allow_unused=True)
+    return lambda out: torch.autograd.backward(out, grads, retain_graph=retain_graph)
 
 
 def make_setup(call: Callable[[], Output], inputs: Inputs, grads: Sequence[torch.Tensor],

@@ -3,18 +3,15 @@
 //   out[b,c,h,w] = sum_{i,j<k} Wt[b,i*k+j,h,w] * Xpad[b,c,h+i,w+j],   Xpad = X zero-padded by p = k/2
 //
 // Every function computes one element and clips its taps to the image, so it is correct anywhere.
-// CUDA threads call them for every element; the CPU code calls them for the columns near the left
-// and right edges and uses vectorised loops over W for the rest (see hoconv2d_cpu.cpp), clipping
-// kernel rows with the same taps_* functions.
+// CUDA threads call them for every element; the CPU code calls them for the columns past its last
+// whole vector (W mod 16 in float32) and runs vectorised loops over zero-padded rows for the rest
+// (see hoconv2d_cpu.cpp), clipping the forward's kernel rows with the same taps_reading_inside.
 #pragma once
 
 #include <cstdint>
 
-#ifdef __CUDACC__
-#define HOCONV_HD __host__ __device__ __forceinline__
-#else
-#define HOCONV_HD inline
-#endif
+#include "benchctl_hd.h"
+
 
 namespace hoconv2d {
 
@@ -22,16 +19,16 @@ namespace hoconv2d {
 struct Shape {
   int64_t batch, channels, height, width, k;
 
-  HOCONV_HD int64_t pad() const { return k / 2; }
-  HOCONV_HD int64_t plane() const { return height * width; }
-  HOCONV_HD int64_t taps() const { return k * k; }
-  HOCONV_HD bool inside(int64_t y, int64_t x) const {
+  BENCHCTL_HD int64_t pad() const { return k / 2; }
+  BENCHCTL_HD int64_t plane() const { return height * width; }
+  BENCHCTL_HD int64_t taps() const { return k * k; }
+  BENCHCTL_HD bool inside(int64_t y, int64_t x) const {
     return y >= 0 && y < height && x >= 0 && x < width;
   }
 };
 
-HOCONV_HD int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
-HOCONV_HD int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+BENCHCTL_HD inline int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+BENCHCTL_HD inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 // A half-open range of kernel rows (or columns) [begin, end).
 struct TapRange {
@@ -40,20 +37,20 @@ struct TapRange {
 
 // The taps i of output position `pos` (a row h or column w) that read inside the image:
 // 0 <= pos + i - p < size. The forward pass and grad Wt read X at these taps.
-HOCONV_HD TapRange taps_reading_inside(const Shape& s, int64_t pos, int64_t size) {
+BENCHCTL_HD inline TapRange taps_reading_inside(const Shape& s, int64_t pos, int64_t size) {
   return {max64(0, s.pad() - pos), min64(s.k, size + s.pad() - pos)};
 }
 
 // The taps i through which input position `pos` (a row y or column x) was read by an output inside
 // the image: 0 <= pos - i + p < size. grad X gathers over these.
-HOCONV_HD TapRange taps_reaching(const Shape& s, int64_t pos, int64_t size) {
+BENCHCTL_HD inline TapRange taps_reaching(const Shape& s, int64_t pos, int64_t size) {
   return {max64(0, pos + s.pad() - size + 1), min64(s.k, pos + s.pad() + 1)};
 }
 
 // out[b,c,h,w]. `x_plane` is X[b,c], `wt_batch` is Wt[b] (k*k planes). The tap ranges are clipped
 // once up front (taps that read padding add zero), so the inner loops carry no bounds checks.
 template <typename T>
-HOCONV_HD T forward_at(const T* x_plane, const T* wt_batch, const Shape& s, int64_t h, int64_t w) {
+BENCHCTL_HD inline T forward_at(const T* x_plane, const T* wt_batch, const Shape& s, int64_t h, int64_t w) {
   const int64_t p = s.pad(), at = h * s.width + w;
   const TapRange rows = taps_reading_inside(s, h, s.height), cols = taps_reading_inside(s, w, s.width);
   T acc = T(0);
@@ -70,7 +67,7 @@ HOCONV_HD T forward_at(const T* x_plane, const T* wt_batch, const Shape& s, int6
 // grad_X[b,c,y,x] = sum_{i,j} Wt[b,i*k+j,h,w] * G[b,c,h,w] with (h,w) = (y-i+p, x-j+p) inside the
 // image: a gather, so each element has one owner and no thread ever adds into another's output.
 template <typename T>
-HOCONV_HD T grad_x_at(const T* g_plane, const T* wt_batch, const Shape& s, int64_t y, int64_t x) {
+BENCHCTL_HD inline T grad_x_at(const T* g_plane, const T* wt_batch, const Shape& s, int64_t y, int64_t x) {
   const int64_t p = s.pad();
   const TapRange rows = taps_reaching(s, y, s.height), cols = taps_reaching(s, x, s.width);
   T acc = T(0);
@@ -89,7 +86,7 @@ HOCONV_HD T grad_x_at(const T* g_plane, const T* wt_batch, const Shape& s, int64
 // `g_batch` and `x_batch` are G[b] and X[b] (C planes each). The tap comes as (i, j): the CPU loops
 // over them directly and so avoids two integer divisions per element.
 template <typename T>
-HOCONV_HD T grad_wt_at(const T* g_batch, const T* x_batch, const Shape& s, int64_t i, int64_t j,
+BENCHCTL_HD inline T grad_wt_at(const T* g_batch, const T* x_batch, const Shape& s, int64_t i, int64_t j,
                        int64_t h, int64_t w) {
   const int64_t y = h + i - s.pad(), x = w + j - s.pad();
   if (!s.inside(y, x)) return T(0);
