@@ -53,6 +53,44 @@ void for_each_chunk(const Shape& s, Fn&& fn) {
   for (; w + kNarrow<T> <= end; w += kNarrow<T>) fn(Width<kNarrow<T>>{}, w);
 }
 
+// One 64-byte vector of T (a GCC/Clang vector type). The chunk loops keep their sums in these: sums
+// in plain arrays end up on the stack as soon as a loop also prefetches, or passes the array on.
+template <typename T>
+struct VecOf {
+  typedef T type __attribute__((vector_size(64), aligned(sizeof(T))));  // (an alias template drops it)
+};
+template <typename T>
+using Vec = typename VecOf<T>::type;
+static_assert(sizeof(Vec<float>) == 64 && sizeof(Vec<double>) == 64);
+
+// The V / kNarrow<T> vectors of a chunk.
+template <int V, typename T>
+constexpr int kVectors = V / kNarrow<T>;
+
+// Fully unrolls the loop over the G channels or N vectors that follows, early enough that the sums
+// indexed by it become registers; left as loops they end up on the stack (one load and one store per
+// multiply-add) as soon as the loop around them also prefetches.
+#define HOCONV_UNROLL _Pragma("GCC unroll 16")
+
+template <typename T>
+inline Vec<T> load(const T* at) {
+  return *reinterpret_cast<const Vec<T>*>(at);
+}
+
+template <typename T>
+inline void store(T* at, Vec<T> value) {
+  *reinterpret_cast<Vec<T>*>(at) = value;
+}
+
+// Stores N vectors as V = N * kNarrow<T> consecutive values with store_streaming.
+template <int N, typename T>
+inline void store_streaming(T* out, const Vec<T> (&sums)[N]) {
+  T values[N * kNarrow<T>];
+  HOCONV_UNROLL
+  for (int n = 0; n < N; ++n) store(values + n * kNarrow<T>, sums[n]);
+  benchctl::store_streaming(out, values, N * kNarrow<T>);
+}
+
 // How far ahead the loops ask for weight rows, in image rows.
 constexpr int64_t kPrefetchRows = 2;
 
@@ -153,19 +191,24 @@ class InputWindow {
 template <int V, int G, typename T>
 inline void forward_chunk(const T* wt, const T* window, int64_t window_stride, int64_t window_cs,
                           const Shape& s, TapRange rows, T* out) {
+  constexpr int N = kVectors<V, T>, L = kNarrow<T>;
   const int64_t plane = s.plane(), ahead = kPrefetchRows * s.width;
-  T acc[G][V] = {};
+  Vec<T> acc[G][N] = {};
   for (int64_t i = rows.begin; i < rows.end; ++i) {
     for (int64_t j = 0; j < s.k; ++j) {
-      const T* __restrict__ wv = wt + (i * s.k + j) * plane;
-      const T* __restrict__ xv = window + i * window_stride + j;
+      const T* wv = wt + (i * s.k + j) * plane;
+      const T* xv = window + i * window_stride + j;
       prefetch<V>(wv + ahead);
-      for (int c = 0; c < G; ++c) {
-        for (int v = 0; v < V; ++v) acc[c][v] += wv[v] * xv[c * window_cs + v];
+      HOCONV_UNROLL
+      for (int n = 0; n < N; ++n) {
+        const Vec<T> w = load(wv + n * L);
+        HOCONV_UNROLL
+        for (int c = 0; c < G; ++c) acc[c][n] += w * load(xv + c * window_cs + n * L);
       }
     }
   }
-  for (int c = 0; c < G; ++c) benchctl::store_streaming(out + c * plane, acc[c], V);
+  HOCONV_UNROLL
+  for (int c = 0; c < G; ++c) store_streaming(out + c * plane, acc[c]);
 }
 
 // Output rows [task.begin, task.end) of image task.batch, every channel.
@@ -223,16 +266,25 @@ struct BackwardRows {
 // `weights` and `grad` point at padded column w+2p (that is, image column w+p) of tap i*k and of G.
 template <int V, int G, typename T>
 inline void grad_x_chunk(const T* weights, const T* grad, int64_t stride, int64_t k, T* ring, int64_t ring_cs) {
-  T acc[G][V] = {};
+  constexpr int N = kVectors<V, T>, L = kNarrow<T>;
+  Vec<T> acc[G][N] = {};
   for (int64_t j = 0; j < k; ++j) {
-    const T* __restrict__ wv = weights + j * (stride - 1);
-    const T* __restrict__ gv = grad - j;
-    for (int c = 0; c < G; ++c) {
-      for (int v = 0; v < V; ++v) acc[c][v] += wv[v] * gv[c * stride + v];
+    const T* wv = weights + j * (stride - 1);
+    const T* gv = grad - j;
+    HOCONV_UNROLL
+    for (int n = 0; n < N; ++n) {
+      const Vec<T> w = load(wv + n * L);
+      HOCONV_UNROLL
+      for (int c = 0; c < G; ++c) acc[c][n] += w * load(gv + c * stride + n * L);
     }
   }
+  HOCONV_UNROLL
   for (int c = 0; c < G; ++c) {
-    for (int v = 0; v < V; ++v) ring[c * ring_cs + v] += acc[c][v];
+    HOCONV_UNROLL
+    for (int n = 0; n < N; ++n) {
+      T* at = ring + c * ring_cs + n * L;
+      store(at, load(at) + acc[c][n]);
+    }
   }
 }
 
@@ -242,23 +294,29 @@ inline void grad_x_chunk(const T* weights, const T* grad, int64_t stride, int64_
 template <int V, int G, bool Add, typename T>
 inline void grad_wt_chunk(const T* g, int64_t g_cs, const T* window, int64_t window_stride,
                           int64_t window_cs, const Shape& s, T* out) {
-  T gv[G][V];
+  constexpr int N = kVectors<V, T>, L = kNarrow<T>;
+  Vec<T> gv[G][N];
+  HOCONV_UNROLL
   for (int c = 0; c < G; ++c) {
-    for (int v = 0; v < V; ++v) gv[c][v] = g[c * g_cs + v];
+    HOCONV_UNROLL
+    for (int n = 0; n < N; ++n) gv[c][n] = load(g + c * g_cs + n * L);
   }
   for (int64_t i = 0; i < s.k; ++i) {
     for (int64_t j = 0; j < s.k; ++j) {
-      const T* __restrict__ xv = window + i * window_stride + j;
-      T* __restrict__ ov = out + (i * s.k + j) * s.plane();
-      T acc[V];
-      for (int v = 0; v < V; ++v) acc[v] = Add ? ov[v] : T(0);
-      for (int c = 0; c < G; ++c) {
-        for (int v = 0; v < V; ++v) acc[v] += gv[c][v] * xv[c * window_cs + v];
+      const T* xv = window + i * window_stride + j;
+      T* ov = out + (i * s.k + j) * s.plane();
+      Vec<T> acc[N];
+      HOCONV_UNROLL
+      for (int n = 0; n < N; ++n) {
+        acc[n] = Add ? load(ov + n * L) : Vec<T>{};
+        HOCONV_UNROLL
+        for (int c = 0; c < G; ++c) acc[n] += gv[c][n] * load(xv + c * window_cs + n * L);
       }
       if (Add) {
-        for (int v = 0; v < V; ++v) ov[v] = acc[v];
+        HOCONV_UNROLL
+        for (int n = 0; n < N; ++n) store(ov + n * L, acc[n]);
       } else {
-        benchctl::store_streaming(ov, acc, V);  // grad_wt: the largest output, not read again
+        store_streaming(ov, acc);  // grad_wt: the largest output, not read again
       }
     }
   }
