@@ -23,7 +23,7 @@ from typing import Any, Mapping
 from benchctl.errors import UsageError
 
 TOP_KEYS = {"ops", "dtypes", "passes", "timing", "params", "targets"}
-TIMING_KEYS = {"min_time", "max_time", "min_samples", "max_samples", "warmup"}
+TIMING_KEYS = {"min_time", "max_time", "min_samples", "max_samples", "warmup", "warmup_time"}
 
 
 @dataclass(frozen=True)

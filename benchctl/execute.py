@@ -130,7 +130,7 @@ def _gate(cell: Cell, op: Operator) -> dict[str, Any]:
 def _time_pass(prepared: Prepared, pass_name: str, settings: Settings, clock: Clock) -> dict[str, Any]:
     row: dict[str, Any] = {"pass": pass_name, "compile_s": prepared.compile_s}
     faults = getattr(clock, "fault_counts", None)
-    first = len(faults) + settings.policy.warmup if faults is not None else 0
+    before = len(faults) if faults is not None else 0
     try:
         setup = prepared.setup(pass_name)
         m = measure(setup, clock, settings.policy)
@@ -138,6 +138,7 @@ def _time_pass(prepared: Prepared, pass_name: str, settings: Settings, clock: Cl
     except Exception as exc:
         return {**row, "status": status_of(exc), "message": error_message(exc)}
     row.update(status="ok", samples_s=list(m.samples), noisy=m.noisy, peak_mem_bytes=mem, **m.stats)
+    first = before + len(m.warmup_s)
     if faults is not None and len(faults) > first:
         row["page_faults"] = float(statistics.median(faults[first:]))
     row["threads"] = torch.get_num_threads()

@@ -23,6 +23,7 @@ class Plan:
     config: SweepConfig = SweepConfig()
     min_time: float | None = None
     max_time: float | None = None
+    warmup_time: float | None = None
     threads: int | None = None
     flush_l2: bool = False
     timeout: float | None = None
@@ -41,6 +42,8 @@ class Plan:
             timing["min_time"] = self.min_time
         if self.max_time is not None:
             timing["max_time"] = self.max_time
+        if self.warmup_time is not None:
+            timing["warmup_time"] = self.warmup_time
         policy = replace(Policy(), **{k: (int(v) if k in ("min_samples", "max_samples", "warmup") else v)
                                       for k, v in timing.items()})
         return Settings(policy=per_round(policy, self.rounds), flush_l2=self.flush_l2, peaks=load_peaks())

@@ -9,7 +9,7 @@ from benchctl.correctness import compare
 from benchctl.execute import Settings, prepare, run_cell
 from benchctl.timing import Policy
 
-FAST = Settings(policy=Policy(warmup=1, min_samples=3, min_time=0.0, max_time=2.0))
+FAST = Settings(policy=Policy(warmup=1, warmup_time=0.0, min_samples=3, min_time=0.0, max_time=2.0))
 SMALL = {"batch_size": 2, "C": 3, "H": 16, "W": 20, "k": 5}
 
 

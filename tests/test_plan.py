@@ -5,6 +5,7 @@ import torch
 from benchctl import registry
 from benchctl.build import BuildError
 from benchctl.cells import Cell
+from benchctl.config import SweepConfig
 from benchctl.plan import Plan
 from benchctl.registry import Case, Operator, Target, randn
 
@@ -36,3 +37,10 @@ def test_failed_build_makes_cells_unavailable_with_the_compiler_reason():
     assert any("building plan_toy failed" in r for r in reasons)
     if not torch.cuda.is_available():
         assert any(r.startswith("no CUDA") for r in reasons)
+
+
+def test_command_line_timing_overrides_the_config_and_the_rest_keeps_its_defaults():
+    config = SweepConfig(timing={"min_time": 0.3, "warmup_time": 2.0, "warmup": 3})
+    policy = Plan([], config, warmup_time=0.1).settings().policy
+    assert (policy.min_time, policy.warmup_time, policy.warmup) == (0.3, 0.1, 3)
+    assert Plan([]).settings().policy.warmup_time == 0.5

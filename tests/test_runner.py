@@ -13,7 +13,8 @@ from benchctl.runner import Sweep, WorkerProcess
 from benchctl.storage import RunWriter
 from benchctl.timing import Policy
 
-FAST = Settings(policy=Policy(warmup=1, min_samples=3, min_time=0.0, max_time=1.0), measure_memory=False)
+FAST = Settings(policy=Policy(warmup=1, warmup_time=0.0, min_samples=3, min_time=0.0, max_time=1.0),
+                measure_memory=False)
 
 
 def cells(impl, batches):
@@ -60,7 +61,7 @@ def test_out_of_memory_is_recorded_and_larger_batches_are_skipped(tmp_path, fixt
 def test_sigint_mid_sweep_keeps_finished_cells(tmp_path, fixture_ops):
     env = {**os.environ, "BENCHCTL_TEST_SIGINT": "1"}
     cmd = [sys.executable, "-m", "benchctl", "run", "sigint", "cpu", "--op", "faulty", "--ops-dir", str(FIXTURE_OPS),
-           "--batch-sizes", "1,2,4,8,16,32", "--min-time", "0", "--out", str(tmp_path)]
+           "--batch-sizes", "1,2,4,8,16,32", "--min-time", "0", "--warmup-time", "0", "--out", str(tmp_path)]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 130, proc.stderr
     assert "interrupted" in proc.stderr

@@ -58,6 +58,20 @@ def test_measure_keeps_every_sample_and_reports_robust_stats():
     assert not m.noisy  # the outlier moves the mean, not the median or IQR
 
 
+def test_warm_up_goes_on_until_warmup_time_so_a_slow_first_phase_stays_out_of_the_samples():
+    durations = [0.1] * 5 + [0.02] * 5  # five slow first calls (new memory being backed), then steady
+    policy = Policy(warmup=1, warmup_time=0.45, min_samples=5, min_time=0.0, max_time=100)
+    m = measure(lambda: (lambda: None), CpuClock(FakeCounter(durations)), policy, FakeElapsed(0.0))
+    assert m.warmup_s == pytest.approx((0.1,) * 5)  # 0.4 s after four: one more
+    assert m.samples == pytest.approx((0.02,) * 5)
+
+
+def test_warmup_zero_means_no_warm_up_whatever_warmup_time_says():
+    policy = Policy(warmup=0, warmup_time=10.0, min_samples=2, min_time=0.0, max_time=100)
+    m = measure(lambda: (lambda: None), CpuClock(FakeCounter([0.1, 0.2])), policy, FakeElapsed(0.0))
+    assert m.warmup_s == () and m.samples == pytest.approx((0.1, 0.2))
+
+
 def test_measure_stops_at_min_time_after_min_samples():
     policy = Policy(warmup=0, min_samples=3, min_time=0.5, max_time=100, max_samples=1000)
     m = measure(lambda: (lambda: None), CpuClock(FakeCounter([0.1] * 100)), policy, FakeElapsed(0.0))
@@ -109,7 +123,7 @@ def test_the_garbage_collector_is_off_while_sampling_and_restored_after(enabled_
 
     gc.enable() if enabled_before else gc.disable()
     try:
-        measure(setup, CpuClock(FakeCounter([0.001] * 4)), Policy(warmup=1, min_samples=3, min_time=0),
+        measure(setup, CpuClock(FakeCounter([0.001] * 4)), Policy(warmup=1, warmup_time=0, min_samples=3, min_time=0),
                 FakeElapsed(0))
         assert states == [False] * 4 and gc.isenabled() is enabled_before
     finally:
@@ -151,6 +165,7 @@ def test_cuda_clock_records_events_around_the_call_and_synchronizes_before_readi
 def test_cuda_path_through_measure():
     times = [0.0, 2.0, 10.0, 13.0, 20.0, 22.0, 30.0, 32.0]
     clock = CudaEventClock(event_factory=lambda: FakeEvent([], times), synchronize=lambda: None)
-    m = measure(lambda: (lambda: None), clock, Policy(warmup=1, min_samples=3, min_time=0), FakeElapsed(0))
+    policy = Policy(warmup=1, warmup_time=0, min_samples=3, min_time=0)
+    m = measure(lambda: (lambda: None), clock, policy, FakeElapsed(0))
     assert m.warmup_s == (pytest.approx(0.002),)
     assert m.samples == pytest.approx((0.003, 0.002, 0.002))

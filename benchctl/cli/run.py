@@ -73,6 +73,8 @@ def check_writable(out: Path) -> None:
 @click.option("--passes", help="Comma list of forward, backward, forward_backward.")
 @click.option("--min-time", type=float, help="Seconds of samples per pass, at least.")
 @click.option("--max-time", type=float, help="Seconds per pass, at most.")
+@click.option("--warmup-time", type=click.FloatRange(min=0), help="Untimed calls before sampling, in seconds "
+              "(default 0.5): first calls can be far slower, e.g. while a VM backs new memory.")
 @click.option("--rounds", type=click.IntRange(min=1), default=1, show_default=True,
               help="Interleaved rounds: every cell measured N times across the sweep, 1/N of the time each, "
                    "samples pooled. Steadier ratios on a busy machine.")
@@ -85,7 +87,7 @@ def check_writable(out: Path) -> None:
               help="A new worker process for every cell: no timing depends on the cells before it.")
 @click.option("--in-process", is_flag=True, help="No worker process (no crash isolation; for debugging).")
 def command(impls, devices, ops, ops_dirs, config, targets, batch_sizes, params, dtypes, passes, min_time,
-            max_time, rounds, threads, out, quick, timeout, flush_l2, fresh_worker, in_process) -> None:
+            max_time, warmup_time, rounds, threads, out, quick, timeout, flush_l2, fresh_worker, in_process) -> None:
     """Time IMPLS (py, cpp, cuda, a variant, a comma list, all) on DEVICES (cpu, gpu, all)."""
     from benchctl import sweep
     from benchctl.config import SweepConfig, load_config
@@ -100,8 +102,8 @@ def command(impls, devices, ops, ops_dirs, config, targets, batch_sizes, params,
     )
     cells = sweep.expand(request)
     check_writable(Path(out))
-    plan = Plan(cells, cfg, min_time=min_time, max_time=max_time, threads=threads, flush_l2=flush_l2,
-                timeout=timeout, in_process=in_process, ops_dirs=ops_dirs, rounds=rounds,
+    plan = Plan(cells, cfg, min_time=min_time, max_time=max_time, warmup_time=warmup_time, threads=threads,
+                flush_l2=flush_l2, timeout=timeout, in_process=in_process, ops_dirs=ops_dirs, rounds=rounds,
                 fresh_worker=fresh_worker)
     _execute(plan, Path(out))
 

@@ -37,7 +37,7 @@ def test_env_json_has_the_facts():
 
 def test_run_py_cpu_writes_parquet_with_all_passes(tmp_path):
     result = invoke("run", "py", "cpu", "--op", "hoconv2d", "--batch-sizes", "1,2", "--param", "H=24",
-                    "--param", "W=20", "--min-time", "0.01", "--out", str(tmp_path))
+                    "--param", "W=20", "--min-time", "0.01", "--warmup-time", "0", "--out", str(tmp_path))
     assert result.exit_code == 0, result.output
     df = storage.load(root=tmp_path)
     assert set(df["pass"]) == {"forward", "backward", "forward_backward"}
@@ -50,7 +50,8 @@ def test_run_py_cpu_writes_parquet_with_all_passes(tmp_path):
 def test_a_busy_machine_is_warned_about_and_recorded(tmp_path, monkeypatch):
     monkeypatch.setattr("benchctl.metadata.busy_cores", lambda: 1.5)
     result = invoke("run", "py", "cpu", "--op", "hoconv2d", "--target", "filter", "--batch-sizes", "1",
-                    "--param", "H=12", "--param", "W=12", "--passes", "forward", "--min-time", "0",
+                    "--param", "H=12", "--param", "W=12", "--passes", "forward",
+                    "--min-time", "0", "--warmup-time", "0",
                     "--out", str(tmp_path))
     assert result.exit_code == 0, result.output
     assert "about 1.5 of" in result.output and "busy with other work" in result.output
@@ -60,7 +61,8 @@ def test_a_busy_machine_is_warned_about_and_recorded(tmp_path, monkeypatch):
 
 def test_a_comma_list_param_is_swept(tmp_path):
     result = invoke("run", "py", "cpu", "--op", "hoconv2d", "--batch-sizes", "1", "--param", "H=12,16",
-                    "--param", "W=20", "--passes", "forward", "--min-time", "0", "--out", str(tmp_path))
+                    "--param", "W=20", "--passes", "forward",
+                    "--min-time", "0", "--warmup-time", "0", "--out", str(tmp_path))
     assert result.exit_code == 0, result.output
     df = storage.load(root=tmp_path)
     assert sorted(json.loads(p)["H"] for p in df["params"]) == [12, 12, 16, 16]  # two targets each
@@ -68,7 +70,8 @@ def test_a_comma_list_param_is_swept(tmp_path):
 
 def test_rounds_pool_every_cell_into_one_row(tmp_path):
     result = invoke("run", "py", "cpu", "--op", "hoconv2d", "--target", "filter", "--batch-sizes", "1,2",
-                    "--param", "H=12", "--param", "W=12", "--passes", "forward", "--min-time", "0",
+                    "--param", "H=12", "--param", "W=12", "--passes", "forward",
+                    "--min-time", "0", "--warmup-time", "0",
                     "--rounds", "3", "--out", str(tmp_path))
     assert result.exit_code == 0, result.output
     df = storage.load(root=tmp_path)
@@ -81,7 +84,8 @@ def test_rounds_pool_every_cell_into_one_row(tmp_path):
 
 def test_user_operator_runs_from_ops_dir(tmp_path, example_ops_dir):
     result = invoke("run", "all", "cpu", "--op", "scale_shift", "--ops-dir", str(example_ops_dir),
-                    "--batch-sizes", "4", "--min-time", "0", "--out", str(tmp_path), "--in-process")
+                    "--batch-sizes", "4", "--min-time", "0", "--warmup-time", "0", "--out", str(tmp_path),
+                    "--in-process")
     assert result.exit_code == 0, result.output
     df = storage.load(root=tmp_path)
     assert set(df["impl"]) == {"py", "addcmul"} and set(df["status"]) == {"ok"}
