@@ -170,7 +170,13 @@ def nvidia_wheel_includes() -> list[str]:
 
 
 def is_built(lib: Library) -> bool:
-    return any(lib.build_dir.glob(f"{lib.name}*.so"))
+    return built_at(lib) is not None
+
+
+def built_at(lib: Library) -> int | None:
+    """When the library was last linked (ns), or None if it never was."""
+    times = [p.stat().st_mtime_ns for p in lib.build_dir.glob(f"{lib.name}*.so")]
+    return max(times) if times else None
 
 
 def cached_failure(lib: Library) -> str | None:
@@ -196,11 +202,13 @@ def build(op: str, kind: str = "cpu", root: Path | None = None, verbose: bool = 
             raise BuildError(reason, "", None)
         if any((root / op).glob("*.cpp")):
             build(op, "cpu", root, verbose)
-    compiled = not is_built(lib)
+    before = built_at(lib)
     start = time.perf_counter()
     _compile_and_load(lib, verbose)
     _LOADED[lib.name] = time.perf_counter() - start
-    return BuildResult(lib.name, _LOADED[lib.name], compiled)
+    # ninja also recompiles a cached folder whose sources are newer than the library (a checkout that
+    # put the same text back): that is a compile too, not a cached load.
+    return BuildResult(lib.name, _LOADED[lib.name], built_at(lib) != before)
 
 
 def _cpp_extension():

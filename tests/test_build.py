@@ -5,6 +5,7 @@ hoconv2d CUDA sources compiling and linking wherever nvcc and a CUDA torch are p
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -87,6 +88,21 @@ def test_fixed_source_is_buildable_again(tmp_root: Path) -> None:
     (tmp_root / "broken" / "broken.cpp").write_text(FIXED)
     assert build.availability("broken", "cpu", tmp_root) is None
     assert build.build("broken", "cpu", tmp_root).compiled
+
+
+def test_a_source_newer_than_its_library_is_reported_as_compiled(tmp_root: Path) -> None:
+    (tmp_root / "broken" / "broken.cpp").write_text(FIXED)
+    code = ("import json, sys; from pathlib import Path; from benchctl import build; "
+            "print(json.dumps(build.build('broken', 'cpu', Path(sys.argv[1])).compiled))")
+    runs = []
+    for touch in (False, False, True):
+        if touch:  # same text (same cache folder), newer than the library: ninja rebuilds
+            os.utime(tmp_root / "broken" / "broken.cpp", ns=(time.time_ns(), time.time_ns()))
+        proc = subprocess.run([sys.executable, "-c", code, str(tmp_root)], cwd=REPO, capture_output=True,
+                              text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        runs.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    assert runs == [True, False, True]
 
 
 def test_missing_sources_are_a_reason_not_a_crash(tmp_root: Path) -> None:
