@@ -11,7 +11,7 @@ import statistics
 import time
 import traceback
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import torch
 
@@ -20,7 +20,8 @@ from benchctl.cells import Cell
 from benchctl.memory import peak_bytes
 from benchctl.passes import as_tuple, backward_from, grad_outputs, has_own_leaves, make_setup
 from benchctl.registry import Case, Operator
-from benchctl.timing import Clock, CpuClock, CudaEventClock, Measurement, Policy, Thunk, measure, noisy_message
+from benchctl.timing import (Clock, CpuClock, CudaEventClock, Measurement, OsUsage, Policy, Thunk, measure,
+                             noisy_message)
 
 
 @dataclass(frozen=True)
@@ -129,8 +130,8 @@ def _gate(cell: Cell, op: Operator) -> dict[str, Any]:
 
 def _time_pass(prepared: Prepared, pass_name: str, settings: Settings, clock: Clock) -> dict[str, Any]:
     row: dict[str, Any] = {"pass": pass_name, "compile_s": prepared.compile_s}
-    faults = getattr(clock, "fault_counts", None)
-    before = len(faults) if faults is not None else 0
+    usage = getattr(clock, "usage_per_call", None)
+    before = len(usage) if usage is not None else 0
     try:
         setup = prepared.setup(pass_name)
         m = measure(setup, clock, settings.policy)
@@ -138,14 +139,22 @@ def _time_pass(prepared: Prepared, pass_name: str, settings: Settings, clock: Cl
     except Exception as exc:
         return {**row, "status": status_of(exc), "message": error_message(exc)}
     row.update(status="ok", samples_s=list(m.samples), noisy=m.noisy, peak_mem_bytes=mem, **m.stats)
-    first = before + len(m.warmup_s)
-    if faults is not None and len(faults) > first:
-        row["page_faults"] = float(statistics.median(faults[first:]))
+    if usage is not None:
+        row.update(_os_work(usage[before + len(m.warmup_s):]))
     row["threads"] = torch.get_num_threads()
     if m.noisy:
         row["message"] = noisy_message(m.stats)
     row.update(_rates(prepared, pass_name, m, settings.peaks.get(prepared.cell.device, {})))
     return row
+
+
+def _os_work(usage: Sequence[OsUsage]) -> dict[str, float]:
+    """The median page faults of the sampled calls, and their mean system CPU time: the OS counts that
+    in clock ticks, too coarse for one short call, but right on average."""
+    if not usage:
+        return {}
+    return {"page_faults": float(statistics.median(u.faults for u in usage)),
+            "sys_s": statistics.fmean(u.sys_s for u in usage)}
 
 
 def _rates(prepared: Prepared, pass_name: str, m: Measurement, peaks: dict[str, float]) -> dict[str, Any]:

@@ -139,6 +139,8 @@ def op_table(rows: pd.DataFrame, baseline: str) -> pd.DataFrame:
         table["peak MiB"] = df["peak_mem_bytes"].map(lambda b: "" if pd.isna(b) else f"{b / 2**20:.1f}")
     if "page_faults" in df and df["page_faults"].notna().any():  # fresh memory first touched per call
         table["page faults"] = df["page_faults"].map(lambda f: "" if pd.isna(f) else f"{f:.0f}")
+    if "sys_s" in df and df["sys_s"].notna().any():  # the OS's share of "median ms" (all threads)
+        table["OS ms"] = df["sys_s"].map(_ms)
     return table.drop(columns=[c for c in ("params",) if not table[c].astype(bool).any()])
 
 

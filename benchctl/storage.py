@@ -60,6 +60,7 @@ COLUMNS: dict[str, pa.DataType] = {
     "compile_s": pa.float64(),  # duration of the first (warm-up) call: build, JIT, caches
     "peak_mem_bytes": pa.float64(),
     "page_faults": pa.float64(),  # median minor page faults per timed call (CPU clock)
+    "sys_s": pa.float64(),  # mean system (OS) CPU seconds per timed call, all threads (CPU clock)
     "flops": pa.float64(),
     "bytes": pa.float64(),
     "gflops": pa.float64(),

@@ -13,7 +13,7 @@ import resource
 import statistics
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, NamedTuple, Protocol
 
 import numpy as np
 
@@ -28,29 +28,40 @@ class Clock(Protocol):
     def time(self, thunk: Thunk) -> float: ...
 
 
-def minor_page_faults() -> int:
-    """Page faults of this process so far (all threads) that needed no disk: first touches of memory."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+class OsUsage(NamedTuple):
+    """What the OS counts for this process, all threads: page faults that needed no disk (first
+    touches of memory) and system CPU seconds (the kernel working for it, e.g. zeroing those pages)."""
+
+    faults: int
+    sys_s: float
+
+    def __sub__(self, other: "OsUsage") -> "OsUsage":  # type: ignore[override]
+        return OsUsage(self.faults - other.faults, self.sys_s - other.sys_s)
+
+
+def os_usage() -> OsUsage:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return OsUsage(r.ru_minflt, r.ru_stime)
 
 
 class CpuClock:
-    """perf_counter_ns around each call; also counts the page faults each call takes (`fault_counts`,
-    in order), read outside the clock. A fresh multi-MB result faults in every 4 KiB page on its first
+    """perf_counter_ns around each call; also what the OS did for each call (`usage_per_call`, in
+    order), read outside the clock. A fresh multi-MB result faults in every 4 KiB page on its first
     write, which can cost more than computing it."""
 
     def __init__(self, counter: Callable[[], int] = time.perf_counter_ns,
-                 faults: Callable[[], int] | None = minor_page_faults):
+                 usage: Callable[[], OsUsage] | None = os_usage):
         self.counter = counter
-        self.faults = faults
-        self.fault_counts: list[int] = []
+        self.usage = usage
+        self.usage_per_call: list[OsUsage] = []
 
     def time(self, thunk: Thunk) -> float:
-        before = self.faults() if self.faults else 0
+        before = self.usage() if self.usage else None
         start = self.counter()
         result = thunk()
         stop = self.counter()
-        if self.faults:
-            self.fault_counts.append(self.faults() - before)
+        if before is not None:
+            self.usage_per_call.append(self.usage() - before)
         del result  # freeing the output (and a forward's graph) is not part of the call
         return (stop - start) * 1e-9
 

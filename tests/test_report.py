@@ -93,13 +93,16 @@ def test_table_has_medians_speedups_and_correctness(run_dir):
     assert len(failed) == 1 and failed["median ms"].iloc[0] == ""
 
 
-def test_table_flags_noisy_cells_and_shows_peak_memory(tmp_path):
-    rows = [{**row("py", "cpu", "forward", 8), "noisy": True, "peak_mem_bytes": 3 * 2**20},
+def test_table_flags_noisy_cells_and_shows_peak_memory_and_os_work(tmp_path):
+    rows = [{**row("py", "cpu", "forward", 8), "noisy": True, "peak_mem_bytes": 3 * 2**20, "page_faults": 9768.0,
+             "sys_s": 0.0415},
             {**row("cpp", "cpu", "forward", 8), "noisy": False}]
     loaded = report.load_results([write_run(tmp_path, "20240101-000000-aaaaaa", rows)])
     table = report.op_table(loaded.rows, "py").set_index("impl")
     assert table.loc["py", "status"] == "ok (noisy)" and table.loc["cpp", "status"] == "ok"
     assert table.loc["py", "peak MiB"] == "3.0" and table.loc["cpp", "peak MiB"] == ""
+    assert (table.loc["py", "page faults"], table.loc["py", "OS ms"]) == ("9768", "41.5")
+    assert table.loc["cpp", "OS ms"] == ""
 
 
 def test_markdown_lists_failed_cells_and_links_charts(built):

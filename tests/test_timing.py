@@ -4,7 +4,7 @@ import gc
 
 import pytest
 
-from benchctl.timing import CpuClock, CudaEventClock, Policy, measure, summarize
+from benchctl.timing import CpuClock, CudaEventClock, OsUsage, Policy, measure, summarize
 
 
 class FakeCounter:
@@ -38,12 +38,12 @@ def test_cpu_clock_times_only_the_thunk():
     assert calls == [1]
 
 
-def test_cpu_clock_counts_the_page_faults_of_each_call_outside_the_clock():
-    readings = iter([100, 130, 130, 131])  # before/after the first call, then the second
-    clock = CpuClock(FakeCounter([0.1, 0.1]), faults=lambda: next(readings))
+def test_cpu_clock_counts_what_the_os_did_for_each_call_outside_the_clock():
+    readings = iter([OsUsage(100, 1.0), OsUsage(130, 1.25), OsUsage(130, 1.25), OsUsage(131, 1.25)])
+    clock = CpuClock(FakeCounter([0.1, 0.1]), usage=lambda: next(readings))  # before/after each call
     clock.time(lambda: None)
     clock.time(lambda: None)
-    assert clock.fault_counts == [30, 1]
+    assert clock.usage_per_call == [(30, pytest.approx(0.25)), (1, 0.0)]
 
 
 def test_measure_keeps_every_sample_and_reports_robust_stats():
