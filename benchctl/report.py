@@ -22,7 +22,7 @@ from benchctl.errors import UsageError
 
 ENV_FIELDS = {"run_id": "run", "host": "host", "torch_version": "torch", "cuda_version": "CUDA",
               "cpu_name": "CPU", "gpu_name": "GPU", "threads": "threads", "git_sha": "git", "timestamp": "started",
-              "rounds": "rounds", "state": "state"}  # state: complete, or interrupted (then some cells are missing)
+              "rounds": "rounds", "allocator": "allocator", "state": "state"}  # state: complete, or interrupted (then some cells are missing)
 
 
 @dataclass(frozen=True)
