@@ -149,8 +149,9 @@ def _time_pass(prepared: Prepared, pass_name: str, settings: Settings, clock: Cl
 
 
 def _os_work(usage: Sequence[OsUsage]) -> dict[str, float]:
-    """The median page faults of the sampled calls, and their mean system CPU time: the OS counts that
-    in clock ticks, too coarse for one short call, but right on average."""
+    """The median page faults of the sampled calls, and their mean system CPU time (the OS splits CPU
+    time into user and system by sampling at its clock ticks: rough for one short call, right on
+    average)."""
     if not usage:
         return {}
     return {"page_faults": float(statistics.median(u.faults for u in usage)),

@@ -35,7 +35,7 @@ class OsUsage(NamedTuple):
     faults: int
     sys_s: float
 
-    def __sub__(self, other: "OsUsage") -> "OsUsage":  # type: ignore[override]
+    def __sub__(self, other: OsUsage) -> OsUsage:
         return OsUsage(self.faults - other.faults, self.sys_s - other.sys_s)
 
 
@@ -106,8 +106,9 @@ class Policy:
 
     Before sampling, `warmup` untimed calls, and more until they add up to `warmup_time` seconds
     (none at all when `warmup` is 0). The first calls can run in another state than the rest: on a
-    VM, a kernel returning a new 80 MB gradient ran its first five calls 7x slower, nearly all of it
-    in the OS while the host backed the new memory, then settled."""
+    VM that hands freed memory back to its host, a kernel returning a new 80 MB gradient ran its first
+    five calls 7x slower, nearly all of it OS time while the host backed the memory again, then
+    settled."""
 
     warmup: int = 1
     warmup_time: float = 0.5
