@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from benchctl import registry
-from benchctl.allocator import worker_environment
 from benchctl.build import BuildError
 from benchctl.cells import Cell
 from benchctl.config import SweepConfig
@@ -33,7 +32,6 @@ class Plan:
     mem_limit: int | None = None
     rounds: int = 1
     fresh_worker: bool = False
-    allocator: str = "system"
     build_failures: dict[tuple[str, str, str], str] = field(default_factory=dict)
 
     def settings(self) -> Settings:
@@ -88,7 +86,6 @@ class Plan:
         from benchctl.metadata import environment
 
         meta = {"environment": environment(), "cells": len(self.cells), "rounds": self.rounds,
-                "allocator": self.allocator,
                 "config": self.config.path,
                 "peaks": self.settings().peaks, **facts}
         return RunWriter(out, new_run_id(), meta)
@@ -98,8 +95,7 @@ class Plan:
         if self.in_process:
             return InProcess(settings)
         return WorkerProcess(settings, ops_dirs=self.ops_dirs, timeout=self.timeout, threads=self.threads,
-                             mem_limit=self.mem_limit, fresh=self.fresh_worker,
-                             env=worker_environment(self.allocator))
+                             mem_limit=self.mem_limit, fresh=self.fresh_worker)
 
     def run(self, writer: RunWriter, on_start=lambda cell: None, on_done=lambda cell, rows: None) -> None:
         from benchctl.metadata import environment
@@ -108,7 +104,6 @@ class Plan:
         env = environment()
         if self.threads:
             env["threads"] = self.threads
-        env["allocator"] = self.allocator
         try:
             Sweep(self.cells, executor, writer, env, on_start=on_start, on_done=on_done,
                   blocked=self.build_failures, rounds=self.rounds).run()

@@ -23,7 +23,7 @@ from benchctl.errors import UsageError
 # state: complete, or interrupted (then some cells are missing)
 ENV_FIELDS = {"run_id": "run", "host": "host", "torch_version": "torch", "cuda_version": "CUDA",
               "cpu_name": "CPU", "gpu_name": "GPU", "threads": "threads", "git_sha": "git", "timestamp": "started",
-              "rounds": "rounds", "allocator": "allocator", "state": "state"}
+              "rounds": "rounds", "state": "state"}
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,6 @@ After an out-of-memory cell, the larger sizes of the same series are recorded `s
 from __future__ import annotations
 
 import json
-import os
 import select
 import signal
 import subprocess
@@ -16,7 +15,7 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
+from typing import Any, Callable, Iterable, Protocol, Sequence
 
 from benchctl.cells import Cell
 from benchctl.errors import BenchError
@@ -59,7 +58,6 @@ class WorkerProcess:
     threads: int | None = None
     mem_limit: int | None = None
     fresh: bool = False
-    env: Mapping[str, str] = field(default_factory=dict)  # added to the worker's environment
     _proc: subprocess.Popen | None = field(default=None, repr=False)
     _stderr: Any = field(default=None, repr=False)
 
@@ -67,8 +65,7 @@ class WorkerProcess:
         self._stderr = tempfile.TemporaryFile()
         # A new session: the terminal's Ctrl-C reaches the parent only, which decides what stops.
         proc = subprocess.Popen([sys.executable, "-m", "benchctl.worker"], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=self._stderr, text=True, start_new_session=True,
-                                env={**os.environ, **self.env})
+                                stdout=subprocess.PIPE, stderr=self._stderr, text=True, start_new_session=True)
         setup = {"ops_dirs": [str(d) for d in self.ops_dirs], "settings": settings_to_json(self.settings),
                  "threads": self.threads, "mem_limit": self.mem_limit}
         proc.stdin.write(json.dumps(setup) + "\n")

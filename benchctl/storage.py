@@ -34,7 +34,6 @@ COLUMNS: dict[str, pa.DataType] = {
     "cpu_name": pa.string(),
     "gpu_name": pa.string(),
     "threads": pa.int32(),
-    "allocator": pa.string(),  # how the worker's allocator treated large blocks (run --allocator)
     "op": pa.string(),
     "target": pa.string(),
     "impl": pa.string(),

@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 from benchctl import storage
-from benchctl.allocator import worker_environment
 from benchctl.cells import Cell
 from benchctl.execute import Settings
 from benchctl.runner import Sweep, WorkerProcess
@@ -87,19 +86,3 @@ def test_fresh_worker_starts_a_process_per_cell(tmp_path, fixture_ops, monkeypat
     assert statuses(reused) == [(4, "ok"), (2, "ok")] and len(starts) == 1
     fresh = sweep(tmp_path / "fresh", "segfault", [4, 2], timeout=120, fresh=True)
     assert statuses(fresh) == [(4, "ok"), (2, "ok")] and len(set(starts)) == 3
-
-
-def test_the_reuse_allocator_serves_a_large_temporary_from_memory_already_mapped(tmp_path, fixture_ops):
-    """The scratch implementation makes a fresh 64 MiB buffer per call: glibc maps and unmaps it each
-    time unless the worker's heap keeps it."""
-    faults = {}
-    for name in ("system", "reuse"):
-        worker = WorkerProcess(FAST, ops_dirs=[str(FIXTURE_OPS)], env=worker_environment(name))
-        try:
-            cell = Cell.make("faulty", "op", "scratch", "cpu", "float32", {"batch_size": 4, "dim": 8}, ("forward",))
-            [row] = worker.run(cell)
-        finally:
-            worker.close()
-        assert row["status"] == "ok", row
-        faults[name] = row["page_faults"]
-    assert faults["system"] >= 32 and faults["reuse"] < 8, faults

@@ -85,16 +85,11 @@ def check_writable(out: Path) -> None:
 @click.option("--flush-l2", is_flag=True, help="GPU: write a buffer larger than L2 before each repetition.")
 @click.option("--fresh-worker", is_flag=True,
               help="A new worker process for every cell: no timing depends on the cells before it.")
-@click.option("--allocator", type=click.Choice(["system", "reuse"]), default="system", show_default=True,
-              help="reuse: freed large blocks serve the next call (no fresh pages for the OS to zero-fill), "
-                   "as under a caching allocator. glibc only; not with --in-process.")
 @click.option("--in-process", is_flag=True, help="No worker process (no crash isolation; for debugging).")
 def command(impls, devices, ops, ops_dirs, config, targets, batch_sizes, params, dtypes, passes, min_time,
-            max_time, warmup_time, rounds, threads, out, quick, timeout, flush_l2, fresh_worker, allocator,
-            in_process) -> None:
+            max_time, warmup_time, rounds, threads, out, quick, timeout, flush_l2, fresh_worker, in_process) -> None:
     """Time IMPLS (py, cpp, cuda, a variant, a comma list, all) on DEVICES (cpu, gpu, all)."""
     from benchctl import sweep
-    from benchctl.allocator import worker_environment
     from benchctl.config import SweepConfig, load_config
     from benchctl.plan import Plan
 
@@ -106,11 +101,10 @@ def command(impls, devices, ops, ops_dirs, config, targets, batch_sizes, params,
         params=parse_params(params), targets=tuple(targets), quick=quick, config=cfg,
     )
     cells = sweep.expand(request)
-    worker_environment(allocator, in_process)  # a usage error before anything runs
     check_writable(Path(out))
     plan = Plan(cells, cfg, min_time=min_time, max_time=max_time, warmup_time=warmup_time, threads=threads,
                 flush_l2=flush_l2, timeout=timeout, in_process=in_process, ops_dirs=ops_dirs, rounds=rounds,
-                fresh_worker=fresh_worker, allocator=allocator)
+                fresh_worker=fresh_worker)
     _execute(plan, Path(out))
 
 
