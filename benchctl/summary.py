@@ -7,6 +7,10 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+# A call whose system CPU time (all threads) is at least this share of its median is marked "os": most
+# of what was measured is the kernel, e.g. zero-filling fresh pages, not the implementation's own work.
+OS_HEAVY = 0.5
+
 
 @dataclass(frozen=True)
 class SummaryTable:
@@ -37,7 +41,8 @@ def summarize(df: pd.DataFrame, references: dict[str, str]) -> list[SummaryTable
             base = ok[ok["pass"] == pass_name].groupby("axis_value")["median_s"].min()
             by_value = {v: r for v, r in zip(g["axis_value"], g.to_dict("records"))}
             rows.append((pass_name, impl, *(_cell(by_value.get(v), base.get(v), impl == ref) for v in values)))
-        title = f"{op}/{target} {others} on {device} ({dtype}): median ms (speedup vs {ref}; ~ noisy)"
+        title = (f"{op}/{target} {others} on {device} ({dtype}): "
+                 f"median ms (speedup vs {ref}; ~ noisy; os: mostly OS time)")
         tables.append(SummaryTable(title, ("pass", f"impl \\ {axis}", *(f"{v:g}" for v in values)), tuple(rows)))
     return tables
 
@@ -58,4 +63,11 @@ def _cell(row: dict | None, base: float | None, is_ref: bool) -> str:
         text += f" ({base / row['median_s']:.1f}x)"
     if row.get("noisy"):
         text += " ~"
+    if _mostly_os(row):
+        text += " os"
     return text
+
+
+def _mostly_os(row: dict) -> bool:
+    sys_s = row.get("sys_s")
+    return sys_s is not None and not pd.isna(sys_s) and sys_s >= OS_HEAVY * row["median_s"] > 0

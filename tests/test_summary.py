@@ -23,3 +23,11 @@ def test_summary_speedups_and_statuses():
     small = next(t for t in tables if "H=64" in t.title)
     assert small.columns == ("pass", "impl \\ batch_size", "1", "2")
     assert small.rows == (("forward", "py", "4", "10"), ("forward", "cpp", "1 (4.0x)", "oom"))
+
+
+def test_a_cell_that_is_mostly_os_time_is_marked():
+    df = rows().assign(sys_s=[0.0035, 0.001, None, None, 0.1])  # py B=1: 3.5 of 4 ms in the OS
+    small = next(t for t in summarize(df, {"lstm_cell": "py"}) if "H=64" in t.title)
+    assert small.rows[0] == ("forward", "py", "4 os", "10")
+    assert small.rows[1][2] == "1 (4.0x)"
+    assert "os: mostly OS time" in small.title
