@@ -79,6 +79,26 @@ def busy_cores(interval: float = 0.3, stat: Path = Path("/proc/stat"),
     return (busy1 - busy0) / (total1 - total0) * (os.cpu_count() or 1)
 
 
+def memory_setup(sys_root: Path = Path("/sys")) -> dict[str, Any]:
+    """What decides the cost of first touching memory (the `page_faults` and `sys_s` columns):
+    transparent huge pages (the mode in brackets), and whether freed memory goes back to a VM's host
+    (free page reporting), so the pages of the next large allocation wait for the host again."""
+    def read(path: str) -> str | None:
+        try:
+            return (sys_root / path).read_text().strip()
+        except OSError:
+            return None
+
+    def selected(text: str | None) -> str | None:  # "always [madvise] never" -> "madvise"
+        return text[text.index("[") + 1:text.index("]")] if text and "[" in text and "]" in text else text
+
+    order = read("module/page_reporting/parameters/page_reporting_order")
+    return {
+        "transparent_hugepage": selected(read("kernel/mm/transparent_hugepage/enabled")),
+        "free_page_reporting": None if order is None else f"on, blocks of {4 << int(order)} KiB and up",
+    }
+
+
 def details() -> dict[str, Any]:
     """Everything `benchctl env` shows: the row facts plus what explains a result."""
     return {
@@ -92,6 +112,7 @@ def details() -> dict[str, Any]:
         "mkldnn": torch.backends.mkldnn.is_available(),
         "parallel": "; ".join(l.strip() for l in torch.__config__.parallel_info().splitlines()[1:3]),
         "busy_cores": _rounded(busy_cores()),
+        **memory_setup(),
     }
 
 

@@ -83,11 +83,10 @@ class Plan:
 
     def writer(self, out: Path, **facts: Any) -> RunWriter:
         """The run's folder; `facts` (e.g. busy_cores_at_start) go into run.json with the environment."""
-        from benchctl.metadata import environment
+        from benchctl.metadata import environment, memory_setup
 
-        meta = {"environment": environment(), "cells": len(self.cells), "rounds": self.rounds,
-                "config": self.config.path,
-                "peaks": self.settings().peaks, **facts}
+        meta = {"environment": environment(), "memory": memory_setup(), "cells": len(self.cells),
+                "rounds": self.rounds, "config": self.config.path, "peaks": self.settings().peaks, **facts}
         return RunWriter(out, new_run_id(), meta)
 
     def executor(self):
