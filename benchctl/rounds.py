@@ -52,8 +52,9 @@ def _merge_pass(rows: Rows) -> dict[str, Any]:
     samples = [s for r in rows for s in r["samples_s"]]
     stats = summarize(samples)
     medians = [r["median_s"] for r in rows]
-    merged = {**first, **stats, "samples_s": samples, "rounds": len(rows), "noisy": is_noisy(stats),
-              "message": noisy_message(stats) if is_noisy(stats) else "",
+    noisy = is_noisy(stats)
+    merged = {**first, **stats, "samples_s": samples, "rounds": len(rows), "noisy": noisy,
+              "message": noisy_message(stats) if noisy else "",
               "round_spread": max(medians) / min(medians) - 1 if len(rows) > 1 and min(medians) > 0 else None,
               "peak_mem_bytes": _max_of(r.get("peak_mem_bytes") for r in rows),
               "page_faults": _median_of(r.get("page_faults") for r in rows),
