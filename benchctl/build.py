@@ -40,6 +40,11 @@ DEFAULT_ARCH_LIST = "8.0;9.0"
 # thread. The OpenMP runtime linked is the one torch already loaded (same soname, libgomp.so.1).
 OPENMP_FLAGS = ("-fopenmp",) if sys.platform.startswith("linux") else ()
 CFLAGS = ("-O3", "-march=native", "-fno-math-errno", *OPENMP_FLAGS)
+# The C++ runtime torch already loaded, named by file: a toolchain whose library folder holds only
+# libstdc++.a would otherwise link a second, static copy into the extension, and two copies in one
+# process crash on the first error message that formats a number (seen with a relocated GCC 13).
+CXX_RUNTIME_FLAGS = ("-l:libstdc++.so.6",) if sys.platform.startswith("linux") else ()
+LDFLAGS = (*OPENMP_FLAGS, *CXX_RUNTIME_FLAGS)
 CUDA_CFLAGS = ("-O3", "--use_fast_math")
 MAX_ERROR_LINES = 20
 _LOADED: dict[str, float] = {}
@@ -102,8 +107,8 @@ class Library:
 
 def _flags(kind: str) -> tuple[str, ...]:
     if kind != "cuda":
-        return CFLAGS
-    return CFLAGS + CUDA_CFLAGS + (os.environ.get(ARCH_ENV, DEFAULT_ARCH_LIST),)
+        return CFLAGS + LDFLAGS
+    return CFLAGS + LDFLAGS + CUDA_CFLAGS + (os.environ.get(ARCH_ENV, DEFAULT_ARCH_LIST),)
 
 
 @functools.lru_cache(maxsize=1)
@@ -241,7 +246,7 @@ def _compile_and_load(lib: Library, verbose: bool) -> None:
             name=lib.name,
             sources=[str(s) for s in lib.sources],
             extra_cflags=list(CFLAGS),
-            extra_ldflags=list(OPENMP_FLAGS),
+            extra_ldflags=list(LDFLAGS),
             extra_cuda_cflags=list(CUDA_CFLAGS) if lib.kind == "cuda" else None,
             extra_include_paths=includes,
             build_directory=str(lib.build_dir),

@@ -1,0 +1,60 @@
+import pytest
+import torch
+
+from benchctl import correctness
+from benchctl.correctness import TF32_TOLERANCE, TOLERANCE, compare, tolerance
+
+
+@pytest.fixture
+def tf32():
+    """Sets torch's two TF32 switches for one test; torch's own values come back afterwards."""
+    saved = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+
+    def set_(matmul: bool, conv: bool) -> None:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = matmul, conv
+    yield set_
+    set_(*saved)
+
+
+def test_float32_on_a_gpu_is_judged_by_the_tf32_bar_while_either_switch_is_on(tf32):
+    tf32(matmul=False, conv=True)  # torch's defaults
+    assert tolerance(torch.float32, "cuda") == TF32_TOLERANCE
+    tf32(matmul=True, conv=False)
+    assert tolerance(torch.float32, "cuda:0") == TF32_TOLERANCE
+    tf32(matmul=False, conv=False)
+    assert tolerance(torch.float32, "cuda") == TOLERANCE[torch.float32] == 2e-4
+
+
+def test_cpu_and_other_dtypes_keep_their_own_bar(tf32):
+    tf32(matmul=True, conv=True)
+    assert tolerance(torch.float32, "cpu") == 2e-4
+    assert tolerance(torch.float64, "cuda") == 1e-9
+    assert tolerance(torch.bfloat16, "cuda") == 5e-2
+
+
+def test_compare_measures_error_against_the_largest_reference_magnitude():
+    ref = torch.tensor([4.0, -2.0, 1.0], dtype=torch.float64)
+    got = torch.tensor([4.0, -2.001, 1.0], dtype=torch.float32)
+    c = compare("output", got, ref, 2e-4, True)
+    assert c.max_abs_err == pytest.approx(1e-3, rel=1e-3)
+    assert c.max_rel_err == pytest.approx(2.5e-4, rel=1e-3)
+    assert not c.passed and c.reason == "error 0.00025 > 0.0002"
+    assert compare("output", got, ref, TF32_TOLERANCE, True).passed
+
+
+@pytest.mark.parametrize("got, reason", [
+    (None, "no gradient was computed"),
+    (torch.zeros(2), "shape (2,) != reference (3,)"),
+    (torch.tensor([1.0, float("nan"), 1.0]), "non-finite values"),
+    (torch.zeros(3), "output is all zeros"),
+])
+def test_compare_never_passes_a_missing_malformed_or_empty_result(got, reason):
+    c = compare("output", got, torch.ones(3, dtype=torch.float64), 1.0, True)
+    assert not c.passed and c.reason == reason
+
+
+def test_environment_names_the_tf32_setup(tf32):
+    from benchctl import metadata
+    tf32(matmul=False, conv=True)
+    assert metadata._tf32_setup() == "matmul off, cudnn conv on"
+    assert correctness.tf32_enabled()
