@@ -1,5 +1,5 @@
-// hoconv2d on CUDA: one thread per output element, each computed by the shared functions of
-// hoconv2d.h. Every kernel is a gather (each thread owns the element it writes), so no atomics and
+// hoconv2d on CUDA: each output element computed by the shared functions of hoconv2d.h, by one
+// thread per pixel (all channels) or per weight. Every kernel is a gather (each thread owns the element it writes), so no atomics and
 // the results do not depend on scheduling. The op schemas come from the CPU library.
 #include <ATen/Dispatch.h>
 #include <ATen/core/Tensor.h>
@@ -42,27 +42,39 @@ __device__ __forceinline__ int64_t grid_stride() {
   return static_cast<int64_t>(gridDim.x) * blockDim.x;
 }
 
-// out[b,c,h,w]; `outer` of the pixel is b*C + c.
+// The forward and grad X run one thread per (b, h, w), looping over the channels: the k*k weights a
+// thread reads for the first channel are in L1 for the others, so the weights (k*k planes per batch,
+// the largest input) cross from L2 once instead of once per channel. `outer` of the pixel is b.
+
+// out[b,c,h,w] for every c.
 template <typename T>
 __global__ void forward_kernel(const T* __restrict__ x, const T* __restrict__ wt, T* __restrict__ out,
                                Shape s) {
-  const int64_t n = s.batch * s.channels * s.plane();
+  const int64_t n = s.batch * s.plane();
   for (int64_t idx = first_index(); idx < n; idx += grid_stride()) {
     const Pixel px = pixel_of(idx, s);
-    const T* wt_batch = wt + (px.outer / s.channels) * s.taps() * s.plane();
-    out[idx] = forward_at(x + px.outer * s.plane(), wt_batch, s, px.h, px.w);
+    const T* wt_batch = wt + px.outer * s.taps() * s.plane();
+    const int64_t first = px.outer * s.channels * s.plane(), at = px.h * s.width + px.w;
+    for (int64_t c = 0; c < s.channels; ++c) {
+      const int64_t plane = first + c * s.plane();
+      out[plane + at] = forward_at(x + plane, wt_batch, s, px.h, px.w);
+    }
   }
 }
 
-// grad_x[b,c,y,x], gathered from the k*k output pixels that read x[b,c,y,x].
+// grad_x[b,c,y,x] for every c, gathered from the k*k output pixels that read x[b,c,y,x].
 template <typename T>
 __global__ void grad_x_kernel(const T* __restrict__ g, const T* __restrict__ wt, T* __restrict__ gx,
                               Shape s) {
-  const int64_t n = s.batch * s.channels * s.plane();
+  const int64_t n = s.batch * s.plane();
   for (int64_t idx = first_index(); idx < n; idx += grid_stride()) {
     const Pixel px = pixel_of(idx, s);
-    const T* wt_batch = wt + (px.outer / s.channels) * s.taps() * s.plane();
-    gx[idx] = grad_x_at(g + px.outer * s.plane(), wt_batch, s, px.h, px.w);
+    const T* wt_batch = wt + px.outer * s.taps() * s.plane();
+    const int64_t first = px.outer * s.channels * s.plane(), at = px.h * s.width + px.w;
+    for (int64_t c = 0; c < s.channels; ++c) {
+      const int64_t plane = first + c * s.plane();
+      gx[plane + at] = grad_x_at(g + plane, wt_batch, s, px.h, px.w);
+    }
   }
 }
 
@@ -89,7 +101,7 @@ at::Tensor filter_cuda(const at::Tensor& x_in, const at::Tensor& weights_in) {
   if (out.numel() == 0) return out;
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "hoconv2d_filter_cuda", [&] {
-    forward_kernel<scalar_t><<<blocks_for(out.numel()), kThreads, 0, stream>>>(
+    forward_kernel<scalar_t><<<blocks_for(s.batch * s.plane()), kThreads, 0, stream>>>(
         x.const_data_ptr<scalar_t>(), wt.const_data_ptr<scalar_t>(), out.mutable_data_ptr<scalar_t>(), s);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   });
@@ -108,7 +120,7 @@ std::tuple<at::Tensor, at::Tensor> filter_backward_cuda(const at::Tensor& grad_o
   AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "hoconv2d_filter_backward_cuda", [&] {
     const scalar_t* gp = g.const_data_ptr<scalar_t>();
     if (gx.numel() > 0) {
-      grad_x_kernel<scalar_t><<<blocks_for(gx.numel()), kThreads, 0, stream>>>(
+      grad_x_kernel<scalar_t><<<blocks_for(s.batch * s.plane()), kThreads, 0, stream>>>(
           gp, wt.const_data_ptr<scalar_t>(), gx.mutable_data_ptr<scalar_t>(), s);
       C10_CUDA_KERNEL_LAUNCH_CHECK();
     }
