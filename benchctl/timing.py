@@ -67,7 +67,13 @@ class CpuClock:
 
 
 class CudaEventClock:
-    """CUDA events around each repetition on the current stream; kernels, not launches, are timed.
+    """CUDA events around each repetition on the current stream, read after a synchronise.
+
+    The stream is idle when the start event is recorded, so the sample runs from there until the
+    thunk's last kernel ends: the kernels, plus any time the GPU waits for the host to launch them.
+    A call whose host side (Python, dispatch, launches) is slower than its kernels is timed at host
+    speed, as an eager model runs it: on an H100, hoconv2d's cuda filter forward at B=1 measured
+    ~60 us for one kernel that moves 6 MB, a few microseconds at that GPU's bandwidth.
 
     `event_factory` and `synchronize` default to torch.cuda's; tests pass fakes. An optional
     `before` hook (e.g. an L2 flush) runs before the start event is recorded, so it is not timed.
