@@ -81,12 +81,17 @@ class Plan:
                 continue
             say(f"  ready in {seconds:.1f} s")
 
+    def references(self) -> dict[str, str]:
+        """Each operator's reference implementation: the report's default baseline for speedups."""
+        return {op: registry.get(op).reference for op in dict.fromkeys(c.op for c in self.cells)}
+
     def writer(self, out: Path, **facts: Any) -> RunWriter:
         """The run's folder; `facts` (e.g. busy_cores_at_start) go into run.json with the environment."""
         from benchctl.metadata import environment, memory_setup
 
         meta = {"environment": environment(), "memory": memory_setup(), "cells": len(self.cells),
-                "rounds": self.rounds, "config": self.config.path, "peaks": self.settings().peaks, **facts}
+                "rounds": self.rounds, "config": self.config.path, "peaks": self.settings().peaks,
+                "references": self.references(), **facts}
         return RunWriter(out, new_run_id(), meta)
 
     def executor(self):

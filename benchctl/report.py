@@ -195,6 +195,16 @@ def measured_peaks(rows: pd.DataFrame, metas: Sequence[Mapping[str, Any]] = ()) 
     return peaks
 
 
+def stored_references(metas: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """Each operator's reference implementation as `benchctl run` stored it in run.json (the default
+    baseline: naflex_posembed has no `py`, its seed's baseline is `loop`); later runs win."""
+    found: dict[str, str] = {}
+    for refs in (storage.meta_fact(m, "references") for m in metas):
+        if isinstance(refs, dict):
+            found.update({str(op): str(impl) for op, impl in refs.items()})
+    return found
+
+
 def build(rows: pd.DataFrame, out_dir: Path, metas: Sequence[Mapping[str, Any]] = (),
           baselines: Mapping[str, str] | None = None, ops: Sequence[str] = (),
           peaks: Mapping[str, Mapping[str, float]] | None = None) -> Report:
@@ -203,8 +213,10 @@ def build(rows: pd.DataFrame, out_dir: Path, metas: Sequence[Mapping[str, Any]] 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     wanted = dict(baselines or {})  # "*" applies to every operator without its own entry
+    references = stored_references(metas)
     peaks = measured_peaks(rows, metas) if peaks is None else peaks
-    sections = [_section(part, str(op), str(target), out_dir, wanted.get(str(op), wanted.get("*")), peaks)
+    sections = [_section(part, str(op), str(target), out_dir,
+                         wanted.get(str(op), wanted.get("*", references.get(str(op)))), peaks)
                 for (op, target), part in rows.groupby(["op", "target"], sort=True)]
     statuses = {str(k): int(v) for k, v in rows["status"].fillna("missing").value_counts().items()}
     report = Report(out_dir, sections, environment(rows, metas), statuses,

@@ -203,3 +203,19 @@ def test_baseline_falls_back_with_a_note_when_py_is_absent(tmp_path):
     assert "&#x27;py&#x27; is not in these results" in (tmp_path / "out" / "index.html").read_text()
     other = report.build(loaded.rows, tmp_path / "out3", loaded.metas, baselines={"hoconv2d": "cuda"})
     assert other.sections[0].baseline == "cuda"
+
+
+def test_the_reference_stored_by_run_is_the_default_baseline(tmp_path):
+    folder = write_run(tmp_path, "20240101-000000-aaaaaa", standard_rows(), {"references": {"hoconv2d": "cpp"}})
+    loaded = report.load_results([folder])
+    (section,) = report.build(loaded.rows, tmp_path / "out", loaded.metas).sections
+    assert (section.baseline, section.note) == ("cpp", "")
+    py_rows = section.table[section.table["impl"] == "py"]
+    assert set(py_rows["speedup vs cpp"]) == {"0.25x", ""}  # py's 8 ms vs cpp's 2 ms; "" where py failed
+    asked = report.build(loaded.rows, tmp_path / "out2", loaded.metas, baselines={"*": "py"})
+    assert asked.sections[0].baseline == "py"
+
+
+def test_stored_references_merge_runs_and_skip_damaged_entries():
+    metas = [{"references": {"a": "loop", "b": "py"}}, {"references": "damaged"}, {"references": {"a": "bmm"}}]
+    assert report.stored_references(metas) == {"a": "bmm", "b": "py"}

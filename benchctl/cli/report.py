@@ -29,7 +29,7 @@ def parse_baselines(values: tuple[str, ...]) -> dict[str, str]:
 @click.option("--root", default="results", show_default=True, type=click.Path(file_okay=False, path_type=Path),
               help="Results folder searched for the latest run when no RESULTS are given.")
 @click.option("--baseline", "baselines", multiple=True, metavar="[OP=]IMPL",
-              help="Implementation speedups are measured against [default: py].")
+              help="Implementation speedups are measured against [default: each operator's reference, else py].")
 def command(results: tuple[Path, ...], out_dir: Path | None, ops: tuple[str, ...], root: Path,
             baselines: tuple[str, ...]) -> None:
     """Charts (time vs the sweep axis per implementation, CPU/GPU x forward/backward), speedups,

@@ -56,7 +56,9 @@ def test_a_busy_machine_is_warned_about_and_recorded(tmp_path, monkeypatch):
     assert result.exit_code == 0, result.output
     assert "about 1.5 of" in result.output and "busy with other work" in result.output
     (run,) = tmp_path.iterdir()
-    assert json.loads((run / "run.json").read_text())["busy_cores_at_start"] == 1.5
+    meta = json.loads((run / "run.json").read_text())
+    assert meta["busy_cores_at_start"] == 1.5
+    assert meta["references"] == {"hoconv2d": "py"}  # the report's default baseline
 
 
 def test_a_comma_list_param_is_swept(tmp_path):
