@@ -1,6 +1,7 @@
-// hoconv2d on CUDA: each output element computed by the shared functions of hoconv2d.h, by one
-// thread per pixel (all channels) or per weight. Every kernel is a gather (each thread owns the element it writes), so no atomics and
-// the results do not depend on scheduling. The op schemas come from the CPU library.
+// hoconv2d on CUDA: every output element computed by the shared functions of hoconv2d.h, one thread
+// per pixel (all its channels) or per weight. Every kernel is a gather (each thread owns the elements
+// it writes), so no atomics and the results do not depend on scheduling. The op schemas come from the
+// CPU library.
 #include <ATen/Dispatch.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/cuda/CUDAContext.h>
