@@ -1,6 +1,6 @@
 """benchctl.build: the persistent cache (a second process only loads), compiler errors reported as
 BuildError with the compiler's own lines, the failure remembered for `availability`, and the real
-hoconv2d CUDA sources compiling and linking wherever nvcc and a CUDA torch are present."""
+CUDA sources of every operator compiling and linking wherever nvcc and a CUDA torch are present."""
 
 from __future__ import annotations
 
@@ -134,16 +134,32 @@ def test_extension_ops_lists_folders_with_sources(tmp_root: Path) -> None:
     assert "hoconv2d" in build.extension_ops()
 
 
-def test_hoconv2d_cuda_compiles_and_links() -> None:
+# The kernels each CUDA library registers: the test fails when a library with .cu sources is missing here.
+CUDA_KERNELS = {
+    "grid_sample": ("grid_sample_forward", "grid_sample_grid_backward"),
+    "hoconv2d": ("hoconv2d_filter", "hoconv2d_filter_backward"),
+    "lstm_cell": ("lstm_cell_pointwise", "lstm_cell_pointwise_backward"),
+    "naflex_posembed": ("naflex_posembed_forward", "naflex_posembed_table_backward"),
+}
+
+
+def test_every_cuda_library_is_compiled_below() -> None:
+    with_cu = [op for op in build.extension_ops() if any((REPO / "extensions" / op).glob("*.cu"))]
+    assert sorted(with_cu) == sorted(CUDA_KERNELS)
+
+
+@pytest.mark.parametrize("op", sorted(CUDA_KERNELS))
+def test_cuda_sources_compile_and_link(op: str) -> None:
     reason = build.cuda_toolchain_reason()
     if reason:
         pytest.skip(reason)
     assert build.find_cuda_home() is not None
-    result = build.build("hoconv2d", "cuda")  # first run: a minute or more of nvcc; a failure fails
-    assert result.name == "benchctl_hoconv2d_cuda"
-    assert build.is_built(build.library("hoconv2d", "cuda"))
-    for op in ("benchctl::hoconv2d_filter", "benchctl::hoconv2d_filter_backward"):
-        assert torch._C._dispatch_has_kernel_for_dispatch_key(op, "CUDA"), op
+    build.build(op, "cpu")  # the op schemas
+    result = build.build(op, "cuda")  # first run: a minute or more of nvcc; a failure fails
+    assert result.name == f"benchctl_{op}_cuda"
+    assert build.is_built(build.library(op, "cuda"))
+    for kernel in CUDA_KERNELS[op]:
+        assert torch._C._dispatch_has_kernel_for_dispatch_key(f"benchctl::{kernel}", "CUDA"), kernel
 
 
 def test_a_compiler_that_finds_only_a_static_cxx_runtime_still_links_torchs(
