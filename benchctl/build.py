@@ -40,11 +40,6 @@ DEFAULT_ARCH_LIST = "8.0;9.0"
 # thread. The OpenMP runtime linked is the one torch already loaded (same soname, libgomp.so.1).
 OPENMP_FLAGS = ("-fopenmp",) if sys.platform.startswith("linux") else ()
 CFLAGS = ("-O3", "-march=native", "-fno-math-errno", *OPENMP_FLAGS)
-# The C++ runtime torch already loaded, named by file: a toolchain whose library folder holds only
-# libstdc++.a would otherwise link a second, static copy into the extension, and two copies in one
-# process crash on the first error message that formats a number (seen with a relocated GCC 13).
-CXX_RUNTIME_FLAGS = ("-l:libstdc++.so.6",) if sys.platform.startswith("linux") else ()
-LDFLAGS = (*OPENMP_FLAGS, *CXX_RUNTIME_FLAGS)
 CUDA_CFLAGS = ("-O3", "--use_fast_math")
 MAX_ERROR_LINES = 20
 _LOADED: dict[str, float] = {}
@@ -107,8 +102,27 @@ class Library:
 
 def _flags(kind: str) -> tuple[str, ...]:
     if kind != "cuda":
-        return CFLAGS + LDFLAGS
-    return CFLAGS + LDFLAGS + CUDA_CFLAGS + (os.environ.get(ARCH_ENV, DEFAULT_ARCH_LIST),)
+        return CFLAGS + ldflags()
+    return CFLAGS + ldflags() + CUDA_CFLAGS + (os.environ.get(ARCH_ENV, DEFAULT_ARCH_LIST),)
+
+
+def ldflags() -> tuple[str, ...]:
+    """OpenMP, and the C++ runtime torch already loaded, by path: a toolchain whose library folder
+    holds only libstdc++.a would otherwise link a second, static copy into the extension, and two
+    copies in one process crash on the first error message that formats a number (seen with a
+    relocated GCC 13)."""
+    runtime = loaded_library("libstdc++.so")
+    return (*OPENMP_FLAGS, *([runtime] if runtime else []))
+
+
+def loaded_library(name: str, maps: Path = Path("/proc/self/maps")) -> str | None:
+    """The path of the first library this process has mapped whose file name starts with `name`."""
+    try:
+        lines = maps.read_text().splitlines()
+    except OSError:  # not Linux
+        return None
+    paths = (line.split(maxsplit=5)[5] for line in lines if len(line.split(maxsplit=5)) == 6)
+    return next((path for path in paths if Path(path).name.startswith(name)), None)
 
 
 @functools.lru_cache(maxsize=1)
@@ -246,7 +260,7 @@ def _compile_and_load(lib: Library, verbose: bool) -> None:
             name=lib.name,
             sources=[str(s) for s in lib.sources],
             extra_cflags=list(CFLAGS),
-            extra_ldflags=list(LDFLAGS),
+            extra_ldflags=list(ldflags()),
             extra_cuda_cflags=list(CUDA_CFLAGS) if lib.kind == "cuda" else None,
             extra_include_paths=includes,
             build_directory=str(lib.build_dir),

@@ -183,3 +183,17 @@ def test_a_compiler_that_finds_only_a_static_cxx_runtime_still_links_torchs(
                           text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip().splitlines()[-1] == "x has 1 dims"
+
+
+def test_the_cxx_runtime_linked_is_the_one_this_process_mapped(tmp_path: Path) -> None:
+    maps = tmp_path / "maps"
+    maps.write_text(
+        "7f00-7f01 r--p 00000000 08:01 12 /usr/lib/x86_64-linux-gnu/libc.so.6\n"
+        "7f02-7f03 r-xp 00000000 00:00 0 \n"
+        "7f04-7f05 r--p 00000000 08:01 34 /opt/env/lib/libstdc++.so.6.0.33\n"
+        "7f06-7f07 rw-p 00000000 00:00 0 [heap]\n")
+    assert build.loaded_library("libstdc++.so", maps) == "/opt/env/lib/libstdc++.so.6.0.33"
+    assert build.loaded_library("libnothing.so", maps) is None
+    assert build.loaded_library("libstdc++.so", tmp_path / "absent") is None
+    if sys.platform.startswith("linux"):  # torch links libstdc++, so this process has it mapped
+        assert any("libstdc++.so" in flag for flag in build.ldflags())
