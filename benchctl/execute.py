@@ -131,7 +131,8 @@ def _gate(cell: Cell, op: Operator) -> dict[str, Any]:
 def _time_pass(prepared: Prepared, pass_name: str, settings: Settings, clock: Clock) -> dict[str, Any]:
     row: dict[str, Any] = {"pass": pass_name, "compile_s": prepared.compile_s}
     usage = getattr(clock, "usage_per_call", None)
-    before = len(usage) if usage is not None else 0
+    host = getattr(clock, "host_per_call", None)
+    before, host_before = len(usage or ()), len(host or ())
     try:
         setup = prepared.setup(pass_name)
         m = measure(setup, clock, settings.policy)
@@ -141,6 +142,8 @@ def _time_pass(prepared: Prepared, pass_name: str, settings: Settings, clock: Cl
     row.update(status="ok", samples_s=list(m.samples), noisy=m.noisy, peak_mem_bytes=mem, **m.stats)
     if usage is not None:
         row.update(_os_work(usage[before + len(m.warmup_s):]))
+    if host:
+        row["host_s"] = statistics.median(host[host_before + len(m.warmup_s):])
     row["threads"] = torch.get_num_threads()
     if m.noisy:
         row["message"] = noisy_message(m.stats)

@@ -142,6 +142,8 @@ def op_table(rows: pd.DataFrame, baseline: str) -> pd.DataFrame:
         table["page faults"] = df["page_faults"].map(lambda f: "" if pd.isna(f) else f"{f:.0f}")
     if "sys_s" in df and df["sys_s"].notna().any():  # the OS's share of "median ms" (all threads)
         table["OS ms"] = df["sys_s"].map(_ms)
+    if "host_s" in df and df["host_s"].notna().any():  # GPU: the host's time to issue the call
+        table["host ms"] = df["host_s"].map(_ms)
     return table.drop(columns=[c for c in ("params",) if not table[c].astype(bool).any()])
 
 

@@ -58,7 +58,8 @@ def _merge_pass(rows: Rows) -> dict[str, Any]:
               "round_spread": max(medians) / min(medians) - 1 if len(rows) > 1 and min(medians) > 0 else None,
               "peak_mem_bytes": _max_of(r.get("peak_mem_bytes") for r in rows),
               "page_faults": _median_of(r.get("page_faults") for r in rows),
-              "sys_s": _median_of(r.get("sys_s") for r in rows)}
+              "sys_s": _median_of(r.get("sys_s") for r in rows),
+              "host_s": _median_of(r.get("host_s") for r in rows)}
     return {**merged, **_rates(first, stats["median_s"])}
 
 

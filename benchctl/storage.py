@@ -61,6 +61,7 @@ COLUMNS: dict[str, pa.DataType] = {
     "peak_mem_bytes": pa.float64(),
     "page_faults": pa.float64(),  # median minor page faults per timed call (CPU clock)
     "sys_s": pa.float64(),  # mean system (OS) CPU seconds per timed call, all threads (CPU clock)
+    "host_s": pa.float64(),  # median seconds the host took to issue a timed call (GPU clock)
     "flops": pa.float64(),
     "bytes": pa.float64(),
     "gflops": pa.float64(),

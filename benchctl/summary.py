@@ -10,6 +10,9 @@ import pandas as pd
 # A call whose system CPU time (all threads) is at least this share of its median is marked "os": most
 # of what was measured is the kernel, e.g. zero-filling fresh pages, not the implementation's own work.
 OS_HEAVY = 0.5
+# A GPU call whose host side (Python, dispatch, launches) took at least this share of its median is
+# marked "host": the GPU spent the sample waiting for work, so a faster kernel would not show.
+HOST_BOUND = 0.8
 
 
 @dataclass(frozen=True)
@@ -42,7 +45,7 @@ def summarize(df: pd.DataFrame, references: dict[str, str]) -> list[SummaryTable
             by_value = {v: r for v, r in zip(g["axis_value"], g.to_dict("records"))}
             rows.append((pass_name, impl, *(_cell(by_value.get(v), base.get(v), impl == ref) for v in values)))
         title = (f"{op}/{target} {others} on {device} ({dtype}): "
-                 f"median ms (speedup vs {ref}; ~ noisy; os: mostly OS time)")
+                 f"median ms (speedup vs {ref}; ~ noisy; os: mostly OS time; host: host-bound)")
         tables.append(SummaryTable(title, ("pass", f"impl \\ {axis}", *(f"{v:g}" for v in values)), tuple(rows)))
     return tables
 
@@ -63,11 +66,13 @@ def _cell(row: dict | None, base: float | None, is_ref: bool) -> str:
         text += f" ({base / row['median_s']:.1f}x)"
     if row.get("noisy"):
         text += " ~"
-    if _mostly_os(row):
+    if _share_at_least(row, "sys_s", OS_HEAVY):
         text += " os"
+    if _share_at_least(row, "host_s", HOST_BOUND):
+        text += " host"
     return text
 
 
-def _mostly_os(row: dict) -> bool:
-    sys_s = row.get("sys_s")
-    return sys_s is not None and not pd.isna(sys_s) and sys_s >= OS_HEAVY * row["median_s"] > 0
+def _share_at_least(row: dict, column: str, share: float) -> bool:
+    value = row.get(column)
+    return value is not None and not pd.isna(value) and value >= share * row["median_s"] > 0

@@ -75,12 +75,16 @@ class CudaEventClock:
     speed, as an eager model runs it: on an H100, hoconv2d's cuda filter forward at B=1 measured
     ~60 us for one kernel that moves 6 MB, a few microseconds at that GPU's bandwidth.
 
+    `host_per_call` (in order) is how long the host took to issue each call: where it is close to
+    the sample, the GPU mostly waited for the host.
+
     `event_factory` and `synchronize` default to torch.cuda's; tests pass fakes. An optional
     `before` hook (e.g. an L2 flush) runs before the start event is recorded, so it is not timed.
     """
 
     def __init__(self, event_factory: Callable[..., Any] | None = None,
-                 synchronize: Callable[[], None] | None = None, before: Thunk | None = None):
+                 synchronize: Callable[[], None] | None = None, before: Thunk | None = None,
+                 counter: Callable[[], int] = time.perf_counter_ns):
         if event_factory is None or synchronize is None:
             import torch
 
@@ -89,6 +93,8 @@ class CudaEventClock:
         self.event_factory = event_factory
         self.synchronize = synchronize
         self.before = before
+        self.counter = counter
+        self.host_per_call: list[float] = []
 
     def time(self, thunk: Thunk) -> float:
         if self.before is not None:
@@ -96,7 +102,9 @@ class CudaEventClock:
         start, end = self.event_factory(), self.event_factory()
         self.synchronize()  # nothing queued earlier may leak into this sample
         start.record()
+        issue = self.counter()
         result = thunk()
+        self.host_per_call.append((self.counter() - issue) * 1e-9)
         end.record()
         self.synchronize()
         del result  # freeing the output (and a forward's graph) is not part of the call

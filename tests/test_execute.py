@@ -5,7 +5,6 @@ import json
 import pytest
 
 from benchctl.cells import Cell
-from benchctl.correctness import compare
 from benchctl.execute import Settings, prepare, run_cell
 from benchctl.timing import Policy
 
@@ -46,18 +45,6 @@ def test_unavailable_cells_carry_the_reason(fixture_ops):
     assert rows[0]["message"] == "needs a thing this machine lacks"
 
 
-def test_compare_numbers():
-    import torch
-
-    ref = torch.tensor([1.0, -4.0, 2.0], dtype=torch.float64)
-    c = compare("output", torch.tensor([1.0, -4.002, 2.0]), ref, 1e-3, True)
-    assert c.max_abs_err == pytest.approx(0.002, rel=1e-3) and c.max_rel_err == pytest.approx(0.0005, rel=1e-3)
-    assert c.passed
-    assert not compare("output", torch.tensor([1.0, float("nan"), 2.0]), ref, 1e-3, True).passed
-    assert not compare("grad x", None, ref, 1e-3, False).passed
-    assert "shape" in compare("output", torch.zeros(2), ref, 1e-3, True).reason
-
-
 @pytest.mark.parametrize("impl, own_leaves", [("py", False), ("py-imagegrad", True)])
 def test_an_implementation_with_its_own_leaves_is_timed_with_backward(builtin_ops, impl, own_leaves):
     """py-imagegrad makes the image a leaf inside the call: `autograd.grad` over the inputs would skip
@@ -80,3 +67,30 @@ def test_page_faults_and_os_time_per_call_are_counted_for_fresh_memory():
     # threads fault at once)
     assert rows["scratch"]["sys_s"] > 0.3 * rows["scratch"]["median_s"]
     assert rows["py"]["sys_s"] < 0.1 * rows["scratch"]["sys_s"]
+
+
+def test_a_gpu_clock_row_has_the_hosts_median_issue_time_after_warm_up(builtin_ops):
+    from benchctl.timing import CudaEventClock
+
+    class Event:  # every call takes 2 ms on the "GPU"
+        ticks = iter(range(0, 10**6, 1))
+
+        def record(self):
+            self.t = next(Event.ticks) * 2.0
+
+        def elapsed_time(self, end):
+            return end.t - self.t
+
+    host = iter([50_000_000] + [1_000_000] * 10**4)  # ns to issue: the warm-up call 50 ms, then 1 ms
+    now = [0]
+
+    def counter():  # starts and stops alternate; a stop adds the next issue time
+        now.append(now[-1] + (next(host) if len(now) % 2 == 0 else 0))
+        return now[-1]
+
+    clock = CudaEventClock(event_factory=Event, synchronize=lambda: None, counter=counter)
+    cell = Cell.make("hoconv2d", "filter", "py", "cpu", "float32",
+                     {"batch_size": 1, "C": 3, "H": 8, "W": 8, "k": 3}, ("forward",))
+    (row,) = run_cell(cell, FAST, clock)
+    assert row["status"] == "ok" and row["median_s"] == pytest.approx(0.002)
+    assert row["host_s"] == pytest.approx(0.001)

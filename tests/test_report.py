@@ -219,3 +219,10 @@ def test_the_reference_stored_by_run_is_the_default_baseline(tmp_path):
 def test_stored_references_merge_runs_and_skip_damaged_entries():
     metas = [{"references": {"a": "loop", "b": "py"}}, {"references": "damaged"}, {"references": {"a": "bmm"}}]
     assert report.stored_references(metas) == {"a": "bmm", "b": "py"}
+
+
+def test_table_shows_the_hosts_share_of_gpu_cells(tmp_path):
+    rows = [{**row("py", "cuda", "forward", 8), "host_s": 0.0075}, row("cpp", "cuda", "forward", 8)]
+    loaded = report.load_results([write_run(tmp_path, "20240101-000000-aaaaaa", rows)])
+    table = report.op_table(loaded.rows, "py").set_index("impl")
+    assert (table.loc["py", "host ms"], table.loc["cpp", "host ms"]) == ("7.5", "")

@@ -31,3 +31,11 @@ def test_a_cell_that_is_mostly_os_time_is_marked():
     assert small.rows[0] == ("forward", "py", "4 os", "10")
     assert small.rows[1][2] == "1 (4.0x)"
     assert "os: mostly OS time" in small.title
+
+
+def test_a_gpu_cell_whose_host_side_takes_most_of_it_is_marked():
+    df = rows().assign(host_s=[0.0038, 0.002, 0.0002, None, None])  # py B=1: 3.8 of 4 ms issuing work
+    small = next(t for t in summarize(df, {"lstm_cell": "py"}) if "H=64" in t.title)
+    assert small.rows[0] == ("forward", "py", "4 host", "10")  # B=2: 2 of 10 ms, GPU-bound
+    assert small.rows[1][2] == "1 (4.0x)"
+    assert "host: host-bound" in small.title

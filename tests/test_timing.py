@@ -162,6 +162,14 @@ def test_cuda_clock_records_events_around_the_call_and_synchronizes_before_readi
     assert log == ["flush", "sync", "record", "call", "record", "sync", "elapsed"]
 
 
+def test_cuda_clock_records_how_long_the_host_took_to_issue_each_call():
+    counter = FakeCounter([0.003, 0.0005])  # the host: 3 ms to issue the first call, 0.5 ms the second
+    times = [0.0, 4.0, 10.0, 14.0]  # the GPU: 4 ms each
+    clock = CudaEventClock(event_factory=lambda: FakeEvent([], times), synchronize=lambda: None, counter=counter)
+    assert [clock.time(lambda: None) for _ in range(2)] == pytest.approx([0.004, 0.004])
+    assert clock.host_per_call == pytest.approx([0.003, 0.0005])
+
+
 def test_cuda_path_through_measure():
     times = [0.0, 2.0, 10.0, 13.0, 20.0, 22.0, 30.0, 32.0]
     clock = CudaEventClock(event_factory=lambda: FakeEvent([], times), synchronize=lambda: None)
