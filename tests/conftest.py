@@ -1,4 +1,4 @@
-"""Shared fixtures: the built-in operators, and folders of test-only operators."""
+"""Shared fixtures: the built-in operators, folders of test-only operators, torch's TF32 switches."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import torch
 
 from benchctl import registry
 
@@ -38,3 +39,14 @@ def example_ops_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder.mkdir()
     shutil.copy(REPO / "examples" / "ops" / "scale_shift.py", folder / "scale_shift.py")
     return folder
+
+
+@pytest.fixture
+def tf32():
+    """Sets torch's two TF32 switches for one test; torch's own values come back afterwards."""
+    saved = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+
+    def set_(matmul: bool, conv: bool) -> None:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = matmul, conv
+    yield set_
+    set_(*saved)

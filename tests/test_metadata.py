@@ -2,6 +2,7 @@
 
 import os
 
+from benchctl import metadata
 from benchctl.metadata import busy_cores, memory_setup
 
 
@@ -33,3 +34,8 @@ def test_memory_setup_reads_the_huge_page_mode_and_free_page_reporting(tmp_path)
 
 def test_memory_setup_without_the_files_says_none(tmp_path):
     assert memory_setup(tmp_path) == {"transparent_hugepage": None, "free_page_reporting": None}
+
+
+def test_environment_names_the_tf32_setup(tf32):
+    tf32(matmul=False, conv=True)
+    assert metadata.details()["tf32"] == "matmul off, cudnn conv on"
