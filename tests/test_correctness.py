@@ -1,3 +1,6 @@
+"""benchctl.correctness: the bar per dtype and device (TF32 on GPUs), and how a result is compared with
+the float64 reference."""
+
 import pytest
 import torch
 
