@@ -24,11 +24,19 @@ from benchctl.registry import Case, Implementation, Operator, Target
 # Max error relative to the reference's largest magnitude, per dtype.
 TOLERANCE = {torch.float64: 1e-9, torch.float32: 2e-4, torch.float16: 2e-2, torch.bfloat16: 5e-2}
 TF32_TOLERANCE = 2e-3
+TF32_MODES = {"default": None, "on": True, "off": False}  # --tf32: torch's setting, allowed, forbidden
 
 
 def tf32_enabled() -> bool:
     """Whether torch may run float32 CUDA matmuls or cuDNN convolutions in TF32."""
     return bool(torch.backends.cuda.matmul.allow_tf32 or torch.backends.cudnn.allow_tf32)
+
+
+def set_tf32(allowed: bool | None) -> None:
+    """Allow (True) or forbid (False) TF32 for float32 CUDA matmuls and cuDNN convolutions; None
+    leaves torch's own setting (matmul off, convolutions on)."""
+    if allowed is not None:
+        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = allowed
 
 
 def tolerance(dtype: torch.dtype, device: str) -> float:

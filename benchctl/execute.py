@@ -30,6 +30,7 @@ class Settings:
     check: bool = True
     flush_l2: bool = False
     measure_memory: bool = True
+    tf32: bool | None = None  # GPU float32 in TF32: on, off, or torch's default (None)
     # Measured peaks of this machine ({"cpu": {"gbps": .., "gflops": ..}, "cuda": {...}}).
     peaks: dict[str, dict[str, float]] = field(default_factory=dict)
 
@@ -102,6 +103,7 @@ def prepare(cell: Cell) -> Prepared:
 def run_cell(cell: Cell, settings: Settings = Settings(), clock: Clock | None = None) -> list[dict[str, Any]]:
     op = registry.get(cell.op)
     base = base_row(cell, op)
+    correctness.set_tf32(settings.tf32)
     reason = op.implementations[cell.impl].unavailable_reason(cell.device)
     if reason:
         return [{**base, "pass": p, "status": "unavailable", "message": reason} for p in cell.passes]

@@ -10,6 +10,7 @@ from benchctl import registry
 from benchctl.build import BuildError
 from benchctl.cells import Cell
 from benchctl.config import SweepConfig
+from benchctl.correctness import TF32_MODES
 from benchctl.execute import Settings
 from benchctl.rounds import per_round
 from benchctl.runner import InProcess, Sweep, WorkerProcess
@@ -26,6 +27,7 @@ class Plan:
     warmup_time: float | None = None
     threads: int | None = None
     flush_l2: bool = False
+    tf32: bool | None = None
     timeout: float | None = None
     in_process: bool = False
     ops_dirs: Sequence[str] = ()
@@ -46,7 +48,8 @@ class Plan:
             timing["warmup_time"] = self.warmup_time
         policy = replace(Policy(), **{k: (int(v) if k in ("min_samples", "max_samples", "warmup") else v)
                                       for k, v in timing.items()})
-        return Settings(policy=per_round(policy, self.rounds), flush_l2=self.flush_l2, peaks=load_peaks())
+        return Settings(policy=per_round(policy, self.rounds), flush_l2=self.flush_l2, tf32=self.tf32,
+                        peaks=load_peaks())
 
     def availability(self) -> tuple[list[Cell], dict[str, list[Cell]]]:
         """Cells that can run here, and the others grouped by the reason they cannot."""
@@ -85,13 +88,16 @@ class Plan:
         """Each operator's reference implementation: the report's default baseline for speedups."""
         return {op: registry.get(op).reference for op in dict.fromkeys(c.op for c in self.cells)}
 
+    def tf32_mode(self) -> str:
+        return next(name for name, value in TF32_MODES.items() if value is self.tf32)
+
     def writer(self, out: Path, **facts: Any) -> RunWriter:
         """The run's folder; `facts` (e.g. busy_cores_at_start) go into run.json with the environment."""
         from benchctl.metadata import environment, memory_setup
 
         meta = {"environment": environment(), "memory": memory_setup(), "cells": len(self.cells),
                 "rounds": self.rounds, "config": self.config.path, "peaks": self.settings().peaks,
-                "references": self.references(), **facts}
+                "references": self.references(), "tf32": self.tf32_mode(), **facts}
         return RunWriter(out, new_run_id(), meta)
 
     def executor(self):

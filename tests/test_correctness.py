@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from benchctl import correctness
-from benchctl.correctness import TF32_TOLERANCE, TOLERANCE, compare, tolerance
+from benchctl.correctness import TF32_TOLERANCE, TOLERANCE, compare, set_tf32, tolerance
 
 
 def test_float32_on_a_gpu_is_judged_by_the_tf32_bar_while_either_switch_is_on(tf32):
@@ -51,3 +51,10 @@ def test_tf32_enabled_follows_either_switch(tf32):
     tf32(matmul=False, conv=False)
     assert not correctness.tf32_enabled()
 
+
+
+@pytest.mark.parametrize("mode, matmul, conv", [(None, False, True), (True, True, True), (False, False, False)])
+def test_set_tf32_allows_forbids_or_keeps_torchs_setting(tf32, mode, matmul, conv):
+    tf32(matmul=False, conv=True)  # torch's defaults
+    set_tf32(mode)
+    assert (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32) == (matmul, conv)

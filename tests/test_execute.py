@@ -94,3 +94,18 @@ def test_a_gpu_clock_row_has_the_hosts_median_issue_time_after_warm_up(builtin_o
     (row,) = run_cell(cell, FAST, clock)
     assert row["status"] == "ok" and row["median_s"] == pytest.approx(0.002)
     assert row["host_s"] == pytest.approx(0.001)
+
+
+def test_the_tf32_setting_reaches_the_cell_and_survives_the_trip_to_a_worker(builtin_ops, tf32):
+    from dataclasses import replace
+
+    from benchctl import correctness
+    from benchctl.worker import settings_from_json, settings_to_json
+
+    settings = settings_from_json(settings_to_json(replace(FAST, tf32=False)))
+    assert settings.tf32 is False
+    tf32(matmul=True, conv=True)
+    cell = Cell.make("hoconv2d", "filter", "py", "cpu", "float32",
+                     {"batch_size": 1, "C": 3, "H": 8, "W": 8, "k": 3}, ("forward",))
+    (row,) = run_cell(cell, settings)
+    assert row["status"] == "ok" and not correctness.tf32_enabled()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from benchctl.cli.options import load_operators, op_option, ops_dir_option
+from benchctl.cli.options import load_operators, op_option, ops_dir_option, tf32_option
 
 
 def _fmt(v: float | None) -> str:
@@ -16,13 +16,16 @@ def _fmt(v: float | None) -> str:
 @click.argument("devices")
 @op_option
 @ops_dir_option
-def command(impls: str, devices: str, ops: tuple[str, ...], ops_dirs: tuple[str, ...]) -> None:
+@tf32_option
+def command(impls: str, devices: str, ops: tuple[str, ...], ops_dirs: tuple[str, ...], tf32: bool | None) -> None:
     """Check IMPLS on DEVICES: outputs and gradients vs float64, gradcheck, opcheck. Exit 1 on failure."""
     from benchctl import console, sweep
     from benchctl.checks import run_checks
+    from benchctl.correctness import set_tf32
     from benchctl.errors import BenchError
 
     load_operators(ops_dirs)
+    set_tf32(tf32)
     chosen_ops = sweep.select_ops(ops)
     by_op = sweep.select_impls(chosen_ops, impls)
     selection = [(op, op.implementations[i], d) for op in chosen_ops for i in by_op.get(op.name, [])

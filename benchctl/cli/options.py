@@ -13,6 +13,20 @@ ops_dir_option = click.option(
 op_option = click.option("--op", "ops", multiple=True, help="Operator to include (repeatable; default all).")
 
 
+def _tf32_mode(ctx: click.Context, param: click.Parameter, value: str) -> bool | None:
+    from benchctl.correctness import TF32_MODES
+
+    return TF32_MODES[value]
+
+
+tf32_option = click.option(
+    "--tf32", type=click.Choice(["default", "on", "off"]), default="default", show_default=True,
+    callback=_tf32_mode,
+    help="GPU float32: matmuls and cuDNN convolutions in TF32 (on), in full float32 (off), or torch's "
+         "defaults (convolutions only). Results are judged at 2e-3 instead of 2e-4 while TF32 is on.",
+)
+
+
 def load_operators(ops_dirs: Sequence[str]) -> dict:
     """Discover operators; a missing folder is a usage error, a broken operator file a warning."""
     from benchctl import console, registry

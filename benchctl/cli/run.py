@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from benchctl.cli.options import load_operators, op_option, ops_dir_option
+from benchctl.cli.options import load_operators, op_option, ops_dir_option, tf32_option
 
 BUSY_WARN_CORES = 0.5  # cores kept busy by other processes at the start of a CPU run
 
@@ -83,11 +83,13 @@ def check_writable(out: Path) -> None:
 @click.option("--quick", is_flag=True, help="Each operator's small quick sweep.")
 @click.option("--timeout", type=float, default=900.0, show_default=True, help="Seconds per cell before it is killed.")
 @click.option("--flush-l2", is_flag=True, help="GPU: write a buffer larger than L2 before each repetition.")
+@tf32_option
 @click.option("--fresh-worker", is_flag=True,
               help="A new worker process for every cell: no timing depends on the cells before it.")
 @click.option("--in-process", is_flag=True, help="No worker process (no crash isolation; for debugging).")
 def command(impls, devices, ops, ops_dirs, config, targets, batch_sizes, params, dtypes, passes, min_time,
-            max_time, warmup_time, rounds, threads, out, quick, timeout, flush_l2, fresh_worker, in_process) -> None:
+            max_time, warmup_time, rounds, threads, out, quick, timeout, flush_l2, tf32, fresh_worker,
+            in_process) -> None:
     """Time IMPLS (py, cpp, cuda, a variant, a comma list, all) on DEVICES (cpu, gpu, all)."""
     from benchctl import sweep
     from benchctl.config import SweepConfig, load_config
@@ -103,8 +105,8 @@ def command(impls, devices, ops, ops_dirs, config, targets, batch_sizes, params,
     cells = sweep.expand(request)
     check_writable(Path(out))
     plan = Plan(cells, cfg, min_time=min_time, max_time=max_time, warmup_time=warmup_time, threads=threads,
-                flush_l2=flush_l2, timeout=timeout, in_process=in_process, ops_dirs=ops_dirs, rounds=rounds,
-                fresh_worker=fresh_worker)
+                flush_l2=flush_l2, tf32=tf32, timeout=timeout, in_process=in_process, ops_dirs=ops_dirs,
+                rounds=rounds, fresh_worker=fresh_worker)
     _execute(plan, Path(out))
 
 

@@ -59,6 +59,18 @@ def test_a_busy_machine_is_warned_about_and_recorded(tmp_path, monkeypatch):
     meta = json.loads((run / "run.json").read_text())
     assert meta["busy_cores_at_start"] == 1.5
     assert meta["references"] == {"hoconv2d": "py"}  # the report's default baseline
+    assert meta["tf32"] == "default"
+
+
+def test_the_tf32_mode_is_recorded_and_a_wrong_one_refused(tmp_path):
+    args = ("run", "py", "cpu", "--op", "hoconv2d", "--target", "filter", "--batch-sizes", "1", "--param", "H=8",
+            "--param", "W=8", "--passes", "forward", "--min-time", "0", "--warmup-time", "0", "--out", str(tmp_path))
+    result = invoke(*args, "--tf32", "off")
+    assert result.exit_code == 0, result.output
+    (run,) = tmp_path.iterdir()
+    assert json.loads((run / "run.json").read_text())["tf32"] == "off"
+    refused = invoke(*args, "--tf32", "maybe")
+    assert refused.exit_code == 2 and "'maybe' is not one of 'default', 'on', 'off'" in refused.output
 
 
 def test_a_comma_list_param_is_swept(tmp_path):
