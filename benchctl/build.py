@@ -106,6 +106,7 @@ def _flags(kind: str) -> tuple[str, ...]:
     return CFLAGS + ldflags() + CUDA_CFLAGS + (os.environ.get(ARCH_ENV, DEFAULT_ARCH_LIST),)
 
 
+@functools.lru_cache(maxsize=1)
 def ldflags() -> tuple[str, ...]:
     """OpenMP, and the C++ runtime torch already loaded, by path: a toolchain whose library folder
     holds only libstdc++.a would otherwise link a second, static copy into the extension, and two
@@ -121,8 +122,8 @@ def loaded_library(name: str, maps: Path = Path("/proc/self/maps")) -> str | Non
         lines = maps.read_text().splitlines()
     except OSError:  # not Linux
         return None
-    paths = (line.split(maxsplit=5)[5] for line in lines if len(line.split(maxsplit=5)) == 6)
-    return next((path for path in paths if Path(path).name.startswith(name)), None)
+    fields = (line.split(maxsplit=5) for line in lines)  # address perms offset dev inode [path]
+    return next((f[5] for f in fields if len(f) == 6 and Path(f[5]).name.startswith(name)), None)
 
 
 @functools.lru_cache(maxsize=1)

@@ -102,11 +102,12 @@ class CudaEventClock:
         start, end = self.event_factory(), self.event_factory()
         self.synchronize()  # nothing queued earlier may leak into this sample
         start.record()
-        issue = self.counter()
+        issued = self.counter()
         result = thunk()
-        self.host_per_call.append((self.counter() - issue) * 1e-9)
+        returned = self.counter()
         end.record()
         self.synchronize()
+        self.host_per_call.append((returned - issued) * 1e-9)  # kept out of the events' window
         del result  # freeing the output (and a forward's graph) is not part of the call
         return start.elapsed_time(end) * 1e-3  # elapsed_time is in ms
 
