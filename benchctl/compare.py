@@ -23,6 +23,8 @@ KEY = ("op", "target", "impl", "device", "dtype", "params", "pass")
 ENV_FIELDS = ("host", "torch_version", "cuda_version", "cpu_name", "gpu_name", "threads")
 # A cell that timed fine in BASE and hits one of these in NEW broke: worse than any slowdown.
 BROKEN = ("incorrect", "oom", "crashed", "timeout", "error")
+# Runs whose median memory bandwidth probes (membw.py) differ by more than this share get a warning.
+BANDWIDTH_CHANGE = 0.2
 # Table order: what needs attention first.
 VERDICTS = ("regressed", "broken", "improved", "fixed", "unchanged", "not timed", "only in base", "only in new")
 
@@ -61,6 +63,7 @@ class Comparison:
     threshold: float = 0.05
     alpha: float = 0.05
     counts: dict[str, int] = field(default_factory=dict)
+    bandwidth: tuple[float | None, float | None] = (None, None)  # median mem_gbps of BASE and NEW
 
     @property
     def regressions(self) -> list[CellChange]:
@@ -75,14 +78,20 @@ class Comparison:
         return sorted(self.cells, key=key)
 
     def warnings(self) -> list[str]:
-        if not self.env_differences:
-            return []
-        diffs = "; ".join(f"{d.field}: {d.base} -> {d.new}" for d in self.env_differences)
-        return [f"the runs come from different machines or software ({diffs}); timings may not be comparable"]
+        out = []
+        if self.env_differences:
+            diffs = "; ".join(f"{d.field}: {d.base} -> {d.new}" for d in self.env_differences)
+            out.append(f"the runs come from different machines or software ({diffs}); timings may not be comparable")
+        base, new = self.bandwidth
+        if base and new and abs(new / base - 1) > BANDWIDTH_CHANGE:
+            out.append(f"the machine's memory bandwidth differed: {base:.1f} GB/s in base, {new:.1f} GB/s in new "
+                       "(median of the probes); memory-bound cells move with it, whatever the code did")
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "threshold": self.threshold, "alpha": self.alpha, "counts": self.counts, "warnings": self.warnings(),
+            "bandwidth_gbps": {"base": self.bandwidth[0], "new": self.bandwidth[1]},
             "env_differences": [asdict(d) for d in self.env_differences],
             # "pass" as in the results files (the field cannot be named so in Python)
             "cells": [{("pass" if k == "pass_name" else k): _json_safe(v) for k, v in asdict(c).items()}
@@ -146,7 +155,14 @@ def compare(base: pd.DataFrame, new: pd.DataFrame, threshold: float = 0.05, alph
     cells += [CellChange(*k, verdict="only in base", base_status=a[k]["status"]) for k in a if k not in b]
     cells += [CellChange(*k, verdict="only in new", new_status=b[k]["status"]) for k in b if k not in a]
     counts = {v: sum(c.verdict == v for c in cells) for v in VERDICTS}
-    return Comparison(tuple(cells), env_differences(base, new, base_meta, new_meta), threshold, alpha, counts)
+    return Comparison(tuple(cells), env_differences(base, new, base_meta, new_meta), threshold, alpha, counts,
+                      (median_bandwidth(base), median_bandwidth(new)))
+
+
+def median_bandwidth(rows: pd.DataFrame) -> float | None:
+    """The median memory bandwidth probe of a run's rows; None when it has none."""
+    values = rows["mem_gbps"].dropna() if "mem_gbps" in rows else pd.Series(dtype=float)
+    return float(values.median()) if len(values) else None
 
 
 def _env_values(rows: pd.DataFrame, metas: Sequence[Mapping[str, Any]], name: str) -> set[str]:

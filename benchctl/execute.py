@@ -15,7 +15,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from benchctl import correctness, registry
+from benchctl import correctness, membw, registry
 from benchctl.cells import Cell
 from benchctl.memory import peak_bytes
 from benchctl.passes import as_tuple, backward_from, grad_outputs, has_own_leaves, make_setup
@@ -30,6 +30,7 @@ class Settings:
     check: bool = True
     flush_l2: bool = False
     measure_memory: bool = True
+    probe_bandwidth: bool = True  # CPU: the machine's memory bandwidth before and after each pass (membw.py)
     tf32: bool | None = None  # GPU float32 in TF32: on, off, or torch's default (None)
     # Measured peaks of this machine ({"cpu": {"gbps": .., "gflops": ..}, "cuda": {...}}).
     peaks: dict[str, dict[str, float]] = field(default_factory=dict)
@@ -135,13 +136,18 @@ def _time_pass(prepared: Prepared, pass_name: str, settings: Settings, clock: Cl
     usage = getattr(clock, "usage_per_call", None)
     host = getattr(clock, "host_per_call", None)
     before, host_before = len(usage or ()), len(host or ())
+    probe = membw.probe if settings.probe_bandwidth and prepared.cell.device == "cpu" else None
     try:
         setup = prepared.setup(pass_name)
+        bandwidth_before = probe() if probe else None
         m = measure(setup, clock, settings.policy)
+        bandwidth_after = probe() if probe else None
         mem = peak_bytes(setup, prepared.cell.device) if settings.measure_memory else None
     except Exception as exc:
         return {**row, "status": status_of(exc), "message": error_message(exc)}
     row.update(status="ok", samples_s=list(m.samples), noisy=m.noisy, peak_mem_bytes=mem, **m.stats)
+    if probe:
+        row["mem_gbps"] = (bandwidth_before + bandwidth_after) / 2
     if usage is not None:
         row.update(_os_work(usage[before + len(m.warmup_s):]))
     if host:

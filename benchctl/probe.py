@@ -62,7 +62,7 @@ class Prober:
     def run(self, out: Path, start: int, limit: int, say: Callable[[int, bool], None]) -> tuple[SearchResult, Path]:
         if self.impl.build is not None:
             self.impl.build(self.device)  # compilers must not run under the worker's memory limit
-        settings = Settings(policy=PROBE_POLICY, check=False, measure_memory=False)
+        settings = Settings(policy=PROBE_POLICY, check=False, measure_memory=False, probe_bandwidth=False)
         worker = WorkerProcess(settings, ops_dirs=self.ops_dirs, timeout=self.timeout,
                                mem_limit=self.mem_limit if self.device == "cpu" else None)
         env = environment()

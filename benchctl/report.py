@@ -144,6 +144,8 @@ def op_table(rows: pd.DataFrame, baseline: str) -> pd.DataFrame:
         table["OS ms"] = df["sys_s"].map(_ms)
     if "host_s" in df and df["host_s"].notna().any():  # GPU: the host's time to issue the call
         table["host ms"] = df["host_s"].map(_ms)
+    if "mem_gbps" in df and df["mem_gbps"].notna().any():  # CPU: what the machine gave at the time
+        table["machine GB/s"] = df["mem_gbps"].map(lambda g: "" if pd.isna(g) else f"{g:.1f}")
     return table.drop(columns=[c for c in ("params",) if not table[c].astype(bool).any()])
 
 

@@ -59,7 +59,8 @@ def _merge_pass(rows: Rows) -> dict[str, Any]:
               "peak_mem_bytes": _max_of(r.get("peak_mem_bytes") for r in rows),
               "page_faults": _median_of(r.get("page_faults") for r in rows),
               "sys_s": _median_of(r.get("sys_s") for r in rows),
-              "host_s": _median_of(r.get("host_s") for r in rows)}
+              "host_s": _median_of(r.get("host_s") for r in rows),
+              "mem_gbps": _median_of(r.get("mem_gbps") for r in rows)}
     return {**merged, **_rates(first, stats["median_s"])}
 
 

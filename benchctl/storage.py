@@ -62,6 +62,7 @@ COLUMNS: dict[str, pa.DataType] = {
     "page_faults": pa.float64(),  # median minor page faults per timed call (CPU clock)
     "sys_s": pa.float64(),  # mean system (OS) CPU seconds per timed call, all threads (CPU clock)
     "host_s": pa.float64(),  # median seconds the host took to issue a timed call (GPU clock)
+    "mem_gbps": pa.float64(),  # the machine's memory read bandwidth around the measurement (CPU, membw.py)
     "flops": pa.float64(),
     "bytes": pa.float64(),
     "gflops": pa.float64(),

@@ -13,6 +13,9 @@ OS_HEAVY = 0.5
 # A GPU call whose host side (Python, dispatch, launches) took at least this share of its median is
 # marked "host": the GPU spent the sample waiting for work, so a faster kernel would not show.
 HOST_BOUND = 0.8
+# A CPU cell measured while the machine's memory bandwidth (membw.py) was below this share of the run's
+# median on that device is marked "mem": other work on the host slowed it, not only its own code.
+MEM_SLOW = 0.75
 
 
 @dataclass(frozen=True)
@@ -32,6 +35,7 @@ def summarize(df: pd.DataFrame, references: dict[str, str]) -> list[SummaryTable
     a column per sweep value; each cell is `median ms (speedup x)`, or the status when it did not run."""
     tables = []
     df = df.assign(others=[_others(p, a) for p, a in zip(df["params"], df["axis"])])
+    typical = df.groupby("device")["mem_gbps"].median() if "mem_gbps" in df else pd.Series(dtype=float)
     keys = ["op", "target", "others", "device", "dtype"]
     for key, group in df.groupby(keys, sort=False):
         op, target, others, device, dtype = key
@@ -43,9 +47,10 @@ def summarize(df: pd.DataFrame, references: dict[str, str]) -> list[SummaryTable
         for (pass_name, impl), g in group.groupby(["pass", "impl"], sort=False):
             base = ok[ok["pass"] == pass_name].groupby("axis_value")["median_s"].min()
             by_value = {v: r for v, r in zip(g["axis_value"], g.to_dict("records"))}
-            rows.append((pass_name, impl, *(_cell(by_value.get(v), base.get(v), impl == ref) for v in values)))
-        title = (f"{op}/{target} {others} on {device} ({dtype}): "
-                 f"median ms (speedup vs {ref}; ~ noisy; os: mostly OS time; host: host-bound)")
+            rows.append((pass_name, impl, *(_cell(by_value.get(v), base.get(v), impl == ref, typical.get(device))
+                                            for v in values)))
+        title = (f"{op}/{target} {others} on {device} ({dtype}): median ms (speedup vs {ref}; ~ noisy; "
+                 "os: mostly OS time; host: host-bound; mem: machine's memory bandwidth low)")
         tables.append(SummaryTable(title, ("pass", f"impl \\ {axis}", *(f"{v:g}" for v in values)), tuple(rows)))
     return tables
 
@@ -56,7 +61,7 @@ def _others(params_json: str, axis: str) -> str:
     return ",".join(f"{k}={v}" for k, v in sorted(params.items()) if k != axis)
 
 
-def _cell(row: dict | None, base: float | None, is_ref: bool) -> str:
+def _cell(row: dict | None, base: float | None, is_ref: bool, typical_gbps: float | None = None) -> str:
     if row is None:
         return ""
     if row["status"] != "ok":
@@ -70,7 +75,13 @@ def _cell(row: dict | None, base: float | None, is_ref: bool) -> str:
         text += " os"
     if _share_at_least(row, "host_s", HOST_BOUND):
         text += " host"
+    if _below(row.get("mem_gbps"), MEM_SLOW, typical_gbps):
+        text += " mem"
     return text
+
+
+def _below(value: float | None, share: float, typical: float | None) -> bool:
+    return value is not None and typical is not None and not pd.isna(value) and value < share * typical
 
 
 def _share_at_least(row: dict, column: str, share: float) -> bool:

@@ -110,6 +110,22 @@ def test_differing_hosts_and_torch_versions_are_reported():
     assert compare.compare(base, base).warnings() == []
 
 
+def test_runs_measured_at_different_memory_bandwidth_get_a_warning():
+    def run(cpp_gbps: float, py_gbps: float, seed: int) -> pd.DataFrame:
+        return frame([{**row(samples=timed(1e-3, seed)), "mem_gbps": cpp_gbps},
+                      {**row("py", samples=timed(1e-3, seed + 1)), "mem_gbps": py_gbps}])
+
+    base, slower = run(40.0, 44.0, 1), run(30.0, 32.0, 3)
+    result = compare.compare(base, slower)
+    assert result.bandwidth == (42.0, 31.0)
+    (warning,) = result.warnings()
+    assert "42.0 GB/s in base, 31.0 GB/s in new" in warning
+    assert result.to_dict()["bandwidth_gbps"] == {"base": 42.0, "new": 31.0}
+    within = frame([{**row(samples=timed(1e-3, 2)), "mem_gbps": 38.0}])
+    assert compare.compare(base, within).warnings() == []  # 10% apart
+    assert compare.compare(base, frame([row(samples=timed(1e-3, 2))])).warnings() == []  # no probes in new
+
+
 def test_environment_comes_from_run_json_when_rows_lack_it():
     base = frame([row(samples=timed(1e-3, 1), host=None)])
     new = frame([row(samples=timed(1e-3, 2), host=None)])

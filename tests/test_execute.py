@@ -1,6 +1,7 @@
 """One cell, in process: real timings of hoconv2d py, the correctness gate, failures as rows."""
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -67,6 +68,18 @@ def test_page_faults_and_os_time_per_call_are_counted_for_fresh_memory():
     # threads fault at once)
     assert rows["scratch"]["sys_s"] > 0.3 * rows["scratch"]["median_s"]
     assert rows["py"]["sys_s"] < 0.1 * rows["scratch"]["sys_s"]
+
+
+def test_a_cpu_row_has_the_machines_memory_bandwidth_unless_asked_not_to(fixture_ops, monkeypatch):
+    from benchctl import membw
+
+    readings = iter([30.0, 40.0])  # before and after the pass
+    monkeypatch.setattr(membw, "probe", lambda: next(readings))
+    cell = Cell.make("faulty", "op", "py", "cpu", "float32", {"batch_size": 4, "dim": 8}, ("forward",))
+    [row] = run_cell(cell, FAST)
+    assert row["mem_gbps"] == 35.0
+    [row] = run_cell(cell, replace(FAST, probe_bandwidth=False))
+    assert "mem_gbps" not in row
 
 
 def test_a_gpu_clock_row_has_the_hosts_median_issue_time_after_warm_up(builtin_ops):

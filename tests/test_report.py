@@ -226,3 +226,10 @@ def test_table_shows_the_hosts_share_of_gpu_cells(tmp_path):
     loaded = report.load_results([write_run(tmp_path, "20240101-000000-aaaaaa", rows)])
     table = report.op_table(loaded.rows, "py").set_index("impl")
     assert (table.loc["py", "host ms"], table.loc["cpp", "host ms"]) == ("7.5", "")
+
+
+def test_table_shows_the_machines_memory_bandwidth_of_cpu_cells(tmp_path):
+    rows = [{**row("py", "cpu", "forward", 8), "mem_gbps": 41.26}, row("cpp", "cpu", "forward", 8)]
+    loaded = report.load_results([write_run(tmp_path, "20240101-000000-aaaaaa", rows)])
+    table = report.op_table(loaded.rows, "py").set_index("impl")
+    assert (table.loc["py", "machine GB/s"], table.loc["cpp", "machine GB/s"]) == ("41.3", "")

@@ -30,9 +30,9 @@ def test_per_round_divides_the_budget():
 
 def test_merge_pools_samples_and_recomputes_stats_and_rates():
     rounds = [[row([1.0, 1.0, 1.0], pct_of_peak=40.0, page_faults=10.0, sys_s=0.5, peak_mem_bytes=5.0,
-                   host_s=0.9)],
+                   host_s=0.9, mem_gbps=30.0)],
               [row([2.0, 2.0, 2.0, 2.0], pct_of_peak=20.0, page_faults=30.0, sys_s=0.25, peak_mem_bytes=7.0,
-                   host_s=1.1)]]
+                   host_s=1.1, mem_gbps=20.0)]]
     [m] = merge(rounds)
     assert m["n"] == 7 and m["samples_s"] == [1.0] * 3 + [2.0] * 4
     assert m["median_s"] == 2.0 and m["min_s"] == 1.0 and m["max_s"] == 2.0
@@ -40,7 +40,7 @@ def test_merge_pools_samples_and_recomputes_stats_and_rates():
     assert m["gflops"] == pytest.approx(1.0) and m["gbps"] == pytest.approx(2.0)
     assert m["pct_of_peak"] == pytest.approx(20.0)  # the bound is 0.4 s; 0.4 / 2.0
     assert m["page_faults"] == 20.0 and m["sys_s"] == 0.375 and m["peak_mem_bytes"] == 7.0
-    assert m["host_s"] == pytest.approx(1.0)
+    assert m["host_s"] == pytest.approx(1.0) and m["mem_gbps"] == 25.0
     assert m["noisy"] and m["message"].startswith("noisy: IQR is 50%")
 
 

@@ -39,3 +39,12 @@ def test_a_gpu_cell_whose_host_side_takes_most_of_it_is_marked():
     assert small.rows[0] == ("forward", "py", "4 host", "10")  # B=2: 2 of 10 ms, GPU-bound
     assert small.rows[1][2] == "1 (4.0x)"
     assert "host: host-bound" in small.title
+
+
+def test_a_cell_measured_while_the_machines_memory_bandwidth_was_low_is_marked():
+    df = rows().assign(mem_gbps=[40.0, 29.0, 31.0, None, 42.0])  # median 35.5: below 26.6 is marked
+    assert next(t for t in summarize(df, {"lstm_cell": "py"}) if "H=64" in t.title).rows[0][3] == "10"
+    df.loc[1, "mem_gbps"] = 26.0
+    small = next(t for t in summarize(df, {"lstm_cell": "py"}) if "H=64" in t.title)
+    assert small.rows == (("forward", "py", "4", "10 mem"), ("forward", "cpp", "1 (4.0x)", "oom"))
+    assert "mem: machine's memory bandwidth low" in small.title

@@ -1,0 +1,65 @@
+"""The memory bandwidth this machine gives right now: a short read taken beside each CPU measurement.
+
+On a shared host (a cloud VM) the other tenants' memory traffic moves the bandwidth one process gets
+by 2x and more within minutes, and every memory-bound timing moves with it. On a 2-core cloud VM a
+sequential read of 80 MB took from 1.0 to 3.3 ms within ten minutes, and hoconv2d's cpp forward
+(B=16, bound by reading its 80 MB of weights) from 2.7 to 5.0 ms along with it. A row that records
+the bandwidth around its own measurement tells a slow machine from a slow implementation: `run`
+marks the cells measured while it was well below the run's best, and `compare` warns when two runs
+had different bandwidth.
+
+The probe sums a float32 buffer twice the size of the last-level cache (at least 64 MiB) on the
+threads the measurement uses, and takes the median of a few reads: a few milliseconds per probe.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import statistics
+import time
+from typing import Callable
+
+import torch
+
+MIN_BYTES = 64 << 20
+READS = 5
+
+
+def last_level_cache_bytes() -> int:
+    """The L3 (else L2) cache size the C library reports; 0 where it does not know."""
+    for name in ("SC_LEVEL3_CACHE_SIZE", "SC_LEVEL2_CACHE_SIZE"):
+        try:
+            size = os.sysconf(name)
+        except (ValueError, OSError):
+            continue
+        if size > 0:
+            return size
+    return 0
+
+
+def buffer_bytes(cache_bytes: int) -> int:
+    """Twice the cache, so the reads come from memory and not from the cache, and at least MIN_BYTES."""
+    return max(MIN_BYTES, 2 * cache_bytes)
+
+
+@functools.lru_cache(maxsize=1)
+def probe_buffer() -> torch.Tensor:
+    """One buffer per process, written once (so its pages exist before the first probe)."""
+    return torch.ones(buffer_bytes(last_level_cache_bytes()) // 4, dtype=torch.float32)
+
+
+def read_gbps(buffer: torch.Tensor, reads: int = READS,
+              timer: Callable[[], float] = time.perf_counter) -> float:
+    """GB/s of the median of `reads` full reads (a sum) of `buffer`."""
+    times = []
+    for _ in range(reads):
+        start = timer()
+        buffer.sum()
+        times.append(timer() - start)
+    median = statistics.median(times)
+    return buffer.nbytes / median * 1e-9 if median > 0 else float("nan")
+
+
+def probe() -> float:
+    return read_gbps(probe_buffer())
