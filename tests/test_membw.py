@@ -15,8 +15,8 @@ def test_read_gbps_is_the_buffers_bytes_over_the_median_read():
     assert membw.read_gbps(buffer, reads=5, timer=lambda: next(ticks)) == pytest.approx((1 << 20) / 0.002 * 1e-9)
 
 
-@pytest.mark.parametrize("cache, expected", [(0, 64 << 20), (8 << 20, 64 << 20), (96 << 20, 192 << 20)])
-def test_the_buffer_is_twice_the_cache_and_at_least_64_mib(cache, expected):
+@pytest.mark.parametrize("cache, expected", [(0, 64 << 20), (8 << 20, 64 << 20), (32 << 20, 128 << 20)])
+def test_the_buffer_is_four_times_the_cache_and_at_least_64_mib(cache, expected):
     assert membw.buffer_bytes(cache) == expected
 
 
