@@ -1,7 +1,9 @@
 """This machine's measured peaks: copy bandwidth (GB/s) and matmul throughput (GFLOP/s), per device.
 
 Stored per host in the user's cache, so `run` can add `pct_of_peak` to every row: the share of the
-roofline bound (the larger of bytes / peak GB/s and FLOPs / peak GFLOP/s) that a pass achieves.
+roofline bound (the larger of bytes / peak GB/s and FLOPs / peak GFLOP/s) that a pass achieves. On the
+CPU also the best of a few memory bandwidth probes (membw.py, `read_gbps`): `run` compares the probe
+it takes at the start with it and warns when the machine's memory is busy.
 """
 
 from __future__ import annotations
@@ -13,12 +15,14 @@ from pathlib import Path
 
 import torch
 
+from benchctl import membw
 from benchctl.execute import make_clock
 from benchctl.timing import Policy, measure
 
 COPY_BYTES = 256 * 1024 * 1024
 MATMUL_N = 2048
 POLICY = Policy(warmup=2, min_samples=10, min_time=0.5, max_time=10.0)
+PROBES = 10
 
 
 def calibration_path() -> Path:
@@ -44,6 +48,8 @@ def matmul_gflops(device: str) -> float:
 def calibrate(devices: list[str]) -> dict[str, dict[str, float]]:
     peaks = {d: {"gbps": copy_gbps(d), "gflops": matmul_gflops(d), "threads": torch.get_num_threads()}
              for d in devices}
+    if "cpu" in peaks:
+        peaks["cpu"]["read_gbps"] = max(membw.probe() for _ in range(PROBES))
     path = calibration_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({**load_peaks(), **peaks}, indent=2))

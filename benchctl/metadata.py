@@ -12,6 +12,8 @@ from typing import Any, Callable
 
 import torch
 
+from benchctl import membw
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -113,6 +115,7 @@ def details() -> dict[str, Any]:
         "tf32": _tf32_setup(),
         "parallel": "; ".join(l.strip() for l in torch.__config__.parallel_info().splitlines()[1:3]),
         "busy_cores": _rounded(busy_cores()),
+        "memory_read_gbps_now": _rounded(membw.probe()),
         **memory_setup(),
     }
 

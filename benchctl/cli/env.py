@@ -18,11 +18,12 @@ def command(as_json: bool, calibrate: bool) -> None:
 
     facts = metadata.details()
     if calibrate:
-        with console.err.status("measuring copy bandwidth and matmul throughput ..."):
+        with console.err.status("measuring copy and read bandwidth and matmul throughput ..."):
             cal.calibrate(["cpu"] + ([] if cuda_device_reason() else ["cuda"]))
     peaks = cal.load_peaks()
     for device, p in peaks.items():
-        facts[f"peak_{device}"] = f"{p['gbps']:.1f} GB/s copy, {p['gflops']:.1f} GFLOP/s matmul"
+        read = f", {p['read_gbps']:.1f} GB/s read" if p.get("read_gbps") else ""
+        facts[f"peak_{device}"] = f"{p['gbps']:.1f} GB/s copy{read}, {p['gflops']:.1f} GFLOP/s matmul"
     if not peaks:
         facts["peaks"] = "not measured: run `benchctl env --calibrate`"
     facts["calibration_file"] = str(cal.calibration_path())

@@ -12,6 +12,7 @@ import click
 from benchctl.cli.options import load_operators, op_option, ops_dir_option, tf32_option
 
 BUSY_WARN_CORES = 0.5  # cores kept busy by other processes at the start of a CPU run
+SLOW_MEMORY_SHARE = 0.6  # memory bandwidth at the start of a CPU run, as a share of the calibrated read peak
 
 
 def _ints(text: str | None) -> tuple[int, ...]:
@@ -121,8 +122,8 @@ def _execute(plan, out: Path) -> None:
     if not runnable:
         raise BenchError(f"nothing can run here: {'; '.join(unavailable)}")
     plan.build_extensions(lambda msg: console.err.print(msg, highlight=False))
-    busy = _warn_if_busy(plan)
-    writer = plan.writer(out, busy_cores_at_start=busy)
+    busy, memory = _warn_if_busy(plan), _warn_if_memory_is_busy(plan)
+    writer = plan.writer(out, busy_cores_at_start=busy, mem_gbps_at_start=memory)
     _install_signal_handlers()
     try:
         _progress_run(plan, writer)
@@ -148,6 +149,21 @@ def _warn_if_busy(plan) -> float | None:
         console.warn(f"about {busy:.1f} of {os.cpu_count()} cores are busy with other work: CPU timings will be "
                      "noisy (compare ratios within this run only, or use --threads 1)")
     return busy
+
+
+def _warn_if_memory_is_busy(plan) -> float | None:
+    """Other tenants of the host can take half the memory bandwidth without using a core of this machine.
+    Returns the probe's GB/s (None for a GPU-only run)."""
+    from benchctl import console, membw
+
+    if not any(c.device == "cpu" for c in plan.cells):
+        return None
+    now, peak = membw.probe(), plan.settings().peaks.get("cpu", {}).get("read_gbps")
+    if peak and now < SLOW_MEMORY_SHARE * peak:
+        console.warn(f"memory bandwidth is {now:.0f} GB/s now, {now / peak:.0%} of the {peak:.0f} GB/s calibrated: "
+                     "other work on this host is using it; memory-bound timings will be slower and move "
+                     "(see each row's mem_gbps)")
+    return now
 
 
 def _install_signal_handlers() -> None:

@@ -33,6 +33,7 @@ def test_list_json_has_reasons(example_ops_dir):
 def test_env_json_has_the_facts():
     facts = json.loads(invoke("env", "--json").stdout)
     assert facts["torch_version"] == torch.__version__ and facts["threads"] >= 1
+    assert facts["memory_read_gbps_now"] > 0
 
 
 def test_run_py_cpu_writes_parquet_with_all_passes(tmp_path):
@@ -60,6 +61,20 @@ def test_a_busy_machine_is_warned_about_and_recorded(tmp_path, monkeypatch):
     assert meta["busy_cores_at_start"] == 1.5
     assert meta["references"] == {"hoconv2d": "py"}  # the report's default baseline
     assert meta["tf32"] == "default"
+
+
+@pytest.mark.parametrize("now, warned", [(20.0, True), (40.0, False)])
+def test_busy_memory_is_warned_about_and_recorded(tmp_path, monkeypatch, now, warned):
+    monkeypatch.setattr("benchctl.membw.probe", lambda: now)
+    monkeypatch.setattr("benchctl.calibrate.load_peaks",
+                        lambda: {"cpu": {"gbps": 30.0, "gflops": 100.0, "read_gbps": 50.0}})
+    result = invoke("run", "py", "cpu", "--op", "hoconv2d", "--target", "filter", "--batch-sizes", "1",
+                    "--param", "H=8", "--param", "W=8", "--passes", "forward", "--min-time", "0",
+                    "--warmup-time", "0", "--out", str(tmp_path))
+    assert result.exit_code == 0, result.output
+    assert ("memory bandwidth is 20 GB/s now, 40% of the 50 GB/s calibrated" in result.output) is warned
+    (run,) = tmp_path.iterdir()
+    assert json.loads((run / "run.json").read_text())["mem_gbps_at_start"] == now
 
 
 def test_the_tf32_mode_is_recorded_and_a_wrong_one_refused(tmp_path):
