@@ -5,13 +5,13 @@ by 2x and more within minutes, and every memory-bound timing moves with it. On a
 sequential read of 80 MB took from 1.0 to 3.3 ms within ten minutes, and hoconv2d's cpp forward
 (B=16, bound by reading its 80 MB of weights) from 2.7 to 5.0 ms along with it. A row that records
 the bandwidth around its own measurement tells a slow machine from a slow implementation: `run`
-marks the cells measured while it was well below the run's best, and `compare` warns when two runs
+marks the cells measured while it was well below the run's median, and `compare` warns when two runs
 had different bandwidth.
 
 The probe sums a float32 buffer four times the size of the last-level cache (at least 64 MiB) on the
 threads the measurement uses, and takes the median of three reads: about 10 ms per probe. Part of
-a buffer only twice the cache stays cached: a probe right after another read up to 1.7x faster than
-one after a larger read (84-96 against 49-74 GB/s with a 32 MiB L3); four times the cache, 1.2x
+a buffer only twice the cache stays cached: a probe right after another read ran up to 1.7x faster
+than one after a larger read (84-96 against 49-74 GB/s with a 32 MiB L3); four times the cache, 1.2x
 (35-38 against 29-31 GB/s), small beside what other tenants do to it.
 """
 
