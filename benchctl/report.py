@@ -24,6 +24,7 @@ from benchctl.errors import UsageError
 ENV_FIELDS = {"run_id": "run", "host": "host", "torch_version": "torch", "cuda_version": "CUDA",
               "cpu_name": "CPU", "gpu_name": "GPU", "threads": "threads", "git_sha": "git", "timestamp": "started",
               "rounds": "rounds", "state": "state"}
+BANDWIDTH = "memory GB/s"  # the machine's memory bandwidth over a run: median (range) of its probes
 
 
 @dataclass(frozen=True)
@@ -90,8 +91,16 @@ def environment(rows: pd.DataFrame, metas: Sequence[Mapping[str, Any]] = ()) -> 
         part = rows[rows["run_id"].astype(str) == run_id] if run_ids else rows
         meta = by_run.get(run_id, {})
         entry = {label: _facts(part, meta, name) for name, label in ENV_FIELDS.items()}
-        entries.append({**entry, "run": run_id})
+        entries.append({**entry, "run": run_id, BANDWIDTH: _bandwidth(part)})
     return entries
+
+
+def _bandwidth(rows: pd.DataFrame) -> str:
+    """The machine's memory bandwidth over the run (the probes of its CPU rows): median and range."""
+    values = rows["mem_gbps"].dropna() if "mem_gbps" in rows else pd.Series(dtype=float)
+    if values.empty:
+        return "not probed"
+    return f"{values.median():.1f} ({values.min():.1f}-{values.max():.1f})"
 
 
 def _facts(rows: pd.DataFrame, meta: Mapping[str, Any], name: str) -> str:
@@ -250,7 +259,7 @@ def _md_table(table: pd.DataFrame) -> str:
 
 
 def _env_table(report: Report) -> pd.DataFrame:
-    return pd.DataFrame(report.environment, columns=list(ENV_FIELDS.values()))
+    return pd.DataFrame(report.environment, columns=[*ENV_FIELDS.values(), BANDWIDTH])
 
 
 def _status_line(report: Report) -> str:

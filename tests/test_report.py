@@ -140,6 +140,15 @@ def test_environment_shows_the_rounds_a_run_pooled(tmp_path):
     assert env["rounds"] == "3"
 
 
+def test_environment_shows_the_runs_memory_bandwidth(tmp_path):
+    rows = [{**row("py", "cpu", "forward", b), "mem_gbps": g} for b, g in ((1, 30.0), (2, 24.5), (4, 41.0))]
+    loaded = report.load_results([write_run(tmp_path, "20240101-000000-dddddd", rows)])
+    (env,) = report.environment(loaded.rows, loaded.metas)
+    assert env["memory GB/s"] == "30.0 (24.5-41.0)"
+    gpu = report.load_results([write_run(tmp_path, "20240101-000000-eeeeee", [row("py", "cuda", "forward", 1)])])
+    assert report.environment(gpu.rows, gpu.metas)[0]["memory GB/s"] == "not probed"
+
+
 def test_measured_peaks_come_from_run_json(tmp_path):
     rated = [{**row("py", "cpu", "forward", 8), "gbps": 3.0, "gflops": 9.0, "flops": 1e9, "bytes": 1e8}]
     loaded = report.load_results([write_run(tmp_path, "20240101-000000-aaaaaa", rated,
