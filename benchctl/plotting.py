@@ -102,7 +102,7 @@ def iqr_bars(ok: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(lo), np.asarray(hi)
 
 
-def _grid(nrows: int, ncols: int, width: float = 4.8) -> tuple["Figure", np.ndarray]:
+def figure_grid(nrows: int, ncols: int, width: float = 4.8) -> tuple["Figure", np.ndarray]:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -204,7 +204,7 @@ def _panel_figure(df: pd.DataFrame, title: str, subtitle: str,
     """A panel per device x pass (CPU above GPU, forward left of backward) sharing colours per
     implementation and line styles per param group; `draw` fills one panel's y axis."""
     devices, passes = ordered(df["device"], DEVICES), ordered(df["pass"], PASSES)
-    fig, axes = _grid(len(devices), len(passes))
+    fig, axes = figure_grid(len(devices), len(passes))
     colors = _colors(df["impl"])
     styles = {g: LINESTYLES[i % len(LINESTYLES)] for i, g in enumerate(sorted(df["group"].unique()))}
     for (r, device), (c, pass_name) in product(enumerate(devices), enumerate(passes)):
@@ -263,7 +263,7 @@ def roofline_figure(df: pd.DataFrame, title: str, peaks: Mapping[str, Mapping[st
     if ok.empty:
         return None
     devices = ordered(ok["device"], DEVICES)
-    fig, axes = _grid(1, len(devices), width=6.0)
+    fig, axes = figure_grid(1, len(devices), width=6.0)
     colors = _colors(df["impl"])
     for ax, device in zip(axes[0], devices):
         rows, peak = ok[ok["device"] == device], dict((peaks or {}).get(device, {}))

@@ -17,7 +17,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from benchctl import plotting, storage
+from benchctl import machine_plot, plotting, storage
 from benchctl.errors import UsageError
 
 # state: complete, or interrupted (then some cells are missing)
@@ -57,6 +57,7 @@ class Report:
     generated: str
     files: list[Path] = field(default_factory=list)
     superseded: int = 0  # cells measured again in a later run: only the latest is shown
+    machine: list[Path] = field(default_factory=list)  # the memory bandwidth probes over the run [png, svg]
 
 
 def load_results(paths: Sequence[Path | str], root: Path | str = "results") -> Loaded:
@@ -232,12 +233,15 @@ def build(rows: pd.DataFrame, out_dir: Path, metas: Sequence[Mapping[str, Any]] 
                          wanted.get(str(op), wanted.get("*", references.get(str(op)))), peaks)
                 for (op, target), part in rows.groupby(["op", "target"], sort=True)]
     statuses = {str(k): int(v) for k, v in rows["status"].fillna("missing").value_counts().items()}
+    machine = machine_plot.bandwidth_figure(rows, peaks.get("cpu", {}).get("read_gbps"))
     report = Report(out_dir, sections, environment(rows, metas), statuses,
-                    datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), superseded=superseded)
+                    datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), superseded=superseded,
+                    machine=plotting.save(machine, out_dir / "figures" / "machine-bandwidth") if machine else [])
     pages = {out_dir / "index.html": render_html(report), out_dir / "summary.md": render_markdown(report)}
     for path, text in pages.items():
         path.write_text(text, encoding="utf-8")
-    return replace(report, files=[*pages, *(p for s in sections for paths in s.figures.values() for p in paths)])
+    figures = [*report.machine, *(p for s in sections for paths in s.figures.values() for p in paths)]
+    return replace(report, files=[*pages, *figures])
 
 
 def latest_only(rows: pd.DataFrame) -> tuple[pd.DataFrame, int]:
@@ -271,6 +275,8 @@ def _status_line(report: Report) -> str:
 def render_markdown(report: Report) -> str:
     out = ["# benchctl report", "", f"Generated {report.generated}. Cells: {_status_line(report)}.", "",
            "## Environment", "", _md_table(_env_table(report)), ""]
+    if report.machine:
+        out += [f"![machine memory bandwidth]({report.machine[0].relative_to(report.out_dir).as_posix()})", ""]
     for s in report.sections:
         out += [f"## {s.title}", "", f"Baseline for speedups: `{s.baseline}`." + (f" ({s.note})" if s.note else ""), ""]
         out += [f"![{s.title} {kind}]({paths[0].relative_to(report.out_dir).as_posix()})" for kind, paths in s.figures.items()]
@@ -302,6 +308,8 @@ def render_html(report: Report) -> str:
             "<p>" + " · ".join(f'<a href="#{_slug(s.op, s.target)}">{html.escape(s.title)}</a>'
                                for s in report.sections) + "</p>",
             "<h2>Environment</h2>", _html_table(_env_table(report))]
+    if report.machine:
+        body.append(_img(report, "memory bandwidth probes", report.machine, "machine"))
     for s in report.sections:
         note = f' <span class="note">({html.escape(s.note)})</span>' if s.note else ""
         body += [f"<h2 id=\"{_slug(s.op, s.target)}\">{html.escape(s.title)}</h2>",

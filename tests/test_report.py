@@ -66,6 +66,18 @@ def test_build_writes_html_markdown_and_figures(run_dir, built):
             "figures/hoconv2d-module-speedup.png"} <= names
     assert all(p.exists() and p.stat().st_size > 0 for p in built.files)
     assert not any("roofline" in n for n in names)  # the rows carry no rates
+    assert not any("machine" in n for n in names)  # nor bandwidth probes
+
+
+def test_a_run_with_bandwidth_probes_gets_the_machine_figure(tmp_path):
+    rows = [{**r, "mem_gbps": 30.0 + i, "timestamp": f"2026-11-22T16:0{i}:00+00:00"}
+            for i, r in enumerate(row("py", "cpu", "forward", b) for b in (8, 16))]
+    loaded = report.load_results([write_run(tmp_path, "20240101-000000-ffffff", rows)])
+    built = report.build(loaded.rows, tmp_path / "out", loaded.metas)
+    assert [p.name for p in built.machine] == ["machine-bandwidth.png", "machine-bandwidth.svg"]
+    assert set(built.machine) <= set(built.files)
+    assert "![machine memory bandwidth](figures/machine-bandwidth.png)" in (tmp_path / "out" / "summary.md").read_text()
+    assert "memory bandwidth probes" in (tmp_path / "out" / "index.html").read_text()
 
 
 def test_html_embeds_decodable_images_and_has_the_tables(built):
