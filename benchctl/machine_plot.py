@@ -33,7 +33,7 @@ def bandwidth_figure(rows: pd.DataFrame, read_peak: float | None = None) -> "Fig
                label=f"{MEM_SLOW:.0%} of the median: marked mem")
     if read_peak:
         ax.axhline(read_peak, linestyle="--", color="black", label="calibrated read peak")
-    ax.set_xlabel("minutes into the run (when the cell finished)")
+    ax.set_xlabel("minutes since the first cell finished")
     ax.set_ylabel("memory bandwidth probe, GB/s")
     ax.set_ylim(bottom=0)
     ax.legend(loc="best", fontsize=8)
