@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from benchctl import storage
+from benchctl.summary import probed
 
 KEY = ("op", "target", "impl", "device", "dtype", "params", "pass")
 ENV_FIELDS = ("host", "torch_version", "cuda_version", "cpu_name", "gpu_name", "threads")
@@ -161,7 +162,7 @@ def compare(base: pd.DataFrame, new: pd.DataFrame, threshold: float = 0.05, alph
 
 def median_bandwidth(rows: pd.DataFrame) -> float | None:
     """The median memory bandwidth probe of a run's rows; None when it has none."""
-    values = rows["mem_gbps"].dropna() if "mem_gbps" in rows else pd.Series(dtype=float)
+    values = probed(rows)["mem_gbps"]
     return float(values.median()) if len(values) else None
 
 

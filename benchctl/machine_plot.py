@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from benchctl.plotting import figure_grid
-from benchctl.summary import MEM_SLOW
+from benchctl.summary import MEM_SLOW, probed
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -20,16 +20,16 @@ if TYPE_CHECKING:
 
 def bandwidth_figure(rows: pd.DataFrame, read_peak: float | None = None) -> "Figure | None":
     """None when no row has a probe (a GPU-only run, or rows from before probes existed)."""
-    probed = rows[rows["mem_gbps"].notna()] if "mem_gbps" in rows else rows.iloc[0:0]
-    if probed.empty:
+    with_probes = probed(rows)
+    if with_probes.empty:
         return None
-    finished = pd.to_datetime(probed["timestamp"], utc=True, format="ISO8601")
+    finished = pd.to_datetime(with_probes["timestamp"], utc=True, format="ISO8601")
     minutes = (finished - finished.min()).dt.total_seconds() / 60
     fig, axes = figure_grid(1, 1, width=8.0)
     ax = axes[0, 0]
-    for op, part in probed.assign(minutes=minutes).groupby("op", sort=True):
+    for op, part in with_probes.assign(minutes=minutes).groupby("op", sort=True):
         ax.plot(part["minutes"], part["mem_gbps"], "o", markersize=3, label=str(op))
-    ax.axhline(MEM_SLOW * probed["mem_gbps"].median(), linestyle=":", color="gray",
+    ax.axhline(MEM_SLOW * with_probes["mem_gbps"].median(), linestyle=":", color="gray",
                label=f"{MEM_SLOW:.0%} of the median: marked mem")
     if read_peak:
         ax.axhline(read_peak, linestyle="--", color="black", label="calibrated read peak")

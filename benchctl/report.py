@@ -19,6 +19,7 @@ import pandas as pd
 
 from benchctl import machine_plot, plotting, storage
 from benchctl.errors import UsageError
+from benchctl.summary import probed
 
 # state: complete, or interrupted (then some cells are missing)
 ENV_FIELDS = {"run_id": "run", "host": "host", "torch_version": "torch", "cuda_version": "CUDA",
@@ -98,7 +99,7 @@ def environment(rows: pd.DataFrame, metas: Sequence[Mapping[str, Any]] = ()) -> 
 
 def _bandwidth(rows: pd.DataFrame) -> str:
     """The machine's memory bandwidth over the run (the probes of its CPU rows): median and range."""
-    values = rows["mem_gbps"].dropna() if "mem_gbps" in rows else pd.Series(dtype=float)
+    values = probed(rows)["mem_gbps"]
     if values.empty:
         return "not probed"
     return f"{values.median():.1f} ({values.min():.1f}-{values.max():.1f})"

@@ -18,6 +18,11 @@ HOST_BOUND = 0.8
 MEM_SLOW = 0.75
 
 
+def probed(rows: pd.DataFrame) -> pd.DataFrame:
+    """The rows that carry a memory bandwidth probe (`mem_gbps`: CPU rows of runs that took one)."""
+    return rows[rows["mem_gbps"].notna()] if "mem_gbps" in rows else rows.iloc[0:0].assign(mem_gbps=[])
+
+
 @dataclass(frozen=True)
 class SummaryTable:
     title: str
@@ -35,7 +40,7 @@ def summarize(df: pd.DataFrame, references: dict[str, str]) -> list[SummaryTable
     a column per sweep value; each cell is `median ms (speedup x)`, or the status when it did not run."""
     tables = []
     df = df.assign(others=[_others(p, a) for p, a in zip(df["params"], df["axis"])])
-    typical = df.groupby("device")["mem_gbps"].median() if "mem_gbps" in df else pd.Series(dtype=float)
+    typical = probed(df).groupby("device")["mem_gbps"].median()
     keys = ["op", "target", "others", "device", "dtype"]
     for key, group in df.groupby(keys, sort=False):
         op, target, others, device, dtype = key
