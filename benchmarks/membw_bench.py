@@ -20,23 +20,22 @@ import torch
 import torch.utils.benchmark as tb
 
 from benchctl import membw, registry
-from benchctl.registry import Case
+from benchctl.cells import Cell
+from benchctl.execute import prepare
 
 
 def forward_call(op_name: str, target_name: str, impl_name: str, params: dict):
     """The cell's forward as a no-argument callable, its inputs built and prepared as `run` does."""
     try:
         op = registry.get(op_name)
-        target, impl = op.target(target_name), op.implementations[impl_name]
+        reason = op.implementations[impl_name].unavailable_reason("cpu")
+        cell = Cell.make(op_name, target_name, impl_name, "cpu", "float32", {**op.params, **params})
+        op.target(target_name)  # an unknown target fails here, as one clear line
     except KeyError as exc:
         raise SystemExit(f"no such cell: {exc}") from None
-    reason = impl.unavailable_reason("cpu")
     if reason:
         raise SystemExit(f"{op_name} {impl_name} is unavailable here: {reason}")
-    inputs = target.make_inputs(Case({**op.params, **params}, torch.float32, "cpu", 0))
-    if impl.prepare is not None:
-        inputs = impl.prepare(inputs)
-    return lambda: target.call(impl.fn, inputs)
+    return prepare(cell).call
 
 
 def pairs(call, count: int, min_time: float) -> tuple[list[float], list[float]]:
