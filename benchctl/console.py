@@ -1,4 +1,9 @@
-"""The one place that builds rich Consoles, tables and progress bars."""
+"""The one place that builds rich Consoles, tables and progress bars.
+
+Both consoles print text literally (markup off): exception messages, stderr tails, operator names and
+params come from user code, and a message such as "expected [batch, dim]" is not rich markup. Styles
+are applied with `rich.text.Text` spans instead, never by formatting text into markup.
+"""
 
 from __future__ import annotations
 
@@ -8,38 +13,44 @@ from typing import Iterable, Sequence
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 # Outside a terminal (CI logs, pipes) rich would wrap tables at 80 columns; results tables are wider.
 _WIDTH = None if sys.stdout.isatty() else 160
-out = Console(width=_WIDTH)
-err = Console(stderr=True, width=_WIDTH)
+out = Console(width=_WIDTH, markup=False, highlight=False)
+err = Console(stderr=True, width=_WIDTH, markup=False, highlight=False)
 
 
 def table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[object]]) -> Table:
-    t = Table(title=title, show_lines=False)
+    t = Table(title=None if title is None else Text(title), show_lines=False)
     for col in columns:
-        t.add_column(col, overflow="fold")
+        t.add_column(Text(col), overflow="fold")
     for row in rows:
-        t.add_row(*("" if v is None else str(v) for v in row))
+        t.add_row(*(Text("" if v is None else str(v)) for v in row))
     return t
 
 
 def progress() -> Progress:
     """Cells done / total, the current cell, elapsed time; on stderr so stdout stays clean."""
     return Progress(
-        TextColumn("[bold]{task.description}"),
+        TextColumn("{task.description}", style="bold", markup=False),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
-        TextColumn("{task.fields[current]}"),
+        TextColumn("{task.fields[current]}", markup=False),
         console=err,
         transient=False,
     )
 
 
+def styled(prefix: str, style: str, message: str) -> Text:
+    """`prefix` in `style`, then `message` exactly as given."""
+    return Text.assemble((prefix, style), message)
+
+
 def error(message: str) -> None:
-    err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    err.print(styled("error: ", "bold red", message), soft_wrap=True)
 
 
 def warn(message: str) -> None:
-    err.print(f"[yellow]warning:[/] {message}", highlight=False, soft_wrap=True)
+    err.print(styled("warning: ", "yellow", message), soft_wrap=True)

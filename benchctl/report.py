@@ -254,12 +254,18 @@ def latest_only(rows: pd.DataFrame) -> tuple[pd.DataFrame, int]:
     return kept, len(rows) - len(kept)
 
 
-def _md_table(table: pd.DataFrame) -> str:
-    def cell(value: Any) -> str:  # a pipe or newline inside a message would break the Markdown table
-        return str(value).replace("|", "\\|").replace("\n", " ")
+def md_text(value: Any) -> str:
+    """Text from outside (messages, names, params) made literal in Markdown: HTML in it is escaped, and a
+    pipe or newline would break a table row, a backtick or bracket would open code or a link."""
+    text = html.escape(str(value), quote=False).replace("\n", " ")
+    for char in "\\|`*_[]":
+        text = text.replace(char, "\\" + char)
+    return text
 
-    lines = ["| " + " | ".join(map(cell, table.columns)) + " |", "|" + "---|" * len(table.columns)]
-    lines += ["| " + " | ".join(map(cell, row)) + " |" for row in table.itertuples(index=False)]
+
+def _md_table(table: pd.DataFrame) -> str:
+    lines = ["| " + " | ".join(map(md_text, table.columns)) + " |", "|" + "---|" * len(table.columns)]
+    lines += ["| " + " | ".join(map(md_text, row)) + " |" for row in table.itertuples(index=False)]
     return "\n".join(lines)
 
 
@@ -279,8 +285,9 @@ def render_markdown(report: Report) -> str:
     if report.machine:
         out += [f"![machine memory bandwidth]({report.machine[0].relative_to(report.out_dir).as_posix()})", ""]
     for s in report.sections:
-        out += [f"## {s.title}", "", f"Baseline for speedups: `{s.baseline}`." + (f" ({s.note})" if s.note else ""), ""]
-        out += [f"![{s.title} {kind}]({paths[0].relative_to(report.out_dir).as_posix()})" for kind, paths in s.figures.items()]
+        out += [f"## {md_text(s.title)}", "", f"Baseline for speedups: {md_text(s.baseline)}."
+                + (f" ({md_text(s.note)})" if s.note else ""), ""]
+        out += [f"![{md_text(s.title)} {kind}]({paths[0].relative_to(report.out_dir).as_posix()})" for kind, paths in s.figures.items()]
         out += ["", _md_table(s.table), ""]
         if len(s.failures):
             out += [f"### Cells without a time ({len(s.failures)})", "", _md_table(s.failures), ""]

@@ -104,8 +104,10 @@ class RunWriter:
         os.replace(tmp, path)  # atomic: a reader never sees half a file
         return path
 
-    def finish(self, state: str = "complete") -> None:
+    def finish(self, state: str = "complete", reason: str | None = None) -> None:
         self.meta["state"] = state
+        if reason:
+            self.meta["reason"] = reason
         self.meta["finished"] = datetime.now(timezone.utc).isoformat()
         self._write_meta()
 

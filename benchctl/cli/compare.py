@@ -7,7 +7,6 @@ import warnings
 from pathlib import Path
 
 import click
-from rich.markup import escape
 
 from benchctl.errors import BenchError, UsageError
 
@@ -40,7 +39,7 @@ def _rows(comparison) -> list[list[str]]:
         style = STYLES.get(c.verdict)
         verdict = f"[{style}]{c.verdict}{status}[/]" if style else c.verdict + status
         op = c.op if c.target in ("op", "") else f"{c.op}/{c.target}"
-        rows.append([op, c.impl, c.device, c.dtype, escape(_params(c.params)), c.pass_name,
+        rows.append([op, c.impl, c.device, c.dtype, _params(c.params), c.pass_name,
                      _ms(c.base_median_s), _ms(c.new_median_s), change, p, verdict])
     return rows
 

@@ -47,6 +47,6 @@ def command(op_name, impl_name, device, pass_name, target, params, dtype, mem_li
     probes = ", ".join(f"{b}{'' if ok else ' (fails)'}" for b, ok in result.probes)
     console.out.print(f"probes: {probes}")
     note = " (search limit reached)" if result.capped else ""
-    console.out.print(f"[bold]{op_name} {impl_name} on {device} ({pass_name}, memory limit "
-                      f"{prober.limit_text()}): largest batch = {result.largest_ok}{note}[/]")
+    console.out.print(f"{op_name} {impl_name} on {device} ({pass_name}, memory limit "
+                      f"{prober.limit_text()}): largest batch = {result.largest_ok}{note}", style="bold")
     console.out.print(f"results: {run_dir}")

@@ -68,7 +68,6 @@ def _reps(n: int) -> str:
 
 
 def render_frames(top: TopFrames, reps: int, rows: int) -> None:
-    from rich.markup import escape  # C++ and "[unknown]" names must not be read as rich markup
 
     from benchctl import console
     from benchctl.stacks import short_name
@@ -78,19 +77,18 @@ def render_frames(top: TopFrames, reps: int, rows: int) -> None:
                       f"{s['setup']} in the untimed setup, {s['startup']} in start-up", highlight=False)
     if top.path:  # the frames every sample passes through: context, not a place where time goes
         path = " > ".join(short_name(p.function, 40) for p in top.path)
-        console.out.print(escape(f"call path of the timed samples: {path}"), highlight=False, soft_wrap=True)
+        console.out.print(f"call path of the timed samples: {path}", highlight=False, soft_wrap=True)
     console.out.print(console.table(
         "ATen operators, % of timed samples", ["self %", "total %", "operator"],
-        [(f"{r.self_pct:.1f}", f"{r.total_pct:.1f}", escape(r.op)) for r in top.by_op[:rows]]))
+        [(f"{r.self_pct:.1f}", f"{r.total_pct:.1f}", r.op) for r in top.by_op[:rows]]))
     for title, stats in (("self", top.by_self), ("total", top.by_total)):
         console.out.print(console.table(
             f"Top frames by {title} time, % of timed samples", ["%", "samples", "frame", "where"],
-            [(f"{r.pct:.1f}", r.samples, escape(short_name(r.function)), escape(r.location))
+            [(f"{r.pct:.1f}", r.samples, short_name(r.function), r.location)
              for r in stats[:rows]]))
 
 
 def render_ops(ops: Sequence[dict[str, Any]], reps: int, rows: int) -> None:
-    from rich.markup import escape
 
     from benchctl import console
     from benchctl.stacks import short_name
@@ -106,7 +104,7 @@ def render_ops(ops: Sequence[dict[str, Any]], reps: int, rows: int) -> None:
     shown = [(h, f) for h, f in columns if h not in key or any(r[key[h]] for r in ops)]
     console.out.print(console.table(
         f"Top operators by self time ({_reps(reps)})", [h for h, _ in shown] + ["name"],
-        [[f(r) for _, f in shown] + [escape(short_name(r["name"]))] for r in ops[:rows]]))
+        [[f(r) for _, f in shown] + [short_name(r["name"])] for r in ops[:rows]]))
 
 
 def render(result: ProfileResult, rows: int) -> None:

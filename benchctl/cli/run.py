@@ -132,6 +132,9 @@ def _execute(plan, out: Path) -> None:
         writer.finish("interrupted")
         console.error(f"interrupted: {writer.parts} finished cell(s) kept in {writer.dir}")
         sys.exit(130)
+    except BaseException as exc:  # no way out of the sweep leaves the run marked running
+        writer.finish("failed", reason=f"{type(exc).__name__}: {exc}")
+        raise
     writer.finish("complete")
     _render_summary(plan, writer)
 
@@ -185,8 +188,8 @@ def _progress_run(plan, writer) -> None:
         def done(cell, rows) -> None:
             bad = [r for r in rows if r["status"] not in ("ok", "unavailable")]
             if bad:
-                bar.console.print(f"[yellow]{cell.label()}: {bad[0]['status']}[/] {bad[0].get('message', '')}",
-                                  highlight=False)
+                bar.console.print(console.styled(f"{cell.label()}: {bad[0]['status']} ", "yellow",
+                                                 str(bad[0].get("message") or "")))
             bar.update(task, advance=1, current=cell.label())
 
         plan.run(writer, on_start=lambda c: bar.update(task, current=c.label()), on_done=done)
