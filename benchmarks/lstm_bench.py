@@ -20,8 +20,8 @@ from typing import Callable
 import torch
 import torch.utils.benchmark as tb
 
-from benchctl import registry
-from benchctl.registry import Case
+from benchctl.ops import registry
+from benchctl.ops.registry import Case
 
 IMPLS = ("py", "jit", "compile", "cpp", "cuda")
 PASSES = ("fwd", "bwd", "fwd+bwd")

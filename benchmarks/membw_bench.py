@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/membw_bench.py [--op hoconv2d] [--target filter] [--impl cpp]
         [--param batch_size=16] [--pairs 20] [--min-time 0.5]
 
-Alternates `benchctl.membw.probe()` (the probe `run` takes before and after each CPU pass) with a
+Alternates `benchctl.machine.membw.probe()` (the probe `run` takes before and after each CPU pass) with a
 torch.utils.benchmark median of one forward call, and prints each pair and their correlation. A
 strongly negative correlation says the timing moves with what the host's other tenants leave, not
 with the implementation: read such cells' ratios with `--rounds`, and `compare` runs only when their
@@ -19,9 +19,10 @@ import numpy as np
 import torch
 import torch.utils.benchmark as tb
 
-from benchctl import membw, registry
-from benchctl.cells import Cell
-from benchctl.execute import prepare
+from benchctl.machine import membw
+from benchctl.ops import registry
+from benchctl.ops.cells import Cell
+from benchctl.measure.execute import prepare
 
 
 def forward_call(op_name: str, target_name: str, impl_name: str, params: dict):

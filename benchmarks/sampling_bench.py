@@ -5,7 +5,7 @@
 
 Each implementation is built and prepared exactly as `benchctl run` does (the operator's own input
 factory and `prepare`), then timed with torch.utils.benchmark.Timer. Backward is the harness's own
-(`benchctl.passes.backward_from`: the inputs' gradients, or `backward` for a graph with leaves of its
+(`benchctl.measure.passes.backward_from`: the inputs' gradients, or `backward` for a graph with leaves of its
 own), timed on a retained graph so only the backward runs.
 The implementations are measured in interleaved rounds and each cell keeps the smallest round
 median: on a shared machine, another process can only make a round slower, never faster. Prints a
@@ -25,8 +25,8 @@ from torch.utils.benchmark import Timer
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchctl import registry  # noqa: E402
-from benchctl.passes import backward_from, grad_inputs, has_own_leaves  # noqa: E402
-from benchctl.registry import Case, Operator  # noqa: E402
+from benchctl.measure.passes import backward_from, grad_inputs, has_own_leaves  # noqa: E402
+from benchctl.ops.registry import Case, Operator  # noqa: E402
 
 PASSES = ("forward", "backward", "forward_backward")
 DEFAULTS: dict[str, dict[str, Any]] = {

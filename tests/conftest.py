@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from benchctl import registry
+from benchctl.ops import registry
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE_OPS = Path(__file__).resolve().parent / "fixtures" / "ops"

@@ -11,7 +11,8 @@ def _kinds(cuda: bool) -> tuple[str, ...]:
 
 def _build_one(op: str, kind: str, verbose: bool) -> bool:
     """Builds or loads one library and prints one status line; False when it failed."""
-    from benchctl import build, console
+    from benchctl import console
+    from benchctl.ops import build
 
     try:
         lib = build.library(op, kind)
@@ -49,7 +50,7 @@ def _build_op(op: str, kinds: tuple[str, ...], verbose: bool) -> list[str]:
 @click.option("--verbose", is_flag=True, help="Show the compiler's commands and output.")
 def command(ops: tuple[str, ...], cuda: bool, verbose: bool) -> None:
     """Compile the C++ (and with --cuda, CUDA) extensions of OPS (default: all that have sources)."""
-    from benchctl import build
+    from benchctl.ops import build
     from benchctl.errors import BenchError, UsageError
 
     known = build.extension_ops()

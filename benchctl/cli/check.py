@@ -19,17 +19,18 @@ def _fmt(v: float | None) -> str:
 @tf32_option
 def command(impls: str, devices: str, ops: tuple[str, ...], ops_dirs: tuple[str, ...], tf32: bool | None) -> None:
     """Check IMPLS on DEVICES: outputs and gradients vs float64, gradcheck, opcheck. Exit 1 on failure."""
-    from benchctl import console, sweep
-    from benchctl.checks import run_checks
-    from benchctl.correctness import set_tf32
+    from benchctl import console
+    from benchctl.sweep import request
+    from benchctl.measure.checks import run_checks
+    from benchctl.measure.correctness import set_tf32
     from benchctl.errors import BenchError
 
     load_operators(ops_dirs)
     set_tf32(tf32)
-    chosen_ops = sweep.select_ops(ops)
-    by_op = sweep.select_impls(chosen_ops, impls)
+    chosen_ops = request.select_ops(ops)
+    by_op = request.select_impls(chosen_ops, impls)
     selection = [(op, op.implementations[i], d) for op in chosen_ops for i in by_op.get(op.name, [])
-                 for d in sweep.parse_devices(devices) if d in op.implementations[i].devices]
+                 for d in request.parse_devices(devices) if d in op.implementations[i].devices]
     if not selection:
         raise BenchError(f"nothing to check: no implementation among {impls!r} supports {devices!r}")
     rows = []
@@ -49,7 +50,7 @@ def _render(rows) -> None:
     """One line per (operator, target, impl, device, check, dtype) with the worst error over its cases;
     each failing case is then named on its own line."""
     from benchctl import console
-    from benchctl.checks import summarize_rows
+    from benchctl.measure.checks import summarize_rows
 
     cols = ("operator", "target", "impl", "device", "check", "dtype", "cases", "max abs", "max rel", "tol", "result")
     table_rows = [(*s.key, s.cases, _fmt(s.max_abs_err), _fmt(s.max_rel_err), _fmt(s.tolerance), s.result)

@@ -58,7 +58,8 @@ def command(base: Path, new: Path, threshold: float, alpha: float, as_json: bool
 
     A cell changed only when its median moved past --threshold AND the samples differ significantly.
     """
-    from benchctl import compare, console
+    from benchctl import console
+    from benchctl.results import compare
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

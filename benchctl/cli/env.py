@@ -12,9 +12,10 @@ import click
 @click.option("--calibrate", is_flag=True, help="Measure copy GB/s and matmul GFLOP/s here and store them.")
 def command(as_json: bool, calibrate: bool) -> None:
     """Torch, CUDA, CPU and GPU facts, and the measured peaks used for % of peak."""
-    from benchctl import calibrate as cal
-    from benchctl import console, metadata
-    from benchctl.registry import cuda_device_reason
+    from benchctl.measure import calibrate as cal
+    from benchctl import console
+    from benchctl.machine import facts as metadata
+    from benchctl.ops.registry import cuda_device_reason
 
     facts = metadata.details()
     if calibrate:

@@ -30,8 +30,8 @@ def command(op_name, impl_name, device, pass_name, target, params, dtype, mem_li
     """Find the largest batch size that completes PASS (doubling, then bisection)."""
     from benchctl import console
     from benchctl.errors import UsageError
-    from benchctl.maxbatch import parse_size
-    from benchctl.probe import Prober
+    from benchctl.maxbatch.search import parse_size
+    from benchctl.maxbatch.probe import Prober
 
     load_operators(ops_dirs)
     try:

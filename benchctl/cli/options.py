@@ -14,7 +14,7 @@ op_option = click.option("--op", "ops", multiple=True, help="Operator to include
 
 
 def _tf32_mode(ctx: click.Context, param: click.Parameter, value: str) -> bool | None:
-    from benchctl.correctness import TF32_MODES
+    from benchctl.measure.correctness import TF32_MODES
 
     return TF32_MODES[value]
 
@@ -29,7 +29,8 @@ tf32_option = click.option(
 
 def load_operators(ops_dirs: Sequence[str]) -> dict:
     """Discover operators; a missing folder is a usage error, a broken operator file a warning."""
-    from benchctl import console, registry
+    from benchctl import console
+    from benchctl.ops import registry
     from benchctl.errors import UsageError
 
     try:

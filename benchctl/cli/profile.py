@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Any, Sequence
 import click
 
 if TYPE_CHECKING:  # imported inside the functions, so `benchctl --help` does not load torch
-    from benchctl.cells import Cell
-    from benchctl.profiling import ProfileResult
-    from benchctl.stacks import TopFrames
+    from benchctl.ops.cells import Cell
+    from benchctl.profile.profilers import ProfileResult
+    from benchctl.profile.stacks import TopFrames
 
 PASSES = ("forward", "backward", "forward_backward")
 DTYPE_NAMES = ("float32", "float64", "float16", "bfloat16")  # cells.DTYPES, without importing torch
@@ -37,8 +37,8 @@ def parse_params(pairs: tuple[str, ...], known: dict[str, Any]) -> dict[str, Any
 def build_cell(op_name: str, impl: str, device: str, target: str | None, dtype: str,
                batch_size: int | None, pairs: tuple[str, ...], ops_dirs: tuple[str, ...]) -> Cell:
     """The Cell `benchctl run` would time, from the command line; usage errors name the choices."""
-    from benchctl import registry
-    from benchctl.cells import Cell
+    from benchctl.ops import registry
+    from benchctl.ops.cells import Cell
     from benchctl.errors import BenchError, UsageError
 
     try:
@@ -70,7 +70,7 @@ def _reps(n: int) -> str:
 def render_frames(top: TopFrames, reps: int, rows: int) -> None:
 
     from benchctl import console
-    from benchctl.stacks import short_name
+    from benchctl.profile.stacks import short_name
 
     s = top.samples
     console.out.print(f"{s['timed']} samples in the timed thunk ({_reps(reps)}); not counted: "
@@ -91,7 +91,7 @@ def render_frames(top: TopFrames, reps: int, rows: int) -> None:
 def render_ops(ops: Sequence[dict[str, Any]], reps: int, rows: int) -> None:
 
     from benchctl import console
-    from benchctl.stacks import short_name
+    from benchctl.profile.stacks import short_name
 
     columns = [("%", lambda r: f"{r['pct']:.1f}"), ("calls", lambda r: r["calls"]),
                ("self CPU ms", lambda r: f"{r['self_cpu_us'] / 1e3:.2f}"),
@@ -149,7 +149,7 @@ def command(op: str, impl: str, device: str, target: str | None, pass_name: str,
     time, C++ frames included; `--profiler torch` writes a Chrome trace and the top operators (on a GPU,
     the view that sees kernel time).
     """
-    from benchctl import profiling
+    from benchctl.profile import profilers as profiling
     from benchctl.errors import UsageError
 
     if memory and profiler != "torch":

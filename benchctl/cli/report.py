@@ -37,16 +37,17 @@ def command(results: tuple[Path, ...], out_dir: Path | None, ops: tuple[str, ...
 
     RESULTS are run folders, parquet files or folders of runs (merged); default: the latest run in --root.
     """
-    from benchctl import console, report
+    from benchctl import console
+    from benchctl.report import page
 
     wanted = parse_baselines(baselines)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            loaded = report.load_results(results, root)
+            loaded = page.load_results(results, root)
         except FileNotFoundError as exc:
             raise UsageError(str(exc)) from None
-        built = report.build(loaded.rows, out_dir or report.default_out_dir(loaded.folders, root),
+        built = page.build(loaded.rows, out_dir or page.default_out_dir(loaded.folders, root),
                              loaded.metas, wanted, ops)
     for warning in caught:
         console.warn(str(warning.message))

@@ -92,18 +92,18 @@ def command(impls, devices, ops, ops_dirs, config, targets, batch_sizes, params,
             max_time, warmup_time, rounds, threads, out, quick, timeout, flush_l2, tf32, fresh_worker,
             in_process) -> None:
     """Time IMPLS (py, cpp, cuda, a variant, a comma list, all) on DEVICES (cpu, gpu, all)."""
-    from benchctl import sweep
-    from benchctl.config import SweepConfig, load_config
-    from benchctl.plan import Plan
+    from benchctl.sweep.request import SweepRequest, expand, split
+    from benchctl.sweep.config import SweepConfig, load_config
+    from benchctl.sweep.plan import Plan
 
     load_operators(ops_dirs)
     cfg = load_config(config) if config else SweepConfig()
-    request = sweep.SweepRequest(
+    request = SweepRequest(
         impls=impls, devices=devices, ops=tuple(ops), dtypes=tuple(dtypes),
-        passes=tuple(sweep.split(passes)) if passes else (), batch_sizes=_ints(batch_sizes),
+        passes=tuple(split(passes)) if passes else (), batch_sizes=_ints(batch_sizes),
         params=parse_params(params), targets=tuple(targets), quick=quick, config=cfg,
     )
-    cells = sweep.expand(request)
+    cells = expand(request)
     check_writable(Path(out))
     plan = Plan(cells, cfg, min_time=min_time, max_time=max_time, warmup_time=warmup_time, threads=threads,
                 flush_l2=flush_l2, tf32=tf32, timeout=timeout, in_process=in_process, ops_dirs=ops_dirs,
@@ -143,7 +143,7 @@ def _warn_if_busy(plan) -> float | None:
     """Other work on the CPU makes timings noisy: torch's OpenMP threads wait out a busy core.
     Returns the busy cores measured (None for a GPU-only run or without /proc/stat)."""
     from benchctl import console
-    from benchctl.metadata import busy_cores
+    from benchctl.machine.facts import busy_cores
 
     if not any(c.device == "cpu" for c in plan.cells):
         return None
@@ -157,7 +157,8 @@ def _warn_if_busy(plan) -> float | None:
 def _warn_if_memory_is_busy(plan) -> float | None:
     """Other tenants of the host can take half the memory bandwidth without using a core of this machine.
     Returns the probe's GB/s (None for a GPU-only run)."""
-    from benchctl import console, membw
+    from benchctl import console
+    from benchctl.machine import membw
 
     if not any(c.device == "cpu" for c in plan.cells):
         return None
@@ -196,8 +197,10 @@ def _progress_run(plan, writer) -> None:
 
 
 def _render_summary(plan, writer) -> None:
-    from benchctl import console, registry, storage
-    from benchctl.summary import summarize
+    from benchctl import console
+    from benchctl.ops import registry
+    from benchctl.results import storage
+    from benchctl.results.summary import summarize
 
     df = storage.load_run(writer.dir)
     refs = {name: op.reference for name, op in registry.operators().items()}

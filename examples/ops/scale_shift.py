@@ -5,7 +5,7 @@ Run it with:  benchctl run all cpu --ops-dir examples/ops --op scale_shift
 
 import torch
 
-from benchctl.registry import Case, Operator, Target, randn, register
+from benchctl.ops.registry import Case, Operator, Target, randn, register
 
 
 def make_inputs(case: Case) -> dict[str, torch.Tensor]:

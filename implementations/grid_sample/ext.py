@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from benchctl import customops
+from benchctl.ops import customops
 
 OP_NAME = "grid_sample"
 FORWARD = "benchctl::grid_sample_forward"

@@ -14,7 +14,7 @@ from typing import Any, Mapping
 import torch
 import torch.nn.functional as F
 
-from benchctl.registry import Case, Inputs, Operator, Target, randn, register
+from benchctl.ops.registry import Case, Inputs, Operator, Target, randn, register
 
 from . import ext
 from .py import filter_py

@@ -11,8 +11,9 @@ from typing import Any
 
 import torch
 
-from benchctl import build, customops
-from benchctl.registry import Case, randn
+from benchctl.ops import build
+from benchctl.ops import customops
+from benchctl.ops.registry import Case, randn
 
 OP_NAME = "hoconv2d"
 FORWARD = "benchctl::hoconv2d_filter"

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping
 
 
-from benchctl.registry import Case, Inputs, Operator, Output, Target, randn, register
+from benchctl.ops.registry import Case, Inputs, Operator, Output, Target, randn, register
 
 from . import compiled, ext
 from .py import lstm_cell_py

@@ -13,8 +13,9 @@ from typing import Any
 
 import torch
 
-from benchctl import build, customops
-from benchctl.registry import Case
+from benchctl.ops import build
+from benchctl.ops import customops
+from benchctl.ops.registry import Case
 
 OP_NAME = "lstm_cell"
 OPS = ("lstm_cell", "lstm_cell_backward", "lstm_cell_pointwise", "lstm_cell_pointwise_backward")

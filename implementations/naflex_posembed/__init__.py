@@ -11,8 +11,8 @@ from typing import Any, Callable, Mapping
 
 import torch
 
-from benchctl import build
-from benchctl.registry import Case, Inputs, Operator, Target, randn, register
+from benchctl.ops import build
+from benchctl.ops.registry import Case, Inputs, Operator, Target, randn, register
 
 from . import ext
 from .py import posembed_gridsample, posembed_loop

@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from benchctl import customops
+from benchctl.ops import customops
 
 OP_NAME = "naflex_posembed"
 FORWARD = "benchctl::naflex_posembed_forward"

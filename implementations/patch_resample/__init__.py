@@ -15,7 +15,7 @@ from typing import Any, Callable, Mapping
 import torch
 import torch.nn.functional as F
 
-from benchctl.registry import Case, Inputs, Operator, Target, randn, register
+from benchctl.ops.registry import Case, Inputs, Operator, Target, randn, register
 
 
 @functools.lru_cache(maxsize=16)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from benchctl import build
+from benchctl.ops import build
 from benchctl.cli import cli
 
 

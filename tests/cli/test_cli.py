@@ -6,7 +6,7 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-from benchctl import storage
+from benchctl.results import storage
 from benchctl.cli import cli
 
 
@@ -49,7 +49,7 @@ def test_run_py_cpu_writes_parquet_with_all_passes(tmp_path):
 
 
 def test_a_busy_machine_is_warned_about_and_recorded(tmp_path, monkeypatch):
-    monkeypatch.setattr("benchctl.metadata.busy_cores", lambda: 1.5)
+    monkeypatch.setattr("benchctl.machine.facts.busy_cores", lambda: 1.5)
     result = invoke("run", "py", "cpu", "--op", "hoconv2d", "--target", "filter", "--batch-sizes", "1",
                     "--param", "H=12", "--param", "W=12", "--passes", "forward",
                     "--min-time", "0", "--warmup-time", "0",
@@ -65,8 +65,8 @@ def test_a_busy_machine_is_warned_about_and_recorded(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("now, warned", [(20.0, True), (40.0, False)])
 def test_busy_memory_is_warned_about_and_recorded(tmp_path, monkeypatch, now, warned):
-    monkeypatch.setattr("benchctl.membw.probe", lambda: now)
-    monkeypatch.setattr("benchctl.calibrate.load_peaks",
+    monkeypatch.setattr("benchctl.machine.membw.probe", lambda: now)
+    monkeypatch.setattr("benchctl.measure.calibrate.load_peaks",
                         lambda: {"cpu": {"gbps": 30.0, "gflops": 100.0, "read_gbps": 50.0}})
     result = invoke("run", "py", "cpu", "--op", "hoconv2d", "--target", "filter", "--batch-sizes", "1",
                     "--param", "H=8", "--param", "W=8", "--passes", "forward", "--min-time", "0",

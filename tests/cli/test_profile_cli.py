@@ -12,7 +12,7 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-from benchctl import profiling
+from benchctl.profile import profilers as profiling
 from benchctl.cli import cli
 
 SMALL = ["hoconv2d", "py", "cpu", "--target", "filter", "--batch-size", "2", "--param", "H=32", "--param", "W=32"]
@@ -118,7 +118,7 @@ def test_py_spy_arguments_and_files_with_a_stand_in(tmp_path: Path, monkeypatch:
     for argv in calls:
         assert "--native" not in argv and argv[argv.index("--rate") + 1] == "77"
         child = argv[argv.index("--") + 1:]
-        assert child[1:3] == ["-m", "benchctl.profile_child"] and child[child.index("--pass") + 1] == "forward"
+        assert child[1:3] == ["-m", "benchctl.profile.child"] and child[child.index("--pass") + 1] == "forward"
         assert json.loads(child[child.index("--cell") + 1])["params_json"] == json.dumps(
             {"C": 3, "H": 32, "W": 32, "batch_size": 2, "k": 5})
     manifest = json.loads((out / "profile.json").read_text())
@@ -167,7 +167,7 @@ def test_user_operator_from_ops_dir_reaches_the_child(tmp_path: Path, example_op
 
 
 def test_help_lists_the_options() -> None:
-    from benchctl.cells import DTYPES
+    from benchctl.ops.cells import DTYPES
     from benchctl.cli.profile import DTYPE_NAMES
 
     result = invoke("profile", "--help")

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from benchctl import storage
+from benchctl.results import storage
 from benchctl.cli import cli
 
 

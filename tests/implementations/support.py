@@ -2,7 +2,7 @@
 
 import pytest
 
-from benchctl.registry import Operator
+from benchctl.ops.registry import Operator
 
 
 def require(op: Operator, name: str, device: str = "cpu") -> None:

@@ -11,8 +11,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from benchctl import correctness, registry
-from benchctl.registry import Case
+from benchctl.measure import correctness
+from benchctl.ops import registry
+from benchctl.ops.registry import Case
 from support import require
 
 registry.discover()

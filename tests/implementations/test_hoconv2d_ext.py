@@ -11,8 +11,8 @@ from typing import Any, Mapping
 import pytest
 import torch
 
-from benchctl import registry
-from benchctl.registry import Case
+from benchctl.ops import registry
+from benchctl.ops.registry import Case
 
 registry.discover()
 OP = registry.get("hoconv2d")

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import torch
 
-from benchctl import registry
-from benchctl.registry import Case
+from benchctl.ops import registry
+from benchctl.ops.registry import Case
 from support import require
 
 registry.discover()

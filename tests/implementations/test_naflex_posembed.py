@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 import torch
 
-from benchctl import correctness, registry
-from benchctl.registry import Case
+from benchctl.measure import correctness
+from benchctl.ops import registry
+from benchctl.ops.registry import Case
 from support import require
 
 registry.discover()

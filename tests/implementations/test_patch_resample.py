@@ -10,8 +10,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from benchctl import correctness, registry
-from benchctl.registry import Case
+from benchctl.measure import correctness
+from benchctl.ops import registry
+from benchctl.ops.registry import Case
 
 registry.discover()
 OP = registry.get("patch_resample")

@@ -1,0 +1,102 @@
+"""Real probes for `maxbatch`: one cell per batch size, in a worker process under a memory limit."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from benchctl.ops import registry
+from benchctl.sweep import request
+from benchctl.ops.cells import Cell
+from benchctl.errors import BenchError, UsageError
+from benchctl.measure.execute import Settings
+from benchctl.maxbatch.search import SearchResult, default_cpu_limit, search
+from benchctl.machine.facts import environment
+from benchctl.sweep.runner import WorkerProcess, stamp
+from benchctl.results.storage import RunWriter, new_run_id
+from benchctl.measure.timing import Policy
+
+# One repetition after one warm-up call is enough to know whether a size fits.
+PROBE_POLICY = Policy(warmup=0, min_samples=1, max_samples=1, min_time=0.0, max_time=0.0)
+
+
+@dataclass
+class Prober:
+    op: registry.Operator
+    impl: registry.Implementation
+    device: str
+    pass_name: str
+    target: str
+    params: dict[str, Any]
+    dtype: str
+    mem_limit: int | None
+    timeout: float
+    ops_dirs: Sequence[str]
+
+    @staticmethod
+    def create(op_name: str, impl_name: str, device: str, pass_name: str, target: str | None,
+               params: dict[str, Any], dtype: str, mem_limit: int | None, timeout: float,
+               ops_dirs: Sequence[str]) -> "Prober":
+        op = request.select_ops([op_name])[0]
+        impls = request.select_impls([op], impl_name)
+        devices = request.parse_devices(device)
+        if len(devices) != 1 or "," in impl_name or impl_name == "all" or not impls:
+            raise UsageError("maxbatch takes one operator, one implementation and one device")
+        if "batch_size" not in op.params:
+            raise UsageError(f"{op.name} has no batch_size param to search")
+        impl = op.implementations[impl_name]
+        reason = impl.unavailable_reason(devices[0])
+        if reason:
+            raise BenchError(f"{op.name} {impl_name} on {devices[0]}: {reason}")
+        target = target or op.targets[0].name
+        op.target(target) if target in [t.name for t in op.targets] else _bad_target(op, target)
+        limit = mem_limit if mem_limit or devices[0] == "cuda" else default_cpu_limit()
+        return Prober(op, impl, devices[0], pass_name, target, {**op.params, **params}, dtype, limit,
+                      timeout, ops_dirs)
+
+    def limit_text(self) -> str:
+        if self.device == "cuda":
+            return "the GPU's memory"
+        return f"{self.mem_limit / 1024**3:.2f} GiB" if self.mem_limit else "none"
+
+    def run(self, out: Path, start: int, limit: int, say: Callable[[int, bool], None]) -> tuple[SearchResult, Path]:
+        if self.impl.build is not None:
+            self.impl.build(self.device)  # compilers must not run under the worker's memory limit
+        settings = Settings(policy=PROBE_POLICY, check=False, measure_memory=False, probe_bandwidth=False)
+        worker = WorkerProcess(settings, ops_dirs=self.ops_dirs, timeout=self.timeout,
+                               mem_limit=self.mem_limit if self.device == "cpu" else None)
+        env = environment()
+        writer = RunWriter(out, new_run_id(), {"environment": env, "maxbatch": self._describe()})
+
+        def fits(batch: int) -> bool:
+            rows = stamp(worker.run(self._cell(batch)), env)
+            writer.write(rows)
+            status, message = rows[0]["status"], rows[0].get("message", "")
+            if status not in ("ok", "oom", "crashed"):
+                raise BenchError(f"batch {batch}: {status}: {message}")
+            say(batch, status == "ok")
+            if status != "ok":
+                worker.close()  # the next probe starts in a fresh process, not a fragmented heap
+            return status == "ok"
+
+        try:
+            result = search(fits, start, limit)
+        finally:
+            worker.close()
+        writer.meta["maxbatch"].update(largest_ok=result.largest_ok, smallest_failed=result.smallest_failed,
+                                       probes=result.probes, capped=result.capped)
+        writer.finish("complete")
+        return result, writer.dir
+
+    def _cell(self, batch: int) -> Cell:
+        return Cell.make(self.op.name, self.target, self.impl.name, self.device, self.dtype,
+                         {**self.params, "batch_size": batch}, (self.pass_name,))
+
+    def _describe(self) -> dict[str, Any]:
+        return {"op": self.op.name, "impl": self.impl.name, "device": self.device, "pass": self.pass_name,
+                "target": self.target, "dtype": self.dtype, "mem_limit_bytes": self.mem_limit}
+
+
+def _bad_target(op: registry.Operator, target: str) -> None:
+    raise UsageError(f"{op.name} has no target {target!r}; choose from {', '.join(t.name for t in op.targets)}")

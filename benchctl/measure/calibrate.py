@@ -1,0 +1,64 @@
+"""This machine's measured peaks: copy bandwidth (GB/s) and matmul throughput (GFLOP/s), per device.
+
+Stored per host in the user's cache, so `run` can add `pct_of_peak` to every row: the share of the
+roofline bound (the larger of bytes / peak GB/s and FLOPs / peak GFLOP/s) that a pass achieves. On the
+CPU also the best of a few memory bandwidth probes (membw.py, `read_gbps`): `run` compares the probe
+it takes at the start with it and warns when the machine's memory is busy.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from pathlib import Path
+
+import torch
+
+from benchctl.machine import membw
+from benchctl.measure.execute import make_clock
+from benchctl.measure.timing import Policy, measure
+
+COPY_BYTES = 256 * 1024 * 1024
+MATMUL_N = 2048
+POLICY = Policy(warmup=2, min_samples=10, min_time=0.5, max_time=10.0)
+PROBES = 10
+
+
+def calibration_path() -> Path:
+    root = Path(os.environ.get("BENCHCTL_CACHE") or Path.home() / ".cache" / "benchctl")
+    return root / f"calibration-{socket.gethostname()}.json"
+
+
+def copy_gbps(device: str) -> float:
+    """A large tensor copy, counting the bytes read plus the bytes written."""
+    src = torch.ones(COPY_BYTES // 4, dtype=torch.float32, device=device)
+    dst = torch.empty_like(src)
+    m = measure(lambda: (lambda: dst.copy_(src)), make_clock(device), POLICY)
+    return 2 * COPY_BYTES / m.median * 1e-9
+
+
+def matmul_gflops(device: str) -> float:
+    a = torch.randn(MATMUL_N, MATMUL_N, device=device)
+    b = torch.randn(MATMUL_N, MATMUL_N, device=device)
+    m = measure(lambda: (lambda: a @ b), make_clock(device), POLICY)
+    return 2 * MATMUL_N**3 / m.median * 1e-9
+
+
+def calibrate(devices: list[str]) -> dict[str, dict[str, float]]:
+    peaks = {d: {"gbps": copy_gbps(d), "gflops": matmul_gflops(d), "threads": torch.get_num_threads()}
+             for d in devices}
+    if "cpu" in peaks:
+        peaks["cpu"]["read_gbps"] = max(membw.probe() for _ in range(PROBES))
+    path = calibration_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({**load_peaks(), **peaks}, indent=2))
+    return peaks
+
+
+def load_peaks() -> dict[str, dict[str, float]]:
+    path = calibration_path()
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}

@@ -1,0 +1,125 @@
+"""`benchctl check`: every implementation against the float64 reference over seeds and shapes,
+gradcheck in float64 on small inputs, and opcheck for registered custom ops."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator, Sequence
+
+import torch
+
+from benchctl.measure import correctness
+from benchctl.measure.execute import error_message
+from benchctl.ops.registry import Case, Implementation, Operator
+
+SEEDS = (0, 1)
+DTYPES = (torch.float32, torch.float64)
+
+
+@dataclass(frozen=True)
+class CheckRow:
+    op: str
+    target: str
+    impl: str
+    device: str
+    kind: str  # reference / gradcheck / opcheck / unavailable
+    case: str
+    dtype: str
+    max_abs_err: float | None
+    max_rel_err: float | None
+    tolerance: float | None
+    passed: bool | None  # None: could not run here (not a failure)
+    detail: str = ""
+
+    def name(self) -> str:
+        return f"{self.op}/{self.target} {self.impl} on {self.device} {self.kind} {self.dtype} {self.case}"
+
+
+def cases(op: Operator) -> list[dict]:
+    return [dict(c) for c in op.check_cases] or [op.params_for_check(op.params)]
+
+
+def check_impl(op: Operator, impl: Implementation, device: str) -> Iterator[CheckRow]:
+    reason = impl.unavailable_reason(device)
+    if reason:
+        yield CheckRow(op.name, "*", impl.name, device, "unavailable", "", "", None, None, None, None, reason)
+        return
+    for target in op.targets:
+        for params in cases(op):
+            for dtype in DTYPES:
+                for seed in SEEDS:
+                    yield _reference_row(op, target, impl, device, params, dtype, seed)
+        yield _gradcheck_row(op, target, impl, device, cases(op)[0])
+    if impl.opcheck is not None:
+        yield _opcheck_row(op, impl, device, cases(op)[0])
+
+
+def _case_label(params: dict, seed: int | None = None) -> str:
+    text = " ".join(f"{k}={v}" for k, v in sorted(params.items()))
+    return text if seed is None else f"{text} seed={seed}"
+
+
+@dataclass(frozen=True)
+class CheckSummary:
+    key: tuple[str, ...]  # operator, target, impl, device, check, dtype
+    cases: int
+    max_abs_err: float | None
+    max_rel_err: float | None
+    tolerance: float | None
+    result: str
+
+
+def summarize_rows(rows: Sequence[CheckRow]) -> list[CheckSummary]:
+    groups: dict[tuple[str, ...], list[CheckRow]] = {}
+    for r in rows:
+        groups.setdefault((r.op, r.target, r.impl, r.device, r.kind, r.dtype), []).append(r)
+    return [_summary(key, group) for key, group in groups.items()]
+
+
+def _summary(key: tuple[str, ...], group: list[CheckRow]) -> CheckSummary:
+    def worst(values):
+        values = [v for v in values if v is not None]
+        return max(values) if values else None
+
+    failed = sum(r.passed is False for r in group)
+    if any(r.passed is None for r in group):
+        result = f"skipped: {group[0].detail}"
+    else:
+        result = f"FAIL ({failed} of {len(group)})" if failed else "pass"
+    return CheckSummary(key, len(group), worst(r.max_abs_err for r in group),
+                        worst(r.max_rel_err for r in group), worst(r.tolerance for r in group), result)
+
+
+def _reference_row(op, target, impl, device, params, dtype, seed) -> CheckRow:
+    label, dname = _case_label(params, seed), str(dtype).removeprefix("torch.")
+    try:
+        res = correctness.check(op, target, impl, device, dtype, params, seed)
+    except Exception as exc:
+        return CheckRow(op.name, target.name, impl.name, device, "reference", label, dname,
+                        None, None, None, False, error_message(exc))
+    return CheckRow(op.name, target.name, impl.name, device, "reference", label, dname, res.max_abs_err,
+                    res.max_rel_err, res.tolerance, res.passed, res.failures())
+
+
+def _gradcheck_row(op, target, impl, device, params) -> CheckRow:
+    try:
+        ok, detail = correctness.gradcheck(target, impl, device, params), ""
+    except Exception as exc:  # gradcheck raises GradcheckError with the mismatching Jacobians
+        ok, detail = False, error_message(exc)
+    return CheckRow(op.name, target.name, impl.name, device, "gradcheck", _case_label(params), "float64",
+                    None, None, None, ok, detail)
+
+
+def _opcheck_row(op, impl, device, params) -> CheckRow:
+    try:
+        impl.opcheck(Case(params, torch.float64, device))
+        ok, detail = True, ""
+    except Exception as exc:
+        ok, detail = False, error_message(exc)
+    return CheckRow(op.name, "*", impl.name, device, "opcheck", _case_label(params), "float64",
+                    None, None, None, ok, detail)
+
+
+def run_checks(selection: Sequence[tuple[Operator, Implementation, str]]) -> Iterator[CheckRow]:
+    for op, impl, device in selection:
+        yield from check_impl(op, impl, device)

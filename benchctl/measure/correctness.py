@@ -1,0 +1,145 @@
+"""An implementation against the float64 reference: the output and every input gradient.
+
+The reference is the operator's reference implementation run in float64 on the CPU, on the same
+seeded inputs. Errors are reported as the max absolute difference and that difference relative to the
+largest reference magnitude (so a tensor of small values is not judged by a fixed absolute bar).
+An output of all zeros, or anything non-finite, never passes. float32 on a GPU is judged by the TF32 bar
+while torch lets matmuls or cuDNN convolutions round their inputs to TF32 (10 mantissa bits): what
+is checked is what is timed.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Mapping
+
+import torch
+
+from benchctl.ops import registry
+from benchctl.measure.passes import as_tuple, grad_outputs
+from benchctl.ops.registry import Case, Implementation, Operator, Target
+
+# Max error relative to the reference's largest magnitude, per dtype.
+TOLERANCE = {torch.float64: 1e-9, torch.float32: 2e-4, torch.float16: 2e-2, torch.bfloat16: 5e-2}
+TF32_TOLERANCE = 2e-3
+TF32_MODES = {"default": None, "on": True, "off": False}  # --tf32: torch's setting, allowed, forbidden
+
+
+def tf32_enabled() -> bool:
+    """Whether torch may run float32 CUDA matmuls or cuDNN convolutions in TF32."""
+    return bool(torch.backends.cuda.matmul.allow_tf32 or torch.backends.cudnn.allow_tf32)
+
+
+def set_tf32(allowed: bool | None) -> None:
+    """Allow (True) or forbid (False) TF32 for float32 CUDA matmuls and cuDNN convolutions; None
+    leaves torch's own setting (matmul off, convolutions on)."""
+    if allowed is not None:
+        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = allowed
+
+
+def tolerance(dtype: torch.dtype, device: str) -> float:
+    if dtype == torch.float32 and device.startswith("cuda") and tf32_enabled():
+        return TF32_TOLERANCE
+    return TOLERANCE.get(dtype, 1e-3)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    name: str
+    max_abs_err: float
+    max_rel_err: float
+    tolerance: float
+    passed: bool
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    comparisons: tuple[Comparison, ...]
+
+    @property
+    def passed(self) -> bool:
+        return all(c.passed for c in self.comparisons)
+
+    @property
+    def max_abs_err(self) -> float:
+        return max(c.max_abs_err for c in self.comparisons)
+
+    @property
+    def max_rel_err(self) -> float:
+        return max(c.max_rel_err for c in self.comparisons)
+
+    @property
+    def tolerance(self) -> float:
+        return self.comparisons[0].tolerance
+
+    def failures(self) -> str:
+        return "; ".join(f"{c.name}: {c.reason}" for c in self.comparisons if not c.passed)
+
+
+def compare(name: str, got: torch.Tensor | None, ref: torch.Tensor, tol: float, is_output: bool) -> Comparison:
+    if got is None:
+        return Comparison(name, float("inf"), float("inf"), tol, False, "no gradient was computed")
+    if tuple(got.shape) != tuple(ref.shape):
+        return Comparison(name, float("inf"), float("inf"), tol, False,
+                          f"shape {tuple(got.shape)} != reference {tuple(ref.shape)}")
+    got64 = got.detach().to("cpu", torch.float64)
+    if not torch.isfinite(got64).all():
+        return Comparison(name, float("inf"), float("inf"), tol, False, "non-finite values")
+    abs_err = float((got64 - ref).abs().max()) if ref.numel() else 0.0
+    scale = float(ref.abs().max()) if ref.numel() else 0.0
+    rel_err = abs_err / scale if scale > 0 else abs_err
+    if is_output and ref.numel() and not got64.any() and scale > 0:
+        return Comparison(name, abs_err, rel_err, tol, False, "output is all zeros")
+    passed = rel_err <= tol
+    return Comparison(name, abs_err, rel_err, tol, passed, "" if passed else f"error {rel_err:.3g} > {tol:.3g}")
+
+
+def run_once(target: Target, impl: Implementation, case: Case) -> tuple[tuple[torch.Tensor, ...], dict[str, Any]]:
+    """Outputs and input gradients of one forward+backward call on the case's seeded inputs."""
+    inputs = target.make_inputs(case)
+    if impl.prepare is not None:
+        inputs = impl.prepare(inputs)
+    outs = as_tuple(target.call(impl.fn, inputs))
+    torch.autograd.backward(outs, grad_outputs(outs))
+    grads = {name: t.grad for name, t in inputs.items() if isinstance(t, torch.Tensor) and t.requires_grad}
+    return tuple(o.detach() for o in outs), grads
+
+
+@lru_cache(maxsize=8)
+def _reference(op_name: str, target_name: str, params_json: str, seed: int):
+    op = registry.get(op_name)
+    case = Case(json.loads(params_json), torch.float64, "cpu", seed)
+    return run_once(op.target(target_name), op.implementations[op.reference], case)
+
+
+def reference(op: Operator, target: Target, params: Mapping[str, Any], seed: int = 0):
+    return _reference(op.name, target.name, json.dumps(dict(params), sort_keys=True), seed)
+
+
+def check(op: Operator, target: Target, impl: Implementation, device: str, dtype: torch.dtype,
+          params: Mapping[str, Any], seed: int = 0) -> CheckResult:
+    """Compare `impl` at (device, dtype) with the float64 reference on the same inputs."""
+    ref_outs, ref_grads = reference(op, target, params, seed)
+    outs, grads = run_once(target, impl, Case(dict(params), dtype, device, seed))
+    tol = tolerance(dtype, device)
+    found = [compare(f"output{i}" if len(ref_outs) > 1 else "output", outs[i] if i < len(outs) else None,
+                     ref, tol, True) for i, ref in enumerate(ref_outs)]
+    found += [compare(f"grad {name}", grads.get(name), ref, tol, False) for name, ref in ref_grads.items()]
+    return CheckResult(tuple(found))
+
+
+def gradcheck(target: Target, impl: Implementation, device: str, params: Mapping[str, Any], seed: int = 0) -> bool:
+    """torch.autograd.gradcheck in float64 through the implementation on small inputs."""
+    inputs = target.make_inputs(Case(dict(params), torch.float64, device, seed))
+    if impl.prepare is not None:
+        inputs = impl.prepare(inputs)
+    names = [n for n, t in inputs.items() if isinstance(t, torch.Tensor) and t.requires_grad]
+
+    def fn(*tensors: torch.Tensor):
+        return target.call(impl.fn, {**inputs, **dict(zip(names, tensors))})
+
+    return torch.autograd.gradcheck(fn, tuple(inputs[n] for n in names), eps=1e-6, atol=1e-5, rtol=1e-4)
+

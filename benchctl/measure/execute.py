@@ -1,0 +1,203 @@
+"""Running one cell: availability, the correctness gate, warm-up, then each pass timed -> result rows.
+
+`run_cell` is a pure function of the cell and the settings; it never prints, and the caller owns
+progress and storage. Every failure becomes a row with a status and a message.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import torch
+
+from benchctl.measure import correctness
+from benchctl.machine import membw
+from benchctl.ops import registry
+from benchctl.ops.cells import Cell
+from benchctl.measure.memory import peak_bytes
+from benchctl.measure.passes import as_tuple, backward_from, grad_outputs, has_own_leaves, make_setup
+from benchctl.ops.registry import Case, Operator
+from benchctl.measure.timing import (Clock, CpuClock, CudaEventClock, Measurement, OsUsage, Policy, Thunk, measure,
+                             noisy_message)
+
+
+@dataclass(frozen=True)
+class Settings:
+    policy: Policy = Policy()
+    check: bool = True
+    flush_l2: bool = False
+    measure_memory: bool = True
+    probe_bandwidth: bool = True  # CPU: the machine's memory bandwidth before and after each pass (membw.py)
+    tf32: bool | None = None  # GPU float32 in TF32: on, off, or torch's default (None)
+    # Measured peaks of this machine ({"cpu": {"gbps": .., "gflops": ..}, "cuda": {...}}).
+    peaks: dict[str, dict[str, float]] = field(default_factory=dict)
+
+
+@dataclass
+class Prepared:
+    """A cell ready to time: its inputs built and prepared, the first (compile) call done."""
+
+    cell: Cell
+    op: Operator
+    call: Callable[[], Any]
+    inputs: dict[str, torch.Tensor]
+    grads: tuple[torch.Tensor, ...]
+    compile_s: float
+    accumulate: bool = False  # the graph has leaves of its own: time backward(), see passes.py
+
+    def setup(self, pass_name: str) -> Callable[[], Thunk]:
+        return make_setup(self.call, self.inputs, self.grads, pass_name, self.accumulate)
+
+
+def is_oom(exc: BaseException) -> bool:
+    if isinstance(exc, (torch.cuda.OutOfMemoryError, MemoryError)):
+        return True
+    text = str(exc)
+    return "out of memory" in text.lower() or "DefaultCPUAllocator: can't allocate memory" in text
+
+
+def status_of(exc: BaseException) -> str:
+    return "oom" if is_oom(exc) else "error"
+
+
+def error_message(exc: BaseException) -> str:
+    """The exception's own first line plus where it came from (never swallowed)."""
+    where = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
+    first = (str(exc).strip().splitlines() or [""])[0][:300]
+    loc = f" ({where.filename.rsplit('/', 1)[-1]}:{where.lineno})" if where else ""
+    return f"{type(exc).__name__}: {first}{loc}"
+
+
+def base_row(cell: Cell, op: Operator) -> dict[str, Any]:
+    params = cell.params
+    return {
+        "op": cell.op, "target": cell.target, "impl": cell.impl, "device": cell.device, "dtype": cell.dtype,
+        "params": cell.params_json, "axis": op.axis, "axis_value": float(params.get(op.axis, 0)),
+        "batch_size": params.get("batch_size"),
+    }
+
+
+def prepare(cell: Cell) -> Prepared:
+    op = registry.get(cell.op)
+    target, impl = op.target(cell.target), op.implementations[cell.impl]
+    inputs = target.make_inputs(Case(cell.params, cell.torch_dtype, cell.device, cell.seed))
+    if impl.prepare is not None:
+        inputs = impl.prepare(inputs)
+
+    def call():
+        return target.call(impl.fn, inputs)
+
+    start = time.perf_counter()
+    outs = as_tuple(call())  # first call: builds, JIT-compiles, fills caches; never a timed sample
+    grads = grad_outputs(outs)
+    accumulate = has_own_leaves(outs, inputs)
+    backward_from(inputs, grads, accumulate)(outs)
+    if cell.device == "cuda":
+        torch.cuda.synchronize()
+    compile_s = time.perf_counter() - start
+    return Prepared(cell, op, call, inputs, grads, compile_s, accumulate)
+
+
+def run_cell(cell: Cell, settings: Settings = Settings(), clock: Clock | None = None) -> list[dict[str, Any]]:
+    op = registry.get(cell.op)
+    base = base_row(cell, op)
+    correctness.set_tf32(settings.tf32)
+    reason = op.implementations[cell.impl].unavailable_reason(cell.device)
+    if reason:
+        return [{**base, "pass": p, "status": "unavailable", "message": reason} for p in cell.passes]
+    try:
+        prepared = prepare(cell)  # first: its first call is the compile time a user pays once
+        gate = _gate(cell, op) if settings.check else {}
+        if gate.get("correct") is False:
+            return [{**base, **gate, "pass": p, "status": "incorrect"} for p in cell.passes]
+    except Exception as exc:
+        return [{**base, "pass": p, "status": status_of(exc), "message": error_message(exc)} for p in cell.passes]
+    clock = clock or make_clock(cell.device, settings.flush_l2)
+    return [{**base, **gate, **_time_pass(prepared, p, settings, clock)} for p in cell.passes]
+
+
+def _gate(cell: Cell, op: Operator) -> dict[str, Any]:
+    """Correctness gate: compare with the float64 reference at the operator's check params."""
+    params = op.params_for_check(cell.params)
+    result = correctness.check(op, op.target(cell.target), op.implementations[cell.impl], cell.device,
+                               cell.torch_dtype, params, cell.seed)
+    return {
+        "correct": result.passed, "max_abs_err": result.max_abs_err, "max_rel_err": result.max_rel_err,
+        "tolerance": result.tolerance, "check_params": json.dumps(params, sort_keys=True),
+        "message": "" if result.passed else f"incorrect vs float64 reference: {result.failures()}",
+    }
+
+
+def _time_pass(prepared: Prepared, pass_name: str, settings: Settings, clock: Clock) -> dict[str, Any]:
+    row: dict[str, Any] = {"pass": pass_name, "compile_s": prepared.compile_s}
+    usage = getattr(clock, "usage_per_call", None)
+    host = getattr(clock, "host_per_call", None)
+    before, host_before = len(usage or ()), len(host or ())
+    probe = membw.probe if settings.probe_bandwidth and prepared.cell.device == "cpu" else None
+    try:
+        setup = prepared.setup(pass_name)
+        bandwidth_before = probe() if probe else None
+        m = measure(setup, clock, settings.policy)
+        bandwidth_after = probe() if probe else None
+        mem = peak_bytes(setup, prepared.cell.device) if settings.measure_memory else None
+    except Exception as exc:
+        return {**row, "status": status_of(exc), "message": error_message(exc)}
+    row.update(status="ok", samples_s=list(m.samples), noisy=m.noisy, peak_mem_bytes=mem, **m.stats)
+    if probe:
+        row["mem_gbps"] = (bandwidth_before + bandwidth_after) / 2
+    if usage is not None:
+        row.update(_os_work(usage[before + len(m.warmup_s):]))
+    if host:
+        row["host_s"] = statistics.median(host[host_before + len(m.warmup_s):])
+    row["threads"] = torch.get_num_threads()
+    if m.noisy:
+        row["message"] = noisy_message(m.stats)
+    row.update(_rates(prepared, pass_name, m, settings.peaks.get(prepared.cell.device, {})))
+    return row
+
+
+def _os_work(usage: Sequence[OsUsage]) -> dict[str, float]:
+    """The median page faults of the sampled calls, and their mean system CPU time (the OS splits CPU
+    time into user and system by sampling at its clock ticks: rough for one short call, right on
+    average)."""
+    if not usage:
+        return {}
+    return {"page_faults": float(statistics.median(u.faults for u in usage)),
+            "sys_s": statistics.fmean(u.sys_s for u in usage)}
+
+
+def _rates(prepared: Prepared, pass_name: str, m: Measurement, peaks: dict[str, float]) -> dict[str, Any]:
+    """FLOPs and bytes from the operator's formulas -> GFLOP/s, GB/s and % of the roofline bound."""
+    cell, target = prepared.cell, prepared.op.target(prepared.cell.target)
+    params, size = cell.params, cell.torch_dtype.itemsize
+    fwd = (target.flops(params), target.bytes(params, size))
+    bwd = (target.bwd_flops(params), target.bwd_bytes(params, size))
+    flops, nbytes = {"forward": fwd, "backward": bwd}.get(pass_name, (fwd[0] + bwd[0], fwd[1] + bwd[1]))
+    out: dict[str, Any] = {"flops": flops, "bytes": nbytes}
+    if m.median > 0:
+        out["gflops"] = flops / m.median * 1e-9
+        out["gbps"] = nbytes / m.median * 1e-9
+    bound = max(nbytes / (peaks.get("gbps", 0) * 1e9) if peaks.get("gbps") else 0.0,
+                flops / (peaks.get("gflops", 0) * 1e9) if peaks.get("gflops") else 0.0)
+    if bound > 0 and m.median > 0:
+        out["pct_of_peak"] = 100.0 * bound / m.median
+    return out
+
+
+def make_clock(device: str, flush_l2: bool = False) -> Clock:
+    if device != "cuda":
+        return CpuClock()
+    return CudaEventClock(before=l2_flusher() if flush_l2 else None)
+
+
+def l2_flusher() -> Thunk:
+    """Writes a buffer twice the size of the GPU's L2 cache, so each repetition starts cold."""
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    size = max(int(getattr(props, "L2_cache_size", 0)) * 2, 64 * 1024 * 1024)
+    buf = torch.empty(size, dtype=torch.uint8, device="cuda")
+    return lambda: buf.zero_()

@@ -1,0 +1,103 @@
+"""Forward, backward and forward+backward as (untimed setup -> timed thunk) pairs for the timing loop.
+
+Forward: the call with autograd recording. Backward: the graph is built in setup, only the
+backward from `grad_out` (a fixed seeded tensor) is timed. Forward+backward: both.
+
+The backward returns the gradients of the inputs that require grad (`torch.autograd.grad`) rather
+than accumulating them into `.grad`. Accumulation would add work that belongs to the harness: a
+gradient that reaches an input unchanged (out = x + f(...) passes grad_out through to x) cannot be
+moved into `x.grad` while the harness holds grad_out, so autograd copies it, a full-size copy every
+repetition that a model never pays (there x comes from an earlier layer, not a leaf).
+
+An implementation whose graph has leaves of its own (parameters it holds, or a tensor it makes
+require grad) would have their gradients skipped by `autograd.grad`, so for it the backward is
+`backward(grad_out)`, accumulating into every leaf as training does, with the inputs' `.grad` set
+to None before each repetition. `has_own_leaves` tells the two apart once, on the warm-up call.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import torch
+
+from benchctl.ops.registry import Inputs, Output
+from benchctl.measure.timing import Thunk
+
+PASSES = ("forward", "backward", "forward_backward")
+
+
+def as_tuple(out: Output) -> tuple[torch.Tensor, ...]:
+    return out if isinstance(out, tuple) else (out,)
+
+
+def grad_outputs(outputs: Sequence[torch.Tensor], seed: int = 1234) -> tuple[torch.Tensor, ...]:
+    gen = torch.Generator().manual_seed(seed)
+    return tuple(
+        torch.randn(o.shape, generator=gen, dtype=torch.float64).to(o.dtype).to(o.device) for o in outputs
+    )
+
+
+def grad_inputs(inputs: Inputs) -> list[torch.Tensor]:
+    return [t for t in inputs.values() if isinstance(t, torch.Tensor) and t.requires_grad]
+
+
+def has_own_leaves(out: Output, inputs: Inputs) -> bool:
+    """Whether the graph behind `out` has a leaf that is not one of `inputs`."""
+    known = {id(t) for t in grad_inputs(inputs)}
+    stack = [o.grad_fn for o in as_tuple(out) if o.grad_fn is not None]
+    seen: set[int] = set()
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        leaf = getattr(node, "variable", None)  # an AccumulateGrad node
+        if leaf is not None and id(leaf) not in known:
+            return True
+        stack.extend(next_node for next_node, _ in node.next_functions)
+    return False
+
+
+def backward_from(inputs: Inputs, grads: Sequence[torch.Tensor], accumulate: bool,
+                  retain_graph: bool = False) -> Callable[[Output], object]:
+    """The timed backward of one output (a tensor or a tuple of them, as the call returned it: both
+    autograd functions take either, so nothing else runs inside the clock): the inputs' gradients, or
+    `backward` when `accumulate`."""
+    leaves = grad_inputs(inputs)
+    if leaves and not accumulate:
+        return lambda out: torch.autograd.grad(out, leaves, grads, retain_graph=retain_graph, allow_unused=True)
+    return lambda out: torch.autograd.backward(out, grads, retain_graph=retain_graph)
+
+
+def make_setup(call: Callable[[], Output], inputs: Inputs, grads: Sequence[torch.Tensor],
+               pass_name: str, accumulate: bool = False) -> Callable[[], Thunk]:
+    """Returns `setup()`; each call prepares one repetition and returns the thunk to time."""
+    leaves = grad_inputs(inputs) if accumulate else []
+    run_backward = backward_from(inputs, grads, accumulate)
+
+    def clear() -> None:
+        for t in leaves:
+            t.grad = None
+
+    def forward() -> Thunk:
+        return call
+
+    def backward() -> Thunk:
+        clear()
+        out = call()
+        return lambda: run_backward(out)
+
+    def forward_backward() -> Thunk:
+        clear()
+
+        def thunk() -> object:
+            out = call()
+            return out, run_backward(out)  # the output too: the clock stops before either is freed
+
+        return thunk
+
+    setups = {"forward": forward, "backward": backward, "forward_backward": forward_backward}
+    if pass_name not in setups:
+        raise ValueError(f"unknown pass {pass_name!r}; choose from {', '.join(PASSES)}")
+    return setups[pass_name]

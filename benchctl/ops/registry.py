@@ -1,0 +1,229 @@
+"""Operators and their implementations: declared once, registered explicitly, discovered from folders.
+
+An operator lives in one file (or package) that builds an `Operator` and calls `register(op)`;
+implementations attach to it with the `@op.implementation(...)` decorator. A missing extension or
+device makes an implementation unavailable *with a reason*; it never breaks import.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import types
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import torch
+
+DEVICES = ("cpu", "cuda")
+DEVICE_ALIASES = {"gpu": "cuda", "cuda": "cuda", "cpu": "cpu"}
+BUILTIN_OPS_DIR = Path(__file__).resolve().parents[2] / "implementations"
+OPS_PATH_ENV = "BENCHCTL_OPS_PATH"
+
+Inputs = dict[str, torch.Tensor]
+Output = torch.Tensor | tuple[torch.Tensor, ...]
+
+
+@dataclass(frozen=True)
+class Case:
+    """Everything an input factory needs: the operator's params, dtype, device and a seed."""
+
+    params: Mapping[str, Any]
+    dtype: torch.dtype = torch.float32
+    device: str = "cpu"
+    seed: int = 0
+
+    def generator(self) -> torch.Generator:
+        return torch.Generator().manual_seed(self.seed)
+
+
+def call_with_inputs(fn: Callable[..., Output], inputs: Inputs) -> Output:
+    """The default call: the implementation takes the inputs as keyword arguments."""
+    return fn(**inputs)
+
+
+@dataclass(frozen=True)
+class Target:
+    """One thing to time for an operator: how to build its inputs and how to call an implementation.
+
+    `call(fn, inputs)` returns the output (by default `fn(**inputs)`); inputs that require grad are the ones whose gradients
+    are checked and timed. `flops(params)` and `bytes(params, itemsize)` count one forward call
+    (minimum traffic: each input read once, each output written once); `bwd_*` count one backward.
+    """
+
+    name: str
+    make_inputs: Callable[[Case], Inputs]
+    call: Callable[[Callable[..., Output], Inputs], Output] = call_with_inputs
+    flops: Callable[[Mapping[str, Any]], float] = lambda p: 0.0
+    bytes: Callable[[Mapping[str, Any], int], float] = lambda p, itemsize: 0.0
+    bwd_flops: Callable[[Mapping[str, Any]], float] = lambda p: 0.0
+    bwd_bytes: Callable[[Mapping[str, Any], int], float] = lambda p, itemsize: 0.0
+
+
+def randn(case: Case, gen: torch.Generator, *shape: int, scale: float = 1.0, grad: bool = True) -> torch.Tensor:
+    """Seeded normal values drawn in float64 on the CPU, so every dtype and device sees the same numbers."""
+    t = torch.randn(*shape, generator=gen, dtype=torch.float64) * scale
+    return t.to(device=case.device, dtype=case.dtype).requires_grad_(grad)
+
+
+@dataclass(frozen=True)
+class Implementation:
+    name: str
+    fn: Callable[..., Output]
+    devices: tuple[str, ...]
+    # Returns None when usable on that device, else the reason it is not (checked lazily).
+    requires: Callable[[str], str | None] | None = None
+    # Runs once per case outside the timed loop (e.g. loads an extension, changes a static layout).
+    prepare: Callable[[Inputs], Inputs] | None = None
+    # For custom ops: runs torch.library.opcheck on the op(s) behind this implementation for a small
+    # case and raises on failure (`benchctl check` calls it).
+    opcheck: Callable[[Case], None] | None = None
+    # Compiles what the implementation needs for a device ahead of the sweep (raises BuildError),
+    # so compile time is shown as such and never spent inside a worker's cell timeout.
+    build: Callable[[str], float] | None = None
+    description: str = ""
+
+    def unavailable_reason(self, device: str) -> str | None:
+        if device not in self.devices:
+            return f"{self.name} does not support device {device} (supports {', '.join(self.devices)})"
+        if device == "cuda":
+            reason = cuda_device_reason()
+            if reason:
+                return reason
+        if self.requires is None:
+            return None
+        try:
+            return self.requires(device)
+        except Exception as exc:  # a broken check must still give a reason, not a traceback
+            return f"{type(exc).__name__}: {exc}"
+
+
+@dataclass
+class Operator:
+    name: str
+    description: str
+    params: dict[str, Any]
+    targets: tuple[Target, ...]
+    axis: str = "batch_size"
+    reference: str = "py"
+    quick: dict[str, Any] = field(default_factory=dict)
+    # Params used for the correctness gate of a timed cell (smaller, so the float64 reference is cheap).
+    check_params: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
+    # Extra (params, ...) shapes for `benchctl check`: odd sizes, edge cases.
+    check_cases: tuple[Mapping[str, Any], ...] = ()
+    implementations: dict[str, Implementation] = field(default_factory=dict)
+    source: str = ""
+
+    def implementation(
+        self,
+        name: str,
+        devices: Sequence[str] = DEVICES,
+        requires: Callable[[str], str | None] | None = None,
+        prepare: Callable[[Inputs], Inputs] | None = None,
+        opcheck: Callable[[Case], None] | None = None,
+        build: Callable[[str], float] | None = None,
+    ) -> Callable[[Callable[..., Output]], Callable[..., Output]]:
+        """Decorator: register `fn` as implementation `name` of this operator."""
+
+        def decorate(fn: Callable[..., Output]) -> Callable[..., Output]:
+            if name in self.implementations:
+                raise ValueError(f"{self.name}: implementation {name!r} registered twice")
+            doc = (fn.__doc__ or "").strip().splitlines()
+            self.implementations[name] = Implementation(
+                name, fn, tuple(devices), requires, prepare, opcheck, build, doc[0] if doc else ""
+            )
+            return fn
+
+        return decorate
+
+    def target(self, name: str) -> Target:
+        for t in self.targets:
+            if t.name == name:
+                return t
+        raise KeyError(f"{self.name} has no target {name!r}")
+
+    def params_for_check(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        return dict(self.check_params(params) if self.check_params else params)
+
+
+_OPERATORS: dict[str, Operator] = {}
+_LOAD_ERRORS: dict[str, str] = {}
+_LOADED_DIRS: set[Path] = set()
+
+
+def register(op: Operator) -> Operator:
+    if op.name in _OPERATORS and _OPERATORS[op.name] is not op:
+        raise ValueError(f"operator {op.name!r} is already registered (from {_OPERATORS[op.name].source})")
+    _OPERATORS[op.name] = op
+    return op
+
+
+def cuda_device_reason() -> str | None:
+    """Why CUDA cannot run here, or None."""
+    if torch.version.cuda is None:
+        return "no CUDA torch: this torch is a CPU-only build"
+    if not torch.cuda.is_available():
+        return "no CUDA device: torch.cuda.is_available() is False"
+    return None
+
+
+def ops_dirs(extra: Sequence[str | Path] = ()) -> list[Path]:
+    """Built-in operators first, then BENCHCTL_OPS_PATH entries, then --ops-dir folders."""
+    env = [p for p in os.environ.get(OPS_PATH_ENV, "").split(os.pathsep) if p]
+    return [BUILTIN_OPS_DIR, *(Path(p) for p in env), *(Path(p) for p in extra)]
+
+
+def discover(extra_dirs: Sequence[str | Path] = ()) -> dict[str, Operator]:
+    """Import every operator file under the ops folders; returns the registry.
+
+    Each `<dir>/<name>.py` or `<dir>/<name>/__init__.py` is one operator module. An import error is
+    kept (see `load_errors`) instead of raised, so one broken operator never hides the others.
+    """
+    for folder in ops_dirs(extra_dirs):
+        folder = folder.resolve()
+        if folder in _LOADED_DIRS:
+            continue
+        if not folder.is_dir():
+            raise FileNotFoundError(f"operators folder not found: {folder}")
+        _LOADED_DIRS.add(folder)
+        for path in sorted(folder.iterdir()):
+            _load_module(path)
+    return dict(_OPERATORS)
+
+
+def _load_module(path: Path) -> None:
+    if path.name.startswith(("_", ".")):
+        return
+    if path.is_dir() and (path / "__init__.py").exists():
+        init, search = path / "__init__.py", [str(path)]
+    elif path.suffix == ".py":
+        init, search = path, None
+    else:
+        return
+    sys.modules.setdefault("benchctl_ops", types.ModuleType("benchctl_ops"))
+    mod_name = f"benchctl_ops.{path.stem}"
+    spec = importlib.util.spec_from_file_location(mod_name, init, submodule_search_locations=search)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[mod_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        del sys.modules[mod_name]
+        _LOAD_ERRORS[str(path)] = f"{type(exc).__name__}: {exc}"
+
+
+def load_errors() -> dict[str, str]:
+    return dict(_LOAD_ERRORS)
+
+
+def get(name: str) -> Operator:
+    if name not in _OPERATORS:
+        raise KeyError(f"unknown operator {name!r}; choose from: {', '.join(sorted(_OPERATORS)) or 'none'}")
+    return _OPERATORS[name]
+
+
+def operators() -> dict[str, Operator]:
+    return dict(_OPERATORS)

@@ -1,0 +1,157 @@
+"""The process `benchctl profile` runs under a profiler: exactly the timing loop of one cell.
+
+It builds the cell as `benchctl run` does (`execute.prepare`), then repeats `thunk = setup(); thunk()`
+for the requested duration. The two steps run inside functions with distinctive names
+(`stacks.SETUP_FRAME`, `stacks.TIMED_FRAME`) so the parent can tell samples in the timed thunk
+from samples in the untimed setup and in start-up (imports, the first compile call).
+
+Its result (repetitions, seconds, or the error) goes to the `--summary` JSON file rather than stdout,
+because under py-spy the exit status and output of the child are not passed back.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import csv
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, ContextManager
+
+import torch
+
+from benchctl.measure import execute
+from benchctl.ops import registry
+from benchctl.ops.cells import Cell
+from benchctl.profile.profilers import TORCH_MAX_REPS, TORCH_RANGE
+from benchctl.measure.timing import Thunk
+
+Setup = Callable[[], Thunk]
+
+
+def benchctl_untimed_setup(setup: Setup) -> Thunk:
+    """Untimed in `benchctl run`; its name marks its samples (stacks.SETUP_FRAME)."""
+    return setup()
+
+
+def benchctl_timed_thunk(thunk: Thunk, sync: Callable[[], None]) -> None:
+    """Timed in `benchctl run` (CUDA: including the wait for the kernels, as the CUDA-event clock)."""
+    thunk()
+    sync()
+
+
+def run_loop(setup: Setup, duration_s: float, sync: Callable[[], None], max_reps: int | None = None,
+             timed_range: Callable[[], ContextManager[Any]] = contextlib.nullcontext) -> tuple[int, float]:
+    """Repeats setup + thunk until `duration_s` has passed (at least once); returns (reps, timed s)."""
+    reps, timed = 0, 0.0
+    deadline = time.perf_counter() + duration_s
+    while reps == 0 or (time.perf_counter() < deadline and (max_reps is None or reps < max_reps)):
+        thunk = benchctl_untimed_setup(setup)
+        start = time.perf_counter()
+        with timed_range():
+            benchctl_timed_thunk(thunk, sync)
+        timed += time.perf_counter() - start
+        reps += 1
+    return reps, timed
+
+
+def _sync(device: str) -> Callable[[], None]:
+    return torch.cuda.synchronize if device == "cuda" else (lambda: None)
+
+
+def _in_ranges(start: float, end: float, ranges: list[tuple[float, float]]) -> bool:
+    return any(lo <= start and end <= hi for lo, hi in ranges)
+
+
+def top_ops(events: Any) -> list[dict[str, Any]]:
+    """Operators (and CUDA kernels) inside the timed ranges, aggregated by name, by self time.
+
+    Filtering by time range rather than by parent keeps backward ops that the autograd engine runs
+    on its own threads (CUDA), which are not children of the range on the calling thread.
+    """
+    ranges = [(e.time_range.start, e.time_range.end) for e in events if e.name == TORCH_RANGE]
+    rows: dict[str, dict[str, Any]] = {}
+    for e in events:
+        if e.name == TORCH_RANGE or not _in_ranges(e.time_range.start, e.time_range.end, ranges):
+            continue
+        row = rows.setdefault(e.name, {"name": e.name, "calls": 0, "self_cpu_us": 0.0, "self_device_us": 0.0,
+                                       "self_cpu_mem_bytes": 0, "self_device_mem_bytes": 0})
+        row["calls"] += 1
+        row["self_cpu_us"] += e.self_cpu_time_total
+        row["self_device_us"] += e.self_device_time_total
+        row["self_cpu_mem_bytes"] += e.self_cpu_memory_usage
+        row["self_device_mem_bytes"] += e.self_device_memory_usage
+    key = "self_device_us" if any(r["self_device_us"] > 0 for r in rows.values()) else "self_cpu_us"
+    total = sum(r[key] for r in rows.values()) or 1.0
+    for r in rows.values():
+        r["pct"] = 100.0 * r[key] / total
+    return sorted(rows.values(), key=lambda r: -r[key])
+
+
+def torch_profile(prepared: execute.Prepared, args: argparse.Namespace) -> dict[str, Any]:
+    """The loop under torch.profiler: a Chrome trace and the top operators (CSV) in `--torch-out`."""
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    device = prepared.cell.device
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
+    setup = prepared.setup(args.pass_name)
+    with profile(activities=activities, profile_memory=args.memory) as prof:
+        reps, timed = run_loop(setup, args.duration, _sync(device), TORCH_MAX_REPS,
+                               lambda: record_function(TORCH_RANGE))
+    out = Path(args.torch_out)
+    prof.export_chrome_trace(str(out / "trace.json"))
+    rows = top_ops(prof.events())
+    with open(out / "top_ops.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]) if rows else ["name"])
+        writer.writeheader()
+        writer.writerows(rows)
+    result: dict[str, Any] = {"reps": reps, "timed_s": timed, "top_ops": rows}
+    if args.memory:
+        from benchctl.measure.memory import peak_bytes
+
+        result["peak_mem_bytes"] = peak_bytes(setup, device)
+    return result
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    registry.discover(args.ops_dir)
+    cell = Cell.from_json(args.cell)
+    reason = registry.get(cell.op).implementations[cell.impl].unavailable_reason(cell.device)
+    if reason:
+        return {"status": "unavailable", "error": reason}
+    prepared = execute.prepare(cell)
+    setup = prepared.setup(args.pass_name)
+    setup()()  # warm-up outside the markers and the profiler: the allocator's caches settle
+    _sync(cell.device)()
+    if args.torch_out:
+        return {"status": "ok", **torch_profile(prepared, args)}
+    reps, timed = run_loop(setup, args.duration, _sync(cell.device))
+    return {"status": "ok", "reps": reps, "timed_s": timed}
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m benchctl.profile.child")
+    parser.add_argument("--cell", required=True, help="the Cell as JSON (Cell.to_json)")
+    parser.add_argument("--pass", dest="pass_name", required=True)
+    parser.add_argument("--duration", type=float, required=True)
+    parser.add_argument("--summary", required=True, help="JSON file the result is written to")
+    parser.add_argument("--ops-dir", action="append", default=[])
+    parser.add_argument("--torch-out", default=None, help="run under torch.profiler, files into this folder")
+    parser.add_argument("--memory", action="store_true")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        result = run(args)
+    except Exception as exc:  # reported to the parent as one line, never lost with the child's stderr
+        result = {"status": execute.status_of(exc), "error": execute.error_message(exc)}
+    Path(args.summary).write_text(json.dumps(result))
+    return 0 if result["status"] == "ok" else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

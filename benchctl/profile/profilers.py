@@ -1,0 +1,161 @@
+"""Profiles of one cell's timing loop: py-spy (native frames) or torch.profiler, in a child process.
+
+py-spy records the child twice, because it cannot convert between its formats and the flame graph is
+its own rendering: once as collapsed stacks (`stacks.txt`, from which `benchctl.profile.stacks` makes the
+top-frames tables and the speedscope JSON) and once as the flame graph SVG. The torch profiler runs in
+the child, which writes the Chrome trace and the top operators itself. Nothing here prints.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable
+
+from benchctl.errors import BenchError
+from benchctl.profile.stacks import KEEP_ROWS, TopFrames, parse_collapsed, speedscope, top_frames
+
+if TYPE_CHECKING:  # cells imports torch, which the parent process has no need of
+    from benchctl.ops.cells import Cell
+
+TORCH_RANGE = "benchctl.timed"
+TORCH_MAX_REPS = 100  # each repetition adds every op to the Chrome trace: keep the file openable
+MANIFEST = "profile.json"
+FILES = {"stacks": "stacks.txt", "flamegraph": "flamegraph.svg", "speedscope": "speedscope.json",
+         "trace": "trace.json", "top_ops": "top_ops.csv"}
+_PERMISSION = re.compile(r"permission denied|operation not permitted|os error (1|13)\b|ptrace", re.I)
+PTRACE_HINT = ("py-spy is not permitted to read the profiled process (it needs ptrace): run as root, "
+               "start the container with --cap-add SYS_PTRACE, or allow it with "
+               "`sysctl -w kernel.yama.ptrace_scope=0`")
+
+
+@dataclass(frozen=True)
+class ProfileRequest:
+    cell: Cell
+    pass_name: str = "forward_backward"
+    duration_s: float = 5.0
+    rate_hz: int = 200
+    native: bool = True
+    memory: bool = False
+    ops_dirs: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ProfileResult:
+    out_dir: Path
+    profiler: str
+    reps: int
+    timed_s: float
+    files: dict[str, str] = field(default_factory=dict)  # role -> file name inside out_dir
+    top: TopFrames | None = None
+    top_ops: tuple[dict[str, Any], ...] = ()
+    peak_mem_bytes: float | None = None
+
+
+def find_py_spy() -> str | None:
+    """py-spy beside this Python first (a venv that is not activated), then on PATH."""
+    beside = Path(sys.executable).parent / "py-spy"
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return str(beside)
+    return shutil.which("py-spy")
+
+
+def child_command(req: ProfileRequest, summary: Path, torch_out: Path | None = None) -> list[str]:
+    cmd = [sys.executable, "-m", "benchctl.profile.child", "--cell", req.cell.to_json(),
+           "--pass", req.pass_name, "--duration", str(req.duration_s), "--summary", str(summary)]
+    for folder in req.ops_dirs:
+        cmd += ["--ops-dir", str(folder)]
+    if torch_out is not None:
+        cmd += ["--torch-out", str(torch_out)] + (["--memory"] if req.memory else [])
+    return cmd
+
+
+def _run(cmd: list[str], req: ProfileRequest) -> subprocess.CompletedProcess[str]:
+    try:  # generous: the child may first compile an extension
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=req.duration_s + 1800)
+    except subprocess.TimeoutExpired as exc:
+        raise BenchError(f"profile of {req.cell.label()} timed out after {exc.timeout:.0f} s") from None
+
+
+def _child_result(summary: Path, proc: subprocess.CompletedProcess[str], req: ProfileRequest) -> dict[str, Any]:
+    """The child's summary, or a BenchError with the last line of stderr (py-spy's or the child's)."""
+    if proc.returncode != 0 or not summary.exists():
+        if _PERMISSION.search(proc.stderr):
+            raise BenchError(PTRACE_HINT)
+        last = ([ln.strip() for ln in proc.stderr.splitlines() if ln.strip()] or ["(no output)"])[-1]
+        if not summary.exists():
+            raise BenchError(f"profile of {req.cell.label()} failed: {last}")
+    data = json.loads(summary.read_text())
+    if data["status"] != "ok":
+        status = "" if data["status"] == "error" else f"{data['status']}: "  # the message names the error
+        raise BenchError(f"{req.cell.label()} {req.pass_name}: {status}{data['error']}")
+    return data
+
+
+def _record(py_spy: str, req: ProfileRequest, fmt: str, output: Path, summary: Path) -> dict[str, Any]:
+    cmd = [py_spy, "record", "--format", fmt, "--rate", str(req.rate_hz), "--output", str(output)]
+    cmd += ["--native"] * req.native + ["--", *child_command(req, summary)]
+    proc = _run(cmd, req)
+    data = _child_result(summary, proc, req)
+    if not output.exists():
+        raise BenchError(f"py-spy wrote no {fmt} file: {proc.stderr.strip()[-300:]}")
+    return data
+
+
+def profile_py_spy(req: ProfileRequest, out_dir: Path) -> ProfileResult:
+    py_spy = find_py_spy()
+    if py_spy is None:
+        raise BenchError(f"py-spy not found (looked beside {sys.executable} and on PATH): "
+                         "install it with `pip install py-spy`")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        data = _record(py_spy, req, "raw", out_dir / FILES["stacks"], Path(tmp, "raw.json"))
+        _record(py_spy, req, "flamegraph", out_dir / FILES["flamegraph"], Path(tmp, "svg.json"))
+    stacks = parse_collapsed((out_dir / FILES["stacks"]).read_text())
+    name = f"{req.cell.label()} {req.pass_name}"
+    (out_dir / FILES["speedscope"]).write_text(json.dumps(speedscope(stacks, name)))
+    files = {k: FILES[k] for k in ("stacks", "flamegraph", "speedscope")}
+    result = ProfileResult(out_dir, "py-spy", data["reps"], data["timed_s"], files, top_frames(stacks))
+    write_manifest(req, result)
+    return result
+
+
+def profile_torch(req: ProfileRequest, out_dir: Path) -> ProfileResult:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        summary = Path(tmp, "torch.json")
+        data = _child_result(summary, _run(child_command(req, summary, out_dir), req), req)
+    files = {k: FILES[k] for k in ("trace", "top_ops")}
+    result = ProfileResult(out_dir, "torch", data["reps"], data["timed_s"], files,
+                           top_ops=tuple(data["top_ops"][:KEEP_ROWS]), peak_mem_bytes=data.get("peak_mem_bytes"))
+    write_manifest(req, result)
+    return result
+
+
+def write_manifest(req: ProfileRequest, result: ProfileResult) -> Path:
+    """profile.json: what was profiled, how, the files, and the top tables (what `report` reads)."""
+    data: dict[str, Any] = {
+        "schema_version": 1, "profiler": result.profiler, "created": datetime.now().isoformat(timespec="seconds"),
+        "cell": json.loads(req.cell.to_json()), "label": req.cell.label(), "pass": req.pass_name,
+        "duration_s": req.duration_s, "rate_hz": req.rate_hz, "native": req.native, "memory": req.memory,
+        "reps": result.reps, "timed_s": result.timed_s, "files": result.files,
+        "top_ops": list(result.top_ops), "peak_mem_bytes": result.peak_mem_bytes,
+        **(result.top.to_dict() if result.top else {}),
+    }
+    path = result.out_dir / MANIFEST
+    path.write_text(json.dumps(data, indent=1))
+    return path
+
+
+def load_profiles(paths: Iterable[Path]) -> list[dict[str, Any]]:
+    """Every profile.json under the given folders (for `report`), oldest first."""
+    found = [p for root in paths for p in sorted(Path(root).rglob(MANIFEST))]
+    return sorted((json.loads(p.read_text()) | {"dir": str(p.parent)} for p in found), key=lambda d: d["created"])

@@ -1,0 +1,193 @@
+"""Two runs cell by cell: the ratio of medians and a Mann-Whitney U test on the raw samples.
+
+A change counts only when it is both large (past the threshold) and significant (p < alpha): timing
+noise moves medians by a few percent all the time, and a tiny but consistent shift is rarely worth a
+failed CI job. Mann-Whitney is used because timing samples are skewed (a long tail of slow repetitions),
+which a t-test assumes away. Few samples make significance impossible (3 vs 3 can never reach p < 0.05
+two-sided), which is the honest answer: such a cell is reported unchanged, with its p-value shown.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from benchctl.results import storage
+from benchctl.results.summary import probed
+
+KEY = ("op", "target", "impl", "device", "dtype", "params", "pass")
+ENV_FIELDS = ("host", "torch_version", "cuda_version", "cpu_name", "gpu_name", "threads")
+# A cell that timed fine in BASE and hits one of these in NEW broke: worse than any slowdown.
+BROKEN = ("incorrect", "oom", "crashed", "timeout", "error")
+# Runs whose median memory bandwidth probes (membw.py) differ by more than this share get a warning.
+BANDWIDTH_CHANGE = 0.2
+# Table order: what needs attention first.
+VERDICTS = ("regressed", "broken", "improved", "fixed", "unchanged", "not timed", "only in base", "only in new")
+
+
+@dataclass(frozen=True)
+class CellChange:
+    op: str
+    target: str
+    impl: str
+    device: str
+    dtype: str
+    params: str
+    pass_name: str
+    verdict: str
+    base_status: str | None = None
+    new_status: str | None = None
+    base_median_s: float | None = None
+    new_median_s: float | None = None
+    ratio: float | None = None  # new / base median: above 1 is slower
+    p_value: float | None = None
+    base_n: int = 0
+    new_n: int = 0
+
+
+@dataclass(frozen=True)
+class EnvDifference:
+    field: str
+    base: str
+    new: str
+
+
+@dataclass(frozen=True)
+class Comparison:
+    cells: tuple[CellChange, ...]
+    env_differences: tuple[EnvDifference, ...] = ()
+    threshold: float = 0.05
+    alpha: float = 0.05
+    counts: dict[str, int] = field(default_factory=dict)
+    bandwidth: tuple[float | None, float | None] = (None, None)  # median mem_gbps of BASE and NEW
+
+    @property
+    def regressions(self) -> list[CellChange]:
+        return [c for c in self.cells if c.verdict in ("regressed", "broken")]
+
+    def ordered(self) -> list[CellChange]:
+        """Regressions first (worst first), then improvements (best first), then the rest."""
+        def key(c: CellChange) -> tuple[int, float]:
+            ratio = c.ratio if c.ratio is not None else 1.0
+            return VERDICTS.index(c.verdict), -ratio if c.verdict == "regressed" else ratio
+
+        return sorted(self.cells, key=key)
+
+    def warnings(self) -> list[str]:
+        out = []
+        if self.env_differences:
+            diffs = "; ".join(f"{d.field}: {d.base} -> {d.new}" for d in self.env_differences)
+            out.append(f"the runs come from different machines or software ({diffs}); timings may not be comparable")
+        base, new = self.bandwidth
+        if base and new and abs(new / base - 1) > BANDWIDTH_CHANGE:
+            out.append(f"the machine's memory bandwidth differed: {base:.1f} GB/s in base, {new:.1f} GB/s in new "
+                       "(median of the probes); memory-bound cells move with it, whatever the code did")
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "threshold": self.threshold, "alpha": self.alpha, "counts": self.counts, "warnings": self.warnings(),
+            "bandwidth_gbps": {"base": self.bandwidth[0], "new": self.bandwidth[1]},
+            "env_differences": [asdict(d) for d in self.env_differences],
+            # "pass" as in the results files (the field cannot be named so in Python)
+            "cells": [{("pass" if k == "pass_name" else k): _json_safe(v) for k, v in asdict(c).items()}
+                      for c in self.ordered()],
+        }
+
+
+def _json_safe(value: Any) -> Any:
+    return None if isinstance(value, float) and not math.isfinite(value) else value
+
+
+def mann_whitney_p(base: Sequence[float], new: Sequence[float]) -> float | None:
+    """Two-sided p-value; None when there are too few samples to test (fewer than 2 on a side)."""
+    from scipy.stats import mannwhitneyu
+
+    a, b = np.asarray(base, dtype=float), np.asarray(new, dtype=float)
+    if len(a) < 2 or len(b) < 2:
+        return None
+    if np.ptp(np.concatenate([a, b])) == 0:
+        return 1.0  # all samples identical: no evidence of any difference (scipy would return nan)
+    return float(mannwhitneyu(a, b, alternative="two-sided").pvalue)
+
+
+def verdict(ratio: float, p_value: float | None, threshold: float, alpha: float) -> str:
+    if p_value is None or p_value >= alpha or not math.isfinite(ratio) or abs(ratio - 1.0) <= threshold:
+        return "unchanged"
+    return "regressed" if ratio > 1.0 else "improved"
+
+
+def _samples(row: pd.Series) -> list[float]:
+    samples = row.get("samples_s")
+    return [] if samples is None or (np.isscalar(samples) and pd.isna(samples)) else list(samples)
+
+
+def compare_cell(key: tuple, base: pd.Series, new: pd.Series, threshold: float, alpha: float) -> CellChange:
+    statuses = {"base_status": base["status"], "new_status": new["status"]}
+    if base["status"] != "ok" or new["status"] != "ok":
+        broke = base["status"] == "ok" and new["status"] in BROKEN
+        fixed = new["status"] == "ok" and base["status"] in BROKEN
+        return CellChange(*key, verdict="broken" if broke else "fixed" if fixed else "not timed", **statuses)
+    a, b = _samples(base), _samples(new)
+    ratio = float(new["median_s"] / base["median_s"]) if base["median_s"] else math.nan
+    p = mann_whitney_p(a, b)
+    return CellChange(*key, verdict=verdict(ratio, p, threshold, alpha), **statuses,
+                      base_median_s=float(base["median_s"]), new_median_s=float(new["median_s"]),
+                      ratio=ratio, p_value=p, base_n=len(a), new_n=len(b))
+
+
+def _by_cell(rows: pd.DataFrame) -> dict[tuple, pd.Series]:
+    """Rows keyed by cell; a cell measured in several runs keeps the latest (run ids sort by start time)."""
+    keyed = rows.assign(**{k: rows[k].fillna("").astype(str) for k in KEY})
+    keyed = keyed.sort_values("run_id", kind="stable", na_position="first") if "run_id" in keyed else keyed
+    return {tuple(r[k] for k in KEY): r for _, r in keyed.drop_duplicates(list(KEY), keep="last").iterrows()}
+
+
+def compare(base: pd.DataFrame, new: pd.DataFrame, threshold: float = 0.05, alpha: float = 0.05,
+            base_meta: Sequence[Mapping[str, Any]] = (), new_meta: Sequence[Mapping[str, Any]] = ()) -> Comparison:
+    """Every cell of both runs with a verdict; cells in only one run are listed as such."""
+    a, b = _by_cell(base), _by_cell(new)
+    cells = [compare_cell(k, a[k], b[k], threshold, alpha) for k in a if k in b]
+    cells += [CellChange(*k, verdict="only in base", base_status=a[k]["status"]) for k in a if k not in b]
+    cells += [CellChange(*k, verdict="only in new", new_status=b[k]["status"]) for k in b if k not in a]
+    counts = {v: sum(c.verdict == v for c in cells) for v in VERDICTS}
+    return Comparison(tuple(cells), env_differences(base, new, base_meta, new_meta), threshold, alpha, counts,
+                      (median_bandwidth(base), median_bandwidth(new)))
+
+
+def median_bandwidth(rows: pd.DataFrame) -> float | None:
+    """The median memory bandwidth probe of a run's rows; None when it has none."""
+    values = probed(rows)["mem_gbps"]
+    return float(values.median()) if len(values) else None
+
+
+def _env_values(rows: pd.DataFrame, metas: Sequence[Mapping[str, Any]], name: str) -> set[str]:
+    values = {_plain(v) for v in rows[name].dropna().unique()} if name in rows else set()
+    return values or {_plain(storage.meta_fact(m, name)) for m in metas if storage.meta_fact(m, name) is not None}
+
+
+def _plain(value: Any) -> str:
+    if isinstance(value, (float, np.floating)) and float(value).is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def env_differences(base: pd.DataFrame, new: pd.DataFrame, base_meta: Sequence[Mapping[str, Any]] = (),
+                    new_meta: Sequence[Mapping[str, Any]] = ()) -> tuple[EnvDifference, ...]:
+    """Environment facts that differ between the runs; a fact one side does not record is not a difference."""
+    diffs = []
+    for name in ENV_FIELDS:
+        x, y = _env_values(base, base_meta, name), _env_values(new, new_meta, name)
+        if x and y and x != y:
+            diffs.append(EnvDifference(name, ", ".join(sorted(x)), ", ".join(sorted(y))))
+    return tuple(diffs)
+
+
+def load_side(path: Path | str) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
+    """Rows and run.json metadata of a run folder or a parquet file (whose folder may hold run.json)."""
+    return storage.load([Path(path)]), storage.run_metas(storage.run_folders([path]))

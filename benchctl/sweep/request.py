@@ -1,0 +1,152 @@
+"""Config + command-line flags -> the list of cells to run, validated against the registry.
+
+IMPLS is `py`, `cpp`, `cuda`, an operator's own variant name, a comma list, or `all`; DEVICES is
+`cpu`, `gpu` (alias `cuda`), a comma list, or `all`. Cells come grouped by (operator, target,
+implementation, device, dtype) with the swept params ascending, so a failure at one size can skip the
+larger ones.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from benchctl.ops import registry
+from benchctl.ops.cells import DTYPES, Cell
+from benchctl.sweep.config import SweepConfig
+from benchctl.errors import UsageError
+from benchctl.measure.passes import PASSES
+from benchctl.ops.registry import Operator
+
+
+@dataclass(frozen=True)
+class SweepRequest:
+    impls: str = "all"
+    devices: str = "all"
+    ops: tuple[str, ...] = ()
+    dtypes: tuple[str, ...] = ()
+    passes: tuple[str, ...] = ()
+    batch_sizes: tuple[int, ...] = ()
+    params: Mapping[str, Any] = field(default_factory=dict)  # --param KEY=VALUE, for every op that has KEY
+    targets: tuple[str, ...] = ()  # --target NAME: only these targets, in the operators that have them
+    quick: bool = False
+    config: SweepConfig = SweepConfig()
+
+
+def split(text: str) -> list[str]:
+    return [p.strip() for p in text.split(",") if p.strip()]
+
+
+def parse_devices(text: str) -> list[str]:
+    names = split(text)
+    if not names:
+        raise UsageError("no device given; choose from cpu, gpu (alias cuda), all")
+    if "all" in names:
+        return list(registry.DEVICES)
+    out = []
+    for n in names:
+        if n not in registry.DEVICE_ALIASES:
+            raise UsageError(f"unknown device {n!r}; choose from cpu, gpu, cuda, all")
+        out.append(registry.DEVICE_ALIASES[n])
+    return list(dict.fromkeys(out))
+
+
+def select_ops(names: Sequence[str]) -> list[Operator]:
+    ops = registry.operators()
+    for n in names:
+        if n not in ops:
+            raise UsageError(f"unknown operator {n!r}; choose from {', '.join(sorted(ops))}")
+    return [ops[n] for n in (names or sorted(ops))]
+
+
+def select_impls(ops: Sequence[Operator], text: str) -> dict[str, list[str]]:
+    """Operator -> the implementations asked for (an op without any of them is left out)."""
+    names = split(text)
+    if not names:
+        raise UsageError("no implementation given")
+    if "all" in names:
+        return {op.name: list(op.implementations) for op in ops}
+    known = {i for op in ops for i in op.implementations}
+    for n in names:
+        if n not in known:
+            raise UsageError(f"unknown implementation {n!r}; choose from {', '.join(sorted(known))} or all")
+    chosen = {op.name: [n for n in names if n in op.implementations] for op in ops}
+    return {k: v for k, v in chosen.items() if v}
+
+
+def param_grid(op: Operator, req: SweepRequest) -> list[dict[str, Any]]:
+    """The operator's defaults, then --quick, the config and the flags; list values are swept."""
+    values: dict[str, Any] = dict(op.params)
+    if req.quick:
+        values.update(op.quick)
+    overrides = dict(req.config.params.get(op.name, {}))
+    overrides.update({k: v for k, v in req.params.items() if k in op.params})
+    if req.batch_sizes and "batch_size" in op.params:
+        overrides["batch_size"] = list(req.batch_sizes)
+    for key in overrides:
+        if key not in op.params:
+            raise UsageError(f"{op.name} has no param {key!r}; valid params: {', '.join(op.params)}")
+    values.update(overrides)
+    axes = {k: (v if isinstance(v, list) else [v]) for k, v in values.items()}
+    _validate(op, axes)
+    combos = [dict(zip(axes, combo)) for combo in itertools.product(*axes.values())]
+    return sorted(combos, key=lambda p: [p[k] for k in axes if isinstance(p[k], (int, float))])
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _validate(op: Operator, axes: Mapping[str, list[Any]]) -> None:
+    for key, vals in axes.items():
+        if not vals:
+            raise UsageError(f"{op.name}: param {key} has an empty list")
+        default = op.params[key]
+        numeric = _is_number(default[0] if isinstance(default, list) and default else default)
+        for v in vals:
+            if numeric and not _is_number(v):
+                raise UsageError(f"{op.name}: param {key} takes numbers, got {v!r}")
+            if key == "batch_size" and (not isinstance(v, int) or v <= 0):
+                raise UsageError(f"{op.name}: batch size must be a positive integer, got {v!r}")
+
+
+def _choices(given: Sequence[str], default: Sequence[str], valid: Sequence[str], what: str) -> list[str]:
+    chosen = list(given or default)
+    for v in chosen:
+        if v not in valid:
+            raise UsageError(f"unknown {what} {v!r}; choose from {', '.join(valid)}")
+    return chosen
+
+
+def _check_targets(ops: Sequence[Operator], given: Sequence[str]) -> None:
+    known = {t.name for op in ops for t in op.targets}
+    for name in given:
+        if name not in known:
+            raise UsageError(f"unknown target {name!r}; choose from {', '.join(sorted(known))}")
+
+
+def expand(req: SweepRequest) -> list[Cell]:
+    """All cells of the sweep. Implementation x device pairs the implementation does not support are
+    left out (a CPU-only variant on cuda); pairs it supports but cannot run here stay in and are
+    recorded `unavailable` with the reason."""
+    ops = select_ops(req.ops or req.config.ops)
+    devices = parse_devices(req.devices)
+    impls = select_impls(ops, req.impls)
+    dtypes = _choices(req.dtypes, req.config.dtypes or ("float32",), list(DTYPES), "dtype")
+    passes = tuple(_choices(req.passes, req.config.passes or PASSES, PASSES, "pass"))
+    _check_targets(ops, req.targets)
+    cells = []
+    for op in ops:
+        valid = [t.name for t in op.targets]
+        if req.targets:
+            targets = [t for t in req.targets if t in valid]
+        else:
+            targets = _choices(req.config.targets.get(op.name, ()), valid, valid, f"{op.name} target")
+        grid = param_grid(op, req) if targets else []
+        for target, impl, device, dtype in itertools.product(targets, impls.get(op.name, []), devices, dtypes):
+            if device in op.implementations[impl].devices:
+                cells += [Cell.make(op.name, target, impl, device, dtype, p, passes) for p in grid]
+    if not cells:
+        raise UsageError(f"nothing to run: no implementation among {req.impls!r} supports {req.devices!r}")
+    return cells

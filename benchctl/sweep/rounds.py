@@ -1,0 +1,88 @@
+"""Interleaved rounds: a sweep measured in N short passes over all its cells instead of one long one.
+
+A shared or throttling machine changes speed over minutes. Measured one after the other, two
+implementations of the same cell can land in different phases, and their ratio moves by 10-20%. In
+rounds, each round gives every cell 1/N of its time budget and goes through the whole sweep, so each
+implementation is sampled at N moments spread over the run. The rounds' samples are pooled into one
+row per cell and pass; `round_spread` (slowest round's median over the fastest's, minus 1) says how
+much the machine moved meanwhile.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import replace
+from typing import Any, Sequence
+
+from benchctl.measure.timing import Policy, is_noisy, noisy_message, summarize
+
+Rows = list[dict[str, Any]]
+
+
+def per_round(policy: Policy, rounds: int) -> Policy:
+    """One round's share of `policy`: its times and sample counts divided by `rounds`."""
+    if rounds == 1:
+        return policy
+    return replace(policy, min_time=policy.min_time / rounds, max_time=policy.max_time / rounds,
+                   min_samples=max(2, math.ceil(policy.min_samples / rounds)),
+                   max_samples=max(2, math.ceil(policy.max_samples / rounds)))
+
+
+def all_ok(rows: Rows) -> bool:
+    return all(r.get("status") == "ok" for r in rows)
+
+
+def merge(rounds_rows: Sequence[Rows]) -> Rows:
+    """One row per pass from one cell's rows of each round (in round order)."""
+    by_pass: dict[str, Rows] = {}
+    for rows in rounds_rows:
+        for row in rows:
+            by_pass.setdefault(row["pass"], []).append(row)
+    return [_merge_pass(rows) for rows in by_pass.values()]
+
+
+def _merge_pass(rows: Rows) -> dict[str, Any]:
+    """All rounds ok: pooled samples and the statistics and rates recomputed from them. Otherwise the
+    first round that was not ok."""
+    failed = next((r for r in rows if r.get("status") != "ok"), None)
+    if failed is not None:
+        return {**failed, "rounds": len(rows)}
+    first = rows[0]
+    samples = [s for r in rows for s in r["samples_s"]]
+    stats = summarize(samples)
+    medians = [r["median_s"] for r in rows]
+    noisy = is_noisy(stats)
+    merged = {**first, **stats, "samples_s": samples, "rounds": len(rows), "noisy": noisy,
+              "message": noisy_message(stats) if noisy else "",
+              "round_spread": max(medians) / min(medians) - 1 if len(rows) > 1 and min(medians) > 0 else None,
+              "peak_mem_bytes": _max_of(r.get("peak_mem_bytes") for r in rows),
+              "page_faults": _median_of(r.get("page_faults") for r in rows),
+              "sys_s": _median_of(r.get("sys_s") for r in rows),
+              "host_s": _median_of(r.get("host_s") for r in rows),
+              "mem_gbps": _median_of(r.get("mem_gbps") for r in rows)}
+    return {**merged, **_rates(first, stats["median_s"])}
+
+
+def _rates(first: dict[str, Any], median: float) -> dict[str, Any]:
+    """GFLOP/s, GB/s and % of peak at the pooled median (the roofline bound is the same each round)."""
+    if median <= 0:
+        return {}
+    out: dict[str, Any] = {}
+    if first.get("flops") is not None:
+        out["gflops"] = first["flops"] / median * 1e-9
+    if first.get("bytes") is not None:
+        out["gbps"] = first["bytes"] / median * 1e-9
+    if first.get("pct_of_peak") is not None:
+        out["pct_of_peak"] = first["pct_of_peak"] * first["median_s"] / median
+    return out
+
+
+def _max_of(values) -> float | None:
+    present = [v for v in values if v is not None]
+    return max(present) if present else None
+
+
+def _median_of(values) -> float | None:
+    present = [v for v in values if v is not None]
+    return float(statistics.median(present)) if present else None

@@ -1,0 +1,67 @@
+"""The worker process: imports torch once, then runs cells sent by the parent, one JSON line each.
+
+Protocol on stdin/stdout (stdout is moved aside first, so anything an implementation prints goes to
+stderr and cannot corrupt it): the first line is the setup, each further line a cell; each reply is
+one line `{"rows": [...]}`. The worker ignores SIGINT: the parent owns interruption and kills it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import signal
+import sys
+from dataclasses import asdict
+from typing import Any
+
+from benchctl.measure.timing import Policy
+
+
+def settings_to_json(settings: Any) -> dict[str, Any]:
+    return asdict(settings)
+
+
+def settings_from_json(data: dict[str, Any]):
+    from benchctl.measure.execute import Settings
+
+    return Settings(**{**data, "policy": Policy(**data["policy"])})
+
+
+def _limit_memory(extra_bytes: int | None) -> None:
+    """Address-space limit above what the process maps now (torch and the libraries already loaded),
+    so an allocation past it fails in this process instead of driving the machine into swap."""
+    if not extra_bytes:
+        return
+    with open("/proc/self/statm") as f:
+        mapped = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    limit = mapped + int(extra_bytes)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+def main() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    proto = os.fdopen(os.dup(sys.stdout.fileno()), "w", buffering=1)
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+
+    import torch
+
+    from benchctl.ops import registry
+    from benchctl.ops.cells import Cell
+    from benchctl.measure.execute import run_cell
+
+    setup = json.loads(sys.stdin.readline())
+    if setup.get("threads"):
+        torch.set_num_threads(int(setup["threads"]))
+    registry.discover(setup.get("ops_dirs", []))
+    settings = settings_from_json(setup["settings"])
+    # The limit is inherited by subprocesses, so a caller that sets one builds extensions beforehand.
+    _limit_memory(setup.get("mem_limit"))
+    proto.write(json.dumps({"ready": True}) + "\n")
+    for line in sys.stdin:
+        rows = run_cell(Cell.from_json(line), settings)
+        proto.write(json.dumps({"rows": rows}) + "\n")
+
+
+if __name__ == "__main__":
+    main()

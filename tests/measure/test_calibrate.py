@@ -1,0 +1,32 @@
+"""Calibration: what is stored per host, and that it merges with what was stored before."""
+
+import json
+
+import pytest
+
+from benchctl.measure import calibrate
+from benchctl.machine import membw
+
+
+@pytest.fixture
+def measured(monkeypatch, tmp_path):
+    monkeypatch.setenv("BENCHCTL_CACHE", str(tmp_path))
+    monkeypatch.setattr(calibrate, "copy_gbps", lambda device: {"cpu": 28.0, "cuda": 2800.0}[device])
+    monkeypatch.setattr(calibrate, "matmul_gflops", lambda device: {"cpu": 130.0, "cuda": 48000.0}[device])
+    probes = iter([30.0, 52.5, 41.0] + [12.0] * (calibrate.PROBES - 3))
+    monkeypatch.setattr(membw, "probe", lambda: next(probes))
+
+
+def test_the_cpu_peaks_include_the_best_memory_probe(measured):
+    peaks = calibrate.calibrate(["cpu"])
+    assert peaks["cpu"]["gbps"] == 28.0 and peaks["cpu"]["gflops"] == 130.0
+    assert peaks["cpu"]["read_gbps"] == 52.5  # the best of the probes: what the machine can give
+    assert json.loads(calibrate.calibration_path().read_text()) == peaks == calibrate.load_peaks()
+
+
+def test_a_gpu_has_no_memory_probe_and_earlier_devices_are_kept(measured):
+    calibrate.calibrate(["cpu"])
+    calibrate.calibrate(["cuda"])
+    stored = calibrate.load_peaks()
+    assert set(stored) == {"cpu", "cuda"} and "read_gbps" not in stored["cuda"]
+    assert stored["cpu"]["read_gbps"] == 52.5

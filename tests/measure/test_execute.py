@@ -1,0 +1,124 @@
+"""One cell, in process: real timings of hoconv2d py, the correctness gate, failures as rows."""
+
+import json
+from dataclasses import replace
+
+import pytest
+
+from benchctl.ops.cells import Cell
+from benchctl.measure.execute import Settings, prepare, run_cell
+from benchctl.measure.timing import Policy
+
+FAST = Settings(policy=Policy(warmup=1, warmup_time=0.0, min_samples=3, min_time=0.0, max_time=2.0))
+SMALL = {"batch_size": 2, "C": 3, "H": 16, "W": 20, "k": 5}
+
+
+def test_hoconv2d_py_cell_gives_three_timed_correct_rows(builtin_ops):
+    rows = run_cell(Cell.make("hoconv2d", "filter", "py", "cpu", "float32", SMALL), FAST)
+    assert [r["pass"] for r in rows] == ["forward", "backward", "forward_backward"]
+    for r in rows:
+        assert r["status"] == "ok" and r["correct"] is True
+        assert len(r["samples_s"]) == r["n"] >= 3 and all(s > 0 for s in r["samples_s"])
+        assert r["min_s"] <= r["median_s"] <= r["max_s"]
+        assert 0 < r["max_rel_err"] < 2e-4 and r["tolerance"] == 2e-4
+        assert r["compile_s"] > 0 and r["peak_mem_bytes"] is not None
+        assert r["gbps"] == pytest.approx(r["bytes"] / r["median_s"] * 1e-9)
+    assert rows[0]["flops"] == 2 * 2 * 3 * 16 * 20 * 25
+    assert json.loads(rows[0]["check_params"]) == SMALL
+
+
+def test_a_wrong_implementation_is_recorded_incorrect_and_not_timed(fixture_ops):
+    rows = run_cell(Cell.make("faulty", "op", "wrong", "cpu", "float32", {"batch_size": 4, "dim": 8}), FAST)
+    assert {r["status"] for r in rows} == {"incorrect"}
+    assert all(r.get("samples_s") is None for r in rows)
+    assert rows[0]["max_rel_err"] == pytest.approx(0.005, rel=1e-3)  # 2.01x vs 2x
+    assert "incorrect vs float64 reference" in rows[0]["message"]
+
+
+def test_an_all_zero_output_never_passes(fixture_ops):
+    rows = run_cell(Cell.make("faulty", "op", "zeros", "cpu", "float32", {"batch_size": 4, "dim": 8}), FAST)
+    assert rows[0]["status"] == "incorrect" and "all zeros" in rows[0]["message"]
+
+
+def test_unavailable_cells_carry_the_reason(fixture_ops):
+    rows = run_cell(Cell.make("faulty", "op", "noreason", "cpu", "float32", {"batch_size": 4, "dim": 8}), FAST)
+    assert {r["status"] for r in rows} == {"unavailable"}
+    assert rows[0]["message"] == "needs a thing this machine lacks"
+
+
+@pytest.mark.parametrize("impl, own_leaves", [("py", False), ("py-imagegrad", True)])
+def test_an_implementation_with_its_own_leaves_is_timed_with_backward(builtin_ops, impl, own_leaves):
+    """py-imagegrad makes the image a leaf inside the call: `autograd.grad` over the inputs would skip
+    the image gradient, the very slow path it exists to show, so its backward accumulates."""
+    params = {"batch_size": 1, "C": 3, "image_size": 64, "points": 8}
+    prepared = prepare(Cell.make("grid_sample", "sample", impl, "cpu", "float32", params))
+    assert prepared.accumulate is own_leaves
+    grads = prepared.setup("backward")()()
+    if not own_leaves:
+        assert grads[0].shape == prepared.inputs["grid"].shape and grads[0].abs().sum() > 0
+
+
+def test_page_faults_and_os_time_per_call_are_counted_for_fresh_memory():
+    params = {"batch_size": 4, "dim": 8}
+    rows = {r["impl"]: r for impl in ("py", "scratch")
+            for r in run_cell(Cell.make("faulty", "op", impl, "cpu", "float32", params, ("forward",)), FAST)}
+    assert rows["py"]["page_faults"] < 8
+    assert rows["scratch"]["page_faults"] >= 32  # a fresh 64 MiB buffer per call
+    # the kernel zero-fills those pages: a large share of the call (more than all of it when several
+    # threads fault at once)
+    assert rows["scratch"]["sys_s"] > 0.3 * rows["scratch"]["median_s"]
+    assert rows["py"]["sys_s"] < 0.1 * rows["scratch"]["sys_s"]
+
+
+def test_a_cpu_row_has_the_machines_memory_bandwidth_unless_asked_not_to(fixture_ops, monkeypatch):
+    from benchctl.machine import membw
+
+    readings = iter([30.0, 40.0])  # before and after the pass
+    monkeypatch.setattr(membw, "probe", lambda: next(readings))
+    cell = Cell.make("faulty", "op", "py", "cpu", "float32", {"batch_size": 4, "dim": 8}, ("forward",))
+    [row] = run_cell(cell, FAST)
+    assert row["mem_gbps"] == 35.0
+    [row] = run_cell(cell, replace(FAST, probe_bandwidth=False))
+    assert "mem_gbps" not in row
+
+
+def test_a_gpu_clock_row_has_the_hosts_median_issue_time_after_warm_up(builtin_ops):
+    from benchctl.measure.timing import CudaEventClock
+
+    class Event:  # every call takes 2 ms on the "GPU"
+        ticks = iter(range(0, 10**6, 1))
+
+        def record(self):
+            self.t = next(Event.ticks) * 2.0
+
+        def elapsed_time(self, end):
+            return end.t - self.t
+
+    host = iter([50_000_000] + [1_000_000] * 10**4)  # ns to issue: the warm-up call 50 ms, then 1 ms
+    now = [0]
+
+    def counter():  # starts and stops alternate; a stop adds the next issue time
+        now.append(now[-1] + (next(host) if len(now) % 2 == 0 else 0))
+        return now[-1]
+
+    clock = CudaEventClock(event_factory=Event, synchronize=lambda: None, counter=counter)
+    cell = Cell.make("hoconv2d", "filter", "py", "cpu", "float32",
+                     {"batch_size": 1, "C": 3, "H": 8, "W": 8, "k": 3}, ("forward",))
+    (row,) = run_cell(cell, FAST, clock)
+    assert row["status"] == "ok" and row["median_s"] == pytest.approx(0.002)
+    assert row["host_s"] == pytest.approx(0.001)
+
+
+def test_the_tf32_setting_reaches_the_cell_and_survives_the_trip_to_a_worker(builtin_ops, tf32):
+    from dataclasses import replace
+
+    from benchctl.measure import correctness
+    from benchctl.sweep.worker import settings_from_json, settings_to_json
+
+    settings = settings_from_json(settings_to_json(replace(FAST, tf32=False)))
+    assert settings.tf32 is False
+    tf32(matmul=True, conv=True)
+    cell = Cell.make("hoconv2d", "filter", "py", "cpu", "float32",
+                     {"batch_size": 1, "C": 3, "H": 8, "W": 8, "k": 3}, ("forward",))
+    (row,) = run_cell(cell, settings)
+    assert row["status"] == "ok" and not correctness.tf32_enabled()

@@ -1,0 +1,41 @@
+import pytest
+import torch
+
+from benchctl.measure.passes import has_own_leaves, make_setup
+
+
+def test_backward_returns_a_pass_through_gradient_without_copying_it():
+    x = torch.randn(64, 32, requires_grad=True)
+    table = torch.randn(32, requires_grad=True)
+    grads = (torch.randn(64, 32),)
+    thunk = make_setup(lambda: x + table, {"x": x, "table": table}, grads, "backward")()
+    grad_x, grad_table = thunk()
+    assert grad_x.data_ptr() == grads[0].data_ptr()  # out = x + table: x's gradient is grad_out itself
+    torch.testing.assert_close(grad_table, grads[0].sum(0))
+    assert x.grad is None and table.grad is None  # nothing is accumulated between repetitions
+
+
+def test_own_leaves_are_found_in_the_graph():
+    layer = torch.nn.Linear(8, 4)
+    x = torch.randn(16, 8, requires_grad=True)
+    assert has_own_leaves(layer(x), {"x": x})  # the layer's weight and bias
+    assert not has_own_leaves(torch.nn.functional.linear(x, layer.weight), {"x": x, "w": layer.weight})
+    assert not has_own_leaves(torch.randn(3), {})  # no graph at all
+
+
+@pytest.mark.parametrize("pass_name", ["backward", "forward_backward"])
+def test_leaves_of_the_implementation_get_their_gradient_by_accumulation(pass_name):
+    layer = torch.nn.Linear(8, 4)
+    x = torch.randn(16, 8, requires_grad=True)
+    grads = (torch.randn(16, 4),)
+    setup = make_setup(lambda: layer(x), {"x": x}, grads, pass_name, accumulate=True)
+    setup()()
+    torch.testing.assert_close(layer.weight.grad, grads[0].t() @ x.detach())
+    setup()()  # a second repetition adds, as a training step would; the input's grad starts afresh
+    torch.testing.assert_close(layer.weight.grad, 2 * grads[0].t() @ x.detach())
+    torch.testing.assert_close(x.grad, grads[0] @ layer.weight.detach())
+
+
+def test_an_unknown_pass_is_refused():
+    with pytest.raises(ValueError, match="unknown pass 'sideways'"):
+        make_setup(lambda: torch.ones(1), {}, (), "sideways")

@@ -1,0 +1,179 @@
+"""The timing loop with fake clocks: exact sample counts, stop rules, statistics, the CUDA event path."""
+
+import gc
+
+import pytest
+
+from benchctl.measure.timing import CpuClock, CudaEventClock, OsUsage, Policy, measure, summarize
+
+
+class FakeCounter:
+    """A ns counter that advances by scripted durations on each start/stop pair."""
+
+    def __init__(self, durations_s):
+        self.durations = list(durations_s)
+        self.now = 0
+        self.reads = 0
+
+    def __call__(self) -> int:
+        self.reads += 1
+        if self.reads % 2 == 0:  # a stop read: the timed call took the next duration
+            self.now += int(self.durations.pop(0) * 1e9)
+        return self.now
+
+
+class FakeElapsed:
+    def __init__(self, step: float):
+        self.t, self.step = 0.0, step
+
+    def __call__(self) -> float:
+        self.t += self.step
+        return self.t
+
+
+def test_cpu_clock_times_only_the_thunk():
+    counter = FakeCounter([0.25])
+    calls = []
+    assert CpuClock(counter).time(lambda: calls.append(1)) == pytest.approx(0.25)
+    assert calls == [1]
+
+
+def test_cpu_clock_counts_what_the_os_did_for_each_call_outside_the_clock():
+    readings = iter([OsUsage(100, 1.0), OsUsage(130, 1.25), OsUsage(130, 1.25), OsUsage(131, 1.25)])
+    clock = CpuClock(FakeCounter([0.1, 0.1]), usage=lambda: next(readings))  # before/after each call
+    clock.time(lambda: None)
+    clock.time(lambda: None)
+    assert clock.usage_per_call == [(30, pytest.approx(0.25)), (1, 0.0)]
+
+
+def test_measure_keeps_every_sample_and_reports_robust_stats():
+    durations = [9.0] + [0.0100, 0.0101, 0.0102, 0.0100, 0.100, 0.0101, 0.0100]  # warm-up first, one outlier
+    policy = Policy(warmup=1, min_samples=7, min_time=0.0, max_time=100)
+    m = measure(lambda: (lambda: None), CpuClock(FakeCounter(durations)), policy, FakeElapsed(0.01))
+    assert m.warmup_s == (pytest.approx(9.0),)
+    assert len(m.samples) == 7
+    assert m.stats["median_s"] == pytest.approx(0.0101)
+    assert m.stats["min_s"] == pytest.approx(0.0100) and m.stats["max_s"] == pytest.approx(0.100)
+    assert m.stats["iqr_s"] == pytest.approx(0.01015 - 0.0100)
+    assert not m.noisy  # the outlier moves the mean, not the median or IQR
+
+
+def test_warm_up_goes_on_until_warmup_time_so_a_slow_first_phase_stays_out_of_the_samples():
+    durations = [0.1] * 5 + [0.02] * 5  # five slow first calls (new memory being backed), then steady
+    policy = Policy(warmup=1, warmup_time=0.45, min_samples=5, min_time=0.0, max_time=100)
+    m = measure(lambda: (lambda: None), CpuClock(FakeCounter(durations)), policy, FakeElapsed(0.0))
+    assert m.warmup_s == pytest.approx((0.1,) * 5)  # 0.4 s after four: one more
+    assert m.samples == pytest.approx((0.02,) * 5)
+
+
+def test_warmup_zero_means_no_warm_up_whatever_warmup_time_says():
+    policy = Policy(warmup=0, warmup_time=10.0, min_samples=2, min_time=0.0, max_time=100)
+    m = measure(lambda: (lambda: None), CpuClock(FakeCounter([0.1, 0.2])), policy, FakeElapsed(0.0))
+    assert m.warmup_s == () and m.samples == pytest.approx((0.1, 0.2))
+
+
+def test_measure_stops_at_min_time_after_min_samples():
+    policy = Policy(warmup=0, min_samples=3, min_time=0.5, max_time=100, max_samples=1000)
+    m = measure(lambda: (lambda: None), CpuClock(FakeCounter([0.1] * 100)), policy, FakeElapsed(0.0))
+    assert len(m.samples) == 5  # 5 x 0.1 s reaches min_time
+
+
+def test_measure_is_capped_by_max_time():
+    policy = Policy(warmup=0, min_samples=50, min_time=10, max_time=1.0)
+    m = measure(lambda: (lambda: None), CpuClock(FakeCounter([0.01] * 100)), policy, FakeElapsed(0.3))
+    assert len(m.samples) == 4  # 0.3 s of wall clock per sample: past 1 s after the 4th
+
+
+def test_measure_stops_early_when_the_median_is_stable():
+    policy = Policy(warmup=0, min_samples=5, min_time=100, max_time=1000, stable_window=5, stable_rtol=0.01)
+    m = measure(lambda: (lambda: None), CpuClock(FakeCounter([2.5] * 100)), policy, FakeElapsed(0.0))
+    assert len(m.samples) == 10  # stable from the start: twice min_samples, 25 s = a quarter of min_time
+
+
+def test_a_cheap_stable_call_still_samples_a_quarter_of_min_time():
+    policy = Policy(warmup=0, min_samples=5, min_time=0.2, max_time=100, stable_window=5, stable_rtol=0.01)
+    m = measure(lambda: (lambda: None), CpuClock(FakeCounter([0.001] * 1000)), policy, FakeElapsed(0.0))
+    assert len(m.samples) == 50  # 50 x 1 ms = 0.05 s, not the 10 samples that were already stable
+
+
+def test_noisy_warning_threshold():
+    assert summarize([1.0, 1.0, 1.3, 1.3])["iqr_s"] == pytest.approx(0.3)
+    policy = Policy(warmup=0, min_samples=4, min_time=0, max_time=100)
+    noisy = measure(lambda: (lambda: None), CpuClock(FakeCounter([1.0, 1.0, 1.3, 1.3])), policy, FakeElapsed(0))
+    assert noisy.noisy
+
+
+def test_setup_is_not_timed():
+    counter = FakeCounter([0.002] * 10)
+
+    def setup():
+        counter.now += 10**9  # a whole second of untimed setup (e.g. building a graph)
+        return lambda: None
+
+    m = measure(setup, CpuClock(counter), Policy(warmup=0, min_samples=3, min_time=0), FakeElapsed(0))
+    assert m.samples == pytest.approx((0.002, 0.002, 0.002))
+
+
+@pytest.mark.parametrize("enabled_before", [True, False])
+def test_the_garbage_collector_is_off_while_sampling_and_restored_after(enabled_before):
+    states = []
+
+    def setup():
+        return lambda: states.append(gc.isenabled())
+
+    gc.enable() if enabled_before else gc.disable()
+    try:
+        measure(setup, CpuClock(FakeCounter([0.001] * 4)), Policy(warmup=1, warmup_time=0, min_samples=3, min_time=0),
+                FakeElapsed(0))
+        assert states == [False] * 4 and gc.isenabled() is enabled_before
+    finally:
+        gc.enable()
+
+
+def test_the_garbage_collector_is_restored_when_a_thunk_raises():
+    def setup():
+        return lambda: 1 / 0
+
+    with pytest.raises(ZeroDivisionError):
+        measure(setup, CpuClock(FakeCounter([0.001])), Policy(warmup=0, min_samples=1, min_time=0))
+    assert gc.isenabled()
+
+
+class FakeEvent:
+    log: list
+
+    def __init__(self, log, times):
+        self.log, self.times = log, times
+
+    def record(self):
+        self.log.append("record")
+        self.t = self.times.pop(0)
+
+    def elapsed_time(self, end) -> float:
+        self.log.append("elapsed")
+        return end.t - self.t
+
+
+def test_cuda_clock_records_events_around_the_call_and_synchronizes_before_reading():
+    log, times = [], [0.0, 4.0]  # ms
+    clock = CudaEventClock(event_factory=lambda: FakeEvent(log, times), synchronize=lambda: log.append("sync"),
+                           before=lambda: log.append("flush"))
+    assert clock.time(lambda: log.append("call")) == pytest.approx(0.004)
+    assert log == ["flush", "sync", "record", "call", "record", "sync", "elapsed"]
+
+
+def test_cuda_clock_records_how_long_the_host_took_to_issue_each_call():
+    counter = FakeCounter([0.003, 0.0005])  # the host: 3 ms to issue the first call, 0.5 ms the second
+    times = [0.0, 4.0, 10.0, 14.0]  # the GPU: 4 ms each
+    clock = CudaEventClock(event_factory=lambda: FakeEvent([], times), synchronize=lambda: None, counter=counter)
+    assert [clock.time(lambda: None) for _ in range(2)] == pytest.approx([0.004, 0.004])
+    assert clock.host_per_call == pytest.approx([0.003, 0.0005])
+
+
+def test_cuda_path_through_measure():
+    times = [0.0, 2.0, 10.0, 13.0, 20.0, 22.0, 30.0, 32.0]
+    clock = CudaEventClock(event_factory=lambda: FakeEvent([], times), synchronize=lambda: None)
+    policy = Policy(warmup=1, warmup_time=0, min_samples=3, min_time=0)
+    m = measure(lambda: (lambda: None), clock, policy, FakeElapsed(0))
+    assert m.warmup_s == (pytest.approx(0.002),)
+    assert m.samples == pytest.approx((0.003, 0.002, 0.002))

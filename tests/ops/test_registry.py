@@ -1,0 +1,88 @@
+"""Operator discovery from the built-in folder, --ops-dir and BENCHCTL_OPS_PATH; unavailable reasons."""
+
+import pytest
+import torch
+
+from benchctl.ops import registry
+from benchctl.ops.registry import Case, Operator, Target
+
+
+def test_builtin_hoconv2d_is_declared_once_with_both_targets(builtin_ops):
+    op = builtin_ops["hoconv2d"]
+    assert [t.name for t in op.targets] == ["module", "filter"]
+    assert op.params == {"batch_size": 8, "C": 3, "H": 224, "W": 224, "k": 5}
+    assert op.implementations["py"].devices == ("cpu", "cuda")
+
+
+def test_hoconv2d_inputs_are_seeded_and_sized(builtin_ops):
+    target = builtin_ops["hoconv2d"].target("filter")
+    case = Case({"batch_size": 2, "C": 3, "H": 5, "W": 7, "k": 3}, torch.float32, "cpu", seed=3)
+    a, b = target.make_inputs(case), target.make_inputs(case)
+    assert a["x"].shape == (2, 3, 5, 7) and a["weights"].shape == (2, 9, 5, 7)
+    assert torch.equal(a["x"], b["x"]) and a["x"].requires_grad
+    other = target.make_inputs(Case(case.params, torch.float32, "cpu", seed=4))
+    assert not torch.equal(a["x"], other["x"])
+
+
+def test_hoconv2d_byte_and_flop_counts(builtin_ops):
+    t = builtin_ops["hoconv2d"].target("filter")
+    p = {"batch_size": 16, "C": 3, "H": 224, "W": 224, "k": 5}
+    bchw, bkkhw = 16 * 3 * 224 * 224, 16 * 25 * 224 * 224
+    assert t.bytes(p, 4) == (2 * bchw + bkkhw) * 4
+    assert t.bwd_bytes(p, 4) == (3 * bchw + 2 * bkkhw) * 4
+    assert t.flops(p) == 2 * bchw * 25
+
+
+def test_user_operator_from_ops_dir(example_ops_dir):
+    ops = registry.discover([example_ops_dir])
+    op = ops["scale_shift"]
+    assert set(op.implementations) == {"py", "addcmul"}
+    inputs = op.targets[0].make_inputs(Case({"batch_size": 2, "dim": 3}))
+    out = op.targets[0].call(op.implementations["addcmul"].fn, inputs)
+    assert torch.allclose(out, inputs["x"] * inputs["scale"] + inputs["shift"])
+
+
+def test_broken_operator_file_is_reported_not_raised(tmp_path):
+    (tmp_path / "broken.py").write_text("raise ImportError('needs a missing package')\n")
+    registry.discover([tmp_path])
+    assert "needs a missing package" in registry.load_errors()[str(tmp_path / "broken.py")]
+
+
+def test_missing_ops_dir_is_an_error(tmp_path):
+    with pytest.raises(FileNotFoundError, match="operators folder not found"):
+        registry.discover([tmp_path / "nope"])
+
+
+def test_ops_path_environment_variable(tmp_path, monkeypatch):
+    (tmp_path / "env_op.py").write_text(
+        "from benchctl.ops.registry import Operator, Target, register\n"
+        "register(Operator('env_op', 'd', {'batch_size': 1}, (Target('op', lambda c: {}, lambda f, i: f()),)))\n"
+    )
+    monkeypatch.setenv(registry.OPS_PATH_ENV, str(tmp_path))
+    assert "env_op" in registry.discover()
+
+
+def test_unavailable_reasons(fixture_ops):
+    op = fixture_ops["faulty"]
+    assert op.implementations["noreason"].unavailable_reason("cpu") == "needs a thing this machine lacks"
+    assert "does not support device cuda" in op.implementations["py"].unavailable_reason("cuda")
+    if not torch.cuda.is_available():
+        reason = fixture_ops["faulty"].implementations["py"].unavailable_reason("cuda")
+        assert reason and "cuda" in reason
+
+
+def test_cuda_reason_names_the_cause():
+    reason = registry.cuda_device_reason()
+    if torch.version.cuda is None:
+        assert reason.startswith("no CUDA torch")
+    elif not torch.cuda.is_available():
+        assert reason.startswith("no CUDA device")
+    else:
+        assert reason is None
+
+
+def test_duplicate_implementation_name_is_refused():
+    op = Operator("dup", "d", {"batch_size": 1}, (Target("op", lambda c: {}, lambda f, i: f()),))
+    op.implementation("a")(lambda: None)
+    with pytest.raises(ValueError, match="registered twice"):
+        op.implementation("a")(lambda: None)

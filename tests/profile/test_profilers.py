@@ -1,0 +1,170 @@
+"""Collapsed stacks -> top-frames tables (benchctl.profile.stacks), the child's loop and torch-profiler table,
+and the profile manifest (benchctl.profile.profilers), on a hand-made fixture whose counts are known."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from benchctl.profile import child as profile_child
+from benchctl.profile import profilers as profiling
+from benchctl.ops.cells import Cell
+from benchctl.profile.stacks import (HARNESS, NO_OP, SETUP_FRAME, TIMED_FRAME, TopFrames, classify, parse_collapsed,
+                             parse_frame, short_name, speedscope, top_frames)
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "profile_stacks.txt"
+FILL = ("c10::function_ref<void (char**, long const*, long, long)>::callback_fn<at::native::AVX2::VectorizedLoop2d<"
+        "at::native::(anonymous namespace)::fill_kernel(at::TensorIterator&, c10::Scalar const&)::{lambda()#1}::"
+        "operator()() const::{lambda()#7}, at::vec::AVX2::Vectorized<float> > >")
+
+
+@pytest.fixture(scope="module")
+def top() -> TopFrames:
+    return top_frames(parse_collapsed(FIXTURE.read_text()))
+
+
+def by_function(rows) -> dict[str, object]:
+    return {r.function: r for r in rows}
+
+
+def test_parse_frame_python_native_and_unresolved() -> None:
+    py = parse_frame("filter_py (hoconv2d/py.py:20)")
+    assert (py.function, py.location, py.native, py.line) == ("filter_py", "hoconv2d/py.py", False, 20)
+    assert parse_frame("_run_code (<frozen runpy>:88)").location == "<frozen runpy>"
+    # C++ names carry parentheses of their own: the location is the last one.
+    cpp = parse_frame(f"{FILL} (libtorch_cpu.so)")
+    assert (cpp.function, cpp.location, cpp.native) == (FILL, "libtorch_cpu.so", True)
+    assert parse_frame("0x7f0200aa12 (libgomp.so.1)") == parse_frame("0x7f0200bb34 (libgomp.so.1)")
+    assert parse_frame("0x7f0200aa12 (libgomp.so.1)").function == "[unknown]"
+    # Lines differ, the function is the same frame.
+    assert parse_frame("f (a.py:1)") == parse_frame("f (a.py:9)")
+
+
+def test_parse_collapsed_counts_and_rejects_garbage() -> None:
+    stacks = parse_collapsed(FIXTURE.read_text())
+    assert len(stacks) == 8
+    assert sum(n for _, n in stacks) == 115
+    with pytest.raises(ValueError, match="line 2"):
+        parse_collapsed("a;b 3\nnot a stack\n")
+
+
+def test_samples_are_sorted_by_marker(top: TopFrames) -> None:
+    assert top.samples == {"total": 115, "timed": 65, "setup": 10, "startup": 40}
+    region, frames = classify(["x (benchctl/profile_child.py:1)", f"{TIMED_FRAME} (benchctl/profile_child.py:2)",
+                               "leaf (libfoo.so)"])
+    assert region == "timed" and [f.function for f in frames] == ["leaf"]
+    assert classify([f"{SETUP_FRAME} (benchctl/profile_child.py:2)"])[0] == "setup"
+
+
+def test_self_time_names_native_leaves(top: TopFrames) -> None:
+    rows = by_function(top.by_self)
+    assert top.by_self[0].function == FILL and top.by_self[0].samples == 30
+    assert top.by_self[0].pct == pytest.approx(100 * 30 / 65)
+    # Unresolved addresses in one library are merged: 10 (copy) + 15 (mul) samples.
+    assert rows["[unknown]"].samples == 25 and rows["[unknown]"].location == "libgomp.so.1"
+    assert rows["at::native::add_kernel"].samples == 2
+    assert sum(r.samples for r in top.by_self) == 65
+
+
+def test_harness_frames_are_folded(top: TopFrames) -> None:
+    every = [*top.by_self, *top.by_total, *top.path]
+    assert not any("benchctl/" in r.location or "runpy" in r.location for r in every)
+    # Samples whose own frame is the loop's count as the harness, not as torch's.
+    assert by_function(top.by_self)[HARNESS].samples == 3
+
+
+def test_total_time_once_per_sample_and_path_split_off(top: TopFrames) -> None:
+    rows = by_function(top.by_total)
+    assert rows["at::_ops::slice_backward::call"].samples == 40
+    assert rows["at::_ops::slice_backward::call"].pct == pytest.approx(100 * 40 / 65)
+    assert rows["at::_ops::add__Tensor::call"].samples == 2  # on the stack twice, counted once
+    assert [p.function for p in top.path] == ["backward", "THPEngine_run_backward", "torch::autograd::Engine::execute"]
+    assert not {p.function for p in top.path} & set(rows)
+
+
+def test_aten_operator_table(top: TopFrames) -> None:
+    ops = {r.op: r for r in top.by_op}
+    assert (ops["zero_"].self_samples, ops["zero_"].total_samples) == (30, 30)
+    assert (ops["slice_backward"].self_samples, ops["slice_backward"].total_samples) == (0, 40)
+    assert ops["mul_Tensor"].self_samples == 15 and ops["copy_"].self_samples == 10
+    assert ops[NO_OP].self_samples == 8  # engine overhead (5) and the harness (3)
+    assert [r.op for r in top.by_op[:2]] == ["slice_backward", "zero_"]  # by total, then self
+
+
+def test_round_trip_through_json(top: TopFrames) -> None:
+    assert TopFrames.from_dict(json.loads(json.dumps(top.to_dict()))) == top
+
+
+def test_short_name_keeps_the_kernel() -> None:
+    assert short_name(FILL) == "c10::function_ref<…>::callback_fn<…fill_kernel…>"
+    assert short_name("std::vector<int, std::allocator<int> >::push_back") == "std::vector<…>::push_back"
+    assert short_name("a::operator<<") == "a::operator<<"
+    assert short_name("x" * 200, 20) == "x" * 19 + "…"
+
+
+def test_speedscope_file() -> None:
+    stacks = parse_collapsed(FIXTURE.read_text())
+    doc = speedscope(stacks, "hoconv2d backward")
+    profile = doc["profiles"][0]
+    assert profile["type"] == "sampled" and sum(profile["weights"]) == profile["endValue"] == 115
+    assert len(profile["samples"]) == len(stacks)
+    names = [doc["shared"]["frames"][i]["name"] for i in profile["samples"][2]]
+    assert names == [parse_frame(f).function for f in stacks[2][0]]
+    assert {"name": "filter_py", "file": "hoconv2d/py.py", "line": 20} in doc["shared"]["frames"]
+
+
+def test_child_markers_match_the_parser() -> None:
+    assert profile_child.benchctl_timed_thunk.__name__ == TIMED_FRAME
+    assert profile_child.benchctl_untimed_setup.__name__ == SETUP_FRAME
+
+
+def test_run_loop_repeats_setup_then_thunk() -> None:
+    calls: list[str] = []
+
+    def setup():
+        calls.append("setup")
+        return lambda: calls.append("thunk")
+
+    reps, timed = profile_child.run_loop(setup, 0.0, lambda: None)
+    assert (reps, calls) == (1, ["setup", "thunk"])  # at least once, even with no time
+    reps, _ = profile_child.run_loop(setup, 10.0, lambda: None, max_reps=4)
+    assert reps == 4 and calls[2:] == ["setup", "thunk"] * 4
+
+
+def event(name: str, start: float, end: float, cpu: float, device: float = 0.0, mem: int = 0) -> SimpleNamespace:
+    return SimpleNamespace(name=name, time_range=SimpleNamespace(start=start, end=end), self_cpu_time_total=cpu,
+                           self_device_time_total=device, self_cpu_memory_usage=mem, self_device_memory_usage=0)
+
+
+def test_torch_top_ops_keeps_only_the_timed_ranges() -> None:
+    events = [event(profiling.TORCH_RANGE, 0, 100, 1), event(profiling.TORCH_RANGE, 200, 300, 1),
+              event("aten::fill_", 10, 40, 30, mem=64), event("aten::fill_", 210, 230, 20),
+              event("aten::mul", 50, 90, 25), event("aten::mul", 120, 150, 500)]  # outside: setup's forward
+    rows = profile_child.top_ops(events)
+    assert [r["name"] for r in rows] == ["aten::fill_", "aten::mul"]
+    assert rows[0]["calls"] == 2 and rows[0]["self_cpu_us"] == 50 and rows[0]["self_cpu_mem_bytes"] == 64
+    assert rows[0]["pct"] == pytest.approx(100 * 50 / 75)
+
+
+def test_manifest_and_loader(tmp_path: Path, top: TopFrames) -> None:
+    cell = Cell.make("hoconv2d", "filter", "py", "cpu", "float32", {"batch_size": 2}, ("backward",))
+    req = profiling.ProfileRequest(cell, "backward", 1.0)
+    result = profiling.ProfileResult(tmp_path / "p1", "py-spy", 7, 0.5, {"stacks": "stacks.txt"}, top)
+    result.out_dir.mkdir()
+    profiling.write_manifest(req, result)
+    [loaded] = profiling.load_profiles([tmp_path])
+    assert loaded["pass"] == "backward" and loaded["reps"] == 7 and loaded["dir"] == str(tmp_path / "p1")
+    assert TopFrames.from_dict(loaded) == top
+    assert Cell.from_json(json.dumps(loaded["cell"])) == cell
+
+
+def test_child_command_is_a_list_without_a_shell() -> None:
+    cell = Cell.make("hoconv2d", "filter", "py", "cpu", "float32", {"batch_size": 2, "name": "a b; rm"})
+    req = profiling.ProfileRequest(cell, "forward", 2.0, ops_dirs=("/x y",))
+    cmd = profiling.child_command(req, Path("/tmp/s.json"))
+    assert cmd[:3] == [sys.executable, "-m", "benchctl.profile.child"]
+    assert cmd[cmd.index("--cell") + 1] == cell.to_json() and cmd[-2:] == ["--ops-dir", "/x y"]

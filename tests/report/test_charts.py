@@ -1,0 +1,161 @@
+"""Charts from synthetic result rows: panels, one line per implementation, failed cells marked."""
+
+from __future__ import annotations
+
+import json
+
+import matplotlib.image
+import numpy as np
+import pandas as pd
+import pytest
+
+from benchctl.report import charts as plotting
+from benchctl.results import storage
+
+IMPLS = {"py": 10e-3, "cpp": 4e-3, "cuda": 0.5e-3}
+BATCHES = (8, 16, 32, 64)
+
+
+def make_row(impl: str, device: str, pass_name: str, batch: int, median: float | None = None,
+             status: str = "ok", op: str = "hoconv2d", target: str = "module", **params) -> dict:
+    params = {"C": 3, "H": 32, "W": 32, "k": 5, **params, "batch_size": batch}
+    row = {"run_id": "r1", "op": op, "target": target, "impl": impl, "device": device, "dtype": "float32",
+           "params": json.dumps(params, sort_keys=True), "axis": "batch_size", "axis_value": float(batch),
+           "batch_size": batch, "pass": pass_name, "status": status}
+    if status == "ok":
+        median = median if median is not None else IMPLS[impl] * batch / 8
+        samples = list(median * np.random.default_rng(batch).lognormal(0, 0.03, 9))
+        row.update(n=9, median_s=float(np.median(samples)), samples_s=samples,
+                   iqr_s=float(np.subtract(*np.percentile(samples, [75, 25]))), correct=True, max_rel_err=1e-7)
+    else:
+        row["message"] = f"{status} because of a test"
+    return row
+
+
+def frame(rows: list[dict]) -> pd.DataFrame:
+    """Through the real parquet schema, so types are those a loaded run has."""
+    return storage.to_table(rows).to_pandas()
+
+
+def sweep(passes=("forward", "backward"), devices=("cpu", "cuda")) -> list[dict]:
+    rows = []
+    for device in devices:
+        for pass_name in passes:
+            for impl in IMPLS:
+                for batch in BATCHES:
+                    failed = impl == "cuda" and device == "cpu"
+                    rows.append(make_row(impl, device, pass_name, batch, status="unavailable" if failed else "ok"))
+    return rows
+
+
+class Series:
+    """A drawn series: its legend label and its data line (errorbar keeps the label on its container)."""
+
+    def __init__(self, container):
+        self.label, self.line = container.get_label(), container.lines[0]
+
+    def get_label(self) -> str:
+        return self.label
+
+    def get_xdata(self):
+        return self.line.get_xdata()
+
+    def get_ydata(self):
+        return self.line.get_ydata()
+
+
+def series_lines(ax) -> list[Series]:
+    return [Series(c) for c in ax.containers if str(c.lines[0].get_gid() or "").startswith("series:")]
+
+
+def test_timing_figure_has_a_panel_per_device_and_pass_and_a_line_per_implementation():
+    fig = plotting.timing_figure(frame(sweep()), "hoconv2d / module")
+    titles = {ax.get_title(): ax for ax in fig.axes}
+    assert set(titles) == {"CPU forward", "CPU backward", "GPU forward", "GPU backward"}
+    gpu = titles["GPU backward"]
+    assert sorted(line.get_label() for line in series_lines(gpu)) == ["cpp", "cuda", "py"]
+    assert len(series_lines(titles["CPU forward"])) == 2  # cuda has no CPU times: no line, markers instead
+    assert gpu.get_yscale() == "log" and gpu.get_xscale() == "log"
+    assert list(gpu.get_xticks()) == list(BATCHES)  # log2 axis ticked at the batch sizes
+    py = next(line for line in series_lines(gpu) if line.get_label() == "py")
+    np.testing.assert_allclose(py.get_xdata(), BATCHES)
+    np.testing.assert_allclose(py.get_ydata(), [10 * b / 8 for b in BATCHES], rtol=0.05)  # milliseconds
+
+
+def test_failed_cells_are_marked_with_their_status():
+    rows = sweep(devices=("cuda",)) + [make_row("py", "cuda", "forward", 128, status="oom")]
+    fig = plotting.timing_figure(frame(rows), "t")
+    ax = next(a for a in fig.axes if a.get_title() == "GPU forward")
+    marks = [c for c in ax.collections if c.get_gid() == "failed:oom"]
+    assert len(marks) == 1
+    assert marks[0].get_offsets()[0][0] == 128
+    assert any(t.get_text() == "py: oom" for t in ax.texts)
+    other = next(a for a in fig.axes if a.get_title() == "GPU backward")
+    assert not [c for c in other.collections if str(c.get_gid()).startswith("failed:")]
+
+
+def test_a_device_with_only_failures_still_gets_its_panel():
+    rows = [make_row(i, "cuda", "forward", b, status="unavailable") for i in IMPLS for b in BATCHES]
+    fig = plotting.timing_figure(frame(rows + sweep(("forward",), ("cpu",))[:4]), "t")
+    gpu = next(a for a in fig.axes if a.get_title() == "GPU forward")
+    assert not series_lines(gpu)
+    assert {t.get_text() for t in gpu.texts} >= {"no successful measurements", "py: unavailable"}
+    assert len([c for c in gpu.collections if c.get_gid() == "failed:unavailable"]) == 3
+
+
+def test_non_axis_params_that_vary_become_separate_labelled_lines():
+    rows = [make_row(i, "cpu", "forward", b, op="lstm_cell", target="op", hidden=h, median=1e-3 * h / 256)
+            for i in ("py", "jit") for b in BATCHES for h in (256, 512)]
+    fig = plotting.timing_figure(frame(rows), "lstm_cell")
+    labels = sorted(line.get_label() for line in series_lines(fig.axes[0]))
+    assert labels == ["jit (hidden=256)", "jit (hidden=512)", "py (hidden=256)", "py (hidden=512)"]
+    assert "H=32" in fig.get_suptitle()  # the fixed params go to the subtitle, not every label
+
+
+def test_speedup_is_baseline_time_over_implementation_time():
+    df = frame(sweep(("forward",), ("cuda",)))
+    df["speedup"] = plotting.speedups(df, "py")
+    cpp = df[df["impl"] == "cpp"]
+    np.testing.assert_allclose(cpp["speedup"], 2.5, rtol=0.1)
+    assert (df.loc[df["impl"] == "py", "speedup"].round(9) == 1).all()
+    fig = plotting.speedup_figure(df, "t", "py")
+    ax = fig.axes[0]
+    assert sorted(line.get_label() for line in series_lines(ax)) == ["cpp", "cuda"]
+
+
+def test_speedup_is_nan_where_the_baseline_failed():
+    rows = [make_row("py", "cuda", "forward", 8, status="oom"), make_row("cpp", "cuda", "forward", 8)]
+    df = frame(rows)
+    assert plotting.speedups(df, "py").isna().all()
+    assert plotting.speedup_figure(df, "t", "py") is None
+
+
+def test_baseline_defaults_to_py_and_falls_back_with_a_note():
+    assert plotting.resolve_baseline(["cpp", "py"]) == ("py", "")
+    assert plotting.resolve_baseline(["vmap", "bmm"], "bmm") == ("bmm", "")
+    name, note = plotting.resolve_baseline(["vmap", "bmm"])
+    assert name == "bmm" and "'py' is not in these results" in note
+
+
+def test_roofline_draws_the_measured_roof_when_known():
+    rows = sweep(("forward",), ("cpu",))
+    for row in rows:
+        if row["status"] == "ok":
+            row.update(flops=4e9, bytes=1e9, gflops=4e9 / row["median_s"] / 1e9, gbps=1e9 / row["median_s"] / 1e9)
+    df = frame(rows)
+    fig = plotting.roofline_figure(df, "t", {"cpu": {"gbps": 50.0, "gflops": 800.0}})
+    ax = fig.axes[0]
+    roof = next(line for line in ax.get_lines() if line.get_gid() == "roof")
+    assert max(roof.get_ydata()) == pytest.approx(800.0)
+    assert "measured peak" in ax.get_title()
+    assert "peak not measured" in plotting.roofline_figure(df, "t", {}).axes[0].get_title()
+    assert plotting.roofline_figure(frame(sweep()), "t") is None  # no rates: no roofline view
+
+
+def test_save_writes_a_decodable_png_and_an_svg(tmp_path):
+    fig = plotting.timing_figure(frame(sweep()), "hoconv2d / module")
+    png, svg = plotting.save(fig, tmp_path / "figs" / "time")
+    image = matplotlib.image.imread(png)
+    assert image.ndim == 3 and image.shape[0] > 300 and image.shape[1] > 600
+    assert image[..., :3].std() > 0.05  # not a blank canvas
+    assert "<svg" in svg.read_text()[:2000]

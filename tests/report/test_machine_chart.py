@@ -1,0 +1,34 @@
+"""The machine figure: each CPU row's bandwidth probe against the minute its cell finished."""
+
+import pandas as pd
+import pytest
+
+from benchctl.report.machine_chart import bandwidth_figure
+
+
+def rows(gbps: list[float | None]) -> pd.DataFrame:
+    return pd.DataFrame({
+        "op": ["hoconv2d", "hoconv2d", "lstm_cell", "lstm_cell"],
+        "timestamp": ["2026-11-22T16:00:00+00:00", "2026-11-22T16:00:30+00:00",
+                      "2026-11-22T16:02:00+00:00", "2026-11-22T16:03:00+00:00"],
+        "mem_gbps": gbps,
+    })
+
+
+def lines(fig) -> dict[str, tuple[list[float], list[float]]]:
+    (ax,) = fig.axes
+    return {line.get_label(): (list(line.get_xdata()), list(line.get_ydata())) for line in ax.get_lines()}
+
+
+def test_points_per_operator_at_their_minute_and_the_mem_mark():
+    drawn = lines(bandwidth_figure(rows([40.0, 20.0, 36.0, None]), read_peak=50.0))
+    assert drawn["hoconv2d"] == ([0.0, 0.5], [40.0, 20.0])
+    assert drawn["lstm_cell"] == ([2.0], [36.0])  # the unprobed (GPU) row is left out
+    assert drawn["75% of the median: marked mem"][1] == [pytest.approx(27.0)] * 2  # median 36
+    assert drawn["calibrated read peak"][1] == [50.0, 50.0]
+
+
+def test_no_figure_without_probes_and_no_peak_line_without_calibration():
+    assert bandwidth_figure(rows([None] * 4)) is None
+    assert bandwidth_figure(rows([None] * 4).drop(columns="mem_gbps")) is None
+    assert "calibrated read peak" not in lines(bandwidth_figure(rows([30.0, 31.0, 29.0, 30.0])))

@@ -1,0 +1,257 @@
+"""The report page from real runs written to disk: files, tables, environment, failed cells listed."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import re
+
+import matplotlib.image
+import numpy as np
+import pytest
+
+from benchctl.report import page as report
+from benchctl.results import storage
+from benchctl.errors import UsageError
+
+ENV = {"host": "bench-box", "torch_version": "2.4.0", "cuda_version": "12.1", "cpu_name": "Xeon Gold",
+       "gpu_name": "Tesla K80", "threads": 8}
+
+
+def row(impl: str, device: str, pass_name: str, batch: int, status: str = "ok", op: str = "hoconv2d",
+        target: str = "module", run_id: str = "run-a", env: dict | None = None) -> dict:
+    base = {"run_id": run_id, **(ENV if env is None else env), "op": op, "target": target, "impl": impl,
+            "device": device, "dtype": "float32", "params": json.dumps({"C": 3, "batch_size": batch}),
+            "axis": "batch_size", "axis_value": float(batch), "batch_size": batch, "pass": pass_name,
+            "status": status}
+    if status != "ok":
+        return {**base, "message": f"{impl} failed: {status} at batch {batch}"}
+    median = {"py": 8e-3, "cpp": 2e-3}[impl] * batch / 8
+    samples = list(median * np.random.default_rng(batch).lognormal(0, 0.02, 7))
+    return {**base, "n": 7, "median_s": float(np.median(samples)), "samples_s": samples, "iqr_s": median * 0.02,
+            "correct": True, "max_abs_err": 1e-6, "max_rel_err": 3e-7}
+
+
+def write_run(root, run_id: str, rows: list[dict], meta: dict | None = None):
+    writer = storage.RunWriter(root, run_id, meta or {})
+    writer.write([{**r, "run_id": run_id} for r in rows])
+    writer.finish()
+    return writer.dir
+
+
+def standard_rows(**kw) -> list[dict]:
+    rows = [row(i, d, p, b, **kw) for i in ("py", "cpp") for d in ("cpu", "cuda")
+            for p in ("forward", "backward") for b in (8, 16, 32)]
+    return rows + [row("py", "cuda", "forward", 64, status="oom", **kw),
+                   row("cuda", "cpu", "forward", 8, status="unavailable", **kw)]
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    return write_run(tmp_path_factory.mktemp("results"), "20240101-000000-aaaaaa", standard_rows())
+
+
+@pytest.fixture(scope="module")
+def built(run_dir):
+    """One report of the standard run, shared: rendering charts is the slow part of these tests."""
+    loaded = report.load_results([run_dir])
+    return report.build(loaded.rows, report.default_out_dir(loaded.folders), loaded.metas)
+
+
+def test_build_writes_html_markdown_and_figures(run_dir, built):
+    out = run_dir / "report"
+    assert built.out_dir == out
+    names = {p.relative_to(out).as_posix() for p in built.files}
+    assert {"index.html", "summary.md", "figures/hoconv2d-module-time.png", "figures/hoconv2d-module-time.svg",
+            "figures/hoconv2d-module-speedup.png"} <= names
+    assert all(p.exists() and p.stat().st_size > 0 for p in built.files)
+    assert not any("roofline" in n for n in names)  # the rows carry no rates
+    assert not any("machine" in n for n in names)  # nor bandwidth probes
+
+
+def test_a_run_with_bandwidth_probes_gets_the_machine_figure(tmp_path):
+    rows = [{**r, "mem_gbps": 30.0 + i, "timestamp": f"2026-11-22T16:0{i}:00+00:00"}
+            for i, r in enumerate(row("py", "cpu", "forward", b) for b in (8, 16))]
+    loaded = report.load_results([write_run(tmp_path, "20240101-000000-ffffff", rows)])
+    built = report.build(loaded.rows, tmp_path / "out", loaded.metas)
+    assert [p.name for p in built.machine] == ["machine-bandwidth.png", "machine-bandwidth.svg"]
+    assert set(built.machine) <= set(built.files)
+    assert "![machine memory bandwidth](figures/machine-bandwidth.png)" in (tmp_path / "out" / "summary.md").read_text()
+    assert "memory bandwidth probes" in (tmp_path / "out" / "index.html").read_text()
+
+
+def test_html_embeds_decodable_images_and_has_the_tables(built):
+    page = (built.out_dir / "index.html").read_text()
+    images = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', page)
+    assert len(images) == 2  # time and speedup, embedded: the page needs no files beside it
+    image = matplotlib.image.imread(io.BytesIO(base64.b64decode(images[0])), format="png")
+    assert image.shape[0] > 300
+    assert page.count("<table") == 3  # environment, the operator's cells, its failed cells
+    for text in ("bench-box", "2.4.0", "Tesla K80", "Xeon Gold", "speedup vs py", "oom", "unavailable",
+                 "py failed: oom at batch 64", "hoconv2d / module"):
+        assert text in page
+    assert 'href="figures/hoconv2d-module-time.svg"' in page
+
+
+def test_table_has_medians_speedups_and_correctness(run_dir):
+    rows = report.load_results([run_dir]).rows
+    table = report.op_table(rows[rows["op"] == "hoconv2d"], "py")
+    cpp = table[(table["impl"] == "cpp") & (table["device"] == "GPU") & (table["pass"] == "forward")]
+    assert list(cpp["batch_size"]) == ["8", "16", "32"]
+    assert cpp["speedup vs py"].str.rstrip("x").astype(float).between(3.5, 4.5).all()
+    assert cpp["median ms"].astype(float).iloc[0] == pytest.approx(2.0, rel=0.05)
+    assert cpp["correct"].str.startswith("yes").all()
+    failed = table[table["status"] == "oom"]
+    assert len(failed) == 1 and failed["median ms"].iloc[0] == ""
+
+
+def test_table_flags_noisy_cells_and_shows_peak_memory_and_os_work(tmp_path):
+    rows = [{**row("py", "cpu", "forward", 8), "noisy": True, "peak_mem_bytes": 3 * 2**20, "page_faults": 9768.0,
+             "sys_s": 0.0415},
+            {**row("cpp", "cpu", "forward", 8), "noisy": False}]
+    loaded = report.load_results([write_run(tmp_path, "20240101-000000-aaaaaa", rows)])
+    table = report.op_table(loaded.rows, "py").set_index("impl")
+    assert table.loc["py", "status"] == "ok (noisy)" and table.loc["cpp", "status"] == "ok"
+    assert table.loc["py", "peak MiB"] == "3.0" and table.loc["cpp", "peak MiB"] == ""
+    assert (table.loc["py", "page faults"], table.loc["py", "OS ms"]) == ("9768", "41.5")
+    assert table.loc["cpp", "OS ms"] == ""
+
+
+def test_markdown_lists_failed_cells_and_links_charts(built):
+    md = (built.out_dir / "summary.md").read_text()
+    assert "![hoconv2d / module time](figures/hoconv2d-module-time.png)" in md
+    assert "### Cells without a time (2)" in md
+    assert "| GPU | forward | C=3 | batch_size=64 | py | oom | py failed: oom at batch 64 |" not in md  # C fixed
+    assert "| GPU | forward |  | batch_size=64 | py | oom | py failed: oom at batch 64 |" in md
+    assert "| CPU | forward |  | batch_size=8 | cuda | unavailable |" in md
+    assert "| run-a " not in md and "20240101-000000-aaaaaa" in md
+
+
+def test_environment_falls_back_to_run_json(tmp_path):
+    rows = [row("py", "cpu", "forward", 8, env={})]
+    folder = write_run(tmp_path, "20240101-000000-bbbbbb", rows, {"host": "from-meta", "torch_version": "2.5"})
+    loaded = report.load_results([folder])
+    (env,) = report.environment(loaded.rows, loaded.metas)
+    assert env["host"] == "from-meta" and env["torch"] == "2.5" and env["GPU"] == "unknown"
+
+
+def test_environment_is_read_where_benchctl_run_puts_it(tmp_path):
+    meta = {"environment": {"host": "nested-host", "gpu_name": "H100", "threads": 16}}
+    folder = write_run(tmp_path, "20240101-000000-bbbbbb", [row("py", "cpu", "forward", 8, env={})], meta)
+    loaded = report.load_results([folder])
+    (env,) = report.environment(loaded.rows, loaded.metas)
+    assert (env["host"], env["GPU"], env["threads"]) == ("nested-host", "H100", "16")
+    assert env["state"] == "complete"
+
+
+def test_environment_shows_the_rounds_a_run_pooled(tmp_path):
+    rows = [row("py", "cpu", "forward", 8, env={"rounds": 3})]
+    folder = write_run(tmp_path, "20240101-000000-cccccc", rows, {"rounds": 3})
+    loaded = report.load_results([folder])
+    (env,) = report.environment(loaded.rows, loaded.metas)
+    assert env["rounds"] == "3"
+
+
+def test_environment_shows_the_runs_memory_bandwidth(tmp_path):
+    rows = [{**row("py", "cpu", "forward", b), "mem_gbps": g} for b, g in ((1, 30.0), (2, 24.5), (4, 41.0))]
+    loaded = report.load_results([write_run(tmp_path, "20240101-000000-dddddd", rows)])
+    (env,) = report.environment(loaded.rows, loaded.metas)
+    assert env["memory GB/s"] == "30.0 (24.5-41.0)"
+    gpu = report.load_results([write_run(tmp_path, "20240101-000000-eeeeee", [row("py", "cuda", "forward", 1)])])
+    assert report.environment(gpu.rows, gpu.metas)[0]["memory GB/s"] == "not probed"
+
+
+def test_measured_peaks_come_from_run_json(tmp_path):
+    rated = [{**row("py", "cpu", "forward", 8), "gbps": 3.0, "gflops": 9.0, "flops": 1e9, "bytes": 1e8}]
+    loaded = report.load_results([write_run(tmp_path, "20240101-000000-aaaaaa", rated,
+                                            {"environment": {"peaks": {"cpu": {"gbps": 40, "gflops": 900}}}})])
+    assert report.measured_peaks(loaded.rows, loaded.metas) == {"cpu": {"gbps": 40.0, "gflops": 900.0}}
+    assert report.measured_peaks(loaded.rows, []) == {}  # a run without calibration has no roof
+    plain = report.load_results([write_run(tmp_path, "20240101-000000-cccccc", [row("py", "cpu", "forward", 8)])])
+    assert report.measured_peaks(plain.rows, plain.metas) == {}  # no rates: nothing to compare with
+
+
+def test_several_runs_are_merged_into_a_dated_report_folder(tmp_path):
+    root = tmp_path / "results"
+    a = write_run(root, "20240101-000000-aaaaaa", standard_rows())
+    b = write_run(root, "20240102-000000-bbbbbb", [row("cpp", "cpu", "forward", 64)],
+                  {"host": "other"})
+    loaded = report.load_results([a, b], root)
+    assert set(loaded.rows["run_id"]) == {a.name, b.name}
+    out = report.default_out_dir(loaded.folders, root)
+    assert out.parent == root and out.name.startswith("report-")
+    envs = report.environment(loaded.rows, loaded.metas)
+    assert [e["run"] for e in envs] == [a.name, b.name]
+
+
+def test_a_cell_measured_in_two_merged_runs_shows_the_later_one(tmp_path):
+    first = write_run(tmp_path, "20240101-000000-aaaaaa", [row("py", "cpu", "forward", 8)])
+    again = {**row("py", "cpu", "forward", 8), "median_s": 0.5}
+    second = write_run(tmp_path, "20240102-000000-bbbbbb", [again, row("cpp", "cpu", "forward", 8)])
+    loaded = report.load_results([second, first])
+    built = report.build(loaded.rows, tmp_path / "out", loaded.metas)
+    py = built.sections[0].table.set_index("impl").loc["py"]
+    assert py["median ms"] == "500" and built.superseded == 1
+    assert "1 older rows of cells measured again" in (tmp_path / "out" / "summary.md").read_text()
+
+
+def test_latest_run_is_the_default(tmp_path):
+    root = tmp_path / "results"
+    write_run(root, "20240101-000000-aaaaaa", standard_rows())
+    newest = write_run(root, "20240105-000000-cccccc", [row("py", "cpu", "forward", 8)])
+    assert report.load_results([], root).folders == [newest.resolve()]
+    with pytest.raises(FileNotFoundError):
+        report.load_results([], tmp_path / "empty")
+
+
+def test_operators_can_be_selected_and_unknown_ones_are_usage_errors(tmp_path):
+    rows = standard_rows() + [row("py", "cpu", "forward", 8, op="lstm_cell", target="op")]
+    folder = write_run(tmp_path, "20240101-000000-aaaaaa", rows)
+    loaded = report.load_results([folder])
+    built = report.build(loaded.rows, tmp_path / "out", loaded.metas, ops=["lstm_cell"])
+    assert [s.title for s in built.sections] == ["lstm_cell"]
+    with pytest.raises(UsageError, match="no results for nope"):
+        report.build(loaded.rows, tmp_path / "out2", loaded.metas, ops=["nope"])
+
+
+def test_baseline_falls_back_with_a_note_when_py_is_absent(tmp_path):
+    rows = [r for r in standard_rows() if r["impl"] != "py"]
+    folder = write_run(tmp_path, "20240101-000000-aaaaaa", rows)
+    loaded = report.load_results([folder])
+    built = report.build(loaded.rows, tmp_path / "out", loaded.metas)
+    (section,) = built.sections
+    assert section.baseline == "cpp" and "'py' is not in these results" in section.note
+    assert "&#x27;py&#x27; is not in these results" in (tmp_path / "out" / "index.html").read_text()
+    other = report.build(loaded.rows, tmp_path / "out3", loaded.metas, baselines={"hoconv2d": "cuda"})
+    assert other.sections[0].baseline == "cuda"
+
+
+def test_the_reference_stored_by_run_is_the_default_baseline(tmp_path):
+    folder = write_run(tmp_path, "20240101-000000-aaaaaa", standard_rows(), {"references": {"hoconv2d": "cpp"}})
+    loaded = report.load_results([folder])
+    (section,) = report.build(loaded.rows, tmp_path / "out", loaded.metas).sections
+    assert (section.baseline, section.note) == ("cpp", "")
+    py_rows = section.table[section.table["impl"] == "py"]
+    assert set(py_rows["speedup vs cpp"]) == {"0.25x", ""}  # py's 8 ms vs cpp's 2 ms; "" where py failed
+    asked = report.build(loaded.rows, tmp_path / "out2", loaded.metas, baselines={"*": "py"})
+    assert asked.sections[0].baseline == "py"
+
+
+def test_stored_references_merge_runs_and_skip_damaged_entries():
+    metas = [{"references": {"a": "loop", "b": "py"}}, {"references": "damaged"}, {"references": {"a": "bmm"}}]
+    assert report.stored_references(metas) == {"a": "bmm", "b": "py"}
+
+
+def test_table_shows_the_hosts_share_of_gpu_cells(tmp_path):
+    rows = [{**row("py", "cuda", "forward", 8), "host_s": 0.0075}, row("cpp", "cuda", "forward", 8)]
+    loaded = report.load_results([write_run(tmp_path, "20240101-000000-aaaaaa", rows)])
+    table = report.op_table(loaded.rows, "py").set_index("impl")
+    assert (table.loc["py", "host ms"], table.loc["cpp", "host ms"]) == ("7.5", "")
+
+
+def test_table_shows_the_machines_memory_bandwidth_of_cpu_cells(tmp_path):
+    rows = [{**row("py", "cpu", "forward", 8), "mem_gbps": 41.26}, row("cpp", "cpu", "forward", 8)]
+    loaded = report.load_results([write_run(tmp_path, "20240101-000000-aaaaaa", rows)])
+    table = report.op_table(loaded.rows, "py").set_index("impl")
+    assert (table.loc["py", "machine GB/s"], table.loc["cpp", "machine GB/s"]) == ("41.3", "")

@@ -1,0 +1,155 @@
+"""compare: real slowdowns are flagged, noise is not, environment differences are reported."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from benchctl.results import compare
+from benchctl.results import storage
+
+
+def timed(median: float, seed: int, n: int = 30, noise: float = 0.03) -> list[float]:
+    return list(median * np.random.default_rng(seed).lognormal(0.0, noise, n))
+
+
+def row(impl: str = "cpp", samples: list[float] | None = None, status: str = "ok", batch: int = 8,
+        pass_name: str = "forward", host: str = "box", torch_version: str = "2.4.0") -> dict:
+    out = {"op": "hoconv2d", "target": "module", "impl": impl, "device": "cpu", "dtype": "float32",
+           "params": json.dumps({"batch_size": batch}), "axis": "batch_size", "axis_value": float(batch),
+           "pass": pass_name, "status": status, "host": host, "torch_version": torch_version, "threads": 8}
+    if samples is not None:
+        out.update(samples_s=samples, median_s=float(np.median(samples)), n=len(samples))
+    return out
+
+
+def frame(rows: list[dict]) -> pd.DataFrame:
+    return storage.to_table(rows).to_pandas()
+
+
+def test_a_real_twenty_percent_slowdown_is_a_regression():
+    result = compare.compare(frame([row(samples=timed(10e-3, 1))]), frame([row(samples=timed(12e-3, 2))]))
+    (cell,) = result.cells
+    assert cell.verdict == "regressed"
+    assert cell.ratio == pytest.approx(1.2, rel=0.03)
+    assert cell.p_value < 1e-6 and cell.base_n == cell.new_n == 30
+    assert result.regressions == [cell] and result.counts["regressed"] == 1
+
+
+def test_noise_around_the_same_median_is_unchanged():
+    result = compare.compare(frame([row(samples=timed(10e-3, 1))]), frame([row(samples=timed(10e-3, 2))]))
+    (cell,) = result.cells
+    assert cell.verdict == "unchanged" and abs(cell.ratio - 1) < 0.03
+    assert not result.regressions
+
+
+def test_a_speedup_is_an_improvement():
+    result = compare.compare(frame([row(samples=timed(10e-3, 1))]), frame([row(samples=timed(7e-3, 2))]))
+    assert result.cells[0].verdict == "improved"
+
+
+def test_a_significant_change_below_the_threshold_does_not_count():
+    base, new = timed(10e-3, 1, noise=0.002), timed(10.2e-3, 2, noise=0.002)
+    (cell,) = compare.compare(frame([row(samples=base)]), frame([row(samples=new)]), threshold=0.05).cells
+    assert cell.p_value < 0.05 and cell.verdict == "unchanged"
+    (cell,) = compare.compare(frame([row(samples=base)]), frame([row(samples=new)]), threshold=0.01).cells
+    assert cell.verdict == "regressed"
+
+
+def test_a_large_change_with_too_few_samples_is_not_significant():
+    # 3 vs 3 samples can never reach p < 0.05 two-sided: reported unchanged, with its p-value.
+    (cell,) = compare.compare(frame([row(samples=[1.0, 1.1, 1.2])]), frame([row(samples=[2.0, 2.1, 2.2])])).cells
+    assert cell.ratio == pytest.approx(2.1 / 1.1) and cell.p_value == pytest.approx(0.1)
+    assert cell.verdict == "unchanged"
+
+
+def test_cells_in_one_run_only_and_status_changes_are_counted():
+    base = [row("py", timed(5e-3, 1)), row("cpp", timed(2e-3, 2)), row("cuda", status="unavailable"),
+            row("jit", timed(1e-3, 3))]
+    new = [row("py", timed(5e-3, 4)), row("cpp", status="crashed"), row("cuda", status="unavailable"),
+           row("compile", timed(1e-3, 5))]
+    result = compare.compare(frame(base), frame(new))
+    verdicts = {c.impl: c.verdict for c in result.cells}
+    assert verdicts == {"py": "unchanged", "cpp": "broken", "cuda": "not timed", "jit": "only in base",
+                        "compile": "only in new"}
+    assert result.counts["only in base"] == 1 and result.counts["only in new"] == 1
+    assert [c.impl for c in result.regressions] == ["cpp"]  # a cell that stopped working is a regression
+
+
+def test_cells_are_matched_by_params_and_pass():
+    base = [row(samples=timed(1e-3, 1), batch=8), row(samples=timed(2e-3, 2), batch=16, pass_name="backward")]
+    new = [row(samples=timed(2e-3, 3), batch=16, pass_name="backward"), row(samples=timed(1e-3, 4), batch=8)]
+    assert [c.verdict for c in compare.compare(frame(base), frame(new)).cells] == ["unchanged", "unchanged"]
+
+
+def test_a_cell_repeated_in_merged_runs_compares_its_latest_measurement():
+    new = [{**row(samples=timed(2e-3, 1)), "run_id": "20240102-000000-bbbbbb"},
+           {**row(samples=timed(1e-3, 2)), "run_id": "20240101-000000-aaaaaa"}]
+    (cell,) = compare.compare(frame([row(samples=timed(1e-3, 3))]), frame(new)).cells
+    assert cell.verdict == "regressed" and cell.ratio == pytest.approx(2, rel=0.05)
+
+
+def test_ordered_puts_regressions_first_worst_first():
+    base = [row("a", timed(1e-3, 1)), row("b", timed(1e-3, 2)), row("c", timed(1e-3, 3)), row("d", timed(1e-3, 4))]
+    new = [row("a", timed(0.5e-3, 5)), row("b", timed(1.3e-3, 6)), row("c", timed(1e-3, 7)), row("d", timed(2e-3, 8))]
+    result = compare.compare(frame(base), frame(new))
+    assert [(c.impl, c.verdict) for c in result.ordered()] == [
+        ("d", "regressed"), ("b", "regressed"), ("a", "improved"), ("c", "unchanged")]
+
+
+def test_differing_hosts_and_torch_versions_are_reported():
+    base = frame([row(samples=timed(1e-3, 1))])
+    new = frame([row(samples=timed(1e-3, 2), host="other", torch_version="2.5.0")])
+    result = compare.compare(base, new)
+    assert {d.field: (d.base, d.new) for d in result.env_differences} == {
+        "host": ("box", "other"), "torch_version": ("2.4.0", "2.5.0")}
+    (warning,) = result.warnings()
+    assert "host: box -> other" in warning and "torch_version: 2.4.0 -> 2.5.0" in warning
+    assert compare.compare(base, base).warnings() == []
+
+
+def test_runs_measured_at_different_memory_bandwidth_get_a_warning():
+    def run(cpp_gbps: float, py_gbps: float, seed: int) -> pd.DataFrame:
+        return frame([{**row(samples=timed(1e-3, seed)), "mem_gbps": cpp_gbps},
+                      {**row("py", samples=timed(1e-3, seed + 1)), "mem_gbps": py_gbps}])
+
+    base, slower = run(40.0, 44.0, 1), run(30.0, 32.0, 3)
+    result = compare.compare(base, slower)
+    assert result.bandwidth == (42.0, 31.0)
+    (warning,) = result.warnings()
+    assert "42.0 GB/s in base, 31.0 GB/s in new" in warning
+    assert result.to_dict()["bandwidth_gbps"] == {"base": 42.0, "new": 31.0}
+    within = frame([{**row(samples=timed(1e-3, 2)), "mem_gbps": 38.0}])
+    assert compare.compare(base, within).warnings() == []  # 10% apart
+    assert compare.compare(base, frame([row(samples=timed(1e-3, 2))])).warnings() == []  # no probes in new
+
+
+def test_environment_comes_from_run_json_when_rows_lack_it():
+    base = frame([row(samples=timed(1e-3, 1), host=None)])
+    new = frame([row(samples=timed(1e-3, 2), host=None)])
+    result = compare.compare(base, new, base_meta=[{"host": "a"}], new_meta=[{"environment": {"host": "b"}}])
+    assert [d.field for d in result.env_differences] == ["host"]
+
+
+def test_to_dict_is_plain_json():
+    result = compare.compare(frame([row(samples=timed(10e-3, 1))]), frame([row(samples=timed(12e-3, 2))]))
+    data = json.loads(json.dumps(result.to_dict()))
+    assert data["counts"]["regressed"] == 1 and data["cells"][0]["verdict"] == "regressed"
+    assert data["cells"][0]["pass"] == "forward" and data["threshold"] == 0.05
+
+
+def test_mann_whitney_edge_cases():
+    assert compare.mann_whitney_p([1.0], [2.0, 3.0]) is None
+    assert compare.mann_whitney_p([1.0, 1.0], [1.0, 1.0]) == 1.0
+
+
+def test_load_side_reads_a_run_folder_and_a_parquet_file(tmp_path):
+    writer = storage.RunWriter(tmp_path, "20240101-000000-aaaaaa", {"host": "meta-host"})
+    part = writer.write([row(samples=timed(1e-3, 1))])
+    writer.finish()
+    for path in (writer.dir, part):
+        rows, metas = compare.load_side(path)
+        assert len(rows) == 1 and metas[0]["host"] == "meta-host"

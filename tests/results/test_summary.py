@@ -1,0 +1,50 @@
+"""The end-of-run summary: medians in ms, speedups against the reference, statuses in place of times."""
+
+import json
+
+import pandas as pd
+
+from benchctl.results.summary import summarize
+
+
+def rows():
+    def r(impl, b, status="ok", median=None, pass_name="forward", H=64):
+        return {"op": "lstm_cell", "target": "cell", "device": "cpu", "dtype": "float32", "pass": pass_name,
+                "impl": impl, "axis": "batch_size", "axis_value": float(b), "status": status, "median_s": median,
+                "noisy": False, "params": json.dumps({"batch_size": b, "H": H})}
+
+    return pd.DataFrame([r("py", 1, median=0.004), r("py", 2, median=0.010), r("cpp", 1, median=0.001),
+                         r("cpp", 2, status="oom"), r("py", 1, median=0.5, H=256)])
+
+
+def test_summary_speedups_and_statuses():
+    tables = summarize(rows(), {"lstm_cell": "py"})
+    assert len(tables) == 2  # H=64 and H=256 are separate series
+    small = next(t for t in tables if "H=64" in t.title)
+    assert small.columns == ("pass", "impl \\ batch_size", "1", "2")
+    assert small.rows == (("forward", "py", "4", "10"), ("forward", "cpp", "1 (4.0x)", "oom"))
+
+
+def test_a_cell_that_is_mostly_os_time_is_marked():
+    df = rows().assign(sys_s=[0.0035, 0.001, None, None, 0.1])  # py B=1: 3.5 of 4 ms in the OS
+    small = next(t for t in summarize(df, {"lstm_cell": "py"}) if "H=64" in t.title)
+    assert small.rows[0] == ("forward", "py", "4 os", "10")
+    assert small.rows[1][2] == "1 (4.0x)"
+    assert "os: mostly OS time" in small.title
+
+
+def test_a_gpu_cell_whose_host_side_takes_most_of_it_is_marked():
+    df = rows().assign(host_s=[0.0038, 0.002, 0.0002, None, None])  # py B=1: 3.8 of 4 ms issuing work
+    small = next(t for t in summarize(df, {"lstm_cell": "py"}) if "H=64" in t.title)
+    assert small.rows[0] == ("forward", "py", "4 host", "10")  # B=2: 2 of 10 ms, GPU-bound
+    assert small.rows[1][2] == "1 (4.0x)"
+    assert "host: host-bound" in small.title
+
+
+def test_a_cell_measured_while_the_machines_memory_bandwidth_was_low_is_marked():
+    df = rows().assign(mem_gbps=[40.0, 29.0, 31.0, None, 42.0])  # median 35.5: below 26.6 is marked
+    assert next(t for t in summarize(df, {"lstm_cell": "py"}) if "H=64" in t.title).rows[0][3] == "10"
+    df.loc[1, "mem_gbps"] = 26.0
+    small = next(t for t in summarize(df, {"lstm_cell": "py"}) if "H=64" in t.title)
+    assert small.rows == (("forward", "py", "4", "10 mem"), ("forward", "cpp", "1 (4.0x)", "oom"))
+    assert "mem: machine's memory bandwidth low" in small.title

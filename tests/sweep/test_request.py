@@ -1,0 +1,82 @@
+"""Config + flags -> cells: names, aliases, sweeps, and the errors bad input gets."""
+
+import pytest
+
+from benchctl.sweep import request as sweep
+from benchctl.sweep.config import load_config, parse_config
+from benchctl.errors import UsageError
+from benchctl.sweep.request import SweepRequest, expand
+
+
+def test_py_cpu_expands_to_both_hoconv2d_targets(builtin_ops):
+    cells = expand(SweepRequest("py", "cpu", ops=("hoconv2d",), batch_sizes=(1, 2)))
+    assert [(c.target, c.params["batch_size"]) for c in cells] == [("module", 1), ("module", 2),
+                                                                   ("filter", 1), ("filter", 2)]
+    assert all(c.device == "cpu" and c.dtype == "float32" and len(c.passes) == 3 for c in cells)
+
+
+def test_gpu_is_an_alias_of_cuda_and_all_means_both():
+    assert sweep.parse_devices("gpu") == ["cuda"]
+    assert sweep.parse_devices("cpu,gpu,cuda") == ["cpu", "cuda"]
+    assert sweep.parse_devices("all") == ["cpu", "cuda"]
+
+
+def test_implementations_not_supporting_a_device_are_left_out(fixture_ops):
+    cells = expand(SweepRequest("py,wrong", "all", ops=("faulty",)))
+    assert {c.device for c in cells} == {"cpu"} and {c.impl for c in cells} == {"py", "wrong"}
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"impls": "nope"}, "unknown implementation 'nope'"),
+    ({"devices": "tpu"}, "unknown device 'tpu'"),
+    ({"ops": ("nope",)}, "unknown operator 'nope'"),
+    ({"batch_sizes": (0,)}, "batch size must be a positive integer"),
+    ({"dtypes": ("float8",)}, "unknown dtype 'float8'"),
+    ({"passes": ("sideways",)}, "unknown pass 'sideways'"),
+    ({"targets": ("sideways",)}, "unknown target 'sideways'; choose from filter, module"),
+    ({"params": {"H": "big"}}, "param H takes numbers, got 'big'"),
+])
+def test_bad_requests_name_the_problem_and_the_choices(builtin_ops, kwargs, message):
+    req = SweepRequest(**{"impls": "py", "devices": "cpu", "ops": ("hoconv2d",), **kwargs})
+    with pytest.raises(UsageError, match=message):
+        expand(req)
+
+
+def test_quick_and_config_params_are_swept_as_a_product(builtin_ops):
+    cfg = parse_config({"params": {"hoconv2d": {"batch_size": [1, 2], "k": [3, 5], "H": 16}},
+                        "targets": {"hoconv2d": ["filter"]}, "dtypes": ["float64"]})
+    cells = expand(SweepRequest("py", "cpu", ops=("hoconv2d",), config=cfg))
+    assert sorted((c.params["batch_size"], c.params["k"]) for c in cells) == [(1, 3), (1, 5), (2, 3), (2, 5)]
+    assert all(c.params["H"] == 16 and c.target == "filter" and c.dtype == "float64" for c in cells)
+    quick = expand(SweepRequest("py", "cpu", ops=("hoconv2d",), quick=True))
+    assert sorted({c.params["batch_size"] for c in quick}) == [1, 2, 4]
+
+
+def test_config_errors_are_one_line_usage_errors(tmp_path, builtin_ops):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("dtypes = [\n")
+    with pytest.raises(UsageError, match="malformed config"):
+        load_config(bad)
+    with pytest.raises(UsageError, match="unknown key 'batchsize'"):
+        parse_config({"batchsize": 3})
+    with pytest.raises(UsageError, match="min_time must be a non-negative number"):
+        parse_config({"timing": {"min_time": "fast"}})
+    cfg = parse_config({"params": {"hoconv2d": {"kernel": 3}}})
+    with pytest.raises(UsageError, match="hoconv2d has no param 'kernel'"):
+        expand(SweepRequest("py", "cpu", ops=("hoconv2d",), config=cfg))
+    with pytest.raises(UsageError, match="config file not found"):
+        load_config(tmp_path / "missing.toml")
+
+
+def test_shipped_configs_load_and_expand(builtin_ops):
+    from pathlib import Path
+
+    for path in sorted((Path(__file__).resolve().parents[2] / "configs").glob("*.toml")):
+        cfg = load_config(path)
+        names = [n for n in cfg.ops if n in builtin_ops] or ["hoconv2d"]
+        assert expand(SweepRequest("all", "all", ops=tuple(names), config=cfg)), path
+
+
+def test_a_target_keeps_only_the_operators_that_have_it(builtin_ops):
+    cells = expand(SweepRequest("all", "cpu", ops=("hoconv2d", "lstm_cell"), targets=("filter",), quick=True))
+    assert {(c.op, c.target) for c in cells} == {("hoconv2d", "filter")}

@@ -1,0 +1,121 @@
+"""Interleaved rounds: the per-round budget, pooling a cell's rounds into one row, and the sweep's
+round-robin order, failures and interruption."""
+
+from __future__ import annotations
+
+import statistics
+
+import pytest
+
+from benchctl.results import storage
+from benchctl.ops.cells import Cell
+from benchctl.sweep.rounds import merge, per_round
+from benchctl.sweep.runner import Sweep
+from benchctl.results.storage import RunWriter
+from benchctl.measure.timing import Policy
+
+
+def row(samples, status="ok", **extra):
+    med = statistics.median(samples) if samples else None
+    base = {"op": "toy", "impl": "py", "pass": "forward", "status": status, "samples_s": list(samples),
+            "median_s": med, "flops": 2e9, "bytes": 4e9}
+    return {**base, **extra}
+
+
+def test_per_round_divides_the_budget():
+    p = per_round(Policy(min_samples=5, max_samples=1000, min_time=0.3, max_time=6.0, warmup=2), 3)
+    assert (p.min_time, p.max_time, p.min_samples, p.max_samples, p.warmup) == pytest.approx((0.1, 2.0, 2, 334, 2))
+    assert per_round(Policy(), 1) == Policy()
+
+
+def test_merge_pools_samples_and_recomputes_stats_and_rates():
+    rounds = [[row([1.0, 1.0, 1.0], pct_of_peak=40.0, page_faults=10.0, sys_s=0.5, peak_mem_bytes=5.0,
+                   host_s=0.9, mem_gbps=30.0)],
+              [row([2.0, 2.0, 2.0, 2.0], pct_of_peak=20.0, page_faults=30.0, sys_s=0.25, peak_mem_bytes=7.0,
+                   host_s=1.1, mem_gbps=20.0)]]
+    [m] = merge(rounds)
+    assert m["n"] == 7 and m["samples_s"] == [1.0] * 3 + [2.0] * 4
+    assert m["median_s"] == 2.0 and m["min_s"] == 1.0 and m["max_s"] == 2.0
+    assert m["rounds"] == 2 and m["round_spread"] == pytest.approx(1.0)
+    assert m["gflops"] == pytest.approx(1.0) and m["gbps"] == pytest.approx(2.0)
+    assert m["pct_of_peak"] == pytest.approx(20.0)  # the bound is 0.4 s; 0.4 / 2.0
+    assert m["page_faults"] == 20.0 and m["sys_s"] == 0.375 and m["peak_mem_bytes"] == 7.0
+    assert m["host_s"] == pytest.approx(1.0) and m["mem_gbps"] == 25.0
+    assert m["noisy"] and m["message"].startswith("noisy: IQR is 50%")
+
+
+def test_merge_keeps_passes_apart_and_a_quiet_merge_has_no_message():
+    rounds = [[row([1.0]), {**row([3.0]), "pass": "backward"}], [row([1.0]), {**row([3.0]), "pass": "backward"}]]
+    merged = merge(rounds)
+    assert [(m["pass"], m["median_s"], m["round_spread"], m["message"]) for m in merged] == [
+        ("forward", 1.0, 0.0, ""), ("backward", 3.0, 0.0, "")]
+
+
+def test_merge_of_a_failed_round_is_the_failure():
+    [m] = merge([[row([1.0])], [row([], status="crashed", message="worker exited")]])
+    assert m["status"] == "crashed" and m["message"] == "worker exited" and m["rounds"] == 2
+
+
+class Scripted:
+    """An executor that logs the cells it runs and answers from a script: impl -> rows per call."""
+
+    def __init__(self, answers):
+        self.answers = answers
+        self.calls = []
+
+    def run(self, cell):
+        self.calls.append(cell.impl)
+        answer = self.answers[cell.impl]
+        result = answer(len([c for c in self.calls if c == cell.impl])) if callable(answer) else answer
+        if isinstance(result, BaseException):
+            raise result
+        return [{**r, "impl": cell.impl} for r in result]
+
+    def close(self):
+        pass
+
+
+def cell(impl):
+    return Cell.make("toy", "op", impl, "cpu", "float32", {"batch_size": 1})
+
+
+def sweep(tmp_path, executor, impls, rounds):
+    writer = RunWriter(tmp_path, storage.new_run_id(), {})
+    done = []
+    s = Sweep([cell(i) for i in impls], executor, writer, {"host": "test"}, rounds=rounds,
+              on_done=lambda c, rows: done.append((c.impl, len(rows))))
+    return s, writer, done
+
+
+def test_rounds_go_round_robin_and_write_one_pooled_row_per_cell(tmp_path, monkeypatch):
+    monkeypatch.setattr("benchctl.ops.registry.get", lambda name: type("Op", (), {"axis": "batch_size"}))
+    ex = Scripted({"a": [row([1.0, 1.0])], "b": [row([2.0, 2.0])]})
+    s, writer, done = sweep(tmp_path, ex, ["a", "b"], rounds=3)
+    s.run()
+    assert ex.calls == ["a", "b"] * 3
+    df = storage.load_run(writer.dir)
+    assert sorted(zip(df["impl"], df["n"], df["rounds"])) == [("a", 6, 3), ("b", 6, 3)]
+    assert len(done) == 6
+
+
+def test_a_failed_cell_is_written_at_once_and_not_run_again(tmp_path, monkeypatch):
+    monkeypatch.setattr("benchctl.ops.registry.get", lambda name: type("Op", (), {"axis": "batch_size"}))
+    ex = Scripted({"a": [row([], status="timeout", message="killed")], "b": [row([2.0])]})
+    s, writer, done = sweep(tmp_path, ex, ["a", "b"], rounds=3)
+    s.run()
+    assert ex.calls == ["a", "b", "b", "b"]
+    assert done == [("a", 1), ("b", 1), ("a", 0), ("b", 1), ("a", 0), ("b", 1)]  # progress still counts a
+    df = storage.load_run(writer.dir).set_index("impl")
+    assert df.loc["a", "status"] == "timeout" and df.loc["b", "n"] == 3
+
+
+def test_interrupted_rounds_keep_what_each_cell_measured(tmp_path, monkeypatch):
+    monkeypatch.setattr("benchctl.ops.registry.get", lambda name: type("Op", (), {"axis": "batch_size"}))
+    stop = lambda call: KeyboardInterrupt() if call == 2 else [row([2.0])]  # noqa: E731
+    ex = Scripted({"a": [row([1.0])], "b": stop})
+    s, writer, _ = sweep(tmp_path, ex, ["a", "b"], rounds=3)
+    with pytest.raises(KeyboardInterrupt):
+        s.run()
+    assert ex.calls == ["a", "b", "a", "b"]
+    df = storage.load_run(writer.dir)
+    assert sorted(zip(df["impl"], df["n"], df["rounds"])) == [("a", 2, 2), ("b", 1, 1)]

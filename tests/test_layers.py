@@ -1,0 +1,21 @@
+"""The package's layers hold: import-linter's contracts (pyproject.toml), and reading results needs no torch."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_import_contracts_are_kept():
+    lint = Path(sys.executable).with_name("lint-imports")
+    proc = subprocess.run([str(lint)], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "0 broken" in proc.stdout
+
+
+def test_results_and_report_load_without_torch():
+    code = ("import sys, benchctl.results.storage, benchctl.results.compare, benchctl.results.summary, "
+            "benchctl.report.page, benchctl.report.charts; assert 'torch' not in sys.modules, 'torch imported'")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
