@@ -36,7 +36,7 @@ def forward_call(op_name: str, target_name: str, impl_name: str, params: dict):
         raise SystemExit(f"no such cell: {exc}") from None
     if reason:
         raise SystemExit(f"{op_name} {impl_name} is unavailable here: {reason}")
-    return prepare(cell).call
+    return prepare(cell.resolve()).call
 
 
 def pairs(call, count: int, min_time: float) -> tuple[list[float], list[float]]:

@@ -8,14 +8,15 @@ import click
 
 from benchctl.cli.options import load_operators, ops_dir_option
 from benchctl.cli.run import check_writable, parse_params
+from benchctl.results.schema import PASSES, Pass
 
 
 @click.command("maxbatch")
 @click.argument("op_name", metavar="OP")
 @click.argument("impl_name", metavar="IMPL")
 @click.argument("device")
-@click.option("--pass", "pass_name", default="forward_backward", show_default=True,
-              type=click.Choice(["forward", "backward", "forward_backward"]))
+@click.option("--pass", "pass_name", default=Pass.FORWARD_BACKWARD.value, show_default=True,
+              type=click.Choice(PASSES))
 @click.option("--target", help="Operator target (default: its first).")
 @click.option("--param", "params", multiple=True, help="KEY=VALUE operator param.")
 @click.option("--dtype", default="float32", show_default=True)

@@ -14,7 +14,7 @@ if TYPE_CHECKING:  # imported inside the functions, so `benchctl --help` does no
     from benchctl.profile.profilers import ProfileResult
     from benchctl.profile.stacks import TopFrames
 
-PASSES = ("forward", "backward", "forward_backward")
+from benchctl.results.schema import PASSES, Pass
 DTYPE_NAMES = ("float32", "float64", "float16", "bfloat16")  # cells.DTYPES, without importing torch
 
 
@@ -125,7 +125,7 @@ def render(result: ProfileResult, rows: int) -> None:
 @click.argument("impl")
 @click.argument("device")
 @click.option("--target", default=None, help="Operator target (default: the operator's first).")
-@click.option("--pass", "pass_name", type=click.Choice(PASSES), default="forward_backward", show_default=True)
+@click.option("--pass", "pass_name", type=click.Choice(PASSES), default=Pass.FORWARD_BACKWARD.value, show_default=True)
 @click.option("--batch-size", type=int, default=None, help="Default: the operator's own.")
 @click.option("--param", "params", multiple=True, metavar="KEY=VALUE", help="Override an operator param.")
 @click.option("--dtype", type=click.Choice(DTYPE_NAMES), default="float32", show_default=True)

@@ -182,12 +182,13 @@ def _install_signal_handlers() -> None:
 
 def _progress_run(plan, writer) -> None:
     from benchctl import console
+    from benchctl.results.schema import Status
 
     with console.progress() as bar:
         task = bar.add_task("cells", total=len(plan.cells) * plan.rounds, current="")
 
         def done(cell, rows) -> None:
-            bad = [r for r in rows if r["status"] not in ("ok", "unavailable")]
+            bad = [r for r in rows if r["status"] not in (Status.OK, Status.UNAVAILABLE)]
             if bad:
                 bar.console.print(console.styled(f"{cell.label()}: {bad[0]['status']} ", "yellow",
                                                  str(bad[0].get("message") or "")))

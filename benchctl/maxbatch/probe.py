@@ -13,9 +13,11 @@ from benchctl.errors import BenchError, UsageError
 from benchctl.measure.execute import Settings
 from benchctl.maxbatch.search import SearchResult, default_cpu_limit, search
 from benchctl.machine.facts import environment
-from benchctl.sweep.runner import WorkerProcess, stamp
+from benchctl.sweep.executors import WorkerProcess
+from benchctl.sweep.session import stamp
 from benchctl.results.storage import RunWriter, new_run_id
 from benchctl.measure.timing import Policy
+from benchctl.results.schema import Status
 
 # One repetition after one warm-up call is enough to know whether a size fits.
 PROBE_POLICY = Policy(warmup=0, min_samples=1, max_samples=1, min_time=0.0, max_time=0.0)
@@ -73,12 +75,12 @@ class Prober:
             rows = stamp(worker.run(self._cell(batch)), env)
             writer.write(rows)
             status, message = rows[0]["status"], rows[0].get("message", "")
-            if status not in ("ok", "oom", "crashed"):
+            if status not in (Status.OK, Status.OOM, Status.CRASHED):
                 raise BenchError(f"batch {batch}: {status}: {message}")
-            say(batch, status == "ok")
-            if status != "ok":
+            say(batch, status == Status.OK)
+            if status != Status.OK:
                 worker.close()  # the next probe starts in a fresh process, not a fragmented heap
-            return status == "ok"
+            return status == Status.OK
 
         try:
             result = search(fits, start, limit)

@@ -11,6 +11,7 @@ import torch
 from benchctl.measure import correctness
 from benchctl.measure.execute import error_message
 from benchctl.ops.registry import Case, Implementation, Operator
+from benchctl.results.schema import Status
 
 SEEDS = (0, 1)
 DTYPES = (torch.float32, torch.float64)
@@ -42,7 +43,7 @@ def cases(op: Operator) -> list[dict]:
 def check_impl(op: Operator, impl: Implementation, device: str) -> Iterator[CheckRow]:
     reason = impl.unavailable_reason(device)
     if reason:
-        yield CheckRow(op.name, "*", impl.name, device, "unavailable", "", "", None, None, None, None, reason)
+        yield CheckRow(op.name, "*", impl.name, device, Status.UNAVAILABLE, "", "", None, None, None, None, reason)
         return
     for target in op.targets:
         for params in cases(op):

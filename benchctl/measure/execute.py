@@ -17,13 +17,13 @@ import torch
 
 from benchctl.measure import correctness
 from benchctl.machine import membw
-from benchctl.ops import registry
-from benchctl.ops.cells import Cell
+from benchctl.ops.cells import Cell, Resolved
 from benchctl.measure.memory import peak_bytes
 from benchctl.measure.passes import as_tuple, backward_from, grad_outputs, has_own_leaves, make_setup
-from benchctl.ops.registry import Case, Operator
+from benchctl.ops.registry import Case
 from benchctl.measure.timing import (Clock, CpuClock, CudaEventClock, Measurement, OsUsage, Policy, Thunk, measure,
-                             noisy_message)
+                                     noisy_message)
+from benchctl.results.schema import Status
 
 
 @dataclass(frozen=True)
@@ -42,8 +42,7 @@ class Settings:
 class Prepared:
     """A cell ready to time: its inputs built and prepared, the first (compile) call done."""
 
-    cell: Cell
-    op: Operator
+    resolved: Resolved
     call: Callable[[], Any]
     inputs: dict[str, torch.Tensor]
     grads: tuple[torch.Tensor, ...]
@@ -62,7 +61,7 @@ def is_oom(exc: BaseException) -> bool:
 
 
 def status_of(exc: BaseException) -> str:
-    return "oom" if is_oom(exc) else "error"
+    return Status.OOM if is_oom(exc) else Status.ERROR
 
 
 def error_message(exc: BaseException) -> str:
@@ -73,7 +72,8 @@ def error_message(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {first}{loc}"
 
 
-def base_row(cell: Cell, op: Operator) -> dict[str, Any]:
+def base_row(resolved: Resolved) -> dict[str, Any]:
+    cell, op = resolved.cell, resolved.op
     params = cell.params
     return {
         "op": cell.op, "target": cell.target, "impl": cell.impl, "device": cell.device, "dtype": cell.dtype,
@@ -82,9 +82,8 @@ def base_row(cell: Cell, op: Operator) -> dict[str, Any]:
     }
 
 
-def prepare(cell: Cell) -> Prepared:
-    op = registry.get(cell.op)
-    target, impl = op.target(cell.target), op.implementations[cell.impl]
+def prepare(resolved: Resolved) -> Prepared:
+    cell, target, impl = resolved.cell, resolved.target, resolved.impl
     inputs = target.make_inputs(Case(cell.params, cell.torch_dtype, cell.device, cell.seed))
     if impl.prepare is not None:
         inputs = impl.prepare(inputs)
@@ -100,32 +99,33 @@ def prepare(cell: Cell) -> Prepared:
     if cell.device == "cuda":
         torch.cuda.synchronize()
     compile_s = time.perf_counter() - start
-    return Prepared(cell, op, call, inputs, grads, compile_s, accumulate)
+    return Prepared(resolved, call, inputs, grads, compile_s, accumulate)
 
 
 def run_cell(cell: Cell, settings: Settings = Settings(), clock: Clock | None = None) -> list[dict[str, Any]]:
-    op = registry.get(cell.op)
-    base = base_row(cell, op)
+    resolved = cell.resolve()
+    base = base_row(resolved)
     correctness.set_tf32(settings.tf32)
-    reason = op.implementations[cell.impl].unavailable_reason(cell.device)
+    reason = resolved.unavailable_reason()
     if reason:
-        return [{**base, "pass": p, "status": "unavailable", "message": reason} for p in cell.passes]
+        return [{**base, "pass": p, "status": Status.UNAVAILABLE, "message": reason} for p in cell.passes]
     try:
-        prepared = prepare(cell)  # first: its first call is the compile time a user pays once
-        gate = _gate(cell, op) if settings.check else {}
+        prepared = prepare(resolved)  # first: its first call is the compile time a user pays once
+        gate = _gate(resolved) if settings.check else {}
         if gate.get("correct") is False:
-            return [{**base, **gate, "pass": p, "status": "incorrect"} for p in cell.passes]
+            return [{**base, **gate, "pass": p, "status": Status.INCORRECT} for p in cell.passes]
     except Exception as exc:
         return [{**base, "pass": p, "status": status_of(exc), "message": error_message(exc)} for p in cell.passes]
     clock = clock or make_clock(cell.device, settings.flush_l2)
     return [{**base, **gate, **_time_pass(prepared, p, settings, clock)} for p in cell.passes]
 
 
-def _gate(cell: Cell, op: Operator) -> dict[str, Any]:
+def _gate(resolved: Resolved) -> dict[str, Any]:
     """Correctness gate: compare with the float64 reference at the operator's check params."""
-    params = op.params_for_check(cell.params)
-    result = correctness.check(op, op.target(cell.target), op.implementations[cell.impl], cell.device,
-                               cell.torch_dtype, params, cell.seed)
+    cell = resolved.cell
+    params = resolved.op.params_for_check(cell.params)
+    result = correctness.check(resolved.op, resolved.target, resolved.impl, cell.device, cell.torch_dtype,
+                               params, cell.seed)
     return {
         "correct": result.passed, "max_abs_err": result.max_abs_err, "max_rel_err": result.max_rel_err,
         "tolerance": result.tolerance, "check_params": json.dumps(params, sort_keys=True),
@@ -138,16 +138,16 @@ def _time_pass(prepared: Prepared, pass_name: str, settings: Settings, clock: Cl
     usage = getattr(clock, "usage_per_call", None)
     host = getattr(clock, "host_per_call", None)
     before, host_before = len(usage or ()), len(host or ())
-    probe = membw.probe if settings.probe_bandwidth and prepared.cell.device == "cpu" else None
+    probe = membw.probe if settings.probe_bandwidth and prepared.resolved.cell.device == "cpu" else None
     try:
         setup = prepared.setup(pass_name)
         bandwidth_before = probe() if probe else None
         m = measure(setup, clock, settings.policy)
         bandwidth_after = probe() if probe else None
-        mem = peak_bytes(setup, prepared.cell.device) if settings.measure_memory else None
+        mem = peak_bytes(setup, prepared.resolved.cell.device) if settings.measure_memory else None
     except Exception as exc:
         return {**row, "status": status_of(exc), "message": error_message(exc)}
-    row.update(status="ok", samples_s=list(m.samples), noisy=m.noisy, peak_mem_bytes=mem, **m.stats)
+    row.update(status=Status.OK, samples_s=list(m.samples), noisy=m.noisy, peak_mem_bytes=mem, **m.stats)
     if probe:
         row["mem_gbps"] = (bandwidth_before + bandwidth_after) / 2
     if usage is not None:
@@ -157,7 +157,7 @@ def _time_pass(prepared: Prepared, pass_name: str, settings: Settings, clock: Cl
     row["threads"] = torch.get_num_threads()
     if m.noisy:
         row["message"] = noisy_message(m.stats)
-    row.update(_rates(prepared, pass_name, m, settings.peaks.get(prepared.cell.device, {})))
+    row.update(_rates(prepared, pass_name, m, settings.peaks.get(prepared.resolved.cell.device, {})))
     return row
 
 
@@ -173,7 +173,7 @@ def _os_work(usage: Sequence[OsUsage]) -> dict[str, float]:
 
 def _rates(prepared: Prepared, pass_name: str, m: Measurement, peaks: dict[str, float]) -> dict[str, Any]:
     """FLOPs and bytes from the operator's formulas -> GFLOP/s, GB/s and % of the roofline bound."""
-    cell, target = prepared.cell, prepared.op.target(prepared.cell.target)
+    cell, target = prepared.resolved.cell, prepared.resolved.target
     params, size = cell.params, cell.torch_dtype.itemsize
     fwd = (target.flops(params), target.bytes(params, size))
     bwd = (target.bwd_flops(params), target.bwd_bytes(params, size))

@@ -24,7 +24,7 @@ import torch
 from benchctl.ops.registry import Inputs, Output
 from benchctl.measure.timing import Thunk
 
-PASSES = ("forward", "backward", "forward_backward")
+from benchctl.results.schema import PASSES, Pass
 
 
 def as_tuple(out: Output) -> tuple[torch.Tensor, ...]:
@@ -97,7 +97,7 @@ def make_setup(call: Callable[[], Output], inputs: Inputs, grads: Sequence[torch
 
         return thunk
 
-    setups = {"forward": forward, "backward": backward, "forward_backward": forward_backward}
+    setups = {Pass.FORWARD: forward, Pass.BACKWARD: backward, Pass.FORWARD_BACKWARD: forward_backward}
     if pass_name not in setups:
         raise ValueError(f"unknown pass {pass_name!r}; choose from {', '.join(PASSES)}")
     return setups[pass_name]

@@ -1,6 +1,9 @@
 """A cell: the small, serialisable spec of one unit of work (operator, target, implementation, device,
 dtype, params, passes). Running a cell is a pure function of it, so it runs the same in-process, in a
-worker process, under a profiler, or on another machine."""
+worker process, under a profiler, or on another machine.
+
+A cell names things; `Cell.resolve()` looks the names up in the registry once and gives a `Resolved`
+(the cell with its operator, target and implementation), which everything that runs it takes."""
 
 from __future__ import annotations
 
@@ -9,6 +12,9 @@ from dataclasses import asdict, dataclass
 from typing import Any, Mapping
 
 import torch
+
+from benchctl.ops.registry import Implementation, Operator, Target, get
+from benchctl.results.schema import PASSES
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
@@ -21,12 +27,12 @@ class Cell:
     device: str
     dtype: str
     params_json: str  # sorted JSON, so cells hash and compare by value
-    passes: tuple[str, ...] = ("forward", "backward", "forward_backward")
+    passes: tuple[str, ...] = PASSES
     seed: int = 0
 
     @staticmethod
     def make(op: str, target: str, impl: str, device: str, dtype: str, params: Mapping[str, Any],
-             passes: tuple[str, ...] = ("forward", "backward", "forward_backward"), seed: int = 0) -> "Cell":
+             passes: tuple[str, ...] = PASSES, seed: int = 0) -> "Cell":
         return Cell(op, target, impl, device, dtype, json.dumps(dict(params), sort_keys=True), tuple(passes), seed)
 
     @property
@@ -41,6 +47,13 @@ class Cell:
         keys = ",".join(f"{k}={v}" for k, v in self.params.items())
         return f"{self.op}/{self.target} {self.impl} {self.device} {self.dtype} [{keys}]"
 
+    def resolve(self) -> "Resolved":
+        """The operator, target and implementation this cell names (KeyError if one is unknown)."""
+        op = get(self.op)
+        if self.impl not in op.implementations:
+            raise KeyError(f"{self.op} has no implementation {self.impl!r}")
+        return Resolved(self, op, op.target(self.target), op.implementations[self.impl])
+
     def to_json(self) -> str:
         return json.dumps(asdict(self))
 
@@ -49,3 +62,16 @@ class Cell:
         data = json.loads(text)
         data["passes"] = tuple(data["passes"])
         return Cell(**data)
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """A cell with the operator, target and implementation it names, looked up once."""
+
+    cell: Cell
+    op: Operator
+    target: Target
+    impl: Implementation
+
+    def unavailable_reason(self) -> str | None:
+        return self.impl.unavailable_reason(self.cell.device)

@@ -27,6 +27,7 @@ from benchctl.ops import registry
 from benchctl.ops.cells import Cell
 from benchctl.profile.profilers import TORCH_MAX_REPS, TORCH_RANGE
 from benchctl.measure.timing import Thunk
+from benchctl.results.schema import Status
 
 Setup = Callable[[], Thunk]
 
@@ -94,7 +95,7 @@ def torch_profile(prepared: execute.Prepared, args: argparse.Namespace) -> dict[
     """The loop under torch.profiler: a Chrome trace and the top operators (CSV) in `--torch-out`."""
     from torch.profiler import ProfilerActivity, profile, record_function
 
-    device = prepared.cell.device
+    device = prepared.resolved.cell.device
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
     setup = prepared.setup(args.pass_name)
     with profile(activities=activities, profile_memory=args.memory) as prof:
@@ -118,17 +119,18 @@ def torch_profile(prepared: execute.Prepared, args: argparse.Namespace) -> dict[
 def run(args: argparse.Namespace) -> dict[str, Any]:
     registry.discover(args.ops_dir)
     cell = Cell.from_json(args.cell)
-    reason = registry.get(cell.op).implementations[cell.impl].unavailable_reason(cell.device)
+    resolved = cell.resolve()
+    reason = resolved.unavailable_reason()
     if reason:
-        return {"status": "unavailable", "error": reason}
-    prepared = execute.prepare(cell)
+        return {"status": Status.UNAVAILABLE, "error": reason}
+    prepared = execute.prepare(resolved)
     setup = prepared.setup(args.pass_name)
     setup()()  # warm-up outside the markers and the profiler: the allocator's caches settle
     _sync(cell.device)()
     if args.torch_out:
-        return {"status": "ok", **torch_profile(prepared, args)}
+        return {"status": Status.OK, **torch_profile(prepared, args)}
     reps, timed = run_loop(setup, args.duration, _sync(cell.device))
-    return {"status": "ok", "reps": reps, "timed_s": timed}
+    return {"status": Status.OK, "reps": reps, "timed_s": timed}
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -150,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # reported to the parent as one line, never lost with the child's stderr
         result = {"status": execute.status_of(exc), "error": execute.error_message(exc)}
     Path(args.summary).write_text(json.dumps(result))
-    return 0 if result["status"] == "ok" else 1
+    return 0 if result["status"] == Status.OK else 1
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from benchctl.errors import BenchError
 from benchctl.profile.stacks import KEEP_ROWS, TopFrames, parse_collapsed, speedscope, top_frames
+from benchctl.results.schema import Pass
 
 if TYPE_CHECKING:  # cells imports torch, which the parent process has no need of
     from benchctl.ops.cells import Cell
@@ -40,7 +41,7 @@ PTRACE_HINT = ("py-spy is not permitted to read the profiled process (it needs p
 @dataclass(frozen=True)
 class ProfileRequest:
     cell: Cell
-    pass_name: str = "forward_backward"
+    pass_name: str = Pass.FORWARD_BACKWARD
     duration_s: float = 5.0
     rate_hz: int = 200
     native: bool = True

@@ -19,62 +19,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-SCHEMA_VERSION = 1
-RUN_FILE = "run.json"
+from benchctl.results.schema import COLUMNS, SCHEMA, SCHEMA_VERSION
 
-# Column -> arrow type. Every row carries all of them (missing values are null).
-COLUMNS: dict[str, pa.DataType] = {
-    "schema_version": pa.int32(),
-    "run_id": pa.string(),
-    "timestamp": pa.string(),
-    "git_sha": pa.string(),
-    "host": pa.string(),
-    "torch_version": pa.string(),
-    "cuda_version": pa.string(),
-    "cpu_name": pa.string(),
-    "gpu_name": pa.string(),
-    "threads": pa.int32(),
-    "op": pa.string(),
-    "target": pa.string(),
-    "impl": pa.string(),
-    "device": pa.string(),
-    "dtype": pa.string(),
-    "params": pa.string(),  # JSON of the operator's params for this cell
-    "axis": pa.string(),  # the param the operator sweeps on a chart's x axis
-    "axis_value": pa.float64(),
-    "batch_size": pa.int64(),
-    "pass": pa.string(),  # forward / backward / forward_backward
-    "status": pa.string(),  # ok / unavailable / incorrect / oom / crashed / timeout / error / skipped
-    "message": pa.string(),
-    "n": pa.int64(),
-    "median_s": pa.float64(),
-    "iqr_s": pa.float64(),
-    "mean_s": pa.float64(),
-    "std_s": pa.float64(),
-    "min_s": pa.float64(),
-    "max_s": pa.float64(),
-    "samples_s": pa.list_(pa.float64()),
-    "noisy": pa.bool_(),
-    "rounds": pa.int32(),  # interleaved rounds the samples were pooled from (run --rounds)
-    "round_spread": pa.float64(),  # slowest round's median / fastest round's - 1
-    "compile_s": pa.float64(),  # duration of the first (warm-up) call: build, JIT, caches
-    "peak_mem_bytes": pa.float64(),
-    "page_faults": pa.float64(),  # median minor page faults per timed call (CPU clock)
-    "sys_s": pa.float64(),  # mean system (OS) CPU seconds per timed call, all threads (CPU clock)
-    "host_s": pa.float64(),  # median seconds the host took to issue a timed call (GPU clock)
-    "mem_gbps": pa.float64(),  # the machine's memory read bandwidth around the measurement (CPU, membw.py)
-    "flops": pa.float64(),
-    "bytes": pa.float64(),
-    "gflops": pa.float64(),
-    "gbps": pa.float64(),
-    "pct_of_peak": pa.float64(),
-    "correct": pa.bool_(),
-    "max_abs_err": pa.float64(),
-    "max_rel_err": pa.float64(),
-    "tolerance": pa.float64(),
-    "check_params": pa.string(),
-}
-SCHEMA = pa.schema(list(COLUMNS.items()))
+RUN_FILE = "run.json"
 
 
 def new_run_id() -> str:

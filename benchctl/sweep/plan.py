@@ -13,7 +13,8 @@ from benchctl.sweep.config import SweepConfig
 from benchctl.measure.correctness import TF32_MODES
 from benchctl.measure.execute import Settings
 from benchctl.sweep.rounds import per_round
-from benchctl.sweep.runner import InProcess, Sweep, WorkerProcess
+from benchctl.sweep.executors import InProcess, WorkerProcess
+from benchctl.sweep.session import Sweep
 from benchctl.results.storage import RunWriter, new_run_id
 from benchctl.measure.timing import Policy
 
@@ -66,7 +67,7 @@ class Plan:
         key = (cell.op, cell.impl, cell.device)
         if key in self.build_failures:
             return self.build_failures[key]
-        return registry.get(cell.op).implementations[cell.impl].unavailable_reason(cell.device)
+        return cell.resolve().unavailable_reason()
 
     def build_extensions(self, say: Callable[[str], None]) -> None:
         """Compile what runnable cells need, with a status line each; a failure makes them unavailable."""

@@ -16,6 +16,7 @@ from dataclasses import replace
 from typing import Any, Sequence
 
 from benchctl.measure.timing import Policy, is_noisy, noisy_message, summarize
+from benchctl.results.schema import Status
 
 Rows = list[dict[str, Any]]
 
@@ -30,7 +31,7 @@ def per_round(policy: Policy, rounds: int) -> Policy:
 
 
 def all_ok(rows: Rows) -> bool:
-    return all(r.get("status") == "ok" for r in rows)
+    return all(r.get("status") == Status.OK for r in rows)
 
 
 def merge(rounds_rows: Sequence[Rows]) -> Rows:
@@ -45,7 +46,7 @@ def merge(rounds_rows: Sequence[Rows]) -> Rows:
 def _merge_pass(rows: Rows) -> dict[str, Any]:
     """All rounds ok: pooled samples and the statistics and rates recomputed from them. Otherwise the
     first round that was not ok."""
-    failed = next((r for r in rows if r.get("status") != "ok"), None)
+    failed = next((r for r in rows if r.get("status") != Status.OK), None)
     if failed is not None:
         return {**failed, "rounds": len(rows)}
     first = rows[0]

@@ -51,7 +51,7 @@ def test_an_implementation_with_its_own_leaves_is_timed_with_backward(builtin_op
     """py-imagegrad makes the image a leaf inside the call: `autograd.grad` over the inputs would skip
     the image gradient, the very slow path it exists to show, so its backward accumulates."""
     params = {"batch_size": 1, "C": 3, "image_size": 64, "points": 8}
-    prepared = prepare(Cell.make("grid_sample", "sample", impl, "cpu", "float32", params))
+    prepared = prepare(Cell.make("grid_sample", "sample", impl, "cpu", "float32", params).resolve())
     assert prepared.accumulate is own_leaves
     grads = prepared.setup("backward")()()
     if not own_leaves:

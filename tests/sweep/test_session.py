@@ -9,7 +9,8 @@ from pathlib import Path
 from benchctl.results import storage
 from benchctl.ops.cells import Cell
 from benchctl.measure.execute import Settings
-from benchctl.sweep.runner import Sweep, WorkerProcess
+from benchctl.sweep.executors import WorkerProcess
+from benchctl.sweep.session import Sweep
 from benchctl.results.storage import RunWriter
 from benchctl.measure.timing import Policy
 

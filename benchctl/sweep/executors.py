@@ -1,9 +1,6 @@
-"""Runs a sweep: cells go to an executor, rows are stamped and written as each cell finishes.
-
-Executors: `InProcess` (tests, debugging) and `WorkerProcess` (the default: a segfault, abort or
-hang in an implementation becomes a `crashed` / `timeout` row and a fresh worker takes the next cell).
-After an out-of-memory cell, the larger sizes of the same series are recorded `skipped`.
-"""
+"""Executors: where a cell runs. `InProcess` (tests, debugging) and `WorkerProcess` (the default: a
+segfault, abort or hang in an implementation becomes a `crashed` / `timeout` row and a fresh worker
+takes the next cell)."""
 
 from __future__ import annotations
 
@@ -14,14 +11,12 @@ import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Any, Callable, Iterable, Protocol, Sequence
+from typing import Any, Protocol, Sequence
 
-from benchctl.ops.cells import Cell
 from benchctl.errors import BenchError
 from benchctl.measure.execute import Settings, run_cell
-from benchctl.sweep.rounds import all_ok, merge
-from benchctl.results.storage import RunWriter
+from benchctl.ops.cells import Cell
+from benchctl.results.schema import Status
 from benchctl.sweep.worker import settings_to_json
 
 Rows = list[dict[str, Any]]
@@ -106,11 +101,11 @@ class WorkerProcess:
         self._proc = None
         tail = _tail(self._stderr)
         if timed_out:
-            return "timeout", f"no result within {self.timeout:g} s; killed. {tail}".strip()
+            return Status.TIMEOUT, f"no result within {self.timeout:g} s; killed. {tail}".strip()
         how = f"killed by signal {signal.Signals(-code).name}" if code < 0 else f"exited with code {code}"
         # Under a memory limit, a native allocation (a thread stack, a std::vector) can fail outside
         # torch's allocator and end the process; the message says it was memory.
-        status = "oom" if self.mem_limit and any(m in tail for m in OOM_MARKERS) else "crashed"
+        status = Status.OOM if self.mem_limit and any(m in tail for m in OOM_MARKERS) else Status.CRASHED
         return status, f"worker {how}. {tail}".strip()
 
     def close(self) -> None:
@@ -129,82 +124,7 @@ def _tail(stream: Any) -> str:
 
 
 def failure_rows(cell: Cell, status: str, message: str) -> Rows:
-    from benchctl.ops import registry
     from benchctl.measure.execute import base_row
 
-    base = base_row(cell, registry.get(cell.op))
+    base = base_row(cell.resolve())
     return [{**base, "pass": p, "status": status, "message": message} for p in cell.passes]
-
-
-def series_key(cell: Cell, axis: str) -> tuple:
-    """Cells that differ only in the swept axis value form one series."""
-    others = {k: v for k, v in cell.params.items() if k != axis}
-    return (cell.op, cell.target, cell.impl, cell.device, cell.dtype, json.dumps(others, sort_keys=True))
-
-
-@dataclass
-class Sweep:
-    """Drives the cells through an executor and into a RunWriter, in `rounds` interleaved rounds.
-
-    A cell's rows are written once its last round is done; a cell that fails (crash, timeout, oom,
-    unavailable) is written at once and not run again. Interrupted, every cell with a round done is
-    written from the rounds it has. `on_done` follows each measurement (a round of a cell), with no
-    rows for a round a failed cell skips.
-    """
-
-    cells: Sequence[Cell]
-    executor: Executor
-    writer: RunWriter
-    env: dict[str, Any]
-    on_start: Callable[[Cell], None] = lambda cell: None
-    on_done: Callable[[Cell, Rows], None] = lambda cell, rows: None
-    # (op, impl, device) -> why it cannot run (e.g. its extension failed to build)
-    blocked: dict[tuple[str, str, str], str] = field(default_factory=dict)
-    rounds: int = 1
-    _skip: dict[tuple, str] = field(default_factory=dict)
-
-    def run(self) -> None:
-        measured: dict[int, list[Rows]] = {i: [] for i in range(len(self.cells))}
-        try:
-            for r in range(self.rounds):
-                for i, cell in enumerate(self.cells):
-                    if i not in measured:  # failed in an earlier round
-                        self.on_done(cell, [])
-                        continue
-                    self.on_start(cell)
-                    rows = self._measure(cell)
-                    measured[i].append(rows)
-                    self.on_done(cell, stamp(rows, self.env))
-                    if r == self.rounds - 1 or not all_ok(rows):
-                        self._write(measured.pop(i))
-        finally:
-            for rounds_rows in measured.values():
-                if rounds_rows:
-                    self._write(rounds_rows)
-
-    def _measure(self, cell: Cell) -> Rows:
-        from benchctl.ops import registry
-
-        axis = registry.get(cell.op).axis
-        key = series_key(cell, axis)
-        rows = self._rows(cell, key)
-        if any(r.get("status") == "oom" for r in rows):
-            self._skip[key] = f"skipped: an earlier {axis}={cell.params.get(axis)} ran out of memory"
-        return rows
-
-    def _write(self, rounds_rows: list[Rows]) -> None:
-        self.writer.write(stamp(merge(rounds_rows), self.env))
-
-    def _rows(self, cell: Cell, key: tuple) -> Rows:
-        blocked = self.blocked.get((cell.op, cell.impl, cell.device))
-        if blocked:
-            return failure_rows(cell, "unavailable", blocked)
-        if key in self._skip:
-            return failure_rows(cell, "skipped", self._skip[key])
-        return self.executor.run(cell)
-
-
-def stamp(rows: Iterable[dict[str, Any]], env: dict[str, Any]) -> Rows:
-    """The environment facts and the time on every row (a row's own facts, e.g. threads, win)."""
-    now = datetime.now(timezone.utc).isoformat()
-    return [{**env, **{k: v for k, v in r.items() if v is not None}, "timestamp": now} for r in rows]
