@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from benchctl.cli.options import load_operators, ops_dir_option
-from benchctl.cli.run import check_writable, parse_params
+from benchctl.cli.options import check_writable, parse_params
 from benchctl.results.schema import PASSES, Pass
 
 

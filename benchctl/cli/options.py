@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+import json
+import os
+from pathlib import Path
+from typing import Any, Mapping, Sequence
 
 import click
 
@@ -40,3 +43,41 @@ def load_operators(ops_dirs: Sequence[str]) -> dict:
     for path, err in registry.load_errors().items():
         console.warn(f"operator file {path} failed to import: {err}")
     return found
+
+
+def parse_params(pairs: tuple[str, ...], known: Mapping[str, Any] | None = None, sweep: bool = True) -> dict:
+    """KEY=VALUE pairs, values read as JSON where they parse (numbers, booleans), else strings. With `sweep`,
+    a comma list (KEY=1,2,4) sweeps that param; with `known`, KEY must be one of its keys."""
+    from benchctl.errors import UsageError
+
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or (known is not None and key not in known):
+            choices = f" with KEY one of {', '.join(known)}" if known is not None else ""
+            raise UsageError(f"--param {pair!r}: expected KEY=VALUE{choices}")
+        if sweep and "," in value and not value.startswith("["):
+            out[key] = [_json_or_text(v) for v in value.split(",")]
+        else:
+            out[key] = _json_or_text(value)
+    return out
+
+
+def _json_or_text(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def check_writable(out: Path) -> None:
+    """A results folder that cannot be written is a usage error before anything runs."""
+    from benchctl.errors import UsageError
+
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / f".write-test-{os.getpid()}"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        raise UsageError(f"cannot write results to {out}: {exc.strerror or exc}") from None

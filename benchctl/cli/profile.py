@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
@@ -14,24 +13,8 @@ if TYPE_CHECKING:  # imported inside the functions, so `benchctl --help` does no
     from benchctl.profile.profilers import ProfileResult
     from benchctl.profile.stacks import TopFrames
 
-from benchctl.results.schema import PASSES, Pass
-DTYPE_NAMES = ("float32", "float64", "float16", "bfloat16")  # cells.DTYPES, without importing torch
-
-
-def parse_params(pairs: tuple[str, ...], known: dict[str, Any]) -> dict[str, Any]:
-    """KEY=VALUE pairs; values are read as JSON where they parse (numbers, booleans), else strings."""
-    from benchctl.errors import UsageError
-
-    params: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, text = pair.partition("=")
-        if not sep or key not in known:
-            raise UsageError(f"--param {pair!r}: expected KEY=VALUE with KEY one of {', '.join(known)}")
-        try:
-            params[key] = json.loads(text)
-        except json.JSONDecodeError:
-            params[key] = text
-    return params
+from benchctl.cli.options import parse_params
+from benchctl.results.schema import DTYPE_NAMES, PASSES, Pass
 
 
 def build_cell(op_name: str, impl: str, device: str, target: str | None, dtype: str,
@@ -57,7 +40,7 @@ def build_cell(op_name: str, impl: str, device: str, target: str | None, dtype: 
     reason = op.implementations[impl].unavailable_reason(dev)
     if reason:
         raise BenchError(f"{op_name} {impl} is unavailable on {dev}: {reason}")
-    params = {**op.params, **parse_params(pairs, op.params)}
+    params = {**op.params, **parse_params(pairs, known=op.params, sweep=False)}
     if batch_size is not None:
         params["batch_size"] = batch_size
     return Cell.make(op_name, target or targets[0], impl, dev, dtype, params)

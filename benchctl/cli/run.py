@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import signal
 import sys
 from pathlib import Path
 
 import click
 
-from benchctl.cli.options import load_operators, op_option, ops_dir_option, tf32_option
+from benchctl.cli.options import check_writable, load_operators, op_option, ops_dir_option, parse_params, tf32_option
 
-BUSY_WARN_CORES = 0.5  # cores kept busy by other processes at the start of a CPU run
-SLOW_MEMORY_SHARE = 0.6  # memory bandwidth at the start of a CPU run, as a share of the calibrated read peak
 
 
 def _ints(text: str | None) -> tuple[int, ...]:
@@ -22,41 +18,6 @@ def _ints(text: str | None) -> tuple[int, ...]:
         return tuple(int(v) for v in text.split(",") if v.strip())
     except ValueError:
         raise click.BadParameter(f"expected comma-separated integers, got {text!r}") from None
-
-
-def _parse_value(text: str):
-    import json
-
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
-
-
-def parse_params(pairs: tuple[str, ...]) -> dict:
-    """KEY=VALUE pairs; a comma list (KEY=1,2,4) sweeps that param."""
-    out = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep:
-            raise click.BadParameter(f"--param takes KEY=VALUE, got {pair!r}")
-        if "," in value and not value.startswith("["):
-            out[key] = [_parse_value(v) for v in value.split(",")]
-        else:
-            out[key] = _parse_value(value)
-    return out
-
-
-def check_writable(out: Path) -> None:
-    from benchctl.errors import UsageError
-
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        probe = out / f".write-test-{os.getpid()}"
-        probe.write_text("")
-        probe.unlink()
-    except OSError as exc:
-        raise UsageError(f"cannot write results to {out}: {exc.strerror or exc}") from None
 
 
 @click.command("run")
@@ -112,80 +73,40 @@ def command(impls, devices, ops, ops_dirs, config, targets, batch_sizes, params,
 
 
 def _execute(plan, out: Path) -> None:
+    """The preflight, then the session, with progress and the summary around them."""
     from benchctl import console
     from benchctl.errors import BenchError
+    from benchctl.sweep.preflight import Preflight, busy_cores_now, memory_bandwidth_now
+    from benchctl.sweep.session import Interrupted, Session
 
-    runnable, unavailable = plan.availability()
+    preflight = Preflight(plan.cells)
+    runnable, unavailable = preflight.availability()
     for reason, cells in unavailable.items():
         which = ", ".join(dict.fromkeys(f"{c.op} {c.impl} on {c.device}" for c in cells))
         console.warn(f"{len(cells)} cell(s) unavailable here ({which}): {reason}")
     if not runnable:
         raise BenchError(f"nothing can run here: {'; '.join(unavailable)}")
-    plan.build_extensions(lambda msg: console.err.print(msg, highlight=False))
-    busy, memory = _warn_if_busy(plan), _warn_if_memory_is_busy(plan)
-    writer = plan.writer(out, busy_cores_at_start=busy, mem_gbps_at_start=memory)
-    _install_signal_handlers()
+    preflight.build_extensions(lambda msg: console.err.print(msg))
+    busy, busy_warning = busy_cores_now(plan.cells)
+    memory, memory_warning = memory_bandwidth_now(plan.cells, plan.settings().peaks.get("cpu", {}).get("read_gbps"))
+    for warning in filter(None, (busy_warning, memory_warning)):
+        console.warn(warning)
+    session = Session.open(plan, out, preflight.build_failures, busy_cores_at_start=busy,
+                           mem_gbps_at_start=memory)
     try:
-        _progress_run(plan, writer)
-    except KeyboardInterrupt:
-        signal.signal(signal.SIGINT, lambda *_: os._exit(130))  # a second Ctrl-C exits at once
-        writer.finish("interrupted")
-        console.error(f"interrupted: {writer.parts} finished cell(s) kept in {writer.dir}")
+        _progress_run(session)
+    except Interrupted as exc:
+        console.error(str(exc))
         sys.exit(130)
-    except BaseException as exc:  # no way out of the sweep leaves the run marked running
-        writer.finish("failed", reason=f"{type(exc).__name__}: {exc}")
-        raise
-    writer.finish("complete")
-    _render_summary(plan, writer)
+    _render_summary(session.writer)
 
 
-def _warn_if_busy(plan) -> float | None:
-    """Other work on the CPU makes timings noisy: torch's OpenMP threads wait out a busy core.
-    Returns the busy cores measured (None for a GPU-only run or without /proc/stat)."""
-    from benchctl import console
-    from benchctl.machine.facts import busy_cores
-
-    if not any(c.device == "cpu" for c in plan.cells):
-        return None
-    busy = busy_cores()
-    if busy is not None and busy >= BUSY_WARN_CORES:
-        console.warn(f"about {busy:.1f} of {os.cpu_count()} cores are busy with other work: CPU timings will be "
-                     "noisy (compare ratios within this run only, or use --threads 1)")
-    return busy
-
-
-def _warn_if_memory_is_busy(plan) -> float | None:
-    """Other tenants of the host can take half the memory bandwidth without using a core of this machine.
-    Returns the probe's GB/s (None for a GPU-only run)."""
-    from benchctl import console
-    from benchctl.machine import membw
-
-    if not any(c.device == "cpu" for c in plan.cells):
-        return None
-    now, peak = membw.probe(), plan.settings().peaks.get("cpu", {}).get("read_gbps")
-    if peak and now < SLOW_MEMORY_SHARE * peak:
-        console.warn(f"memory bandwidth is {now:.0f} GB/s now, {now / peak:.0%} of the {peak:.0f} GB/s calibrated: "
-                     "other work on this host is using it; memory-bound timings will be slower and move "
-                     "(see each row's mem_gbps)")
-    return now
-
-
-def _install_signal_handlers() -> None:
-    """SIGINT and SIGTERM both stop the sweep cleanly. SIGINT is set explicitly because a process
-    started in the background by a non-interactive shell inherits it ignored."""
-    def on_signal(signum, frame):
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGINT, on_signal)
-    signal.signal(signal.SIGTERM, on_signal)
-
-
-def _progress_run(plan, writer) -> None:
+def _progress_run(session) -> None:
     from benchctl import console
     from benchctl.results.schema import Status
 
     with console.progress() as bar:
-        task = bar.add_task("cells", total=len(plan.cells) * plan.rounds, current="")
+        task = bar.add_task("cells", total=len(session.plan.cells) * session.plan.rounds, current="")
 
         def done(cell, rows) -> None:
             bad = [r for r in rows if r["status"] not in (Status.OK, Status.UNAVAILABLE)]
@@ -194,10 +115,10 @@ def _progress_run(plan, writer) -> None:
                                                  str(bad[0].get("message") or "")))
             bar.update(task, advance=1, current=cell.label())
 
-        plan.run(writer, on_start=lambda c: bar.update(task, current=c.label()), on_done=done)
+        session.run(on_start=lambda c: bar.update(task, current=c.label()), on_done=done)
 
 
-def _render_summary(plan, writer) -> None:
+def _render_summary(writer) -> None:
     from benchctl import console
     from benchctl.ops import registry
     from benchctl.results import storage

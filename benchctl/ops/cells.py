@@ -14,9 +14,9 @@ from typing import Any, Mapping
 import torch
 
 from benchctl.ops.registry import Implementation, Operator, Target, get
-from benchctl.results.schema import PASSES
+from benchctl.results.schema import DTYPE_NAMES, PASSES
 
-DTYPES = {"float32": torch.float32, "float64": torch.float64, "float16": torch.float16, "bfloat16": torch.bfloat16}
+DTYPES = {name: getattr(torch, name) for name in DTYPE_NAMES}
 
 
 @dataclass(frozen=True)

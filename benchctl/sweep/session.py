@@ -1,20 +1,25 @@
-"""The session of one sweep: cells go through an executor in interleaved rounds, rows are stamped with the
-environment and written as each cell finishes. After an out-of-memory cell, the larger sizes of the same
-series are recorded `skipped`.
+"""The session of one sweep: its run folder, the signals that stop it, the state it ends in; inside it, cells
+go through an executor in interleaved rounds, and rows are stamped with the environment and written as each
+cell finishes. After an out-of-memory cell, the larger sizes of the same series are recorded `skipped`.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import signal
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
 from benchctl.ops import registry
 from benchctl.ops.cells import Cell
 from benchctl.results.schema import Status
-from benchctl.results.storage import RunWriter
+from benchctl.machine.facts import environment, memory_setup
+from benchctl.results.storage import RunWriter, new_run_id
 from benchctl.sweep.executors import Executor, Rows, failure_rows
+from benchctl.sweep.plan import Plan
 from benchctl.sweep.rounds import all_ok, merge
 
 
@@ -88,3 +93,53 @@ def stamp(rows: Iterable[dict[str, Any]], env: dict[str, Any]) -> Rows:
     """The environment facts and the time on every row (a row's own facts, e.g. threads, win)."""
     now = datetime.now(timezone.utc).isoformat()
     return [{**env, **{k: v for k, v in r.items() if v is not None}, "timestamp": now} for r in rows]
+
+
+class Interrupted(Exception):
+    """The sweep was stopped by SIGINT or SIGTERM; every finished cell is kept."""
+
+
+@dataclass
+class Session:
+    """One run of a plan: its folder, the signals that stop it, and the state it ends in. Every way out
+    marks run.json: `complete`, `interrupted` (Ctrl-C, SIGTERM) or `failed` (with the reason)."""
+
+    plan: Plan
+    writer: RunWriter
+    blocked: dict[tuple[str, str, str], str] = field(default_factory=dict)
+
+    @staticmethod
+    def open(plan: Plan, out: Path, blocked: dict[tuple[str, str, str], str] | None = None,
+             **facts: Any) -> "Session":
+        """A new run folder under `out`; `facts` (e.g. busy_cores_at_start) go into run.json."""
+        meta = {"environment": environment(), "memory": memory_setup(), **plan.meta(), **facts}
+        return Session(plan, RunWriter(out, new_run_id(), meta), dict(blocked or {}))
+
+    def run(self, on_start: Callable[[Cell], None] = lambda cell: None,
+            on_done: Callable[[Cell, Rows], None] = lambda cell, rows: None) -> None:
+        _stop_on_signals()
+        executor = self.plan.executor()
+        env = {**environment(), **({"threads": self.plan.threads} if self.plan.threads else {})}
+        try:
+            Sweep(self.plan.cells, executor, self.writer, env, on_start=on_start, on_done=on_done,
+                  blocked=self.blocked, rounds=self.plan.rounds).run()
+        except KeyboardInterrupt:
+            signal.signal(signal.SIGINT, lambda *_: os._exit(130))  # a second Ctrl-C exits at once
+            self.writer.finish("interrupted")
+            raise Interrupted(f"interrupted: {self.writer.parts} finished cell(s) kept in {self.writer.dir}") from None
+        except BaseException as exc:  # no way out of the sweep leaves the run marked running
+            self.writer.finish("failed", reason=f"{type(exc).__name__}: {exc}")
+            raise
+        finally:
+            executor.close()
+        self.writer.finish("complete")
+
+
+def _stop_on_signals() -> None:
+    """SIGINT and SIGTERM both stop the sweep cleanly. SIGINT is set explicitly because a process
+    started in the background by a non-interactive shell inherits it ignored."""
+    def on_signal(signum, frame):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)

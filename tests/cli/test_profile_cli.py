@@ -168,10 +168,10 @@ def test_user_operator_from_ops_dir_reaches_the_child(tmp_path: Path, example_op
 
 def test_help_lists_the_options() -> None:
     from benchctl.ops.cells import DTYPES
-    from benchctl.cli.profile import DTYPE_NAMES
+    from benchctl.results.schema import DTYPE_NAMES
 
     result = invoke("profile", "--help")
     assert result.exit_code == 0
     for option in ("--pass", "--native / --no-native", "--profiler", "--duration", "--rate", "--out", "--memory"):
         assert option in result.output
-    assert DTYPE_NAMES == tuple(DTYPES)  # kept as literals so --help does not import torch
+    assert DTYPE_NAMES == tuple(DTYPES)  # names only, so --help does not import torch

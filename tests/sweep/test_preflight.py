@@ -7,6 +7,7 @@ from benchctl.ops.build import BuildError
 from benchctl.ops.cells import Cell
 from benchctl.sweep.config import SweepConfig
 from benchctl.sweep.plan import Plan
+from benchctl.sweep.preflight import Preflight
 from benchctl.ops.registry import Case, Operator, Target, randn
 
 
@@ -28,11 +29,11 @@ def test_failed_build_makes_cells_unavailable_with_the_compiler_reason():
     make_op()
     cells = [Cell.make("plan_toy", "op", impl, dev, "float32", {"batch_size": 2})
              for impl, dev in (("py", "cpu"), ("ext", "cpu"), ("py", "cuda"))]
-    plan = Plan(cells)
+    preflight = Preflight(cells)
     said = []
-    plan.build_extensions(said.append)
+    preflight.build_extensions(said.append)
     assert any("x.cpp:1: error: nope" in s for s in said)
-    runnable, reasons = plan.availability()
+    runnable, reasons = preflight.availability()
     assert [c.impl for c in runnable] == ["py"]
     assert any("building plan_toy failed" in r for r in reasons)
     if not torch.cuda.is_available():

@@ -1,0 +1,84 @@
+"""The preflight of a sweep: what stands between the cells asked for and the first measurement.
+
+Which cells can run here (each one that cannot, with its reason), the extensions the runnable ones need,
+compiled now with a line each (a failed build makes its cells unavailable with the compiler's reason, and
+never spends a worker's cell timeout), and the state of the machine at the start: cores kept busy by other
+work and the memory bandwidth left to a CPU run. Nothing here prints; the caller shows what it says.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+from benchctl.machine import facts, membw
+from benchctl.ops.build import BuildError
+from benchctl.ops.cells import Cell
+
+BUSY_WARN_CORES = 0.5  # cores kept busy by other processes at the start of a CPU run
+SLOW_MEMORY_SHARE = 0.6  # memory bandwidth at the start of a CPU run, as a share of the calibrated read peak
+Key = tuple[str, str, str]  # (operator, implementation, device)
+
+
+@dataclass
+class Preflight:
+    cells: Sequence[Cell]
+    build_failures: dict[Key, str] = field(default_factory=dict)
+
+    def reason(self, cell: Cell) -> str | None:
+        """Why `cell` cannot run here, or None."""
+        return self.build_failures.get((cell.op, cell.impl, cell.device)) or cell.resolve().unavailable_reason()
+
+    def availability(self) -> tuple[list[Cell], dict[str, list[Cell]]]:
+        """Cells that can run here, and the others grouped by the reason they cannot."""
+        runnable, reasons = [], {}
+        for cell in self.cells:
+            reason = self.reason(cell)
+            if reason:
+                reasons.setdefault(reason, []).append(cell)
+            else:
+                runnable.append(cell)
+        return runnable, reasons
+
+    def build_extensions(self, say: Callable[[str], None]) -> None:
+        """Compile what runnable cells need, with a status line each; a failure makes them unavailable."""
+        runnable, _ = self.availability()
+        for key in dict.fromkeys((c.op, c.impl, c.device) for c in runnable):
+            impl = next(c for c in runnable if (c.op, c.impl, c.device) == key).resolve().impl
+            if impl.build is None:
+                continue
+            op_name, impl_name, device = key
+            say(f"building {op_name} {impl_name} for {device} ...")
+            try:
+                seconds = impl.build(device)
+            except BuildError as exc:
+                self.build_failures[key] = f"{op_name} {impl_name}: {exc.summary}"
+                say(f"  failed: {exc.summary}\n{exc.compiler_lines}")
+                continue
+            say(f"  ready in {seconds:.1f} s")
+
+
+def busy_cores_now(cells: Sequence[Cell]) -> tuple[float | None, str | None]:
+    """Other work on the CPU makes timings noisy: torch's OpenMP threads wait out a busy core.
+    The busy cores measured (None for a GPU-only run or without /proc/stat), and a warning if too many."""
+    if not any(c.device == "cpu" for c in cells):
+        return None, None
+    busy = facts.busy_cores()
+    if busy is None or busy < BUSY_WARN_CORES:
+        return busy, None
+    return busy, (f"about {busy:.1f} of {os.cpu_count()} cores are busy with other work: CPU timings will be "
+                  "noisy (compare ratios within this run only, or use --threads 1)")
+
+
+def memory_bandwidth_now(cells: Sequence[Cell], read_peak: float | None) -> tuple[float | None, str | None]:
+    """Other tenants of the host can take half the memory bandwidth without using a core of this machine.
+    The probe's GB/s (None for a GPU-only run), and a warning when it is well under the calibrated peak."""
+    if not any(c.device == "cpu" for c in cells):
+        return None, None
+    now = membw.probe()
+    if not read_peak or now >= SLOW_MEMORY_SHARE * read_peak:
+        return now, None
+    return now, (f"memory bandwidth is {now:.0f} GB/s now, {now / read_peak:.0%} of the {read_peak:.0f} GB/s "
+                 "calibrated: other work on this host is using it; memory-bound timings will be slower and "
+                 "move (see each row's mem_gbps)")
