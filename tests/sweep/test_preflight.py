@@ -1,12 +1,10 @@
-"""A sweep's plan: unavailable cells grouped by reason, and a failed build making its cells unavailable."""
+"""A sweep's preflight: unavailable cells grouped by reason, and a failed build making its cells unavailable."""
 
 import torch
 
 from benchctl.ops import registry
 from benchctl.ops.build import BuildError
 from benchctl.ops.cells import Cell
-from benchctl.sweep.config import SweepConfig
-from benchctl.sweep.plan import Plan
 from benchctl.sweep.preflight import Preflight
 from benchctl.ops.registry import Case, Operator, Target, randn
 
@@ -38,10 +36,3 @@ def test_failed_build_makes_cells_unavailable_with_the_compiler_reason():
     assert any("building plan_toy failed" in r for r in reasons)
     if not torch.cuda.is_available():
         assert any(r.startswith("no CUDA") for r in reasons)
-
-
-def test_command_line_timing_overrides_the_config_and_the_rest_keeps_its_defaults():
-    config = SweepConfig(timing={"min_time": 0.3, "warmup_time": 2.0, "warmup": 3})
-    policy = Plan([], config, warmup_time=0.1).settings().policy
-    assert (policy.min_time, policy.warmup_time, policy.warmup) == (0.3, 0.1, 3)
-    assert Plan([]).settings().policy.warmup_time == 0.5
