@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -9,6 +10,9 @@ import pytest
 import torch
 
 from benchctl.ops import registry
+
+# Every Ray a test starts listens on 127.0.0.1 only (Ray reads this when it is imported).
+os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE_OPS = Path(__file__).resolve().parent / "fixtures" / "ops"

@@ -49,9 +49,15 @@ def _ints(text: str | None) -> tuple[int, ...]:
 @click.option("--fresh-worker", is_flag=True,
               help="A new worker process for every cell: no timing depends on the cells before it.")
 @click.option("--in-process", is_flag=True, help="No worker process (no crash isolation; for debugging).")
+@click.option("--executor", type=click.Choice(["local", "pool", "ray"]), default="local", show_default=True,
+              help="local: one cell at a time here; pool: a worker per local GPU (CPU cells alone); "
+                   "ray: series on the nodes of a Ray cluster.")
+@click.option("--address", help="ray: an existing cluster (auto, or HOST:PORT); default: start one here.")
+@click.option("--gpu-kind", "gpu_kinds", help="ray: comma list of accelerator types, e.g. H100,A100; GPU "
+              "series run once on each.")
 def command(impls, devices, ops, ops_dirs, config, targets, batch_sizes, params, dtypes, passes, min_time,
             max_time, warmup_time, rounds, threads, out, quick, timeout, flush_l2, tf32, fresh_worker,
-            in_process) -> None:
+            in_process, executor, address, gpu_kinds) -> None:
     """Time IMPLS (py, cpp, cuda, a variant, a comma list, all) on DEVICES (cpu, gpu, all)."""
     from benchctl.sweep.request import SweepRequest, expand, split
     from benchctl.sweep.config import SweepConfig, load_config
@@ -68,30 +74,29 @@ def command(impls, devices, ops, ops_dirs, config, targets, batch_sizes, params,
     check_writable(Path(out))
     plan = Plan(cells, cfg, min_time=min_time, max_time=max_time, warmup_time=warmup_time, threads=threads,
                 flush_l2=flush_l2, tf32=tf32, timeout=timeout, in_process=in_process, ops_dirs=ops_dirs,
-                rounds=rounds, fresh_worker=fresh_worker)
+                rounds=rounds, fresh_worker=fresh_worker, executor=executor, address=address,
+                gpu_kinds=tuple(split(gpu_kinds)) if gpu_kinds else ())
     _execute(plan, Path(out))
 
 
 def _execute(plan, out: Path) -> None:
     """The preflight, then the session, with progress and the summary around them."""
     from benchctl import console
-    from benchctl.errors import BenchError
     from benchctl.sweep.preflight import Preflight, busy_cores_now, memory_bandwidth_now
+    from benchctl.sweep.series import group
     from benchctl.sweep.session import Interrupted, Session
 
     preflight = Preflight(plan.cells)
-    runnable, unavailable = preflight.availability()
-    for reason, cells in unavailable.items():
-        which = ", ".join(dict.fromkeys(f"{c.op} {c.impl} on {c.device}" for c in cells))
-        console.warn(f"{len(cells)} cell(s) unavailable here ({which}): {reason}")
-    if not runnable:
-        raise BenchError(f"nothing can run here: {'; '.join(unavailable)}")
-    preflight.build_extensions(lambda msg: console.err.print(msg))
+    if plan.executor != "ray":  # on a cluster, each node judges availability and builds for itself
+        _check_and_build(preflight)
     busy, busy_warning = busy_cores_now(plan.cells)
     memory, memory_warning = memory_bandwidth_now(plan.cells, plan.settings().peaks.get("cpu", {}).get("read_gbps"))
     for warning in filter(None, (busy_warning, memory_warning)):
         console.warn(warning)
-    session = Session.open(plan, out, preflight.build_failures, busy_cores_at_start=busy,
+    fanout = plan.fanout()
+    if fanout is not None:
+        fanout.start(group(plan.cells))  # bad input about the cluster: one line, and no run folder
+    session = Session.open(plan, out, preflight.build_failures, fanout, busy_cores_at_start=busy,
                            mem_gbps_at_start=memory)
     try:
         _progress_run(session)
@@ -99,6 +104,19 @@ def _execute(plan, out: Path) -> None:
         console.error(str(exc))
         sys.exit(130)
     _render_summary(session.writer)
+
+
+def _check_and_build(preflight) -> None:
+    from benchctl import console
+    from benchctl.errors import BenchError
+
+    runnable, unavailable = preflight.availability()
+    for reason, cells in unavailable.items():
+        which = ", ".join(dict.fromkeys(f"{c.op} {c.impl} on {c.device}" for c in cells))
+        console.warn(f"{len(cells)} cell(s) unavailable here ({which}): {reason}")
+    if not runnable:
+        raise BenchError(f"nothing can run here: {'; '.join(unavailable)}")
+    preflight.build_extensions(lambda msg: console.err.print(msg))
 
 
 def _progress_run(session) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import socket
 import subprocess
 import time
@@ -46,15 +47,27 @@ def gpu_name() -> str | None:
     return None
 
 
+def gpu_driver(version_file: Path = Path("/proc/driver/nvidia/version")) -> str | None:
+    """The NVIDIA kernel driver's version ("... Kernel Module  550.54.15 ..."), or None without one."""
+    try:
+        match = re.search(r"Kernel Module\s+(?:for \S+\s+)?([0-9.]+)", version_file.read_text())
+    except OSError:
+        return None
+    return match.group(1) if match else None
+
+
 def environment() -> dict[str, Any]:
-    """The facts every result row carries."""
+    """The facts every result row carries (results/schema.py ENV_FIELDS); node_id is set by whoever
+    scheduled the cell, the host by default."""
     return {
         "git_sha": git_sha(),
         "host": socket.gethostname(),
+        "node_id": socket.gethostname(),
         "torch_version": torch.__version__,
         "cuda_version": torch.version.cuda,
         "cpu_name": cpu_name(),
         "gpu_name": gpu_name(),
+        "gpu_driver": gpu_driver() if torch.cuda.is_available() else None,
         "threads": torch.get_num_threads(),
     }
 

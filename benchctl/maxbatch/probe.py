@@ -14,7 +14,7 @@ from benchctl.measure.execute import Settings
 from benchctl.maxbatch.search import SearchResult, default_cpu_limit, search
 from benchctl.machine.facts import environment
 from benchctl.sweep.executors import WorkerProcess
-from benchctl.sweep.session import stamp
+from benchctl.sweep.driver import stamp
 from benchctl.results.storage import RunWriter, new_run_id
 from benchctl.measure.timing import Policy
 from benchctl.results.schema import Status

@@ -5,6 +5,7 @@ takes the next cell)."""
 from __future__ import annotations
 
 import json
+import os
 import select
 import signal
 import subprocess
@@ -53,6 +54,7 @@ class WorkerProcess:
     threads: int | None = None
     mem_limit: int | None = None
     fresh: bool = False
+    env: dict[str, str] = field(default_factory=dict)  # set for the worker, e.g. CUDA_VISIBLE_DEVICES
     _proc: subprocess.Popen | None = field(default=None, repr=False)
     _stderr: Any = field(default=None, repr=False)
 
@@ -60,7 +62,8 @@ class WorkerProcess:
         self._stderr = tempfile.TemporaryFile()
         # A new session: the terminal's Ctrl-C reaches the parent only, which decides what stops.
         proc = subprocess.Popen([sys.executable, "-m", "benchctl.sweep.worker"], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=self._stderr, text=True, start_new_session=True)
+                                stdout=subprocess.PIPE, stderr=self._stderr, text=True, start_new_session=True,
+                                env={**os.environ, **self.env})
         setup = {"ops_dirs": [str(d) for d in self.ops_dirs], "settings": settings_to_json(self.settings),
                  "threads": self.threads, "mem_limit": self.mem_limit}
         proc.stdin.write(json.dumps(setup) + "\n")

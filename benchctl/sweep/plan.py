@@ -11,7 +11,10 @@ from benchctl.sweep.config import SweepConfig
 from benchctl.measure.correctness import TF32_MODES
 from benchctl.measure.execute import Settings
 from benchctl.sweep.rounds import per_round
+from benchctl.sweep.cluster import RayCluster
 from benchctl.sweep.executors import InProcess, WorkerProcess
+from benchctl.sweep.pool import Pool, local_gpus
+from benchctl.sweep.series import SeriesJob
 from benchctl.measure.timing import Policy
 
 
@@ -31,6 +34,9 @@ class Plan:
     mem_limit: int | None = None
     rounds: int = 1
     fresh_worker: bool = False
+    executor: str = "local"  # one of EXECUTORS
+    address: str | None = None  # ray: an existing cluster's address ("auto", HOST:PORT); None starts one
+    gpu_kinds: Sequence[str] = ()  # ray: GPU series run once on each of these accelerator types
 
     def settings(self) -> Settings:
         from benchctl.measure.calibrate import load_peaks
@@ -57,11 +63,29 @@ class Plan:
     def meta(self) -> dict[str, Any]:
         """What run.json records of the plan, beside the environment."""
         return {"cells": len(self.cells), "rounds": self.rounds, "config": self.config.path,
-                "peaks": self.settings().peaks, "references": self.references(), "tf32": self.tf32_mode()}
+                "peaks": self.settings().peaks, "references": self.references(), "tf32": self.tf32_mode(),
+                "executor": self.executor, **({"gpu_kinds": list(self.gpu_kinds)} if self.gpu_kinds else {})}
 
-    def executor(self):
+    def local_executor(self) -> InProcess | WorkerProcess:
+        """Where cells run under the local executor: this process, or one worker process at a time."""
         settings = self.settings()
         if self.in_process:
             return InProcess(settings)
         return WorkerProcess(settings, ops_dirs=self.ops_dirs, timeout=self.timeout, threads=self.threads,
                              mem_limit=self.mem_limit, fresh=self.fresh_worker)
+
+    def series_job(self) -> SeriesJob:
+        """The settings every series shares, for the fan-out executors."""
+        return SeriesJob((), self.settings(), tuple(map(str, self.ops_dirs)), self.rounds, self.timeout,
+                         self.threads, self.mem_limit)
+
+    def fanout(self) -> Pool | RayCluster | None:
+        """The executor that fans series out (pool, ray), or None for the local one."""
+        if self.executor == "pool":
+            return Pool(self.series_job(), local_gpus())
+        if self.executor == "ray":
+            return RayCluster(self.series_job(), self.address, tuple(self.gpu_kinds))
+        return None
+
+
+EXECUTORS = ("local", "pool", "ray")

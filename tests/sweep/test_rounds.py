@@ -10,7 +10,7 @@ import pytest
 from benchctl.results import storage
 from benchctl.ops.cells import Cell
 from benchctl.sweep.rounds import merge, per_round
-from benchctl.sweep.session import Sweep
+from benchctl.sweep.driver import Sweep
 from benchctl.results.storage import RunWriter
 from benchctl.measure.timing import Policy
 

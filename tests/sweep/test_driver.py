@@ -10,7 +10,7 @@ from benchctl.results import storage
 from benchctl.ops.cells import Cell
 from benchctl.measure.execute import Settings
 from benchctl.sweep.executors import WorkerProcess
-from benchctl.sweep.session import Sweep
+from benchctl.sweep.driver import Sweep
 from benchctl.results.storage import RunWriter
 from benchctl.measure.timing import Policy
 

@@ -1,0 +1,108 @@
+"""What a result row is: its columns and their types, the statuses, the passes and the environment facts,
+each defined here once; every other module takes them from here.
+
+The parquet files are the contract with users and old runs: a column is only ever added (nullable), and a
+change that breaks a reader bumps SCHEMA_VERSION, while loaders keep reading older versions.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+import pyarrow as pa
+
+SCHEMA_VERSION = 1
+
+
+class Status(StrEnum):
+    """How a cell's pass ended. A StrEnum: rows and parquet files hold the plain string."""
+
+    OK = "ok"
+    UNAVAILABLE = "unavailable"  # cannot run here: no device, no extension, a failed build
+    INCORRECT = "incorrect"  # ran, but failed the correctness gate
+    OOM = "oom"
+    CRASHED = "crashed"  # the worker died (segfault, abort, exit)
+    TIMEOUT = "timeout"
+    ERROR = "error"  # the implementation raised
+    SKIPPED = "skipped"  # not run: a smaller size of its series ran out of memory
+    LOST = "lost"  # its node died and the retry failed too (ray executor); the message names the error
+
+
+# A cell that ran and went wrong (not one that could not, or was not, run).
+BROKEN = (Status.INCORRECT, Status.OOM, Status.CRASHED, Status.TIMEOUT, Status.ERROR, Status.LOST)
+# Every status of a row without a time.
+FAILED = tuple(s for s in Status if s is not Status.OK)
+
+
+class Pass(StrEnum):
+    FORWARD = "forward"
+    BACKWARD = "backward"
+    FORWARD_BACKWARD = "forward_backward"
+
+
+PASSES: tuple[str, ...] = tuple(p.value for p in Pass)  # plain strings (click, JSON, parquet)
+DTYPE_NAMES = ("float32", "float64", "float16", "bfloat16")  # the torch dtypes a cell can name
+PASS_LABELS = {Pass.FORWARD: "forward", Pass.BACKWARD: "backward", Pass.FORWARD_BACKWARD: "forward+backward"}
+
+# Facts of the machine and software stamped on every row (machine/facts.py gathers them), with the
+# label the report's environment table gives each.
+ENV_FIELDS = {"host": "host", "node_id": "node", "torch_version": "torch", "cuda_version": "CUDA",
+              "cpu_name": "CPU", "gpu_name": "GPU", "gpu_driver": "driver", "threads": "threads", "git_sha": "git"}
+
+# Column -> arrow type. Every row carries all of them (missing values are null).
+COLUMNS: dict[str, pa.DataType] = {
+    "schema_version": pa.int32(),
+    "run_id": pa.string(),
+    "timestamp": pa.string(),
+    "git_sha": pa.string(),
+    "host": pa.string(),
+    "torch_version": pa.string(),
+    "cuda_version": pa.string(),
+    "cpu_name": pa.string(),
+    "gpu_name": pa.string(),
+    "gpu_driver": pa.string(),
+    "node_id": pa.string(),  # the machine that ran the cell: Ray's node id, else the host
+    "threads": pa.int32(),
+    "op": pa.string(),
+    "target": pa.string(),
+    "impl": pa.string(),
+    "device": pa.string(),
+    "dtype": pa.string(),
+    "params": pa.string(),  # JSON of the operator's params for this cell
+    "axis": pa.string(),  # the param the operator sweeps on a chart's x axis
+    "axis_value": pa.float64(),
+    "batch_size": pa.int64(),
+    "pass": pa.string(),  # a Pass
+    "status": pa.string(),  # a Status
+    "message": pa.string(),
+    "n": pa.int64(),
+    "median_s": pa.float64(),
+    "iqr_s": pa.float64(),
+    "mean_s": pa.float64(),
+    "std_s": pa.float64(),
+    "min_s": pa.float64(),
+    "max_s": pa.float64(),
+    "samples_s": pa.list_(pa.float64()),
+    "noisy": pa.bool_(),
+    "rounds": pa.int32(),  # interleaved rounds the samples were pooled from (run --rounds)
+    "round_spread": pa.float64(),  # slowest round's median / fastest round's - 1
+    "compile_s": pa.float64(),  # duration of the first (warm-up) call: build, JIT, caches
+    "peak_mem_bytes": pa.float64(),
+    "page_faults": pa.float64(),  # median minor page faults per timed call (CPU clock)
+    "sys_s": pa.float64(),  # mean system (OS) CPU seconds per timed call, all threads (CPU clock)
+    "host_s": pa.float64(),  # median seconds the host took to issue a timed call (GPU clock)
+    "mem_gbps": pa.float64(),  # the machine's memory read bandwidth around the measurement (CPU, membw.py)
+    "flops": pa.float64(),
+    "bytes": pa.float64(),
+    "gflops": pa.float64(),
+    "gbps": pa.float64(),
+    "pct_of_peak": pa.float64(),
+    "correct": pa.bool_(),
+    "max_abs_err": pa.float64(),
+    "max_rel_err": pa.float64(),
+    "tolerance": pa.float64(),
+    "check_params": pa.string(),
+}
+assert set(ENV_FIELDS) <= set(COLUMNS)
+SCHEMA = pa.schema(list(COLUMNS.items()))
+

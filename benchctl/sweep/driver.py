@@ -1,0 +1,93 @@
+"""Drives cells through one executor in interleaved rounds: rows are stamped with the environment and
+written as each cell finishes. After an out-of-memory cell, the larger sizes of the same series are
+recorded `skipped`. The session runs it on this machine; a series job runs it on whichever node has it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Callable, Iterable, Protocol, Sequence
+
+from benchctl.ops import registry
+from benchctl.ops.cells import Cell
+from benchctl.results.schema import Status
+from benchctl.sweep.executors import Executor, Rows, failure_rows
+from benchctl.sweep.rounds import all_ok, merge
+
+
+class Writer(Protocol):
+    def write(self, rows: Sequence[dict[str, Any]]) -> Any: ...
+
+
+def series_key(cell: Cell, axis: str) -> tuple:
+    """Cells that differ only in the swept axis value form one series."""
+    others = {k: v for k, v in cell.params.items() if k != axis}
+    return (cell.op, cell.target, cell.impl, cell.device, cell.dtype, json.dumps(others, sort_keys=True))
+
+
+@dataclass
+class Sweep:
+    """Drives the cells through an executor and into a RunWriter, in `rounds` interleaved rounds.
+
+    A cell's rows are written once its last round is done; a cell that fails (crash, timeout, oom,
+    unavailable) is written at once and not run again. Interrupted, every cell with a round done is
+    written from the rounds it has. `on_done` follows each measurement (a round of a cell), with no
+    rows for a round a failed cell skips.
+    """
+
+    cells: Sequence[Cell]
+    executor: Executor
+    writer: Writer
+    env: dict[str, Any]
+    on_start: Callable[[Cell], None] = lambda cell: None
+    on_done: Callable[[Cell, Rows], None] = lambda cell, rows: None
+    # (op, impl, device) -> why it cannot run (e.g. its extension failed to build)
+    blocked: dict[tuple[str, str, str], str] = field(default_factory=dict)
+    rounds: int = 1
+    _skip: dict[tuple, str] = field(default_factory=dict)
+
+    def run(self) -> None:
+        measured: dict[int, list[Rows]] = {i: [] for i in range(len(self.cells))}
+        try:
+            for r in range(self.rounds):
+                for i, cell in enumerate(self.cells):
+                    if i not in measured:  # failed in an earlier round
+                        self.on_done(cell, [])
+                        continue
+                    self.on_start(cell)
+                    rows = self._measure(cell)
+                    measured[i].append(rows)
+                    self.on_done(cell, stamp(rows, self.env))
+                    if r == self.rounds - 1 or not all_ok(rows):
+                        self._write(measured.pop(i))
+        finally:
+            for rounds_rows in measured.values():
+                if rounds_rows:
+                    self._write(rounds_rows)
+
+    def _measure(self, cell: Cell) -> Rows:
+        axis = registry.get(cell.op).axis
+        key = series_key(cell, axis)
+        rows = self._rows(cell, key)
+        if any(r.get("status") == Status.OOM for r in rows):
+            self._skip[key] = f"skipped: an earlier {axis}={cell.params.get(axis)} ran out of memory"
+        return rows
+
+    def _write(self, rounds_rows: list[Rows]) -> None:
+        self.writer.write(stamp(merge(rounds_rows), self.env))
+
+    def _rows(self, cell: Cell, key: tuple) -> Rows:
+        blocked = self.blocked.get((cell.op, cell.impl, cell.device))
+        if blocked:
+            return failure_rows(cell, Status.UNAVAILABLE, blocked)
+        if key in self._skip:
+            return failure_rows(cell, Status.SKIPPED, self._skip[key])
+        return self.executor.run(cell)
+
+
+def stamp(rows: Iterable[dict[str, Any]], env: dict[str, Any]) -> Rows:
+    """The environment facts and the time on every row (a row's own facts, e.g. threads, win)."""
+    now = datetime.now(timezone.utc).isoformat()
+    return [{**env, **{k: v for k, v in r.items() if v is not None}, "timestamp": now} for r in rows]

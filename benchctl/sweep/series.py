@@ -1,0 +1,76 @@
+"""A series: the cells that differ only in the swept axis, run in ascending order on one device. It is the
+unit the fan-out executors (pool, ray) schedule, so "larger sizes are skipped after an OOM" and interleaved
+rounds work on any node. `run_series` runs one wherever it is called: it builds the extensions the series
+needs on that node, runs each cell in a worker subprocess (a segfault or hang ends only its cell) and
+returns the rows, stamped with the facts of the machine that ran them.
+"""
+
+from __future__ import annotations
+
+import socket
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from benchctl.machine.facts import environment
+from benchctl.measure.execute import Settings
+from benchctl.ops import registry
+from benchctl.ops.cells import Cell
+from benchctl.sweep.driver import Sweep, series_key
+from benchctl.sweep.executors import Rows, WorkerProcess
+from benchctl.sweep.preflight import Preflight
+
+
+def group(cells: Sequence[Cell]) -> list[tuple[Cell, ...]]:
+    """The series of `cells`, in the order they first appear, each ascending along its axis."""
+    groups: dict[tuple, list[Cell]] = {}
+    for cell in cells:
+        axis = registry.get(cell.op).axis
+        groups.setdefault(series_key(cell, axis), []).append(cell)
+    return [tuple(sorted(g, key=lambda c: _axis_value(c))) for g in groups.values()]
+
+
+def _axis_value(cell: Cell) -> float:
+    value = cell.params.get(registry.get(cell.op).axis, 0)
+    return float(value) if isinstance(value, (int, float)) else 0.0
+
+
+@dataclass(frozen=True)
+class SeriesJob:
+    """Everything a node needs to run one series; plain data, so it pickles to another machine."""
+
+    cells: tuple[Cell, ...]
+    settings: Settings
+    ops_dirs: tuple[str, ...] = ()
+    rounds: int = 1
+    timeout: float | None = None
+    threads: int | None = None
+    mem_limit: int | None = None
+    env: dict[str, str] = field(default_factory=dict)  # for the worker, e.g. CUDA_VISIBLE_DEVICES
+    node_id: str | None = None  # the node's name in the rows (Ray's node id; else the host)
+
+
+class Collected:
+    """A writer that keeps rows in memory, for the driver to write when the series returns."""
+
+    def __init__(self) -> None:
+        self.rows: Rows = []
+
+    def write(self, rows: Sequence[dict[str, Any]]) -> None:
+        self.rows.extend(rows)
+
+
+def run_series(job: SeriesJob) -> Rows:
+    registry.discover(job.ops_dirs)
+    node = job.node_id or socket.gethostname()
+    preflight = Preflight(job.cells)
+    preflight.build_extensions(lambda message: None)  # built here: this node's compiler and GPU arch
+    blocked = {key: f"{reason} (on node {node})" for key, reason in preflight.build_failures.items()}
+    worker = WorkerProcess(job.settings, ops_dirs=job.ops_dirs, timeout=job.timeout, threads=job.threads,
+                           mem_limit=job.mem_limit, env=job.env)
+    env = {**environment(), "node_id": node, **({"threads": job.threads} if job.threads else {})}
+    out = Collected()
+    try:
+        Sweep(job.cells, worker, out, env, blocked=blocked, rounds=job.rounds).run()
+    finally:
+        worker.close()
+    return out.rows
