@@ -45,6 +45,12 @@ def _remote_run(job: SeriesJob) -> Rows:
     return run_series(replace(job, node_id=ray.get_runtime_context().get_node_id()[:12]))
 
 
+def _runtime_env() -> dict[str, Any]:
+    """The driver's BENCHCTL_* settings apply on every node (not the cache folder: that is each node's)."""
+    keep = {k: v for k, v in os.environ.items() if k.startswith("BENCHCTL_") and k != "BENCHCTL_CACHE"}
+    return {"env_vars": keep} if keep else {}
+
+
 def _reachable(address: str, timeout: float = 5.0) -> None:
     """Ray retries an unreachable HOST:PORT for minutes; one TCP connect says at once that nothing is there."""
     host, sep, port = address.rpartition(":")
@@ -80,9 +86,11 @@ class RayCluster:
         try:
             if self.address:
                 _reachable(self.address)
-                ray.init(address=self.address, logging_level="ERROR", log_to_driver=False)
+                ray.init(address=self.address, logging_level="ERROR", log_to_driver=False,
+                         runtime_env=_runtime_env())
             else:
-                ray.init(include_dashboard=False, logging_level="ERROR", log_to_driver=False)
+                ray.init(include_dashboard=False, logging_level="ERROR", log_to_driver=False,
+                         runtime_env=_runtime_env())
                 self._started = True
         except (OSError, ConnectionError, RuntimeError, ValueError) as exc:
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
