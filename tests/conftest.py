@@ -37,8 +37,8 @@ def fixture_ops_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def example_ops_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The README's example operator, copied outside the repository as a user would (once: an
-    operator name can be registered from one file per process)."""
+    """The fuller example operator (examples/ops/scale_shift.py), copied outside the repository as a
+    user would (once: an operator name can be registered from one file per process)."""
     folder = tmp_path_factory.mktemp("user") / "my_ops"
     folder.mkdir()
     shutil.copy(REPO / "examples" / "ops" / "scale_shift.py", folder / "scale_shift.py")

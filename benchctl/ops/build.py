@@ -29,8 +29,9 @@ from pathlib import Path
 import torch
 
 from benchctl.errors import BenchError
+from benchctl.ops import paths
 
-EXTENSIONS_DIR = Path(__file__).resolve().parents[2] / "extensions"
+EXTENSIONS_DIR = paths.EXTENSIONS_DIR
 COMMON_DIR = "common"  # extensions/common/: headers shared by every operator's extension
 CACHE_ENV = "BENCHCTL_CACHE"
 ARCH_ENV = "TORCH_CUDA_ARCH_LIST"

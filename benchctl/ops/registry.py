@@ -17,9 +17,11 @@ from typing import Any, Callable, Mapping, Sequence
 
 import torch
 
+from benchctl.ops import paths
+
 DEVICES = ("cpu", "cuda")
 DEVICE_ALIASES = {"gpu": "cuda", "cuda": "cuda", "cpu": "cpu"}
-BUILTIN_OPS_DIR = Path(__file__).resolve().parents[2] / "implementations"
+BUILTIN_OPS_DIR = paths.IMPLEMENTATIONS_DIR
 OPS_PATH_ENV = "BENCHCTL_OPS_PATH"
 
 Inputs = dict[str, torch.Tensor]
