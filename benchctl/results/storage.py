@@ -19,6 +19,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from benchctl.results import compaction
 from benchctl.results.schema import COLUMNS, SCHEMA, SCHEMA_VERSION
 
 RUN_FILE = "run.json"
@@ -93,7 +94,7 @@ def run_meta(run_dir: Path) -> dict[str, Any]:
 def load_run(run_dir: Path) -> pd.DataFrame:
     """All rows of one run; corrupt or partial part files are skipped with a warning naming them."""
     tables = []
-    for part in sorted(Path(run_dir).glob("part-*.parquet")):
+    for part in compaction.parts(Path(run_dir)):
         try:
             tables.append(pq.read_table(part))
         except Exception as exc:  # pyarrow raises several types for a truncated file

@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 from benchctl.machine.facts import environment, memory_setup
 from benchctl.ops.cells import Cell
+from benchctl.results import compaction
 from benchctl.results.storage import RunWriter, new_run_id
 from benchctl.sweep.cluster import RayCluster
 from benchctl.sweep.driver import Sweep

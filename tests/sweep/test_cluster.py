@@ -58,14 +58,15 @@ def test_series_spread_over_the_nodes_land_in_one_run(tmp_path, cluster, fixture
                                                       monkeypatch):
     monkeypatch.setenv("BENCHCTL_TEST_MARKS", str(tmp_path))
     monkeypatch.setenv("BENCHCTL_TEST_SLOW", "1")
-    session, _ = run(tmp_path / "out", cluster, fixture_ops_dir, cells("slow", (2,)) + cells("slow", (4,)) * 0
-                     + [Cell.make("faulty", "op", "slow", "cpu", "float32", {"batch_size": 2, "dim": d}, ("forward",))
-                        for d in (3, 5, 7)])
+    four_series = [Cell.make("faulty", "op", "slow", "cpu", "float32", {"batch_size": 2, "dim": d}, ("forward",))
+                   for d in (3, 5, 7, 9)]
+    session, _ = run(tmp_path / "out", cluster, fixture_ops_dir, four_series)
     session.run()
     df = storage.load_run(session.writer.dir)
     assert len(df) == 4 and set(df["status"]) == {"ok"}
     assert df["node_id"].nunique() == 2  # one CPU a node, series of a second each: both nodes worked
     assert storage.run_meta(session.writer.dir)["state"] == "complete"
+    assert [p.name for p in session.writer.dir.glob("part-*")] == ["part-00000.parquet"]  # compacted
 
 
 def test_a_hostile_implementation_ends_only_its_own_cell(tmp_path, cluster, fixture_ops, fixture_ops_dir):

@@ -1,0 +1,49 @@
+"""One file for a finished run instead of one per cell or series: a sweep on a cluster writes thousands.
+
+`compact` merges a run's part files into `part-00000.parquet` (written whole, then renamed into place)
+and deletes the parts it holds; that file's metadata says up to which part number it holds them, so a
+crash between the rename and the deletes never counts a row twice. `parts` is what a loader reads: the
+compacted file and any later part, or every part of a run that was never compacted.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+COMPACTED = "part-00000.parquet"
+HOLDS = b"benchctl.compacted_through"  # the highest part number the compacted file holds
+
+
+def _number(part: Path) -> int:
+    return int(part.stem.split("-")[1])
+
+
+def parts(run_dir: Path) -> list[Path]:
+    found = sorted(Path(run_dir).glob("part-*.parquet"))
+    compacted = Path(run_dir) / COMPACTED
+    if compacted not in found:
+        return found
+    through = int((pq.read_schema(compacted).metadata or {}).get(HOLDS, b"0"))
+    return [compacted, *(p for p in found if _number(p) > through)]
+
+
+def compact(run_dir: Path) -> Path | None:
+    """Merge the run's parts into one file; None when there is nothing to merge."""
+    todo = parts(run_dir)
+    if len(todo) < 2:
+        return None
+    table = pa.concat_tables([pq.read_table(p) for p in todo], promote_options="default")
+    through = max(_number(p) for p in todo)
+    table = table.replace_schema_metadata({**(table.schema.metadata or {}), HOLDS: str(through).encode()})
+    target = Path(run_dir) / COMPACTED
+    tmp = target.with_suffix(".tmp")
+    pq.write_table(table, tmp)
+    os.replace(tmp, target)
+    for part in todo:
+        if part != target:
+            part.unlink()
+    return target
