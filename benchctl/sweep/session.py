@@ -61,6 +61,8 @@ class Session:
             self.writer.finish("failed", reason=f"{type(exc).__name__}: {exc}")
             raise
         self.writer.finish("complete")
+        if self.fanout is not None:  # a part per series: many small files on a cluster
+            compaction.compact(self.writer.dir)
 
     def _run_here(self, on_start: Callable[[Cell], None], on_done: Callable[[Cell, Rows], None]) -> None:
         executor = self.plan.local_executor()
