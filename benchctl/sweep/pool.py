@@ -14,7 +14,7 @@ from typing import Callable, Sequence
 
 from benchctl.ops.cells import Cell
 from benchctl.sweep.executors import Rows
-from benchctl.sweep.series import SeriesJob, run_series
+from benchctl.sweep.series import SeriesJob, close_workers, run_series
 
 Series = tuple[Cell, ...]
 Deliver = Callable[[Series, Rows], None]
@@ -38,7 +38,7 @@ class Pool:
         """Nothing to start: the workers start with their series."""
 
     def close(self) -> None:
-        pass
+        close_workers()
 
     def run(self, series: Sequence[Series], deliver: Deliver) -> None:
         gpu = [s for s in series if self.is_gpu(s)] if self.gpus else []  # else: unavailable, recorded below

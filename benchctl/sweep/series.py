@@ -7,7 +7,10 @@ returns the rows, stamped with the facts of the machine that ran them.
 
 from __future__ import annotations
 
+import atexit
+import json
 import socket
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -18,6 +21,7 @@ from benchctl.ops.cells import Cell
 from benchctl.sweep.driver import Sweep, series_key
 from benchctl.sweep.executors import Rows, WorkerProcess
 from benchctl.sweep.preflight import Preflight
+from benchctl.sweep.worker import settings_to_json
 
 
 def group(cells: Sequence[Cell]) -> list[tuple[Cell, ...]]:
@@ -59,18 +63,37 @@ class Collected:
         self.rows.extend(rows)
 
 
+_WORKERS: dict[str, WorkerProcess] = {}
+_LOCK = threading.Lock()
+
+
+def _worker(job: SeriesJob) -> WorkerProcess:
+    """A worker process for the job's settings, kept for the next series with the same ones: starting
+    one (importing torch) costs a second or more, as much as a small series takes."""
+    key = json.dumps([settings_to_json(job.settings), job.ops_dirs, job.timeout, job.threads, job.mem_limit,
+                      job.env], sort_keys=True, default=str)
+    with _LOCK:
+        if key not in _WORKERS:
+            _WORKERS[key] = WorkerProcess(job.settings, ops_dirs=job.ops_dirs, timeout=job.timeout,
+                                          threads=job.threads, mem_limit=job.mem_limit, env=job.env)
+        return _WORKERS[key]
+
+
+@atexit.register
+def close_workers() -> None:
+    with _LOCK:
+        for worker in _WORKERS.values():
+            worker.close()
+        _WORKERS.clear()
+
+
 def run_series(job: SeriesJob) -> Rows:
     registry.discover(job.ops_dirs)
     node = job.node_id or socket.gethostname()
     preflight = Preflight(job.cells)
     preflight.build_extensions(lambda message: None)  # built here: this node's compiler and GPU arch
     blocked = {key: f"{reason} (on node {node})" for key, reason in preflight.build_failures.items()}
-    worker = WorkerProcess(job.settings, ops_dirs=job.ops_dirs, timeout=job.timeout, threads=job.threads,
-                           mem_limit=job.mem_limit, env=job.env)
     env = {**environment(), "node_id": node, **({"threads": job.threads} if job.threads else {})}
     out = Collected()
-    try:
-        Sweep(job.cells, worker, out, env, blocked=blocked, rounds=job.rounds).run()
-    finally:
-        worker.close()
+    Sweep(job.cells, _worker(job), out, env, blocked=blocked, rounds=job.rounds).run()
     return out.rows
