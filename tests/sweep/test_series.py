@@ -1,0 +1,43 @@
+"""Series: grouping cells along the swept axis, and a build that fails on the node that runs a series."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchctl.measure.execute import Settings
+from benchctl.ops import registry
+from benchctl.ops.build import BuildError
+from benchctl.ops.cells import Cell
+from benchctl.ops.registry import Case, Operator, Target, randn
+from benchctl.sweep.series import SeriesJob, group, run_series
+
+
+@pytest.fixture(scope="module")
+def toy() -> Operator:
+    def inputs(case: Case):
+        return {"x": randn(case, case.generator(), case.params["batch_size"], 3)}
+
+    def broken(device: str) -> float:
+        raise BuildError("building series_toy failed (1 error lines)", "x.cpp:1: error: nope", None)
+
+    op = Operator("series_toy", "d", {"batch_size": 2, "width": 3}, (Target("op", inputs),))
+    op.implementation("ext", devices=("cpu",), build=broken)(lambda x: x * 2)
+    op.implementation("py")(lambda x: x * 2)
+    return registry.register(op)
+
+
+def cell(impl: str, batch: int, width: int = 3) -> Cell:
+    return Cell.make("series_toy", "op", impl, "cpu", "float32", {"batch_size": batch, "width": width})
+
+
+def test_cells_group_into_series_ascending_along_the_axis(toy):
+    series = group([cell("py", 8), cell("ext", 2), cell("py", 2), cell("py", 4, width=5), cell("py", 4)])
+    assert [[(c.impl, c.params["batch_size"], c.params["width"]) for c in s] for s in series] == [
+        [("py", 2, 3), ("py", 4, 3), ("py", 8, 3)], [("ext", 2, 3)], [("py", 4, 5)]]
+
+
+def test_a_build_that_fails_on_the_node_gives_unavailable_rows_naming_it(toy):
+    rows = run_series(SeriesJob((cell("ext", 2), cell("ext", 4)), Settings(), node_id="node-7"))
+    assert [r["status"] for r in rows] == ["unavailable"] * 6  # two cells, three passes
+    assert all("building series_toy failed" in r["message"] and "(on node node-7)" in r["message"] for r in rows)
+    assert {r["node_id"] for r in rows} == {"node-7"}
