@@ -49,6 +49,8 @@ def _ints(text: str | None) -> tuple[int, ...]:
 @click.option("--fresh-worker", is_flag=True,
               help="A new worker process for every cell: no timing depends on the cells before it.")
 @click.option("--in-process", is_flag=True, help="No worker process (no crash isolation; for debugging).")
+@click.option("--allocator", type=click.Choice(["system", "jemalloc", "tcmalloc"]), default="system",
+              show_default=True, help="The worker's memory allocator (LD_PRELOAD); recorded in every row.")
 @click.option("--executor", type=click.Choice(["local", "pool", "ray"]), default="local", show_default=True,
               help="local: one cell at a time here; pool: a worker per local GPU (CPU cells alone); "
                    "ray: series on the nodes of a Ray cluster.")
@@ -57,7 +59,7 @@ def _ints(text: str | None) -> tuple[int, ...]:
               "series run once on each.")
 def command(impls, devices, ops, ops_dirs, config, targets, batch_sizes, params, dtypes, passes, min_time,
             max_time, warmup_time, rounds, threads, out, quick, timeout, flush_l2, tf32, fresh_worker,
-            in_process, executor, address, gpu_kinds) -> None:
+            in_process, allocator, executor, address, gpu_kinds) -> None:
     """Time IMPLS (py, cpp, cuda, a variant, a comma list, all) on DEVICES (cpu, gpu, all)."""
     from benchctl.sweep.request import SweepRequest, expand, split
     from benchctl.sweep.config import SweepConfig, load_config
@@ -74,9 +76,25 @@ def command(impls, devices, ops, ops_dirs, config, targets, batch_sizes, params,
     check_writable(Path(out))
     plan = Plan(cells, cfg, min_time=min_time, max_time=max_time, warmup_time=warmup_time, threads=threads,
                 flush_l2=flush_l2, tf32=tf32, timeout=timeout, in_process=in_process, ops_dirs=ops_dirs,
-                rounds=rounds, fresh_worker=fresh_worker, executor=executor, address=address,
+                rounds=rounds, fresh_worker=fresh_worker, allocator=allocator, executor=executor, address=address,
                 gpu_kinds=tuple(split(gpu_kinds)) if gpu_kinds else ())
+    _check_allocator(allocator, in_process, executor)
     _execute(plan, Path(out))
+
+
+def _check_allocator(name: str, in_process: bool, executor: str) -> None:
+    """An allocator is preloaded into a worker: it cannot change this process, and it must be installed
+    here (on a cluster, each node checks its own)."""
+    from benchctl.errors import UsageError
+    from benchctl.machine import allocator
+
+    if name != "system" and in_process:
+        raise UsageError(f"--allocator {name} needs a worker process; leave out --in-process")
+    if executor != "ray":
+        try:
+            allocator.library(name)
+        except allocator.AllocatorMissing as exc:
+            raise UsageError(str(exc)) from None
 
 
 def _execute(plan, out: Path) -> None:

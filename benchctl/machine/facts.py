@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 import torch
 
-from benchctl.machine import membw
+from benchctl.machine import allocator, membw
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -69,6 +69,7 @@ def environment() -> dict[str, Any]:
         "gpu_name": gpu_name(),
         "gpu_driver": gpu_driver() if torch.cuda.is_available() else None,
         "threads": torch.get_num_threads(),
+        "allocator": allocator.current(),
     }
 
 

@@ -16,7 +16,7 @@ from typing import Any, Callable, Sequence
 import torch
 
 from benchctl.measure import correctness
-from benchctl.machine import membw
+from benchctl.machine import allocator, membw
 from benchctl.ops.cells import Cell, Resolved
 from benchctl.measure.memory import peak_bytes
 from benchctl.measure.passes import as_tuple, backward_from, grad_outputs, has_own_leaves, make_setup
@@ -78,7 +78,7 @@ def base_row(resolved: Resolved) -> dict[str, Any]:
     return {
         "op": cell.op, "target": cell.target, "impl": cell.impl, "device": cell.device, "dtype": cell.dtype,
         "params": cell.params_json, "axis": op.axis, "axis_value": float(params.get(op.axis, 0)),
-        "batch_size": params.get("batch_size"),
+        "batch_size": params.get("batch_size"), "allocator": allocator.current(),
     }
 
 

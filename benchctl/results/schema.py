@@ -47,7 +47,8 @@ PASS_LABELS = {Pass.FORWARD: "forward", Pass.BACKWARD: "backward", Pass.FORWARD_
 # Facts of the machine and software stamped on every row (machine/facts.py gathers them), with the
 # label the report's environment table gives each.
 ENV_FIELDS = {"host": "host", "node_id": "node", "torch_version": "torch", "cuda_version": "CUDA",
-              "cpu_name": "CPU", "gpu_name": "GPU", "gpu_driver": "driver", "threads": "threads", "git_sha": "git"}
+              "cpu_name": "CPU", "gpu_name": "GPU", "gpu_driver": "driver", "threads": "threads",
+              "allocator": "allocator", "git_sha": "git"}
 
 # Column -> arrow type. Every row carries all of them (missing values are null).
 COLUMNS: dict[str, pa.DataType] = {
@@ -63,6 +64,7 @@ COLUMNS: dict[str, pa.DataType] = {
     "gpu_driver": pa.string(),
     "node_id": pa.string(),  # the machine that ran the cell: Ray's node id, else the host
     "threads": pa.int32(),
+    "allocator": pa.string(),  # the memory allocator the worker ran under: system, jemalloc, tcmalloc
     "op": pa.string(),
     "target": pa.string(),
     "impl": pa.string(),
@@ -86,6 +88,8 @@ COLUMNS: dict[str, pa.DataType] = {
     "noisy": pa.bool_(),
     "rounds": pa.int32(),  # interleaved rounds the samples were pooled from (run --rounds)
     "round_spread": pa.float64(),  # slowest round's median / fastest round's - 1
+    "mode_fast_s": pa.float64(),  # rounds that disagree (spread over MODES_APART): the fast mode's median
+    "mode_slow_s": pa.float64(),  # ... and the slow mode's; median_s is then the mode of most samples
     "compile_s": pa.float64(),  # duration of the first (warm-up) call: build, JIT, caches
     "peak_mem_bytes": pa.float64(),
     "page_faults": pa.float64(),  # median minor page faults per timed call (CPU clock)

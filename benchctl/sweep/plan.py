@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
+from benchctl.machine import allocator
 from benchctl.ops import registry
 from benchctl.ops.cells import Cell
 from benchctl.sweep.config import SweepConfig
@@ -34,6 +35,7 @@ class Plan:
     mem_limit: int | None = None
     rounds: int = 1
     fresh_worker: bool = False
+    allocator: str = "system"  # the worker's memory allocator (machine/allocator.py)
     executor: str = "local"  # one of EXECUTORS
     address: str | None = None  # ray: an existing cluster's address ("auto", HOST:PORT); None starts one
     gpu_kinds: Sequence[str] = ()  # ray: GPU series run once on each of these accelerator types
@@ -64,7 +66,7 @@ class Plan:
         """What run.json records of the plan, beside the environment."""
         return {"cells": len(self.cells), "rounds": self.rounds, "config": self.config.path,
                 "peaks": self.settings().peaks, "references": self.references(), "tf32": self.tf32_mode(),
-                "executor": self.executor, **({"gpu_kinds": list(self.gpu_kinds)} if self.gpu_kinds else {})}
+                "executor": self.executor, "allocator": self.allocator, **({"gpu_kinds": list(self.gpu_kinds)} if self.gpu_kinds else {})}
 
     def local_executor(self) -> InProcess | WorkerProcess:
         """Where cells run under the local executor: this process, or one worker process at a time."""
@@ -72,12 +74,13 @@ class Plan:
         if self.in_process:
             return InProcess(settings)
         return WorkerProcess(settings, ops_dirs=self.ops_dirs, timeout=self.timeout, threads=self.threads,
-                             mem_limit=self.mem_limit, fresh=self.fresh_worker)
+                             mem_limit=self.mem_limit, fresh=self.fresh_worker,
+                             env=allocator.preload_env(self.allocator))
 
     def series_job(self) -> SeriesJob:
         """The settings every series shares, for the fan-out executors."""
         return SeriesJob((), self.settings(), tuple(map(str, self.ops_dirs)), self.rounds, self.timeout,
-                         self.threads, self.mem_limit)
+                         self.threads, self.mem_limit, allocator=self.allocator)
 
     def fanout(self) -> Pool | RayCluster | None:
         """The executor that fans series out (pool, ray), or None for the local one."""

@@ -6,6 +6,11 @@ rounds, each round gives every cell 1/N of its time budget and goes through the 
 implementation is sampled at N moments spread over the run. The rounds' samples are pooled into one
 row per cell and pass; `round_spread` (slowest round's median over the fastest's, minus 1) says how
 much the machine moved meanwhile.
+
+Rounds that disagree by more than MODES_APART are not averaged: the sorted round medians are split at
+their widest gap into a fast and a slow mode, the row gives both (`mode_fast_s`, `mode_slow_s`) and says
+so, and its median is the median of the mode that holds most samples (the slow one on a tie), never a
+value between the two that no call took.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from benchctl.measure.timing import Policy, is_noisy, noisy_message, summarize
 from benchctl.results.schema import Status
 
 Rows = list[dict[str, Any]]
+MODES_APART = 0.10  # round medians this far apart (slowest / fastest - 1) are two modes, not noise
 
 
 def per_round(policy: Policy, rounds: int) -> Policy:
@@ -62,7 +68,30 @@ def _merge_pass(rows: Rows) -> dict[str, Any]:
               "sys_s": _median_of(r.get("sys_s") for r in rows),
               "host_s": _median_of(r.get("host_s") for r in rows),
               "mem_gbps": _median_of(r.get("mem_gbps") for r in rows)}
-    return {**merged, **_rates(first, stats["median_s"])}
+    modes = _modes(rows)
+    if modes:
+        modes["message"] = "; ".join(filter(None, (merged["message"], modes["message"])))
+    merged.update(modes)
+    return {**merged, **_rates(first, merged["median_s"])}
+
+
+def _modes(rows: Rows) -> dict[str, Any]:
+    """Two modes when the rounds disagree: both medians, and the majority mode's statistics."""
+    ordered = sorted(enumerate(rows, start=1), key=lambda pair: pair[1]["median_s"])
+    medians = [r["median_s"] for _, r in ordered]
+    if len(rows) < 2 or medians[0] <= 0 or medians[-1] / medians[0] - 1 <= MODES_APART:
+        return {}
+    cut = max(range(1, len(ordered)), key=lambda i: medians[i] / medians[i - 1])
+    fast, slow = ordered[:cut], ordered[cut:]
+    fast_stats, slow_stats = (summarize([s for _, r in part for s in r["samples_s"]]) for part in (fast, slow))
+    majority = fast_stats if fast_stats["n"] > slow_stats["n"] else slow_stats
+    # n, min and max stay the pooled ones, as do the samples
+    kept = {k: v for k, v in majority.items() if k not in ("n", "min_s", "max_s")}
+    which = lambda part: ", ".join(str(i) for i, _ in sorted(part, key=lambda pair: pair[0]))  # noqa: E731
+    return {**kept, "mode_fast_s": fast_stats["median_s"], "mode_slow_s": slow_stats["median_s"],
+            "message": f"rounds disagree: {fast_stats['median_s'] * 1e3:.3g} ms in round(s) {which(fast)}, "
+                       f"{slow_stats['median_s'] * 1e3:.3g} ms in round(s) {which(slow)}; the median is the "
+                       f"{'fast' if majority is fast_stats else 'slow'} mode's, which holds most samples"}
 
 
 def _rates(first: dict[str, Any], median: float) -> dict[str, Any]:

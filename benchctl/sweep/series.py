@@ -14,6 +14,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from benchctl.machine import allocator
 from benchctl.machine.facts import environment
 from benchctl.measure.execute import Settings
 from benchctl.ops import registry
@@ -51,6 +52,7 @@ class SeriesJob:
     mem_limit: int | None = None
     env: dict[str, str] = field(default_factory=dict)  # for the worker, e.g. CUDA_VISIBLE_DEVICES
     node_id: str | None = None  # the node's name in the rows (Ray's node id; else the host)
+    allocator: str = "system"  # preloaded on the node that runs the series (its own library path)
 
 
 class Collected:
@@ -71,11 +73,12 @@ def _worker(job: SeriesJob) -> WorkerProcess:
     """A worker process for the job's settings, kept for the next series with the same ones: starting
     one (importing torch) costs a second or more, as much as a small series takes."""
     key = json.dumps([settings_to_json(job.settings), job.ops_dirs, job.timeout, job.threads, job.mem_limit,
-                      job.env], sort_keys=True, default=str)
+                      job.env, job.allocator], sort_keys=True, default=str)
     with _LOCK:
         if key not in _WORKERS:
             _WORKERS[key] = WorkerProcess(job.settings, ops_dirs=job.ops_dirs, timeout=job.timeout,
-                                          threads=job.threads, mem_limit=job.mem_limit, env=job.env)
+                                          threads=job.threads, mem_limit=job.mem_limit,
+                                          env={**allocator.preload_env(job.allocator), **job.env})
         return _WORKERS[key]
 
 
@@ -93,6 +96,10 @@ def run_series(job: SeriesJob) -> Rows:
     preflight = Preflight(job.cells)
     preflight.build_extensions(lambda message: None)  # built here: this node's compiler and GPU arch
     blocked = {key: f"{reason} (on node {node})" for key, reason in preflight.build_failures.items()}
+    try:
+        allocator.library(job.allocator)
+    except allocator.AllocatorMissing as exc:
+        blocked.update({(c.op, c.impl, c.device): f"{exc} (on node {node})" for c in job.cells})
     env = {**environment(), "node_id": node, **({"threads": job.threads} if job.threads else {})}
     out = Collected()
     Sweep(job.cells, _worker(job), out, env, blocked=blocked, rounds=job.rounds).run()

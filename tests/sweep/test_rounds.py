@@ -44,6 +44,18 @@ def test_merge_pools_samples_and_recomputes_stats_and_rates():
     assert m["noisy"] and m["message"].startswith("noisy: IQR is 50%")
 
 
+def test_rounds_in_two_modes_give_both_and_the_majority_median():
+    """Seen on hoconv2d's backward: some rounds at ~15 ms, others at ~100 ms (fresh pages every call)."""
+    fast, slow = [0.015, 0.0152, 0.0149], [0.098, 0.101, 0.1]
+    [m] = merge([[row(fast)], [row(slow)], [row(fast)]])
+    assert m["mode_fast_s"] == pytest.approx(0.015) and m["mode_slow_s"] == pytest.approx(0.1)
+    assert m["median_s"] == pytest.approx(0.015)  # 6 samples against 3: the fast mode
+    assert m["n"] == 9 and m["min_s"] == 0.0149 and m["max_s"] == 0.101
+    assert "rounds disagree: 15 ms in round(s) 1, 3, 100 ms in round(s) 2" in m["message"]
+    [quiet] = merge([[row([1.0, 1.02])], [row([1.05, 1.03])]])  # 5% apart: one mode, pooled
+    assert quiet.get("mode_fast_s") is None and quiet["median_s"] == pytest.approx(1.025)
+
+
 def test_merge_keeps_passes_apart_and_a_quiet_merge_has_no_message():
     rounds = [[row([1.0]), {**row([3.0]), "pass": "backward"}], [row([1.0]), {**row([3.0]), "pass": "backward"}]]
     merged = merge(rounds)
