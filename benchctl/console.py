@@ -26,7 +26,7 @@ def table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[obj
     for col in columns:
         t.add_column(Text(col), overflow="fold")
     for row in rows:
-        t.add_row(*(Text("" if v is None else str(v)) for v in row))
+        t.add_row(*(v if isinstance(v, Text) else Text("" if v is None else str(v)) for v in row))
     return t
 
 

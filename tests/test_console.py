@@ -14,6 +14,7 @@ from rich.console import Console
 
 from benchctl import console
 from benchctl.report import page as report
+from benchctl.report.render import md_text
 from benchctl.results import storage
 
 # Printable text with the characters that mean something to rich, HTML or Markdown, often. Marks and
@@ -61,7 +62,7 @@ def test_progress_shows_the_current_cell_literally(text):
 @settings(max_examples=200, deadline=None)
 @given(HOSTILE)
 def test_markdown_text_is_escaped(text):
-    md = report.md_text(text)
+    md = md_text(text)
     assert "<" not in md and ">" not in md and "\n" not in md
     assert not re.search(r"(?<!\\)[|`\[\]]", md.replace("\\\\", ""))  # each special character is escaped
 
@@ -81,7 +82,7 @@ def test_a_report_escapes_hostile_names_and_messages(tmp_path):
     page = (built.out_dir / "index.html").read_text()
     assert "<script>" not in page and html.escape(evil) in page
     md = (built.out_dir / "summary.md").read_text()
-    assert "<script>" not in md and report.md_text(evil) in md
+    assert "<script>" not in md and md_text(evil) in md
 
 
 def test_a_bracketed_error_message_does_not_stop_the_sweep(tmp_path, fixture_ops, fixture_ops_dir):

@@ -7,6 +7,7 @@ import warnings
 from pathlib import Path
 
 import click
+from rich.text import Text
 
 from benchctl.errors import BenchError, UsageError
 
@@ -36,8 +37,7 @@ def _rows(comparison) -> list[list[str]]:
         change = "" if c.ratio is None else f"{(c.ratio - 1) * 100:+.1f}%"
         p = "" if c.p_value is None else f"{c.p_value:.2g}"
         status = "" if c.verdict != "broken" and c.verdict != "fixed" else f" ({c.base_status} -> {c.new_status})"
-        style = STYLES.get(c.verdict)
-        verdict = f"[{style}]{c.verdict}{status}[/]" if style else c.verdict + status
+        verdict = Text(c.verdict + status, style=STYLES.get(c.verdict, ""))
         op = c.op if c.target in ("op", "") else f"{c.op}/{c.target}"
         rows.append([op, c.impl, c.device, c.dtype, _params(c.params), c.pass_name,
                      _ms(c.base_median_s), _ms(c.new_median_s), change, p, verdict])
@@ -53,7 +53,9 @@ def _rows(comparison) -> list[list[str]]:
               help="Significance level of the Mann-Whitney U test on the raw samples.")
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON instead of a table.")
 @click.option("--fail-on-regression", is_flag=True, help="Exit 1 when any cell regressed or broke.")
-def command(base: Path, new: Path, threshold: float, alpha: float, as_json: bool, fail_on_regression: bool) -> None:
+@click.option("--across-hosts", is_flag=True, help="Compare cells measured on different kinds of GPU or CPU.")
+def command(base: Path, new: Path, threshold: float, alpha: float, as_json: bool, fail_on_regression: bool,
+            across_hosts: bool) -> None:
     """Compare run NEW against run BASE cell by cell (run folders or parquet files).
 
     A cell changed only when its median moved past --threshold AND the samples differ significantly.
@@ -67,7 +69,7 @@ def command(base: Path, new: Path, threshold: float, alpha: float, as_json: bool
             (a, a_meta), (b, b_meta) = compare.load_side(base), compare.load_side(new)
         except FileNotFoundError as exc:
             raise UsageError(str(exc)) from None
-    result = compare.compare(a, b, threshold, alpha, a_meta, b_meta)
+    result = compare.compare(a, b, threshold, alpha, a_meta, b_meta, across_hosts)
     for message in [str(w.message) for w in caught] + result.warnings():
         console.warn(message)
     if as_json:

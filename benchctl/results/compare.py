@@ -17,13 +17,16 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from benchctl.errors import UsageError
 from benchctl.results import storage
+from benchctl.results.schema import BROKEN, ENV_FIELDS
 from benchctl.results.summary import probed
 
 KEY = ("op", "target", "impl", "device", "dtype", "params", "pass")
-ENV_FIELDS = ("host", "torch_version", "cuda_version", "cpu_name", "gpu_name", "threads")
-# A cell that timed fine in BASE and hits one of these in NEW broke: worse than any slowdown.
-BROKEN = ("incorrect", "oom", "crashed", "timeout", "error")
+# Facts whose difference makes two runs' timings incomparable (not the commit: that is what changed).
+COMPARED_ENV = tuple(name for name in ENV_FIELDS if name not in ("git_sha", "node_id"))
+MACHINE = "machine"  # the kind of processor a cell ran on: its GPU's name on cuda, its CPU's on cpu
+# A cell that timed fine in BASE and ends in one of BROKEN in NEW broke: worse than any slowdown.
 # Runs whose median memory bandwidth probes (membw.py) differ by more than this share get a warning.
 BANDWIDTH_CHANGE = 0.2
 # Table order: what needs attention first.
@@ -141,20 +144,42 @@ def compare_cell(key: tuple, base: pd.Series, new: pd.Series, threshold: float, 
                       ratio=ratio, p_value=p, base_n=len(a), new_n=len(b))
 
 
-def _by_cell(rows: pd.DataFrame) -> dict[tuple, pd.Series]:
+def machine_kinds(rows: pd.DataFrame) -> pd.Series:
+    """Each row's kind of processor: the GPU's name for a cuda cell, the CPU's for a cpu cell ("" unknown)."""
+    column = lambda name: rows[name] if name in rows else pd.Series("", index=rows.index)  # noqa: E731
+    return column("gpu_name").where(rows["device"] == "cuda", column("cpu_name")).fillna("").astype(str)
+
+
+def _by_cell(rows: pd.DataFrame, keys: tuple[str, ...]) -> dict[tuple, pd.Series]:
     """Rows keyed by cell; a cell measured in several runs keeps the latest (run ids sort by start time)."""
-    keyed = rows.assign(**{k: rows[k].fillna("").astype(str) for k in KEY})
+    keyed = rows.assign(**{k: rows[k].fillna("").astype(str) for k in KEY}, **{MACHINE: machine_kinds(rows)})
     keyed = keyed.sort_values("run_id", kind="stable", na_position="first") if "run_id" in keyed else keyed
-    return {tuple(r[k] for k in KEY): r for _, r in keyed.drop_duplicates(list(KEY), keep="last").iterrows()}
+    return {tuple(r[k] for k in keys): r for _, r in keyed.drop_duplicates(list(keys), keep="last").iterrows()}
+
+
+def check_same_hardware(base: pd.DataFrame, new: pd.DataFrame) -> None:
+    """Cells measured on different kinds of GPU (or CPU) are not compared unless asked for: a "regression"
+    between an A100 and an H100 says nothing about the code."""
+    for device in sorted(set(base["device"].dropna()) & set(new["device"].dropna())):
+        x, y = ({k for k in machine_kinds(r[r["device"] == device]) if k} for r in (base, new))
+        if x and y and not x & y:
+            raise UsageError(f"{device} cells ran on {', '.join(sorted(x))} in BASE and on {', '.join(sorted(y))} "
+                             "in NEW: pass --across-hosts to compare different hardware")
 
 
 def compare(base: pd.DataFrame, new: pd.DataFrame, threshold: float = 0.05, alpha: float = 0.05,
-            base_meta: Sequence[Mapping[str, Any]] = (), new_meta: Sequence[Mapping[str, Any]] = ()) -> Comparison:
-    """Every cell of both runs with a verdict; cells in only one run are listed as such."""
-    a, b = _by_cell(base), _by_cell(new)
-    cells = [compare_cell(k, a[k], b[k], threshold, alpha) for k in a if k in b]
-    cells += [CellChange(*k, verdict="only in base", base_status=a[k]["status"]) for k in a if k not in b]
-    cells += [CellChange(*k, verdict="only in new", new_status=b[k]["status"]) for k in b if k not in a]
+            base_meta: Sequence[Mapping[str, Any]] = (), new_meta: Sequence[Mapping[str, Any]] = (),
+            across_hosts: bool = False) -> Comparison:
+    """Every cell of both runs with a verdict; cells in only one run are listed as such. Cells are matched
+    on the same kind of hardware too, unless `across_hosts`."""
+    if not across_hosts:
+        check_same_hardware(base, new)
+    keys = KEY if across_hosts else (*KEY, MACHINE)
+    a, b = _by_cell(base, keys), _by_cell(new, keys)
+    cell = lambda k: k[:len(KEY)]  # noqa: E731
+    cells = [compare_cell(cell(k), a[k], b[k], threshold, alpha) for k in a if k in b]
+    cells += [CellChange(*cell(k), verdict="only in base", base_status=a[k]["status"]) for k in a if k not in b]
+    cells += [CellChange(*cell(k), verdict="only in new", new_status=b[k]["status"]) for k in b if k not in a]
     counts = {v: sum(c.verdict == v for c in cells) for v in VERDICTS}
     return Comparison(tuple(cells), env_differences(base, new, base_meta, new_meta), threshold, alpha, counts,
                       (median_bandwidth(base), median_bandwidth(new)))
@@ -181,7 +206,7 @@ def env_differences(base: pd.DataFrame, new: pd.DataFrame, base_meta: Sequence[M
                     new_meta: Sequence[Mapping[str, Any]] = ()) -> tuple[EnvDifference, ...]:
     """Environment facts that differ between the runs; a fact one side does not record is not a difference."""
     diffs = []
-    for name in ENV_FIELDS:
+    for name in COMPARED_ENV:
         x, y = _env_values(base, base_meta, name), _env_values(new, new_meta, name)
         if x and y and x != y:
             diffs.append(EnvDifference(name, ", ".join(sorted(x)), ", ".join(sorted(y))))

@@ -255,3 +255,15 @@ def test_table_shows_the_machines_memory_bandwidth_of_cpu_cells(tmp_path):
     loaded = report.load_results([write_run(tmp_path, "20240101-000000-aaaaaa", rows)])
     table = report.op_table(loaded.rows, "py").set_index("impl")
     assert (table.loc["py", "machine GB/s"], table.loc["cpp", "machine GB/s"]) == ("41.3", "")
+
+
+def test_a_run_over_two_gpu_kinds_gets_charts_for_each(tmp_path):
+    rows = [row(i, "cuda", "forward", b, env={**ENV, "gpu_name": gpu}) for gpu in ("A100", "H100")
+            for i in ("py", "cpp") for b in (8, 16)]
+    rows += [row(i, "cpu", "forward", 8) for i in ("py", "cpp")]  # one CPU kind: no split there
+    built = report.build(storage.load_run(write_run(tmp_path, "20240101-000000-aaaaaa", rows)), tmp_path / "out")
+    titles = sorted(s.title for s in built.sections)
+    assert titles == ["hoconv2d / module", "hoconv2d / module on A100", "hoconv2d / module on H100"]
+    by_title = {s.title: s for s in built.sections}
+    assert set(by_title["hoconv2d / module on H100"].table["device"]) == {"GPU"}
+    assert (tmp_path / "out" / "figures" / "hoconv2d-module-H100-time.png").exists()

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from benchctl.errors import UsageError
 from benchctl.results import compare
 from benchctl.results import storage
 
@@ -153,3 +154,23 @@ def test_load_side_reads_a_run_folder_and_a_parquet_file(tmp_path):
     for path in (writer.dir, part):
         rows, metas = compare.load_side(path)
         assert len(rows) == 1 and metas[0]["host"] == "meta-host"
+
+
+def gpu_row(gpu: str, samples: list[float], impl: str = "cuda") -> dict:
+    return {**row(impl=impl, samples=samples), "device": "cuda", "gpu_name": gpu}
+
+
+def test_cells_on_different_gpu_kinds_are_not_compared_unless_asked():
+    base = frame([gpu_row("NVIDIA A100-SXM4-80GB", timed(10e-3, 1))])
+    new = frame([gpu_row("NVIDIA H100 80GB HBM3", timed(5e-3, 2))])
+    with pytest.raises(UsageError, match="cuda cells ran on NVIDIA A100-SXM4-80GB in BASE and on NVIDIA H100"):
+        compare.compare(base, new)
+    (cell,) = compare.compare(base, new, across_hosts=True).cells
+    assert cell.verdict == "improved" and cell.ratio == pytest.approx(0.5, rel=0.03)
+
+
+def test_a_run_over_two_gpu_kinds_matches_each_cell_to_its_own_kind():
+    base = frame([gpu_row("A100", timed(10e-3, 1)), gpu_row("H100", timed(5e-3, 2))])
+    new = frame([gpu_row("A100", timed(10e-3, 3)), gpu_row("H100", timed(6e-3, 4))])
+    verdicts = sorted((round(c.ratio, 1), c.verdict) for c in compare.compare(base, new).cells)
+    assert verdicts == [(1.0, "unchanged"), (1.2, "regressed")]  # never A100 against H100

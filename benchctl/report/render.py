@@ -1,0 +1,98 @@
+"""The report's pages: `index.html` (charts embedded as base64, so it opens from disk anywhere and
+survives being mailed around) and `summary.md`. Every text from outside (names, params, messages) is
+escaped for the page it goes into."""
+
+from __future__ import annotations
+
+import base64
+import html
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from benchctl.report.tables import BANDWIDTH, ENV_COLUMNS
+
+if TYPE_CHECKING:
+    from benchctl.report.page import Report
+
+
+def slug(*parts: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", "-".join(parts))
+
+
+def md_text(value: Any) -> str:
+    """Text from outside (messages, names, params) made literal in Markdown: HTML in it is escaped, and a
+    pipe or newline would break a table row, a backtick or bracket would open code or a link."""
+    text = html.escape(str(value), quote=False).replace("\n", " ")
+    for char in "\\|`*[]":
+        text = text.replace(char, "\\" + char)
+    return text
+
+
+def _md_table(table: pd.DataFrame) -> str:
+    lines = ["| " + " | ".join(map(md_text, table.columns)) + " |", "|" + "---|" * len(table.columns)]
+    lines += ["| " + " | ".join(map(md_text, row)) + " |" for row in table.itertuples(index=False)]
+    return "\n".join(lines)
+
+
+def _env_table(report: Report) -> pd.DataFrame:
+    return pd.DataFrame(report.environment, columns=[*ENV_COLUMNS.values(), BANDWIDTH])
+
+
+def _status_line(report: Report) -> str:
+    line = ", ".join(f"{n} {status}" for status, n in sorted(report.statuses.items()))
+    return line + (f" ({report.superseded} older rows of cells measured again in a later run not shown)"
+                   if report.superseded else "")
+
+
+def render_markdown(report: Report) -> str:
+    out = ["# benchctl report", "", f"Generated {report.generated}. Cells: {_status_line(report)}.", "",
+           "## Environment", "", _md_table(_env_table(report)), ""]
+    if report.machine:
+        out += [f"![machine memory bandwidth]({report.machine[0].relative_to(report.out_dir).as_posix()})", ""]
+    for s in report.sections:
+        out += [f"## {md_text(s.title)}", "", f"Baseline for speedups: {md_text(s.baseline)}."
+                + (f" ({md_text(s.note)})" if s.note else ""), ""]
+        out += [f"![{md_text(s.title)} {kind}]({paths[0].relative_to(report.out_dir).as_posix()})" for kind, paths in s.figures.items()]
+        out += ["", _md_table(s.table), ""]
+        if len(s.failures):
+            out += [f"### Cells without a time ({len(s.failures)})", "", _md_table(s.failures), ""]
+    return "\n".join(out)
+
+
+CSS = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1400px;padding:0 1em;color:#222}
+table{border-collapse:collapse;font-size:13px;margin:.5em 0 1.5em}th,td{border:1px solid #ccc;padding:2px 8px}
+th{background:#f0f0f0}td{text-align:left}figure{margin:1em 0}img{max-width:100%}.note{color:#a60}"""
+
+
+def _img(report: Report, kind: str, paths: list[Path], title: str) -> str:
+    data = base64.b64encode(paths[0].read_bytes()).decode("ascii")
+    links = " · ".join(f'<a href="{html.escape(p.relative_to(report.out_dir).as_posix())}">{p.suffix[1:].upper()}</a>'
+                       for p in paths)
+    return (f'<figure><img alt="{html.escape(title)} {kind}" src="data:image/png;base64,{data}">'
+            f"<figcaption>{html.escape(kind)} · {links}</figcaption></figure>")
+
+
+def _html_table(table: pd.DataFrame) -> str:
+    return table.to_html(index=False, border=0, escape=True, na_rep="")
+
+
+def render_html(report: Report) -> str:
+    body = [f"<h1>benchctl report</h1><p>Generated {report.generated}. Cells: {html.escape(_status_line(report))}.</p>",
+            "<p>" + " · ".join(f'<a href="#{slug(s.title)}">{html.escape(s.title)}</a>'
+                               for s in report.sections) + "</p>",
+            "<h2>Environment</h2>", _html_table(_env_table(report))]
+    if report.machine:
+        body.append(_img(report, "memory bandwidth probes", report.machine, "machine"))
+    for s in report.sections:
+        note = f' <span class="note">({html.escape(s.note)})</span>' if s.note else ""
+        body += [f"<h2 id=\"{slug(s.title)}\">{html.escape(s.title)}</h2>",
+                 f"<p>Baseline for speedups: <code>{html.escape(s.baseline)}</code>{note}</p>"]
+        body += [_img(report, kind, paths, s.title) for kind, paths in s.figures.items()]
+        body.append(_html_table(s.table))
+        if len(s.failures):
+            body += [f"<h3>Cells without a time ({len(s.failures)})</h3>", _html_table(s.failures)]
+    return (f"<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>benchctl report</title>"
+            f"<style>{CSS}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")

@@ -1,0 +1,113 @@
+"""The report's tables: the environment of each run, a table per operator (median, speedup, correctness,
+the OS and machine columns), and the cells without a time."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from benchctl.report import charts
+from benchctl.results import storage
+from benchctl.results.schema import ENV_FIELDS
+from benchctl.results.summary import probed
+
+# state: complete, or interrupted (then some cells are missing)
+# The environment table: the run, the facts of the machine (results/schema.py), and the run's own.
+ENV_COLUMNS = {"run_id": "run", **ENV_FIELDS, "timestamp": "started", "rounds": "rounds", "state": "state"}
+BANDWIDTH = "memory GB/s"  # the machine's memory bandwidth over a run: median (range) of its probes
+
+
+def environment(rows: pd.DataFrame, metas: Sequence[Mapping[str, Any]] = ()) -> list[dict[str, str]]:
+    """One entry per run: facts from its rows, filled in from its run.json where the rows lack them."""
+    by_run = {str(m.get("run_id")): m for m in metas}
+    run_ids = list(dict.fromkeys([*map(str, rows["run_id"].dropna().unique()), *by_run]))
+    entries = []
+    for run_id in run_ids or ["?"]:
+        part = rows[rows["run_id"].astype(str) == run_id] if run_ids else rows
+        meta = by_run.get(run_id, {})
+        entry = {label: _facts(part, meta, name) for name, label in ENV_COLUMNS.items()}
+        entries.append({**entry, "run": run_id, BANDWIDTH: _bandwidth(part)})
+    return entries
+
+
+def _bandwidth(rows: pd.DataFrame) -> str:
+    """The machine's memory bandwidth over the run (the probes of its CPU rows): median and range."""
+    values = probed(rows)["mem_gbps"]
+    if values.empty:
+        return "not probed"
+    return f"{values.median():.1f} ({values.min():.1f}-{values.max():.1f})"
+
+
+def _facts(rows: pd.DataFrame, meta: Mapping[str, Any], name: str) -> str:
+    values = [_fmt_value(v) for v in rows[name].dropna().unique()] if name in rows else []
+    if not values and storage.meta_fact(meta, name) is not None:
+        values = [_fmt_value(storage.meta_fact(meta, name))]
+    if name == "timestamp" and values:  # every row has its own: the run started with the first
+        return min(values)[:19].replace("T", " ")
+    return ", ".join(sorted(set(values))) or "unknown"
+
+
+def _fmt_value(value: Any) -> str:
+    if isinstance(value, (float, np.floating)) and float(value).is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _ms(value: Any) -> str:
+    return "" if value is None or pd.isna(value) else f"{value * 1e3:.4g}"
+
+
+def _correct(ok: Any, rel: Any) -> str:
+    if ok is None or pd.isna(ok):
+        return ""
+    err = "" if rel is None or pd.isna(rel) else f" (rel {rel:.1e})"
+    return ("yes" if ok else "NO") + err
+
+
+def op_table(rows: pd.DataFrame, baseline: str) -> pd.DataFrame:
+    """The operator's cells as display strings, in chart order: device, pass, params, axis, impl."""
+    df, _ = charts.with_groups(rows.assign(speedup=charts.speedups(rows, baseline)))
+    axis = str(df["axis"].dropna().iloc[0]) if df["axis"].notna().any() else "axis"
+    df = _chart_order(df)
+    table = pd.DataFrame({
+        "device": df["device"].map(lambda d: charts.DEVICE_LABELS.get(d, d)),
+        "pass": df["pass"].map(lambda p: charts.PASS_LABELS.get(p, p)),
+        "params": df["group"], axis: df["axis_value"].map(_fmt_value), "impl": df["impl"],
+        "status": [f"{st} (noisy)" if pd.notna(n) and bool(n) else st for st, n in zip(df["status"], df["noisy"])],
+        "median ms": df["median_s"].map(_ms), "IQR ms": df["iqr_s"].map(_ms),
+        f"speedup vs {baseline}": df["speedup"].map(lambda s: "" if pd.isna(s) else f"{s:.2f}x"),
+        "correct": [_correct(c, r) for c, r in zip(df["correct"], df["max_rel_err"])],
+    })
+    if df["pct_of_peak"].notna().any():
+        table["% of peak"] = df["pct_of_peak"].map(lambda p: "" if pd.isna(p) else f"{p:.1f}")
+    if df["peak_mem_bytes"].notna().any():  # memory decides the largest batch that fits
+        table["peak MiB"] = df["peak_mem_bytes"].map(lambda b: "" if pd.isna(b) else f"{b / 2**20:.1f}")
+    if "page_faults" in df and df["page_faults"].notna().any():  # fresh memory first touched per call
+        table["page faults"] = df["page_faults"].map(lambda f: "" if pd.isna(f) else f"{f:.0f}")
+    if "sys_s" in df and df["sys_s"].notna().any():  # the OS's share of "median ms" (all threads)
+        table["OS ms"] = df["sys_s"].map(_ms)
+    if "host_s" in df and df["host_s"].notna().any():  # GPU: the host's time to issue the call
+        table["host ms"] = df["host_s"].map(_ms)
+    if "mem_gbps" in df and df["mem_gbps"].notna().any():  # CPU: what the machine gave at the time
+        table["machine GB/s"] = df["mem_gbps"].map(lambda g: "" if pd.isna(g) else f"{g:.1f}")
+    return table.drop(columns=[c for c in ("params",) if not table[c].astype(bool).any()])
+
+
+def _chart_order(df: pd.DataFrame) -> pd.DataFrame:
+    rank = {name: i for i, name in enumerate(charts.DEVICES + charts.PASSES)}
+    keys = df.assign(_d=df["device"].map(rank), _p=df["pass"].map(rank))
+    return keys.sort_values(["_d", "device", "_p", "pass", "group", "axis_value", "impl"], na_position="last")
+
+
+def failure_table(rows: pd.DataFrame) -> pd.DataFrame:
+    """Every cell that did not produce a time, with its status and the message that says why."""
+    df, _ = charts.with_groups(rows)
+    df = _chart_order(df[df["status"].isin(charts.FAILED) | df["status"].isna()])
+    return pd.DataFrame({
+        "device": df["device"].map(lambda d: charts.DEVICE_LABELS.get(d, d)),
+        "pass": df["pass"].map(lambda p: charts.PASS_LABELS.get(p, p)),
+        "params": df["group"], "axis": [f"{a}={_fmt_value(v)}" for a, v in zip(df["axis"], df["axis_value"])],
+        "impl": df["impl"], "status": df["status"].fillna("missing"), "message": df["message"].fillna(""),
+    })
