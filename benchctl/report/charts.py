@@ -1,4 +1,5 @@
-"""Result rows -> matplotlib figures: time against the sweep axis, speedup over a baseline, roofline.
+"""Result rows -> matplotlib figures: time against the sweep axis and speedup over a baseline (the
+roofline is in roofline.py), and the helpers every chart shares.
 
 Figures use matplotlib's object API on an Agg canvas (never pyplot): nothing is shown, no global figure
 list grows across a long report, and tests can inspect the returned Figure before it is saved.
@@ -10,20 +11,19 @@ from __future__ import annotations
 import json
 from itertools import product
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 import numpy as np
 import pandas as pd
+
+from benchctl.results.schema import FAILED, PASS_LABELS, PASSES
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-PASSES = ("forward", "backward", "forward_backward")
-PASS_LABELS = {"forward": "forward", "backward": "backward", "forward_backward": "forward+backward"}
 DEVICES = ("cpu", "cuda")
 DEVICE_LABELS = {"cpu": "CPU", "cuda": "GPU"}
-FAILED = ("unavailable", "incorrect", "oom", "crashed", "timeout", "error", "skipped")
 CELL_KEY = ["target", "device", "dtype", "params", "pass"]  # one cell of the sweep, across impls
 LINESTYLES = ("-", "--", ":", "-.")
 PASS_MARKERS = {"forward": "o", "backward": "s", "forward_backward": "^"}
@@ -111,14 +111,14 @@ def figure_grid(nrows: int, ncols: int, width: float = 4.8) -> tuple["Figure", n
     return fig, fig.subplots(nrows, ncols, squeeze=False)
 
 
-def _colors(impls: Iterable[str]) -> dict[str, Any]:
+def impl_colors(impls: Iterable[str]) -> dict[str, Any]:
     from matplotlib import colormaps
 
     cmap = colormaps["tab10"]
     return {impl: cmap(i % 10) for i, impl in enumerate(sorted(set(impls)))}
 
 
-def _scale_x(ax: "Axes", axis: str, values: np.ndarray) -> None:
+def scale_x(ax: "Axes", axis: str, values: np.ndarray) -> None:
     """log2 for batch sizes and other power-of-two sweeps, log10 for wide ranges, else linear."""
     from matplotlib.ticker import FixedLocator, NullLocator, ScalarFormatter
 
@@ -154,7 +154,7 @@ def _mark_failed(ax: "Axes", failed: pd.DataFrame, colors: dict[str, Any]) -> No
                     ha="right" if at_right else "left")
 
 
-def _tidy_log(ax: "Axes", which: str = "y") -> None:
+def tidy_log(ax: "Axes", which: str = "y") -> None:
     """Plain numbers on a log axis ("0.5", "20", not "5x10^-1"). Minor ticks are labelled where the
     decades alone are too few to read values off: all on a very short axis, fewer as it grows."""
     from matplotlib.ticker import FuncFormatter
@@ -189,7 +189,7 @@ def _line_panel(ax: "Axes", cell: pd.DataFrame, y_col: str, colors: dict, styles
     return drawn
 
 
-def _finish(fig: "Figure", axes: np.ndarray, title: str, subtitle: str) -> None:
+def finish(fig: "Figure", axes: np.ndarray, title: str, subtitle: str) -> None:
     handles: dict[str, Any] = {}
     for ax in axes.flat:
         for handle, label in zip(*ax.get_legend_handles_labels()):
@@ -205,15 +205,15 @@ def _panel_figure(df: pd.DataFrame, title: str, subtitle: str,
     implementation and line styles per param group; `draw` fills one panel's y axis."""
     devices, passes = ordered(df["device"], DEVICES), ordered(df["pass"], PASSES)
     fig, axes = figure_grid(len(devices), len(passes))
-    colors = _colors(df["impl"])
+    colors = impl_colors(df["impl"])
     styles = {g: LINESTYLES[i % len(LINESTYLES)] for i, g in enumerate(sorted(df["group"].unique()))}
     for (r, device), (c, pass_name) in product(enumerate(devices), enumerate(passes)):
         ax = axes[r][c]
         draw(ax, df[(df["device"] == device) & (df["pass"] == pass_name)], colors, styles)
-        _scale_x(ax, str(df["axis"].iloc[0]), df["axis_value"].to_numpy(dtype=float))
+        scale_x(ax, str(df["axis"].iloc[0]), df["axis_value"].to_numpy(dtype=float))
         ax.set_title(panel_title(device, pass_name))
         ax.grid(True, which="both", alpha=0.3)
-    _finish(fig, axes, title, subtitle)
+    finish(fig, axes, title, subtitle)
     return fig
 
 
@@ -228,7 +228,7 @@ def _timing_panel(ax: "Axes", cell: pd.DataFrame, colors: dict, styles: dict) ->
         if len(failed):  # room below the data, so failure markers never sit on top of a line
             (lo, hi), n = ax.get_ylim(), failed.groupby(["impl", "group", "status"]).ngroups
             ax.set_ylim(lo / (hi / lo) ** (0.1 + 0.12 * min(n, 8)), hi)
-        _tidy_log(ax)
+        tidy_log(ax)
     _mark_failed(ax, failed, colors)
     ax.set_ylabel("median time (ms)")
 
@@ -249,60 +249,10 @@ def speedup_figure(df: pd.DataFrame, title: str, baseline: str) -> "Figure | Non
         _line_panel(ax, cell[cell["impl"] != baseline], "speedup", colors, styles)
         ax.axhline(1.0, color="gray", lw=1, ls="--", label=f"{baseline} (baseline)")
         ax.set_yscale("log")
-        _tidy_log(ax)
+        tidy_log(ax)
         ax.set_ylabel(f"speedup over {baseline} (x)")
 
     return _panel_figure(df, f"{title}: speedup over {baseline}", fixed, draw)
-
-
-def roofline_figure(df: pd.DataFrame, title: str, peaks: Mapping[str, Mapping[str, float]] | None = None
-                    ) -> "Figure | None":
-    """Achieved throughput per device: GFLOP/s against arithmetic intensity under the measured roofs
-    when FLOPs are known, else GB/s against the sweep axis; None when no row has rates."""
-    ok = df[(df["status"] == "ok") & df["gbps"].notna()] if "gbps" in df else df.iloc[0:0]
-    if ok.empty:
-        return None
-    devices = ordered(ok["device"], DEVICES)
-    fig, axes = figure_grid(1, len(devices), width=6.0)
-    colors = _colors(df["impl"])
-    for ax, device in zip(axes[0], devices):
-        rows, peak = ok[ok["device"] == device], dict((peaks or {}).get(device, {}))
-        if bool((rows["flops"].fillna(0) > 0).all() and (rows["bytes"].fillna(0) > 0).all()):
-            _roofline_panel(ax, rows, colors, peak)
-        else:
-            _bandwidth_panel(ax, rows, colors, peak)
-        known = "vs measured peak" if peak else "achieved (peak not measured)"
-        ax.set_title(f"{DEVICE_LABELS.get(device, device)}: {known}", fontsize=10)
-        ax.grid(True, which="both", alpha=0.3)
-    _finish(fig, axes, f"{title}: roofline", "")
-    return fig
-
-
-def _roofline_panel(ax: "Axes", rows: pd.DataFrame, colors: dict, peak: Mapping[str, float]) -> None:
-    intensity = rows["flops"] / rows["bytes"]
-    for (impl, pass_name), idx in rows.groupby(["impl", "pass"], sort=True).groups.items():
-        ax.scatter(intensity[idx], rows.loc[idx, "gflops"], color=colors[impl], s=22,
-                   marker=PASS_MARKERS.get(pass_name, "o"), label=f"{impl} {PASS_LABELS.get(pass_name, pass_name)}")
-    if peak.get("gbps") and peak.get("gflops"):
-        xs = np.logspace(np.log10(intensity.min() / 4), np.log10(max(intensity.max() * 4,
-                         4 * peak["gflops"] / peak["gbps"])), 200)
-        ax.plot(xs, np.minimum(peak["gflops"], xs * peak["gbps"]), color="black", lw=1.2,
-                label=f"roof: {peak['gbps']:.0f} GB/s, {peak['gflops']:.0f} GFLOP/s", gid="roof")
-    ax.set_xscale("log"), ax.set_yscale("log")
-    _tidy_log(ax, "x"), _tidy_log(ax, "y")
-    ax.set_xlabel("arithmetic intensity (FLOP/byte)"), ax.set_ylabel("achieved GFLOP/s")
-
-
-def _bandwidth_panel(ax: "Axes", rows: pd.DataFrame, colors: dict, peak: Mapping[str, float]) -> None:
-    for (impl, pass_name), series in rows.groupby(["impl", "pass"], sort=True):
-        series = series.sort_values("axis_value")
-        ax.plot(series["axis_value"], series["gbps"], color=colors[impl], marker=PASS_MARKERS.get(pass_name, "o"),
-                ms=4, label=f"{impl} {PASS_LABELS.get(pass_name, pass_name)}")
-    if peak.get("gbps"):
-        ax.axhline(peak["gbps"], color="black", lw=1.2, label=f"peak {peak['gbps']:.0f} GB/s", gid="roof")
-    _scale_x(ax, str(rows["axis"].iloc[0]), rows["axis_value"].to_numpy(dtype=float))
-    ax.set_yscale("log"), ax.set_ylabel("achieved GB/s")
-    _tidy_log(ax)
 
 
 def save(fig: "Figure", stem: Path) -> list[Path]:

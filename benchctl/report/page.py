@@ -13,7 +13,7 @@ from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
-from benchctl.report import charts, machine_chart
+from benchctl.report import charts, machine_chart, roofline
 from benchctl.report.render import render_html, render_markdown, slug
 from benchctl.report.tables import environment, failure_table, op_table
 from benchctl.results import storage
@@ -92,7 +92,7 @@ def _section(rows: pd.DataFrame, op: str, target: str, out_dir: Path, requested:
     drawn = {
         "time": charts.timing_figure(rows, title),
         "speedup": charts.speedup_figure(rows, title, baseline),
-        "roofline": charts.roofline_figure(rows, title, peaks),
+        "roofline": roofline.roofline_figure(rows, title, peaks),
     }
     figures = {kind: charts.save(fig, out_dir / "figures" / slug(op, target, *([machine] if machine else []), kind))
                for kind, fig in drawn.items() if fig is not None}

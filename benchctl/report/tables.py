@@ -10,7 +10,7 @@ import pandas as pd
 
 from benchctl.report import charts
 from benchctl.results import storage
-from benchctl.results.schema import ENV_FIELDS
+from benchctl.results.schema import ENV_FIELDS, FAILED, PASS_LABELS, PASSES
 from benchctl.results.summary import probed
 
 # state: complete, or interrupted (then some cells are missing)
@@ -73,7 +73,7 @@ def op_table(rows: pd.DataFrame, baseline: str) -> pd.DataFrame:
     df = _chart_order(df)
     table = pd.DataFrame({
         "device": df["device"].map(lambda d: charts.DEVICE_LABELS.get(d, d)),
-        "pass": df["pass"].map(lambda p: charts.PASS_LABELS.get(p, p)),
+        "pass": df["pass"].map(lambda p: PASS_LABELS.get(p, p)),
         "params": df["group"], axis: df["axis_value"].map(_fmt_value), "impl": df["impl"],
         "status": [f"{st} (noisy)" if pd.notna(n) and bool(n) else st for st, n in zip(df["status"], df["noisy"])],
         "median ms": df["median_s"].map(_ms), "IQR ms": df["iqr_s"].map(_ms),
@@ -96,7 +96,7 @@ def op_table(rows: pd.DataFrame, baseline: str) -> pd.DataFrame:
 
 
 def _chart_order(df: pd.DataFrame) -> pd.DataFrame:
-    rank = {name: i for i, name in enumerate(charts.DEVICES + charts.PASSES)}
+    rank = {name: i for i, name in enumerate(charts.DEVICES + PASSES)}
     keys = df.assign(_d=df["device"].map(rank), _p=df["pass"].map(rank))
     return keys.sort_values(["_d", "device", "_p", "pass", "group", "axis_value", "impl"], na_position="last")
 
@@ -104,10 +104,10 @@ def _chart_order(df: pd.DataFrame) -> pd.DataFrame:
 def failure_table(rows: pd.DataFrame) -> pd.DataFrame:
     """Every cell that did not produce a time, with its status and the message that says why."""
     df, _ = charts.with_groups(rows)
-    df = _chart_order(df[df["status"].isin(charts.FAILED) | df["status"].isna()])
+    df = _chart_order(df[df["status"].isin(FAILED) | df["status"].isna()])
     return pd.DataFrame({
         "device": df["device"].map(lambda d: charts.DEVICE_LABELS.get(d, d)),
-        "pass": df["pass"].map(lambda p: charts.PASS_LABELS.get(p, p)),
+        "pass": df["pass"].map(lambda p: PASS_LABELS.get(p, p)),
         "params": df["group"], "axis": [f"{a}={_fmt_value(v)}" for a, v in zip(df["axis"], df["axis_value"])],
         "impl": df["impl"], "status": df["status"].fillna("missing"), "message": df["message"].fillna(""),
     })

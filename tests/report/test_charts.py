@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from benchctl.report import charts as plotting
+from benchctl.report import roofline
 from benchctl.results import storage
 
 IMPLS = {"py": 10e-3, "cpp": 4e-3, "cuda": 0.5e-3}
@@ -143,13 +144,13 @@ def test_roofline_draws_the_measured_roof_when_known():
         if row["status"] == "ok":
             row.update(flops=4e9, bytes=1e9, gflops=4e9 / row["median_s"] / 1e9, gbps=1e9 / row["median_s"] / 1e9)
     df = frame(rows)
-    fig = plotting.roofline_figure(df, "t", {"cpu": {"gbps": 50.0, "gflops": 800.0}})
+    fig = roofline.roofline_figure(df, "t", {"cpu": {"gbps": 50.0, "gflops": 800.0}})
     ax = fig.axes[0]
     roof = next(line for line in ax.get_lines() if line.get_gid() == "roof")
     assert max(roof.get_ydata()) == pytest.approx(800.0)
     assert "measured peak" in ax.get_title()
-    assert "peak not measured" in plotting.roofline_figure(df, "t", {}).axes[0].get_title()
-    assert plotting.roofline_figure(frame(sweep()), "t") is None  # no rates: no roofline view
+    assert "peak not measured" in roofline.roofline_figure(df, "t", {}).axes[0].get_title()
+    assert roofline.roofline_figure(frame(sweep()), "t") is None  # no rates: no roofline view
 
 
 def test_save_writes_a_decodable_png_and_an_svg(tmp_path):
