@@ -33,6 +33,7 @@ def command(impls: str, devices: str, ops: tuple[str, ...], ops_dirs: tuple[str,
                  for d in request.parse_devices(devices) if d in op.implementations[i].devices]
     if not selection:
         raise BenchError(f"nothing to check: no implementation among {impls!r} supports {devices!r}")
+    _build_first(selection)
     rows = []
     with console.err.status("checking ...") as status:
         for row in run_checks(selection):
@@ -44,6 +45,18 @@ def command(impls: str, devices: str, ops: tuple[str, ...], ops_dirs: tuple[str,
         raise BenchError(f"{len(failed)} check(s) failed, first: {failed[0].name()}: {failed[0].detail}")
     if all(r.passed is None for r in rows):
         raise BenchError("nothing could be checked here: " + "; ".join(sorted({r.detail for r in rows})))
+
+
+def _build_first(selection) -> None:
+    """The same preflight as `run`: extensions are compiled now, with a line each, not silently inside the
+    first check; a build that fails is then reported by the checks as the reason they cannot run."""
+    from benchctl import console
+    from benchctl.ops.cells import Cell
+    from benchctl.sweep.preflight import Preflight
+
+    cells = [Cell.make(op.name, op.targets[0].name, impl.name, device, "float32", op.params)
+             for op, impl, device in selection]
+    Preflight(cells).build_extensions(lambda msg: console.err.print(msg))
 
 
 def _render(rows) -> None:

@@ -9,11 +9,12 @@ it takes at the start with it and warns when the machine's memory is busy.
 from __future__ import annotations
 
 import json
-import os
 import socket
 from pathlib import Path
 
 import torch
+
+from benchctl.cache import cache_dir
 
 from benchctl.machine import membw
 from benchctl.measure.execute import make_clock
@@ -26,8 +27,7 @@ PROBES = 10
 
 
 def calibration_path() -> Path:
-    root = Path(os.environ.get("BENCHCTL_CACHE") or Path.home() / ".cache" / "benchctl")
-    return root / f"calibration-{socket.gethostname()}.json"
+    return cache_dir() / f"calibration-{socket.gethostname()}.json"
 
 
 def copy_gbps(device: str) -> float:

@@ -6,42 +6,27 @@ Libraries register ops into `torch.ops.benchctl` when loaded.
 The first use compiles (seconds to minutes); later uses only load the shared object.
 
 The cache folder of a library is named by a hash of its sources, headers, compiler flags, torch
-version and (because of -march=native) this CPU, so an edit or another machine never picks up a stale
-build. A failed build leaves a FAILED marker there, so `availability` can give the reason later
+version, compiler, CUDA arch list and (because of -march=native) this CPU, so an edit or another
+machine never picks up a stale build. A failed build leaves a FAILED marker there, so `availability` can give the reason later
 without compiling again. Environment: CUDA_HOME (else /usr/local/cuda or /usr/local/cuda-*),
-TORCH_CUDA_ARCH_LIST (default "8.0;9.0") and BENCHCTL_CACHE (default ~/.cache/benchctl/extensions).
+TORCH_CUDA_ARCH_LIST (default "8.0;9.0"), CXX, and BENCHCTL_CACHE (default ~/.cache/benchctl; the
+libraries go to its extensions/ folder). The toolchain and its part of the key are in toolchain.py.
 """
 
 from __future__ import annotations
 
-import functools
-import glob
 import hashlib
-import logging
-import os
-import platform
 import re
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import torch
-
+from benchctl.cache import cache_dir
 from benchctl.errors import BenchError
-from benchctl.ops import paths
+from benchctl.ops import paths, toolchain
 
 EXTENSIONS_DIR = paths.EXTENSIONS_DIR
 COMMON_DIR = "common"  # extensions/common/: headers shared by every operator's extension
-CACHE_ENV = "BENCHCTL_CACHE"
-ARCH_ENV = "TORCH_CUDA_ARCH_LIST"
-DEFAULT_ARCH_LIST = "8.0;9.0"
-# -fopenmp: ATen's parallel_for is a header template that runs on torch's OpenMP thread pool only
-# when the including file is compiled with OpenMP; without it, every parallel_for runs on one
-# thread. The OpenMP runtime linked is the one torch already loaded (same soname, libgomp.so.1).
-OPENMP_FLAGS = ("-fopenmp",) if sys.platform.startswith("linux") else ()
-CFLAGS = ("-O3", "-march=native", "-fno-math-errno", *OPENMP_FLAGS)
-CUDA_CFLAGS = ("-O3", "--use_fast_math")
 MAX_ERROR_LINES = 20
 _LOADED: dict[str, float] = {}
 
@@ -76,9 +61,8 @@ class Library:
         return f"benchctl_{self.op}_{self.kind}"
 
     def fingerprint(self) -> str:
-        h = hashlib.sha256(torch.__version__.encode())
-        h.update(" ".join(_flags(self.kind)).encode())
-        h.update(_cpu_signature().encode())
+        h = hashlib.sha256(toolchain.cache_key().encode())
+        h.update(" ".join(toolchain.flags(self.kind)).encode())
         for src in self.sources:
             h.update(src.name.encode())
             h.update(src.read_bytes())
@@ -98,49 +82,7 @@ class Library:
 
     @property
     def build_dir(self) -> Path:
-        return cache_root() / f"{self.name}-{self.fingerprint()}"
-
-
-def _flags(kind: str) -> tuple[str, ...]:
-    if kind != "cuda":
-        return CFLAGS + ldflags()
-    return CFLAGS + ldflags() + CUDA_CFLAGS + (os.environ.get(ARCH_ENV, DEFAULT_ARCH_LIST),)
-
-
-@functools.lru_cache(maxsize=1)
-def ldflags() -> tuple[str, ...]:
-    """OpenMP, and the C++ runtime torch already loaded, by path: a toolchain whose library folder
-    holds only libstdc++.a would otherwise link a second, static copy into the extension, and two
-    copies in one process crash on the first error message that formats a number (seen with a
-    relocated GCC 13)."""
-    runtime = loaded_library("libstdc++.so")
-    return (*OPENMP_FLAGS, *([runtime] if runtime else []))
-
-
-def loaded_library(name: str, maps: Path = Path("/proc/self/maps")) -> str | None:
-    """The path of the first library this process has mapped whose file name starts with `name`."""
-    try:
-        lines = maps.read_text().splitlines()
-    except OSError:  # not Linux
-        return None
-    fields = (line.split(maxsplit=5) for line in lines)  # address perms offset dev inode [path]
-    return next((f[5] for f in fields if len(f) == 6 and Path(f[5]).name.startswith(name)), None)
-
-
-@functools.lru_cache(maxsize=1)
-def _cpu_signature() -> str:
-    """The CPU model and feature flags: a library built with -march=native may not run elsewhere."""
-    try:
-        lines = Path("/proc/cpuinfo").read_text().splitlines()
-    except OSError:
-        return platform.machine() + platform.processor()
-    keep = [l for l in lines if l.startswith(("model name", "flags"))]
-    return platform.machine() + "\n".join(sorted(set(keep)))
-
-
-def cache_root() -> Path:
-    root = os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "benchctl" / "extensions"
-    return Path(root)
+        return cache_dir() / "extensions" / f"{self.name}-{self.fingerprint()}"
 
 
 def library(op: str, kind: str, root: Path | None = None) -> Library:
@@ -158,40 +100,6 @@ def extension_ops(root: Path | None = None) -> list[str]:
     if not root.is_dir():
         return []
     return sorted(p.name for p in root.iterdir() if p.is_dir() and (any(p.glob("*.cpp")) or any(p.glob("*.cu"))))
-
-
-def cuda_toolchain_reason() -> str | None:
-    """Why a CUDA extension cannot be compiled here, or None. Also sets the environment it needs."""
-    if torch.version.cuda is None:
-        return "no CUDA torch: this torch is a CPU-only build, so CUDA extensions cannot be compiled"
-    home = find_cuda_home()
-    if home is None:
-        return "nvcc missing: set CUDA_HOME to the CUDA toolkit folder (with bin/nvcc)"
-    os.environ["CUDA_HOME"] = str(home)
-    os.environ.setdefault(ARCH_ENV, DEFAULT_ARCH_LIST)
-    return None
-
-
-def find_cuda_home() -> Path | None:
-    candidates = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"]
-    candidates += sorted(glob.glob("/usr/local/cuda-*"), reverse=True)
-    for c in candidates:
-        if c and (Path(c) / "bin" / "nvcc").exists():
-            return Path(c)
-    return None
-
-
-def nvidia_wheel_includes() -> list[str]:
-    """Include folders of the `nvidia-*` CUDA wheels (headers such as cusparse.h that torch's headers pull in)."""
-    found = []
-    for site in sys.path:
-        found += glob.glob(os.path.join(site, "nvidia", "cu*", "include"))
-        found += glob.glob(os.path.join(site, "nvidia", "*", "include"))
-    return sorted({p for p in found if os.path.isdir(p)})
-
-
-def is_built(lib: Library) -> bool:
-    return built_at(lib) is not None
 
 
 def built_at(lib: Library) -> int | None:
@@ -218,7 +126,7 @@ def build(op: str, kind: str = "cpu", root: Path | None = None, verbose: bool = 
     if lib.name in _LOADED:
         return BuildResult(lib.name, 0.0, False)
     if kind == "cuda":
-        reason = cuda_toolchain_reason()
+        reason = toolchain.cuda_toolchain_reason()
         if reason:
             raise BuildError(reason, "", None)
         if any((root / op).glob("*.cpp")):
@@ -232,38 +140,19 @@ def build(op: str, kind: str = "cpu", root: Path | None = None, verbose: bool = 
     return BuildResult(lib.name, _LOADED[lib.name], built_at(lib) != before)
 
 
-def _cpp_extension():
-    """torch.utils.cpp_extension, imported with CUDA_HOME set first (it guesses once, at import, and
-    would otherwise take /usr/local for an nvcc wrapper in /usr/local/bin) and without its warning that
-    no GPU is present, which is expected when only compiling."""
-    home = find_cuda_home()
-    if home is not None:
-        os.environ.setdefault("CUDA_HOME", str(home))
-    logger = logging.getLogger("torch.utils.cpp_extension")
-    level = logger.level
-    logger.setLevel(logging.ERROR)
-    try:
-        from torch.utils import cpp_extension
-    finally:
-        logger.setLevel(level)
-    if os.environ.get("CUDA_HOME"):
-        cpp_extension.CUDA_HOME = os.environ["CUDA_HOME"]
-    return cpp_extension
-
-
 def _compile_and_load(lib: Library, verbose: bool) -> None:
-    cpp_extension = _cpp_extension()
+    cpp_extension = toolchain.cpp_extension()
     lib.build_dir.mkdir(parents=True, exist_ok=True)
     includes = [str(d) for d in lib.include_dirs]
     if lib.kind == "cuda":
-        includes += nvidia_wheel_includes()
+        includes += toolchain.nvidia_wheel_includes()
     try:
         cpp_extension.load(
             name=lib.name,
             sources=[str(s) for s in lib.sources],
-            extra_cflags=list(CFLAGS),
-            extra_ldflags=list(ldflags()),
-            extra_cuda_cflags=list(CUDA_CFLAGS) if lib.kind == "cuda" else None,
+            extra_cflags=list(toolchain.CFLAGS),
+            extra_ldflags=list(toolchain.ldflags()),
+            extra_cuda_cflags=list(toolchain.CUDA_CFLAGS) if lib.kind == "cuda" else None,
             extra_include_paths=includes,
             build_directory=str(lib.build_dir),
             is_python_module=False,
@@ -304,7 +193,7 @@ def availability(op: str, kind: str = "cpu", root: Path | None = None) -> str | 
     except BuildError as exc:
         return exc.summary
     if kind == "cuda":
-        reason = cuda_toolchain_reason()
+        reason = toolchain.cuda_toolchain_reason()
         if reason:
             return reason
         if any((root / op).glob("*.cpp")):

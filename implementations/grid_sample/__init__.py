@@ -12,7 +12,6 @@ from typing import Any, Callable, Mapping
 
 import torch
 
-from benchctl.ops import build
 from benchctl.ops.registry import Case, Inputs, Operator, Target, randn, register
 
 from . import ext
@@ -96,7 +95,7 @@ OP = register(
 
 OP.implementation("py", devices=("cpu", "cuda"))(grid_sample_py)
 OP.implementation("py-imagegrad", devices=("cpu", "cuda"))(grid_sample_imagegrad)
-OP.implementation("cpp", devices=("cpu",), requires=lambda dev: build.availability("grid_sample", "cpu"),
+OP.implementation("cpp", devices=("cpu",), requires=ext.requires,
                   prepare=ext.prepare, opcheck=_opcheck, build=ext.load)(ext.grid_sample)
-OP.implementation("cuda", devices=("cuda",), requires=lambda dev: build.availability("grid_sample", "cuda"),
+OP.implementation("cuda", devices=("cuda",), requires=ext.requires,
                   prepare=ext.prepare, opcheck=_opcheck, build=ext.load)(ext.grid_sample)

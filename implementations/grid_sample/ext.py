@@ -10,16 +10,11 @@ from __future__ import annotations
 
 import torch
 
-from benchctl.ops import customops
+from benchctl.ops.extension import Extension
 
 OP_NAME = "grid_sample"
 FORWARD = "benchctl::grid_sample_forward"
 BACKWARD = "benchctl::grid_sample_grid_backward"
-
-
-def load(device: str) -> float:
-    """Build if needed and load the libraries for `device`, then register the Python kernels once."""
-    return customops.load(OP_NAME, device, lambda: customops.register_once("grid_sample_forward", _register))
 
 
 def _register() -> None:
@@ -60,3 +55,8 @@ def opcheck(inputs: dict[str, torch.Tensor]) -> None:
     torch.library.opcheck(torch.ops.benchctl.grid_sample_forward.default, (image, grid.requires_grad_()))
     grad_out = torch.ops.benchctl.grid_sample_forward(image, grid.detach())
     torch.library.opcheck(torch.ops.benchctl.grid_sample_grid_backward.default, (grad_out, image, grid.detach()))
+
+
+EXT = Extension(OP_NAME, register=_register, anchor="grid_sample_forward")
+load = EXT.load
+requires = EXT.requires

@@ -11,8 +11,7 @@ from typing import Any
 
 import torch
 
-from benchctl.ops import build
-from benchctl.ops import customops
+from benchctl.ops.extension import Extension
 from benchctl.ops.registry import Case, randn
 
 OP_NAME = "hoconv2d"
@@ -20,15 +19,6 @@ FORWARD = "benchctl::hoconv2d_filter"
 BACKWARD = "benchctl::hoconv2d_filter_backward"
 # opcheck runs the op a dozen ways (fake tensors, AOT autograd, dynamic shapes): small inputs suffice.
 OPCHECK_MAX = {"batch_size": 2, "C": 3, "H": 7, "W": 9}
-
-
-def load(device: str) -> float:
-    """Build if needed and load the libraries for `device`, then register the Python kernels once."""
-    return customops.load(OP_NAME, device, lambda: customops.register_once("hoconv2d_filter", _register))
-
-
-def _register_python_kernels() -> None:
-    customops.register_once("hoconv2d_filter", _register)
 
 
 def _register() -> None:
@@ -71,11 +61,6 @@ def _backward(ctx: Any, grad_out: torch.Tensor) -> tuple[torch.Tensor | None, to
     )
 
 
-def requires(device: str) -> str | None:
-    """Why the extension cannot run on `device`, without compiling anything."""
-    return build.availability(OP_NAME, "cuda" if device == "cuda" else "cpu")
-
-
 def prepare(inputs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """Loads (building the first time) the libraries the inputs' device needs; outside the timed loop."""
     load(inputs["x"].device.type)
@@ -105,3 +90,8 @@ def opcheck(case: Case) -> None:
     torch.library.opcheck(torch.ops.benchctl.hoconv2d_filter.default, (x, weights))
     inputs = (grad_out, x.detach(), weights.detach())
     torch.library.opcheck(torch.ops.benchctl.hoconv2d_filter_backward.default, inputs)
+
+
+EXT = Extension(OP_NAME, register=_register, anchor="hoconv2d_filter")
+load = EXT.load
+requires = EXT.requires

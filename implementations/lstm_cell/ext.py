@@ -13,23 +13,11 @@ from typing import Any
 
 import torch
 
-from benchctl.ops import build
-from benchctl.ops import customops
+from benchctl.ops.extension import Extension
 from benchctl.ops.registry import Case
 
 OP_NAME = "lstm_cell"
 OPS = ("lstm_cell", "lstm_cell_backward", "lstm_cell_pointwise", "lstm_cell_pointwise_backward")
-
-
-def requires(device: str) -> str | None:
-    """Why the extension cannot run on `device`, without compiling anything."""
-    # The CUDA library's availability includes the CPU library's (it holds the schemas).
-    return build.availability(OP_NAME, "cuda" if device == "cuda" else "cpu")
-
-
-def load(device: str) -> float:
-    """Build if needed and load the libraries for `device`, then register the Python kernels once."""
-    return customops.load(OP_NAME, device, lambda: customops.register_once("lstm_cell", _register))
 
 
 def prepare(inputs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -106,3 +94,8 @@ def opcheck(case: Case) -> None:
 
 def _check(op: Any, args: list[torch.Tensor]) -> None:
     torch.library.opcheck(op, tuple(args))  # raises OpCheckError naming the failing test
+
+
+EXT = Extension(OP_NAME, register=_register, anchor="lstm_cell")
+load = EXT.load
+requires = EXT.requires

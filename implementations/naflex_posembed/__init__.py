@@ -11,7 +11,6 @@ from typing import Any, Callable, Mapping
 
 import torch
 
-from benchctl.ops import build
 from benchctl.ops.registry import Case, Inputs, Operator, Target, randn, register
 
 from . import ext
@@ -79,10 +78,6 @@ def _opcheck(case: Case) -> None:
     ext.opcheck(make_inputs(Case(params, case.dtype, case.device, case.seed)))
 
 
-def _ext_available(kind: str) -> Callable[[str], str | None]:
-    return lambda device: build.availability("naflex_posembed", kind)
-
-
 OP = register(
     Operator(
         name="naflex_posembed",
@@ -105,7 +100,7 @@ OP = register(
 
 OP.implementation("loop", devices=("cpu", "cuda"))(posembed_loop)
 OP.implementation("gridsample", devices=("cpu", "cuda"))(posembed_gridsample)
-OP.implementation("cpp", devices=("cpu",), requires=_ext_available("cpu"), prepare=ext.prepare,
+OP.implementation("cpp", devices=("cpu",), requires=ext.requires, prepare=ext.prepare,
                   opcheck=_opcheck, build=ext.load)(ext.posembed)
-OP.implementation("cuda", devices=("cuda",), requires=_ext_available("cuda"), prepare=ext.prepare,
+OP.implementation("cuda", devices=("cuda",), requires=ext.requires, prepare=ext.prepare,
                   opcheck=_opcheck, build=ext.load)(ext.posembed)

@@ -12,16 +12,11 @@ from typing import Any
 
 import torch
 
-from benchctl.ops import customops
+from benchctl.ops.extension import Extension
 
 OP_NAME = "naflex_posembed"
 FORWARD = "benchctl::naflex_posembed_forward"
 BACKWARD = "benchctl::naflex_posembed_table_backward"
-
-
-def load(device: str) -> float:
-    """Build if needed and load the libraries for `device`, then register the Python kernels once."""
-    return customops.load(OP_NAME, device, lambda: customops.register_once("naflex_posembed_forward", _register))
 
 
 def _register() -> None:
@@ -73,3 +68,8 @@ def opcheck(inputs: dict[str, torch.Tensor]) -> None:
     args = (x.clone().requires_grad_(), table.clone().requires_grad_(), coords, sizes)
     torch.library.opcheck(torch.ops.benchctl.naflex_posembed_forward.default, args)
     torch.library.opcheck(torch.ops.benchctl.naflex_posembed_table_backward.default, (x, table, coords, sizes))
+
+
+EXT = Extension(OP_NAME, register=_register, anchor="naflex_posembed_forward")
+load = EXT.load
+requires = EXT.requires

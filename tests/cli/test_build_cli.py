@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from benchctl.cache import CACHE_ENV
 from benchctl.ops import build
 from benchctl.cli import cli
 
@@ -39,7 +40,7 @@ def test_compile_error_shows_the_compiler_lines(tmp_path: Path, monkeypatch: pyt
     (root / "broken_cli").mkdir(parents=True)
     (root / "broken_cli" / "broken.cpp").write_text("int broken() { return undeclared_name_in_broken_cpp; }\n")
     monkeypatch.setattr(build, "EXTENSIONS_DIR", root)
-    monkeypatch.setenv(build.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
     result = CliRunner().invoke(cli, ["build"])
     assert result.exit_code == 1
     assert "error: building benchctl_broken_cli_cpu failed" in result.stderr

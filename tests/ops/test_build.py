@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from benchctl.ops import build
+from benchctl import cache
+from benchctl.ops import build, toolchain
 
 REPO = Path(__file__).resolve().parents[2]
 BROKEN = """
@@ -58,7 +59,7 @@ def artefacts(lib: build.Library) -> dict[str, int]:
 @pytest.fixture
 def tmp_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """An extensions root of our own and a cache folder of our own, so nothing real is touched."""
-    monkeypatch.setenv(build.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setenv(cache.CACHE_ENV, str(tmp_path / "cache"))
     root = tmp_path / "extensions"
     (root / "broken").mkdir(parents=True)
     (root / "broken" / "broken.cpp").write_text(BROKEN)
@@ -81,7 +82,7 @@ def test_second_load_in_a_fresh_process_compiles_nothing() -> None:
 
 def test_cache_folder_follows_the_sources(tmp_root: Path) -> None:
     lib = build.library("broken", "cpu", tmp_root)
-    assert lib.build_dir.parent == tmp_root.parent / "cache"
+    assert lib.build_dir.parent == tmp_root.parent / "cache" / "extensions"
     first = lib.build_dir
     (tmp_root / "broken" / "broken.cpp").write_text(BROKEN + "\n// edited\n")
     assert build.library("broken", "cpu", tmp_root).build_dir != first
@@ -150,14 +151,14 @@ def test_every_cuda_library_is_compiled_below() -> None:
 
 @pytest.mark.parametrize("op", sorted(CUDA_KERNELS))
 def test_cuda_sources_compile_and_link(op: str) -> None:
-    reason = build.cuda_toolchain_reason()
+    reason = toolchain.cuda_toolchain_reason()
     if reason:
         pytest.skip(reason)
-    assert build.find_cuda_home() is not None
+    assert toolchain.find_cuda_home() is not None
     build.build(op, "cpu")  # the op schemas
     result = build.build(op, "cuda")  # first run: a minute or more of nvcc; a failure fails
     assert result.name == f"benchctl_{op}_cuda"
-    assert build.is_built(build.library(op, "cuda"))
+    assert build.built_at(build.library(op, "cuda")) is not None
     for kernel in CUDA_KERNELS[op]:
         assert torch._C._dispatch_has_kernel_for_dispatch_key(f"benchctl::{kernel}", "CUDA"), kernel
 
@@ -170,11 +171,11 @@ def test_a_compiler_that_finds_only_a_static_cxx_runtime_still_links_torchs(
                                  text=True).stdout.strip())
     if not static.is_absolute():
         pytest.skip("g++ has no static libstdc++ to mislead it with")
-    toolchain = tmp_path / "toolchain"
-    toolchain.mkdir()
-    (toolchain / "libstdc++.a").symlink_to(static)
-    compiler = toolchain / "g++"
-    compiler.write_text(f'#!/bin/sh\nexec g++ -B{toolchain}/ "$@"\n')
+    fake = tmp_path / "toolchain"
+    fake.mkdir()
+    (fake / "libstdc++.a").symlink_to(static)
+    compiler = fake / "g++"
+    compiler.write_text(f'#!/bin/sh\nexec g++ -B{fake}/ "$@"\n')
     compiler.chmod(0o755)
     monkeypatch.setenv("CXX", str(compiler))
     (tmp_root / "throws").mkdir()
@@ -192,8 +193,8 @@ def test_the_cxx_runtime_linked_is_the_one_this_process_mapped(tmp_path: Path) -
         "7f02-7f03 r-xp 00000000 00:00 0 \n"
         "7f04-7f05 r--p 00000000 08:01 34 /opt/env/lib/libstdc++.so.6.0.33\n"
         "7f06-7f07 rw-p 00000000 00:00 0 [heap]\n")
-    assert build.loaded_library("libstdc++.so", maps) == "/opt/env/lib/libstdc++.so.6.0.33"
-    assert build.loaded_library("libnothing.so", maps) is None
-    assert build.loaded_library("libstdc++.so", tmp_path / "absent") is None
+    assert toolchain.loaded_library("libstdc++.so", maps) == "/opt/env/lib/libstdc++.so.6.0.33"
+    assert toolchain.loaded_library("libnothing.so", maps) is None
+    assert toolchain.loaded_library("libstdc++.so", tmp_path / "absent") is None
     if sys.platform.startswith("linux"):  # torch links libstdc++, so this process has it mapped
-        assert any("libstdc++.so" in flag for flag in build.ldflags())
+        assert any("libstdc++.so" in flag for flag in toolchain.ldflags())
