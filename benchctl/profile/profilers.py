@@ -18,7 +18,7 @@ import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any
 
 from benchctl.errors import BenchError
 from benchctl.profile.stacks import KEEP_ROWS, TopFrames, parse_collapsed, speedscope, top_frames
@@ -155,8 +155,3 @@ def write_manifest(req: ProfileRequest, result: ProfileResult) -> Path:
     path.write_text(json.dumps(data, indent=1))
     return path
 
-
-def load_profiles(paths: Iterable[Path]) -> list[dict[str, Any]]:
-    """Every profile.json under the given folders (for `report`), oldest first."""
-    found = [p for root in paths for p in sorted(Path(root).rglob(MANIFEST))]
-    return sorted((json.loads(p.read_text()) | {"dir": str(p.parent)} for p in found), key=lambda d: d["created"])

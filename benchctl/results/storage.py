@@ -107,13 +107,16 @@ def load_run(run_dir: Path) -> pd.DataFrame:
 def load(paths: Sequence[Path | str] = (), root: Path | str = "results") -> pd.DataFrame:
     """Rows of several runs merged. Each path is a run folder, a parquet file, or a folder of runs;
     with no paths, the latest run under `root`."""
-    if not paths:
-        latest = latest_run(Path(root))
-        if latest is None:
-            raise FileNotFoundError(f"no runs found in {root}")
-        paths = [latest]
+    paths = paths or [_latest(root)]
     frames = [_load_path(Path(p)) for p in paths]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def _latest(root: Path | str) -> Path:
+    latest = latest_run(Path(root))
+    if latest is None:
+        raise FileNotFoundError(f"no runs found in {root}")
+    return latest
 
 
 def _load_path(path: Path) -> pd.DataFrame:
@@ -131,10 +134,7 @@ def run_folders(paths: Sequence[Path | str], root: Path | str = "results") -> li
     """The run folders behind `paths` (run folders, parquet files inside one, or folders of runs);
     with no paths, the latest run under `root`."""
     if not paths:
-        latest = latest_run(Path(root))
-        if latest is None:
-            raise FileNotFoundError(f"no runs found in {root}")
-        return [latest.resolve()]
+        return [_latest(root).resolve()]
     found: list[Path] = []
     for path in map(Path, paths):
         if path.is_file():

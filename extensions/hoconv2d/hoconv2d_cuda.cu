@@ -47,34 +47,34 @@ __device__ __forceinline__ int64_t grid_stride() {
 // thread reads for the first channel are in L1 for the others, so the weights (k*k planes per batch,
 // the largest input) cross from L2 once instead of once per channel. `outer` of the pixel is b.
 
-// out[b,c,h,w] for every c.
-template <typename T>
-__global__ void forward_kernel(const T* __restrict__ x, const T* __restrict__ wt, T* __restrict__ out,
-                               Shape s) {
-  const int64_t n = s.batch * s.plane();
-  for (int64_t idx = first_index(); idx < n; idx += grid_stride()) {
-    const Pixel px = pixel_of(idx, s);
-    const T* wt_batch = wt + px.outer * s.taps() * s.plane();
-    const int64_t first = px.outer * s.channels * s.plane(), at = px.h * s.width + px.w;
-    for (int64_t c = 0; c < s.channels; ++c) {
-      const int64_t plane = first + c * s.plane();
-      out[plane + at] = forward_at(x + plane, wt_batch, s, px.h, px.w);
-    }
+// The per-pixel math the per-channel kernel applies: out = forward_at(x), or grad_x = grad_x_at(grad_out).
+struct ForwardAt {
+  template <typename T>
+  __device__ T operator()(const T* x_plane, const T* wt_batch, const Shape& s, int64_t h, int64_t w) const {
+    return forward_at(x_plane, wt_batch, s, h, w);
   }
-}
+};
 
-// grad_x[b,c,y,x] for every c, gathered from the k*k output pixels that read x[b,c,y,x].
-template <typename T>
-__global__ void grad_x_kernel(const T* __restrict__ g, const T* __restrict__ wt, T* __restrict__ gx,
-                              Shape s) {
+struct GradXAt {
+  template <typename T>
+  __device__ T operator()(const T* g_plane, const T* wt_batch, const Shape& s, int64_t y, int64_t x) const {
+    return grad_x_at(g_plane, wt_batch, s, y, x);
+  }
+};
+
+// dst[b,c,h,w] = at(src plane of (b,c), weights of b) for every c: the forward (out from x) and grad X
+// (from grad_out, gathered from the k*k output pixels that read x[b,c,y,x]).
+template <typename T, typename At>
+__global__ void per_channel_kernel(const T* __restrict__ src, const T* __restrict__ wt, T* __restrict__ dst,
+                                   Shape s, At at) {
   const int64_t n = s.batch * s.plane();
   for (int64_t idx = first_index(); idx < n; idx += grid_stride()) {
     const Pixel px = pixel_of(idx, s);
     const T* wt_batch = wt + px.outer * s.taps() * s.plane();
-    const int64_t first = px.outer * s.channels * s.plane(), at = px.h * s.width + px.w;
+    const int64_t first = px.outer * s.channels * s.plane(), pos = px.h * s.width + px.w;
     for (int64_t c = 0; c < s.channels; ++c) {
       const int64_t plane = first + c * s.plane();
-      gx[plane + at] = grad_x_at(g + plane, wt_batch, s, px.h, px.w);
+      dst[plane + pos] = at(src + plane, wt_batch, s, px.h, px.w);
     }
   }
 }
@@ -102,8 +102,9 @@ at::Tensor filter_cuda(const at::Tensor& x_in, const at::Tensor& weights_in) {
   if (out.numel() == 0) return out;
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "hoconv2d_filter_cuda", [&] {
-    forward_kernel<scalar_t><<<blocks_for(s.batch * s.plane()), kThreads, 0, stream>>>(
-        x.const_data_ptr<scalar_t>(), wt.const_data_ptr<scalar_t>(), out.mutable_data_ptr<scalar_t>(), s);
+    per_channel_kernel<<<blocks_for(s.batch * s.plane()), kThreads, 0, stream>>>(
+        x.const_data_ptr<scalar_t>(), wt.const_data_ptr<scalar_t>(), out.mutable_data_ptr<scalar_t>(), s,
+        ForwardAt{});
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   });
   return out;
@@ -121,8 +122,8 @@ std::tuple<at::Tensor, at::Tensor> filter_backward_cuda(const at::Tensor& grad_o
   AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "hoconv2d_filter_backward_cuda", [&] {
     const scalar_t* gp = g.const_data_ptr<scalar_t>();
     if (gx.numel() > 0) {
-      grad_x_kernel<scalar_t><<<blocks_for(s.batch * s.plane()), kThreads, 0, stream>>>(
-          gp, wt.const_data_ptr<scalar_t>(), gx.mutable_data_ptr<scalar_t>(), s);
+      per_channel_kernel<<<blocks_for(s.batch * s.plane()), kThreads, 0, stream>>>(
+          gp, wt.const_data_ptr<scalar_t>(), gx.mutable_data_ptr<scalar_t>(), s, GradXAt{});
       C10_CUDA_KERNEL_LAUNCH_CHECK();
     }
     if (gwt.numel() > 0) {

@@ -150,14 +150,15 @@ def test_torch_top_ops_keeps_only_the_timed_ranges() -> None:
     assert rows[0]["pct"] == pytest.approx(100 * 50 / 75)
 
 
-def test_manifest_and_loader(tmp_path: Path, top: TopFrames) -> None:
+def test_manifest_round_trips(tmp_path: Path, top: TopFrames) -> None:
     cell = Cell.make("hoconv2d", "filter", "py", "cpu", "float32", {"batch_size": 2}, ("backward",))
     req = profiling.ProfileRequest(cell, "backward", 1.0)
     result = profiling.ProfileResult(tmp_path / "p1", "py-spy", 7, 0.5, {"stacks": "stacks.txt"}, top)
     result.out_dir.mkdir()
-    profiling.write_manifest(req, result)
-    [loaded] = profiling.load_profiles([tmp_path])
-    assert loaded["pass"] == "backward" and loaded["reps"] == 7 and loaded["dir"] == str(tmp_path / "p1")
+    path = profiling.write_manifest(req, result)
+    loaded = json.loads(path.read_text())
+    assert path == tmp_path / "p1" / profiling.MANIFEST
+    assert loaded["pass"] == "backward" and loaded["reps"] == 7
     assert TopFrames.from_dict(loaded) == top
     assert Cell.from_json(json.dumps(loaded["cell"])) == cell
 
