@@ -107,7 +107,10 @@ def test_a_node_removed_mid_sweep_loses_nothing(tmp_path, cluster, fixture_ops, 
     df = storage.load_run(session.writer.dir)
     assert len(df) == 1, df  # retried on a live node (ok), or recorded lost: never missing
     row = df.iloc[0]
-    assert (row["status"] == "ok" and row["node_id"] != victim.node_id[:12]) or row["status"] == "lost", row
+    # ok: retried on a live node, or its worker still handed the row to the driver as the node went
+    # (the worker talks to the driver directly); or lost, with Ray's reason. Either way the row is there.
+    assert row["status"] in ("ok", "lost"), row
+    assert row["status"] == "ok" or row["message"].startswith("lost: "), row
 
 
 def test_bad_input_is_one_line_and_runs_nothing(tmp_path, cluster, fixture_ops, fixture_ops_dir):
