@@ -1,4 +1,5 @@
-"""This machine's measured peaks: copy bandwidth (GB/s) and matmul throughput (GFLOP/s), per device.
+"""This machine's measured peaks: copy bandwidth (GB/s) from DRAM and from each cache level, and matmul
+throughput (GFLOP/s), per device.
 
 Stored per host in the user's cache, so `run` can add `pct_of_peak` to every row: the share of the
 roofline bound (the larger of bytes / peak GB/s and FLOPs / peak GFLOP/s) that a pass achieves. On the
@@ -16,7 +17,7 @@ import torch
 
 from benchctl.cache import cache_dir
 
-from benchctl.machine import membw
+from benchctl.machine import caches, membw
 from benchctl.measure.execute import make_clock
 from benchctl.measure.timing import Policy, measure
 
@@ -30,12 +31,31 @@ def calibration_path() -> Path:
     return cache_dir() / f"calibration-{socket.gethostname()}.json"
 
 
-def copy_gbps(device: str) -> float:
-    """A large tensor copy, counting the bytes read plus the bytes written."""
-    src = torch.ones(COPY_BYTES // 4, dtype=torch.float32, device=device)
+def copy_gbps(device: str, nbytes: int = COPY_BYTES) -> float:
+    """A tensor copy of `nbytes` (DRAM by default), counting the bytes read plus the bytes written."""
+    src = torch.ones(max(nbytes // 4, 1), dtype=torch.float32, device=device)
     dst = torch.empty_like(src)
     m = measure(lambda: (lambda: dst.copy_(src)), make_clock(device), POLICY)
-    return 2 * COPY_BYTES / m.median * 1e-9
+    return 2 * src.numel() * 4 / m.median * 1e-9
+
+
+def cache_sizes(device: str) -> list[caches.CacheSize]:
+    if device == "cuda":
+        props = torch.cuda.get_device_properties(torch.cuda.current_device())
+        size = int(getattr(props, "L2_cache_size", 0))
+        return [caches.CacheSize("L2", size, 1)] if size else []
+    return caches.cpu_caches()
+
+
+def cache_levels(device: str) -> dict[str, dict[str, float]]:
+    """Copy GB/s with source and destination filling half of each cache level the pass's threads use
+    (a quarter each), so both stay in that level while it is timed."""
+    threads = torch.get_num_threads() if device == "cpu" else 1
+    out = {}
+    for cache in cache_sizes(device):
+        capacity = cache.capacity(threads)
+        out[cache.name] = {"bytes": capacity, "gbps": copy_gbps(device, capacity // 4)}
+    return out
 
 
 def matmul_gflops(device: str) -> float:
@@ -46,8 +66,8 @@ def matmul_gflops(device: str) -> float:
 
 
 def calibrate(devices: list[str]) -> dict[str, dict[str, float]]:
-    peaks = {d: {"gbps": copy_gbps(d), "gflops": matmul_gflops(d), "threads": torch.get_num_threads()}
-             for d in devices}
+    peaks = {d: {"gbps": copy_gbps(d), "gflops": matmul_gflops(d), "threads": torch.get_num_threads(),
+                 "levels": cache_levels(d)} for d in devices}
     if "cpu" in peaks:
         peaks["cpu"]["read_gbps"] = max(membw.probe() for _ in range(PROBES))
     path = calibration_path()

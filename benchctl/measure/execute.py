@@ -16,7 +16,7 @@ from typing import Any, Callable, Sequence
 import torch
 
 from benchctl.measure import correctness
-from benchctl.machine import allocator, membw
+from benchctl.machine import allocator, caches, membw
 from benchctl.ops.cells import Cell, Resolved
 from benchctl.measure.memory import peak_bytes
 from benchctl.measure.passes import as_tuple, backward_from, grad_outputs, has_own_leaves, make_setup
@@ -34,8 +34,8 @@ class Settings:
     measure_memory: bool = True
     probe_bandwidth: bool = True  # CPU: the machine's memory bandwidth before and after each pass (membw.py)
     tf32: bool | None = None  # GPU float32 in TF32: on, off, or torch's default (None)
-    # Measured peaks of this machine ({"cpu": {"gbps": .., "gflops": ..}, "cuda": {...}}).
-    peaks: dict[str, dict[str, float]] = field(default_factory=dict)
+    # Measured peaks of this machine ({"cpu": {"gbps": .., "gflops": .., "levels": {..}}, "cuda": {...}}).
+    peaks: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 @dataclass
@@ -172,7 +172,8 @@ def _os_work(usage: Sequence[OsUsage]) -> dict[str, float]:
 
 
 def _rates(prepared: Prepared, pass_name: str, m: Measurement, peaks: dict[str, float]) -> dict[str, Any]:
-    """FLOPs and bytes from the operator's formulas -> GFLOP/s, GB/s and % of the roofline bound."""
+    """FLOPs and bytes from the operator's formulas -> GFLOP/s, GB/s and % of the roofline bound, whose
+    bandwidth is that of the cache level the pass's bytes fit in (machine/caches.py)."""
     cell, target = prepared.resolved.cell, prepared.resolved.target
     params, size = cell.params, cell.torch_dtype.itemsize
     fwd = (target.flops(params), target.bytes(params, size))
@@ -182,10 +183,12 @@ def _rates(prepared: Prepared, pass_name: str, m: Measurement, peaks: dict[str, 
     if m.median > 0:
         out["gflops"] = flops / m.median * 1e-9
         out["gbps"] = nbytes / m.median * 1e-9
-    bound = max(nbytes / (peaks.get("gbps", 0) * 1e9) if peaks.get("gbps") else 0.0,
-                flops / (peaks.get("gflops", 0) * 1e9) if peaks.get("gflops") else 0.0)
+    level = caches.level_for(nbytes, caches.levels(peaks))
+    bound = max(nbytes / (level.gbps * 1e9) if level else 0.0,
+                flops / (peaks["gflops"] * 1e9) if peaks.get("gflops") else 0.0)
     if bound > 0 and m.median > 0:
         out["pct_of_peak"] = 100.0 * bound / m.median
+        out["peak_level"] = level.name if level else None
     return out
 
 

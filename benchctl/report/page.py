@@ -99,17 +99,18 @@ def _section(rows: pd.DataFrame, op: str, target: str, out_dir: Path, requested:
     return Section(op, target, title, baseline, note, figures, op_table(rows, baseline), failure_table(rows))
 
 
-def measured_peaks(rows: pd.DataFrame, metas: Sequence[Mapping[str, Any]] = ()) -> dict[str, dict[str, float]]:
-    """Peak GB/s and GFLOP/s per device, as `benchctl run` stored them in run.json from the machine's
+def measured_peaks(rows: pd.DataFrame, metas: Sequence[Mapping[str, Any]] = ()) -> dict[str, dict[str, Any]]:
+    """Peak GB/s and GFLOP/s per device (and the cache levels' GB/s), as `benchctl run` stored them in run.json from the machine's
     calibration; {} when the rows have no rates to compare with them."""
     if not rows["gbps"].notna().any():
         return {}
     found = [storage.meta_fact(m, "peaks") for m in metas]
-    peaks: dict[str, dict[str, float]] = {}
+    peaks: dict[str, dict[str, Any]] = {}
     for by_device in (f for f in found if isinstance(f, dict)):
         for device, values in by_device.items():
             if isinstance(values, dict):
-                peaks.setdefault(device, {}).update({k: float(v) for k, v in values.items() if v})
+                peaks.setdefault(device, {}).update({k: v if isinstance(v, dict) else float(v)
+                                                     for k, v in values.items() if v})
     return peaks
 
 

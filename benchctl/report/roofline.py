@@ -62,6 +62,9 @@ def _bandwidth_panel(ax: "Axes", rows: pd.DataFrame, colors: dict, peak: Mapping
                 ms=4, label=f"{impl} {PASS_LABELS.get(pass_name, pass_name)}")
     if peak.get("gbps"):
         ax.axhline(peak["gbps"], color="black", lw=1.2, label=f"peak {peak['gbps']:.0f} GB/s", gid="roof")
+    for (name, level), style in zip(sorted(peak.get("levels", {}).items()), ("--", ":", "-.")):
+        ax.axhline(level["gbps"], color="black", lw=0.9, ls=style, gid="roof",
+                   label=f"{name} {level['gbps']:.0f} GB/s (within {level['bytes'] / 2**20:.3g} MiB)")
     scale_x(ax, str(rows["axis"].iloc[0]), rows["axis_value"].to_numpy(dtype=float))
     ax.set_yscale("log"), ax.set_ylabel("achieved GB/s")
     tidy_log(ax)

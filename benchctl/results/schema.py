@@ -101,6 +101,7 @@ COLUMNS: dict[str, pa.DataType] = {
     "gflops": pa.float64(),
     "gbps": pa.float64(),
     "pct_of_peak": pa.float64(),
+    "peak_level": pa.string(),  # the ceiling pct_of_peak holds the bytes against: L2, L3 or DRAM (caches.py)
     "correct": pa.bool_(),
     "max_abs_err": pa.float64(),
     "max_rel_err": pa.float64(),

@@ -5,13 +5,19 @@ import json
 import pytest
 
 from benchctl.measure import calibrate
-from benchctl.machine import membw
+from benchctl.machine import caches, membw
+
+SIZES = {"cpu": [caches.CacheSize("L2", 1 << 20, 1), caches.CacheSize("L3", 32 << 20, 2)],
+         "cuda": [caches.CacheSize("L2", 50 << 20, 1)]}
 
 
 @pytest.fixture
 def measured(monkeypatch, tmp_path):
     monkeypatch.setenv("BENCHCTL_CACHE", str(tmp_path))
-    monkeypatch.setattr(calibrate, "copy_gbps", lambda device: {"cpu": 28.0, "cuda": 2800.0}[device])
+    monkeypatch.setattr(calibrate, "copy_gbps", lambda device, nbytes=calibrate.COPY_BYTES:
+                        {"cpu": 28.0, "cuda": 2800.0}[device] * calibrate.COPY_BYTES / nbytes)
+    monkeypatch.setattr(calibrate, "cache_sizes", SIZES.get)
+    monkeypatch.setattr(calibrate.torch, "get_num_threads", lambda: 2)
     monkeypatch.setattr(calibrate, "matmul_gflops", lambda device: {"cpu": 130.0, "cuda": 48000.0}[device])
     probes = iter([30.0, 52.5, 41.0] + [12.0] * (calibrate.PROBES - 3))
     monkeypatch.setattr(membw, "probe", lambda: next(probes))
@@ -30,3 +36,13 @@ def test_a_gpu_has_no_memory_probe_and_earlier_devices_are_kept(measured):
     stored = calibrate.load_peaks()
     assert set(stored) == {"cpu", "cuda"} and "read_gbps" not in stored["cuda"]
     assert stored["cpu"]["read_gbps"] == 52.5
+
+
+def test_each_cache_level_is_timed_with_half_of_what_the_threads_can_hold(measured):
+    levels = calibrate.calibrate(["cpu", "cuda"])
+    cpu, cuda = levels["cpu"]["levels"], levels["cuda"]["levels"]
+    assert cpu["L2"]["bytes"] == 2 << 20 and cpu["L3"]["bytes"] == 32 << 20  # two private L2s, one L3
+    # the copy's source is a quarter of the capacity (source + destination: half)
+    assert cpu["L2"]["gbps"] == pytest.approx(28.0 * calibrate.COPY_BYTES / (512 << 10))
+    assert cuda["L2"]["bytes"] == 50 << 20
+    assert cuda["L2"]["gbps"] == pytest.approx(2800.0 * calibrate.COPY_BYTES / (50 << 18))

@@ -122,3 +122,15 @@ def test_the_tf32_setting_reaches_the_cell_and_survives_the_trip_to_a_worker(bui
                      {"batch_size": 1, "C": 3, "H": 8, "W": 8, "k": 3}, ("forward",))
     (row,) = run_cell(cell, settings)
     assert row["status"] == "ok" and not correctness.tf32_enabled()
+
+
+def test_the_roofline_holds_a_small_working_set_against_the_cache_it_fits_in(builtin_ops):
+    levels = {"L2": {"bytes": 1 << 20, "gbps": 400.0}, "L3": {"bytes": 32 << 20, "gbps": 150.0}}
+    peaks = {"cpu": {"gbps": 20.0, "gflops": 1e6, "levels": levels}}  # a flop bound far below the byte one
+    cell = Cell.make("hoconv2d", "filter", "py", "cpu", "float32", SMALL, ("forward",))
+    [row] = run_cell(cell, replace(FAST, peaks=peaks, probe_bandwidth=False))
+    assert row["bytes"] < 1 << 20 and row["peak_level"] == "L2"
+    assert row["pct_of_peak"] == pytest.approx(100 * row["bytes"] / 400e9 / row["median_s"])
+    [row] = run_cell(cell, replace(FAST, peaks={"cpu": {"gbps": 20.0, "gflops": 1e6}}, probe_bandwidth=False))
+    assert row["peak_level"] == "DRAM"  # a calibration from before cache levels: DRAM, as it was
+    assert row["pct_of_peak"] == pytest.approx(100 * row["bytes"] / 20e9 / row["median_s"])

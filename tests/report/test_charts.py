@@ -153,6 +153,16 @@ def test_roofline_draws_the_measured_roof_when_known():
     assert roofline.roofline_figure(frame(sweep()), "t") is None  # no rates: no roofline view
 
 
+def test_the_bandwidth_view_draws_each_cache_level_beside_dram():
+    rows = [{**row, "bytes": 1e8, "gbps": 1e8 / row["median_s"] / 1e9} for row in sweep(("forward",), ("cpu",))
+            if row["status"] == "ok"]  # no FLOPs: achieved GB/s against the sweep axis
+    levels = {"L2": {"bytes": 2 << 20, "gbps": 150.0}, "L3": {"bytes": 32 << 20, "gbps": 160.0}}
+    fig = roofline.roofline_figure(frame(rows), "t", {"cpu": {"gbps": 20.0, "gflops": 800.0, "levels": levels}})
+    roofs = [line for line in fig.axes[0].get_lines() if line.get_gid() == "roof"]
+    assert sorted(line.get_ydata()[0] for line in roofs) == [20.0, 150.0, 160.0]
+    assert any(line.get_label().startswith("L3 160 GB/s") for line in roofs)
+
+
 def test_save_writes_a_decodable_png_and_an_svg(tmp_path):
     fig = plotting.timing_figure(frame(sweep()), "hoconv2d / module")
     png, svg = plotting.save(fig, tmp_path / "figs" / "time")
