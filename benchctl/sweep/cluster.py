@@ -4,7 +4,7 @@ With no address it starts a Ray of its own on this machine, listening on 127.0.0
 asks for one GPU (and, with --gpu-kind, for that accelerator type, once per kind listed, so one command
 compares GPU kinds). A CPU series asks for a whole node's CPUs: a CPU timing next to other work is wrong.
 Rows come back as each series finishes. A node that dies has its series retried once elsewhere by Ray;
-if that fails too, the series' rows are recorded `lost`, naming the error. Ctrl-C cancels what is left.
+if that fails too, the series' rows are recorded `lost`, naming the nodes it ran on and the error. Ctrl-C cancels what is left.
 """
 
 from __future__ import annotations
@@ -38,11 +38,34 @@ def _ray(loopback: bool = False) -> Any:
     return ray
 
 
-def _remote_run(job: SeriesJob) -> Rows:
-    """Runs on a node: the node's id goes into every row."""
+def _remote_run(job: SeriesJob, ledger: Any = None, key: int = 0) -> Rows:
+    """Runs on a node: the node's id goes into every row, and into the ledger first, so a series lost
+    with its node can name the node."""
     import ray
 
-    return run_series(replace(job, node_id=ray.get_runtime_context().get_node_id()[:12]))
+    node_id = ray.get_runtime_context().get_node_id()[:12]
+    if ledger is not None:
+        ledger.started.remote(key, node_id)
+    return run_series(replace(job, node_id=node_id))
+
+
+class _Ledger:
+    """Which nodes each submitted series started on (an actor on the driver's cluster, no CPU)."""
+
+    def __init__(self) -> None:
+        self.nodes: dict[int, list[str]] = {}
+
+    def started(self, key: int, node_id: str) -> None:
+        self.nodes.setdefault(key, []).append(node_id)
+
+    def where(self, key: int) -> list[str]:
+        return self.nodes.get(key, [])
+
+
+def lost_message(error: BaseException, nodes: Sequence[str]) -> str:
+    first = (str(error).strip().splitlines() or [type(error).__name__])[0][:300]
+    where = f"on node {', then '.join(nodes)}" if nodes else "before it reached a node"
+    return f"lost {where}: {first}"
 
 
 def _runtime_env() -> dict[str, Any]:
@@ -126,23 +149,29 @@ class RayCluster:
     def run(self, series: Sequence[Series], deliver: Deliver) -> None:
         ray = _ray()
         remote = ray.remote(max_retries=1, retry_exceptions=False)(_remote_run)
+        ledger = ray.remote(num_cpus=0)(_Ledger).remote()
         requests = self.requests or RayCluster.default_requests
-        pending = {remote.options(**request).remote(replace(self.job, cells=s)): s
-                   for s in series for request in requests(self, s)}
+        submissions = [(s, request) for s in series for request in requests(self, s)]
+        pending = {remote.options(**request).remote(replace(self.job, cells=s), ledger, key): (key, s)
+                   for key, (s, request) in enumerate(submissions)}
         try:
             while pending:
                 (ref,), _ = ray.wait(list(pending), num_returns=1)
-                deliver(pending[ref], self._rows(ref, pending.pop(ref)))
+                key, done = pending.pop(ref)
+                deliver(done, self._rows(ref, done, lambda: ray.get(ledger.where.remote(key), timeout=30)))
         except BaseException:
             for ref in pending:
                 ray.cancel(ref, force=True)
             raise
 
     @staticmethod
-    def _rows(ref: Any, series: Series) -> Rows:
+    def _rows(ref: Any, series: Series, nodes: Callable[[], list[str]]) -> Rows:
         ray = _ray()
         try:
             return ray.get(ref)
         except ray.exceptions.RayError as exc:  # the node died twice, or its worker did
-            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
-            return [r for cell in series for r in failure_rows(cell, Status.LOST, f"lost: {first}")]
+            try:
+                where = nodes()
+            except ray.exceptions.RayError:
+                where = []
+            return [r for cell in series for r in failure_rows(cell, Status.LOST, lost_message(exc, where))]

@@ -22,6 +22,7 @@ from benchctl.measure.execute import Settings  # noqa: E402
 from benchctl.measure.timing import Policy  # noqa: E402
 from benchctl.ops.cells import Cell  # noqa: E402
 from benchctl.results import storage  # noqa: E402
+from benchctl.sweep import cluster as cluster_mod  # noqa: E402
 from benchctl.sweep.cluster import RayCluster  # noqa: E402
 from benchctl.sweep.plan import Plan  # noqa: E402
 from benchctl.sweep.series import SeriesJob, group  # noqa: E402
@@ -108,9 +109,9 @@ def test_a_node_removed_mid_sweep_loses_nothing(tmp_path, cluster, fixture_ops, 
     assert len(df) == 1, df  # retried on a live node (ok), or recorded lost: never missing
     row = df.iloc[0]
     # ok: retried on a live node, or its worker still handed the row to the driver as the node went
-    # (the worker talks to the driver directly); or lost, with Ray's reason. Either way the row is there.
+    # (the worker talks to the driver directly); or lost, naming the node. Either way the row is there.
     assert row["status"] in ("ok", "lost"), row
-    assert row["status"] == "ok" or row["message"].startswith("lost: "), row
+    assert row["status"] == "ok" or row["message"].startswith(f"lost on node {victim.node_id[:12]}"), row
 
 
 def test_bad_input_is_one_line_and_runs_nothing(tmp_path, cluster, fixture_ops, fixture_ops_dir):
@@ -143,3 +144,10 @@ def test_ctrl_c_keeps_the_finished_series(tmp_path, cluster, fixture_ops_dir):
     assert storage.run_meta(run_dir)["state"] == "interrupted"
     df = storage.load_run(run_dir)
     assert list(df["impl"]) == ["py"] and list(df["status"]) == ["ok"]
+
+
+def test_a_lost_series_names_the_nodes_it_ran_on():
+    error = RuntimeError("The worker died unexpectedly while executing this task.\nmore")
+    assert cluster_mod.lost_message(error, ["aaaaaaaaaaaa", "bbbbbbbbbbbb"]) == (
+        "lost on node aaaaaaaaaaaa, then bbbbbbbbbbbb: The worker died unexpectedly while executing this task.")
+    assert cluster_mod.lost_message(error, []).startswith("lost before it reached a node: ")
