@@ -24,7 +24,7 @@ from torch.utils.benchmark import Timer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchctl import registry  # noqa: E402
+from benchctl.ops import registry  # noqa: E402
 from benchctl.measure.passes import backward_from, grad_inputs, has_own_leaves  # noqa: E402
 from benchctl.ops.registry import Case, Operator  # noqa: E402
 

@@ -110,7 +110,7 @@ def test_fixed_source_is_buildable_again(tmp_root: Path) -> None:
 
 def test_a_source_newer_than_its_library_is_reported_as_compiled(tmp_root: Path) -> None:
     (tmp_root / "broken" / "broken.cpp").write_text(FIXED)
-    code = ("import json, sys; from pathlib import Path; from benchctl import build; "
+    code = ("import json, sys; from pathlib import Path; from benchctl.ops import build; "
             "print(json.dumps(build.build('broken', 'cpu', Path(sys.argv[1])).compiled))")
     runs = []
     for touch in (False, False, True):
