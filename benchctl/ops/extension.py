@@ -5,14 +5,15 @@ folder of their own: `extensions/<name>/` for benchctl's operators, or any folde
 file (`sources=Path(__file__).parent / "my_op"`). `*.cpp` make the CPU library, which defines the op
 schemas (TORCH_LIBRARY); `*.cu` the CUDA library, whose kernels attach to them (TORCH_LIBRARY_IMPL).
 The declaration gives the implementation hooks: `requires` (why it cannot run here, without compiling),
-`build`/`load` (compile once into the cache, load, then register the Python-side kernels once).
+`build`/`load` (compile once into the cache, load, then register the Python-side kernels once), and
+`prepare` (load in the process that times the calls).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import torch
 
@@ -61,6 +62,13 @@ class Extension:
         if self.register is not None:
             self._register_once()
         return seconds
+
+    def prepare(self, inputs: dict[str, Any]) -> dict[str, Any]:
+        """An implementation's `prepare` hook: loads the library on the inputs' device, in the process
+        that times the calls (untimed, once); the inputs are unchanged."""
+        device = next((v.device.type for v in inputs.values() if isinstance(v, torch.Tensor)), "cpu")
+        self.load(device)
+        return inputs
 
     def _register_once(self) -> None:
         """The flag lives on torch's op object, which torch keeps for the whole process, so a second import

@@ -52,3 +52,15 @@ def test_help_lists_the_options() -> None:
     result = CliRunner().invoke(cli, ["build", "--help"])
     assert result.exit_code == 0
     assert "--cuda / --no-cuda" in result.output and "--verbose" in result.output
+
+
+def test_an_extension_declared_beside_a_users_operator_file_builds_and_checks() -> None:
+    """examples/ops/sqadd.py declares its sources (examples/ops/sqadd/) as benchctl's operators do."""
+    examples = str(Path(__file__).resolve().parents[2] / "examples" / "ops")
+    result = CliRunner().invoke(cli, ["build", "sqadd", "--ops-dir", examples])
+    assert result.exit_code == 0, result.output
+    assert any(line.startswith(("built benchctl_sqadd_cpu", "loaded benchctl_sqadd_cpu"))
+               for line in result.stdout.splitlines())
+    result = CliRunner().invoke(cli, ["check", "cpp", "cpu", "--op", "sqadd", "--ops-dir", examples])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.count("pass") == 4  # float32, float64, gradcheck, opcheck
