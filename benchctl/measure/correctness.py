@@ -1,7 +1,8 @@
 """An implementation against the float64 reference: the output and every input gradient.
 
 The reference is the operator's reference implementation run in float64 on the CPU, on the same
-seeded inputs. Errors are reported as the max absolute difference and that difference relative to the
+seeded inputs; an implementation that changes an input in place or returns an input's storage fails
+too (tamper.py). Errors are reported as the max absolute difference and that difference relative to the
 largest reference magnitude (so a tensor of small values is not judged by a fixed absolute bar).
 An output of all zeros, or anything non-finite, never passes. float32 on a GPU is judged by the TF32 bar
 while torch lets matmuls or cuDNN convolutions round their inputs to TF32 (10 mantissa bits): what
@@ -17,6 +18,7 @@ from typing import Any, Mapping
 
 import torch
 
+from benchctl.measure import tamper
 from benchctl.ops import registry
 from benchctl.measure.passes import as_tuple, grad_outputs
 from benchctl.ops.registry import Case, Implementation, Operator, Target
@@ -24,6 +26,7 @@ from benchctl.ops.registry import Case, Implementation, Operator, Target
 # Max error relative to the reference's largest magnitude, per dtype.
 TOLERANCE = {torch.float64: 1e-9, torch.float32: 2e-4, torch.float16: 2e-2, torch.bfloat16: 5e-2}
 TF32_TOLERANCE = 2e-3
+TAMPERED = "inputs"  # the name of a failed comparison that is a tamper.py problem, not a numeric error
 TF32_MODES = {"default": None, "on": True, "off": False}  # --tf32: torch's setting, allowed, forbidden
 
 
@@ -76,7 +79,13 @@ class CheckResult:
         return self.comparisons[0].tolerance
 
     def failures(self) -> str:
-        return "; ".join(f"{c.name}: {c.reason}" for c in self.comparisons if not c.passed)
+        return "; ".join(c.reason if c.name == TAMPERED else f"{c.name}: {c.reason}"
+                         for c in self.comparisons if not c.passed)
+
+    @property
+    def tampered(self) -> bool:
+        """It changed its inputs or returned one of them (not a numeric error)."""
+        return any(c.name == TAMPERED and not c.passed for c in self.comparisons)
 
 
 def compare(name: str, got: torch.Tensor | None, ref: torch.Tensor, tol: float, is_output: bool) -> Comparison:
@@ -97,15 +106,27 @@ def compare(name: str, got: torch.Tensor | None, ref: torch.Tensor, tol: float, 
     return Comparison(name, abs_err, rel_err, tol, passed, "" if passed else f"error {rel_err:.3g} > {tol:.3g}")
 
 
-def run_once(target: Target, impl: Implementation, case: Case) -> tuple[tuple[torch.Tensor, ...], dict[str, Any]]:
+@dataclass(frozen=True)
+class Run:
+    """One forward+backward call: its outputs, the inputs' gradients, and what it did to its inputs."""
+
+    outs: tuple[torch.Tensor, ...]
+    grads: dict[str, Any]
+    problems: tuple[str, ...] = ()
+
+
+def run_once(target: Target, impl: Implementation, case: Case) -> Run:
     """Outputs and input gradients of one forward+backward call on the case's seeded inputs."""
     inputs = target.make_inputs(case)
     if impl.prepare is not None:
         inputs = impl.prepare(inputs)
+    before = tamper.snapshot(inputs)
     outs = as_tuple(target.call(impl.fn, inputs))
+    problems = tamper.problems(inputs, before, outs)  # before backward, which may change the inputs
     torch.autograd.backward(outs, grad_outputs(outs))
+    problems = problems or tamper.problems(inputs, before, ())
     grads = {name: t.grad for name, t in inputs.items() if isinstance(t, torch.Tensor) and t.requires_grad}
-    return tuple(o.detach() for o in outs), grads
+    return Run(tuple(o.detach() for o in outs), grads, tuple(problems))
 
 
 @lru_cache(maxsize=8)
@@ -122,12 +143,13 @@ def reference(op: Operator, target: Target, params: Mapping[str, Any], seed: int
 def check(op: Operator, target: Target, impl: Implementation, device: str, dtype: torch.dtype,
           params: Mapping[str, Any], seed: int = 0) -> CheckResult:
     """Compare `impl` at (device, dtype) with the float64 reference on the same inputs."""
-    ref_outs, ref_grads = reference(op, target, params, seed)
-    outs, grads = run_once(target, impl, Case(dict(params), dtype, device, seed))
+    ref = reference(op, target, params, seed)
+    got = run_once(target, impl, Case(dict(params), dtype, device, seed))
     tol = tolerance(dtype, device)
-    found = [compare(f"output{i}" if len(ref_outs) > 1 else "output", outs[i] if i < len(outs) else None,
-                     ref, tol, True) for i, ref in enumerate(ref_outs)]
-    found += [compare(f"grad {name}", grads.get(name), ref, tol, False) for name, ref in ref_grads.items()]
+    found = [Comparison(TAMPERED, 0.0, 0.0, tol, False, problem) for problem in got.problems]
+    found += [compare(f"output{i}" if len(ref.outs) > 1 else "output", got.outs[i] if i < len(got.outs) else None,
+                     want, tol, True) for i, want in enumerate(ref.outs)]
+    found += [compare(f"grad {name}", got.grads.get(name), want, tol, False) for name, want in ref.grads.items()]
     return CheckResult(tuple(found))
 
 

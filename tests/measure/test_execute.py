@@ -134,3 +134,16 @@ def test_the_roofline_holds_a_small_working_set_against_the_cache_it_fits_in(bui
     [row] = run_cell(cell, replace(FAST, peaks={"cpu": {"gbps": 20.0, "gflops": 1e6}}, probe_bandwidth=False))
     assert row["peak_level"] == "DRAM"  # a calibration from before cache levels: DRAM, as it was
     assert row["pct_of_peak"] == pytest.approx(100 * row["bytes"] / 20e9 / row["median_s"])
+
+
+@pytest.mark.parametrize("impl, message", [
+    ("scribble", "incorrect: modified input x in place"),
+    ("alias", "incorrect: modified input x in place; output 0 shares storage with input x"),
+    ("seeded", "incorrect vs float64 reference: output: error 1"),
+])
+def test_the_gate_catches_an_implementation_that_games_it(fixture_ops, impl, message):
+    rows = run_cell(Cell.make("faulty", "op", impl, "cpu", "float32", {"batch_size": 4, "dim": 8}), FAST)
+    assert {r["status"] for r in rows} == {"incorrect"} and all(r.get("samples_s") is None for r in rows)
+    assert rows[0]["message"].startswith(message), rows[0]["message"]
+    if impl == "seeded":  # right at the check seed, wrong at the second
+        assert rows[0]["message"].endswith("(at seed 1; right at the check seed)")
