@@ -12,9 +12,11 @@ import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol, Sequence
 
 from benchctl.errors import BenchError
+from benchctl.machine import oom
 from benchctl.measure.execute import Settings, run_cell
 from benchctl.ops.cells import Cell
 from benchctl.results.schema import Status
@@ -55,6 +57,8 @@ class WorkerProcess:
     mem_limit: int | None = None
     fresh: bool = False
     env: dict[str, str] = field(default_factory=dict)  # set for the worker, e.g. CUDA_VISIBLE_DEVICES
+    oom_counter: Path | None = field(default_factory=oom.counter_file)  # the cgroup's oom_kill count
+    _oom_kills: int | None = field(default=None, repr=False)
     _proc: subprocess.Popen | None = field(default=None, repr=False)
     _stderr: Any = field(default=None, repr=False)
 
@@ -75,6 +79,7 @@ class WorkerProcess:
 
     def run(self, cell: Cell) -> Rows:
         proc = self._proc if self._proc and self._proc.poll() is None else self._start()
+        self._oom_kills = oom.kills(self.oom_counter)
         try:
             proc.stdin.write(cell.to_json() + "\n")
             proc.stdin.flush()
@@ -105,11 +110,21 @@ class WorkerProcess:
         tail = _tail(self._stderr)
         if timed_out:
             return Status.TIMEOUT, f"no result within {self.timeout:g} s; killed. {tail}".strip()
+        if code == -signal.SIGKILL:
+            return self._killed(tail)
         how = f"killed by signal {signal.Signals(-code).name}" if code < 0 else f"exited with code {code}"
         # Under a memory limit, a native allocation (a thread stack, a std::vector) can fail outside
         # torch's allocator and end the process; the message says it was memory.
         status = Status.OOM if self.mem_limit and any(m in tail for m in OOM_MARKERS) else Status.CRASHED
         return status, f"worker {how}. {tail}".strip()
+
+    def _killed(self, tail: str) -> tuple[str, str]:
+        """SIGKILL, which nothing in the worker can catch: `oom` when the cgroup's OOM killer count rose
+        during the cell, else most likely memory too (the kernel's OOM killer outside the cgroup)."""
+        after = oom.kills(self.oom_counter)
+        if after is not None and self._oom_kills is not None and after > self._oom_kills:
+            return Status.OOM, f"worker killed by the OOM killer (cgroup oom_kill {self._oom_kills} -> {after}). {tail}".strip()
+        return Status.CRASHED, f"worker killed (SIGKILL: likely out of memory). {tail}".strip()
 
     def close(self) -> None:
         if self._proc and self._proc.poll() is None:

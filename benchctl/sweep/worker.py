@@ -7,6 +7,7 @@ one line `{"rows": [...]}`. The worker ignores SIGINT: the parent owns interrupt
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import os
 import resource
@@ -41,6 +42,7 @@ def _limit_memory(extra_bytes: int | None) -> None:
 
 def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    faulthandler.enable()  # a segfault or abort leaves the Python stack on stderr: its row carries the tail
     proto = os.fdopen(os.dup(sys.stdout.fileno()), "w", buffering=1)
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
 

@@ -44,6 +44,24 @@ def test_a_segfault_becomes_a_crashed_row_and_the_sweep_goes_on(tmp_path, fixtur
     assert statuses(df) == [(4, "ok"), (8, "crashed"), (2, "ok")]
     crashed = df[df["status"] == "crashed"].iloc[0]
     assert "SIGSEGV" in crashed["message"]
+    # the worker's last stderr lines: the Python stack, down to the implementation that crashed
+    assert "Segmentation fault" in crashed["message"] and "faulty.py" in crashed["message"]
+
+
+def test_a_sigkill_the_cgroup_counts_as_an_oom_kill_is_oom(tmp_path, fixture_ops, monkeypatch):
+    events = tmp_path / "memory.events"
+    events.write_text("low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\n")
+    monkeypatch.setenv("BENCHCTL_TEST_OOM_EVENTS", str(events))
+    df = sweep(tmp_path / "counted", "sigkill", [4, 8], timeout=120, oom_counter=events)
+    assert statuses(df) == [(4, "ok"), (8, "oom")]
+    assert "killed by the OOM killer (cgroup oom_kill 0 -> 1)" in df.iloc[-1]["message"]
+
+
+def test_a_sigkill_nothing_explains_is_likely_out_of_memory(tmp_path, fixture_ops, monkeypatch):
+    monkeypatch.delenv("BENCHCTL_TEST_OOM_EVENTS", raising=False)
+    df = sweep(tmp_path, "sigkill", [4, 8], timeout=120, oom_counter=None)
+    assert statuses(df) == [(4, "ok"), (8, "crashed")]
+    assert "worker killed (SIGKILL: likely out of memory)" in df.iloc[-1]["message"]
 
 
 def test_a_hang_becomes_a_timeout_row(tmp_path, fixture_ops):
