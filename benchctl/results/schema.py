@@ -86,6 +86,7 @@ COLUMNS: dict[str, pa.DataType] = {
     "max_s": pa.float64(),
     "samples_s": pa.list_(pa.float64()),
     "noisy": pa.bool_(),
+    "wall_s": pa.float64(),  # wall clock the pass's warm-up and sampling took, untimed setup included
     "rounds": pa.int32(),  # interleaved rounds the samples were pooled from (run --rounds)
     "round_spread": pa.float64(),  # slowest round's median / fastest round's - 1
     "mode_fast_s": pa.float64(),  # rounds that disagree (spread over MODES_APART): the fast mode's median

@@ -67,7 +67,8 @@ def _merge_pass(rows: Rows) -> dict[str, Any]:
               "page_faults": _median_of(r.get("page_faults") for r in rows),
               "sys_s": _median_of(r.get("sys_s") for r in rows),
               "host_s": _median_of(r.get("host_s") for r in rows),
-              "mem_gbps": _median_of(r.get("mem_gbps") for r in rows)}
+              "mem_gbps": _median_of(r.get("mem_gbps") for r in rows),
+              "wall_s": sum(r.get("wall_s") or 0.0 for r in rows)}
     modes = _modes(rows)
     if modes:
         modes["message"] = "; ".join(filter(None, (merged["message"], modes["message"])))

@@ -23,6 +23,7 @@ def test_hoconv2d_py_cell_gives_three_timed_correct_rows(builtin_ops):
         assert 0 < r["max_rel_err"] < 2e-4 and r["tolerance"] == 2e-4
         assert r["compile_s"] > 0 and r["peak_mem_bytes"] is not None
         assert r["gbps"] == pytest.approx(r["bytes"] / r["median_s"] * 1e-9)
+        assert r["wall_s"] >= sum(r["samples_s"])  # the samples, plus warm-up and untimed setup
     assert rows[0]["flops"] == 2 * 2 * 3 * 16 * 20 * 25
     assert json.loads(rows[0]["check_params"]) == SMALL
 

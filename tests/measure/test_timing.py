@@ -31,6 +31,20 @@ class FakeElapsed:
         return self.t
 
 
+class Wall:
+    """A wall clock that moves with the timed calls and `setup_s` for each untimed setup."""
+
+    def __init__(self, counter: FakeCounter, setup_s: float = 0.0):
+        self.counter, self.setup_s, self.setups = counter, setup_s, 0
+
+    def setup(self):
+        self.setups += 1
+        return lambda: None
+
+    def __call__(self) -> float:
+        return self.counter.now * 1e-9 + self.setups * self.setup_s
+
+
 def test_cpu_clock_times_only_the_thunk():
     counter = FakeCounter([0.25])
     calls = []
@@ -49,7 +63,8 @@ def test_cpu_clock_counts_what_the_os_did_for_each_call_outside_the_clock():
 def test_measure_keeps_every_sample_and_reports_robust_stats():
     durations = [9.0] + [0.0100, 0.0101, 0.0102, 0.0100, 0.100, 0.0101, 0.0100]  # warm-up first, one outlier
     policy = Policy(warmup=1, min_samples=7, min_time=0.0, max_time=100)
-    m = measure(lambda: (lambda: None), CpuClock(FakeCounter(durations)), policy, FakeElapsed(0.01))
+    counter = FakeCounter(durations)
+    m = measure(lambda: (lambda: None), CpuClock(counter), policy, Wall(counter))
     assert m.warmup_s == (pytest.approx(9.0),)
     assert len(m.samples) == 7
     assert m.stats["median_s"] == pytest.approx(0.0101)
@@ -59,11 +74,23 @@ def test_measure_keeps_every_sample_and_reports_robust_stats():
 
 
 def test_warm_up_goes_on_until_warmup_time_so_a_slow_first_phase_stays_out_of_the_samples():
-    durations = [0.1] * 5 + [0.02] * 5  # five slow first calls (new memory being backed), then steady
+    counter = FakeCounter([0.1] * 5 + [0.02] * 5)  # five slow first calls (new memory being backed), then steady
+    wall = Wall(counter)
     policy = Policy(warmup=1, warmup_time=0.45, min_samples=5, min_time=0.0, max_time=100)
-    m = measure(lambda: (lambda: None), CpuClock(FakeCounter(durations)), policy, FakeElapsed(0.0))
+    m = measure(wall.setup, CpuClock(counter), policy, wall)
     assert m.warmup_s == pytest.approx((0.1,) * 5)  # 0.4 s after four: one more
     assert m.samples == pytest.approx((0.02,) * 5)
+    assert m.wall_s == pytest.approx(0.6)
+
+
+def test_warm_up_is_bounded_by_wall_clock_when_the_untimed_setup_is_the_costly_part():
+    counter = FakeCounter([40e-6] * 200)  # a 40 us backward behind a 10 ms forward
+    wall = Wall(counter, setup_s=0.010)
+    policy = Policy(warmup=1, warmup_time=0.5, min_samples=5, min_time=0.0, max_time=100)
+    m = measure(wall.setup, CpuClock(counter), policy, wall)
+    assert len(m.warmup_s) == 50  # 0.5 s of wall clock; by the timed time alone it would be 12,500 calls
+    assert len(m.samples) == 5
+    assert m.wall_s == pytest.approx(55 * 0.01004)
 
 
 def test_warmup_zero_means_no_warm_up_whatever_warmup_time_says():
