@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from benchctl.results.schema import FAILED, PASS_LABELS, PASSES
+from benchctl.results.summary import axis_value_text
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -120,10 +121,11 @@ def impl_colors(impls: Iterable[str]) -> dict[str, Any]:
 
 def scale_x(ax: "Axes", axis: str, values: np.ndarray) -> None:
     """log2 for batch sizes and other power-of-two sweeps, log10 for wide ranges, else linear."""
-    from matplotlib.ticker import FixedLocator, NullLocator, ScalarFormatter
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
     values = np.unique(values[np.isfinite(values)])
     ax.set_xlabel(axis)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: axis_value_text(v)))  # never "x1e6"
     if len(values) == 0 or values.min() <= 0:
         return
     pow2 = bool(np.all(np.log2(values) == np.round(np.log2(values))))
@@ -132,9 +134,16 @@ def scale_x(ax: "Axes", axis: str, values: np.ndarray) -> None:
         ax.set_xlim(values.min() / 2**0.3, values.max() * 2**0.3)  # also where only failure marks are drawn
         ax.xaxis.set_major_locator(FixedLocator(values))
         ax.xaxis.set_minor_locator(NullLocator())
-        ax.xaxis.set_major_formatter(ScalarFormatter())
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: power_of_two_text(v)))
     elif values.max() / values.min() > 20:
         ax.set_xscale("log")
+        tidy_log(ax, "x")
+
+
+def power_of_two_text(value: float) -> str:
+    """A tick of a power-of-two axis: plain up to 8192, then 2^14, 2^20 (a plain 1048576 crowds the axis)."""
+    exponent = np.log2(value) if value > 0 else 0.0
+    return f"$2^{{{int(exponent)}}}$" if value > 8192 and float(exponent).is_integer() else axis_value_text(value)
 
 
 def _mark_failed(ax: "Axes", failed: pd.DataFrame, colors: dict[str, Any]) -> None:
@@ -165,9 +174,9 @@ def tidy_log(ax: "Axes", which: str = "y") -> None:
 
     def minor(v: float, _: Any) -> str:
         lead = round(v / 10 ** np.floor(np.log10(v)), 6) if v > 0 else 0
-        return f"{v:g}" if span < 2 or lead in leads else ""
+        return axis_value_text(v) if span < 2 or lead in leads else ""
 
-    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: axis_value_text(v)))
     axis.set_minor_formatter(FuncFormatter(minor))
 
 

@@ -11,7 +11,7 @@ import pandas as pd
 from benchctl.report import charts
 from benchctl.results import storage
 from benchctl.results.schema import ENV_FIELDS, FAILED, PASS_LABELS, PASSES
-from benchctl.results.summary import probed
+from benchctl.results.summary import axis_value_text, probed
 
 # state: complete, or interrupted (then some cells are missing)
 # The environment table: the run, the facts of the machine (results/schema.py), and the run's own.
@@ -50,9 +50,8 @@ def _facts(rows: pd.DataFrame, meta: Mapping[str, Any], name: str) -> str:
 
 
 def _fmt_value(value: Any) -> str:
-    if isinstance(value, (float, np.floating)) and float(value).is_integer():
-        return str(int(value))
-    return str(value)
+    number = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
+    return axis_value_text(value) if number and np.isfinite(value) else str(value)
 
 
 def _ms(value: Any) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 # A call whose system CPU time (all threads) is at least this share of its median is marked "os": most
@@ -16,6 +17,12 @@ HOST_BOUND = 0.8
 # A CPU cell measured while the machine's memory bandwidth (membw.py) was below this share of the run's
 # median on that device is marked "mem": other work on the host slowed it, not only its own code.
 MEM_SLOW = 0.75
+
+
+def axis_value_text(value: object) -> str:
+    """A swept value as people write it: 1048576, not 1.04858e+06 or 1e+06; 0.25 stays 0.25."""
+    v = float(value)  # type: ignore[arg-type]
+    return str(int(v)) if v.is_integer() else np.format_float_positional(v, trim="-")
 
 
 def probed(rows: pd.DataFrame) -> pd.DataFrame:
@@ -56,7 +63,7 @@ def summarize(df: pd.DataFrame, references: dict[str, str]) -> list[SummaryTable
                                             for v in values)))
         title = (f"{op}/{target} {others} on {device} ({dtype}): median ms (speedup vs {ref}; ~ noisy; "
                  "os: mostly OS time; host: host-bound; mem: machine's memory bandwidth low)")
-        tables.append(SummaryTable(title, ("pass", f"impl \\ {axis}", *(f"{v:g}" for v in values)), tuple(rows)))
+        tables.append(SummaryTable(title, ("pass", f"impl \\ {axis}", *map(axis_value_text, values)), tuple(rows)))
     return tables
 
 

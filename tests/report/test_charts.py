@@ -170,3 +170,20 @@ def test_save_writes_a_decodable_png_and_an_svg(tmp_path):
     assert image.ndim == 3 and image.shape[0] > 300 and image.shape[1] > 600
     assert image[..., :3].std() > 0.05  # not a blank canvas
     assert "<svg" in svg.read_text()[:2000]
+
+
+def test_large_sweep_values_tick_as_plain_numbers_or_powers_of_two():
+    import matplotlib.pyplot as plt
+
+    fig, (pow2, wide) = plt.subplots(1, 2)
+    plotting.scale_x(pow2, "points", np.array([2.0**k for k in range(10, 21)]))
+    fig.canvas.draw()
+    labels = [t.get_text() for t in pow2.get_xticklabels()]
+    assert labels[:4] == ["1024", "2048", "4096", "8192"] and labels[-1] == "$2^{20}$"
+    plotting.scale_x(wide, "numel", np.array([1e3, 1e5, 3e6]))
+    wide.set_xlim(1e3, 3e6)
+    fig.canvas.draw()
+    text = " ".join(t.get_text() for t in wide.get_xticklabels())
+    assert "1000000" in text and "e" not in text.replace("$", "")  # no 1e+06, no x1e6 offset
+    assert not wide.xaxis.get_offset_text().get_text()
+    plt.close(fig)
