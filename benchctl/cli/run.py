@@ -158,10 +158,12 @@ def _render_summary(writer) -> None:
     from benchctl import console
     from benchctl.ops import registry
     from benchctl.results import storage
-    from benchctl.results.summary import summarize
+    from benchctl.results.summary import absent_devices, summarize
 
     df = storage.load_run(writer.dir)
     refs = {name: op.reference for name, op in registry.operators().items()}
     for t in summarize(df, refs):
         console.out.print(console.table(t.title, t.columns, t.rows))
+    for absent in absent_devices(df):
+        console.out.print(absent.line())
     console.out.print(f"results: {writer.dir}")

@@ -18,6 +18,7 @@ from benchctl.report.render import render_html, render_markdown, slug
 from benchctl.report.tables import environment, failure_table, op_table
 from benchctl.results import storage
 from benchctl.results.compare import KEY, machine_kinds
+from benchctl.results.summary import absent_devices, present
 from benchctl.errors import UsageError
 
 @dataclass(frozen=True)
@@ -39,6 +40,7 @@ class Section:
     figures: dict[str, list[Path]]  # kind (time / speedup / roofline) -> [png, svg]
     table: pd.DataFrame
     failures: pd.DataFrame
+    absent: tuple[str, ...] = ()  # one line per device where nothing could run, instead of empty panels
 
 
 @dataclass(frozen=True)
@@ -88,6 +90,8 @@ def _section(rows: pd.DataFrame, op: str, target: str, out_dir: Path, requested:
              peaks: Mapping[str, Mapping[str, float]], machine: str = "") -> Section:
     title = op if target in ("op", "", "None") else f"{op} / {target}"
     title += f" on {machine}" if machine else ""
+    absent = absent_devices(rows)
+    rows = present(rows, absent)
     baseline, note = charts.resolve_baseline(rows["impl"].dropna(), requested)
     drawn = {
         "time": charts.timing_figure(rows, title),
@@ -96,12 +100,13 @@ def _section(rows: pd.DataFrame, op: str, target: str, out_dir: Path, requested:
     }
     figures = {kind: charts.save(fig, out_dir / "figures" / slug(op, target, *([machine] if machine else []), kind))
                for kind, fig in drawn.items() if fig is not None}
-    return Section(op, target, title, baseline, note, figures, op_table(rows, baseline), failure_table(rows))
+    return Section(op, target, title, baseline, note, figures, op_table(rows, baseline), failure_table(rows),
+                   tuple(a.line() for a in absent))
 
 
 def measured_peaks(rows: pd.DataFrame, metas: Sequence[Mapping[str, Any]] = ()) -> dict[str, dict[str, Any]]:
-    """Peak GB/s and GFLOP/s per device (and the cache levels' GB/s), as `benchctl run` stored them in run.json from the machine's
-    calibration; {} when the rows have no rates to compare with them."""
+    """Peak GB/s and GFLOP/s per device (and the cache levels' GB/s), as `benchctl run` stored them in
+    run.json from the machine's calibration; {} when the rows have no rates to compare with them."""
     if not rows["gbps"].notna().any():
         return {}
     found = [storage.meta_fact(m, "peaks") for m in metas]

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from benchctl.results.schema import Status
+
 # A call whose system CPU time (all threads) is at least this share of its median is marked "os": most
 # of what was measured is the kernel, e.g. zero-filling fresh pages, not the implementation's own work.
 OS_HEAVY = 0.5
@@ -25,9 +27,42 @@ def axis_value_text(value: object) -> str:
     return str(int(v)) if v.is_integer() else np.format_float_positional(v, trim="-")
 
 
+def speedup_text(ratio: float) -> str:
+    """4.0x, 0.96x, 0.033x: two significant digits below 1, so a large slowdown never reads "0.0x"."""
+    return f"{ratio:.1f}x" if ratio >= 1 else f"{ratio:.2g}x"
+
+
 def probed(rows: pd.DataFrame) -> pd.DataFrame:
     """The rows that carry a memory bandwidth probe (`mem_gbps`: CPU rows of runs that took one)."""
     return rows[rows["mem_gbps"].notna()] if "mem_gbps" in rows else rows.iloc[0:0].assign(mem_gbps=[])
+
+
+@dataclass(frozen=True)
+class Absent:
+    """A device on which nothing could run (every row unavailable): one line, not tables of it."""
+
+    device: str
+    cells: int
+    reason: str
+
+    def line(self) -> str:
+        return f"{self.device}: not available here ({self.cells} cells recorded unavailable: {self.reason})"
+
+
+def absent_devices(rows: pd.DataFrame) -> list[Absent]:
+    """The devices whose every row is `unavailable`, with their cell count and most common reason."""
+    found = []
+    for device, group in rows.groupby("device", sort=True):
+        if len(group) and (group["status"] == Status.UNAVAILABLE).all():
+            cells = group.drop_duplicates(["op", "target", "impl", "params", "dtype"])
+            reason = group["message"].fillna("").mode()
+            found.append(Absent(str(device), len(cells), str(reason.iloc[0]) if len(reason) else ""))
+    return found
+
+
+def present(rows: pd.DataFrame, absent: list[Absent]) -> pd.DataFrame:
+    """The rows of the devices where something ran."""
+    return rows[~rows["device"].isin([a.device for a in absent])]
 
 
 @dataclass(frozen=True)
@@ -44,8 +79,10 @@ def _fmt_ms(seconds: float) -> str:
 
 def summarize(df: pd.DataFrame, references: dict[str, str]) -> list[SummaryTable]:
     """One table per (operator, target, other params, device, dtype): a row per pass x implementation,
-    a column per sweep value; each cell is `median ms (speedup x)`, or the status when it did not run."""
+    a column per sweep value; each cell is `median ms (speedup x)`, or the status when it did not run.
+    Devices where nothing ran get no table (absent_devices gives their one line)."""
     tables = []
+    df = present(df, absent_devices(df))
     df = df.assign(others=[_others(p, a) for p, a in zip(df["params"], df["axis"])])
     typical = probed(df).groupby("device")["mem_gbps"].median()
     keys = ["op", "target", "others", "device", "dtype"]
@@ -80,7 +117,7 @@ def _cell(row: dict | None, base: float | None, is_ref: bool, typical_gbps: floa
         return row["status"]
     text = _fmt_ms(row["median_s"])
     if base is not None and not is_ref and row["median_s"] > 0:
-        text += f" ({base / row['median_s']:.1f}x)"
+        text += f" ({speedup_text(base / row['median_s'])})"
     if row.get("noisy"):
         text += " ~"
     if _share_at_least(row, "sys_s", OS_HEAVY):

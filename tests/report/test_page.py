@@ -272,3 +272,18 @@ def test_a_run_over_two_gpu_kinds_gets_charts_for_each(tmp_path):
     by_title = {s.title: s for s in built.sections}
     assert set(by_title["hoconv2d / module on H100"].table["device"]) == {"GPU"}
     assert (tmp_path / "out" / "figures" / "hoconv2d-module-H100-time.png").exists()
+
+
+def test_a_device_where_nothing_ran_is_one_line_in_place_of_its_panels(tmp_path):
+    cpu = [row(i, "cpu", p, b) for i in ("py", "cpp") for p in ("forward", "backward") for b in (8, 16)]
+    gpu = [{**row(i, "cuda", p, b, status="unavailable"), "message": "no CUDA device"}
+           for i in ("py", "cpp") for p in ("forward", "backward") for b in (8, 16)]
+    loaded = report.load_results([write_run(tmp_path, "20240101-000000-dddddd", cpu + gpu)])
+    built = report.build(loaded.rows, tmp_path / "out", loaded.metas)
+    [section] = built.sections
+    assert section.absent == ("cuda: not available here (4 cells recorded unavailable: no CUDA device)",)
+    assert not len(section.failures) and set(section.table["device"]) == {"CPU"}
+    md = (tmp_path / "out" / "summary.md").read_text()
+    assert "*cuda: not available here (4 cells recorded unavailable" in md
+    section_md = md[md.index("## hoconv2d"):]
+    assert "| GPU |" not in section_md and "cuda failed" not in section_md  # no table row or failure line

@@ -4,7 +4,7 @@ import json
 
 import pandas as pd
 
-from benchctl.results.summary import summarize
+from benchctl.results.summary import absent_devices, summarize
 
 
 def rows():
@@ -48,3 +48,22 @@ def test_a_cell_measured_while_the_machines_memory_bandwidth_was_low_is_marked()
     small = next(t for t in summarize(df, {"lstm_cell": "py"}) if "H=64" in t.title)
     assert small.rows == (("forward", "py", "4", "10 mem"), ("forward", "cpp", "1 (4.0x)", "oom"))
     assert "mem: machine's memory bandwidth low" in small.title
+
+
+def test_a_device_where_nothing_ran_is_one_line_not_tables():
+    reason = "no CUDA device: torch.cuda.is_available() is False"
+    gpu = [{**r, "device": "cuda", "status": "unavailable", "median_s": None, "message": reason,
+            "pass": p} for r in rows().to_dict("records") for p in ("forward", "backward")]
+    df = pd.concat([rows(), pd.DataFrame(gpu)], ignore_index=True)
+    tables = summarize(df, {"lstm_cell": "py"})
+    assert len(tables) == 2 and all(" on cpu " in t.title for t in tables)
+    [absent] = absent_devices(df)
+    assert absent.device == "cuda" and absent.cells == 5  # 5 cells, two passes each
+    assert absent.line() == f"cuda: not available here (5 cells recorded unavailable: {reason})"
+    assert absent_devices(rows()) == []  # a device with one row that ran keeps its tables
+
+
+def test_a_large_slowdown_never_reads_zero():
+    from benchctl.results.summary import speedup_text
+
+    assert speedup_text(4.04) == "4.0x" and speedup_text(0.96) == "0.96x" and speedup_text(0.0329) == "0.033x"
