@@ -18,6 +18,7 @@ COMMANDS = {
     "profile": "profile",
     "report": "report",
     "compare": "compare",
+    "baseline": "baseline",
     "maxbatch": "maxbatch",
 }
 

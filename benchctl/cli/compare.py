@@ -11,7 +11,7 @@ from rich.text import Text
 
 from benchctl.errors import BenchError, UsageError
 
-STYLES = {"regressed": "bold red", "broken": "bold red", "improved": "green", "fixed": "green"}
+STYLES = {"slower": "bold red", "broken": "bold red", "faster": "green", "fixed": "green", "unsure": "yellow"}
 
 
 def _ms(value: float | None) -> str:
@@ -27,7 +27,9 @@ def _params(text: str) -> str:
     return " ".join(f"{k}={json.dumps(v)}" for k, v in params.items()) if isinstance(params, dict) else text
 
 
-def _short(path: Path) -> str:
+def _short(path: Path | str) -> str:
+    if isinstance(path, str):  # a baseline, already named
+        return path
     return path.name if path.is_dir() else f"{path.parent.name}/{path.name}"
 
 
@@ -35,7 +37,9 @@ def _rows(comparison) -> list[list[str]]:
     rows = []
     for c in comparison.ordered():
         change = "" if c.ratio is None else f"{(c.ratio - 1) * 100:+.1f}%"
-        p = "" if c.p_value is None else f"{c.p_value:.2g}"
+        if c.ratio_low is not None:
+            change += f" [{(c.ratio_low - 1) * 100:+.0f}, {(c.ratio_high - 1) * 100:+.0f}]"
+        p = "" if c.p_adjusted is None else f"{c.p_adjusted:.2g}"
         status = "" if c.verdict != "broken" and c.verdict != "fixed" else f" ({c.base_status} -> {c.new_status})"
         verdict = Text(c.verdict + status, style=STYLES.get(c.verdict, ""))
         op = c.op if c.target in ("op", "") else f"{c.op}/{c.target}"
@@ -45,30 +49,33 @@ def _rows(comparison) -> list[list[str]]:
 
 
 @click.command("compare")
-@click.argument("base", type=click.Path(exists=True, path_type=Path))
-@click.argument("new", type=click.Path(exists=True, path_type=Path))
-@click.option("--threshold", default=0.05, show_default=True, type=click.FloatRange(min=0),
-              help="Smallest relative change of the median that counts (0.05 = 5%).")
+@click.argument("runs", nargs=-1, type=click.Path(exists=True, path_type=Path))
+@click.option("--baseline", "baseline_name", metavar="NAME",
+              help="Compare the one run given with baseline NAME for its machine kind (see `benchctl baseline`).")
+@click.option("--root", default="results", show_default=True, type=click.Path(path_type=Path),
+              help="The results folder the baselines live in.")
+@click.option("--threshold", "--min-effect", default=0.05, show_default=True, type=click.FloatRange(min=0),
+              help="Minimum effect: the smallest change of the median that counts (0.05 = 5%).")
 @click.option("--alpha", default=0.05, show_default=True, type=click.FloatRange(0, 1, min_open=True),
-              help="Significance level of the Mann-Whitney U test on the raw samples.")
+              help="Significance level of the Mann-Whitney U test (adjusted for the number of cells).")
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON instead of a table.")
-@click.option("--fail-on-regression", is_flag=True, help="Exit 1 when any cell regressed or broke.")
+@click.option("--fail-on-regression", is_flag=True, help="Exit 1 when any cell is slower, or broke.")
 @click.option("--across-hosts", is_flag=True, help="Compare cells measured on different kinds of GPU or CPU.")
-def command(base: Path, new: Path, threshold: float, alpha: float, as_json: bool, fail_on_regression: bool,
-            across_hosts: bool) -> None:
-    """Compare run NEW against run BASE cell by cell (run folders or parquet files).
+def command(runs: tuple[Path, ...], baseline_name: str | None, root: Path, threshold: float, alpha: float,
+            as_json: bool, fail_on_regression: bool, across_hosts: bool) -> None:
+    """Compare run NEW against run BASE cell by cell: `compare BASE NEW`, or `compare --baseline NAME NEW`
+    (run folders or parquet files).
 
-    A cell changed only when its median moved past --threshold AND the samples differ significantly.
+    Each cell is faster, slower, same or unsure: slower (faster) when the 95% interval of the ratio of
+    medians lies wholly beyond the minimum effect and the Mann-Whitney test agrees; same when the interval
+    lies within it; unsure otherwise. "change" shows the ratio and its interval, in percent.
     """
     from benchctl import console
     from benchctl.results import compare
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        try:
-            (a, a_meta), (b, b_meta) = compare.load_side(base), compare.load_side(new)
-        except FileNotFoundError as exc:
-            raise UsageError(str(exc)) from None
+        (base, a, a_meta), (new, b, b_meta) = _sides(runs, baseline_name, root, across_hosts)
     result = compare.compare(a, b, threshold, alpha, a_meta, b_meta, across_hosts)
     for message in [str(w.message) for w in caught] + result.warnings():
         console.warn(message)
@@ -80,4 +87,22 @@ def command(base: Path, new: Path, threshold: float, alpha: float, as_json: bool
         console.out.print(console.table(f"{_short(new)} vs {_short(base)}", columns, _rows(result)))
         console.out.print(", ".join(f"{n} {v}" for v, n in result.counts.items() if n) or "no cells")
     if fail_on_regression and result.regressions:
-        raise BenchError(f"{len(result.regressions)} cell(s) regressed or broke ({new} vs {base})")
+        raise BenchError(f"{len(result.regressions)} cell(s) slower or broken ({new} vs {base})")
+
+
+def _sides(runs: tuple[Path, ...], baseline_name: str | None, root: Path, across_hosts: bool):
+    """(path, rows, run.json metadata) of BASE and of NEW."""
+    from benchctl.results import baselines, compare
+
+    wanted = 1 if baseline_name else 2
+    if len(runs) != wanted:
+        usage = "compare --baseline NAME NEW" if baseline_name else "compare BASE NEW"
+        raise UsageError(f"{usage} takes {wanted} run{'s' if wanted > 1 else ''}, got {len(runs)}")
+    try:
+        new_rows, new_meta = compare.load_side(runs[-1])
+        kept = baselines.find(baseline_name, new_rows, root, across_hosts) if baseline_name else None
+        base_rows, base_meta = compare.load_side(kept["path"] if kept else runs[0])
+    except FileNotFoundError as exc:
+        raise UsageError(str(exc)) from None
+    base = f"baseline {baseline_name} ({kept['run']}, {kept['kind']})" if kept else runs[0]
+    return (base, base_rows, base_meta), (runs[-1], new_rows, new_meta)

@@ -1,16 +1,11 @@
-"""Two runs cell by cell: the ratio of medians and a Mann-Whitney U test on the raw samples.
-
-A change counts only when it is both large (past the threshold) and significant (p < alpha): timing
-noise moves medians by a few percent all the time, and a tiny but consistent shift is rarely worth a
-failed CI job. Mann-Whitney is used because timing samples are skewed (a long tail of slow repetitions),
-which a t-test assumes away. Few samples make significance impossible (3 vs 3 can never reach p < 0.05
-two-sided), which is the honest answer: such a cell is reported unchanged, with its p-value shown.
+"""Two runs cell by cell: the ratio of medians with its confidence interval, and a verdict per cell
+(faster, slower, same or unsure: verdict.py) beside what broke, was fixed, or ran in one run only.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -21,6 +16,8 @@ from benchctl.errors import UsageError
 from benchctl.results import storage
 from benchctl.results.schema import BROKEN, ENV_FIELDS
 from benchctl.results.summary import probed
+from benchctl.results.verdict import (FASTER, SAME, SLOWER, UNSURE, adjusted, mann_whitney_p, ratio_interval,
+                                     verdict)
 
 KEY = ("op", "target", "impl", "device", "dtype", "params", "pass")
 # Facts whose difference makes two runs' timings incomparable (not the commit: that is what changed).
@@ -30,7 +27,8 @@ MACHINE = "machine"  # the kind of processor a cell ran on: its GPU's name on cu
 # Runs whose median memory bandwidth probes (membw.py) differ by more than this share get a warning.
 BANDWIDTH_CHANGE = 0.2
 # Table order: what needs attention first.
-VERDICTS = ("regressed", "broken", "improved", "fixed", "unchanged", "not timed", "only in base", "only in new")
+VERDICTS = (SLOWER, "broken", FASTER, "fixed", UNSURE, SAME, "not timed", "only in base", "only in new")
+REGRESSIONS = (SLOWER, "broken")  # what --fail-on-regression fails on: slower, or stopped working
 
 
 @dataclass(frozen=True)
@@ -48,7 +46,10 @@ class CellChange:
     base_median_s: float | None = None
     new_median_s: float | None = None
     ratio: float | None = None  # new / base median: above 1 is slower
-    p_value: float | None = None
+    ratio_low: float | None = None  # its 95% confidence interval (bootstrap)
+    ratio_high: float | None = None
+    p_value: float | None = None  # Mann-Whitney, two-sided
+    p_adjusted: float | None = None  # for the number of cells compared (what the verdict uses)
     base_n: int = 0
     new_n: int = 0
 
@@ -71,13 +72,13 @@ class Comparison:
 
     @property
     def regressions(self) -> list[CellChange]:
-        return [c for c in self.cells if c.verdict in ("regressed", "broken")]
+        return [c for c in self.cells if c.verdict in REGRESSIONS]
 
     def ordered(self) -> list[CellChange]:
         """Regressions first (worst first), then improvements (best first), then the rest."""
         def key(c: CellChange) -> tuple[int, float]:
             ratio = c.ratio if c.ratio is not None else 1.0
-            return VERDICTS.index(c.verdict), -ratio if c.verdict == "regressed" else ratio
+            return VERDICTS.index(c.verdict), -ratio if c.verdict == SLOWER else ratio
 
         return sorted(self.cells, key=key)
 
@@ -107,30 +108,13 @@ def _json_safe(value: Any) -> Any:
     return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
-def mann_whitney_p(base: Sequence[float], new: Sequence[float]) -> float | None:
-    """Two-sided p-value; None when there are too few samples to test (fewer than 2 on a side)."""
-    from scipy.stats import mannwhitneyu
-
-    a, b = np.asarray(base, dtype=float), np.asarray(new, dtype=float)
-    if len(a) < 2 or len(b) < 2:
-        return None
-    if np.ptp(np.concatenate([a, b])) == 0:
-        return 1.0  # all samples identical: no evidence of any difference (scipy would return nan)
-    return float(mannwhitneyu(a, b, alternative="two-sided").pvalue)
-
-
-def verdict(ratio: float, p_value: float | None, threshold: float, alpha: float) -> str:
-    if p_value is None or p_value >= alpha or not math.isfinite(ratio) or abs(ratio - 1.0) <= threshold:
-        return "unchanged"
-    return "regressed" if ratio > 1.0 else "improved"
-
-
 def _samples(row: pd.Series) -> list[float]:
     samples = row.get("samples_s")
     return [] if samples is None or (np.isscalar(samples) and pd.isna(samples)) else list(samples)
 
 
-def compare_cell(key: tuple, base: pd.Series, new: pd.Series, threshold: float, alpha: float) -> CellChange:
+def compare_cell(key: tuple, base: pd.Series, new: pd.Series) -> CellChange:
+    """One cell's figures; a timed cell's verdict is given once every cell's p-value is known."""
     statuses = {"base_status": base["status"], "new_status": new["status"]}
     if base["status"] != "ok" or new["status"] != "ok":
         broke = base["status"] == "ok" and new["status"] in BROKEN
@@ -138,10 +122,21 @@ def compare_cell(key: tuple, base: pd.Series, new: pd.Series, threshold: float, 
         return CellChange(*key, verdict="broken" if broke else "fixed" if fixed else "not timed", **statuses)
     a, b = _samples(base), _samples(new)
     ratio = float(new["median_s"] / base["median_s"]) if base["median_s"] else math.nan
-    p = mann_whitney_p(a, b)
-    return CellChange(*key, verdict=verdict(ratio, p, threshold, alpha), **statuses,
-                      base_median_s=float(base["median_s"]), new_median_s=float(new["median_s"]),
-                      ratio=ratio, p_value=p, base_n=len(a), new_n=len(b))
+    p, interval = mann_whitney_p(a, b), ratio_interval(a, b)
+    return CellChange(*key, verdict=UNSURE, **statuses,
+                      base_median_s=float(base["median_s"]), new_median_s=float(new["median_s"]), ratio=ratio,
+                      ratio_low=interval[0] if interval else None, ratio_high=interval[1] if interval else None,
+                      p_value=p, base_n=len(a), new_n=len(b))
+
+
+def _judged(cells: list[CellChange], threshold: float, alpha: float) -> list[CellChange]:
+    """Timed cells get their verdict from their interval and their p-value adjusted over all of them."""
+    timed = [i for i, c in enumerate(cells) if c.ratio is not None]
+    for i, q in zip(timed, adjusted([cells[i].p_value for i in timed])):
+        c = cells[i]
+        interval = (c.ratio_low, c.ratio_high) if c.ratio_low is not None else None
+        cells[i] = replace(c, p_adjusted=q, verdict=verdict(interval, q, threshold, alpha))
+    return cells
 
 
 def machine_kinds(rows: pd.DataFrame) -> pd.Series:
@@ -177,7 +172,7 @@ def compare(base: pd.DataFrame, new: pd.DataFrame, threshold: float = 0.05, alph
     keys = KEY if across_hosts else (*KEY, MACHINE)
     a, b = _by_cell(base, keys), _by_cell(new, keys)
     cell = lambda k: k[:len(KEY)]  # noqa: E731
-    cells = [compare_cell(cell(k), a[k], b[k], threshold, alpha) for k in a if k in b]
+    cells = _judged([compare_cell(cell(k), a[k], b[k]) for k in a if k in b], threshold, alpha)
     cells += [CellChange(*cell(k), verdict="only in base", base_status=a[k]["status"]) for k in a if k not in b]
     cells += [CellChange(*cell(k), verdict="only in new", new_status=b[k]["status"]) for k in b if k not in a]
     counts = {v: sum(c.verdict == v for c in cells) for v in VERDICTS}

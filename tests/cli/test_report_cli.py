@@ -85,16 +85,18 @@ def test_compare_shows_the_regression_and_exits_zero_without_the_flag(runs):
     _, base, new = runs
     result = invoke("compare", str(base), str(new))
     assert result.exit_code == 0, result.output
-    change = re.search(r"([+-]\d+\.\d)%", result.stdout.split("regressed")[0].splitlines()[-1])
-    assert 15 < float(change.group(1)) < 25  # cpp: about +20%, on the regressed row
-    assert result.stdout.index("regressed") < result.stdout.index("unchanged")
+    line = next(line for line in result.stdout.splitlines() if "slower" in line)
+    change = re.search(r"([+-]\d+\.\d)% \[([+-]\d+), ([+-]\d+)\]", line)
+    assert 15 < float(change.group(1)) < 25  # cpp: about +20%, with its interval around it
+    assert int(change.group(2)) <= float(change.group(1)) <= int(change.group(3))
+    assert result.stdout.index("slower") < result.stdout.index("same")
 
 
 def test_compare_fails_on_regression_with_the_flag(runs):
     _, base, new = runs
     result = CliRunner().invoke(cli, ["compare", str(base), str(new), "--fail-on-regression"])
     assert result.exit_code == 1
-    assert "1 cell(s) regressed" in result.stderr
+    assert "1 cell(s) slower or broken" in result.stderr
     same = CliRunner().invoke(cli, ["compare", str(base), str(base), "--fail-on-regression"])
     assert same.exit_code == 0
 
@@ -103,8 +105,9 @@ def test_compare_json_is_machine_readable(runs):
     _, base, new = runs
     result = invoke("compare", str(base), str(new), "--json", "--threshold", "0.1")
     data = json.loads(result.stdout)
-    assert data["counts"]["regressed"] == 1 and data["threshold"] == 0.1
-    assert data["cells"][0]["impl"] == "cpp" and data["cells"][0]["verdict"] == "regressed"
+    assert data["counts"]["slower"] == 1 and data["threshold"] == 0.1
+    cpp = data["cells"][0]
+    assert cpp["impl"] == "cpp" and cpp["verdict"] == "slower" and 1.1 < cpp["ratio_low"] < cpp["ratio_high"]
 
 
 def test_compare_warns_when_hosts_differ(tmp_path):
@@ -114,3 +117,16 @@ def test_compare_warns_when_hosts_differ(tmp_path):
     assert result.exit_code == 0
     assert "warning" in result.stderr and "host: laptop -> server" in result.stderr
     assert "warning" not in invoke("compare", str(base), str(base)).stderr
+
+
+def test_compare_with_a_saved_baseline_of_the_same_machine_kind(runs):
+    root, base, new = runs
+    saved = invoke("baseline", "save", "main", str(base), "--root", str(root))
+    assert saved.exit_code == 0 and "baseline main for unknown machine" in saved.stdout
+    assert "main" in invoke("baseline", "list", "--root", str(root)).stdout
+    result = CliRunner().invoke(cli, ["compare", "--baseline", "main", str(new), "--root", str(root),
+                                      "--fail-on-regression"])
+    assert result.exit_code == 1 and "1 cell(s) slower or broken" in result.stderr
+    assert "slower" in result.stdout and base.name in result.stdout
+    wrong = CliRunner().invoke(cli, ["compare", "--baseline", "main", str(base), str(new), "--root", str(root)])
+    assert wrong.exit_code == 2 and "takes 1 run, got 2" in wrong.stderr

@@ -10,7 +10,7 @@ import pytest
 
 from benchctl.errors import UsageError
 from benchctl.results import compare
-from benchctl.results import storage
+from benchctl.results import storage, verdict
 
 
 def timed(median: float, seed: int, n: int = 30, noise: float = 0.03) -> list[float]:
@@ -34,37 +34,37 @@ def frame(rows: list[dict]) -> pd.DataFrame:
 def test_a_real_twenty_percent_slowdown_is_a_regression():
     result = compare.compare(frame([row(samples=timed(10e-3, 1))]), frame([row(samples=timed(12e-3, 2))]))
     (cell,) = result.cells
-    assert cell.verdict == "regressed"
-    assert cell.ratio == pytest.approx(1.2, rel=0.03)
+    assert cell.verdict == "slower"
+    assert cell.ratio == pytest.approx(1.2, rel=0.03) and 1.05 < cell.ratio_low < 1.2 < cell.ratio_high
     assert cell.p_value < 1e-6 and cell.base_n == cell.new_n == 30
-    assert result.regressions == [cell] and result.counts["regressed"] == 1
+    assert result.regressions == [cell] and result.counts["slower"] == 1
 
 
-def test_noise_around_the_same_median_is_unchanged():
+def test_noise_around_the_same_median_is_the_same():
     result = compare.compare(frame([row(samples=timed(10e-3, 1))]), frame([row(samples=timed(10e-3, 2))]))
     (cell,) = result.cells
-    assert cell.verdict == "unchanged" and abs(cell.ratio - 1) < 0.03
+    assert cell.verdict == "same" and abs(cell.ratio - 1) < 0.03
     assert not result.regressions
 
 
 def test_a_speedup_is_an_improvement():
     result = compare.compare(frame([row(samples=timed(10e-3, 1))]), frame([row(samples=timed(7e-3, 2))]))
-    assert result.cells[0].verdict == "improved"
+    assert result.cells[0].verdict == "faster"
 
 
 def test_a_significant_change_below_the_threshold_does_not_count():
     base, new = timed(10e-3, 1, noise=0.002), timed(10.2e-3, 2, noise=0.002)
     (cell,) = compare.compare(frame([row(samples=base)]), frame([row(samples=new)]), threshold=0.05).cells
-    assert cell.p_value < 0.05 and cell.verdict == "unchanged"
+    assert cell.p_value < 0.05 and cell.verdict == "same"  # a real 2% is within the minimum effect
     (cell,) = compare.compare(frame([row(samples=base)]), frame([row(samples=new)]), threshold=0.01).cells
-    assert cell.verdict == "regressed"
+    assert cell.verdict == "slower"
 
 
 def test_a_large_change_with_too_few_samples_is_not_significant():
-    # 3 vs 3 samples can never reach p < 0.05 two-sided: reported unchanged, with its p-value.
+    # 3 vs 3 samples can never reach p < 0.05 two-sided: unsure, with its p-value.
     (cell,) = compare.compare(frame([row(samples=[1.0, 1.1, 1.2])]), frame([row(samples=[2.0, 2.1, 2.2])])).cells
     assert cell.ratio == pytest.approx(2.1 / 1.1) and cell.p_value == pytest.approx(0.1)
-    assert cell.verdict == "unchanged"
+    assert cell.verdict == "unsure"
 
 
 def test_cells_in_one_run_only_and_status_changes_are_counted():
@@ -74,7 +74,7 @@ def test_cells_in_one_run_only_and_status_changes_are_counted():
            row("compile", timed(1e-3, 5))]
     result = compare.compare(frame(base), frame(new))
     verdicts = {c.impl: c.verdict for c in result.cells}
-    assert verdicts == {"py": "unchanged", "cpp": "broken", "cuda": "not timed", "jit": "only in base",
+    assert verdicts == {"py": "same", "cpp": "broken", "cuda": "not timed", "jit": "only in base",
                         "compile": "only in new"}
     assert result.counts["only in base"] == 1 and result.counts["only in new"] == 1
     assert [c.impl for c in result.regressions] == ["cpp"]  # a cell that stopped working is a regression
@@ -83,14 +83,14 @@ def test_cells_in_one_run_only_and_status_changes_are_counted():
 def test_cells_are_matched_by_params_and_pass():
     base = [row(samples=timed(1e-3, 1), batch=8), row(samples=timed(2e-3, 2), batch=16, pass_name="backward")]
     new = [row(samples=timed(2e-3, 3), batch=16, pass_name="backward"), row(samples=timed(1e-3, 4), batch=8)]
-    assert [c.verdict for c in compare.compare(frame(base), frame(new)).cells] == ["unchanged", "unchanged"]
+    assert [c.verdict for c in compare.compare(frame(base), frame(new)).cells] == ["same", "same"]
 
 
 def test_a_cell_repeated_in_merged_runs_compares_its_latest_measurement():
     new = [{**row(samples=timed(2e-3, 1)), "run_id": "20240102-000000-bbbbbb"},
            {**row(samples=timed(1e-3, 2)), "run_id": "20240101-000000-aaaaaa"}]
     (cell,) = compare.compare(frame([row(samples=timed(1e-3, 3))]), frame(new)).cells
-    assert cell.verdict == "regressed" and cell.ratio == pytest.approx(2, rel=0.05)
+    assert cell.verdict == "slower" and cell.ratio == pytest.approx(2, rel=0.05)
 
 
 def test_ordered_puts_regressions_first_worst_first():
@@ -98,7 +98,7 @@ def test_ordered_puts_regressions_first_worst_first():
     new = [row("a", timed(0.5e-3, 5)), row("b", timed(1.3e-3, 6)), row("c", timed(1e-3, 7)), row("d", timed(2e-3, 8))]
     result = compare.compare(frame(base), frame(new))
     assert [(c.impl, c.verdict) for c in result.ordered()] == [
-        ("d", "regressed"), ("b", "regressed"), ("a", "improved"), ("c", "unchanged")]
+        ("d", "slower"), ("b", "slower"), ("a", "faster"), ("c", "same")]
 
 
 def test_differing_hosts_and_torch_versions_are_reported():
@@ -138,13 +138,13 @@ def test_environment_comes_from_run_json_when_rows_lack_it():
 def test_to_dict_is_plain_json():
     result = compare.compare(frame([row(samples=timed(10e-3, 1))]), frame([row(samples=timed(12e-3, 2))]))
     data = json.loads(json.dumps(result.to_dict()))
-    assert data["counts"]["regressed"] == 1 and data["cells"][0]["verdict"] == "regressed"
+    assert data["counts"]["slower"] == 1 and data["cells"][0]["verdict"] == "slower"
     assert data["cells"][0]["pass"] == "forward" and data["threshold"] == 0.05
 
 
 def test_mann_whitney_edge_cases():
-    assert compare.mann_whitney_p([1.0], [2.0, 3.0]) is None
-    assert compare.mann_whitney_p([1.0, 1.0], [1.0, 1.0]) == 1.0
+    assert verdict.mann_whitney_p([1.0], [2.0, 3.0]) is None
+    assert verdict.mann_whitney_p([1.0, 1.0], [1.0, 1.0]) == 1.0
 
 
 def test_load_side_reads_a_run_folder_and_a_parquet_file(tmp_path):
@@ -166,11 +166,29 @@ def test_cells_on_different_gpu_kinds_are_not_compared_unless_asked():
     with pytest.raises(UsageError, match="cuda cells ran on NVIDIA A100-SXM4-80GB in BASE and on NVIDIA H100"):
         compare.compare(base, new)
     (cell,) = compare.compare(base, new, across_hosts=True).cells
-    assert cell.verdict == "improved" and cell.ratio == pytest.approx(0.5, rel=0.03)
+    assert cell.verdict == "faster" and cell.ratio == pytest.approx(0.5, rel=0.03)
 
 
 def test_a_run_over_two_gpu_kinds_matches_each_cell_to_its_own_kind():
     base = frame([gpu_row("A100", timed(10e-3, 1)), gpu_row("H100", timed(5e-3, 2))])
     new = frame([gpu_row("A100", timed(10e-3, 3)), gpu_row("H100", timed(6e-3, 4))])
     verdicts = sorted((round(c.ratio, 1), c.verdict) for c in compare.compare(base, new).cells)
-    assert verdicts == [(1.0, "unchanged"), (1.2, "regressed")]  # never A100 against H100
+    assert verdicts == [(1.0, "same"), (1.2, "slower")]  # never A100 against H100
+
+
+@pytest.mark.parametrize("noise", [0.01, 0.05, 0.3])
+def test_an_a_a_comparison_is_same_or_unsure_never_slower_or_faster(noise):
+    """The same sweep twice: 200 cells whose samples come from one distribution on both sides."""
+    base = [row(f"i{i}", timed(1e-3, 2 * i, n=15, noise=noise)) for i in range(200)]
+    new = [row(f"i{i}", timed(1e-3, 2 * i + 1, n=15, noise=noise)) for i in range(200)]
+    result = compare.compare(frame(base), frame(new))
+    assert result.counts["slower"] == result.counts["faster"] == 0
+    assert result.counts["same"] + result.counts["unsure"] == 200
+    if noise == 0.01:
+        assert result.counts["same"] == 200  # quiet samples: the interval is narrow enough to say so
+
+
+def test_the_interval_of_the_ratio_covers_the_true_ratio():
+    low, high = verdict.ratio_interval(timed(1e-3, 1, n=40), timed(1.3e-3, 2, n=40))
+    assert low < 1.3 < high and high - low < 0.1
+    assert verdict.ratio_interval([1.0], [1.0, 2.0]) is None

@@ -1,0 +1,85 @@
+"""Saved baselines: under one name, one run per kind of machine (its CPU model and GPU model), so CI can
+ask "slower than the saved baseline on this GPU?" and never holds an H100 run against an A100 one.
+
+`baseline save NAME [RUN]` copies the run folder to `<root>/baselines/NAME/<machine kind>/` (saving the
+same kind again replaces it); `compare --baseline NAME NEW` picks the one of NEW's kind.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from benchctl.errors import UsageError
+from benchctl.results import storage
+
+FOLDER = "baselines"
+ABOUT = "baseline.json"
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def machine_kind(rows: pd.DataFrame) -> str:
+    """The CPU model of a run's rows, and the GPU model of its cuda rows: "EPYC 7B13 + NVIDIA H100"."""
+    def names(column: str, where: pd.Series) -> list[str]:
+        return sorted({str(v) for v in rows.loc[where, column].dropna() if str(v)}) if column in rows else []
+
+    everywhere = pd.Series(True, index=rows.index)
+    kinds = names("cpu_name", everywhere) + names("gpu_name", rows["device"] == "cuda")
+    return " + ".join(kinds) or "unknown machine"
+
+
+def _slug(kind: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", kind).strip("-") or "unknown"
+
+
+def _checked(name: str) -> str:
+    if not NAME.fullmatch(name):
+        raise UsageError(f"baseline name {name!r}: use letters, digits, '.', '_' and '-'")
+    return name
+
+
+def save(name: str, run_dir: Path, root: Path) -> dict[str, Any]:
+    """Copy `run_dir` (without its report) as NAME's baseline for the run's machine kind; what `saved`
+    lists for it."""
+    _checked(name)
+    rows = storage.load_run(run_dir)
+    if rows.empty:
+        raise UsageError(f"{run_dir} has no results to keep as a baseline")
+    kind = machine_kind(rows)
+    dest = Path(root) / FOLDER / name / _slug(kind)
+    if dest.exists():
+        shutil.rmtree(dest)
+    shutil.copytree(run_dir, dest, ignore=shutil.ignore_patterns("report", "report-*"))
+    about = {"name": name, "kind": kind, "run": Path(run_dir).name,
+             "saved": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    (dest / ABOUT).write_text(json.dumps(about, indent=1))
+    return {**about, "path": dest}
+
+
+def saved(root: Path, name: str | None = None) -> list[dict[str, Any]]:
+    """What is saved (of NAME, or of every name): name, kind, run, saved, and the folder."""
+    base = Path(root) / FOLDER
+    found = sorted(base.glob(f"{_checked(name) if name else '*'}/*/{ABOUT}"))
+    return [{**json.loads(p.read_text()), "path": p.parent} for p in found]
+
+
+def find(name: str, rows: pd.DataFrame, root: Path, any_kind: bool = False) -> dict[str, Any]:
+    """NAME's baseline for the machine kind of `rows`; with `any_kind`, the newest of any kind when
+    there is none of this one."""
+    kind, known = machine_kind(rows), saved(root, name)
+    if not known:
+        raise UsageError(f"no baseline named {name} under {Path(root) / FOLDER}: save one with "
+                         f"`benchctl baseline save {name}`")
+    same = [b for b in known if b["kind"] == kind]
+    if same:
+        return same[0]
+    if any_kind:
+        return max(known, key=lambda b: b["saved"])
+    raise UsageError(f"baseline {name} has no run on {kind} (saved for: {', '.join(b['kind'] for b in known)}); "
+                     "pass --across-hosts to compare with another kind of machine")

@@ -1,0 +1,85 @@
+"""The verdict on one cell's change between two runs: faster, slower, same or unsure.
+
+Two pieces of evidence, both from the raw samples:
+- the 95% confidence interval of the ratio of medians (new / base), by bootstrap: resample each side's
+  samples with replacement, take the ratio of the medians, keep the middle 95% (a fixed seed, so the same
+  runs always get the same verdict);
+- the two-sided Mann-Whitney U test: timing samples are skewed (a long tail of slow repetitions), which a
+  t-test assumes away.
+
+A sweep compares hundreds of cells at once, so the p-values are adjusted for their number
+(Benjamini-Hochberg, which bounds the share of false discoveries among the cells flagged): without it,
+about alpha of the cells of an A/A comparison whose samples are noisy would be flagged.
+
+`slower` (or `faster`) needs the whole interval beyond the minimum effect (default 5%) AND an adjusted
+p < alpha:
+noise moves medians by a few percent all the time, and a tiny but consistent shift is rarely worth a
+failed CI job. `same` needs the whole interval within the minimum effect. Everything else is `unsure`:
+the samples cannot tell, and more of them (--rounds, --min-time) would. An A/A comparison, the same
+sweep run twice, is therefore same or unsure, never slower.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+
+FASTER, SLOWER, SAME, UNSURE = "faster", "slower", "same", "unsure"
+CONFIDENCE = 0.95
+RESAMPLES = 2000
+SEED = 0
+
+
+def mann_whitney_p(base: Sequence[float], new: Sequence[float]) -> float | None:
+    """Two-sided p-value; None when there are too few samples to test (fewer than 2 on a side)."""
+    from scipy.stats import mannwhitneyu
+
+    a, b = np.asarray(base, dtype=float), np.asarray(new, dtype=float)
+    if len(a) < 2 or len(b) < 2:
+        return None
+    if np.ptp(np.concatenate([a, b])) == 0:
+        return 1.0  # all samples identical: no evidence of any difference (scipy would return nan)
+    return float(mannwhitneyu(a, b, alternative="two-sided").pvalue)
+
+
+def adjusted(p_values: Sequence[float | None]) -> list[float | None]:
+    """Benjamini-Hochberg adjusted p-values of the cells that have one (None stays None)."""
+    from scipy.stats import false_discovery_control
+
+    present = [i for i, p in enumerate(p_values) if p is not None]
+    out: list[float | None] = list(p_values)
+    if present:
+        for i, q in zip(present, false_discovery_control([p_values[i] for i in present])):
+            out[i] = float(q)
+    return out
+
+
+def ratio_interval(base: Sequence[float], new: Sequence[float]) -> tuple[float, float] | None:
+    """The bootstrap 95% interval of median(new) / median(base); None with fewer than 2 samples a side."""
+    a, b = np.asarray(base, dtype=float), np.asarray(new, dtype=float)
+    if len(a) < 2 or len(b) < 2 or np.median(a) <= 0:
+        return None
+    rng = np.random.default_rng(SEED)
+    medians_a = np.median(rng.choice(a, (RESAMPLES, len(a))), axis=1)
+    medians_b = np.median(rng.choice(b, (RESAMPLES, len(b))), axis=1)
+    ratios = medians_b / np.where(medians_a > 0, medians_a, np.nan)
+    tail = (1 - CONFIDENCE) / 2 * 100
+    low, high = np.nanpercentile(ratios, [tail, 100 - tail])
+    return float(low), float(high)
+
+
+def verdict(interval: tuple[float, float] | None, p_value: float | None, min_effect: float,
+            alpha: float) -> str:
+    if interval is None or not all(map(math.isfinite, interval)):
+        return UNSURE
+    low, high = interval
+    significant = p_value is not None and p_value < alpha
+    if significant and low > 1 + min_effect:
+        return SLOWER
+    if significant and high < 1 - min_effect:
+        return FASTER
+    if 1 - min_effect <= low and high <= 1 + min_effect:
+        return SAME
+    return UNSURE

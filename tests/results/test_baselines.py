@@ -1,0 +1,47 @@
+"""Baselines: one run per machine kind under a name; the one of NEW's kind is found, others refused."""
+
+import json
+
+import pytest
+
+from benchctl.errors import UsageError
+from benchctl.results import baselines, storage
+
+
+def write_run(root, run_id, cpu, gpu=None):
+    rows = [{"run_id": run_id, "op": "hoconv2d", "target": "module", "impl": "py", "device": "cpu",
+             "dtype": "float32", "params": json.dumps({"batch_size": 8}), "pass": "forward", "status": "ok",
+             "cpu_name": cpu, "gpu_name": gpu, "median_s": 1e-3, "samples_s": [1e-3] * 3}]
+    if gpu:
+        rows.append({**rows[0], "device": "cuda"})
+    writer = storage.RunWriter(root, run_id, {})
+    writer.write(rows)
+    writer.finish()
+    (writer.dir / "report").mkdir()
+    return writer.dir
+
+
+def test_one_run_per_machine_kind_and_the_one_of_new_is_found(tmp_path):
+    a = write_run(tmp_path, "20240101-000000-aaaaaa", "EPYC 7B13", "NVIDIA H100")
+    b = write_run(tmp_path, "20240102-000000-bbbbbb", "Xeon 8480", "NVIDIA A100")
+    c = write_run(tmp_path, "20240103-000000-cccccc", "EPYC 7B13", "NVIDIA H100")
+    for run in (a, b, c):
+        baselines.save("main", run, tmp_path)
+    kept = baselines.saved(tmp_path, "main")
+    assert sorted((k["kind"], k["run"]) for k in kept) == [
+        ("EPYC 7B13 + NVIDIA H100", c.name), ("Xeon 8480 + NVIDIA A100", b.name)]  # c replaced a
+    found = baselines.find("main", storage.load_run(a), tmp_path)["path"]
+    assert found == tmp_path / "baselines" / "main" / "EPYC-7B13-NVIDIA-H100"
+    assert storage.run_meta(found)["run_id"] == c.name and not (found / "report").exists()
+
+
+def test_a_machine_kind_without_a_baseline_is_refused_unless_asked(tmp_path):
+    baselines.save("main", write_run(tmp_path, "20240101-000000-aaaaaa", "EPYC 7B13", "NVIDIA H100"), tmp_path)
+    other = storage.load_run(write_run(tmp_path, "20240102-000000-bbbbbb", "Xeon 8480", "NVIDIA A100"))
+    with pytest.raises(UsageError, match="has no run on Xeon 8480 \\+ NVIDIA A100 .*EPYC 7B13 \\+ NVIDIA H100"):
+        baselines.find("main", other, tmp_path)
+    assert baselines.find("main", other, tmp_path, any_kind=True)["path"].name == "EPYC-7B13-NVIDIA-H100"
+    with pytest.raises(UsageError, match="no baseline named nightly"):
+        baselines.find("nightly", other, tmp_path)
+    with pytest.raises(UsageError, match="use letters"):
+        baselines.save("../x", tmp_path, tmp_path)
