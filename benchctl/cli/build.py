@@ -58,7 +58,7 @@ def command(ops: tuple[str, ...], cuda: bool, verbose: bool, ops_dirs: tuple[str
     benchctl's own and those your operator files in --ops-dir declare."""
     from benchctl.errors import BenchError, UsageError
 
-    known = _extensions(ops_dirs)
+    known = _extensions(ops_dirs, ops)
     unknown = [op for op in ops if op not in known]
     if unknown:
         raise UsageError(f"no extension sources for {', '.join(unknown)}; choose from: {', '.join(known)}")
@@ -68,14 +68,14 @@ def command(ops: tuple[str, ...], cuda: bool, verbose: bool, ops_dirs: tuple[str
         raise BenchError(f"{len(failed)} librar{'y' if len(failed) == 1 else 'ies'} failed to build: {names}")
 
 
-def _extensions(ops_dirs: tuple[str, ...]) -> dict[str, tuple[str, Path]]:
+def _extensions(ops_dirs: tuple[str, ...], ops: tuple[str, ...] = ()) -> dict[str, tuple[str, Path]]:
     """Name -> (source folder name, its parent): the folders under extensions/, then every extension an
-    operator file declares (a user's, beside their operator file)."""
+    operator file declares (a user's, beside their operator file; only the files of OPS when named)."""
     from benchctl.ops import build, extension
 
     found = {op: (op, build.EXTENSIONS_DIR) for op in build.extension_ops()}
     if ops_dirs:
-        load_operators(ops_dirs)
+        load_operators(ops_dirs, ops)
         found.update({name: (ext.folder.name, ext.folder.parent) for name, ext in extension.declared().items()
                       if name not in found})
     return found

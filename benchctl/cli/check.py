@@ -25,7 +25,7 @@ def command(impls: str, devices: str, ops: tuple[str, ...], ops_dirs: tuple[str,
     from benchctl.measure.correctness import set_tf32
     from benchctl.errors import BenchError
 
-    load_operators(ops_dirs)
+    load_operators(ops_dirs, ops)
     set_tf32(tf32)
     chosen_ops = request.select_ops(ops)
     by_op = request.select_impls(chosen_ops, impls)

@@ -34,7 +34,7 @@ def command(op_name, impl_name, device, pass_name, target, params, dtype, mem_li
     from benchctl.maxbatch.search import parse_size
     from benchctl.maxbatch.probe import Prober
 
-    load_operators(ops_dirs)
+    load_operators(ops_dirs, (op_name,))
     try:
         limit_bytes = parse_size(mem_limit) if mem_limit else None
     except ValueError as exc:

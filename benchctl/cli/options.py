@@ -30,14 +30,15 @@ tf32_option = click.option(
 )
 
 
-def load_operators(ops_dirs: Sequence[str]) -> dict:
-    """Discover operators; a missing folder is a usage error, a broken operator file a warning."""
+def load_operators(ops_dirs: Sequence[str], only: Sequence[str] = ()) -> dict:
+    """Discover operators (with `only`, just those: see registry.discover); a missing folder is a usage
+    error, a broken operator file a warning."""
     from benchctl import console
     from benchctl.ops import registry
     from benchctl.errors import UsageError
 
     try:
-        found = registry.discover(ops_dirs)
+        found = registry.discover(ops_dirs, only)
     except FileNotFoundError as exc:
         raise UsageError(str(exc)) from None
     for path, err in registry.load_errors().items():

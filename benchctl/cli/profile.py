@@ -25,7 +25,7 @@ def build_cell(op_name: str, impl: str, device: str, target: str | None, dtype: 
     from benchctl.errors import BenchError, UsageError
 
     try:
-        registry.discover(ops_dirs)
+        registry.discover(ops_dirs, [op_name])
         op = registry.get(op_name)
     except (KeyError, FileNotFoundError) as exc:
         raise UsageError(str(exc).strip("'\"")) from None

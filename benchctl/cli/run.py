@@ -65,7 +65,7 @@ def command(impls, devices, ops, ops_dirs, config, targets, batch_sizes, params,
     from benchctl.sweep.config import SweepConfig, load_config
     from benchctl.sweep.plan import Plan
 
-    load_operators(ops_dirs)
+    load_operators(ops_dirs, ops)
     cfg = load_config(config) if config else SweepConfig()
     request = SweepRequest(
         impls=impls, devices=devices, ops=tuple(ops), dtypes=tuple(dtypes),

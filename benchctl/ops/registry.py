@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import sys
 import types
 from dataclasses import dataclass, field
@@ -152,7 +153,9 @@ class Operator:
 
 _OPERATORS: dict[str, Operator] = {}
 _LOAD_ERRORS: dict[str, str] = {}
-_LOADED_DIRS: set[Path] = set()
+_LOADED_FILES: set[Path] = set()
+COLLISION = re.compile(r"register the namespace (\S+?);.*registered at (.+?):\d+; latest registration was "
+                       r"registered at (.+?):\d+", re.S)
 
 
 def register(op: Operator) -> Operator:
@@ -177,26 +180,44 @@ def ops_dirs(extra: Sequence[str | Path] = ()) -> list[Path]:
     return [BUILTIN_OPS_DIR, *(Path(p) for p in env), *(Path(p) for p in extra)]
 
 
-def discover(extra_dirs: Sequence[str | Path] = ()) -> dict[str, Operator]:
-    """Import every operator file under the ops folders; returns the registry.
+def discover(extra_dirs: Sequence[str | Path] = (), only: Sequence[str] = ()) -> dict[str, Operator]:
+    """Import the operator files under the ops folders; returns the registry.
 
-    Each `<dir>/<name>.py` or `<dir>/<name>/__init__.py` is one operator module. An import error is
-    kept (see `load_errors`) instead of raised, so one broken operator never hides the others.
+    Each `<dir>/<name>.py` or `<dir>/<name>/__init__.py` is one operator module. With `only`, just the
+    operators a command needs: a file named after each one is loaded alone (so one user's file cannot
+    break another's sweep); a name no file carries loads every file. An import error is kept (see
+    `load_errors`) instead of raised, so one broken operator never hides the others.
     """
-    for folder in ops_dirs(extra_dirs):
-        folder = folder.resolve()
-        if folder in _LOADED_DIRS:
-            continue
-        if not folder.is_dir():
-            raise FileNotFoundError(f"operators folder not found: {folder}")
-        _LOADED_DIRS.add(folder)
+    folders = [_checked_folder(f) for f in ops_dirs(extra_dirs)]
+    wanted = [name for name in only if name not in _OPERATORS]
+    if only and not wanted:
+        return dict(_OPERATORS)
+    named = [_file_named(name, folders) for name in wanted]
+    if wanted and all(named):
+        for path in named:
+            _load_module(path)  # type: ignore[arg-type]
+        if all(name in _OPERATORS for name in wanted):
+            return dict(_OPERATORS)
+    for folder in folders:
         for path in sorted(folder.iterdir()):
             _load_module(path)
     return dict(_OPERATORS)
 
 
+def _checked_folder(folder: Path) -> Path:
+    if not folder.is_dir():
+        raise FileNotFoundError(f"operators folder not found: {folder.resolve()}")
+    return folder.resolve()
+
+
+def _file_named(name: str, folders: Sequence[Path]) -> Path | None:
+    """The operator file or package named `name` in the folders (the last folder wins, as at loading)."""
+    found = [p for f in folders for p in (f / f"{name}.py", f / name) if p.is_file() or (p / "__init__.py").exists()]
+    return found[-1] if found else None
+
+
 def _load_module(path: Path) -> None:
-    if path.name.startswith(("_", ".")):
+    if path.name.startswith(("_", ".")) or path in _LOADED_FILES:
         return
     if path.is_dir() and (path / "__init__.py").exists():
         init, search = path / "__init__.py", [str(path)]
@@ -204,6 +225,7 @@ def _load_module(path: Path) -> None:
         init, search = path, None
     else:
         return
+    _LOADED_FILES.add(path)
     sys.modules.setdefault("benchctl_ops", types.ModuleType("benchctl_ops"))
     mod_name = f"benchctl_ops.{path.stem}"
     spec = importlib.util.spec_from_file_location(mod_name, init, submodule_search_locations=search)
@@ -214,7 +236,17 @@ def _load_module(path: Path) -> None:
         spec.loader.exec_module(module)
     except Exception as exc:
         del sys.modules[mod_name]
-        _LOAD_ERRORS[str(path)] = f"{type(exc).__name__}: {exc}"
+        _LOAD_ERRORS[str(path)] = _collision(str(exc)) or f"{type(exc).__name__}: {exc}"
+
+
+def _collision(message: str) -> str | None:
+    """torch.library's refusal of a second TORCH_LIBRARY block, as one line naming both files."""
+    found = COLLISION.search(message)
+    if not found:
+        return None
+    namespace, first, second = found.groups()
+    return (f"torch.library namespace {namespace} is defined by two operator files, {first} and {second}: "
+            "give each its own namespace, or ask for one of them with --op")
 
 
 def load_errors() -> dict[str, str]:

@@ -117,8 +117,8 @@ def torch_profile(prepared: execute.Prepared, args: argparse.Namespace) -> dict[
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    registry.discover(args.ops_dir)
     cell = Cell.from_json(args.cell)
+    registry.discover(args.ops_dir, [cell.op])
     resolved = cell.resolve()
     reason = resolved.unavailable_reason()
     if reason:

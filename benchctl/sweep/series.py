@@ -91,7 +91,7 @@ def close_workers() -> None:
 
 
 def run_series(job: SeriesJob) -> Rows:
-    registry.discover(job.ops_dirs)
+    registry.discover(job.ops_dirs, sorted({cell.op for cell in job.cells}))
     node = job.node_id or socket.gethostname()
     preflight = Preflight(job.cells)
     preflight.build_extensions(lambda message: None)  # built here: this node's compiler and GPU arch

@@ -55,13 +55,15 @@ def main() -> None:
     setup = json.loads(sys.stdin.readline())
     if setup.get("threads"):
         torch.set_num_threads(int(setup["threads"]))
-    registry.discover(setup.get("ops_dirs", []))
+    ops_dirs = setup.get("ops_dirs", [])
     settings = settings_from_json(setup["settings"])
     # The limit is inherited by subprocesses, so a caller that sets one builds extensions beforehand.
     _limit_memory(setup.get("mem_limit"))
     proto.write(json.dumps({"ready": True}) + "\n")
     for line in sys.stdin:
-        rows = run_cell(Cell.from_json(line), settings)
+        cell = Cell.from_json(line)
+        registry.discover(ops_dirs, [cell.op])  # only the operator the cell needs
+        rows = run_cell(cell, settings)
         proto.write(json.dumps({"rows": rows}) + "\n")
 
 

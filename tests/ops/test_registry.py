@@ -86,3 +86,46 @@ def test_duplicate_implementation_name_is_refused():
     op.implementation("a")(lambda: None)
     with pytest.raises(ValueError, match="registered twice"):
         op.implementation("a")(lambda: None)
+
+
+COLLIDING = """import torch
+from benchctl.ops.registry import Operator, Target, randn, register
+
+LIB = torch.library.Library("{namespace}", "DEF")  # a second file defining this namespace is refused
+LIB.define("twice(Tensor x) -> Tensor")
+OP = register(Operator("{name}", "d", {{"batch_size": 2}},
+                       (Target("op", lambda c: {{"x": randn(c, c.generator(), c.params["batch_size"])}}),)))
+
+
+@OP.implementation("py")
+def py(x):
+    return x * 2
+"""
+
+
+def colliding_files(folder, namespace):
+    """Two operator files, {namespace}_a.py and {namespace}_b.py, defining torch.library namespace {namespace}."""
+    for name in (f"{namespace}_a", f"{namespace}_b"):
+        (folder / f"{name}.py").write_text(COLLIDING.format(namespace=namespace, name=name))
+
+
+def test_a_command_for_one_operator_loads_only_its_file(tmp_path):
+    colliding_files(tmp_path, "collide_one")
+    ops = registry.discover([tmp_path], only=["collide_one_b"])
+    assert "collide_one_b" in ops and "collide_one_a" not in ops
+    assert not [p for p in registry.load_errors() if p.startswith(str(tmp_path))]
+
+
+def test_two_files_defining_one_torch_library_namespace_are_one_error_naming_both(tmp_path):
+    colliding_files(tmp_path, "collide_two")
+    ops = registry.discover([tmp_path])
+    assert "collide_two_a" in ops and "collide_two_b" not in ops  # the first loads; the second is refused
+    error = registry.load_errors()[str(tmp_path / "collide_two_b.py")]
+    assert error == (f"torch.library namespace collide_two is defined by two operator files, "
+                     f"{tmp_path / 'collide_two_a.py'} and {tmp_path / 'collide_two_b.py'}: give each its own "
+                     "namespace, or ask for one of them with --op")
+
+
+def test_an_operator_no_file_is_named_after_loads_every_file(tmp_path):
+    (tmp_path / "misc.py").write_text(COLLIDING.format(namespace="collide_misc", name="odd_name"))
+    assert "odd_name" in registry.discover([tmp_path], only=["odd_name"])
