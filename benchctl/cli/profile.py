@@ -37,7 +37,7 @@ def build_cell(op_name: str, impl: str, device: str, target: str | None, dtype: 
     dev = registry.DEVICE_ALIASES.get(device.lower())
     if dev is None:
         raise UsageError(f"unknown device {device!r}; choose from: cpu, gpu (cuda)")
-    reason = op.implementations[impl].unavailable_reason(dev)
+    reason = op.implementations[impl].unavailable_reason(dev, dtype)
     if reason:
         raise BenchError(f"{op_name} {impl} is unavailable on {dev}: {reason}")
     params = {**op.params, **parse_params(pairs, known=op.params, sweep=False)}

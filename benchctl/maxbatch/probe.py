@@ -48,7 +48,7 @@ class Prober:
         if "batch_size" not in op.params:
             raise UsageError(f"{op.name} has no batch_size param to search")
         impl = op.implementations[impl_name]
-        reason = impl.unavailable_reason(devices[0])
+        reason = impl.unavailable_reason(devices[0], dtype)
         if reason:
             raise BenchError(f"{op.name} {impl_name} on {devices[0]}: {reason}")
         target = target or op.targets[0].name

@@ -10,7 +10,7 @@ import torch
 
 from benchctl.measure import correctness
 from benchctl.measure.execute import error_message
-from benchctl.ops.registry import Case, Implementation, Operator
+from benchctl.ops.registry import Case, Implementation, Operator, dtype_name
 from benchctl.results.schema import Status
 
 SEEDS = (0, 1)
@@ -45,14 +45,25 @@ def check_impl(op: Operator, impl: Implementation, device: str) -> Iterator[Chec
     if reason:
         yield CheckRow(op.name, "*", impl.name, device, Status.UNAVAILABLE, "", "", None, None, None, None, reason)
         return
+    yield from _unsupported_rows(op, impl, device)
+    dtypes = [d for d in DTYPES if impl.dtype_reason(d) is None]
     for target in op.targets:
         for params in cases(op):
-            for dtype in DTYPES:
+            for dtype in dtypes:
                 for seed in SEEDS:
                     yield _reference_row(op, target, impl, device, params, dtype, seed)
         yield _gradcheck_row(op, target, impl, device, cases(op)[0])
     if impl.opcheck is not None:
         yield _opcheck_row(op, impl, device, cases(op)[0])
+
+
+def _unsupported_rows(op: Operator, impl: Implementation, device: str) -> Iterator[CheckRow]:
+    """A dtype the implementation does not declare is unavailable there, not a failure."""
+    for dtype in DTYPES:
+        reason = impl.dtype_reason(dtype)
+        if reason:
+            yield CheckRow(op.name, "*", impl.name, device, Status.UNAVAILABLE, "", dtype_name(dtype),
+                           None, None, None, None, reason)
 
 
 def _case_label(params: dict, seed: int | None = None) -> str:
@@ -92,7 +103,7 @@ def _summary(key: tuple[str, ...], group: list[CheckRow]) -> CheckSummary:
 
 
 def _reference_row(op, target, impl, device, params, dtype, seed) -> CheckRow:
-    label, dname = _case_label(params, seed), str(dtype).removeprefix("torch.")
+    label, dname = _case_label(params, seed), dtype_name(dtype)
     try:
         res = correctness.check(op, target, impl, device, dtype, params, seed)
     except Exception as exc:
@@ -103,6 +114,9 @@ def _reference_row(op, target, impl, device, params, dtype, seed) -> CheckRow:
 
 
 def _gradcheck_row(op, target, impl, device, params) -> CheckRow:
+    if impl.dtype_reason(torch.float64):  # gradcheck's finite differences need float64
+        return CheckRow(op.name, target.name, impl.name, device, "gradcheck", _case_label(params), "float64",
+                        None, None, None, None, f"skipped: gradcheck needs float64; {impl.dtype_reason(torch.float64)}")
     try:
         ok, detail = correctness.gradcheck(target, impl, device, params), ""
     except Exception as exc:  # gradcheck raises GradcheckError with the mismatching Jacobians
@@ -112,12 +126,13 @@ def _gradcheck_row(op, target, impl, device, params) -> CheckRow:
 
 
 def _opcheck_row(op, impl, device, params) -> CheckRow:
+    dtype = impl.first_dtype((torch.float64, *DTYPES, torch.float16, torch.bfloat16)) or torch.float64
     try:
-        impl.opcheck(Case(params, torch.float64, device))
+        impl.opcheck(Case(params, dtype, device))  # in a dtype the implementation supports
         ok, detail = True, ""
     except Exception as exc:
         ok, detail = False, error_message(exc)
-    return CheckRow(op.name, "*", impl.name, device, "opcheck", _case_label(params), "float64",
+    return CheckRow(op.name, "*", impl.name, device, "opcheck", _case_label(params), dtype_name(dtype),
                     None, None, None, ok, detail)
 
 

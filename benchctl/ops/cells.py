@@ -74,4 +74,4 @@ class Resolved:
     impl: Implementation
 
     def unavailable_reason(self) -> str | None:
-        return self.impl.unavailable_reason(self.cell.device)
+        return self.impl.unavailable_reason(self.cell.device, self.cell.dtype)

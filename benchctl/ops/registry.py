@@ -65,6 +65,11 @@ class Target:
     bwd_bytes: Callable[[Mapping[str, Any], int], float] = lambda p, itemsize: 0.0
 
 
+def dtype_name(dtype: torch.dtype | str) -> str:
+    """"float32" for torch.float32 or "float32"."""
+    return str(dtype).removeprefix("torch.")
+
+
 def randn(case: Case, gen: torch.Generator, *shape: int, scale: float = 1.0, grad: bool = True) -> torch.Tensor:
     """Seeded normal values drawn in float64 on the CPU, so every dtype and device sees the same numbers."""
     t = torch.randn(*shape, generator=gen, dtype=torch.float64) * scale
@@ -87,10 +92,25 @@ class Implementation:
     # so compile time is shown as such and never spent inside a worker's cell timeout.
     build: Callable[[str], float] | None = None
     description: str = ""
+    # The dtypes it supports, by name ("float32"); empty: every dtype. The others are unavailable.
+    dtypes: tuple[str, ...] = ()
 
-    def unavailable_reason(self, device: str) -> str | None:
+    def dtype_reason(self, dtype: torch.dtype | str) -> str | None:
+        """Why it cannot run at `dtype` (None: it can)."""
+        name = dtype_name(dtype)
+        if not self.dtypes or name in self.dtypes:
+            return None
+        return f"{self.name} supports {', '.join(self.dtypes)} only, not {name}"
+
+    def first_dtype(self, preferred: Sequence[torch.dtype]) -> torch.dtype | None:
+        """The first of `preferred` it supports (None: none of them)."""
+        return next((d for d in preferred if self.dtype_reason(d) is None), None)
+
+    def unavailable_reason(self, device: str, dtype: torch.dtype | str | None = None) -> str | None:
         if device not in self.devices:
             return f"{self.name} does not support device {device} (supports {', '.join(self.devices)})"
+        if dtype is not None and self.dtype_reason(dtype):
+            return self.dtype_reason(dtype)
         if device == "cuda":
             reason = cuda_device_reason()
             if reason:
@@ -127,6 +147,7 @@ class Operator:
         prepare: Callable[[Inputs], Inputs] | None = None,
         opcheck: Callable[[Case], None] | None = None,
         build: Callable[[str], float] | None = None,
+        dtypes: Sequence[str] = (),
     ) -> Callable[[Callable[..., Output]], Callable[..., Output]]:
         """Decorator: register `fn` as implementation `name` of this operator."""
 
@@ -135,7 +156,8 @@ class Operator:
                 raise ValueError(f"{self.name}: implementation {name!r} registered twice")
             doc = (fn.__doc__ or "").strip().splitlines()
             self.implementations[name] = Implementation(
-                name, fn, tuple(devices), requires, prepare, opcheck, build, doc[0] if doc else ""
+                name, fn, tuple(devices), requires, prepare, opcheck, build, doc[0] if doc else "",
+                tuple(dtype_name(d) for d in dtypes),
             )
             return fn
 

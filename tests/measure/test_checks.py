@@ -11,3 +11,27 @@ def test_check_fails_an_implementation_that_changes_its_input_in_place(fixture_o
     assert {r.detail for r in rows} == {"modified input x in place"}
     good = [r for r in checks.check_impl(op, op.implementations["py"], "cpu") if r.kind == "reference"]
     assert len(good) == 4 and all(r.passed for r in good)
+
+
+def test_a_float32_only_kernel_is_checked_at_float32_and_unavailable_at_float64(fixture_ops):
+    op = registry.get("faulty")
+    rows = list(checks.check_impl(op, op.implementations["f32only"], "cpu"))
+    reference = [r for r in rows if r.kind == "reference"]
+    assert {r.dtype for r in reference} == {"float32"} and all(r.passed for r in reference)
+    [unsupported] = [r for r in rows if r.kind == "unavailable"]
+    assert unsupported.dtype == "float64" and unsupported.passed is None
+    assert unsupported.detail == "f32only supports float32 only, not float64"
+    [gradcheck] = [r for r in rows if r.kind == "gradcheck"]
+    assert gradcheck.passed is None and gradcheck.detail.startswith("skipped: gradcheck needs float64")
+    assert not any(r.passed is False for r in rows)
+
+
+def test_a_number_among_the_inputs_reaches_the_implementation(fixture_ops):
+    from benchctl.measure.execute import run_cell
+    from benchctl.ops.cells import Cell
+
+    op = registry.get("axpy")
+    rows = list(checks.check_impl(op, op.implementations["fused"], "cpu"))
+    assert rows and all(r.passed for r in rows), [r for r in rows if not r.passed]
+    cell = Cell.make("axpy", "op", "fused", "cpu", "float32", {"batch_size": 4, "dim": 8, "alpha": 2.0})
+    assert {r["status"] for r in run_cell(cell)} == {"ok"}

@@ -148,3 +148,11 @@ def test_the_gate_catches_an_implementation_that_games_it(fixture_ops, impl, mes
     assert rows[0]["message"].startswith(message), rows[0]["message"]
     if impl == "seeded":  # right at the check seed, wrong at the second
         assert rows[0]["message"].endswith("(at seed 1; right at the check seed)")
+
+
+def test_a_dtype_an_implementation_does_not_declare_is_unavailable(fixture_ops):
+    cell = Cell.make("faulty", "op", "f32only", "cpu", "float64", {"batch_size": 4, "dim": 8}, ("forward",))
+    [row] = run_cell(cell, FAST)
+    assert row["status"] == "unavailable" and row["message"] == "f32only supports float32 only, not float64"
+    [row] = run_cell(replace(cell, dtype="float32"), FAST)
+    assert row["status"] == "ok" and row["correct"] is True  # checked at its own dtype against float64
