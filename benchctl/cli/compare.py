@@ -91,7 +91,7 @@ def command(runs: tuple[Path, ...], baseline_name: str | None, root: Path, thres
 
 
 def _sides(runs: tuple[Path, ...], baseline_name: str | None, root: Path, across_hosts: bool):
-    """(path, rows, run.json metadata) of BASE and of NEW."""
+    """(path, rows, run metadata) of BASE and of NEW."""
     from benchctl.results import baselines, compare
 
     wanted = 1 if baseline_name else 2

@@ -24,7 +24,7 @@ def parse_baselines(values: tuple[str, ...]) -> dict[str, str]:
 @click.command("report")
 @click.argument("results", nargs=-1, type=click.Path(exists=True, path_type=Path))
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
-              help="Folder for the report [default: <run>/report for one run, else <root>/report-<time>].")
+              help="Folder for the report [default: <run>/_report for one run, else <root>/report-<time>].")
 @click.option("--op", "ops", multiple=True, metavar="NAME", help="Only this operator (repeatable).")
 @click.option("--root", default="results", show_default=True, type=click.Path(file_okay=False, path_type=Path),
               help="Results folder searched for the latest run when no RESULTS are given.")
@@ -39,6 +39,7 @@ def command(results: tuple[Path, ...], out_dir: Path | None, ops: tuple[str, ...
     """
     from benchctl import console
     from benchctl.report import page
+    from benchctl.results import storage
 
     wanted = parse_baselines(baselines)
     with warnings.catch_warnings(record=True) as caught:
@@ -51,5 +52,7 @@ def command(results: tuple[Path, ...], out_dir: Path | None, ops: tuple[str, ...
                              loaded.metas, wanted, ops)
     for warning in caught:
         console.warn(str(warning.message))
+    for line in storage.unfinished(loaded.metas):
+        console.warn(line)
     for path in built.files:
         console.out.print(str(path), highlight=False, soft_wrap=True)

@@ -88,7 +88,7 @@ class Prober:
             worker.close()
         writer.meta["maxbatch"].update(largest_ok=result.largest_ok, smallest_failed=result.smallest_failed,
                                        probes=result.probes, capped=result.capped)
-        writer.finish("complete")
+        writer.finish()
         return result, writer.dir
 
     def _cell(self, batch: int) -> Cell:

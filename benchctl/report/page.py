@@ -24,7 +24,7 @@ from benchctl.errors import UsageError
 @dataclass(frozen=True)
 class Loaded:
     rows: pd.DataFrame
-    metas: list[dict[str, Any]]  # run.json of every run folder the rows came from
+    metas: list[dict[str, Any]]  # the metadata of every run folder the rows came from
     folders: list[Path]
 
 
@@ -62,9 +62,10 @@ def load_results(paths: Sequence[Path | str], root: Path | str = "results") -> L
 
 
 def default_out_dir(folders: Sequence[Path], root: Path | str = "results") -> Path:
-    """`<run>/report` for one run, so the report travels with its data; else a new dated folder."""
+    """`<run>/_report` for one run, so the report travels with its data (the underscore keeps the run
+    folder a parquet dataset); else a new dated folder."""
     if len(folders) == 1:
-        return Path(folders[0]) / "report"
+        return Path(folders[0]) / storage.REPORT_DIR
     return Path(root) / f"report-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}"
 
 
@@ -106,7 +107,7 @@ def _section(rows: pd.DataFrame, op: str, target: str, out_dir: Path, requested:
 
 def measured_peaks(rows: pd.DataFrame, metas: Sequence[Mapping[str, Any]] = ()) -> dict[str, dict[str, Any]]:
     """Peak GB/s and GFLOP/s per device (and the cache levels' GB/s), as `benchctl run` stored them in
-    run.json from the machine's calibration; {} when the rows have no rates to compare with them."""
+    metadata from the machine's calibration; {} when the rows have no rates to compare with them."""
     if not rows["gbps"].notna().any():
         return {}
     found = [storage.meta_fact(m, "peaks") for m in metas]
@@ -120,7 +121,7 @@ def measured_peaks(rows: pd.DataFrame, metas: Sequence[Mapping[str, Any]] = ()) 
 
 
 def stored_references(metas: Sequence[Mapping[str, Any]]) -> dict[str, str]:
-    """Each operator's reference implementation as `benchctl run` stored it in run.json (the default
+    """Each operator's reference implementation as `benchctl run` stored it in its metadata (the default
     baseline: naflex_posembed has no `py`, its seed's baseline is `loop`); later runs win."""
     found: dict[str, str] = {}
     for refs in (storage.meta_fact(m, "references") for m in metas):

@@ -13,14 +13,13 @@ from benchctl.results import storage
 from benchctl.results.schema import ENV_FIELDS, FAILED, PASS_LABELS, PASSES
 from benchctl.results.summary import axis_value_text, probed
 
-# state: complete, or interrupted (then some cells are missing)
 # The environment table: the run, the facts of the machine (results/schema.py), and the run's own.
 ENV_COLUMNS = {"run_id": "run", **ENV_FIELDS, "timestamp": "started", "rounds": "rounds", "state": "state"}
 BANDWIDTH = "memory GB/s"  # the machine's memory bandwidth over a run: median (range) of its probes
 
 
 def environment(rows: pd.DataFrame, metas: Sequence[Mapping[str, Any]] = ()) -> list[dict[str, str]]:
-    """One entry per run: facts from its rows, filled in from its run.json where the rows lack them."""
+    """One entry per run: facts from its rows, filled in from its metadata where the rows lack them."""
     by_run = {str(m.get("run_id")): m for m in metas}
     run_ids = list(dict.fromkeys([*map(str, rows["run_id"].dropna().unique()), *by_run]))
     entries = []

@@ -55,7 +55,7 @@ def save(name: str, run_dir: Path, root: Path) -> dict[str, Any]:
     dest = Path(root) / FOLDER / name / _slug(kind)
     if dest.exists():
         shutil.rmtree(dest)
-    shutil.copytree(run_dir, dest, ignore=shutil.ignore_patterns("report", "report-*"))
+    shutil.copytree(run_dir, dest, ignore=shutil.ignore_patterns(storage.REPORT_DIR, "report", "report-*"))
     about = {"name": name, "kind": kind, "run": Path(run_dir).name,
              "saved": datetime.now(timezone.utc).isoformat(timespec="seconds")}
     (dest / ABOUT).write_text(json.dumps(about, indent=1))

@@ -31,6 +31,17 @@ def parts(run_dir: Path) -> list[Path]:
     return [compacted, *(p for p in found if _number(p) > through)]
 
 
+def write_atomically(table: pa.Table, path: Path) -> None:
+    """Write through a hidden temp file renamed into place: a reader (a parquet dataset reader too)
+    never sees half a file, and a failed write leaves nothing behind."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        pq.write_table(table, tmp)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
 def compact(run_dir: Path) -> Path | None:
     """Merge the run's parts into one file; None when there is nothing to merge."""
     todo = parts(run_dir)
@@ -40,9 +51,7 @@ def compact(run_dir: Path) -> Path | None:
     through = max(_number(p) for p in todo)
     table = table.replace_schema_metadata({**(table.schema.metadata or {}), HOLDS: str(through).encode()})
     target = Path(run_dir) / COMPACTED
-    tmp = target.with_suffix(".tmp")
-    pq.write_table(table, tmp)
-    os.replace(tmp, target)
+    write_atomically(table, target)
     for part in todo:
         if part != target:
             part.unlink()

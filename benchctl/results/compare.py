@@ -209,5 +209,5 @@ def env_differences(base: pd.DataFrame, new: pd.DataFrame, base_meta: Sequence[M
 
 
 def load_side(path: Path | str) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
-    """Rows and run.json metadata of a run folder or a parquet file (whose folder may hold run.json)."""
+    """Rows and metadata of a run folder or a parquet file (whose folder may hold the metadata)."""
     return storage.load([Path(path)]), storage.run_metas(storage.run_folders([path]))

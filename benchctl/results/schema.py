@@ -34,6 +34,17 @@ BROKEN = (Status.INCORRECT, Status.OOM, Status.CRASHED, Status.TIMEOUT, Status.E
 FAILED = tuple(s for s in Status if s is not Status.OK)
 
 
+class RunState(StrEnum):
+    """Where a run folder's sweep stands, as its metadata file says (and, for `cut off`, as a reader
+    finds it: the file says running, but the process writing it is gone)."""
+
+    RUNNING = "running"
+    COMPLETE = "complete"
+    INTERRUPTED = "interrupted"  # Ctrl-C or SIGTERM; every finished cell is kept
+    FAILED = "failed"  # the metadata gives the reason
+    CUT_OFF = "cut off"  # its writer died without a word (kill -9, power loss); finished cells are kept
+
+
 class Pass(StrEnum):
     FORWARD = "forward"
     BACKWARD = "backward"

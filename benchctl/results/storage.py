@@ -1,14 +1,22 @@
 """Results on disk: one folder per run, one parquet file per finished cell, loaded as one DataFrame.
 
-Writing a small file per cell (atomically: write a temp file, then rename) means an interrupted or
+A run folder reads as a parquet dataset as it is (`pd.read_parquet(folder)`): its metadata is `_run.json`,
+its report goes to `_report/` and files being written are hidden (`.name.tmp`), so dataset readers skip
+them all. Older runs, whose metadata is `run.json`, are still read.
+
+Writing a small file per cell (atomically: write a hidden temp file, then rename) means an interrupted or
 crashed sweep keeps everything measured so far, and two runs writing into the same results folder
-never touch each other's files. Loaders skip a corrupt or partial file with a warning naming it.
+never touch each other's files. Loaders skip a corrupt or partial file with a warning naming it. The
+metadata names the process writing the run, so a reader can tell a run still going from one whose
+writer was killed (`cut off`). A disk that fills up is one clear error; every part written before stays.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import socket
 import uuid
 import warnings
 from datetime import datetime, timezone
@@ -19,10 +27,25 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from benchctl.errors import BenchError
 from benchctl.results import compaction
-from benchctl.results.schema import COLUMNS, SCHEMA, SCHEMA_VERSION
+from benchctl.results.schema import COLUMNS, SCHEMA, SCHEMA_VERSION, RunState
 
-RUN_FILE = "run.json"
+RUN_FILE = "_run.json"  # leading underscore: parquet dataset readers skip it
+LEGACY_RUN_FILE = "run.json"  # what runs written before were called; still read
+REPORT_DIR = "_report"  # a run's report, inside its folder
+
+
+class ResultsNotWritten(BenchError):
+    """The run folder cannot take another file (a full disk, a read-only mount); what was written stays."""
+
+
+def meta_file(run_dir: Path) -> Path | None:
+    """The metadata file of a run folder (either name), or None when it is not a run folder."""
+    for name in (RUN_FILE, LEGACY_RUN_FILE):
+        if (Path(run_dir) / name).is_file():
+            return Path(run_dir) / name
+    return None
 
 
 def new_run_id() -> str:
@@ -31,38 +54,76 @@ def new_run_id() -> str:
 
 
 class RunWriter:
-    """Owns one run folder: `run.json` (metadata, state) and `part-NNNNN.parquet` per written batch."""
+    """Owns one run folder: `_run.json` (metadata, state, the writing process) and `part-NNNNN.parquet`
+    per written batch."""
 
     def __init__(self, root: Path, run_id: str, meta: dict[str, Any]):
         self.dir = Path(root) / run_id
         self.dir.mkdir(parents=True, exist_ok=False)
         self.run_id = run_id
-        self.meta = {**meta, "run_id": run_id, "schema_version": SCHEMA_VERSION, "state": "running"}
+        self.meta = {**meta, "run_id": run_id, "schema_version": SCHEMA_VERSION, "state": RunState.RUNNING,
+                     "writer": _this_process()}
         self.parts = 0
-        self._write_meta()
+        self._guarded(self._write_meta)
 
     def write(self, rows: Sequence[dict[str, Any]]) -> Path | None:
         if not rows:
             return None
-        self.parts += 1
-        path = self.dir / f"part-{self.parts:05d}.parquet"
-        tmp = path.with_suffix(".tmp")
+        path = self.dir / f"part-{self.parts + 1:05d}.parquet"
         rows = [{**r, "run_id": self.run_id, "schema_version": SCHEMA_VERSION} for r in rows]
-        pq.write_table(to_table(rows), tmp)
-        os.replace(tmp, path)  # atomic: a reader never sees half a file
+        self._guarded(lambda: compaction.write_atomically(to_table(rows), path))
+        self.parts += 1
         return path
 
-    def finish(self, state: str = "complete", reason: str | None = None) -> None:
+    def finish(self, state: RunState = RunState.COMPLETE, reason: str | None = None) -> None:
+        """Mark the run's end; best effort, since it runs on every way out, a full disk included."""
         self.meta["state"] = state
         if reason:
             self.meta["reason"] = reason
         self.meta["finished"] = datetime.now(timezone.utc).isoformat()
-        self._write_meta()
+        try:
+            self._write_meta()
+        except OSError as exc:
+            warnings.warn(f"cannot mark {self.dir} {state}: {exc.strerror or exc}", stacklevel=2)
 
     def _write_meta(self) -> None:
-        tmp = self.dir / (RUN_FILE + ".tmp")
-        tmp.write_text(json.dumps(self.meta, indent=2, default=str))
-        os.replace(tmp, self.dir / RUN_FILE)
+        tmp = self.dir / f".{RUN_FILE}.tmp"
+        try:
+            tmp.write_text(json.dumps(self.meta, indent=2, default=str))
+            os.replace(tmp, self.dir / RUN_FILE)
+        finally:
+            tmp.unlink(missing_ok=True)
+
+    def _guarded(self, write: Any) -> None:
+        """Run `write`; an OS error (ENOSPC, EROFS, ...) becomes one line that says what is kept."""
+        try:
+            write()
+        except OSError as exc:
+            reason = exc.strerror or os.strerror(exc.errno or errno.EIO)
+            raise ResultsNotWritten(f"cannot write results to {self.dir}: {reason}; the {self.parts} "
+                                    "part(s) written before are kept") from None
+
+
+def _this_process() -> dict[str, Any]:
+    return {"host": socket.gethostname(), "pid": os.getpid(), "pid_started": _started(os.getpid())}
+
+
+def _started(pid: int) -> int | None:
+    """When a process started (clock ticks since boot, /proc/PID/stat field 22): tells a live writer from
+    a later process that reuses its pid. None when the process does not exist (or there is no /proc)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[19])
+
+
+def _writer_gone(writer: Any) -> bool:
+    """Whether the process that wrote a running run has ended (only knowable on the same host)."""
+    if not isinstance(writer, dict) or writer.get("host") != socket.gethostname():
+        return False
+    started = _started(int(writer.get("pid", 0)))
+    return started is None or started != writer.get("pid_started")
 
 
 def to_table(rows: Iterable[dict[str, Any]]) -> pa.Table:
@@ -79,7 +140,7 @@ def run_dirs(root: Path) -> list[Path]:
     root = Path(root)
     if not root.is_dir():
         return []
-    return sorted((p for p in root.iterdir() if (p / RUN_FILE).exists()), key=lambda p: p.name)
+    return sorted((p for p in root.iterdir() if meta_file(p)), key=lambda p: p.name)
 
 
 def latest_run(root: Path) -> Path | None:
@@ -88,7 +149,28 @@ def latest_run(root: Path) -> Path | None:
 
 
 def run_meta(run_dir: Path) -> dict[str, Any]:
-    return json.loads((Path(run_dir) / RUN_FILE).read_text())
+    """A run's metadata; a run still marked running whose writer has died reads as `cut off`."""
+    path = meta_file(run_dir)
+    if path is None:
+        raise FileNotFoundError(f"{run_dir} is not a run folder (no {RUN_FILE})")
+    meta = json.loads(path.read_text())
+    if meta.get("state") == RunState.RUNNING and _writer_gone(meta.get("writer")):
+        meta["state"] = RunState.CUT_OFF
+    return meta
+
+
+def unfinished(metas: Sequence[dict[str, Any]]) -> list[str]:
+    """One line for each run that did not complete, saying what a reader of its rows should know."""
+    said = {RunState.CUT_OFF: "was cut off (its writer died); its finished cells are loaded",
+            RunState.INTERRUPTED: "was interrupted; its finished cells are loaded",
+            RunState.FAILED: "failed", RunState.RUNNING: "is still running; the cells finished so far are loaded"}
+    lines = []
+    for meta in metas:
+        state = meta.get("state")
+        if state in said:
+            reason = f" ({meta['reason']})" if meta.get("reason") else ""
+            lines.append(f"run {meta.get('run_id')} {said[state]}{reason}")
+    return lines
 
 
 def load_run(run_dir: Path) -> pd.DataFrame:
@@ -122,7 +204,7 @@ def _latest(root: Path | str) -> Path:
 def _load_path(path: Path) -> pd.DataFrame:
     if path.is_file():
         return pq.read_table(path).to_pandas()
-    if (path / RUN_FILE).exists():
+    if meta_file(path):
         return load_run(path)
     runs = run_dirs(path)
     if not runs:
@@ -138,8 +220,8 @@ def run_folders(paths: Sequence[Path | str], root: Path | str = "results") -> li
     found: list[Path] = []
     for path in map(Path, paths):
         if path.is_file():
-            found += [path.parent] if (path.parent / RUN_FILE).exists() else []
-        elif (path / RUN_FILE).exists():
+            found += [path.parent] if meta_file(path.parent) else []
+        elif meta_file(path):
             found.append(path)
         else:
             found += run_dirs(path)
@@ -147,18 +229,18 @@ def run_folders(paths: Sequence[Path | str], root: Path | str = "results") -> li
 
 
 def run_metas(folders: Sequence[Path]) -> list[dict[str, Any]]:
-    """run.json of each folder; a damaged one is skipped with a warning (it loses the environment,
+    """The metadata of each folder; a damaged one is skipped with a warning (it loses the environment,
     not the results)."""
     metas = []
     for folder in folders:
         try:
             metas.append(run_meta(folder))
         except (OSError, ValueError) as exc:
-            warnings.warn(f"cannot read {Path(folder) / RUN_FILE}: {exc}", stacklevel=2)
+            warnings.warn(f"cannot read the metadata of {folder}: {exc}", stacklevel=2)
     return metas
 
 
 def meta_fact(meta: dict[str, Any], name: str) -> Any:
-    """A fact from run.json: at its top level or under "environment" (where `benchctl run` puts it)."""
+    """A fact from a run's metadata: at its top level or under "environment" (where `benchctl run` puts it)."""
     env = meta.get("environment")
     return meta.get(name) if meta.get(name) is not None else env.get(name) if isinstance(env, dict) else None

@@ -63,7 +63,7 @@ class Plan:
         return next(name for name, value in TF32_MODES.items() if value is self.tf32)
 
     def meta(self) -> dict[str, Any]:
-        """What run.json records of the plan, beside the environment."""
+        """What the run's metadata records of the plan, beside the environment."""
         return {"cells": len(self.cells), "rounds": self.rounds, "config": self.config.path,
                 "peaks": self.settings().peaks, "references": self.references(), "tf32": self.tf32_mode(),
                 "executor": self.executor, "allocator": self.allocator, **({"gpu_kinds": list(self.gpu_kinds)} if self.gpu_kinds else {})}

@@ -15,6 +15,7 @@ from typing import Any, Callable
 from benchctl.machine.facts import environment, memory_setup
 from benchctl.ops.cells import Cell
 from benchctl.results import compaction
+from benchctl.results.schema import RunState
 from benchctl.results.storage import RunWriter, new_run_id
 from benchctl.sweep.cluster import RayCluster
 from benchctl.sweep.driver import Sweep
@@ -31,7 +32,7 @@ class Interrupted(Exception):
 @dataclass
 class Session:
     """One run of a plan: its folder, the signals that stop it, and the state it ends in. Every way out
-    marks run.json: `complete`, `interrupted` (Ctrl-C, SIGTERM) or `failed` (with the reason)."""
+    marks the run's metadata: `complete`, `interrupted` (Ctrl-C, SIGTERM) or `failed` (with the reason)."""
 
     plan: Plan
     writer: RunWriter
@@ -41,7 +42,7 @@ class Session:
     @staticmethod
     def open(plan: Plan, out: Path, blocked: dict[tuple[str, str, str], str] | None = None,
              fanout: Pool | RayCluster | None = None, **facts: Any) -> "Session":
-        """A new run folder under `out`; `facts` (e.g. busy_cores_at_start) go into run.json."""
+        """A new run folder under `out`; `facts` (e.g. busy_cores_at_start) go into its metadata."""
         meta = {"environment": environment(), "memory": memory_setup(), **plan.meta(), **facts}
         return Session(plan, RunWriter(out, new_run_id(), meta), dict(blocked or {}), fanout)
 
@@ -55,12 +56,12 @@ class Session:
                 self._fan_out(self.fanout, on_done)
         except KeyboardInterrupt:
             signal.signal(signal.SIGINT, lambda *_: os._exit(130))  # a second Ctrl-C exits at once
-            self.writer.finish("interrupted")
+            self.writer.finish(RunState.INTERRUPTED)
             raise Interrupted(f"interrupted: {self.writer.parts} finished cell(s) kept in {self.writer.dir}") from None
         except BaseException as exc:  # no way out of the sweep leaves the run marked running
-            self.writer.finish("failed", reason=f"{type(exc).__name__}: {exc}")
+            self.writer.finish(RunState.FAILED, reason=f"{type(exc).__name__}: {exc}")
             raise
-        self.writer.finish("complete")
+        self.writer.finish()
         if self.fanout is not None:  # a part per series: many small files on a cluster
             compaction.compact(self.writer.dir)
 

@@ -57,7 +57,7 @@ def test_a_busy_machine_is_warned_about_and_recorded(tmp_path, monkeypatch):
     assert result.exit_code == 0, result.output
     assert "about 1.5 of" in result.output and "busy with other work" in result.output
     (run,) = tmp_path.iterdir()
-    meta = json.loads((run / "run.json").read_text())
+    meta = json.loads((run / "_run.json").read_text())
     assert meta["busy_cores_at_start"] == 1.5
     assert meta["references"] == {"hoconv2d": "py"}  # the report's default baseline
     assert meta["tf32"] == "default"
@@ -74,7 +74,7 @@ def test_busy_memory_is_warned_about_and_recorded(tmp_path, monkeypatch, now, wa
     assert result.exit_code == 0, result.output
     assert ("memory bandwidth is 20 GB/s now, 40% of the 50 GB/s calibrated" in result.output) is warned
     (run,) = tmp_path.iterdir()
-    assert json.loads((run / "run.json").read_text())["mem_gbps_at_start"] == now
+    assert json.loads((run / "_run.json").read_text())["mem_gbps_at_start"] == now
 
 
 def test_the_tf32_mode_is_recorded_and_a_wrong_one_refused(tmp_path):
@@ -83,7 +83,7 @@ def test_the_tf32_mode_is_recorded_and_a_wrong_one_refused(tmp_path):
     result = invoke(*args, "--tf32", "off")
     assert result.exit_code == 0, result.output
     (run,) = tmp_path.iterdir()
-    assert json.loads((run / "run.json").read_text())["tf32"] == "off"
+    assert json.loads((run / "_run.json").read_text())["tf32"] == "off"
     refused = invoke(*args, "--tf32", "maybe")
     assert refused.exit_code == 2 and "'maybe' is not one of 'default', 'on', 'off'" in refused.output
 
@@ -108,7 +108,7 @@ def test_rounds_pool_every_cell_into_one_row(tmp_path):
     assert all(len(s) == n and n >= 3 * 2 for s, n in zip(df["samples_s"], df["n"]))  # 2+ samples a round
     assert (df["round_spread"] >= 0).all()
     (run,) = tmp_path.iterdir()
-    assert json.loads((run / "run.json").read_text())["rounds"] == 3
+    assert json.loads((run / "_run.json").read_text())["rounds"] == 3
 
 
 def test_user_operator_runs_from_ops_dir(tmp_path, example_ops_dir):

@@ -56,9 +56,9 @@ def test_report_defaults_to_the_latest_run_and_prints_what_it_wrote(runs):
     result = invoke("report", "--root", str(root))
     assert result.exit_code == 0, result.output
     printed = [Path(line) for line in result.stdout.split()]
-    assert new / "report" / "index.html" in printed and new / "report" / "summary.md" in printed
+    assert new / "_report" / "index.html" in printed and new / "_report" / "summary.md" in printed
     assert all(p.exists() for p in printed)
-    assert "unavailable" in (new / "report" / "summary.md").read_text()
+    assert "unavailable" in (new / "_report" / "summary.md").read_text()
 
 
 def test_report_merges_runs_into_the_out_folder(runs, tmp_path):

@@ -60,7 +60,7 @@ def built(run_dir):
 
 
 def test_build_writes_html_markdown_and_figures(run_dir, built):
-    out = run_dir / "report"
+    out = run_dir / "_report"
     assert built.out_dir == out
     names = {p.relative_to(out).as_posix() for p in built.files}
     assert {"index.html", "summary.md", "figures/hoconv2d-module-time.png", "figures/hoconv2d-module-time.svg",

@@ -17,7 +17,7 @@ def write_run(root, run_id, cpu, gpu=None):
     writer = storage.RunWriter(root, run_id, {})
     writer.write(rows)
     writer.finish()
-    (writer.dir / "report").mkdir()
+    (writer.dir / "_report").mkdir()
     return writer.dir
 
 
@@ -32,7 +32,7 @@ def test_one_run_per_machine_kind_and_the_one_of_new_is_found(tmp_path):
         ("EPYC 7B13 + NVIDIA H100", c.name), ("Xeon 8480 + NVIDIA A100", b.name)]  # c replaced a
     found = baselines.find("main", storage.load_run(a), tmp_path)["path"]
     assert found == tmp_path / "baselines" / "main" / "EPYC-7B13-NVIDIA-H100"
-    assert storage.run_meta(found)["run_id"] == c.name and not (found / "report").exists()
+    assert storage.run_meta(found)["run_id"] == c.name and not (found / "_report").exists()
 
 
 def test_a_machine_kind_without_a_baseline_is_refused_unless_asked(tmp_path):

@@ -73,3 +73,68 @@ def test_concurrent_writers_lose_nothing(tmp_path):
         assert p.exitcode == 0
     df = storage.load([tmp_path])
     assert len(df) == 75 and df["run_id"].nunique() == 3
+
+
+def _run_killed_mid_sweep(root):
+    """A child process opens a run, writes one part and is killed with SIGKILL before it finishes."""
+    import os
+    import signal
+    w = RunWriter(root, "killed", {})
+    w.write([row()])
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def test_a_run_whose_writer_was_killed_reads_cut_off_with_its_rows(tmp_path):
+    child = multiprocessing.get_context("spawn").Process(target=_run_killed_mid_sweep, args=(tmp_path,))
+    child.start()
+    child.join(60)
+    assert child.exitcode == -9
+    meta = storage.run_meta(tmp_path / "killed")
+    assert meta["state"] == "cut off" and len(storage.load([tmp_path / "killed"])) == 1
+    assert storage.unfinished([meta]) == ["run killed was cut off (its writer died); its finished cells are loaded"]
+
+
+def test_a_run_still_being_written_reads_running_and_a_reused_pid_does_not_fool_it(tmp_path):
+    w = RunWriter(tmp_path, "live", {})
+    assert storage.run_meta(w.dir)["state"] == "running"
+    w.meta["writer"]["pid_started"] -= 1  # the same pid, started at another time: another process
+    w._write_meta()
+    assert storage.run_meta(w.dir)["state"] == "cut off"
+    w.meta["writer"]["host"] = "elsewhere"  # another machine's writer cannot be checked from here
+    w._write_meta()
+    assert storage.run_meta(w.dir)["state"] == "running"
+
+
+def test_a_full_disk_is_one_error_and_keeps_what_was_written(tmp_path, monkeypatch):
+    import errno
+    w = RunWriter(tmp_path, "full", {})
+    w.write([row()])
+
+    def no_space(table, where, *args, **kwargs):
+        open(where, "wb").write(b"PAR1")  # half a file, as a full disk leaves it
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(storage.compaction.pq, "write_table", no_space)
+    with pytest.raises(storage.ResultsNotWritten) as caught:
+        w.write([row(impl="cpp")])
+    assert str(caught.value) == (f"cannot write results to {w.dir}: No space left on device; "
+                                 "the 1 part(s) written before are kept")
+    monkeypatch.undo()
+    w.finish("failed", reason=str(caught.value))
+    assert sorted(p.name for p in w.dir.iterdir()) == ["_run.json", "part-00001.parquet"]
+    assert list(storage.load([w.dir])["impl"]) == ["py"] and storage.run_meta(w.dir)["state"] == "failed"
+
+
+def test_a_run_folder_is_a_parquet_dataset_and_old_runs_still_load(tmp_path):
+    w = RunWriter(tmp_path, "new", {})
+    w.write([row()])
+    w.write([row(impl="cpp")])
+    w.finish()
+    (w.dir / storage.REPORT_DIR).mkdir()
+    (w.dir / storage.REPORT_DIR / "index.html").write_text("<html></html>")
+    assert sorted(pd.read_parquet(w.dir)["impl"]) == ["cpp", "py"]
+    old = tmp_path / "old"
+    old.mkdir()
+    (w.dir / "part-00001.parquet").rename(old / "part-00001.parquet")
+    (old / storage.LEGACY_RUN_FILE).write_text('{"run_id": "old", "state": "complete"}')
+    assert storage.run_dirs(tmp_path) == [w.dir, old] and storage.run_meta(old)["state"] == "complete"
+    assert list(storage.load([old])["impl"]) == ["py"]
