@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import click
 
-from benchctl.cli.options import load_operators, ops_dir_option
+from benchctl.cli.options import broken_file_line, load_operators, ops_dir_option
 
 
-def availability_rows(ops: dict) -> list[dict]:
-    rows = []
+def availability_rows(ops: dict, broken: dict[str, str] | None = None) -> list[dict]:
+    """A row per (operator, implementation, device), and one per operator file that failed to import."""
+    rows = [{"operator": Path(path).stem, "implementation": "", "device": "", "available": False,
+             "reason": broken_file_line(path, error), "description": ""} for path, error in (broken or {}).items()]
     for op in ops.values():
         for impl in op.implementations.values():
             for device in impl.devices:
@@ -28,7 +31,9 @@ def command(ops_dirs: tuple[str, ...], as_json: bool) -> None:
     """Operators, implementations, and why any is unavailable here."""
     from benchctl import console
 
-    rows = availability_rows(load_operators(ops_dirs))
+    from benchctl.ops import registry
+
+    rows = availability_rows(load_operators(ops_dirs, warn=False), registry.load_errors())
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return

@@ -30,9 +30,9 @@ tf32_option = click.option(
 )
 
 
-def load_operators(ops_dirs: Sequence[str], only: Sequence[str] = ()) -> dict:
-    """Discover operators (with `only`, just those: see registry.discover); a missing folder is a usage
-    error, a broken operator file a warning."""
+def load_operators(ops_dirs: Sequence[str], only: Sequence[str] = (), warn: bool = True) -> dict:
+    """Discover operators (with `only`, just those: see registry.discover). A missing folder is a usage
+    error; so is asking for an operator whose file failed to import. Other broken files are a warning."""
     from benchctl import console
     from benchctl.ops import registry
     from benchctl.errors import UsageError
@@ -41,9 +41,18 @@ def load_operators(ops_dirs: Sequence[str], only: Sequence[str] = ()) -> dict:
         found = registry.discover(ops_dirs, only)
     except FileNotFoundError as exc:
         raise UsageError(str(exc)) from None
-    for path, err in registry.load_errors().items():
-        console.warn(f"operator file {path} failed to import: {err}")
+    errors = registry.load_errors()
+    for name in only:
+        broken = [path for path in errors if Path(path).stem == name] if name not in found else []
+        if broken:
+            raise UsageError(broken_file_line(broken[-1], errors[broken[-1]]))
+    for path, err in errors.items() if warn else ():
+        console.warn(broken_file_line(path, err))
     return found
+
+
+def broken_file_line(path: str, error: str) -> str:
+    return f"operator file {path} failed to import: {error}"
 
 
 def parse_params(pairs: tuple[str, ...], known: Mapping[str, Any] | None = None, sweep: bool = True) -> dict:

@@ -11,6 +11,7 @@ import importlib.util
 import os
 import re
 import sys
+import traceback
 import types
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -258,7 +259,18 @@ def _load_module(path: Path) -> None:
         spec.loader.exec_module(module)
     except Exception as exc:
         del sys.modules[mod_name]
-        _LOAD_ERRORS[str(path)] = _collision(str(exc)) or f"{type(exc).__name__}: {exc}"
+        _LOAD_ERRORS[str(path)] = _collision(str(exc)) or _described(exc, init)
+
+
+def _described(exc: Exception, source: Path) -> str:
+    """`SyntaxError at line 3: invalid syntax`: the error and the line of the operator file it came from."""
+    line = exc.lineno if isinstance(exc, SyntaxError) else None
+    if line is None:
+        frames = [f for f in traceback.extract_tb(exc.__traceback__) if Path(f.filename) == source]
+        line = frames[-1].lineno if frames else None
+    message = exc.msg if isinstance(exc, SyntaxError) else str(exc)
+    where = f" at line {line}" if line else ""
+    return f"{type(exc).__name__}{where}: {message}" if message else f"{type(exc).__name__}{where}"
 
 
 def _collision(message: str) -> str | None:

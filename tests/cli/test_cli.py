@@ -163,3 +163,17 @@ def test_check_passes_on_correct_implementations(fixture_ops_dir):
     result = invoke("check", "py", "cpu", "--op", "faulty", "--ops-dir", str(fixture_ops_dir))
     assert result.exit_code == 0, result.output
     assert "gradcheck" in result.output
+
+
+def test_an_operator_whose_file_failed_to_import_is_an_error_where_it_is_asked_for(tmp_path):
+    (tmp_path / "typo_op.py").write_text("import torch\nx = (\n")
+    listed = json.loads(invoke("list", "--json", "--ops-dir", str(tmp_path)).stdout)
+    broken = [r for r in listed if r["operator"] == "typo_op"]
+    assert broken == [{"operator": "typo_op", "implementation": "", "device": "", "available": False,
+                       "reason": f"operator file {tmp_path / 'typo_op.py'} failed to import: SyntaxError at line 2: "
+                                 "'(' was never closed", "description": ""}]
+    for command in (["check", "py", "cpu"], ["run", "py", "cpu", "--out", str(tmp_path / "out")]):
+        result = invoke(*command, "--op", "typo_op", "--ops-dir", str(tmp_path))
+        assert result.exit_code == 2 and "Traceback" not in result.output
+        assert f"operator file {tmp_path / 'typo_op.py'} failed to import: SyntaxError at line 2" in result.output
+    assert not (tmp_path / "out").exists() or not storage.run_dirs(tmp_path / "out")
