@@ -42,8 +42,9 @@ def with_groups(df: pd.DataFrame) -> tuple[pd.DataFrame, str]:
     """Adds `group`: the non-axis params (and dtype) that vary within `df`, e.g. "H=256".
 
     Params fixed across the frame go to the returned description (a figure subtitle), so a line label
-    only carries what tells two lines apart."""
-    rows = [{**{k: json.dumps(v) for k, v in params_of(p).items() if k != a}, "dtype": json.dumps(d)}
+    only carries what tells two lines apart. A param left unset (None, e.g. lstm_cell's I, which then
+    follows H) says nothing and is left out."""
+    rows = [{**{k: json.dumps(v) for k, v in params_of(p).items() if k != a and v is not None}, "dtype": json.dumps(d)}
             for p, a, d in zip(df["params"], df["axis"], df["dtype"])]
     keys = sorted(set().union(*rows)) if rows else []
     varying = [k for k in keys if len({r.get(k) for r in rows}) > 1]

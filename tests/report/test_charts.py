@@ -187,3 +187,9 @@ def test_large_sweep_values_tick_as_plain_numbers_or_powers_of_two():
     assert "1000000" in text and "e" not in text.replace("$", "")  # no 1e+06, no x1e6 offset
     assert not wide.xaxis.get_offset_text().get_text()
     plt.close(fig)
+
+
+def test_an_unset_param_is_left_out_of_titles_and_labels():
+    rows = [make_row("py", "cpu", "forward", b, op="lstm_cell", H=64, I=None) for b in (8, 16)]
+    grouped, fixed = plotting.with_groups(frame(rows))
+    assert fixed == "C=3, H=64, W=32, dtype=float32, k=5" and set(grouped["group"]) == {""}
