@@ -19,6 +19,9 @@ def _fmt(v: float | None) -> str:
 @tf32_option
 def command(impls: str, devices: str, ops: tuple[str, ...], ops_dirs: tuple[str, ...], tf32: bool | None) -> None:
     """Check IMPLS on DEVICES: outputs and gradients vs float64, gradcheck, opcheck. Exit 1 on failure."""
+    from benchctl.sweep import words
+
+    words.check(devices=devices)  # before torch is imported
     from benchctl import console
     from benchctl.sweep import request
     from benchctl.measure.checks import run_checks
@@ -30,7 +33,7 @@ def command(impls: str, devices: str, ops: tuple[str, ...], ops_dirs: tuple[str,
     chosen_ops = request.select_ops(ops)
     by_op = request.select_impls(chosen_ops, impls)
     selection = [(op, op.implementations[i], d) for op in chosen_ops for i in by_op.get(op.name, [])
-                 for d in request.parse_devices(devices) if d in op.implementations[i].devices]
+                 for d in words.parse_devices(devices) if d in op.implementations[i].devices]
     if not selection:
         raise BenchError(f"nothing to check: no implementation among {impls!r} supports {devices!r}")
     _build_first(selection)

@@ -17,7 +17,7 @@ op_option = click.option("--op", "ops", multiple=True, help="Operator to include
 
 
 def _tf32_mode(ctx: click.Context, param: click.Parameter, value: str) -> bool | None:
-    from benchctl.measure.correctness import TF32_MODES
+    from benchctl.results.schema import TF32_MODES
 
     return TF32_MODES[value]
 

@@ -14,7 +14,7 @@ if TYPE_CHECKING:  # imported inside the functions, so `benchctl --help` does no
     from benchctl.profile.stacks import TopFrames
 
 from benchctl.cli.options import parse_params
-from benchctl.results.schema import DTYPE_NAMES, PASSES, Pass
+from benchctl.results.schema import DEVICE_ALIASES, DTYPE_NAMES, PASSES, Pass
 
 
 def build_cell(op_name: str, impl: str, device: str, target: str | None, dtype: str,
@@ -34,9 +34,7 @@ def build_cell(op_name: str, impl: str, device: str, target: str | None, dtype: 
     targets = [t.name for t in op.targets]
     if target is not None and target not in targets:
         raise UsageError(f"{op_name} has no target {target!r}; choose from: {', '.join(targets)}")
-    dev = registry.DEVICE_ALIASES.get(device.lower())
-    if dev is None:
-        raise UsageError(f"unknown device {device!r}; choose from: cpu, gpu (cuda)")
+    dev = DEVICE_ALIASES[device.lower()]
     reason = op.implementations[impl].unavailable_reason(dev, dtype)
     if reason:
         raise BenchError(f"{op_name} {impl} is unavailable on {dev}: {reason}")
@@ -132,11 +130,13 @@ def command(op: str, impl: str, device: str, target: str | None, pass_name: str,
     time, C++ frames included; `--profiler torch` writes a Chrome trace and the top operators (on a GPU,
     the view that sees kernel time).
     """
-    from benchctl.profile import profilers as profiling
     from benchctl.errors import UsageError
 
+    if device.lower() not in DEVICE_ALIASES:  # usage errors first, before torch is imported
+        raise UsageError(f"unknown device {device!r}; choose from: cpu, gpu (cuda)")
     if memory and profiler != "torch":
         raise UsageError("--memory needs --profiler torch (py-spy samples stacks, not allocations)")
+    from benchctl.profile import profilers as profiling
     cell = build_cell(op, impl, device, target, dtype, batch_size, params, ops_dirs)
     req = profiling.ProfileRequest(cell, pass_name, duration, rate, native, memory, tuple(ops_dirs))
     stamp = f"{datetime.now():%Y%m%d-%H%M%S}"

@@ -61,7 +61,11 @@ def command(impls, devices, ops, ops_dirs, config, targets, batch_sizes, params,
             max_time, warmup_time, rounds, threads, out, quick, timeout, flush_l2, tf32, fresh_worker,
             in_process, allocator, executor, address, gpu_kinds) -> None:
     """Time IMPLS (py, cpp, cuda, a variant, a comma list, all) on DEVICES (cpu, gpu, all)."""
-    from benchctl.sweep.request import SweepRequest, expand, split
+    from benchctl.sweep import words
+
+    words.check(devices=devices, passes=passes, dtypes=dtypes)  # usage errors before torch is imported
+    sizes, swept = _ints(batch_sizes), parse_params(params)
+    from benchctl.sweep.request import SweepRequest, expand
     from benchctl.sweep.config import SweepConfig, load_config
     from benchctl.sweep.plan import Plan
 
@@ -69,15 +73,15 @@ def command(impls, devices, ops, ops_dirs, config, targets, batch_sizes, params,
     cfg = load_config(config) if config else SweepConfig()
     request = SweepRequest(
         impls=impls, devices=devices, ops=tuple(ops), dtypes=tuple(dtypes),
-        passes=tuple(split(passes)) if passes else (), batch_sizes=_ints(batch_sizes),
-        params=parse_params(params), targets=tuple(targets), quick=quick, config=cfg,
+        passes=tuple(words.split(passes)) if passes else (), batch_sizes=sizes,
+        params=swept, targets=tuple(targets), quick=quick, config=cfg,
     )
     cells = expand(request)
     check_writable(Path(out))
     plan = Plan(cells, cfg, min_time=min_time, max_time=max_time, warmup_time=warmup_time, threads=threads,
                 flush_l2=flush_l2, tf32=tf32, timeout=timeout, in_process=in_process, ops_dirs=ops_dirs,
                 rounds=rounds, fresh_worker=fresh_worker, allocator=allocator, executor=executor, address=address,
-                gpu_kinds=tuple(split(gpu_kinds)) if gpu_kinds else ())
+                gpu_kinds=tuple(words.split(gpu_kinds)) if gpu_kinds else ())
     _check_allocator(allocator, in_process, executor)
     _execute(plan, Path(out))
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from benchctl.ops import registry
-from benchctl.sweep import request
+from benchctl.sweep import request, words
 from benchctl.ops.cells import Cell
 from benchctl.errors import BenchError, UsageError
 from benchctl.measure.execute import Settings
@@ -42,7 +42,7 @@ class Prober:
                ops_dirs: Sequence[str]) -> "Prober":
         op = request.select_ops([op_name])[0]
         impls = request.select_impls([op], impl_name)
-        devices = request.parse_devices(device)
+        devices = words.parse_devices(device)
         if len(devices) != 1 or "," in impl_name or impl_name == "all" or not impls:
             raise UsageError("maxbatch takes one operator, one implementation and one device")
         if "batch_size" not in op.params:

@@ -27,7 +27,6 @@ from benchctl.ops.registry import Case, Implementation, Operator, Target
 TOLERANCE = {torch.float64: 1e-9, torch.float32: 2e-4, torch.float16: 2e-2, torch.bfloat16: 5e-2}
 TF32_TOLERANCE = 2e-3
 TAMPERED = "inputs"  # the name of a failed comparison that is a tamper.py problem, not a numeric error
-TF32_MODES = {"default": None, "on": True, "off": False}  # --tf32: torch's setting, allowed, forbidden
 
 
 def tf32_enabled() -> bool:

@@ -20,9 +20,8 @@ from typing import Any, Callable, Mapping, Sequence
 import torch
 
 from benchctl.ops import paths
+from benchctl.results.schema import DEVICES
 
-DEVICES = ("cpu", "cuda")
-DEVICE_ALIASES = {"gpu": "cuda", "cuda": "cuda", "cpu": "cpu"}
 BUILTIN_OPS_DIR = paths.IMPLEMENTATIONS_DIR
 OPS_PATH_ENV = "BENCHCTL_OPS_PATH"
 

@@ -16,14 +16,13 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 import numpy as np
 import pandas as pd
 
-from benchctl.results.schema import FAILED, PASS_LABELS, PASSES
+from benchctl.results.schema import DEVICES, FAILED, PASS_LABELS, PASSES
 from benchctl.results.summary import axis_value_text
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-DEVICES = ("cpu", "cuda")
 DEVICE_LABELS = {"cpu": "CPU", "cuda": "GPU"}
 CELL_KEY = ["target", "device", "dtype", "params", "pass"]  # one cell of the sweep, across impls
 LINESTYLES = ("-", "--", ":", "-.")

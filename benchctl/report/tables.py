@@ -10,7 +10,7 @@ import pandas as pd
 
 from benchctl.report import charts
 from benchctl.results import storage
-from benchctl.results.schema import ENV_FIELDS, FAILED, PASS_LABELS, PASSES
+from benchctl.results.schema import DEVICES, ENV_FIELDS, FAILED, PASS_LABELS, PASSES
 from benchctl.results.summary import axis_value_text, probed
 
 # The environment table: the run, the facts of the machine (results/schema.py), and the run's own.
@@ -105,7 +105,7 @@ def op_table(rows: pd.DataFrame, baseline: str) -> pd.DataFrame:
 
 
 def _chart_order(df: pd.DataFrame) -> pd.DataFrame:
-    rank = {name: i for i, name in enumerate(charts.DEVICES + PASSES)}
+    rank = {name: i for i, name in enumerate(DEVICES + PASSES)}
     keys = df.assign(_d=df["device"].map(rank), _p=df["pass"].map(rank))
     return keys.sort_values(["_d", "device", "_p", "pass", "group", "axis_value", "impl"], na_position="last")
 

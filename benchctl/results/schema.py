@@ -51,7 +51,10 @@ class Pass(StrEnum):
     FORWARD_BACKWARD = "forward_backward"
 
 
-PASSES: tuple[str, ...] = tuple(p.value for p in Pass)  # plain strings (click, JSON, parquet)
+PASSES: tuple[str, ...] = tuple(p.value for p in Pass)
+TF32_MODES = {"default": None, "on": True, "off": False}  # --tf32: torch's setting, allowed, forbidden
+DEVICES = ("cpu", "cuda")  # the devices a cell runs on
+DEVICE_ALIASES = {"gpu": "cuda", "cuda": "cuda", "cpu": "cpu"}  # what a user may type for each  # plain strings (click, JSON, parquet)
 DTYPE_NAMES = ("float32", "float64", "float16", "bfloat16")  # the torch dtypes a cell can name
 PASS_LABELS = {Pass.FORWARD: "forward", Pass.BACKWARD: "backward", Pass.FORWARD_BACKWARD: "forward+backward"}
 

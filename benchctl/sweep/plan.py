@@ -9,7 +9,7 @@ from benchctl.machine import allocator
 from benchctl.ops import registry
 from benchctl.ops.cells import Cell
 from benchctl.sweep.config import SweepConfig
-from benchctl.measure.correctness import TF32_MODES
+from benchctl.results.schema import TF32_MODES
 from benchctl.measure.execute import Settings
 from benchctl.sweep.rounds import per_round
 from benchctl.sweep.cluster import RayCluster

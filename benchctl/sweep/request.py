@@ -18,6 +18,7 @@ from benchctl.sweep.config import SweepConfig
 from benchctl.errors import UsageError
 from benchctl.measure.passes import PASSES
 from benchctl.ops.registry import Operator
+from benchctl.sweep.words import choices, parse_devices, split
 
 
 @dataclass(frozen=True)
@@ -32,24 +33,6 @@ class SweepRequest:
     targets: tuple[str, ...] = ()  # --target NAME: only these targets, in the operators that have them
     quick: bool = False
     config: SweepConfig = SweepConfig()
-
-
-def split(text: str) -> list[str]:
-    return [p.strip() for p in text.split(",") if p.strip()]
-
-
-def parse_devices(text: str) -> list[str]:
-    names = split(text)
-    if not names:
-        raise UsageError("no device given; choose from cpu, gpu (alias cuda), all")
-    if "all" in names:
-        return list(registry.DEVICES)
-    out = []
-    for n in names:
-        if n not in registry.DEVICE_ALIASES:
-            raise UsageError(f"unknown device {n!r}; choose from cpu, gpu, cuda, all")
-        out.append(registry.DEVICE_ALIASES[n])
-    return list(dict.fromkeys(out))
 
 
 def select_ops(names: Sequence[str]) -> list[Operator]:
@@ -111,14 +94,6 @@ def _validate(op: Operator, axes: Mapping[str, list[Any]]) -> None:
                 raise UsageError(f"{op.name}: batch size must be a positive integer, got {v!r}")
 
 
-def _choices(given: Sequence[str], default: Sequence[str], valid: Sequence[str], what: str) -> list[str]:
-    chosen = list(given or default)
-    for v in chosen:
-        if v not in valid:
-            raise UsageError(f"unknown {what} {v!r}; choose from {', '.join(valid)}")
-    return chosen
-
-
 def _check_targets(ops: Sequence[Operator], given: Sequence[str]) -> None:
     known = {t.name for op in ops for t in op.targets}
     for name in given:
@@ -133,8 +108,8 @@ def expand(req: SweepRequest) -> list[Cell]:
     ops = select_ops(req.ops or req.config.ops)
     devices = parse_devices(req.devices)
     impls = select_impls(ops, req.impls)
-    dtypes = _choices(req.dtypes, req.config.dtypes or ("float32",), list(DTYPES), "dtype")
-    passes = tuple(_choices(req.passes, req.config.passes or PASSES, PASSES, "pass"))
+    dtypes = choices(req.dtypes, req.config.dtypes or ("float32",), list(DTYPES), "dtype")
+    passes = tuple(choices(req.passes, req.config.passes or PASSES, PASSES, "pass"))
     _check_targets(ops, req.targets)
     cells = []
     for op in ops:
@@ -142,7 +117,7 @@ def expand(req: SweepRequest) -> list[Cell]:
         if req.targets:
             targets = [t for t in req.targets if t in valid]
         else:
-            targets = _choices(req.config.targets.get(op.name, ()), valid, valid, f"{op.name} target")
+            targets = choices(req.config.targets.get(op.name, ()), valid, valid, f"{op.name} target")
         grid = param_grid(op, req) if targets else []
         for target, impl, device, dtype in itertools.product(targets, impls.get(op.name, []), devices, dtypes):
             if device in op.implementations[impl].devices:

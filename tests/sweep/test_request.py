@@ -2,7 +2,7 @@
 
 import pytest
 
-from benchctl.sweep import request as sweep
+from benchctl.sweep import words
 from benchctl.sweep.config import load_config, parse_config
 from benchctl.errors import UsageError
 from benchctl.sweep.request import SweepRequest, expand
@@ -16,9 +16,9 @@ def test_py_cpu_expands_to_both_hoconv2d_targets(builtin_ops):
 
 
 def test_gpu_is_an_alias_of_cuda_and_all_means_both():
-    assert sweep.parse_devices("gpu") == ["cuda"]
-    assert sweep.parse_devices("cpu,gpu,cuda") == ["cpu", "cuda"]
-    assert sweep.parse_devices("all") == ["cpu", "cuda"]
+    assert words.parse_devices("gpu") == ["cuda"]
+    assert words.parse_devices("cpu,gpu,cuda") == ["cpu", "cuda"]
+    assert words.parse_devices("all") == ["cpu", "cuda"]
 
 
 def test_implementations_not_supporting_a_device_are_left_out(fixture_ops):
