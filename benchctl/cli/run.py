@@ -37,6 +37,11 @@ def _ints(text: str | None) -> tuple[int, ...]:
 @click.option("--max-time", type=float, help="Seconds per pass, at most.")
 @click.option("--warmup-time", type=click.FloatRange(min=0), help="Untimed calls before sampling, in seconds "
               "(default 0.5): first calls can be far slower, e.g. while a VM backs new memory.")
+@click.option("--ci-target", type=click.FloatRange(min=0, max=1), help="Sample until the median's 95% confidence "
+              "interval is within +-this fraction of it (default 0.01), between --min-time and --max-time; "
+              "0: stop at --min-time.")
+@click.option("--remeasure", type=click.IntRange(min=0), default=2, show_default=True,
+              help="Times a cell whose median did not settle is measured again at the end of the sweep.")
 @click.option("--rounds", type=click.IntRange(min=1), default=1, show_default=True,
               help="Interleaved rounds: every cell measured N times across the sweep, 1/N of the time each, "
                    "samples pooled. Steadier ratios on a busy machine.")
@@ -58,7 +63,7 @@ def _ints(text: str | None) -> tuple[int, ...]:
 @click.option("--gpu-kind", "gpu_kinds", help="ray: comma list of accelerator types, e.g. H100,A100; GPU "
               "series run once on each.")
 def command(impls, devices, ops, ops_dirs, config, targets, batch_sizes, params, dtypes, passes, min_time,
-            max_time, warmup_time, rounds, threads, out, quick, timeout, flush_l2, tf32, fresh_worker,
+            max_time, warmup_time, ci_target, remeasure, rounds, threads, out, quick, timeout, flush_l2, tf32, fresh_worker,
             in_process, allocator, executor, address, gpu_kinds) -> None:
     """Time IMPLS (py, cpp, cuda, a variant, a comma list, all) on DEVICES (cpu, gpu, all)."""
     from benchctl.sweep import words
@@ -78,7 +83,8 @@ def command(impls, devices, ops, ops_dirs, config, targets, batch_sizes, params,
     )
     cells = expand(request)
     check_writable(Path(out))
-    plan = Plan(cells, cfg, min_time=min_time, max_time=max_time, warmup_time=warmup_time, threads=threads,
+    plan = Plan(cells, cfg, min_time=min_time, max_time=max_time, warmup_time=warmup_time, ci_target=ci_target,
+                remeasure=remeasure, threads=threads,
                 flush_l2=flush_l2, tf32=tf32, timeout=timeout, in_process=in_process, ops_dirs=ops_dirs,
                 rounds=rounds, fresh_worker=fresh_worker, allocator=allocator, executor=executor, address=address,
                 gpu_kinds=tuple(words.split(gpu_kinds)) if gpu_kinds else ())

@@ -158,8 +158,8 @@ def _time_pass(prepared: Prepared, pass_name: str, settings: Settings, clock: Cl
         mem = peak_bytes(setup, prepared.resolved.cell.device) if settings.measure_memory else None
     except Exception as exc:
         return {**row, "status": status_of(exc), "message": error_message(exc)}
-    row.update(status=Status.OK, samples_s=list(m.samples), noisy=m.noisy, peak_mem_bytes=mem, wall_s=m.wall_s,
-               **m.stats)
+    row.update(status=Status.OK, samples_s=list(m.samples), noisy=m.noisy, stop=m.stop, peak_mem_bytes=mem,
+               wall_s=m.wall_s, **m.stats)
     if probe:
         row["mem_gbps"] = (bandwidth_before + bandwidth_after) / 2
     if usage is not None:

@@ -1,4 +1,10 @@
-"""The timing loop: warm-up, adaptive repetition, every sample kept, robust statistics.
+"""The timing loop: warm-up, sampling until the median is known, every sample kept, robust statistics.
+
+Sampling stops by convergence, as nvbench does: once the minimum samples and time are in, it stops when
+the 95% confidence interval of the median (distribution-free: two order statistics picked with the
+binomial distribution) is within +-`ci_target` of it, and at `max_time` or `max_samples` otherwise. Rows
+record why sampling stopped (`stop`) and the interval (`ci_lo_s`, `ci_hi_s`); a median that did not
+settle is `noisy`.
 
 A measured step is split in two: `setup()` runs untimed and returns the thunk that is timed (so a
 backward's graph is built outside the clock). Clocks are replaceable: `CpuClock` reads a monotonic
@@ -16,8 +22,13 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, NamedTuple, Protocol
 
 import numpy as np
+from scipy import stats as scistats
 
-NOISY_IQR_RATIO = 0.10
+from benchctl.results.schema import Stop
+
+CI_LEVEL = 0.95  # the confidence interval of the median that rows record
+CI_TARGET = 0.01  # converged: that interval within +-1% of the median
+CI_MIN_SAMPLES = 10  # fewer samples give an interval as wide as their range: never judged converged
 
 Thunk = Callable[[], Any]
 
@@ -114,10 +125,11 @@ class CudaEventClock:
 
 @dataclass(frozen=True)
 class Policy:
-    """How long to measure: at least `min_samples` and `min_time` seconds of samples, at most
-    `max_samples` and `max_time`; stop early once the running median moved less than `stable_rtol`
-    over the last `stable_window` samples and a quarter of `min_time` is sampled (so a cheap call is
-    never judged on a few milliseconds of samples, which one scheduler hiccup can skew).
+    """How long to measure: at least `min_samples` and `min_time` seconds of samples, then until the
+    median's confidence interval is within +-`ci_target` of it (converged), at most `max_samples` and
+    `max_time`. With `ci_target` 0, the fixed rule instead: stop at `min_time`, or early once the running
+    median moved less than `stable_rtol` over the last `stable_window` samples and a quarter of `min_time`
+    is sampled.
 
     Before sampling, `warmup` untimed calls, and more until `warmup_time` seconds of wall clock have
     passed (none at all when `warmup` is 0). Wall clock, untimed setup included: judged by the timed
@@ -135,6 +147,7 @@ class Policy:
     max_time: float = 5.0
     stable_rtol: float = 0.01
     stable_window: int = 5
+    ci_target: float = CI_TARGET
 
 
 @dataclass(frozen=True)
@@ -143,6 +156,8 @@ class Measurement:
     warmup_s: tuple[float, ...] = ()
     stats: dict[str, float] = field(default_factory=dict)
     wall_s: float = 0.0  # warm-up and sampling, untimed setup included
+    stop: Stop = Stop.MIN_TIME  # why sampling ended
+    ci_target: float = CI_TARGET  # noisy: the median's interval is wider than +-this
 
     @property
     def median(self) -> float:
@@ -150,21 +165,43 @@ class Measurement:
 
     @property
     def noisy(self) -> bool:
-        return is_noisy(self.stats)
+        return is_noisy(self.stats, self.ci_target)
 
 
-def is_noisy(stats: dict[str, float]) -> bool:
-    """The samples' IQR is over NOISY_IQR_RATIO of their median."""
-    return stats["iqr_s"] > NOISY_IQR_RATIO * stats["median_s"]
+def median_ci(samples: list[float] | tuple[float, ...] | np.ndarray) -> tuple[float, float]:
+    """The CI_LEVEL confidence interval of the median: the order statistics k and n-k+1, with k the
+    largest rank such that a Binomial(n, 1/2) falls below it with probability at most (1-level)/2. With
+    too few samples for that, their range."""
+    ordered = np.sort(np.asarray(samples, dtype=np.float64))
+    n = ordered.size
+    k = int(scistats.binom.ppf((1 - CI_LEVEL) / 2, n, 0.5))
+    if k < 1:
+        return float(ordered[0]), float(ordered[-1])
+    return float(ordered[k - 1]), float(ordered[n - k])
+
+
+def ci_half_width(stats: dict[str, float]) -> float:
+    """The median's interval as a fraction of it: the larger of its two sides."""
+    median = stats["median_s"]
+    if median <= 0:
+        return float("inf")
+    return max(median - stats["ci_lo_s"], stats["ci_hi_s"] - median) / median
+
+
+def is_noisy(stats: dict[str, float], target: float = CI_TARGET) -> bool:
+    """The median is not known to within +-target: its confidence interval is wider."""
+    return ci_half_width(stats) > target
 
 
 def noisy_message(stats: dict[str, float]) -> str:
-    return f"noisy: IQR is {stats['iqr_s'] / stats['median_s']:.0%} of the median"
+    return (f"noisy: the median is known to +-{ci_half_width(stats):.1%} only "
+            f"(IQR {stats['iqr_s'] / stats['median_s']:.0%} of it, {stats['n']} samples)")
 
 
 def summarize(samples: list[float] | tuple[float, ...]) -> dict[str, float]:
     arr = np.asarray(samples, dtype=np.float64)
     q1, med, q3 = np.percentile(arr, [25, 50, 75])
+    lo, hi = median_ci(arr)
     return {
         "n": int(arr.size),
         "median_s": float(med),
@@ -173,6 +210,8 @@ def summarize(samples: list[float] | tuple[float, ...]) -> dict[str, float]:
         "std_s": float(arr.std(ddof=1)) if arr.size > 1 else 0.0,
         "min_s": float(arr.min()),
         "max_s": float(arr.max()),
+        "ci_lo_s": lo,
+        "ci_hi_s": hi,
     }
 
 
@@ -193,15 +232,19 @@ def measure(setup: Callable[[], Thunk], clock: Clock, policy: Policy = Policy(),
         samples: list[float] = []
         medians: list[float] = []
         start = elapsed()
+        checks = _Convergence(policy.ci_target)
         while True:
             samples.append(clock.time(setup()))
-            medians.append(statistics.median(samples))
-            if _done(samples, medians, elapsed() - start, policy):
+            if not policy.ci_target:
+                medians.append(statistics.median(samples))
+            stop = _done(samples, medians, elapsed() - start, policy, checks)
+            if stop:
                 break
     finally:
         if was_enabled:
             gc.enable()
-    return Measurement(tuple(samples), warm, summarize(samples), elapsed() - began)
+    return Measurement(tuple(samples), warm, summarize(samples), elapsed() - began, stop,
+                       policy.ci_target or CI_TARGET)
 
 
 def _warm_up(setup: Callable[[], Thunk], clock: Clock, policy: Policy,
@@ -213,15 +256,37 @@ def _warm_up(setup: Callable[[], Thunk], clock: Clock, policy: Policy,
     return tuple(times)
 
 
-def _done(samples: list[float], medians: list[float], spent: float, policy: Policy) -> bool:
-    if len(samples) >= policy.max_samples or spent >= policy.max_time:
-        return True
+class _Convergence:
+    """Whether the median has converged, judged again each time the samples grew by a tenth (an interval
+    per sample would cost more than a cheap call)."""
+
+    def __init__(self, target: float):
+        self.target = target
+        self.next_check = CI_MIN_SAMPLES
+
+    def converged(self, samples: list[float]) -> bool:
+        if len(samples) < self.next_check:
+            return False
+        self.next_check = len(samples) + max(1, len(samples) // 10)
+        lo, hi = median_ci(samples)
+        median = statistics.median(samples)
+        return median > 0 and max(median - lo, hi - median) <= self.target * median
+
+
+def _done(samples: list[float], medians: list[float], spent: float, policy: Policy,
+          checks: _Convergence) -> Stop | None:
+    if len(samples) >= policy.max_samples:
+        return Stop.MAX_SAMPLES
+    if spent >= policy.max_time:
+        return Stop.MAX_TIME
     if len(samples) < policy.min_samples:
-        return False
+        return None
+    if policy.ci_target:
+        return Stop.CONVERGED if sum(samples) >= policy.min_time and checks.converged(samples) else None
     if sum(samples) >= policy.min_time:
-        return True
+        return Stop.MIN_TIME
     enough = len(samples) >= 2 * policy.min_samples and sum(samples) >= policy.min_time / 4
-    return enough and _stable(medians, policy)
+    return Stop.STABLE if enough and _stable(medians, policy) else None
 
 
 def _stable(medians: list[float], policy: Policy) -> bool:

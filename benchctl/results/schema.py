@@ -45,6 +45,16 @@ class RunState(StrEnum):
     CUT_OFF = "cut off"  # its writer died without a word (kill -9, power loss); finished cells are kept
 
 
+class Stop(StrEnum):
+    """Why a pass's sampling ended (measure/timing.py)."""
+
+    CONVERGED = "converged"  # the median's confidence interval reached the target
+    MAX_TIME = "max_time"  # time ran out first: the row is noisy unless the interval is within the target
+    MAX_SAMPLES = "max_samples"
+    MIN_TIME = "min_time"  # fixed rule (--ci-target 0): the minimum time was sampled
+    STABLE = "stable"  # fixed rule: the running median stopped moving
+
+
 class Pass(StrEnum):
     FORWARD = "forward"
     BACKWARD = "backward"
@@ -99,7 +109,11 @@ COLUMNS: dict[str, pa.DataType] = {
     "min_s": pa.float64(),
     "max_s": pa.float64(),
     "samples_s": pa.list_(pa.float64()),
-    "noisy": pa.bool_(),
+    "ci_lo_s": pa.float64(),  # the 95% confidence interval of median_s (order statistics)
+    "ci_hi_s": pa.float64(),
+    "noisy": pa.bool_(),  # the median did not settle: its interval is wider than +-1% of it
+    "stop": pa.string(),  # a Stop: why sampling ended (converged, max_time, ...)
+    "remeasured": pa.int32(),  # times the cell was measured again late in the sweep because it was noisy
     "wall_s": pa.float64(),  # wall clock the pass's warm-up and sampling took, untimed setup included
     "rounds": pa.int32(),  # interleaved rounds the samples were pooled from (run --rounds)
     "round_spread": pa.float64(),  # slowest round's median / fastest round's - 1

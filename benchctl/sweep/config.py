@@ -7,6 +7,7 @@
     min_time = 0.2                       # seconds of samples per pass, at least
     max_time = 5.0                       # seconds per pass, at most
     min_samples = 5
+    ci_target = 0.01                     # stop once the median is known to +-1% (0: at min_time)
     [params.hoconv2d]                    # any of the operator's params; a list is swept
     batch_size = [8, 16, 32]
     [targets]                            # optional: which targets of an operator to time
@@ -23,7 +24,7 @@ from typing import Any, Mapping
 from benchctl.errors import UsageError
 
 TOP_KEYS = {"ops", "dtypes", "passes", "timing", "params", "targets"}
-TIMING_KEYS = {"min_time", "max_time", "min_samples", "max_samples", "warmup", "warmup_time"}
+TIMING_KEYS = {"min_time", "max_time", "min_samples", "max_samples", "warmup", "warmup_time", "ci_target"}
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,8 @@
 """Drives cells through one executor in interleaved rounds: rows are stamped with the environment and
 written as each cell finishes. After an out-of-memory cell, the larger sizes of the same series are
-recorded `skipped`. The session runs it on this machine; a series job runs it on whichever node has it.
+recorded `skipped`. A cell whose median did not settle (noisy) is measured again at the end of the sweep,
+up to `remeasure` times, when whatever disturbed it may have passed; it keeps the flag only if it never
+settles. The session runs it on this machine; a series job runs it on whichever node has it.
 """
 
 from __future__ import annotations
@@ -32,9 +34,11 @@ class Sweep:
     """Drives the cells through an executor and into a RunWriter, in `rounds` interleaved rounds.
 
     A cell's rows are written once its last round is done; a cell that fails (crash, timeout, oom,
-    unavailable) is written at once and not run again. Interrupted, every cell with a round done is
-    written from the rounds it has. `on_done` follows each measurement (a round of a cell), with no
-    rows for a round a failed cell skips.
+    unavailable) is written at once and not run again. A noisy cell (one round only) waits for its
+    re-measurements; it is written when one settles, or after the last, as the measurement whose median
+    is known best. Interrupted, every cell with a round done is written from what it has. `on_done`
+    follows each measurement (a round of a cell), with no rows for a round a failed cell skips;
+    re-measurements call `on_start` only.
     """
 
     cells: Sequence[Cell]
@@ -46,10 +50,12 @@ class Sweep:
     # (op, impl, device) -> why it cannot run (e.g. its extension failed to build)
     blocked: dict[tuple[str, str, str], str] = field(default_factory=dict)
     rounds: int = 1
+    remeasure: int = 0  # times a noisy cell is measured again at the end (one round only)
     _skip: dict[tuple, str] = field(default_factory=dict)
 
     def run(self) -> None:
         measured: dict[int, list[Rows]] = {i: [] for i in range(len(self.cells))}
+        unsettled: dict[int, Rows] = {}
         try:
             for r in range(self.rounds):
                 for i, cell in enumerate(self.cells):
@@ -61,11 +67,35 @@ class Sweep:
                     measured[i].append(rows)
                     self.on_done(cell, stamp(rows, self.env))
                     if r == self.rounds - 1 or not all_ok(rows):
-                        self._write(measured.pop(i))
+                        self._finish(i, measured.pop(i), unsettled)
+            self._remeasure(unsettled)
         finally:
             for rounds_rows in measured.values():
                 if rounds_rows:
                     self._write(rounds_rows)
+            for rows in unsettled.values():
+                self.writer.write(stamp([_never_settled(r) for r in rows], self.env))
+
+    def _finish(self, i: int, rounds_rows: list[Rows], unsettled: dict[int, Rows]) -> None:
+        if self.remeasure and self.rounds == 1 and noisy(rounds_rows[0]):
+            unsettled[i] = [{**r, "remeasured": 0} for r in rounds_rows[0]]
+        else:
+            self._write(rounds_rows)
+
+    def _remeasure(self, unsettled: dict[int, Rows]) -> None:
+        """Measure each noisy cell again, up to `remeasure` times; keep the first that settles, else the
+        measurement whose medians are known best."""
+        for attempt in range(1, self.remeasure + 1):
+            for i in list(unsettled):
+                self.on_start(self.cells[i])
+                again = [{**r, "remeasured": attempt} for r in self.executor.run(self.cells[i])]
+                if all_ok(again) and not noisy(again):
+                    self.writer.write(stamp(again, self.env))
+                    del unsettled[i]
+                elif all_ok(again) and _spread(again) < _spread(unsettled[i]):
+                    unsettled[i] = again
+                else:
+                    unsettled[i] = [{**r, "remeasured": attempt} for r in unsettled[i]]
 
     def _measure(self, cell: Cell) -> Rows:
         axis = registry.get(cell.op).axis
@@ -85,6 +115,24 @@ class Sweep:
         if key in self._skip:
             return failure_rows(cell, Status.SKIPPED, self._skip[key])
         return self.executor.run(cell)
+
+
+def noisy(rows: Rows) -> bool:
+    """Some pass of the cell ran but its median did not settle."""
+    return any(r.get("status") == Status.OK and r.get("noisy") for r in rows)
+
+
+def _never_settled(row: dict[str, Any]) -> dict[str, Any]:
+    if not (row.get("noisy") and row.get("remeasured")):
+        return row
+    said = f"measured again {row['remeasured']} time(s) late in the sweep, never settled"
+    return {**row, "message": "; ".join(filter(None, (row.get("message"), said)))}
+
+
+def _spread(rows: Rows) -> float:
+    """The widest confidence interval of the cell's passes, relative to its median."""
+    return max(((r["ci_hi_s"] - r["ci_lo_s"]) / r["median_s"] for r in rows
+                if r.get("median_s") and r.get("ci_hi_s") is not None), default=float("inf"))
 
 
 def stamp(rows: Iterable[dict[str, Any]], env: dict[str, Any]) -> Rows:

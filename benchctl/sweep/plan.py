@@ -26,6 +26,8 @@ class Plan:
     min_time: float | None = None
     max_time: float | None = None
     warmup_time: float | None = None
+    ci_target: float | None = None  # None: the config's, else the timing policy's default
+    remeasure: int = 2  # times a noisy cell is measured again at the end of the sweep
     threads: int | None = None
     flush_l2: bool = False
     tf32: bool | None = None
@@ -50,6 +52,8 @@ class Plan:
             timing["max_time"] = self.max_time
         if self.warmup_time is not None:
             timing["warmup_time"] = self.warmup_time
+        if self.ci_target is not None:
+            timing["ci_target"] = self.ci_target
         policy = replace(Policy(), **{k: (int(v) if k in ("min_samples", "max_samples", "warmup") else v)
                                       for k, v in timing.items()})
         return Settings(policy=per_round(policy, self.rounds), flush_l2=self.flush_l2, tf32=self.tf32,
@@ -65,6 +69,7 @@ class Plan:
     def meta(self) -> dict[str, Any]:
         """What the run's metadata records of the plan, beside the environment."""
         return {"cells": len(self.cells), "rounds": self.rounds, "config": self.config.path,
+                "ci_target": self.settings().policy.ci_target, "remeasure": self.remeasure,
                 "peaks": self.settings().peaks, "references": self.references(), "tf32": self.tf32_mode(),
                 "executor": self.executor, "allocator": self.allocator, **({"gpu_kinds": list(self.gpu_kinds)} if self.gpu_kinds else {})}
 
@@ -80,7 +85,7 @@ class Plan:
     def series_job(self) -> SeriesJob:
         """The settings every series shares, for the fan-out executors."""
         return SeriesJob((), self.settings(), tuple(map(str, self.ops_dirs)), self.rounds, self.timeout,
-                         self.threads, self.mem_limit, allocator=self.allocator)
+                         self.threads, self.mem_limit, allocator=self.allocator, remeasure=self.remeasure)
 
     def fanout(self) -> Pool | RayCluster | None:
         """The executor that fans series out (pool, ray), or None for the local one."""

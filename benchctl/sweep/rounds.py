@@ -53,8 +53,8 @@ def _merge_pass(rows: Rows) -> dict[str, Any]:
     """All rounds ok: pooled samples and the statistics and rates recomputed from them. Otherwise the
     first round that was not ok."""
     failed = next((r for r in rows if r.get("status") != Status.OK), None)
-    if failed is not None:
-        return {**failed, "rounds": len(rows)}
+    if failed is not None or len(rows) == 1:  # one round: the row as measured, noisy by its own target
+        return {**(failed or rows[0]), "rounds": len(rows)}
     first = rows[0]
     samples = [s for r in rows for s in r["samples_s"]]
     stats = summarize(samples)

@@ -53,6 +53,7 @@ class SeriesJob:
     env: dict[str, str] = field(default_factory=dict)  # for the worker, e.g. CUDA_VISIBLE_DEVICES
     node_id: str | None = None  # the node's name in the rows (Ray's node id; else the host)
     allocator: str = "system"  # preloaded on the node that runs the series (its own library path)
+    remeasure: int = 0  # times a noisy cell is measured again at the end of its series
 
 
 class Collected:
@@ -102,5 +103,5 @@ def run_series(job: SeriesJob) -> Rows:
         blocked.update({(c.op, c.impl, c.device): f"{exc} (on node {node})" for c in job.cells})
     env = {**environment(), "node_id": node, **({"threads": job.threads} if job.threads else {})}
     out = Collected()
-    Sweep(job.cells, _worker(job), out, env, blocked=blocked, rounds=job.rounds).run()
+    Sweep(job.cells, _worker(job), out, env, blocked=blocked, rounds=job.rounds, remeasure=job.remeasure).run()
     return out.rows

@@ -70,7 +70,7 @@ class Session:
         env = {**environment(), **({"threads": self.plan.threads} if self.plan.threads else {})}
         try:
             Sweep(self.plan.cells, executor, self.writer, env, on_start=on_start, on_done=on_done,
-                  blocked=self.blocked, rounds=self.plan.rounds).run()
+                  blocked=self.blocked, rounds=self.plan.rounds, remeasure=self.plan.remeasure).run()
         finally:
             executor.close()
 

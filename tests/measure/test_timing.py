@@ -1,10 +1,11 @@
-"""The timing loop with fake clocks: exact sample counts, stop rules, statistics, the CUDA event path."""
+"""The timing loop with fake clocks: exact sample counts, stop rules (convergence, and the fixed rule of
+`ci_target=0`), statistics, the CUDA event path."""
 
 import gc
 
 import pytest
 
-from benchctl.measure.timing import CpuClock, CudaEventClock, OsUsage, Policy, measure, summarize
+from benchctl.measure.timing import CpuClock, CudaEventClock, OsUsage, Policy, measure, median_ci, summarize
 
 
 class FakeCounter:
@@ -62,7 +63,7 @@ def test_cpu_clock_counts_what_the_os_did_for_each_call_outside_the_clock():
 
 def test_measure_keeps_every_sample_and_reports_robust_stats():
     durations = [9.0] + [0.0100, 0.0101, 0.0102, 0.0100, 0.100, 0.0101, 0.0100]  # warm-up first, one outlier
-    policy = Policy(warmup=1, min_samples=7, min_time=0.0, max_time=100)
+    policy = Policy(ci_target=0, warmup=1, min_samples=7, min_time=0.0, max_time=100)
     counter = FakeCounter(durations)
     m = measure(lambda: (lambda: None), CpuClock(counter), policy, Wall(counter))
     assert m.warmup_s == (pytest.approx(9.0),)
@@ -70,13 +71,14 @@ def test_measure_keeps_every_sample_and_reports_robust_stats():
     assert m.stats["median_s"] == pytest.approx(0.0101)
     assert m.stats["min_s"] == pytest.approx(0.0100) and m.stats["max_s"] == pytest.approx(0.100)
     assert m.stats["iqr_s"] == pytest.approx(0.01015 - 0.0100)
-    assert not m.noisy  # the outlier moves the mean, not the median or IQR
+    # seven samples pin the median only between the smallest and the largest: the outlier makes it noisy
+    assert (m.stats["ci_lo_s"], m.stats["ci_hi_s"]) == pytest.approx((0.0100, 0.100)) and m.noisy
 
 
 def test_warm_up_goes_on_until_warmup_time_so_a_slow_first_phase_stays_out_of_the_samples():
     counter = FakeCounter([0.1] * 5 + [0.02] * 5)  # five slow first calls (new memory being backed), then steady
     wall = Wall(counter)
-    policy = Policy(warmup=1, warmup_time=0.45, min_samples=5, min_time=0.0, max_time=100)
+    policy = Policy(ci_target=0, warmup=1, warmup_time=0.45, min_samples=5, min_time=0.0, max_time=100)
     m = measure(wall.setup, CpuClock(counter), policy, wall)
     assert m.warmup_s == pytest.approx((0.1,) * 5)  # 0.4 s after four: one more
     assert m.samples == pytest.approx((0.02,) * 5)
@@ -86,7 +88,7 @@ def test_warm_up_goes_on_until_warmup_time_so_a_slow_first_phase_stays_out_of_th
 def test_warm_up_is_bounded_by_wall_clock_when_the_untimed_setup_is_the_costly_part():
     counter = FakeCounter([40e-6] * 200)  # a 40 us backward behind a 10 ms forward
     wall = Wall(counter, setup_s=0.010)
-    policy = Policy(warmup=1, warmup_time=0.5, min_samples=5, min_time=0.0, max_time=100)
+    policy = Policy(ci_target=0, warmup=1, warmup_time=0.5, min_samples=5, min_time=0.0, max_time=100)
     m = measure(wall.setup, CpuClock(counter), policy, wall)
     assert len(m.warmup_s) == 50  # 0.5 s of wall clock; by the timed time alone it would be 12,500 calls
     assert len(m.samples) == 5
@@ -94,38 +96,38 @@ def test_warm_up_is_bounded_by_wall_clock_when_the_untimed_setup_is_the_costly_p
 
 
 def test_warmup_zero_means_no_warm_up_whatever_warmup_time_says():
-    policy = Policy(warmup=0, warmup_time=10.0, min_samples=2, min_time=0.0, max_time=100)
+    policy = Policy(ci_target=0, warmup=0, warmup_time=10.0, min_samples=2, min_time=0.0, max_time=100)
     m = measure(lambda: (lambda: None), CpuClock(FakeCounter([0.1, 0.2])), policy, FakeElapsed(0.0))
     assert m.warmup_s == () and m.samples == pytest.approx((0.1, 0.2))
 
 
 def test_measure_stops_at_min_time_after_min_samples():
-    policy = Policy(warmup=0, min_samples=3, min_time=0.5, max_time=100, max_samples=1000)
+    policy = Policy(ci_target=0, warmup=0, min_samples=3, min_time=0.5, max_time=100, max_samples=1000)
     m = measure(lambda: (lambda: None), CpuClock(FakeCounter([0.1] * 100)), policy, FakeElapsed(0.0))
     assert len(m.samples) == 5  # 5 x 0.1 s reaches min_time
 
 
 def test_measure_is_capped_by_max_time():
-    policy = Policy(warmup=0, min_samples=50, min_time=10, max_time=1.0)
+    policy = Policy(ci_target=0, warmup=0, min_samples=50, min_time=10, max_time=1.0)
     m = measure(lambda: (lambda: None), CpuClock(FakeCounter([0.01] * 100)), policy, FakeElapsed(0.3))
     assert len(m.samples) == 4  # 0.3 s of wall clock per sample: past 1 s after the 4th
 
 
 def test_measure_stops_early_when_the_median_is_stable():
-    policy = Policy(warmup=0, min_samples=5, min_time=100, max_time=1000, stable_window=5, stable_rtol=0.01)
+    policy = Policy(ci_target=0, warmup=0, min_samples=5, min_time=100, max_time=1000, stable_window=5, stable_rtol=0.01)
     m = measure(lambda: (lambda: None), CpuClock(FakeCounter([2.5] * 100)), policy, FakeElapsed(0.0))
     assert len(m.samples) == 10  # stable from the start: twice min_samples, 25 s = a quarter of min_time
 
 
 def test_a_cheap_stable_call_still_samples_a_quarter_of_min_time():
-    policy = Policy(warmup=0, min_samples=5, min_time=0.2, max_time=100, stable_window=5, stable_rtol=0.01)
+    policy = Policy(ci_target=0, warmup=0, min_samples=5, min_time=0.2, max_time=100, stable_window=5, stable_rtol=0.01)
     m = measure(lambda: (lambda: None), CpuClock(FakeCounter([0.001] * 1000)), policy, FakeElapsed(0.0))
     assert len(m.samples) == 50  # 50 x 1 ms = 0.05 s, not the 10 samples that were already stable
 
 
 def test_noisy_warning_threshold():
     assert summarize([1.0, 1.0, 1.3, 1.3])["iqr_s"] == pytest.approx(0.3)
-    policy = Policy(warmup=0, min_samples=4, min_time=0, max_time=100)
+    policy = Policy(ci_target=0, warmup=0, min_samples=4, min_time=0, max_time=100)
     noisy = measure(lambda: (lambda: None), CpuClock(FakeCounter([1.0, 1.0, 1.3, 1.3])), policy, FakeElapsed(0))
     assert noisy.noisy
 
@@ -137,7 +139,7 @@ def test_setup_is_not_timed():
         counter.now += 10**9  # a whole second of untimed setup (e.g. building a graph)
         return lambda: None
 
-    m = measure(setup, CpuClock(counter), Policy(warmup=0, min_samples=3, min_time=0), FakeElapsed(0))
+    m = measure(setup, CpuClock(counter), Policy(ci_target=0, warmup=0, min_samples=3, min_time=0), FakeElapsed(0))
     assert m.samples == pytest.approx((0.002, 0.002, 0.002))
 
 
@@ -150,7 +152,7 @@ def test_the_garbage_collector_is_off_while_sampling_and_restored_after(enabled_
 
     gc.enable() if enabled_before else gc.disable()
     try:
-        measure(setup, CpuClock(FakeCounter([0.001] * 4)), Policy(warmup=1, warmup_time=0, min_samples=3, min_time=0),
+        measure(setup, CpuClock(FakeCounter([0.001] * 4)), Policy(ci_target=0, warmup=1, warmup_time=0, min_samples=3, min_time=0),
                 FakeElapsed(0))
         assert states == [False] * 4 and gc.isenabled() is enabled_before
     finally:
@@ -162,7 +164,7 @@ def test_the_garbage_collector_is_restored_when_a_thunk_raises():
         return lambda: 1 / 0
 
     with pytest.raises(ZeroDivisionError):
-        measure(setup, CpuClock(FakeCounter([0.001])), Policy(warmup=0, min_samples=1, min_time=0))
+        measure(setup, CpuClock(FakeCounter([0.001])), Policy(ci_target=0, warmup=0, min_samples=1, min_time=0))
     assert gc.isenabled()
 
 
@@ -200,7 +202,37 @@ def test_cuda_clock_records_how_long_the_host_took_to_issue_each_call():
 def test_cuda_path_through_measure():
     times = [0.0, 2.0, 10.0, 13.0, 20.0, 22.0, 30.0, 32.0]
     clock = CudaEventClock(event_factory=lambda: FakeEvent([], times), synchronize=lambda: None)
-    policy = Policy(warmup=1, warmup_time=0, min_samples=3, min_time=0)
+    policy = Policy(ci_target=0, warmup=1, warmup_time=0, min_samples=3, min_time=0)
     m = measure(lambda: (lambda: None), clock, policy, FakeElapsed(0))
     assert m.warmup_s == (pytest.approx(0.002),)
     assert m.samples == pytest.approx((0.003, 0.002, 0.002))
+
+
+def test_the_median_interval_is_the_binomial_order_statistics():
+    samples = list(range(1, 101))  # 100 samples: ranks 40 and 61 bound the median with 95% confidence
+    assert median_ci(samples) == (40.0, 61.0)
+    assert median_ci([3.0, 1.0, 2.0]) == (1.0, 3.0)  # too few for 95%: the range
+
+
+def test_sampling_stops_once_the_median_converges():
+    durations = [0.010, 0.01005, 0.00995] * 100  # +-0.5% around 10 ms
+    policy = Policy(warmup=0, min_samples=5, min_time=0.05, max_time=100)
+    m = measure(lambda: (lambda: None), CpuClock(FakeCounter(durations)), policy, FakeElapsed(0.0))
+    assert m.stop == "converged" and len(m.samples) == 10  # min_time after 5, the first judgement at 10
+    assert not m.noisy and m.stats["ci_lo_s"] <= m.stats["median_s"] <= m.stats["ci_hi_s"]
+
+
+def test_a_noisy_call_samples_until_max_time_and_stays_noisy():
+    durations = [0.010, 0.020] * 500  # two values, half each: the median never settles
+    policy = Policy(warmup=0, min_samples=5, min_time=0.05, max_time=1.0)
+    m = measure(lambda: (lambda: None), CpuClock(FakeCounter(durations)), policy, FakeElapsed(0.01))
+    assert m.stop == "max_time" and len(m.samples) == 100 and m.noisy
+
+
+def test_a_spread_out_call_converges_with_enough_samples():
+    import numpy as np
+    durations = list(np.random.default_rng(0).lognormal(np.log(0.001), 0.05, 5000))  # IQR ~7% of the median
+    policy = Policy(warmup=0, min_samples=5, min_time=0.01, max_time=100, max_samples=5000)
+    m = measure(lambda: (lambda: None), CpuClock(FakeCounter(durations)), policy, FakeElapsed(0.0))
+    assert m.stop == "converged" and not m.noisy
+    assert 80 < len(m.samples) < 400  # +-1% needs about (1.96 * 1.25 * 0.05 / 0.01)^2 = 150 samples

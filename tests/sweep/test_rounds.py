@@ -18,7 +18,7 @@ from benchctl.measure.timing import Policy
 def row(samples, status="ok", **extra):
     med = statistics.median(samples) if samples else None
     base = {"op": "toy", "impl": "py", "pass": "forward", "status": status, "samples_s": list(samples),
-            "median_s": med, "flops": 2e9, "bytes": 4e9}
+            "median_s": med, "n": len(samples), "flops": 2e9, "bytes": 4e9}
     return {**base, **extra}
 
 
@@ -41,7 +41,7 @@ def test_merge_pools_samples_and_recomputes_stats_and_rates():
     assert m["pct_of_peak"] == pytest.approx(20.0)  # the bound is 0.4 s; 0.4 / 2.0
     assert m["page_faults"] == 20.0 and m["sys_s"] == 0.375 and m["peak_mem_bytes"] == 7.0
     assert m["host_s"] == pytest.approx(1.0) and m["mem_gbps"] == 25.0
-    assert m["noisy"] and m["message"].startswith("noisy: IQR is 50%")
+    assert m["noisy"] and m["message"].startswith("noisy: the median is known to +-50.0% only (IQR 50% of it")
 
 
 def test_rounds_in_two_modes_give_both_and_the_majority_median():

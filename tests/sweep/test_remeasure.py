@@ -1,0 +1,54 @@
+"""A noisy cell is measured again at the end of the sweep and keeps its flag only if it never settles
+(a scripted executor stands in for the worker)."""
+
+from benchctl.ops.cells import Cell
+from benchctl.sweep.driver import Sweep
+
+
+class Scripted:
+    """Answers each cell with the next of its scripted measurements: (noisy, CI half-width)."""
+
+    def __init__(self, script: dict[int, list[tuple[bool, float]]]):
+        self.script = {b: list(m) for b, m in script.items()}
+        self.calls: list[int] = []
+
+    def run(self, cell: Cell) -> list[dict]:
+        batch = cell.params["batch_size"]
+        self.calls.append(batch)
+        noisy, half = self.script[batch].pop(0)
+        return [{"op": cell.op, "impl": cell.impl, "batch_size": batch, "pass": "forward", "status": "ok",
+                 "median_s": 1.0, "ci_lo_s": 1.0 - half, "ci_hi_s": 1.0 + half, "noisy": noisy,
+                 "message": "noisy: ..." if noisy else ""}]
+
+
+class Collected:
+    def __init__(self):
+        self.rows: list[dict] = []
+
+    def write(self, rows):
+        self.rows += rows
+
+
+def sweep(script, remeasure=2, rounds=1):
+    cells = [Cell.make("hoconv2d", "filter", "py", "cpu", "float32", {"batch_size": b}) for b in script]
+    executor, out = Scripted(script), Collected()
+    Sweep(cells, executor, out, {"host": "h"}, remeasure=remeasure, rounds=rounds).run()
+    return executor.calls, {r["batch_size"]: r for r in out.rows}
+
+
+def test_a_noisy_cell_that_settles_later_is_kept_clean(builtin_ops):
+    calls, rows = sweep({1: [(False, 0.005)], 2: [(True, 0.08), (False, 0.006)]})
+    assert calls == [1, 2, 2]  # measured again after the whole sweep, not at once
+    assert rows[2]["noisy"] is False and rows[2]["remeasured"] == 1 and rows[1].get("remeasured") is None
+
+
+def test_a_cell_that_never_settles_keeps_its_best_measurement_and_says_so(builtin_ops):
+    calls, rows = sweep({4: [(True, 0.08), (True, 0.03), (True, 0.05)]})
+    assert calls == [4, 4, 4]
+    assert rows[4]["noisy"] and rows[4]["ci_hi_s"] == 1.03 and rows[4]["remeasured"] == 2
+    assert rows[4]["message"].endswith("measured again 2 time(s) late in the sweep, never settled")
+
+
+def test_no_remeasure_writes_the_noisy_cell_as_it_came(builtin_ops):
+    calls, rows = sweep({4: [(True, 0.08)]}, remeasure=0)
+    assert calls == [4] and rows[4]["noisy"] and "remeasured" not in rows[4]
