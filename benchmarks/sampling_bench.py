@@ -100,7 +100,7 @@ def fmt(ms: float) -> str:
 def table(op: Operator, impls: list[str], base: str, results: dict[Any, dict[tuple[str, str], float]]) -> str:
     """Markdown: one row per (pass, impl), one column per swept value; ratio = base time / impl time."""
     keys = list(results)
-    head = f"| pass | impl | " + " | ".join(f"{op.axis}={k}" for k in keys) + " |"
+    head = "| pass | impl | " + " | ".join(f"{op.axis}={k}" for k in keys) + " |"
     lines = [head, "|" + "---|" * (len(keys) + 2)]
     for pass_name in PASSES:
         for name in impls:

@@ -17,26 +17,17 @@ import statistics
 import torch
 import torch.utils.benchmark as tb
 
+from benchctl.measure.cuda_graph import repeatable_thunk
 from benchctl.measure.execute import prepare
-from benchctl.measure.passes import backward_from, make_setup
 from benchctl.measure.timing import CpuClock, Policy, measure
 from benchctl.ops import registry
 from benchctl.ops.cells import Cell
-from benchctl.results.schema import PASSES, Pass
+from benchctl.results.schema import PASSES
 
 CELLS = [("hoconv2d", "filter", "cpp", {"batch_size": 4}),
          ("hoconv2d", "filter", "py", {"batch_size": 4}),
          ("lstm_cell", "cell", "cpp", {"batch_size": 64}),
          ("lstm_cell", "cell", "py", {"batch_size": 64})]
-
-
-def thunk_of(prepared, pass_name: str):
-    """The pass as one callable both timers can call again and again."""
-    if pass_name != Pass.BACKWARD:
-        return make_setup(prepared.call, prepared.inputs, prepared.grads, pass_name, prepared.accumulate)()
-    out = prepared.call()
-    run_backward = backward_from(prepared.inputs, prepared.grads, prepared.accumulate, retain_graph=True)
-    return lambda: run_backward(out)
 
 
 def both(thunk, min_time: float) -> tuple[float, float]:
@@ -56,7 +47,7 @@ def main() -> None:
         cell = Cell.make(op, target, impl, "cpu", "float32", {**registry.get(op).params, **params})
         prepared = prepare(cell.resolve())
         for pass_name in PASSES:
-            thunk = thunk_of(prepared, pass_name)
+            thunk = repeatable_thunk(prepared.call, prepared.inputs, prepared.grads, pass_name, prepared.accumulate)
             pairs = [both(thunk, args.min_time) for _ in range(args.repeats)]
             ours, theirs = (statistics.median(side) for side in zip(*pairs))
             print(f"| {op} {impl} {params} | {pass_name} | {ours * 1e3:.4g} | {theirs * 1e3:.4g} | "

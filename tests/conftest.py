@@ -18,6 +18,15 @@ REPO = Path(__file__).resolve().parent.parent
 FIXTURE_OPS = Path(__file__).resolve().parent / "fixtures" / "ops"
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked `gpu` skip, saying why, where CUDA cannot run; on a GPU machine they run."""
+    reason = registry.cuda_device_reason()
+    if reason:
+        for item in items:
+            if "gpu" in item.keywords:
+                item.add_marker(pytest.mark.skip(reason=f"needs a GPU: {reason}"))
+
+
 @pytest.fixture(scope="session")
 def builtin_ops() -> dict:
     return registry.discover()

@@ -20,6 +20,7 @@ COMMANDS = {
     "compare": "compare",
     "baseline": "baseline",
     "maxbatch": "maxbatch",
+    "selftest": "selftest",
 }
 
 

@@ -50,6 +50,8 @@ def _ints(text: str | None) -> tuple[int, ...]:
 @click.option("--quick", is_flag=True, help="Each operator's small quick sweep.")
 @click.option("--timeout", type=float, default=900.0, show_default=True, help="Seconds per cell before it is killed.")
 @click.option("--flush-l2", is_flag=True, help="GPU: write a buffer larger than L2 before each repetition.")
+@click.option("--cuda-graph", is_flag=True, help="GPU: time replays of each call captured in a CUDA graph, "
+              "launch overhead left out; rows record the timing mode.")
 @tf32_option
 @click.option("--fresh-worker", is_flag=True,
               help="A new worker process for every cell: no timing depends on the cells before it.")
@@ -63,8 +65,8 @@ def _ints(text: str | None) -> tuple[int, ...]:
 @click.option("--gpu-kind", "gpu_kinds", help="ray: comma list of accelerator types, e.g. H100,A100; GPU "
               "series run once on each.")
 def command(impls, devices, ops, ops_dirs, config, targets, batch_sizes, params, dtypes, passes, min_time,
-            max_time, warmup_time, ci_target, remeasure, rounds, threads, out, quick, timeout, flush_l2, tf32, fresh_worker,
-            in_process, allocator, executor, address, gpu_kinds) -> None:
+            max_time, warmup_time, ci_target, remeasure, rounds, threads, out, quick, timeout, flush_l2, cuda_graph,
+            tf32, fresh_worker, in_process, allocator, executor, address, gpu_kinds) -> None:
     """Time IMPLS (py, cpp, cuda, a variant, a comma list, all) on DEVICES (cpu, gpu, all)."""
     from benchctl.sweep import words
 
@@ -85,7 +87,7 @@ def command(impls, devices, ops, ops_dirs, config, targets, batch_sizes, params,
     check_writable(Path(out))
     plan = Plan(cells, cfg, min_time=min_time, max_time=max_time, warmup_time=warmup_time, ci_target=ci_target,
                 remeasure=remeasure, threads=threads,
-                flush_l2=flush_l2, tf32=tf32, timeout=timeout, in_process=in_process, ops_dirs=ops_dirs,
+                flush_l2=flush_l2, cuda_graph=cuda_graph, tf32=tf32, timeout=timeout, in_process=in_process, ops_dirs=ops_dirs,
                 rounds=rounds, fresh_worker=fresh_worker, allocator=allocator, executor=executor, address=address,
                 gpu_kinds=tuple(words.split(gpu_kinds)) if gpu_kinds else ())
     _check_allocator(allocator, in_process, executor)

@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 import torch
 
-from benchctl.machine import allocator, membw
+from benchctl.machine import allocator, gpu_clocks, membw
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -131,6 +131,7 @@ def details() -> dict[str, Any]:
         "busy_cores": _rounded(busy_cores()),
         "memory_read_gbps_now": _rounded(membw.probe()),
         **memory_setup(),
+        **(gpu_clocks.clock_facts() if torch.cuda.is_available() else {}),
     }
 
 

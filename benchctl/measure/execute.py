@@ -6,6 +6,7 @@ progress and storage. Every failure becomes a row with a status and a message.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import statistics
 import time
@@ -16,14 +17,15 @@ from typing import Any, Callable, Sequence
 import torch
 
 from benchctl.measure import correctness
-from benchctl.machine import allocator, caches, membw
+from benchctl.machine import allocator, caches, gpu_clocks, membw
 from benchctl.ops.cells import Cell, Resolved
 from benchctl.measure.memory import peak_bytes
 from benchctl.measure.passes import as_tuple, backward_from, grad_outputs, has_own_leaves, make_setup
 from benchctl.ops.registry import Case
 from benchctl.measure.timing import (Clock, CpuClock, CudaEventClock, Measurement, OsUsage, Policy, Thunk, measure,
                                      noisy_message)
-from benchctl.results.schema import Status
+from benchctl.measure.cuda_graph import CudaGraphClock, repeatable_thunk
+from benchctl.results.schema import Status, TimingMode
 
 SECOND_SEED = 1  # the gate checks at the cell's seed and at seed + SECOND_SEED
 
@@ -33,6 +35,7 @@ class Settings:
     policy: Policy = Policy()
     check: bool = True
     flush_l2: bool = False
+    cuda_graph: bool = False  # GPU: time replays of the call captured in a CUDA graph (cuda_graph.py)
     measure_memory: bool = True
     probe_bandwidth: bool = True  # CPU: the machine's memory bandwidth before and after each pass (membw.py)
     tf32: bool | None = None  # GPU float32 in TF32: on, off, or torch's default (None)
@@ -118,8 +121,9 @@ def run_cell(cell: Cell, settings: Settings = Settings(), clock: Clock | None = 
             return [{**base, **gate, "pass": p, "status": Status.INCORRECT} for p in cell.passes]
     except Exception as exc:
         return [{**base, "pass": p, "status": status_of(exc), "message": error_message(exc)} for p in cell.passes]
-    clock = clock or make_clock(cell.device, settings.flush_l2)
-    return [{**base, **gate, **_time_pass(prepared, p, settings, clock)} for p in cell.passes]
+    clock = clock or make_clock(cell.device, settings.flush_l2, settings.cuda_graph)
+    mode = {"timing_mode": TimingMode.CUDA_GRAPH if isinstance(clock, CudaGraphClock) else TimingMode.EAGER}
+    return [{**base, **gate, **mode, **_time_pass(prepared, p, settings, clock)} for p in cell.passes]
 
 
 def _gate(resolved: Resolved) -> dict[str, Any]:
@@ -150,10 +154,12 @@ def _time_pass(prepared: Prepared, pass_name: str, settings: Settings, clock: Cl
     host = getattr(clock, "host_per_call", None)
     before, host_before = len(usage or ()), len(host or ())
     probe = membw.probe if settings.probe_bandwidth and prepared.resolved.cell.device == "cpu" else None
+    clocks = gpu_clocks.guard(prepared.resolved.cell.device)
     try:
-        setup = prepared.setup(pass_name)
+        setup = _setup(prepared, pass_name, clock)
         bandwidth_before = probe() if probe else None
-        m = measure(setup, clock, settings.policy)
+        with clocks or contextlib.nullcontext():
+            m = measure(setup, clock, settings.policy)
         bandwidth_after = probe() if probe else None
         mem = peak_bytes(setup, prepared.resolved.cell.device) if settings.measure_memory else None
     except Exception as exc:
@@ -162,6 +168,8 @@ def _time_pass(prepared: Prepared, pass_name: str, settings: Settings, clock: Cl
                wall_s=m.wall_s, **m.stats)
     if probe:
         row["mem_gbps"] = (bandwidth_before + bandwidth_after) / 2
+    if clocks:
+        row.update(clocks.summary())
     if usage is not None:
         row.update(_os_work(usage[before + len(m.warmup_s):]))
     if host:
@@ -204,10 +212,19 @@ def _rates(prepared: Prepared, pass_name: str, m: Measurement, peaks: dict[str, 
     return out
 
 
-def make_clock(device: str, flush_l2: bool = False) -> Clock:
+def make_clock(device: str, flush_l2: bool = False, cuda_graph: bool = False) -> Clock:
     if device != "cuda":
         return CpuClock()
-    return CudaEventClock(before=l2_flusher() if flush_l2 else None)
+    events = CudaEventClock(before=l2_flusher() if flush_l2 else None)
+    return CudaGraphClock(events) if cuda_graph else events
+
+
+def _setup(prepared: Prepared, pass_name: str, clock: Clock) -> Callable[[], Thunk]:
+    """Each repetition's thunk; under a CUDA-graph clock one thunk for all, so one graph is replayed."""
+    if not isinstance(clock, CudaGraphClock):
+        return prepared.setup(pass_name)
+    thunk = repeatable_thunk(prepared.call, prepared.inputs, prepared.grads, pass_name, prepared.accumulate)
+    return lambda: thunk
 
 
 def l2_flusher() -> Thunk:

@@ -55,6 +55,13 @@ class Stop(StrEnum):
     STABLE = "stable"  # fixed rule: the running median stopped moving
 
 
+class TimingMode(StrEnum):
+    """How a pass's calls were timed."""
+
+    EAGER = "eager"  # each call as the program makes it (on a GPU: launches included)
+    CUDA_GRAPH = "cuda_graph"  # replays of the call captured in a CUDA graph (run --cuda-graph)
+
+
 class Pass(StrEnum):
     FORWARD = "forward"
     BACKWARD = "backward"
@@ -112,7 +119,8 @@ COLUMNS: dict[str, pa.DataType] = {
     "ci_lo_s": pa.float64(),  # the 95% confidence interval of median_s (order statistics)
     "ci_hi_s": pa.float64(),
     "noisy": pa.bool_(),  # the median did not settle: its interval is wider than +-1% of it
-    "stop": pa.string(),  # a Stop: why sampling ended (converged, max_time, ...)
+    "stop": pa.string(),
+    "timing_mode": pa.string(),  # a TimingMode: eager, or cuda_graph  # a Stop: why sampling ended (converged, max_time, ...)
     "remeasured": pa.int32(),  # times the cell was measured again late in the sweep because it was noisy
     "wall_s": pa.float64(),  # wall clock the pass's warm-up and sampling took, untimed setup included
     "rounds": pa.int32(),  # interleaved rounds the samples were pooled from (run --rounds)
@@ -124,7 +132,11 @@ COLUMNS: dict[str, pa.DataType] = {
     "page_faults": pa.float64(),  # median minor page faults per timed call (CPU clock)
     "sys_s": pa.float64(),  # mean system (OS) CPU seconds per timed call, all threads (CPU clock)
     "host_s": pa.float64(),  # median seconds the host took to issue a timed call (GPU clock)
-    "mem_gbps": pa.float64(),  # the machine's memory read bandwidth around the measurement (CPU, membw.py)
+    "mem_gbps": pa.float64(),
+    "sm_clock_mhz": pa.float64(),  # GPU: median SM clock while the pass was measured (NVML, gpu_clocks.py)
+    "gpu_temp_c": pa.float64(),  # GPU: the highest temperature meanwhile
+    "throttled": pa.bool_(),  # GPU: the clock stayed under 90% of its maximum, or a thermal/power reason was set
+    "throttle_reasons": pa.string(),  # the machine's memory read bandwidth around the measurement (CPU, membw.py)
     "flops": pa.float64(),
     "bytes": pa.float64(),
     "gflops": pa.float64(),

@@ -30,6 +30,7 @@ class Plan:
     remeasure: int = 2  # times a noisy cell is measured again at the end of the sweep
     threads: int | None = None
     flush_l2: bool = False
+    cuda_graph: bool = False
     tf32: bool | None = None
     timeout: float | None = None
     in_process: bool = False
@@ -56,7 +57,8 @@ class Plan:
             timing["ci_target"] = self.ci_target
         policy = replace(Policy(), **{k: (int(v) if k in ("min_samples", "max_samples", "warmup") else v)
                                       for k, v in timing.items()})
-        return Settings(policy=per_round(policy, self.rounds), flush_l2=self.flush_l2, tf32=self.tf32,
+        return Settings(policy=per_round(policy, self.rounds), flush_l2=self.flush_l2, cuda_graph=self.cuda_graph,
+                        tf32=self.tf32,
                         peaks=load_peaks())
 
     def references(self) -> dict[str, str]:

@@ -139,6 +139,29 @@ def test_backward_rejects_mismatched_grad() -> None:
         torch.ops.benchctl.hoconv2d_filter_backward(torch.zeros(1, 2, 5, 4), x, wt)
 
 
+def on_device(impl: str, device: str, inputs: dict, grad_out: torch.Tensor) -> list[torch.Tensor]:
+    """An implementation's output and input gradients on `device`, brought back to the CPU in float64."""
+    there = {k: v.detach().to(device).requires_grad_() for k, v in inputs.items()}
+    out = FILTER.call(OP.implementations[impl].fn, there)
+    grads = torch.autograd.grad(out, list(there.values()), grad_out.to(device, out.dtype))
+    assert all(t.device.type == device and t.dtype == out.dtype for t in (out, *grads))
+    return [t.detach().double().cpu() for t in (out, *grads)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("p", SHAPES, ids=lambda p: "x".join(str(v) for v in p.values()))
+def test_cuda_matches_float64_reference(p: dict, dtype: torch.dtype) -> None:
+    """The CUDA kernels (forward, grad X, grad weights) against the float64 reference on the CPU."""
+    from support import require
+
+    require(OP, "cuda", "cuda")
+    EXT.load("cuda")
+    inputs, (*expected, grad_out) = reference(p, dtype)
+    for name, g, e in zip(("out", "grad_x", "grad_weights"), on_device("cuda", "cuda", inputs, grad_out), expected):
+        torch.testing.assert_close(g, e, **TOL[dtype], msg=lambda m: f"{name}: {m}")
+
+
 def test_registered_implementations() -> None:
     cpp, cuda = OP.implementations["cpp"], OP.implementations["cuda"]
     assert cpp.devices == ("cpu",) and cuda.devices == ("cuda",)

@@ -97,6 +97,7 @@ def test_cpp_second_derivative_is_refused() -> None:
         torch.autograd.grad((h, c), inputs, (torch.ones_like(h), torch.ones_like(c)), create_graph=True)
 
 
+@pytest.mark.gpu
 def test_cuda_matches_reference() -> None:
     _available("cuda", "cuda")
     params = {"batch_size": 16, "H": 33, "I": 20}

@@ -139,6 +139,7 @@ def test_cuda_unavailable_reason_needs_no_compile() -> None:
         assert reason and "CUDA" in reason
 
 
+@pytest.mark.gpu
 def test_cuda_matches_reference() -> None:
     _available("cuda", "cuda")
     for params in CASES:

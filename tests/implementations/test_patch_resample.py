@@ -71,9 +71,8 @@ def test_output_shape() -> None:
         assert TARGET.call(OP.implementations[name].fn, inputs).shape == (768, 3, 12, 12)
 
 
+@pytest.mark.gpu
 def test_cuda_matches_reference() -> None:
-    if not torch.cuda.is_available():
-        pytest.skip("no CUDA device")
     for name in ("vmap", "bmm"):
         for dtype in DTYPES:
             result = correctness.check(OP, TARGET, OP.implementations[name], "cuda", dtype, CASES[-1])

@@ -1,0 +1,37 @@
+"""`benchctl selftest`: every GPU feature once on this machine's GPU, and one Markdown verdict."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+
+@click.command("selftest")
+@click.option("--out", default="results/selftest", show_default=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Folder for the verdict (verdict.md) and the runs behind it.")
+def command(out: Path) -> None:
+    """Run the GPU tests, `check all gpu`, quick GPU sweeps (eager, --flush-l2, --cuda-graph), `profile`
+    with both profilers, `maxbatch` and the timer agreement on the GPU; write OUT/verdict.md. Without a
+    GPU, say so in one line and exit 0."""
+    from benchctl import console
+    from benchctl.errors import BenchError
+    from benchctl.machine.facts import environment
+    from benchctl.ops.registry import cuda_device_reason
+    from benchctl.selftest import figures, steps, verdict
+
+    reason = cuda_device_reason()
+    if reason:
+        console.out.print(f"selftest: no GPU here ({reason}); nothing to test")
+        return
+    tests = Path(__file__).resolve().parents[2] / "tests"
+    todo = steps.steps(out, tests if tests.is_dir() else None)
+    outcomes = verdict.run_steps(todo, on_step=lambda step: console.err.print(f"selftest: {step.name} ..."))
+    env = environment()
+    machine = f"{env.get('gpu_name')}, driver {env.get('gpu_driver')}, torch {env.get('torch_version')}, " \
+              f"CUDA {env.get('cuda_version')}, host {env.get('host')}"
+    path = verdict.write(out / "verdict.md", verdict.markdown(outcomes, machine, figures.sweep_figures(outcomes)))
+    console.out.print(str(path))
+    failed = [o.step.name for o in outcomes if not o.ok]
+    if failed:
+        raise BenchError(f"selftest: {len(failed)} step(s) failed: {', '.join(failed)} (see {path})")

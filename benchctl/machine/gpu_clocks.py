@@ -1,0 +1,137 @@
+"""The GPU's clocks through NVML (nvidia-ml-py): sampled around each GPU pass, and shown by `benchctl env`.
+
+A GPU that throttles (hot, at its power cap) or idles down between calls runs the same kernel slower, and
+nothing in the timing says so. `ClockGuard` samples the SM clock, the temperature and the clock-event
+(throttle) reasons from a thread while a pass is measured. Rows record the median SM clock, the highest
+temperature, and `throttled` when the clock stayed below THROTTLED_BELOW of its maximum or a thermal or
+power reason was set. Without NVML (no driver, no package) every value is None and nothing fails.
+
+The NVML module is passed in (`nvml=`), so tests drive all of it with a fake.
+"""
+
+from __future__ import annotations
+
+import statistics
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+THROTTLED_BELOW = 0.90  # a median SM clock under 90% of the maximum is a throttled pass
+SAMPLE_EVERY_S = 0.02
+# The reasons that mean the GPU was held back, not merely idle (NVML's clock-event reason names).
+HELD_BACK = ("SwThermalSlowdown", "HwThermalSlowdown", "SwPowerCap", "HwPowerBrakeSlowdown", "HwSlowdown")
+
+
+def load_nvml() -> Any | None:
+    """pynvml, initialised, or None where NVML cannot run (no package, no driver, no GPU)."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        return pynvml
+    except Exception:  # NVMLError_LibraryNotFound, DriverNotLoaded, ImportError
+        return None
+
+
+def _reasons(nvml: Any, handle: Any) -> int:
+    getter = getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or nvml.nvmlDeviceGetCurrentClocksThrottleReasons
+    return int(getter(handle))
+
+
+def held_back(nvml: Any, mask: int) -> list[str]:
+    """The names of the thermal and power reasons set in `mask`."""
+    names = []
+    for name in HELD_BACK:
+        bit = getattr(nvml, f"nvmlClocksEventReason{name}", None) or getattr(nvml, f"nvmlClocksThrottleReason{name}", 0)
+        if mask & int(bit):
+            names.append(name)
+    return names
+
+
+@dataclass
+class ClockGuard:
+    """Samples one GPU from a thread between `start()` and `stop()`; `summary()` gives the row's fields."""
+
+    nvml: Any
+    index: int = 0
+    every_s: float = SAMPLE_EVERY_S
+    samples: list[tuple[int, int, int]] = field(default_factory=list)  # (SM MHz, deg C, reasons mask)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+
+    def __post_init__(self) -> None:
+        self.handle = self.nvml.nvmlDeviceGetHandleByIndex(self.index)
+        self.max_mhz = int(self.nvml.nvmlDeviceGetMaxClockInfo(self.handle, self.nvml.NVML_CLOCK_SM))
+
+    def sample(self) -> None:
+        nvml, handle = self.nvml, self.handle
+        self.samples.append((int(nvml.nvmlDeviceGetClockInfo(handle, nvml.NVML_CLOCK_SM)),
+                             int(nvml.nvmlDeviceGetTemperature(handle, nvml.NVML_TEMPERATURE_GPU)),
+                             _reasons(nvml, handle)))
+
+    def start(self) -> None:
+        self.sample()
+
+        def loop() -> None:
+            while not self._stop.wait(self.every_s):
+                self.sample()
+        self._thread = threading.Thread(target=loop, name="clock-guard", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        self.sample()
+
+    def __enter__(self) -> "ClockGuard":
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def summary(self) -> dict[str, Any]:
+        clocks = [s[0] for s in self.samples]
+        mask = 0
+        for s in self.samples:
+            mask |= s[2]
+        median = statistics.median(clocks)
+        reasons = held_back(self.nvml, mask)
+        slow = self.max_mhz > 0 and median < THROTTLED_BELOW * self.max_mhz
+        return {"sm_clock_mhz": float(median), "gpu_temp_c": float(max(s[1] for s in self.samples)),
+                "throttled": bool(slow or reasons),
+                "throttle_reasons": ", ".join(reasons + ([f"SM clock {median:.0f} of {self.max_mhz} MHz"] if slow else []))}
+
+
+def guard(device: str, nvml: Any | None = None) -> ClockGuard | None:
+    """A guard for the current CUDA device, or None on the CPU or without NVML."""
+    if device != "cuda":
+        return None
+    nvml = nvml or load_nvml()
+    if nvml is None:
+        return None
+    import torch
+
+    return ClockGuard(nvml, torch.cuda.current_device())
+
+
+def clock_facts(nvml: Any | None = None, index: int = 0) -> dict[str, Any]:
+    """What `benchctl env` shows of a GPU's clocks: now and at most, whether application clocks are
+    pinned, persistence mode, and the commands that lock the clocks for steadier timings."""
+    nvml = nvml or load_nvml()
+    if nvml is None:
+        return {}
+    handle = nvml.nvmlDeviceGetHandleByIndex(index)
+    sm, mem = nvml.NVML_CLOCK_SM, nvml.NVML_CLOCK_MEM
+    max_sm = int(nvml.nvmlDeviceGetMaxClockInfo(handle, sm))
+    app, default = (int(f(handle, sm)) for f in (nvml.nvmlDeviceGetApplicationsClock,
+                                                 nvml.nvmlDeviceGetDefaultApplicationsClock))
+    now = int(nvml.nvmlDeviceGetClockInfo(handle, sm))
+    return {"gpu_sm_clock_mhz": now, "gpu_sm_clock_max_mhz": max_sm,
+            # An idle GPU drops its clock; one that stays near its maximum while idle has them locked.
+            "gpu_clocks_locked": "likely (idle at its maximum)" if now >= THROTTLED_BELOW * max_sm else "no",
+            "gpu_mem_clock_mhz": int(nvml.nvmlDeviceGetClockInfo(handle, mem)),
+            "gpu_app_clock_mhz": f"{app} (default {default}{', pinned' if app != default else ''})",
+            "gpu_persistence_mode": "on" if nvml.nvmlDeviceGetPersistenceMode(handle) else "off",
+            "gpu_lock_clocks": f"sudo nvidia-smi -i {index} -pm 1 && sudo nvidia-smi -i {index} -lgc {max_sm},{max_sm}"}

@@ -1,0 +1,76 @@
+"""CUDA-graph timing (`run --cuda-graph`): the timed call is captured once in a CUDA graph and each sample
+is one replay of it between two CUDA events, so the host's launch overhead is left out, as triton's
+do_bench_cudagraph does. Eager timing (CudaEventClock alone) shows what an eager model pays; the graph's
+figure is what the kernels cost, or what a captured model pays.
+
+A pass is captured as one reusable callable: the forward, the backward of one forward output kept for the
+whole cell (retain_graph, so the same graph is replayed), or forward and backward together. A call that
+cannot be captured (a host sync, a CPU tensor, dynamic shapes) raises GraphCaptureError, whose message
+the cell's row carries; nothing else in the sweep changes.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from benchctl.measure.passes import Inputs, Output, backward_from, make_setup
+from benchctl.measure.timing import CudaEventClock, Thunk
+from benchctl.results.schema import Pass
+
+WARMUP_CALLS = 3  # on a side stream before capture, as torch.cuda.graph asks (lazy init, autotuning)
+
+
+class GraphCaptureError(RuntimeError):
+    """The call could not be captured in a CUDA graph."""
+
+
+def repeatable_thunk(call: Callable[[], Output], inputs: Inputs, grads: Any, pass_name: str,
+                accumulate: bool = False) -> Thunk:
+    """The pass as one callable that can be called (and captured) again and again."""
+    if pass_name != Pass.BACKWARD:
+        return make_setup(call, inputs, grads, pass_name, accumulate)()
+    out = call()
+    run_backward = backward_from(inputs, grads, accumulate, retain_graph=True)
+    return lambda: run_backward(out)
+
+
+def capture(thunk: Thunk) -> Thunk:
+    """Warm `thunk` up on a side stream, capture it in a CUDA graph, return the graph's replay."""
+    import torch
+
+    try:
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(WARMUP_CALLS):
+                thunk()
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            kept = thunk()  # the graph's outputs live in its memory pool; keep them with the graph
+    except Exception as exc:
+        raise GraphCaptureError(f"cannot be captured in a CUDA graph: {type(exc).__name__}: {exc}") from exc
+    graph.kept = kept  # type: ignore[attr-defined]
+    return graph.replay
+
+
+class CudaGraphClock:
+    """Times each thunk as replays of its CUDA graph, captured on first sight, between CUDA events.
+
+    `events` times a replay as it times an eager call; `capture_fn` defaults to `capture` (tests pass
+    fakes). Graphs are kept per thunk for the clock's life: one cell's pass."""
+
+    def __init__(self, events: CudaEventClock, capture_fn: Callable[[Thunk], Thunk] = capture):
+        self.events = events
+        self.capture_fn = capture_fn
+        self.replays: dict[int, tuple[Thunk, Thunk]] = {}  # id(thunk) -> (thunk, its replay)
+
+    @property
+    def host_per_call(self) -> list[float]:
+        return self.events.host_per_call
+
+    def time(self, thunk: Thunk) -> float:
+        known = self.replays.get(id(thunk))
+        if known is None:
+            known = self.replays[id(thunk)] = (thunk, self.capture_fn(thunk))  # the thunk kept: its id stays its own
+        return self.events.time(known[1])

@@ -1,0 +1,44 @@
+"""The figures of the self-test's sweeps: how many passes ran, whether the GPU held its clock, and what
+CUDA-graph replay and an L2 flush changed against eager timing, on the same cells."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import pandas as pd
+
+from benchctl.results import storage
+from benchctl.selftest.verdict import Outcome
+
+CELL = ["op", "target", "impl", "dtype", "params", "pass"]
+
+
+def sweep_figures(outcomes: Sequence[Outcome]) -> list[str]:
+    runs = {o.step.name: storage.load(root=o.step.results) for o in outcomes if o.step.results and o.ok}
+    lines = [_run_line(name, rows) for name, rows in runs.items()]
+    eager = next((rows for name, rows in runs.items() if name == "quick GPU sweep"), None)
+    for name, rows in runs.items():
+        if eager is not None and name != "quick GPU sweep":
+            lines.append(_ratio_line(name, rows, eager))
+    return lines
+
+
+def _ok(rows: pd.DataFrame) -> pd.DataFrame:
+    return rows[(rows["status"] == "ok") & (rows["device"] == "cuda")]
+
+
+def _run_line(name: str, rows: pd.DataFrame) -> str:
+    ok = _ok(rows)
+    clock = ok["sm_clock_mhz"].dropna() if "sm_clock_mhz" in ok else pd.Series(dtype=float)
+    throttled = int(ok["throttled"].fillna(False).astype(bool).sum()) if "throttled" in ok else 0
+    said = f"median SM clock {clock.median():.0f} MHz, {throttled} throttled" if len(clock) else "no NVML clock samples"
+    return f"- {name}: {len(ok)} of {len(rows)} passes ok, {int(ok['noisy'].fillna(False).sum())} noisy; {said}"
+
+
+def _ratio_line(name: str, rows: pd.DataFrame, eager: pd.DataFrame) -> str:
+    both = _ok(rows).merge(_ok(eager), on=CELL, suffixes=("", "_eager"))
+    if both.empty:
+        return f"- {name} against eager: no cell ran in both"
+    ratio = both["median_s"] / both["median_s_eager"]
+    return (f"- {name} against eager, same cells: median time ratio {ratio.median():.3f} "
+            f"({ratio.min():.3f} to {ratio.max():.3f}) over {len(ratio)} passes")

@@ -1,0 +1,45 @@
+"""What the self-test runs: each step is a command line, as a user would type it, and what it proves."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+QUICK = ["--quick", "--op", "hoconv2d", "--op", "grid_sample"]  # two operators: minutes, not an hour
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    argv: tuple[str, ...]
+    proves: str
+    results: str | None = None  # the folder of the run it writes, when it is a sweep
+    shows_output: bool = False  # its last output lines are a figure of the verdict
+
+
+def benchctl(*args: str) -> tuple[str, ...]:
+    return (sys.executable, "-m", "benchctl", *args)
+
+
+def steps(out: Path, tests: Path | None) -> list[Step]:
+    """Every step, in order; the GPU tests only where the test suite is at hand (a checkout)."""
+    sweep = lambda name, *flags: Step(  # noqa: E731
+        f"quick GPU sweep{' ' + ' '.join(flags) if flags else ''}",
+        benchctl("run", "all", "gpu", *QUICK, "--out", str(out / name), *flags),
+        "CUDA-event timing, host_s, peak CUDA memory" if not flags else f"timing with {' '.join(flags)}",
+        str(out / name))
+    found = [Step("GPU tests", (sys.executable, "-m", "pytest", "-q", "-m", "gpu", str(tests)),
+                  "every CUDA implementation against the float64 reference; CUDA graph capture; NVML")] if tests else []
+    return found + [
+        Step("check all gpu", benchctl("check", "all", "gpu"), "reference, gradcheck and opcheck on the GPU"),
+        sweep("eager"), sweep("flush-l2", "--flush-l2"), sweep("cuda-graph", "--cuda-graph"),
+        Step("profile (py-spy)", benchctl("profile", "hoconv2d", "cuda", "gpu", "--duration", "2",
+                                          "--out", str(out / "profile-py-spy")), "py-spy on a GPU cell"),
+        Step("profile (torch)", benchctl("profile", "hoconv2d", "cuda", "gpu", "--profiler", "torch", "--duration",
+                                         "2", "--out", str(out / "profile-torch")), "kernel times from torch.profiler"),
+        Step("maxbatch", benchctl("maxbatch", "hoconv2d", "cuda", "gpu", "--limit", "4096", "--out",
+                                  str(out / "maxbatch")), "the largest batch that fits in GPU memory"),
+        Step("timer agreement", (sys.executable, "-m", "benchctl.selftest.timer"),
+             "the CUDA-event median within 5% of torch.utils.benchmark.Timer on the same call", shows_output=True),
+    ]

@@ -1,0 +1,43 @@
+"""The GPU timer check of the self-test: on one CUDA cell, benchctl's CUDA-event median against
+torch.utils.benchmark.Timer's on the same call, in one process. Prints a table row per pass; exits 1 when
+a pass differs by more than AGREE (or without a GPU, 2)."""
+
+from __future__ import annotations
+
+import sys
+
+AGREE = 0.05
+CELL = ("hoconv2d", "filter", "cuda", {"batch_size": 16})
+
+
+def main() -> None:
+    import torch
+    import torch.utils.benchmark as tb
+
+    from benchctl.measure.cuda_graph import repeatable_thunk
+    from benchctl.measure.execute import prepare
+    from benchctl.measure.timing import CudaEventClock, Policy, measure
+    from benchctl.ops import registry
+    from benchctl.ops.cells import Cell
+    from benchctl.results.schema import PASSES
+
+    if not torch.cuda.is_available():
+        sys.exit("timer agreement: no CUDA device")
+    registry.discover()
+    op, target, impl, params = CELL
+    prepared = prepare(Cell.make(op, target, impl, "cuda", "float32", {**registry.get(op).params, **params}).resolve())
+    worst = 0.0
+    print("| cell | pass | CUDA events ms | Timer ms | ratio |\n|---|---|---|---|---|")
+    for pass_name in PASSES:
+        thunk = repeatable_thunk(prepared.call, prepared.inputs, prepared.grads, pass_name, prepared.accumulate)
+        ours = measure(lambda: thunk, CudaEventClock(), Policy(min_time=0.5)).median
+        theirs = tb.Timer("thunk()", globals={"thunk": thunk}).blocked_autorange(min_run_time=0.5).median
+        worst = max(worst, abs(ours / theirs - 1))
+        print(f"| {op} {impl} B={params['batch_size']} | {pass_name} | {ours * 1e3:.4g} | {theirs * 1e3:.4g} | "
+              f"{ours / theirs:.3f} |")
+    print(f"largest difference {worst:.1%} (agreement: within {AGREE:.0%})")
+    sys.exit(0 if worst <= AGREE else 1)
+
+
+if __name__ == "__main__":
+    main()

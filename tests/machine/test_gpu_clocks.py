@@ -1,0 +1,97 @@
+"""The GPU clock guard and `env`'s clock facts, driven by a fake NVML (no GPU here)."""
+
+import time
+
+import pytest
+
+from benchctl.machine import gpu_clocks
+from benchctl.machine.gpu_clocks import ClockGuard, clock_facts
+
+
+class FakeNvml:
+    """NVML's calls and constants for one GPU whose SM clock, temperature and reasons follow a script."""
+
+    NVML_CLOCK_SM, NVML_CLOCK_MEM, NVML_TEMPERATURE_GPU = 1, 2, 0
+    nvmlClocksEventReasonGpuIdle = 0x1
+    nvmlClocksEventReasonSwPowerCap = 0x4
+    nvmlClocksEventReasonSwThermalSlowdown = 0x20
+    nvmlClocksEventReasonHwThermalSlowdown = 0x40
+    nvmlClocksEventReasonHwSlowdown = 0x8
+    nvmlClocksEventReasonHwPowerBrakeSlowdown = 0x80
+
+    def __init__(self, clocks, temps=(60,), reasons=(0,), app=1755, default_app=1755, persistence=0):
+        self.clocks, self.temps, self.reasons = list(clocks), list(temps), list(reasons)
+        self.app, self.default_app, self.persistence = app, default_app, persistence
+
+    def _next(self, values):
+        return values.pop(0) if len(values) > 1 else values[0]
+
+    def nvmlDeviceGetHandleByIndex(self, index):
+        return f"gpu{index}"
+
+    def nvmlDeviceGetMaxClockInfo(self, handle, kind):
+        return 1980 if kind == self.NVML_CLOCK_SM else 2619
+
+    def nvmlDeviceGetClockInfo(self, handle, kind):
+        return self._next(self.clocks) if kind == self.NVML_CLOCK_SM else 2619
+
+    def nvmlDeviceGetTemperature(self, handle, sensor):
+        return self._next(self.temps)
+
+    def nvmlDeviceGetCurrentClocksEventReasons(self, handle):
+        return self._next(self.reasons)
+
+    def nvmlDeviceGetApplicationsClock(self, handle, kind):
+        return self.app
+
+    def nvmlDeviceGetDefaultApplicationsClock(self, handle, kind):
+        return self.default_app
+
+    def nvmlDeviceGetPersistenceMode(self, handle):
+        return self.persistence
+
+
+def guarded(nvml) -> dict:
+    with ClockGuard(nvml, every_s=0.001) as guard:
+        time.sleep(0.02)
+    return guard.summary()
+
+
+def test_a_pass_at_full_clock_is_not_throttled():
+    row = guarded(FakeNvml(clocks=[1980], temps=[55, 61, 58]))
+    assert row == {"sm_clock_mhz": 1980.0, "gpu_temp_c": 61.0, "throttled": False, "throttle_reasons": ""}
+
+
+def test_a_clock_below_90_percent_of_its_maximum_is_throttled():
+    row = guarded(FakeNvml(clocks=[1500]))
+    assert row["throttled"] and row["sm_clock_mhz"] == 1500.0
+    assert row["throttle_reasons"] == "SM clock 1500 of 1980 MHz"
+
+
+def test_a_thermal_or_power_reason_is_throttled_even_at_full_clock_but_idle_is_not():
+    assert not guarded(FakeNvml(clocks=[1980], reasons=[0x1]))["throttled"]  # idle between calls
+    row = guarded(FakeNvml(clocks=[1980], reasons=[0, 0x20 | 0x4, 0]))
+    assert row["throttled"] and row["throttle_reasons"] == "SwThermalSlowdown, SwPowerCap"
+
+
+def test_no_nvml_means_no_guard_and_no_failure(monkeypatch):
+    monkeypatch.setattr(gpu_clocks, "load_nvml", lambda: None)
+    assert gpu_clocks.guard("cuda") is None and gpu_clocks.guard("cpu", FakeNvml([1980])) is None
+    assert clock_facts() == {}
+
+
+def test_env_shows_clocks_persistence_and_the_command_that_locks_them():
+    facts = clock_facts(FakeNvml(clocks=[345], app=1410, default_app=1755, persistence=1))
+    assert facts["gpu_sm_clock_mhz"] == 345 and facts["gpu_sm_clock_max_mhz"] == 1980
+    assert facts["gpu_clocks_locked"] == "no" and facts["gpu_persistence_mode"] == "on"
+    assert facts["gpu_app_clock_mhz"] == "1410 (default 1755, pinned)"
+    assert facts["gpu_lock_clocks"] == "sudo nvidia-smi -i 0 -pm 1 && sudo nvidia-smi -i 0 -lgc 1980,1980"
+    assert clock_facts(FakeNvml(clocks=[1980]))["gpu_clocks_locked"] == "likely (idle at its maximum)"
+
+
+@pytest.mark.gpu
+def test_the_real_nvml_reads_this_gpu():
+    nvml = gpu_clocks.load_nvml()
+    assert nvml is not None
+    row = guarded(nvml)
+    assert row["sm_clock_mhz"] > 0 and 0 < row["gpu_temp_c"] < 120

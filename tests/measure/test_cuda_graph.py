@@ -1,0 +1,82 @@
+"""CUDA-graph timing with fakes (no GPU here): one capture per pass, samples are replays between events,
+a call that cannot be captured becomes a clear error row; on a GPU, the real capture of a cell."""
+
+import pytest
+import torch
+
+from benchctl.measure.cuda_graph import CudaGraphClock, GraphCaptureError, capture, repeatable_thunk
+from benchctl.measure.execute import Settings, _time_pass
+from benchctl.measure.timing import CudaEventClock, Policy, measure
+
+
+class FakeEvent:
+    def __init__(self, times):
+        self.times = times
+
+    def record(self):
+        self.t = self.times.pop(0)
+
+    def elapsed_time(self, end) -> float:
+        return end.t - self.t
+
+
+def events(times_ms):
+    return CudaEventClock(event_factory=lambda: FakeEvent(times_ms), synchronize=lambda: None)
+
+
+def test_a_thunk_is_captured_once_and_each_sample_is_one_replay():
+    captured, replayed = [], []
+
+    def fake_capture(thunk):
+        captured.append(thunk)
+        return lambda: replayed.append(thunk)
+
+    clock = CudaGraphClock(events([0.0, 1.0, 5.0, 6.5, 9.0, 10.0]), fake_capture)
+    thunk = lambda: None  # noqa: E731
+    m = measure(lambda: thunk, clock, Policy(warmup=1, warmup_time=0, min_samples=2, min_time=0, ci_target=0))
+    assert captured == [thunk] and replayed == [thunk] * 3  # warm-up and two samples, one capture
+    assert m.warmup_s == pytest.approx((0.001,)) and m.samples == pytest.approx((0.0015, 0.001))
+
+
+def test_a_call_that_cannot_be_captured_is_an_error_row_that_says_so(builtin_ops):
+    from benchctl.measure.execute import prepare
+    from benchctl.ops.cells import Cell
+
+    def refuses(thunk):
+        raise GraphCaptureError("cannot be captured in a CUDA graph: RuntimeError: operation not permitted "
+                                "when stream is capturing")
+
+    cell = Cell.make("hoconv2d", "filter", "py", "cpu", "float32", {"batch_size": 1, "C": 3, "H": 8, "W": 8, "k": 3})
+    prepared = prepare(cell.resolve())
+    row = _time_pass(prepared, "forward", Settings(probe_bandwidth=False), CudaGraphClock(events([]), refuses))
+    assert row["status"] == "error"
+    assert row["message"].startswith("GraphCaptureError: cannot be captured in a CUDA graph: RuntimeError")
+
+
+def test_the_backward_thunk_reuses_one_graph_so_it_can_be_replayed():
+    x = torch.randn(4, requires_grad=True)
+    calls = []
+
+    def call():
+        calls.append(1)
+        return x * x
+
+    thunk = repeatable_thunk(call, {"x": x}, (torch.ones(4),), "backward")
+    first, second = thunk(), thunk()  # the retained graph: no new forward, the same gradient
+    assert len(calls) == 1 and torch.equal(first[0], second[0]) and torch.equal(first[0], 2 * x.detach())
+
+
+@pytest.mark.gpu
+def test_capture_on_a_gpu_replays_the_same_result():
+    x = torch.randn(1024, device="cuda")
+    out = {}
+
+    def thunk():
+        out["y"] = x * 2
+        return out["y"]
+
+    replay = capture(thunk)
+    x.copy_(torch.ones_like(x))
+    replay()
+    torch.cuda.synchronize()
+    assert torch.equal(out["y"], torch.full_like(x, 2.0))

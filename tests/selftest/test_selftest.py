@@ -1,0 +1,64 @@
+"""The GPU self-test without a GPU: its steps, the verdict from scripted outcomes, the figures of its
+sweeps from runs on disk, and the one line it gives where there is no GPU."""
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from click.testing import CliRunner
+
+from benchctl.cli import cli
+from benchctl.results.storage import RunWriter
+from benchctl.selftest import figures, steps, verdict
+
+
+def test_the_steps_cover_every_gpu_feature_the_issue_names(tmp_path):
+    todo = steps.steps(tmp_path, Path("tests"))
+    lines = [" ".join(s.argv[1:]) for s in todo]
+    assert lines[0] == "-m pytest -q -m gpu tests"
+    wanted = ["check all gpu", "run all gpu", "--flush-l2", "--cuda-graph", "profile hoconv2d cuda gpu --duration",
+              "--profiler torch", "maxbatch hoconv2d cuda gpu", "-m benchctl.selftest.timer"]
+    assert all(any(w in line for line in lines) for w in wanted)
+    assert steps.steps(tmp_path, None)[0].name == "check all gpu"  # no test suite at hand: no test step
+
+
+def test_the_verdict_says_pass_or_fail_with_the_failures_tail_and_the_timer_figures(tmp_path):
+    todo = [steps.Step("check all gpu", ("benchctl", "check"), "checks"),
+            steps.Step("maxbatch", ("benchctl", "maxbatch"), "fits"),
+            steps.Step("timer agreement", ("timer",), "agrees", shows_output=True)]
+    answers = {"benchctl check": (0, "all passed"), "benchctl maxbatch": (1, "a\nb\nerror: out of memory at 8"),
+               "timer": (0, "| hoconv2d | forward | 1.0 | 1.01 | 0.990 |")}
+    outcomes = verdict.run_steps(todo, runner=lambda argv: answers[" ".join(argv)])
+    text = verdict.markdown(outcomes, "H100, driver 580")
+    assert text.startswith("# GPU self-test: FAIL (2 of 3 steps)")
+    assert "| maxbatch | FAIL |" in text and "error: out of memory at 8" in text
+    assert "## Figures\n\n| hoconv2d | forward | 1.0 | 1.01 | 0.990 |" in text
+
+
+def row(impl, median, **kw):
+    return {"op": "hoconv2d", "target": "filter", "impl": impl, "device": "cuda", "dtype": "float32",
+            "params": json.dumps({"batch_size": 1}), "pass": "forward", "status": "ok", "median_s": median,
+            "noisy": False, **kw}
+
+
+def test_the_figures_compare_cuda_graph_with_eager_on_the_same_cells(tmp_path):
+    for name, rows in {"eager": [row("cuda", 1e-3, sm_clock_mhz=1980.0, throttled=False), row("py", 4e-3)],
+                       "graph": [row("cuda", 0.5e-3), row("py", 3e-3)]}.items():
+        writer = RunWriter(tmp_path / name, "run", {})
+        writer.write(rows)
+        writer.finish()
+    outcomes = [verdict.Outcome(steps.Step("quick GPU sweep", (), "", str(tmp_path / "eager")), True, 1.0, ""),
+                verdict.Outcome(steps.Step("quick GPU sweep --cuda-graph", (), "", str(tmp_path / "graph")), True, 1.0, "")]
+    lines = figures.sweep_figures(outcomes)
+    assert lines[0] == "- quick GPU sweep: 2 of 2 passes ok, 0 noisy; median SM clock 1980 MHz, 0 throttled"
+    assert lines[2] == ("- quick GPU sweep --cuda-graph against eager, same cells: median time ratio 0.625 "
+                        "(0.500 to 0.750) over 2 passes")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is here: the self-test would run for real (minutes)")
+def test_without_a_gpu_selftest_says_so_in_one_line_and_exits_0(tmp_path):
+    result = CliRunner().invoke(cli, ["selftest", "--out", str(tmp_path)])
+    assert result.exit_code == 0 and result.output.count("\n") == 1
+    assert result.output.startswith("selftest: no GPU here (")
+    assert not any(tmp_path.iterdir())
