@@ -16,7 +16,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from benchctl.measure import correctness
+from benchctl.measure import correctness, flops
 from benchctl.machine import allocator, caches, gpu_clocks, membw
 from benchctl.ops.cells import Cell, Resolved
 from benchctl.measure.memory import peak_bytes
@@ -192,20 +192,24 @@ def _os_work(usage: Sequence[OsUsage]) -> dict[str, float]:
 
 
 def _rates(prepared: Prepared, pass_name: str, m: Measurement, peaks: dict[str, float]) -> dict[str, Any]:
-    """FLOPs and bytes from the operator's formulas -> GFLOP/s, GB/s and % of the roofline bound, whose
-    bandwidth is that of the cache level the pass's bytes fit in (machine/caches.py)."""
+    """FLOPs (as torch counts them, else the operator's formula: flops.py) and bytes (the formula) ->
+    GFLOP/s, GB/s and % of the roofline bound, whose bandwidth is that of the cache level the pass's bytes
+    fit in (machine/caches.py) and whose FLOP/s is this device's calibrated matmul rate."""
     cell, target = prepared.resolved.cell, prepared.resolved.target
     params, size = cell.params, cell.torch_dtype.itemsize
     fwd = (target.flops(params), target.bytes(params, size))
     bwd = (target.bwd_flops(params), target.bwd_bytes(params, size))
-    flops, nbytes = {"forward": fwd, "backward": bwd}.get(pass_name, (fwd[0] + bwd[0], fwd[1] + bwd[1]))
-    out: dict[str, Any] = {"flops": flops, "bytes": nbytes}
+    declared, nbytes = {"forward": fwd, "backward": bwd}.get(pass_name, (fwd[0] + bwd[0], fwd[1] + bwd[1]))
+    torch_count = flops.counted(prepared.setup(pass_name))
+    flops_done = torch_count or declared
+    out: dict[str, Any] = {"flops": flops_done, "bytes": nbytes,
+                           "flops_source": "counted" if torch_count else "declared" if declared else None}
     if m.median > 0:
-        out["gflops"] = flops / m.median * 1e-9
+        out["gflops"] = flops_done / m.median * 1e-9
         out["gbps"] = nbytes / m.median * 1e-9
     level = caches.level_for(nbytes, caches.levels(peaks))
     bound = max(nbytes / (level.gbps * 1e9) if level else 0.0,
-                flops / (peaks["gflops"] * 1e9) if peaks.get("gflops") else 0.0)
+                flops_done / (peaks["gflops"] * 1e9) if peaks.get("gflops") else 0.0)
     if bound > 0 and m.median > 0:
         out["pct_of_peak"] = 100.0 * bound / m.median
         out["peak_level"] = level.name if level else None

@@ -139,6 +139,7 @@ COLUMNS: dict[str, pa.DataType] = {
     "throttle_reasons": pa.string(),  # the machine's memory read bandwidth around the measurement (CPU, membw.py)
     "flops": pa.float64(),
     "bytes": pa.float64(),
+    "flops_source": pa.string(),  # counted (torch's FlopCounterMode) or declared (the operator's formula)
     "gflops": pa.float64(),
     "gbps": pa.float64(),
     "pct_of_peak": pa.float64(),

@@ -156,3 +156,19 @@ def test_a_dtype_an_implementation_does_not_declare_is_unavailable(fixture_ops):
     assert row["status"] == "unavailable" and row["message"] == "f32only supports float32 only, not float64"
     [row] = run_cell(replace(cell, dtype="float32"), FAST)
     assert row["status"] == "ok" and row["correct"] is True  # checked at its own dtype against float64
+
+
+def test_flops_are_counted_by_torch_where_it_sees_them_else_declared(builtin_ops):
+    """lstm_cell's py cell is matmuls FlopCounterMode counts; hoconv2d's cpp is a custom op it cannot see."""
+    from benchctl.ops.cells import Cell
+    from benchctl.measure.execute import Settings, run_cell
+    from benchctl.measure.timing import Policy
+
+    fast = Settings(policy=Policy(warmup=0, min_samples=2, min_time=0.0, max_time=0.2, ci_target=0),
+                    measure_memory=False, probe_bandwidth=False)
+    lstm = run_cell(Cell.make("lstm_cell", "cell", "py", "cpu", "float32", {"batch_size": 4, "H": 8, "I": 8},
+                              ("forward",)), fast)[0]
+    assert lstm["flops_source"] == "counted" and lstm["flops"] == 2 * 4 * (8 + 8) * 4 * 8  # x@W and h@U, 4 gates
+    conv = run_cell(Cell.make("hoconv2d", "filter", "cpp", "cpu", "float32",
+                              {"batch_size": 1, "C": 3, "H": 8, "W": 8, "k": 3}, ("forward",)), fast)[0]
+    assert conv["flops_source"] == "declared" and conv["flops"] > 0
