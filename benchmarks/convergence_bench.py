@@ -20,7 +20,8 @@ import pandas as pd
 
 from benchctl.results import storage
 
-MODES = {"fixed (--ci-target 0, no re-measure)": ["--ci-target", "0", "--remeasure", "0"],
+# "fixed" is the rule and the times of earlier versions: stop at 0.2 s of samples, at most 5 s.
+MODES = {"fixed (earlier default)": ["--ci-target", "0", "--remeasure", "0", "--min-time", "0.2", "--max-time", "5"],
          "converged (defaults)": []}
 
 
@@ -49,10 +50,15 @@ def main() -> None:
     parser.add_argument("--impls", default="all")
     parser.add_argument("--devices", default="cpu")
     parser.add_argument("--op", action="append", default=[])
+    parser.add_argument("--only", choices=list(MODES), help="run one of the two modes")
+    parser.add_argument("--flags", default="", help="more run flags for every mode, e.g. '--max-time 2'")
     args = parser.parse_args()
     table = []
     with tempfile.TemporaryDirectory() as tmp:
         for i, (name, extra) in enumerate(MODES.items()):
+            if args.only and name != args.only:
+                continue
+            extra = [*extra, *args.flags.split()]
             seconds, rows = sweep(args.impls, args.devices, args.op, extra, Path(tmp) / str(i))
             table.append(summary(name, seconds, rows))
     print(markdown(table))

@@ -40,7 +40,7 @@ def _ints(text: str | None) -> tuple[int, ...]:
 @click.option("--ci-target", type=click.FloatRange(min=0, max=1), help="Sample until the median's 95% confidence "
               "interval is within +-this fraction of it (default 0.01), between --min-time and --max-time; "
               "0: stop at --min-time.")
-@click.option("--remeasure", type=click.IntRange(min=0), default=2, show_default=True,
+@click.option("--remeasure", type=click.IntRange(min=0), default=1, show_default=True,
               help="Times a cell whose median did not settle is measured again at the end of the sweep.")
 @click.option("--rounds", type=click.IntRange(min=1), default=1, show_default=True,
               help="Interleaved rounds: every cell measured N times across the sweep, 1/N of the time each, "

@@ -143,8 +143,8 @@ class Policy:
     warmup_time: float = 0.5
     min_samples: int = 5
     max_samples: int = 1000
-    min_time: float = 0.2
-    max_time: float = 5.0
+    min_time: float = 0.05  # convergence decides the rest (benchmarks/README.md, "Convergence")
+    max_time: float = 1.5
     stable_rtol: float = 0.01
     stable_window: int = 5
     ci_target: float = CI_TARGET

@@ -1,7 +1,7 @@
 """The process `benchctl profile` runs under a profiler: exactly the timing loop of one cell.
 
-It builds the cell as `benchctl run` does (`execute.prepare`), then repeats `thunk = setup(); thunk()`
-for the requested duration. The two steps run inside functions with distinctive names
+It builds the cell as `benchctl run` does (`execute.prepare`), then, with `--ready/--go`, says it is
+ready and waits while py-spy attaches, then repeats `thunk = setup(); thunk()` for the requested duration. The two steps run inside functions with distinctive names
 (`stacks.SETUP_FRAME`, `stacks.TIMED_FRAME`) so the parent can tell samples in the timed thunk
 from samples in the untimed setup and in start-up (imports, the first compile call).
 
@@ -127,10 +127,21 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     setup = prepared.setup(args.pass_name)
     setup()()  # warm-up outside the markers and the profiler: the allocator's caches settle
     _sync(cell.device)()
+    if args.ready:
+        wait_for_go(Path(args.ready), Path(args.go))
     if args.torch_out:
         return {"status": Status.OK, **torch_profile(prepared, args)}
     reps, timed = run_loop(setup, args.duration, _sync(cell.device))
     return {"status": Status.OK, "reps": reps, "timed_s": timed}
+
+
+def wait_for_go(ready: Path, go: Path, patience_s: float = 120.0) -> None:
+    """Say the cell is built (`ready`), then wait for the profilers to attach (`go`): start-up stays out of
+    the profile and the first sample comes as soon as the loop starts. Goes on alone after `patience_s`."""
+    ready.touch()
+    deadline = time.monotonic() + patience_s
+    while not go.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -142,6 +153,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--ops-dir", action="append", default=[])
     parser.add_argument("--torch-out", default=None, help="run under torch.profiler, files into this folder")
     parser.add_argument("--memory", action="store_true")
+    parser.add_argument("--ready", default=None, help="file to create once the cell is built")
+    parser.add_argument("--go", default=None, help="file to wait for before the loop starts")
     return parser.parse_args(argv)
 
 

@@ -1,9 +1,11 @@
 """Profiles of one cell's timing loop: py-spy (native frames) or torch.profiler, in a child process.
 
-py-spy records the child twice, because it cannot convert between its formats and the flame graph is
-its own rendering: once as collapsed stacks (`stacks.txt`, from which `benchctl.profile.stacks` makes the
-top-frames tables and the speedscope JSON) and once as the flame graph SVG. The torch profiler runs in
-the child, which writes the Chrome trace and the top operators itself. Nothing here prints.
+py-spy attaches to the child once it has built its cell (imports, inputs, the first call: start-up stays
+out of the profile and the first sample comes at once). Two py-spy processes attach to it together,
+because py-spy cannot convert between its formats and the flame graph is its own rendering: one writes
+collapsed stacks (`stacks.txt`, from which `benchctl.profile.stacks` makes the top-frames tables and the
+speedscope JSON), the other the flame graph SVG. The torch profiler runs in the child, which writes the
+Chrome trace and the top operators itself. Nothing here prints.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -27,6 +30,7 @@ from benchctl.results.schema import Pass
 if TYPE_CHECKING:  # cells imports torch, which the parent process has no need of
     from benchctl.ops.cells import Cell
 
+ATTACH_S = 0.5  # py-spy's time to attach before the child's loop starts
 TORCH_RANGE = "benchctl.timed"
 TORCH_MAX_REPS = 100  # each repetition adds every op to the Chrome trace: keep the file openable
 MANIFEST = "profile.json"
@@ -69,9 +73,12 @@ def find_py_spy() -> str | None:
     return shutil.which("py-spy")
 
 
-def child_command(req: ProfileRequest, summary: Path, torch_out: Path | None = None) -> list[str]:
+def child_command(req: ProfileRequest, summary: Path, torch_out: Path | None = None,
+                  handshake: Path | None = None) -> list[str]:
     cmd = [sys.executable, "-m", "benchctl.profile.child", "--cell", req.cell.to_json(),
            "--pass", req.pass_name, "--duration", str(req.duration_s), "--summary", str(summary)]
+    if handshake is not None:
+        cmd += ["--ready", str(handshake / "ready"), "--go", str(handshake / "go")]
     for folder in req.ops_dirs:
         cmd += ["--ops-dir", str(folder)]
     if torch_out is not None:
@@ -101,14 +108,42 @@ def _child_result(summary: Path, proc: subprocess.CompletedProcess[str], req: Pr
     return data
 
 
-def _record(py_spy: str, req: ProfileRequest, fmt: str, output: Path, summary: Path) -> dict[str, Any]:
-    cmd = [py_spy, "record", "--format", fmt, "--rate", str(req.rate_hz), "--output", str(output)]
-    cmd += ["--native"] * req.native + ["--", *child_command(req, summary)]
-    proc = _run(cmd, req)
-    data = _child_result(summary, proc, req)
-    if not output.exists():
-        raise BenchError(f"py-spy wrote no {fmt} file: {proc.stderr.strip()[-300:]}")
+def _record(py_spy: str, req: ProfileRequest, outputs: dict[str, Path], tmp: Path) -> dict[str, Any]:
+    """Start the child, attach one py-spy per format once it is ready, let it run; the child's summary."""
+    summary = tmp / "summary.json"
+    child = subprocess.Popen(child_command(req, summary, handshake=tmp), stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True)
+    spies: list[subprocess.Popen[str]] = []
+    try:
+        _wait_ready(child, tmp / "ready", req)
+        for fmt, output in outputs.items() if child.poll() is None else ():
+            cmd = [py_spy, "record", "--pid", str(child.pid), "--format", fmt, "--rate", str(req.rate_hz),
+                   "--output", str(output)] + ["--native"] * req.native
+            spies.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
+        time.sleep(ATTACH_S)
+        (tmp / "go").touch()
+        _, child_err = child.communicate(timeout=req.duration_s + 1800)
+        spy_err = "".join(spy.communicate(timeout=60)[1] for spy in spies)
+    except subprocess.TimeoutExpired as exc:
+        raise BenchError(f"profile of {req.cell.label()} timed out after {exc.timeout:.0f} s") from None
+    finally:
+        for proc in (child, *spies):
+            proc.kill()
+    data = _child_result(summary, subprocess.CompletedProcess([], child.returncode, "", spy_err + child_err), req)
+    missing = [fmt for fmt, output in outputs.items() if not output.exists()]
+    if missing:
+        raise BenchError(PTRACE_HINT if _PERMISSION.search(spy_err) else
+                         f"py-spy wrote no {missing[0]} file: {spy_err.strip()[-300:]}")
     return data
+
+
+def _wait_ready(child: subprocess.Popen[str], ready: Path, req: ProfileRequest) -> None:
+    """Until the child has built its cell; a child that ends first ends the profile with its reason."""
+    deadline = time.monotonic() + 1800  # generous: the child may first compile an extension
+    while not ready.exists():
+        if child.poll() is not None or time.monotonic() > deadline:
+            return
+        time.sleep(0.05)
 
 
 def profile_py_spy(req: ProfileRequest, out_dir: Path) -> ProfileResult:
@@ -118,8 +153,8 @@ def profile_py_spy(req: ProfileRequest, out_dir: Path) -> ProfileResult:
                          "install it with `pip install py-spy`")
     out_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
-        data = _record(py_spy, req, "raw", out_dir / FILES["stacks"], Path(tmp, "raw.json"))
-        _record(py_spy, req, "flamegraph", out_dir / FILES["flamegraph"], Path(tmp, "svg.json"))
+        data = _record(py_spy, req, {"raw": out_dir / FILES["stacks"], "flamegraph": out_dir / FILES["flamegraph"]},
+                       Path(tmp))
     stacks = parse_collapsed((out_dir / FILES["stacks"]).read_text())
     name = f"{req.cell.label()} {req.pass_name}"
     (out_dir / FILES["speedscope"]).write_text(json.dumps(speedscope(stacks, name)))

@@ -4,8 +4,8 @@
     dtypes = ["float32"]
     passes = ["forward", "backward", "forward_backward"]
     [timing]                             # optional: the timing policy
-    min_time = 0.2                       # seconds of samples per pass, at least
-    max_time = 5.0                       # seconds per pass, at most
+    min_time = 0.05                      # seconds of samples per pass, at least
+    max_time = 1.5                       # seconds per pass, at most
     min_samples = 5
     ci_target = 0.01                     # stop once the median is known to +-1% (0: at min_time)
     [params.hoconv2d]                    # any of the operator's params; a list is swept

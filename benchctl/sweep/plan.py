@@ -27,7 +27,7 @@ class Plan:
     max_time: float | None = None
     warmup_time: float | None = None
     ci_target: float | None = None  # None: the config's, else the timing policy's default
-    remeasure: int = 2  # times a noisy cell is measured again at the end of the sweep
+    remeasure: int = 1  # times a noisy cell is measured again at the end of the sweep
     threads: int | None = None
     flush_l2: bool = False
     cuda_graph: bool = False
