@@ -96,33 +96,32 @@ import json, sys
 args = sys.argv[1:]
 with open({log!r}, "a") as f:
     f.write(json.dumps(args) + "\\n")
-child = args[args.index("--") + 1:]
 out, fmt = args[args.index("--output") + 1], args[args.index("--format") + 1]
-json.dump({{"status": "ok", "reps": 3, "timed_s": 0.25}}, open(child[child.index("--summary") + 1], "w"))
 open(out, "w").write(open({fixture!r}).read() if fmt == "raw" else "<svg></svg>")
 """
 
 
 def test_py_spy_arguments_and_files_with_a_stand_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A stand-in py-spy that logs its arguments and writes the fixture's stacks: fast, no torch child."""
+    """A stand-in py-spy that logs its arguments and writes the fixture's stacks, attached to the real child."""
     log, fake = tmp_path / "argv.jsonl", tmp_path / "py-spy"
     fixture = Path(__file__).resolve().parent.parent / "fixtures" / "profile_stacks.txt"
     fake.write_text(FAKE_PY_SPY.format(python=sys.executable, log=str(log), fixture=str(fixture)))
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setattr(profiling, "find_py_spy", lambda: str(fake))
     out = tmp_path / "p"
-    result = invoke("profile", *SMALL, "--no-native", "--rate", "77", "--pass", "forward", "--out", str(out))
+    result = invoke("profile", *SMALL, "--no-native", "--rate", "77", "--pass", "forward", "--duration", "0.2",
+                    "--out", str(out))
     assert result.exit_code == 0, result.output
     calls = [json.loads(line) for line in log.read_text().splitlines()]
-    assert [c[c.index("--format") + 1] for c in calls] == ["raw", "flamegraph"]
+    assert sorted(c[c.index("--format") + 1] for c in calls) == ["flamegraph", "raw"]  # both attach together
+    pids = {argv[argv.index("--pid") + 1] for argv in calls}
+    assert len(pids) == 1 and pids.pop().isdigit()  # to the one child, after it built its cell
     for argv in calls:
-        assert "--native" not in argv and argv[argv.index("--rate") + 1] == "77"
-        child = argv[argv.index("--") + 1:]
-        assert child[1:3] == ["-m", "benchctl.profile.child"] and child[child.index("--pass") + 1] == "forward"
-        assert json.loads(child[child.index("--cell") + 1])["params_json"] == json.dumps(
-            {"C": 3, "H": 32, "W": 32, "batch_size": 2, "k": 5})
+        assert argv[0] == "record" and "--native" not in argv and argv[argv.index("--rate") + 1] == "77"
     manifest = json.loads((out / "profile.json").read_text())
-    assert manifest["samples"]["timed"] == 65 and manifest["reps"] == 3 and not manifest["native"]
+    assert manifest["samples"]["timed"] == 65 and manifest["reps"] >= 1 and not manifest["native"]
+    assert manifest["pass"] == "forward" and manifest["cell"]["params_json"] == json.dumps(
+        {"C": 3, "H": 32, "W": 32, "batch_size": 2, "k": 5})
     assert manifest["top_self"][0]["samples"] == 30
     assert "fill_kernel" in result.output and "slice_backward" in result.output
 
