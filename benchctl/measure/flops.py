@@ -9,14 +9,16 @@ from __future__ import annotations
 
 from typing import Callable
 
+# Imported with this module, before a worker limits its address space: the import maps ~190 MiB, which
+# would otherwise come out of the first cell's memory limit.
+from torch.utils.flop_counter import FlopCounterMode
+
 from benchctl.measure.timing import Thunk
 
 
 def counted(setup: Callable[[], Thunk]) -> float:
     """The FLOPs torch counts in one call of the pass (its untimed setup, e.g. a backward's forward,
     runs outside the counter); 0.0 when it counts none or cannot trace the call."""
-    from torch.utils.flop_counter import FlopCounterMode
-
     thunk = setup()
     try:
         with FlopCounterMode(display=False) as counter:
