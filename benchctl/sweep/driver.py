@@ -78,7 +78,7 @@ class Sweep:
 
     def _finish(self, i: int, rounds_rows: list[Rows], unsettled: dict[int, Rows]) -> None:
         if self.remeasure and self.rounds == 1 and noisy(rounds_rows[0]):
-            unsettled[i] = [{**r, "remeasured": 0} for r in rounds_rows[0]]
+            unsettled[i] = [{**r, "remeasured": 0} for r in merge(rounds_rows)]
         else:
             self._write(rounds_rows)
 
@@ -88,7 +88,7 @@ class Sweep:
         for attempt in range(1, self.remeasure + 1):
             for i in list(unsettled):
                 self.on_start(self.cells[i])
-                again = [{**r, "remeasured": attempt} for r in self.executor.run(self.cells[i])]
+                again = [{**r, "remeasured": attempt} for r in merge([self.executor.run(self.cells[i])])]
                 if all_ok(again) and not noisy(again):
                     self.writer.write(stamp(again, self.env))
                     del unsettled[i]

@@ -40,6 +40,7 @@ def test_a_noisy_cell_that_settles_later_is_kept_clean(builtin_ops):
     calls, rows = sweep({1: [(False, 0.005)], 2: [(True, 0.08), (False, 0.006)]})
     assert calls == [1, 2, 2]  # measured again after the whole sweep, not at once
     assert rows[2]["noisy"] is False and rows[2]["remeasured"] == 1 and rows[1].get("remeasured") is None
+    assert rows[2]["rounds"] == rows[1]["rounds"] == 1
 
 
 def test_a_cell_that_never_settles_keeps_its_best_measurement_and_says_so(builtin_ops):
