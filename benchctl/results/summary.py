@@ -105,9 +105,10 @@ def summarize(df: pd.DataFrame, references: dict[str, str]) -> list[SummaryTable
 
 
 def _others(params_json: str, axis: str) -> str:
-    """The params other than the swept axis, e.g. `H=256`: they tell series of one operator apart."""
+    """The params other than the swept axis, e.g. `H=256`: they tell series of one operator apart. A param
+    left unset (None, e.g. lstm_cell's I, which then follows H) says nothing and is left out."""
     params = json.loads(params_json)
-    return ",".join(f"{k}={v}" for k, v in sorted(params.items()) if k != axis)
+    return ",".join(f"{k}={v}" for k, v in sorted(params.items()) if k != axis and v is not None)
 
 
 def _cell(row: dict | None, base: float | None, is_ref: bool, typical_gbps: float | None = None) -> str:
