@@ -30,7 +30,7 @@ from benchctl.results.schema import Pass
 if TYPE_CHECKING:  # cells imports torch, which the parent process has no need of
     from benchctl.ops.cells import Cell
 
-ATTACH_S = 0.5  # py-spy's time to attach before the child's loop starts
+ATTACH_S = 2.0  # py-spy's time to attach (it reads the symbols of torch's libraries first) before the loop starts
 TORCH_RANGE = "benchctl.timed"
 TORCH_MAX_REPS = 100  # each repetition adds every op to the Chrome trace: keep the file openable
 MANIFEST = "profile.json"
