@@ -2,9 +2,11 @@
 
 A GPU that throttles (hot, at its power cap) or idles down between calls runs the same kernel slower, and
 nothing in the timing says so. `ClockGuard` samples the SM clock, the temperature and the clock-event
-(throttle) reasons from a thread while a pass is measured. Rows record the median SM clock, the highest
-temperature, and `throttled` when the clock stayed below THROTTLED_BELOW of its maximum or a thermal or
-power reason was set. Without NVML (no driver, no package) every value is None and nothing fails.
+(throttle) reasons when a pass's measuring starts and ends, and between its samples (`tick`, outside
+the clock and at most every SAMPLE_EVERY_S): never from a thread that could run inside a timed call.
+Rows record the median SM clock, the highest temperature, and `throttled` when the clock stayed below
+THROTTLED_BELOW of its maximum or a thermal or power reason was set. Without NVML (no driver, no
+package) every value is None and nothing fails.
 
 The NVML module is passed in (`nvml=`), so tests drive all of it with a fake.
 """
@@ -12,7 +14,7 @@ The NVML module is passed in (`nvml=`), so tests drive all of it with a fake.
 from __future__ import annotations
 
 import statistics
-import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,7 +36,8 @@ def load_nvml() -> Any | None:
 
 
 def _reasons(nvml: Any, handle: Any) -> int:
-    getter = getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or nvml.nvmlDeviceGetCurrentClocksThrottleReasons
+    getter = (getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None)
+              or nvml.nvmlDeviceGetCurrentClocksThrottleReasons)  # the older name
     return int(getter(handle))
 
 
@@ -50,14 +53,14 @@ def held_back(nvml: Any, mask: int) -> list[str]:
 
 @dataclass
 class ClockGuard:
-    """Samples one GPU from a thread between `start()` and `stop()`; `summary()` gives the row's fields."""
+    """Samples one GPU at `start()`, at `tick()` (between timed calls) and at `stop()`; `summary()` gives
+    the row's fields."""
 
     nvml: Any
     index: int = 0
     every_s: float = SAMPLE_EVERY_S
     samples: list[tuple[int, int, int]] = field(default_factory=list)  # (SM MHz, deg C, reasons mask)
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _thread: threading.Thread | None = None
+    _last: float = 0.0  # time.monotonic() of the last sample
 
     def __post_init__(self) -> None:
         self.handle = self.nvml.nvmlDeviceGetHandleByIndex(self.index)
@@ -68,28 +71,19 @@ class ClockGuard:
         self.samples.append((int(nvml.nvmlDeviceGetClockInfo(handle, nvml.NVML_CLOCK_SM)),
                              int(nvml.nvmlDeviceGetTemperature(handle, nvml.NVML_TEMPERATURE_GPU)),
                              _reasons(nvml, handle)))
+        self._last = time.monotonic()
 
-    def start(self) -> None:
-        self.sample()
-
-        def loop() -> None:
-            while not self._stop.wait(self.every_s):
-                self.sample()
-        self._thread = threading.Thread(target=loop, name="clock-guard", daemon=True)
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-        self.sample()
+    def tick(self) -> None:
+        """Between two timed calls: a sample if `every_s` has passed since the last."""
+        if time.monotonic() - self._last >= self.every_s:
+            self.sample()
 
     def __enter__(self) -> "ClockGuard":
-        self.start()
+        self.sample()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.stop()
+        self.sample()
 
     def summary(self) -> dict[str, Any]:
         clocks = [s[0] for s in self.samples]
@@ -99,9 +93,9 @@ class ClockGuard:
         median = statistics.median(clocks)
         reasons = held_back(self.nvml, mask)
         slow = self.max_mhz > 0 and median < THROTTLED_BELOW * self.max_mhz
+        said = [*reasons, f"SM clock {median:.0f} of {self.max_mhz} MHz"] if slow else reasons
         return {"sm_clock_mhz": float(median), "gpu_temp_c": float(max(s[1] for s in self.samples)),
-                "throttled": bool(slow or reasons),
-                "throttle_reasons": ", ".join(reasons + ([f"SM clock {median:.0f} of {self.max_mhz} MHz"] if slow else []))}
+                "throttled": bool(said), "throttle_reasons": ", ".join(said)}
 
 
 def guard(device: str, nvml: Any | None = None) -> ClockGuard | None:

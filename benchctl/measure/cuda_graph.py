@@ -25,7 +25,7 @@ class GraphCaptureError(RuntimeError):
 
 
 def repeatable_thunk(call: Callable[[], Output], inputs: Inputs, grads: Any, pass_name: str,
-                accumulate: bool = False) -> Thunk:
+                     accumulate: bool = False) -> Thunk:
     """The pass as one callable that can be called (and captured) again and again."""
     if pass_name != Pass.BACKWARD:
         return make_setup(call, inputs, grads, pass_name, accumulate)()
@@ -72,5 +72,6 @@ class CudaGraphClock:
     def time(self, thunk: Thunk) -> float:
         known = self.replays.get(id(thunk))
         if known is None:
-            known = self.replays[id(thunk)] = (thunk, self.capture_fn(thunk))  # the thunk kept: its id stays its own
+            # the thunk is kept with its replay, so its id cannot pass to another object
+            known = self.replays[id(thunk)] = (thunk, self.capture_fn(thunk))
         return self.events.time(known[1])

@@ -159,7 +159,7 @@ def _time_pass(prepared: Prepared, pass_name: str, settings: Settings, clock: Cl
         setup = _setup(prepared, pass_name, clock)
         bandwidth_before = probe() if probe else None
         with clocks or contextlib.nullcontext():
-            m = measure(setup, clock, settings.policy)
+            m = measure(setup, clock, settings.policy, between=clocks.tick if clocks else lambda: None)
         bandwidth_after = probe() if probe else None
         mem = peak_bytes(setup, prepared.resolved.cell.device) if settings.measure_memory else None
     except Exception as exc:

@@ -216,8 +216,10 @@ def summarize(samples: list[float] | tuple[float, ...]) -> dict[str, float]:
 
 
 def measure(setup: Callable[[], Thunk], clock: Clock, policy: Policy = Policy(),
-            elapsed: Callable[[], float] = time.monotonic) -> Measurement:
-    """Warm up, then repeat until `policy` is satisfied. Only `thunk()` is inside the clock.
+            elapsed: Callable[[], float] = time.monotonic,
+            between: Callable[[], None] = lambda: None) -> Measurement:
+    """Warm up, then repeat until `policy` is satisfied. Only `thunk()` is inside the clock; `between`
+    runs after each sample, outside it (e.g. a GPU clock reading).
 
     Python's cyclic garbage collector is off meanwhile, as timeit has it: a collection of the
     whole heap (torch's objects included) would otherwise land in whichever sample crossed its
@@ -235,6 +237,7 @@ def measure(setup: Callable[[], Thunk], clock: Clock, policy: Policy = Policy(),
         checks = _Convergence(policy.ci_target)
         while True:
             samples.append(clock.time(setup()))
+            between()
             if not policy.ci_target:
                 medians.append(statistics.median(samples))
             stop = _done(samples, medians, elapsed() - start, policy, checks)
@@ -269,8 +272,7 @@ class _Convergence:
             return False
         self.next_check = len(samples) + max(1, len(samples) // 10)
         lo, hi = median_ci(samples)
-        median = statistics.median(samples)
-        return median > 0 and max(median - lo, hi - median) <= self.target * median
+        return not is_noisy({"median_s": statistics.median(samples), "ci_lo_s": lo, "ci_hi_s": hi}, self.target)
 
 
 def _done(samples: list[float], medians: list[float], spent: float, policy: Policy,

@@ -1,9 +1,10 @@
 """The process `benchctl profile` runs under a profiler: exactly the timing loop of one cell.
 
 It builds the cell as `benchctl run` does (`execute.prepare`), then, with `--ready/--go`, says it is
-ready and waits while py-spy attaches, then repeats `thunk = setup(); thunk()` for the requested duration. The two steps run inside functions with distinctive names
-(`stacks.SETUP_FRAME`, `stacks.TIMED_FRAME`) so the parent can tell samples in the timed thunk
-from samples in the untimed setup and in start-up (imports, the first compile call).
+ready and waits while py-spy attaches, then repeats `thunk = setup(); thunk()` for the requested
+duration. The two steps run inside functions with distinctive names (`stacks.SETUP_FRAME`,
+`stacks.TIMED_FRAME`) so the parent can tell samples in the timed thunk from samples in the untimed
+setup and in start-up (imports, the first compile call).
 
 Its result (repetitions, seconds, or the error) goes to the `--summary` JSON file rather than stdout,
 because under py-spy the exit status and output of the child are not passed back.

@@ -30,6 +30,7 @@ from benchctl.results.schema import Pass
 if TYPE_CHECKING:  # cells imports torch, which the parent process has no need of
     from benchctl.ops.cells import Cell
 
+BUILD_GRACE_S = 1800  # generous: the child may first compile an extension
 ATTACH_S = 2.0  # py-spy's time to attach (it reads the symbols of torch's libraries first) before the loop starts
 TORCH_RANGE = "benchctl.timed"
 TORCH_MAX_REPS = 100  # each repetition adds every op to the Chrome trace: keep the file openable
@@ -87,8 +88,8 @@ def child_command(req: ProfileRequest, summary: Path, torch_out: Path | None = N
 
 
 def _run(cmd: list[str], req: ProfileRequest) -> subprocess.CompletedProcess[str]:
-    try:  # generous: the child may first compile an extension
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=req.duration_s + 1800)
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=req.duration_s + BUILD_GRACE_S)
     except subprocess.TimeoutExpired as exc:
         raise BenchError(f"profile of {req.cell.label()} timed out after {exc.timeout:.0f} s") from None
 
@@ -110,36 +111,39 @@ def _child_result(summary: Path, proc: subprocess.CompletedProcess[str], req: Pr
 
 def _record(py_spy: str, req: ProfileRequest, outputs: dict[str, Path], tmp: Path) -> dict[str, Any]:
     """Start the child, attach one py-spy per format once it is ready, let it run; the child's summary."""
-    summary = tmp / "summary.json"
-    child = subprocess.Popen(child_command(req, summary, handshake=tmp), stdout=subprocess.DEVNULL,
-                             stderr=subprocess.PIPE, text=True)
-    spies: list[subprocess.Popen[str]] = []
-    try:
-        _wait_ready(child, tmp / "ready", req)
-        for fmt, output in outputs.items() if child.poll() is None else ():
-            cmd = [py_spy, "record", "--pid", str(child.pid), "--format", fmt, "--rate", str(req.rate_hz),
-                   "--output", str(output)] + ["--native"] * req.native
-            spies.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
-        time.sleep(ATTACH_S)
-        (tmp / "go").touch()
-        _, child_err = child.communicate(timeout=req.duration_s + 1800)
-        spy_err = "".join(spy.communicate(timeout=60)[1] for spy in spies)
-    except subprocess.TimeoutExpired as exc:
-        raise BenchError(f"profile of {req.cell.label()} timed out after {exc.timeout:.0f} s") from None
-    finally:
-        for proc in (child, *spies):
-            proc.kill()
-    data = _child_result(summary, subprocess.CompletedProcess([], child.returncode, "", spy_err + child_err), req)
+    summary, err = tmp / "summary.json", tmp / "stderr.txt"  # a file: a pipe nobody reads fills and blocks
+    with open(err, "w") as stderr:
+        child = subprocess.Popen(child_command(req, summary, handshake=tmp), stdout=subprocess.DEVNULL,
+                                 stderr=stderr)
+        spies: list[subprocess.Popen[bytes]] = []
+        try:
+            _wait_ready(child, tmp / "ready")
+            for fmt, output in outputs.items() if child.poll() is None else ():
+                cmd = [py_spy, "record", "--pid", str(child.pid), "--format", fmt, "--rate", str(req.rate_hz),
+                       "--output", str(output)] + ["--native"] * req.native
+                spies.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=stderr))
+            time.sleep(ATTACH_S)
+            (tmp / "go").touch()
+            child.wait(timeout=req.duration_s + BUILD_GRACE_S)
+            for spy in spies:
+                spy.wait(timeout=60)
+        except subprocess.TimeoutExpired as exc:
+            raise BenchError(f"profile of {req.cell.label()} timed out after {exc.timeout:.0f} s") from None
+        finally:
+            for proc in (child, *spies):
+                proc.kill()
+    said = err.read_text(errors="replace")
+    data = _child_result(summary, subprocess.CompletedProcess([], child.returncode, "", said), req)
     missing = [fmt for fmt, output in outputs.items() if not output.exists()]
     if missing:
-        raise BenchError(PTRACE_HINT if _PERMISSION.search(spy_err) else
-                         f"py-spy wrote no {missing[0]} file: {spy_err.strip()[-300:]}")
+        raise BenchError(PTRACE_HINT if _PERMISSION.search(said) else
+                         f"py-spy wrote no {missing[0]} file: {said.strip()[-300:]}")
     return data
 
 
-def _wait_ready(child: subprocess.Popen[str], ready: Path, req: ProfileRequest) -> None:
-    """Until the child has built its cell; a child that ends first ends the profile with its reason."""
-    deadline = time.monotonic() + 1800  # generous: the child may first compile an extension
+def _wait_ready(child: subprocess.Popen[bytes], ready: Path) -> None:
+    """Until the child has built its cell, or has ended (its summary then says why)."""
+    deadline = time.monotonic() + BUILD_GRACE_S
     while not ready.exists():
         if child.poll() is not None or time.monotonic() > deadline:
             return

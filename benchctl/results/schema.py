@@ -68,10 +68,10 @@ class Pass(StrEnum):
     FORWARD_BACKWARD = "forward_backward"
 
 
-PASSES: tuple[str, ...] = tuple(p.value for p in Pass)
+PASSES: tuple[str, ...] = tuple(p.value for p in Pass)  # plain strings (click, JSON, parquet)
 TF32_MODES = {"default": None, "on": True, "off": False}  # --tf32: torch's setting, allowed, forbidden
 DEVICES = ("cpu", "cuda")  # the devices a cell runs on
-DEVICE_ALIASES = {"gpu": "cuda", "cuda": "cuda", "cpu": "cpu"}  # what a user may type for each  # plain strings (click, JSON, parquet)
+DEVICE_ALIASES = {"gpu": "cuda", "cuda": "cuda", "cpu": "cpu"}  # what a user may type for each
 DTYPE_NAMES = ("float32", "float64", "float16", "bfloat16")  # the torch dtypes a cell can name
 PASS_LABELS = {Pass.FORWARD: "forward", Pass.BACKWARD: "backward", Pass.FORWARD_BACKWARD: "forward+backward"}
 
@@ -119,8 +119,8 @@ COLUMNS: dict[str, pa.DataType] = {
     "ci_lo_s": pa.float64(),  # the 95% confidence interval of median_s (order statistics)
     "ci_hi_s": pa.float64(),
     "noisy": pa.bool_(),  # the median did not settle: its interval is wider than +-1% of it
-    "stop": pa.string(),
-    "timing_mode": pa.string(),  # a TimingMode: eager, or cuda_graph  # a Stop: why sampling ended (converged, max_time, ...)
+    "stop": pa.string(),  # a Stop: why sampling ended (converged, max_time, ...)
+    "timing_mode": pa.string(),  # a TimingMode: eager, or cuda_graph
     "remeasured": pa.int32(),  # times the cell was measured again late in the sweep because it was noisy
     "wall_s": pa.float64(),  # wall clock the pass's warm-up and sampling took, untimed setup included
     "rounds": pa.int32(),  # interleaved rounds the samples were pooled from (run --rounds)

@@ -21,7 +21,7 @@ import uuid
 import warnings
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import pandas as pd
 import pyarrow as pa
@@ -94,7 +94,7 @@ class RunWriter:
         finally:
             tmp.unlink(missing_ok=True)
 
-    def _guarded(self, write: Any) -> None:
+    def _guarded(self, write: Callable[[], object]) -> None:
         """Run `write`; an OS error (ENOSPC, EROFS, ...) becomes one line that says what is kept."""
         try:
             write()

@@ -8,6 +8,7 @@ from typing import Sequence
 import pandas as pd
 
 from benchctl.results import storage
+from benchctl.selftest.steps import EAGER
 from benchctl.selftest.verdict import Outcome
 
 CELL = ["op", "target", "impl", "dtype", "params", "pass"]
@@ -16,9 +17,9 @@ CELL = ["op", "target", "impl", "dtype", "params", "pass"]
 def sweep_figures(outcomes: Sequence[Outcome]) -> list[str]:
     runs = {o.step.name: storage.load(root=o.step.results) for o in outcomes if o.step.results and o.ok}
     lines = [_run_line(name, rows) for name, rows in runs.items()]
-    eager = next((rows for name, rows in runs.items() if name == "quick GPU sweep"), None)
+    eager = runs.get(EAGER)
     for name, rows in runs.items():
-        if eager is not None and name != "quick GPU sweep":
+        if eager is not None and name != EAGER:
             lines.append(_ratio_line(name, rows, eager))
     return lines
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 QUICK = ["--quick", "--op", "hoconv2d", "--op", "grid_sample"]  # two operators: minutes, not an hour
+EAGER = "quick GPU sweep"  # the sweep the others are compared with
 
 
 @dataclass(frozen=True)
@@ -25,7 +26,7 @@ def benchctl(*args: str) -> tuple[str, ...]:
 def steps(out: Path, tests: Path | None) -> list[Step]:
     """Every step, in order; the GPU tests only where the test suite is at hand (a checkout)."""
     sweep = lambda name, *flags: Step(  # noqa: E731
-        f"quick GPU sweep{' ' + ' '.join(flags) if flags else ''}",
+        " ".join([EAGER, *flags]),
         benchctl("run", "all", "gpu", *QUICK, "--out", str(out / name), *flags),
         "CUDA-event timing, host_s, peak CUDA memory" if not flags else f"timing with {' '.join(flags)}",
         str(out / name))

@@ -13,6 +13,7 @@ from datetime import datetime, timezone
 from typing import Any, Callable, Iterable, Protocol, Sequence
 
 from benchctl.ops import registry
+from benchctl.measure.timing import ci_half_width
 from benchctl.ops.cells import Cell
 from benchctl.results.schema import Status
 from benchctl.sweep.executors import Executor, Rows, failure_rows
@@ -131,8 +132,7 @@ def _never_settled(row: dict[str, Any]) -> dict[str, Any]:
 
 def _spread(rows: Rows) -> float:
     """The widest confidence interval of the cell's passes, relative to its median."""
-    return max(((r["ci_hi_s"] - r["ci_lo_s"]) / r["median_s"] for r in rows
-                if r.get("median_s") and r.get("ci_hi_s") is not None), default=float("inf"))
+    return max((ci_half_width(r) for r in rows if r.get("ci_hi_s") is not None), default=float("inf"))
 
 
 def stamp(rows: Iterable[dict[str, Any]], env: dict[str, Any]) -> Rows:

@@ -70,9 +70,10 @@ class Plan:
 
     def meta(self) -> dict[str, Any]:
         """What the run's metadata records of the plan, beside the environment."""
+        settings = self.settings()
         return {"cells": len(self.cells), "rounds": self.rounds, "config": self.config.path,
-                "ci_target": self.settings().policy.ci_target, "remeasure": self.remeasure,
-                "peaks": self.settings().peaks, "references": self.references(), "tf32": self.tf32_mode(),
+                "ci_target": settings.policy.ci_target, "remeasure": self.remeasure,
+                "peaks": settings.peaks, "references": self.references(), "tf32": self.tf32_mode(),
                 "executor": self.executor, "allocator": self.allocator, **({"gpu_kinds": list(self.gpu_kinds)} if self.gpu_kinds else {})}
 
     def local_executor(self) -> InProcess | WorkerProcess:

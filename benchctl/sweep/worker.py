@@ -57,7 +57,9 @@ def _exit_with_parent(poll_s: float = 1.0) -> None:
 def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _exit_with_parent()
-    faulthandler.enable(all_threads=False)  # a segfault or abort leaves the Python stack on stderr: its row carries the tail
+    # A segfault or abort leaves the Python stack on stderr (this thread's: not the parent watcher's); the
+    # row carries the tail.
+    faulthandler.enable(all_threads=False)
     proto = os.fdopen(os.dup(sys.stdout.fileno()), "w", buffering=1)
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
 

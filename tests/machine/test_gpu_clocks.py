@@ -53,7 +53,9 @@ class FakeNvml:
 
 def guarded(nvml) -> dict:
     with ClockGuard(nvml, every_s=0.001) as guard:
-        time.sleep(0.02)
+        for _ in range(5):  # five timed calls, a tick after each
+            time.sleep(0.002)
+            guard.tick()
     return guard.summary()
 
 
