@@ -226,8 +226,25 @@ def _panel_figure(df: pd.DataFrame, title: str, subtitle: str,
     return fig
 
 
+def floors(cell: pd.DataFrame) -> pd.DataFrame:
+    """The time below which no implementation can go, per param group and axis value: the pass's bytes
+    over the bandwidth of the cache level they fit in, or its FLOPs over the calibrated peak, whichever
+    is longer (the bound behind pct_of_peak, measure/execute.py). Where implementations count different
+    FLOPs, the lowest bound is the floor."""
+    ok = cell[(cell["status"] == "ok") & cell["pct_of_peak"].notna() & cell["median_s"].notna()]
+    bound = ok.assign(floor_s=ok["median_s"] * ok["pct_of_peak"] / 100.0)
+    return bound.groupby(["group", "axis_value"], as_index=False)["floor_s"].min()
+
+
+def _draw_floors(ax: "Axes", cell: pd.DataFrame) -> None:
+    for group, floor in floors(cell).groupby("group", sort=True):
+        ax.plot(floor["axis_value"], floor["floor_s"] * 1e3, color="black", ls=":", lw=1.2, marker="_",
+                label="floor: bytes / bandwidth or FLOPs / peak", gid=f"floor:{group}")
+
+
 def _timing_panel(ax: "Axes", cell: pd.DataFrame, colors: dict, styles: dict) -> None:
     if _line_panel(ax, cell, "median_s", colors, styles):
+        _draw_floors(ax, cell)
         ax.set_yscale("log")
     else:
         ax.text(0.5, 0.6, "no successful measurements", ha="center", transform=ax.transAxes, color="gray")
@@ -243,7 +260,8 @@ def _timing_panel(ax: "Axes", cell: pd.DataFrame, colors: dict, styles: dict) ->
 
 
 def timing_figure(df: pd.DataFrame, title: str) -> "Figure":
-    """Median time (ms, log) against the sweep axis: a panel per device x pass, a line per implementation."""
+    """Median time (ms, log) against the sweep axis: a panel per device x pass, a line per implementation,
+    and the floor where the machine's peaks are calibrated."""
     df, fixed = with_groups(df)
     return _panel_figure(df, title, fixed, _timing_panel)
 

@@ -8,7 +8,7 @@ settles. The session runs it on this machine; a series job runs it on whichever 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any, Callable, Iterable, Protocol, Sequence
 
@@ -84,19 +84,16 @@ class Sweep:
             self._write(rounds_rows)
 
     def _remeasure(self, unsettled: dict[int, Rows]) -> None:
-        """Measure each noisy cell again, up to `remeasure` times; keep the first that settles, else the
-        measurement whose medians are known best."""
+        """Measure each noisy cell's unsettled passes again, up to `remeasure` times. Each pass keeps the
+        first measurement that settles, else the one whose median is known best."""
         for attempt in range(1, self.remeasure + 1):
             for i in list(unsettled):
                 self.on_start(self.cells[i])
-                again = [{**r, "remeasured": attempt} for r in merge([self.executor.run(self.cells[i])])]
-                if all_ok(again) and not noisy(again):
-                    self.writer.write(stamp(again, self.env))
-                    del unsettled[i]
-                elif all_ok(again) and _spread(again) < _spread(unsettled[i]):
-                    unsettled[i] = again
-                else:
-                    unsettled[i] = [{**r, "remeasured": attempt} for r in unsettled[i]]
+                wanted = tuple(r["pass"] for r in unsettled[i] if noisy([r]))
+                fresh = merge([self.executor.run(replace(self.cells[i], passes=wanted))])
+                unsettled[i] = _best_of(unsettled[i], fresh, attempt)
+                if not noisy(unsettled[i]):
+                    self.writer.write(stamp(unsettled.pop(i), self.env))
 
     def _measure(self, cell: Cell) -> Rows:
         axis = registry.get(cell.op).axis
@@ -130,9 +127,24 @@ def _never_settled(row: dict[str, Any]) -> dict[str, Any]:
     return {**row, "message": "; ".join(filter(None, (row.get("message"), said)))}
 
 
-def _spread(rows: Rows) -> float:
-    """The widest confidence interval of the cell's passes, relative to its median."""
-    return max((ci_half_width(r) for r in rows if r.get("ci_hi_s") is not None), default=float("inf"))
+def _best_of(kept: Rows, fresh: Rows, attempt: int) -> Rows:
+    """Per pass, the re-measurement where it ran and settled or narrowed the median's interval, else the
+    row kept; every pass measured again says how often."""
+    again = {r["pass"]: r for r in fresh if r.get("status") == Status.OK}
+    out = []
+    for row in kept:
+        if not noisy([row]):
+            out.append(row)
+            continue
+        new = again.get(row["pass"])
+        best = new if new is not None and _spread(new) < _spread(row) else row
+        out.append({**best, "remeasured": attempt})
+    return out
+
+
+def _spread(row: dict[str, Any]) -> float:
+    """The confidence interval of a pass's median, relative to it."""
+    return ci_half_width(row) if row.get("ci_hi_s") is not None else float("inf")
 
 
 def stamp(rows: Iterable[dict[str, Any]], env: dict[str, Any]) -> Rows:

@@ -53,3 +53,29 @@ def test_a_cell_that_never_settles_keeps_its_best_measurement_and_says_so(builti
 def test_no_remeasure_writes_the_noisy_cell_as_it_came(builtin_ops):
     calls, rows = sweep({4: [(True, 0.08)]}, remeasure=0)
     assert calls == [4] and rows[4]["noisy"] and "remeasured" not in rows[4]
+
+
+class PerPass:
+    """Forward settles at once; backward is noisy the first time it is measured, settled after."""
+
+    def __init__(self):
+        self.asked: list[tuple[str, ...]] = []
+
+    def run(self, cell: Cell) -> list[dict]:
+        self.asked.append(cell.passes)
+        again = len(self.asked) > 1
+        median = 2.0 if again else 1.0
+        return [{"op": cell.op, "impl": cell.impl, "batch_size": 1, "pass": p, "status": "ok", "median_s": median,
+                 "ci_lo_s": median * 0.99, "ci_hi_s": median * (1.01 if p == "forward" or again else 1.2),
+                 "noisy": p == "backward" and not again} for p in cell.passes]
+
+
+def test_only_the_passes_that_did_not_settle_are_measured_again(builtin_ops):
+    cell = Cell.make("hoconv2d", "filter", "py", "cpu", "float32", {"batch_size": 1}, passes=("forward", "backward"))
+    executor, out = PerPass(), Collected()
+    Sweep([cell], executor, out, {"host": "h"}, remeasure=2).run()
+    assert executor.asked == [("forward", "backward"), ("backward",)]
+    rows = {r["pass"]: r for r in out.rows}
+    assert rows["forward"]["median_s"] == 1.0 and rows["forward"]["remeasured"] == 0  # the first measurement
+    assert rows["backward"]["median_s"] == 2.0 and rows["backward"]["remeasured"] == 1
+    assert not rows["backward"]["noisy"] and len(out.rows) == 2

@@ -1,0 +1,104 @@
+"""Each seed operator's C++ kernel against its goal and its floor, through `benchctl run` as a user runs it,
+with interleaved rounds (--rounds 3: each figure is the median of samples pooled from 3 rounds).
+
+    .venv/bin/benchctl env --calibrate      # the peaks the floor is computed from
+    .venv/bin/python benchmarks/kernel_goals_bench.py [--rounds 3] [--op lstm_cell] [--allocator tcmalloc]
+
+The floor of a cell is the time its bytes take at the bandwidth of the cache level they fit in, or its
+FLOPs at the calibrated peak, whichever is longer (the bound behind the report's % of peak and the floor
+line on its time chart). `% of probe` holds the kernel's GB/s against the read bandwidth probed around
+that very cell (mem_gbps), the fairest floor on a machine whose bandwidth moves with its neighbours.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+
+import pandas as pd
+
+from benchctl.results import storage
+
+
+@dataclass(frozen=True)
+class Goal:
+    op: str
+    impl: str
+    baseline: str
+    args: tuple[str, ...]
+    ratio: float | None  # baseline median / impl median must reach this; None: judged by its floor only
+    what: str
+
+
+GOALS = (
+    Goal("hoconv2d", "cpp", "py", ("--target", "filter", "--batch-sizes", "16", "--passes", "forward,backward"),
+         50.0, "backward at least 50x py and 50% of the probed read bandwidth; forward at its read floor"),
+    Goal("naflex_posembed", "cpp", "loop", ("--batch-sizes", "256", "--passes", "forward_backward"),
+         10.0, "forward+backward at least 10x the loop"),
+    Goal("grid_sample", "cpp", "py", ("--param", "image_size=256,512,1024,2048,4096", "--passes", "backward"),
+         1.0, "backward never slower than py (and 1.5x at 4096)"),
+    Goal("lstm_cell", "cpp", "py", ("--param", "H=64", "--batch-sizes", "64", "--passes", "forward_backward"),
+         2.0, "forward+backward at least 2x eager"),
+    Goal("patch_resample", "bmm", "vmap", ("--passes", "forward,backward"), None, "no ratio goal: its floor"),
+)
+
+
+def run(goal: Goal, rounds: int, allocator: str) -> pd.DataFrame:
+    with tempfile.TemporaryDirectory() as out:
+        cmd = [sys.executable, "-m", "benchctl", "run", f"{goal.baseline},{goal.impl}", "cpu", "--op", goal.op,
+               *goal.args, "--rounds", str(rounds), "--allocator", allocator, "--out", out]
+        subprocess.run(cmd, check=True, capture_output=True, text=True)
+        return storage.load(root=out)
+
+
+def cells(goal: Goal, rows: pd.DataFrame) -> list[dict]:
+    """One line per cell: both medians, their ratio and the kernel against its floor."""
+    ok = rows[rows["status"] == "ok"].assign(key=lambda d: d["params"] + d["pass"])
+    out = []
+    for _, cell in ok.groupby("key", sort=False):
+        by = {r["impl"]: r for _, r in cell.iterrows()}
+        if goal.impl not in by or goal.baseline not in by:
+            continue
+        mine, base = by[goal.impl], by[goal.baseline]
+        floor_s = mine["median_s"] * mine["pct_of_peak"] / 100 if pd.notna(mine["pct_of_peak"]) else None
+        out.append({"op": goal.op, "pass": mine["pass"], "at": _at(mine), "base": base["median_s"],
+                    "mine": mine["median_s"], "ratio": base["median_s"] / mine["median_s"],
+                    "floor": floor_s, "pct": mine["pct_of_peak"], "level": mine["peak_level"],
+                    "probe": 100 * mine["gbps"] / mine["mem_gbps"] if pd.notna(mine["mem_gbps"]) else None,
+                    "spread": mine["round_spread"], "noisy": bool(mine["noisy"])})
+    return out
+
+
+def _at(row: pd.Series) -> str:
+    params = json.loads(row["params"])
+    return f"{row['axis']}={params.get(row['axis'], row['axis_value'])}"
+
+
+def fmt(value, spec: str) -> str:
+    return "" if value is None or pd.isna(value) else format(value, spec)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--op", action="append", help="only this operator (repeatable)")
+    parser.add_argument("--allocator", default="system", choices=("system", "jemalloc", "tcmalloc"))
+    args = parser.parse_args()
+    print("| operator | pass | cell | baseline ms | kernel ms | ratio | floor ms | % of floor (level) "
+          "| % of probe | round spread |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for goal in (g for g in GOALS if not args.op or g.op in args.op):
+        print(f"| **{goal.op}** ({goal.impl} vs {goal.baseline}) | | {goal.what} | | | | | | | |", flush=True)
+        for c in cells(goal, run(goal, args.rounds, args.allocator)):
+            print(f"| {c['op']} | {c['pass']} | {c['at']} | {c['base'] * 1e3:.3g} | {c['mine'] * 1e3:.3g}"
+                  f"{' ~' if c['noisy'] else ''} | {c['ratio']:.2f}x | {fmt(c['floor'] and c['floor'] * 1e3, '.3g')} | "
+                  f"{fmt(c['pct'], '.0f')} ({c['level'] or '-'}) | {fmt(c['probe'], '.0f')} | "
+                  f"{fmt(c['spread'], '.2f')} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
