@@ -69,8 +69,16 @@ def cells(goal: Goal, rows: pd.DataFrame) -> list[dict]:
                     "mine": mine["median_s"], "ratio": base["median_s"] / mine["median_s"],
                     "floor": floor_s, "pct": mine["pct_of_peak"], "level": mine["peak_level"],
                     "probe": 100 * mine["gbps"] / mine["mem_gbps"] if pd.notna(mine["mem_gbps"]) else None,
-                    "spread": mine["round_spread"], "noisy": bool(mine["noisy"])})
+                    "spread": mine["round_spread"], "noisy": bool(mine["noisy"]),
+                    "modes": _modes(mine)})
     return out
+
+
+def _modes(row: pd.Series) -> str:
+    """The fast and slow modes' medians when the rounds disagreed (the row's median is one of them)."""
+    if pd.isna(row.get("mode_fast_s")):
+        return ""
+    return f"{row['mode_fast_s'] * 1e3:.3g} / {row['mode_slow_s'] * 1e3:.3g}"
 
 
 def _at(row: pd.Series) -> str:
@@ -89,15 +97,15 @@ def main() -> None:
     parser.add_argument("--allocator", default="system", choices=("system", "jemalloc", "tcmalloc"))
     args = parser.parse_args()
     print("| operator | pass | cell | baseline ms | kernel ms | ratio | floor ms | % of floor (level) "
-          "| % of probe | round spread |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "| % of probe | round spread | kernel modes ms |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for goal in (g for g in GOALS if not args.op or g.op in args.op):
-        print(f"| **{goal.op}** ({goal.impl} vs {goal.baseline}) | | {goal.what} | | | | | | | |", flush=True)
+        print(f"| **{goal.op}** ({goal.impl} vs {goal.baseline}) | | {goal.what} |{' |' * 8}", flush=True)
         for c in cells(goal, run(goal, args.rounds, args.allocator)):
             print(f"| {c['op']} | {c['pass']} | {c['at']} | {c['base'] * 1e3:.3g} | {c['mine'] * 1e3:.3g}"
                   f"{' ~' if c['noisy'] else ''} | {c['ratio']:.2f}x | {fmt(c['floor'] and c['floor'] * 1e3, '.3g')} | "
                   f"{fmt(c['pct'], '.0f')} ({c['level'] or '-'}) | {fmt(c['probe'], '.0f')} | "
-                  f"{fmt(c['spread'], '.2f')} |", flush=True)
+                  f"{fmt(c['spread'], '.2f')} | {c['modes']} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ class Cell:
     params_json: str  # sorted JSON, so cells hash and compare by value
     passes: tuple[str, ...] = PASSES
     seed: int = 0
+    checked: bool = False  # its gate passed earlier in this sweep: measured again, it is not checked again
 
     @staticmethod
     def make(op: str, target: str, impl: str, device: str, dtype: str, params: Mapping[str, Any],

@@ -12,8 +12,9 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any, Callable, Iterable, Protocol, Sequence
 
-from benchctl.ops import registry
+from benchctl.measure.execute import GATE_COLUMNS
 from benchctl.measure.timing import ci_half_width
+from benchctl.ops import registry
 from benchctl.ops.cells import Cell
 from benchctl.results.schema import Status
 from benchctl.sweep.executors import Executor, Rows, failure_rows
@@ -84,13 +85,14 @@ class Sweep:
             self._write(rounds_rows)
 
     def _remeasure(self, unsettled: dict[int, Rows]) -> None:
-        """Measure each noisy cell's unsettled passes again, up to `remeasure` times. Each pass keeps the
-        first measurement that settles, else the one whose median is known best."""
+        """Measure each noisy cell's unsettled passes again, up to `remeasure` times, without its gate (it
+        passed it). Each pass keeps the first measurement that settles, else the one whose median is known
+        best."""
         for attempt in range(1, self.remeasure + 1):
             for i in list(unsettled):
                 self.on_start(self.cells[i])
                 wanted = tuple(r["pass"] for r in unsettled[i] if noisy([r]))
-                fresh = merge([self.executor.run(replace(self.cells[i], passes=wanted))])
+                fresh = merge([self.executor.run(replace(self.cells[i], passes=wanted, checked=True))])
                 unsettled[i] = _best_of(unsettled[i], fresh, attempt)
                 if not noisy(unsettled[i]):
                     self.writer.write(stamp(unsettled.pop(i), self.env))
@@ -129,7 +131,7 @@ def _never_settled(row: dict[str, Any]) -> dict[str, Any]:
 
 def _best_of(kept: Rows, fresh: Rows, attempt: int) -> Rows:
     """Per pass, the re-measurement where it ran and settled or narrowed the median's interval, else the
-    row kept; every pass measured again says how often."""
+    row kept; every pass measured again says how often. A re-measurement keeps the gate's findings."""
     again = {r["pass"]: r for r in fresh if r.get("status") == Status.OK}
     out = []
     for row in kept:
@@ -137,8 +139,9 @@ def _best_of(kept: Rows, fresh: Rows, attempt: int) -> Rows:
             out.append(row)
             continue
         new = again.get(row["pass"])
-        best = new if new is not None and _spread(new) < _spread(row) else row
-        out.append({**best, "remeasured": attempt})
+        if new is not None and _spread(new) < _spread(row):
+            row = {**new, **{k: row[k] for k in GATE_COLUMNS if k in row}}
+        out.append({**row, "remeasured": attempt})
     return out
 
 

@@ -41,6 +41,14 @@ def test_an_all_zero_output_never_passes(fixture_ops):
     assert rows[0]["status"] == "incorrect" and "all zeros" in rows[0]["message"]
 
 
+def test_a_cell_whose_gate_passed_earlier_is_timed_without_it(fixture_ops):
+    # "wrong" fails its gate, so only a skipped gate lets it be timed.
+    cell = Cell.make("faulty", "op", "wrong", "cpu", "float32", {"batch_size": 4, "dim": 8}, passes=("forward",))
+    rows = run_cell(replace(cell, checked=True), FAST)
+    assert [r["status"] for r in rows] == ["ok"] and "correct" not in rows[0]
+    assert Cell.from_json(replace(cell, checked=True).to_json()).checked  # it survives the trip to a worker
+
+
 def test_unavailable_cells_carry_the_reason(fixture_ops):
     rows = run_cell(Cell.make("faulty", "op", "noreason", "cpu", "float32", {"batch_size": 4, "dim": 8}), FAST)
     assert {r["status"] for r in rows} == {"unavailable"}

@@ -79,3 +79,25 @@ def test_only_the_passes_that_did_not_settle_are_measured_again(builtin_ops):
     assert rows["forward"]["median_s"] == 1.0 and rows["forward"]["remeasured"] == 0  # the first measurement
     assert rows["backward"]["median_s"] == 2.0 and rows["backward"]["remeasured"] == 1
     assert not rows["backward"]["noisy"] and len(out.rows) == 2
+
+
+class Gated(PerPass):
+    """PerPass whose first measurement carries the gate's findings, as a worker's rows do."""
+
+    def __init__(self):
+        super().__init__()
+        self.checked: list[bool] = []
+
+    def run(self, cell: Cell) -> list[dict]:
+        self.checked.append(cell.checked)
+        gate = {} if cell.checked else {"correct": True, "max_abs_err": 3e-7, "tolerance": 1e-5}
+        return [{**row, **gate} for row in super().run(cell)]
+
+
+def test_a_remeasure_skips_the_gate_and_keeps_its_findings(builtin_ops):
+    cell = Cell.make("hoconv2d", "filter", "py", "cpu", "float32", {"batch_size": 1}, passes=("forward", "backward"))
+    executor, out = Gated(), Collected()
+    Sweep([cell], executor, out, {"host": "h"}, remeasure=1).run()
+    assert executor.checked == [False, True]
+    backward = next(r for r in out.rows if r["pass"] == "backward")
+    assert backward["median_s"] == 2.0 and backward["correct"] is True and backward["max_abs_err"] == 3e-7
