@@ -35,8 +35,9 @@ def _ints(text: str | None) -> tuple[int, ...]:
 @click.option("--passes", help="Comma list of forward, backward, forward_backward.")
 @click.option("--min-time", type=float, help="Seconds of samples per pass, at least.")
 @click.option("--max-time", type=float, help="Seconds per pass, at most.")
-@click.option("--warmup-time", type=click.FloatRange(min=0), help="Untimed calls before sampling, in seconds "
-              "(default 0.5): first calls can be far slower, e.g. while a VM backs new memory.")
+@click.option("--warmup-time", type=click.FloatRange(min=0), help="Untimed calls before sampling, in seconds, "
+              "at most (default 0.5; a cheap call stops after 10 calls and 0.1 s): first calls can be far "
+              "slower, e.g. while a VM backs new memory.")
 @click.option("--ci-target", type=click.FloatRange(min=0, max=1), help="Sample until the median's 95% confidence "
               "interval is within +-this fraction of it (default 0.01), between --min-time and --max-time; "
               "0: stop at --min-time.")

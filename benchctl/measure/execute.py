@@ -7,6 +7,7 @@ progress and storage. Every failure becomes a row with a status and a message.
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import statistics
 import time
@@ -114,6 +115,7 @@ def run_cell(cell: Cell, settings: Settings = Settings(), clock: Clock | None = 
     reason = resolved.unavailable_reason()
     if reason:
         return [{**base, "pass": p, "status": Status.UNAVAILABLE, "message": reason} for p in cell.passes]
+    gc.collect()  # the whole heap, once per cell; each pass collects only what is new (timing.measure)
     try:
         prepared = prepare(resolved)  # first: its first call is the compile time a user pays once
         gate = _gate(resolved) if settings.check and not cell.checked else {}

@@ -16,7 +16,7 @@ from typing import Callable
 
 import torch
 
-from benchctl.measure.timing import Thunk
+from benchctl.measure.timing import YOUNG_GENERATIONS, Thunk
 
 
 def _libc() -> ctypes.CDLL | None:
@@ -38,7 +38,7 @@ def cpu_peak_bytes(setup: Callable[[], Thunk]) -> float | None:
     libc = _libc()
     try:
         thunk = setup()
-        gc.collect()
+        gc.collect(YOUNG_GENERATIONS)
         if libc is not None:
             libc.malloc_trim(0)
         base = _status_kib("VmRSS")

@@ -29,6 +29,10 @@ from benchctl.results.schema import Stop
 CI_LEVEL = 0.95  # the confidence interval of the median that rows record
 CI_TARGET = 0.01  # converged: that interval within +-1% of the median
 CI_MIN_SAMPLES = 10  # fewer samples give an interval as wide as their range: never judged converged
+# Before each pass only the young generations are collected: the whole heap (torch's objects, 400k more
+# once torch.compile has run) took 50-180 ms a collection, a quarter of a quick sweep's time. A cell
+# collects it whole once (execute.run_cell).
+YOUNG_GENERATIONS = 1
 
 Thunk = Callable[[], Any]
 
@@ -131,15 +135,17 @@ class Policy:
     median moved less than `stable_rtol` over the last `stable_window` samples and a quarter of `min_time`
     is sampled.
 
-    Before sampling, `warmup` untimed calls, and more until `warmup_time` seconds of wall clock have
-    passed (none at all when `warmup` is 0). Wall clock, untimed setup included: judged by the timed
-    part alone, a backward of 40 us behind a 10 ms forward warmed up for 2,500 forwards. Sampling is
-    bounded by `max_time` of wall clock too. The first calls can run in another state than the rest: on a
-    VM that hands freed memory back to its host, a kernel returning a new 80 MB gradient ran its first
-    five calls 7x slower, nearly all of it OS time while the host backed the memory again, then
-    settled."""
+    Before sampling, untimed calls until both `warmup` of them and `warmup_min_time` seconds are done, or
+    until `warmup_time` seconds have passed (at least one call; none at all when `warmup` is 0). Wall
+    clock, untimed setup included: judged by the timed part alone, a backward of 40 us behind a 10 ms
+    forward warmed up for 2,500 forwards. Sampling is bounded by `max_time` of wall clock too. The first
+    calls can run in another state than the rest: on a VM that hands freed memory back to its host, a
+    kernel returning a new 80 MB gradient ran its first five calls 7x slower, nearly all of it OS time
+    while the host backed the memory again, then settled; a call that slow warms up for all of
+    `warmup_time`, while a cheap one is warm after its `warmup` calls."""
 
-    warmup: int = 1
+    warmup: int = 10
+    warmup_min_time: float = 0.1
     warmup_time: float = 0.5
     min_samples: int = 5
     max_samples: int = 1000
@@ -226,7 +232,7 @@ def measure(setup: Callable[[], Thunk], clock: Clock, policy: Policy = Policy(),
     allocation threshold. Reference counting still frees each repetition's tensors and graph.
     """
     was_enabled = gc.isenabled()
-    gc.collect()
+    gc.collect(YOUNG_GENERATIONS)
     gc.disable()
     try:
         began = elapsed()
@@ -254,9 +260,15 @@ def _warm_up(setup: Callable[[], Thunk], clock: Clock, policy: Policy,
              elapsed: Callable[[], float]) -> tuple[float, ...]:
     times: list[float] = []
     start = elapsed()
-    while len(times) < policy.warmup or (times and elapsed() - start < policy.warmup_time):
+    while policy.warmup and not _warm(len(times), elapsed() - start, policy):
         times.append(clock.time(setup()))
     return tuple(times)
+
+
+def _warm(calls: int, spent: float, policy: Policy) -> bool:
+    if not calls:
+        return False
+    return spent >= policy.warmup_time or (calls >= policy.warmup and spent >= policy.warmup_min_time)
 
 
 class _Convergence:

@@ -78,9 +78,9 @@ def test_measure_keeps_every_sample_and_reports_robust_stats():
 def test_warm_up_goes_on_until_warmup_time_so_a_slow_first_phase_stays_out_of_the_samples():
     counter = FakeCounter([0.1] * 5 + [0.02] * 5)  # five slow first calls (new memory being backed), then steady
     wall = Wall(counter)
-    policy = Policy(ci_target=0, warmup=1, warmup_time=0.45, min_samples=5, min_time=0.0, max_time=100)
+    policy = Policy(ci_target=0, warmup=10, warmup_time=0.45, min_samples=5, min_time=0.0, max_time=100)
     m = measure(wall.setup, CpuClock(counter), policy, wall)
-    assert m.warmup_s == pytest.approx((0.1,) * 5)  # 0.4 s after four: one more
+    assert m.warmup_s == pytest.approx((0.1,) * 5)  # 0.4 s after four: one more (ten calls would be 1 s)
     assert m.samples == pytest.approx((0.02,) * 5)
     assert m.wall_s == pytest.approx(0.6)
 
@@ -88,11 +88,32 @@ def test_warm_up_goes_on_until_warmup_time_so_a_slow_first_phase_stays_out_of_th
 def test_warm_up_is_bounded_by_wall_clock_when_the_untimed_setup_is_the_costly_part():
     counter = FakeCounter([40e-6] * 200)  # a 40 us backward behind a 10 ms forward
     wall = Wall(counter, setup_s=0.010)
-    policy = Policy(ci_target=0, warmup=1, warmup_time=0.5, min_samples=5, min_time=0.0, max_time=100)
+    policy = Policy(ci_target=0, warmup=50, warmup_min_time=0.3, warmup_time=0.5, min_samples=5, min_time=0.0,
+                    max_time=100)
     m = measure(wall.setup, CpuClock(counter), policy, wall)
     assert len(m.warmup_s) == 50  # 0.5 s of wall clock; by the timed time alone it would be 12,500 calls
     assert len(m.samples) == 5
     assert m.wall_s == pytest.approx(55 * 0.01004)
+
+
+def test_a_cheap_call_is_warm_after_its_warmup_calls_and_warmup_min_time():
+    counter = FakeCounter([0.001] * 400)
+    wall = Wall(counter, setup_s=0.004)  # 5 ms of wall clock a call
+    policy = Policy(ci_target=0, warmup=10, warmup_min_time=0.1, warmup_time=0.5, min_samples=5, min_time=0.0,
+                    max_time=100)
+    m = measure(wall.setup, CpuClock(counter), policy, wall)
+    assert len(m.warmup_s) == 20  # 0.1 s, not the 0.5 s a slow call gets (100 calls)
+    few = Policy(ci_target=0, warmup=40, warmup_min_time=0.1, warmup_time=0.5, min_samples=5, min_time=0.0,
+                 max_time=100)
+    assert len(measure(wall.setup, CpuClock(counter), few, wall).warmup_s) == 40  # 40 calls, 0.2 s
+
+
+def test_each_pass_collects_only_the_young_generations(monkeypatch):
+    generations = []
+    monkeypatch.setattr(gc, "collect", lambda generation=2: generations.append(generation) or 0)
+    policy = Policy(ci_target=0, warmup=0, min_samples=2, min_time=0.0, max_time=100)
+    measure(lambda: (lambda: None), CpuClock(FakeCounter([0.1, 0.1])), policy, FakeElapsed(0.0))
+    assert generations == [1]  # not the whole heap (2), which costs 50-180 ms with torch loaded
 
 
 def test_warmup_zero_means_no_warm_up_whatever_warmup_time_says():
