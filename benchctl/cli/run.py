@@ -41,8 +41,9 @@ def _ints(text: str | None) -> tuple[int, ...]:
 @click.option("--ci-target", type=click.FloatRange(min=0, max=1), help="Sample until the median's 95% confidence "
               "interval is within +-this fraction of it (default 0.01), between --min-time and --max-time; "
               "0: stop at --min-time.")
-@click.option("--remeasure", type=click.IntRange(min=0), default=1, show_default=True,
-              help="Times a cell whose median did not settle is measured again at the end of the sweep.")
+@click.option("--remeasure", type=click.IntRange(min=0),
+              help="Times a cell whose median did not settle is measured again at the end of the sweep "
+                   "(default 1; 0 with --quick, which flags it instead: a fast look).")
 @click.option("--rounds", type=click.IntRange(min=1), default=1, show_default=True,
               help="Interleaved rounds: every cell measured N times across the sweep, 1/N of the time each, "
                    "samples pooled. Steadier ratios on a busy machine.")
@@ -87,12 +88,18 @@ def command(impls, devices, ops, ops_dirs, config, targets, batch_sizes, params,
     cells = expand(request)
     check_writable(Path(out))
     plan = Plan(cells, cfg, min_time=min_time, max_time=max_time, warmup_time=warmup_time, ci_target=ci_target,
-                remeasure=remeasure, threads=threads, flush_l2=flush_l2, cuda_graph=cuda_graph, tf32=tf32,
+                remeasure=_remeasure(remeasure, quick), threads=threads, flush_l2=flush_l2, cuda_graph=cuda_graph, tf32=tf32,
                 timeout=timeout, in_process=in_process, ops_dirs=ops_dirs,
                 rounds=rounds, fresh_worker=fresh_worker, allocator=allocator, executor=executor, address=address,
                 gpu_kinds=tuple(words.split(gpu_kinds)) if gpu_kinds else ())
     _check_allocator(allocator, in_process, executor)
     _execute(plan, Path(out))
+
+
+def _remeasure(asked: int | None, quick: bool) -> int:
+    """A quick sweep is a fast look: re-measuring its noisy cells would cost it half its time again
+    (benchmarks/README.md, "Convergence")."""
+    return asked if asked is not None else (0 if quick else 1)
 
 
 def _check_allocator(name: str, in_process: bool, executor: str) -> None:

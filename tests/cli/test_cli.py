@@ -177,3 +177,13 @@ def test_an_operator_whose_file_failed_to_import_is_an_error_where_it_is_asked_f
         assert result.exit_code == 2 and "Traceback" not in result.output
         assert f"operator file {tmp_path / 'typo_op.py'} failed to import: SyntaxError at line 2" in result.output
     assert not (tmp_path / "out").exists() or not storage.run_dirs(tmp_path / "out")
+
+
+@pytest.mark.parametrize("asked, recorded", [((), 0), (("--remeasure", "2"), 2)])
+def test_a_quick_sweep_flags_noisy_cells_without_measuring_them_again_unless_asked(tmp_path, asked, recorded):
+    result = invoke("run", "py", "cpu", "--op", "lstm_cell", "--quick", "--passes", "forward", "--max-time", "0.02",
+                    "--warmup-time", "0", *asked, "--out", str(tmp_path))
+    assert result.exit_code == 0, result.output
+    (run,) = tmp_path.iterdir()
+    assert json.loads((run / "_run.json").read_text())["remeasure"] == recorded
+    assert len(storage.load(root=tmp_path)) == 3  # the quick sizes, B=16, 64, 256
