@@ -88,8 +88,8 @@ def command(impls, devices, ops, ops_dirs, config, targets, batch_sizes, params,
     cells = expand(request)
     check_writable(Path(out))
     plan = Plan(cells, cfg, min_time=min_time, max_time=max_time, warmup_time=warmup_time, ci_target=ci_target,
-                remeasure=_remeasure(remeasure, quick), threads=threads, flush_l2=flush_l2, cuda_graph=cuda_graph, tf32=tf32,
-                timeout=timeout, in_process=in_process, ops_dirs=ops_dirs,
+                remeasure=_remeasure(remeasure, quick), threads=threads, flush_l2=flush_l2, cuda_graph=cuda_graph,
+                tf32=tf32, timeout=timeout, in_process=in_process, ops_dirs=ops_dirs,
                 rounds=rounds, fresh_worker=fresh_worker, allocator=allocator, executor=executor, address=address,
                 gpu_kinds=tuple(words.split(gpu_kinds)) if gpu_kinds else ())
     _check_allocator(allocator, in_process, executor)

@@ -142,7 +142,8 @@ def _gate(resolved: Resolved) -> dict[str, Any]:
                                    params, seed)
         if not result.passed:
             break
-    found = (result.passed, result.max_abs_err, result.max_rel_err, result.tolerance, json.dumps(params, sort_keys=True))
+    found = (result.passed, result.max_abs_err, result.max_rel_err, result.tolerance,
+             json.dumps(params, sort_keys=True))
     return {**dict(zip(GATE_COLUMNS, found)),
             "message": "" if result.passed else _incorrect(result, seed if seed != cell.seed else None)}
 

@@ -9,19 +9,9 @@
 // The autograd kernel of lstm_cell is a C++ torch::autograd::Function (CellFunction below, under the
 // Autograd key, so it serves CPU and CUDA): forward and backward never enter Python.
 
-// The build compiles with -march=native, but ATen's SIMD types only use AVX2/AVX-512 when a
-// CPU_CAPABILITY_* macro says so (libtorch sets it per kernel file). Without it Vectorized<T> falls
-// back to scalar loops and the fused kernel loses to ATen's own vectorized sigmoid/tanh. The unique
-// namespace name keeps these inline definitions apart from libtorch's and other extensions'.
-#if !defined(CPU_CAPABILITY)
-#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
-#define CPU_CAPABILITY benchctl_lstm_cell_avx512
-#define CPU_CAPABILITY_AVX512
-#elif defined(__AVX2__) && defined(__FMA__)
-#define CPU_CAPABILITY benchctl_lstm_cell_avx2
-#define CPU_CAPABILITY_AVX2
-#endif
-#endif
+// ATen's SIMD types at the CPU's width (AVX2/AVX-512): see benchctl_vec.h.
+#define BENCHCTL_VEC_NAME benchctl_lstm_cell
+#include "benchctl_vec.h"
 
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
