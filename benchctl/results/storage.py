@@ -75,6 +75,11 @@ class RunWriter:
         self.parts += 1
         return path
 
+    def withdraw(self, written: Path | None) -> None:
+        """Remove a part whose rows a later part replaces (a noisy cell measured again)."""
+        if written is not None:
+            self._guarded(lambda: written.unlink(missing_ok=True))
+
     def finish(self, state: RunState = RunState.COMPLETE, reason: str | None = None) -> None:
         """Mark the run's end; best effort, since it runs on every way out, a full disk included."""
         self.meta["state"] = state

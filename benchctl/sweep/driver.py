@@ -22,7 +22,17 @@ from benchctl.sweep.rounds import all_ok, merge
 
 
 class Writer(Protocol):
-    def write(self, rows: Sequence[dict[str, Any]]) -> Any: ...
+    def write(self, rows: Sequence[dict[str, Any]]) -> Any: ...  # a handle on what it wrote
+
+    def withdraw(self, written: Any) -> None: ...  # rows written before, now superseded
+
+
+@dataclass
+class Held:
+    """A noisy cell's rows, written at once (so a kill keeps them) and kept to be measured again."""
+
+    rows: Rows
+    written: Any  # the writer's handle on them, withdrawn once better rows are written
 
 
 def series_key(cell: Cell, axis: str) -> tuple:
@@ -36,9 +46,10 @@ class Sweep:
     """Drives the cells through an executor and into a RunWriter, in `rounds` interleaved rounds.
 
     A cell's rows are written once its last round is done; a cell that fails (crash, timeout, oom,
-    unavailable) is written at once and not run again. A noisy cell (one round only) waits for its
-    re-measurements; it is written when one settles, or after the last, as the measurement whose median
-    is known best. Interrupted, every cell with a round done is written from what it has. `on_done`
+    unavailable) is written at once and not run again. A noisy cell (one round only) is written at once
+    too, and its rows replaced (written anew, the first withdrawn) when a re-measurement settles, or after
+    the last, by the measurement whose median is known best; killed before that, the run keeps the first.
+    Interrupted, every cell with a round done is written from what it has. `on_done`
     follows each measurement (a round of a cell), with no rows for a round a failed cell skips;
     re-measurements call `on_start` only.
     """
@@ -57,7 +68,7 @@ class Sweep:
 
     def run(self) -> None:
         measured: dict[int, list[Rows]] = {i: [] for i in range(len(self.cells))}
-        unsettled: dict[int, Rows] = {}
+        unsettled: dict[int, Held] = {}
         try:
             for r in range(self.rounds):
                 for i, cell in enumerate(self.cells):
@@ -75,27 +86,34 @@ class Sweep:
             for rounds_rows in measured.values():
                 if rounds_rows:
                     self._write(rounds_rows)
-            for rows in unsettled.values():
-                self.writer.write(stamp([_never_settled(r) for r in rows], self.env))
+            for held in unsettled.values():
+                if any(r.get("remeasured") for r in held.rows):  # else the rows written are these
+                    self._replace(held, [_never_settled(r) for r in held.rows])
 
-    def _finish(self, i: int, rounds_rows: list[Rows], unsettled: dict[int, Rows]) -> None:
+    def _finish(self, i: int, rounds_rows: list[Rows], unsettled: dict[int, Held]) -> None:
         if self.remeasure and self.rounds == 1 and noisy(rounds_rows[0]):
-            unsettled[i] = [{**r, "remeasured": 0} for r in merge(rounds_rows)]
+            rows = [{**r, "remeasured": 0} for r in merge(rounds_rows)]
+            unsettled[i] = Held(rows, self.writer.write(stamp(rows, self.env)))
         else:
             self._write(rounds_rows)
 
-    def _remeasure(self, unsettled: dict[int, Rows]) -> None:
+    def _replace(self, held: Held, rows: Rows) -> None:
+        self.writer.write(stamp(rows, self.env))
+        self.writer.withdraw(held.written)
+
+    def _remeasure(self, unsettled: dict[int, Held]) -> None:
         """Measure each noisy cell's unsettled passes again, up to `remeasure` times, without its gate (it
         passed it). Each pass keeps the first measurement that settles, else the one whose median is known
         best."""
         for attempt in range(1, self.remeasure + 1):
             for i in list(unsettled):
                 self.on_start(self.cells[i])
-                wanted = tuple(r["pass"] for r in unsettled[i] if noisy([r]))
+                held = unsettled[i]
+                wanted = tuple(r["pass"] for r in held.rows if noisy([r]))
                 fresh = merge([self.executor.run(replace(self.cells[i], passes=wanted, checked=True))])
-                unsettled[i] = _best_of(unsettled[i], fresh, attempt)
-                if not noisy(unsettled[i]):
-                    self.writer.write(stamp(unsettled.pop(i), self.env))
+                held.rows = _best_of(held.rows, fresh, attempt)
+                if not noisy(held.rows):
+                    self._replace(unsettled.pop(i), held.rows)
 
     def _measure(self, cell: Cell) -> Rows:
         axis = registry.get(cell.op).axis

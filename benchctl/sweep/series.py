@@ -60,10 +60,18 @@ class Collected:
     """A writer that keeps rows in memory, for the driver to write when the series returns."""
 
     def __init__(self) -> None:
-        self.rows: Rows = []
+        self.batches: list[Rows] = []
 
-    def write(self, rows: Sequence[dict[str, Any]]) -> None:
-        self.rows.extend(rows)
+    def write(self, rows: Sequence[dict[str, Any]]) -> Rows:
+        self.batches.append(list(rows))
+        return self.batches[-1]
+
+    def withdraw(self, written: Rows) -> None:
+        self.batches = [batch for batch in self.batches if batch is not written]
+
+    @property
+    def rows(self) -> Rows:
+        return [row for batch in self.batches for row in batch]
 
 
 _WORKERS: dict[str, WorkerProcess] = {}

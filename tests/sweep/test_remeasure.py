@@ -2,7 +2,9 @@
 (a scripted executor stands in for the worker)."""
 
 from benchctl.ops.cells import Cell
+from benchctl.results import storage
 from benchctl.sweep.driver import Sweep
+from benchctl.sweep.series import Collected  # the in-memory writer of series jobs
 
 
 class Scripted:
@@ -21,12 +23,6 @@ class Scripted:
                  "message": "noisy: ..." if noisy else ""}]
 
 
-class Collected:
-    def __init__(self):
-        self.rows: list[dict] = []
-
-    def write(self, rows):
-        self.rows += rows
 
 
 def sweep(script, remeasure=2, rounds=1):
@@ -101,3 +97,20 @@ def test_a_remeasure_skips_the_gate_and_keeps_its_findings(builtin_ops):
     assert executor.checked == [False, True]
     backward = next(r for r in out.rows if r["pass"] == "backward")
     assert backward["median_s"] == 2.0 and backward["correct"] is True and backward["max_abs_err"] == 3e-7
+
+
+def test_a_noisy_cell_is_on_disk_before_it_is_measured_again_and_replaced_after(builtin_ops, tmp_path):
+    writer = storage.RunWriter(tmp_path, "run", {})
+    on_disk = []
+
+    class Watching(Scripted):
+        def run(self, cell):
+            on_disk.append(len(storage.load(root=tmp_path)))  # what a kill -9 now would leave
+            return super().run(cell)
+
+    executor = Watching({2: [(True, 0.08), (False, 0.006)]})
+    cells = [Cell.make("hoconv2d", "filter", "py", "cpu", "float32", {"batch_size": 2})]
+    Sweep(cells, executor, writer, {"host": "h"}, remeasure=1).run()
+    assert on_disk == [0, 1]  # the first measurement was written before the re-measure began
+    (row,) = storage.load(root=tmp_path).to_dict("records")
+    assert row["noisy"] == False and row["remeasured"] == 1 and row["ci_hi_s"] == 1.006  # noqa: E712
