@@ -23,7 +23,8 @@ import torch.utils.benchmark as tb
 
 from benchctl.measure.cuda_graph import repeatable_thunk
 from benchctl.measure.execute import prepare
-from benchctl.measure.timing import CpuClock, Policy, measure
+from benchctl.measure.clocks import CpuClock
+from benchctl.measure.timing import Policy, measure
 from benchctl.ops import registry
 from benchctl.ops.cells import Cell
 from benchctl.results.schema import PASSES

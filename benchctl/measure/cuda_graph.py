@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from benchctl.measure.passes import Inputs, Output, backward_from, make_setup
-from benchctl.measure.timing import CudaEventClock, Thunk
+from benchctl.measure.clocks import CudaEventClock, Thunk
 from benchctl.results.schema import Pass
 
 WARMUP_CALLS = 3  # on a side stream before capture, as torch.cuda.graph asks (lazy init, autotuning)

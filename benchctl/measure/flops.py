@@ -13,7 +13,7 @@ from typing import Callable
 # would otherwise come out of the first cell's memory limit.
 from torch.utils.flop_counter import FlopCounterMode
 
-from benchctl.measure.timing import Thunk
+from benchctl.measure.clocks import Thunk
 
 
 def counted(setup: Callable[[], Thunk]) -> float:

@@ -16,7 +16,8 @@ from typing import Callable
 
 import torch
 
-from benchctl.measure.timing import YOUNG_GENERATIONS, Thunk
+from benchctl.measure.clocks import Thunk
+from benchctl.measure.timing import YOUNG_GENERATIONS
 
 
 def _libc() -> ctypes.CDLL | None:

@@ -22,7 +22,7 @@ from typing import Callable, Sequence
 import torch
 
 from benchctl.ops.registry import Inputs, Output
-from benchctl.measure.timing import Thunk
+from benchctl.measure.clocks import Thunk
 
 from benchctl.results.schema import PASSES, Pass
 

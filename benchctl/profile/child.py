@@ -27,7 +27,7 @@ from benchctl.measure import execute
 from benchctl.ops import registry
 from benchctl.ops.cells import Cell
 from benchctl.profile.profilers import TORCH_MAX_REPS, TORCH_RANGE
-from benchctl.measure.timing import Thunk
+from benchctl.measure.clocks import Thunk
 from benchctl.results.schema import Status
 
 Setup = Callable[[], Thunk]

@@ -16,7 +16,8 @@ def main() -> None:
 
     from benchctl.measure.cuda_graph import repeatable_thunk
     from benchctl.measure.execute import prepare
-    from benchctl.measure.timing import CudaEventClock, Policy, measure
+    from benchctl.measure.clocks import CudaEventClock
+    from benchctl.measure.timing import Policy, measure
     from benchctl.ops import registry
     from benchctl.ops.cells import Cell
     from benchctl.results.schema import PASSES

@@ -38,7 +38,7 @@ def one_line(text: str) -> str:
 @pytest.mark.skipif(profiling.find_py_spy() is None, reason="py-spy is not installed")
 def test_py_spy_profile_names_native_aten_frames(tmp_path: Path, one_thread: None) -> None:
     out = tmp_path / "prof"
-    result = invoke("profile", *SMALL, "--pass", "backward", "--duration", "1", "--rate", "100", "--out", str(out))
+    result = invoke("profile", *SMALL, "--pass", "backward", "--duration", "2", "--rate", "200", "--out", str(out))
     assert result.exit_code == 0, result.output
     for name in ("stacks.txt", "flamegraph.svg", "speedscope.json", "profile.json"):
         assert (out / name).stat().st_size > 0, name

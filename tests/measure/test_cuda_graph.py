@@ -6,7 +6,8 @@ import torch
 
 from benchctl.measure.cuda_graph import CudaGraphClock, GraphCaptureError, capture, repeatable_thunk
 from benchctl.measure.execute import Settings, _time_pass
-from benchctl.measure.timing import CudaEventClock, Policy, measure
+from benchctl.measure.clocks import CudaEventClock
+from benchctl.measure.timing import Policy, measure
 
 
 class FakeEvent:

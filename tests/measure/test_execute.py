@@ -92,7 +92,7 @@ def test_a_cpu_row_has_the_machines_memory_bandwidth_unless_asked_not_to(fixture
 
 
 def test_a_gpu_clock_row_has_the_hosts_median_issue_time_after_warm_up(builtin_ops):
-    from benchctl.measure.timing import CudaEventClock
+    from benchctl.measure.clocks import CudaEventClock
 
     class Event:  # every call takes 2 ms on the "GPU"
         ticks = iter(range(0, 10**6, 1))

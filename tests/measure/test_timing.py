@@ -5,7 +5,9 @@ import gc
 
 import pytest
 
-from benchctl.measure.timing import CpuClock, CudaEventClock, OsUsage, Policy, measure, median_ci, summarize
+from benchctl.measure.clocks import CpuClock, CudaEventClock, OsUsage
+
+from benchctl.measure.timing import Policy, measure, median_ci, summarize
 
 
 class FakeCounter:
