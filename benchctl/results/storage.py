@@ -63,15 +63,17 @@ class RunWriter:
         self.run_id = run_id
         self.meta = {**meta, "run_id": run_id, "schema_version": SCHEMA_VERSION, "state": RunState.RUNNING,
                      "writer": _this_process()}
-        self.parts = 0
+        self.parts = 0  # on disk now
+        self._written = 0  # ever, which names the next part
         self._guarded(self._write_meta)
 
     def write(self, rows: Sequence[dict[str, Any]]) -> Path | None:
         if not rows:
             return None
-        path = self.dir / f"part-{self.parts + 1:05d}.parquet"
+        path = self.dir / f"part-{self._written + 1:05d}.parquet"
         rows = [{**r, "run_id": self.run_id, "schema_version": SCHEMA_VERSION} for r in rows]
         self._guarded(lambda: compaction.write_atomically(to_table(rows), path))
+        self._written += 1
         self.parts += 1
         return path
 
@@ -79,6 +81,7 @@ class RunWriter:
         """Remove a part whose rows a later part replaces (a noisy cell measured again)."""
         if written is not None:
             self._guarded(lambda: written.unlink(missing_ok=True))
+            self.parts -= 1
 
     def finish(self, state: RunState = RunState.COMPLETE, reason: str | None = None) -> None:
         """Mark the run's end; best effort, since it runs on every way out, a full disk included."""

@@ -112,5 +112,6 @@ def test_a_noisy_cell_is_on_disk_before_it_is_measured_again_and_replaced_after(
     cells = [Cell.make("hoconv2d", "filter", "py", "cpu", "float32", {"batch_size": 2})]
     Sweep(cells, executor, writer, {"host": "h"}, remeasure=1).run()
     assert on_disk == [0, 1]  # the first measurement was written before the re-measure began
+    assert writer.parts == 1 and [p.name for p in (tmp_path / "run").glob("part-*")] == ["part-00002.parquet"]
     (row,) = storage.load(root=tmp_path).to_dict("records")
     assert row["noisy"] == False and row["remeasured"] == 1 and row["ci_hi_s"] == 1.006  # noqa: E712
