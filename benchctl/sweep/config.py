@@ -24,7 +24,8 @@ from typing import Any, Mapping
 from benchctl.errors import UsageError
 
 TOP_KEYS = {"ops", "dtypes", "passes", "timing", "params", "targets"}
-TIMING_KEYS = {"min_time", "max_time", "min_samples", "max_samples", "warmup", "warmup_min_time", "warmup_time", "ci_target"}
+TIMING_KEYS = {"min_time", "max_time", "min_samples", "max_samples", "warmup", "warmup_min_time", "warmup_time",
+               "ci_target"}
 
 
 @dataclass(frozen=True)

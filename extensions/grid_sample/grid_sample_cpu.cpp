@@ -135,7 +135,7 @@ void grid_backward_block(const T* img, const ImageView& v, const TapBlock<T, Ind
   if constexpr (std::is_same_v<Index, at::vec::int_same_size_t<T>>) {
     done = grad_vectors(img, v, b, gout, hw, dx, dy);
   }
-  for (int64_t j = done; j < b.size; ++j) {  // the points past the last whole vector (all of them without one)
+  for (int64_t j = done; j < b.size; ++j) {  // past the last whole vector (all, for offsets narrower than T)
     const Taps<T, Index> t = b.at(j);
     for (int64_t c = 0; c < v.C; ++c) {
       const T* p = img + c * v.sC;
@@ -231,7 +231,8 @@ at::Tensor grid_backward_cpu(const at::Tensor& grad_out_in, const at::Tensor& im
   AT_DISPATCH_FLOATING_TYPES(image.scalar_type(), "grid_sample_grid_backward_cpu", [&] {
     const Problem<scalar_t> pr = problem_of<scalar_t>(image, grid);
     const scalar_t* go = grad_out.const_data_ptr<scalar_t>();
-    if (narrow) {
+    // int32 offsets only where the gather's lanes are 32-bit (float): double gathers take int64 ones.
+    if (narrow && sizeof(scalar_t) == sizeof(int32_t)) {
       grid_backward_points<scalar_t, int32_t>(pr, go, grad_grid.mutable_data_ptr<scalar_t>());
     } else {
       grid_backward_points<scalar_t, int64_t>(pr, go, grad_grid.mutable_data_ptr<scalar_t>());
