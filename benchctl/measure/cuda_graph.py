@@ -11,6 +11,7 @@ the cell's row carries; nothing else in the sweep changes.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable
 
 from benchctl.measure.passes import Inputs, Output, backward_from, make_setup
@@ -29,24 +30,40 @@ def repeatable_thunk(call: Callable[[], Output], inputs: Inputs, grads: Any, pas
     """The pass as one callable that can be called (and captured) again and again."""
     if pass_name != Pass.BACKWARD:
         return make_setup(call, inputs, grads, pass_name, accumulate)()
-    out = call()
     run_backward = backward_from(inputs, grads, accumulate, retain_graph=True)
-    return lambda: run_backward(out)
+    outs: list[Output] = []
+
+    def thunk() -> object:
+        if not outs:  # the forward, once, on the stream of the first call: capture's own (see capture)
+            outs.append(call())
+        return run_backward(outs[0])
+
+    return thunk
+
+
+@functools.cache
+def capture_stream() -> Any:
+    """The one side stream that every warm-up, backward's forward and capture runs on."""
+    import torch
+
+    return torch.cuda.Stream()
 
 
 def capture(thunk: Thunk) -> Thunk:
-    """Warm `thunk` up on a side stream, capture it in a CUDA graph, return the graph's replay."""
+    """Warm `thunk` up on the side stream, capture it in a CUDA graph on that same stream, return the
+    graph's replay. One stream for all: autograd runs a backward op on the stream its forward op ran on,
+    and a capture refuses a backward whose forward ran on a stream outside it (the default stream)."""
     import torch
 
     try:
-        side = torch.cuda.Stream()
+        side = capture_stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
             for _ in range(WARMUP_CALLS):
                 thunk()
         torch.cuda.current_stream().wait_stream(side)
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
+        with torch.cuda.graph(graph, stream=side):
             kept = thunk()  # the graph's outputs live in its memory pool; keep them with the graph
     except Exception as exc:
         raise GraphCaptureError(f"cannot be captured in a CUDA graph: {type(exc).__name__}: {exc}") from exc

@@ -1,9 +1,13 @@
 """CUDA-graph timing with fakes (no GPU here): one capture per pass, samples are replays between events,
 a call that cannot be captured becomes a clear error row; on a GPU, the real capture of a cell."""
 
+import contextlib
+import functools
+
 import pytest
 import torch
 
+from benchctl.measure import cuda_graph
 from benchctl.measure.cuda_graph import CudaGraphClock, GraphCaptureError, capture, repeatable_thunk
 from benchctl.measure.execute import Settings, _time_pass
 from benchctl.measure.clocks import CudaEventClock
@@ -67,6 +71,54 @@ def test_the_backward_thunk_reuses_one_graph_so_it_can_be_replayed():
     assert len(calls) == 1 and torch.equal(first[0], second[0]) and torch.equal(first[0], 2 * x.detach())
 
 
+class FakeStream:
+    def __init__(self, name):
+        self.name = name
+
+    def wait_stream(self, other):
+        pass
+
+
+class FakeGraph:
+    def replay(self):
+        pass
+
+
+class FakeCuda:
+    """torch.cuda's streams and graph capture, reduced to the name of the current stream."""
+
+    def __init__(self, monkeypatch):
+        self.now = "default"
+        monkeypatch.setattr(torch.cuda, "Stream", lambda: FakeStream("side"))
+        monkeypatch.setattr(torch.cuda, "current_stream", lambda: FakeStream(self.now))
+        monkeypatch.setattr(torch.cuda, "stream", self.stream)
+        monkeypatch.setattr(torch.cuda, "CUDAGraph", FakeGraph)
+        # torch.cuda.graph captures on a side stream of its own unless given one
+        monkeypatch.setattr(torch.cuda, "graph", lambda graph, stream=None: self.stream(stream or FakeStream("own")))
+        monkeypatch.setattr(cuda_graph, "capture_stream", functools.cache(cuda_graph.capture_stream.__wrapped__))
+
+    @contextlib.contextmanager
+    def stream(self, stream):
+        before, self.now = self.now, stream.name
+        yield
+        self.now = before
+
+
+def test_a_backward_is_warmed_up_and_captured_on_the_stream_its_forward_ran_on(monkeypatch):
+    fake = FakeCuda(monkeypatch)
+    x = torch.randn(4, requires_grad=True)
+    forwards, calls = [], []
+
+    def call():
+        forwards.append(fake.now)
+        return x * x
+
+    thunk = repeatable_thunk(call, {"x": x}, (torch.ones(4),), "backward")
+    capture(lambda: calls.append(fake.now) or thunk())
+    # autograd runs a backward op on its forward op's stream, and a capture refuses one outside it
+    assert forwards == ["side"] and calls == ["side"] * (cuda_graph.WARMUP_CALLS + 1)
+
+
 @pytest.mark.gpu
 def test_capture_on_a_gpu_replays_the_same_result():
     x = torch.randn(1024, device="cuda")
@@ -81,3 +133,14 @@ def test_capture_on_a_gpu_replays_the_same_result():
     replay()
     torch.cuda.synchronize()
     assert torch.equal(out["y"], torch.full_like(x, 2.0))
+
+
+@pytest.mark.gpu
+def test_capture_of_a_backward_on_a_gpu_replays_its_gradient():
+    x = torch.randn(1024, device="cuda", requires_grad=True)
+    thunk = repeatable_thunk(lambda: x * x, {"x": x}, (torch.ones(1024, device="cuda"),), "backward")
+    replay = capture(thunk)
+    replay()
+    torch.cuda.synchronize()
+    (grad,) = replay.__self__.kept
+    assert torch.allclose(grad, 2 * x.detach())
