@@ -98,6 +98,14 @@ class ClockGuard:
                 "throttled": bool(said), "throttle_reasons": ", ".join(said)}
 
 
+def nvml_index() -> int:
+    """NVML's index of torch's current CUDA device. NVML numbers every GPU and ignores
+    CUDA_VISIBLE_DEVICES, torch numbers the visible ones: a pool worker pinned to GPU 3 is torch's 0."""
+    import torch
+
+    return torch.cuda._get_nvml_device_index(torch.cuda.current_device())
+
+
 def guard(device: str, nvml: Any | None = None) -> ClockGuard | None:
     """A guard for the current CUDA device, or None on the CPU or without NVML."""
     if device != "cuda":
@@ -105,17 +113,17 @@ def guard(device: str, nvml: Any | None = None) -> ClockGuard | None:
     nvml = nvml or load_nvml()
     if nvml is None:
         return None
-    import torch
-
-    return ClockGuard(nvml, torch.cuda.current_device())
+    return ClockGuard(nvml, nvml_index())
 
 
-def clock_facts(nvml: Any | None = None, index: int = 0) -> dict[str, Any]:
-    """What `benchctl env` shows of a GPU's clocks: now and at most, whether application clocks are
-    pinned, persistence mode, and the commands that lock the clocks for steadier timings."""
+def clock_facts(nvml: Any | None = None, index: int | None = None) -> dict[str, Any]:
+    """What `benchctl env` shows of a GPU's clocks (NVML's `index`, else torch's current device's): now
+    and at most, whether application clocks are pinned, persistence mode, and the commands that lock the
+    clocks for steadier timings."""
     nvml = nvml or load_nvml()
     if nvml is None:
         return {}
+    index = nvml_index() if index is None else index
     handle = nvml.nvmlDeviceGetHandleByIndex(index)
     sm, mem = nvml.NVML_CLOCK_SM, nvml.NVML_CLOCK_MEM
     max_sm = int(nvml.nvmlDeviceGetMaxClockInfo(handle, sm))

@@ -3,6 +3,7 @@
 import time
 
 import pytest
+import torch
 
 from benchctl.machine import gpu_clocks
 from benchctl.machine.gpu_clocks import ClockGuard, clock_facts
@@ -83,12 +84,19 @@ def test_no_nvml_means_no_guard_and_no_failure(monkeypatch):
 
 
 def test_env_shows_clocks_persistence_and_the_command_that_locks_them():
-    facts = clock_facts(FakeNvml(clocks=[345], app=1410, default_app=1755, persistence=1))
+    facts = clock_facts(FakeNvml(clocks=[345], app=1410, default_app=1755, persistence=1), index=0)
     assert facts["gpu_sm_clock_mhz"] == 345 and facts["gpu_sm_clock_max_mhz"] == 1980
     assert facts["gpu_clocks_locked"] == "no" and facts["gpu_persistence_mode"] == "on"
     assert facts["gpu_app_clock_mhz"] == "1410 (default 1755, pinned)"
     assert facts["gpu_lock_clocks"] == "sudo nvidia-smi -i 0 -pm 1 && sudo nvidia-smi -i 0 -lgc 1980,1980"
-    assert clock_facts(FakeNvml(clocks=[1980]))["gpu_clocks_locked"] == "likely (idle at its maximum)"
+    assert clock_facts(FakeNvml(clocks=[1980]), index=0)["gpu_clocks_locked"] == "likely (idle at its maximum)"
+
+
+def test_nvml_reads_the_gpu_torch_runs_on_which_cuda_visible_devices_renumbers(monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")  # a pool worker pinned to the fourth GPU: torch's device 0
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    assert gpu_clocks.guard("cuda", FakeNvml(clocks=[1980])).handle == "gpu3"  # NVML ignores the variable
+    assert clock_facts(FakeNvml(clocks=[1980]))["gpu_lock_clocks"].startswith("sudo nvidia-smi -i 3 -pm 1")
 
 
 @pytest.mark.gpu
