@@ -6,7 +6,8 @@ nothing in the timing says so. `ClockGuard` samples the SM clock, the temperatur
 the clock and at most every SAMPLE_EVERY_S): never from a thread that could run inside a timed call.
 Rows record the median SM clock, the highest temperature, and `throttled` when the clock stayed below
 THROTTLED_BELOW of its maximum or a thermal or power reason was set. Without NVML (no driver, no
-package) every value is None and nothing fails.
+package), or where NVML refuses a reading (NotSupported, NoPermission), every value is None and nothing
+fails.
 
 The NVML module is passed in (`nvml=`), so tests drive all of it with a fake.
 """
@@ -36,9 +37,10 @@ def load_nvml() -> Any | None:
 
 
 def _reasons(nvml: Any, handle: Any) -> int:
-    getter = (getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None)
-              or nvml.nvmlDeviceGetCurrentClocksThrottleReasons)  # the older name
-    return int(getter(handle))
+    try:
+        return int(nvml.nvmlDeviceGetCurrentClocksEventReasons(handle))
+    except nvml.NVMLError_FunctionNotFound:  # a driver before R535 has only the older name
+        return int(nvml.nvmlDeviceGetCurrentClocksThrottleReasons(handle))
 
 
 def held_back(nvml: Any, mask: int) -> list[str]:
@@ -61,16 +63,24 @@ class ClockGuard:
     every_s: float = SAMPLE_EVERY_S
     samples: list[tuple[int, int, int]] = field(default_factory=list)  # (SM MHz, deg C, reasons mask)
     _last: float = 0.0  # time.monotonic() of the last sample
+    unreadable: bool = False  # NVML refused a reading: no more samples
 
     def __post_init__(self) -> None:
         self.handle = self.nvml.nvmlDeviceGetHandleByIndex(self.index)
         self.max_mhz = int(self.nvml.nvmlDeviceGetMaxClockInfo(self.handle, self.nvml.NVML_CLOCK_SM))
 
     def sample(self) -> None:
+        """One reading; none from the first NVML refuses (NotSupported on some virtual GPUs and
+        containers): the pass is then timed without its clocks, never failed for them."""
         nvml, handle = self.nvml, self.handle
-        self.samples.append((int(nvml.nvmlDeviceGetClockInfo(handle, nvml.NVML_CLOCK_SM)),
-                             int(nvml.nvmlDeviceGetTemperature(handle, nvml.NVML_TEMPERATURE_GPU)),
-                             _reasons(nvml, handle)))
+        if self.unreadable:
+            return
+        try:
+            self.samples.append((int(nvml.nvmlDeviceGetClockInfo(handle, nvml.NVML_CLOCK_SM)),
+                                 int(nvml.nvmlDeviceGetTemperature(handle, nvml.NVML_TEMPERATURE_GPU)),
+                                 _reasons(nvml, handle)))
+        except nvml.NVMLError:
+            self.unreadable = True
         self._last = time.monotonic()
 
     def tick(self) -> None:
@@ -86,6 +96,8 @@ class ClockGuard:
         self.sample()
 
     def summary(self) -> dict[str, Any]:
+        if not self.samples:
+            return {}
         clocks = [s[0] for s in self.samples]
         mask = 0
         for s in self.samples:
@@ -113,7 +125,10 @@ def guard(device: str, nvml: Any | None = None) -> ClockGuard | None:
     nvml = nvml or load_nvml()
     if nvml is None:
         return None
-    return ClockGuard(nvml, nvml_index())
+    try:
+        return ClockGuard(nvml, nvml_index())
+    except nvml.NVMLError:  # this GPU's handle or maximum clock refused: time it without the guard
+        return None
 
 
 def clock_facts(nvml: Any | None = None, index: int | None = None) -> dict[str, Any]:
@@ -123,7 +138,13 @@ def clock_facts(nvml: Any | None = None, index: int | None = None) -> dict[str, 
     nvml = nvml or load_nvml()
     if nvml is None:
         return {}
-    index = nvml_index() if index is None else index
+    try:
+        return _read_facts(nvml, nvml_index() if index is None else index)
+    except nvml.NVMLError as exc:  # e.g. application clocks NotSupported: env shows its other facts
+        return {"gpu_clocks": f"not readable through NVML: {exc}"}
+
+
+def _read_facts(nvml: Any, index: int) -> dict[str, Any]:
     handle = nvml.nvmlDeviceGetHandleByIndex(index)
     sm, mem = nvml.NVML_CLOCK_SM, nvml.NVML_CLOCK_MEM
     max_sm = int(nvml.nvmlDeviceGetMaxClockInfo(handle, sm))

@@ -20,6 +20,15 @@ class FakeNvml:
     nvmlClocksEventReasonHwSlowdown = 0x8
     nvmlClocksEventReasonHwPowerBrakeSlowdown = 0x80
 
+    class NVMLError(Exception):
+        pass
+
+    class NVMLError_NotSupported(NVMLError):
+        pass
+
+    class NVMLError_FunctionNotFound(NVMLError):
+        pass
+
     def __init__(self, clocks, temps=(60,), reasons=(0,), app=1755, default_app=1755, persistence=0):
         self.clocks, self.temps, self.reasons = list(clocks), list(temps), list(reasons)
         self.app, self.default_app, self.persistence = app, default_app, persistence
@@ -97,6 +106,40 @@ def test_nvml_reads_the_gpu_torch_runs_on_which_cuda_visible_devices_renumbers(m
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
     assert gpu_clocks.guard("cuda", FakeNvml(clocks=[1980])).handle == "gpu3"  # NVML ignores the variable
     assert clock_facts(FakeNvml(clocks=[1980]))["gpu_lock_clocks"].startswith("sudo nvidia-smi -i 3 -pm 1")
+
+
+class OldDriver(FakeNvml):
+    """A driver before R535: nvidia-ml-py has the new name, the driver's library only the old one."""
+
+    def nvmlDeviceGetCurrentClocksEventReasons(self, handle):
+        raise self.NVMLError_FunctionNotFound()
+
+    def nvmlDeviceGetCurrentClocksThrottleReasons(self, handle):
+        return self._next(self.reasons)
+
+
+class Refuses(FakeNvml):
+    """A GPU (a virtual one, or in a container) whose NVML does not report what `refused` names."""
+
+    def __init__(self, refused, **kw):
+        super().__init__(clocks=[1980], **kw)
+        for name in refused:
+            setattr(self, name, self.refuse)
+
+    def refuse(self, *args):
+        raise self.NVMLError_NotSupported()
+
+
+def test_a_driver_with_only_the_older_throttle_reasons_call_still_gives_them():
+    assert guarded(OldDriver(clocks=[1980], reasons=[0x20]))["throttle_reasons"] == "SwThermalSlowdown"
+
+
+def test_what_nvml_does_not_support_leaves_the_clocks_out_and_fails_nothing(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    assert guarded(Refuses(["nvmlDeviceGetCurrentClocksEventReasons"])) == {}  # the pass is timed all the same
+    assert gpu_clocks.guard("cuda", Refuses(["nvmlDeviceGetMaxClockInfo"])) is None
+    facts = clock_facts(Refuses(["nvmlDeviceGetApplicationsClock"]), index=0)
+    assert list(facts) == ["gpu_clocks"] and facts["gpu_clocks"].startswith("not readable through NVML")
 
 
 @pytest.mark.gpu
