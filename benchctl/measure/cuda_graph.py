@@ -75,20 +75,20 @@ class CudaGraphClock:
     """Times each thunk as replays of its CUDA graph, captured on first sight, between CUDA events.
 
     `events` times a replay as it times an eager call; `capture_fn` defaults to `capture` (tests pass
-    fakes). Graphs are kept per thunk for the clock's life: one cell's pass."""
+    fakes). Only the graph of the latest thunk (one pass of the cell) is kept: the clock lives for the
+    whole cell, and each graph's memory pool holds its outputs and saved activations on the GPU."""
 
     def __init__(self, events: CudaEventClock, capture_fn: Callable[[Thunk], Thunk] = capture):
         self.events = events
         self.capture_fn = capture_fn
-        self.replays: dict[int, tuple[Thunk, Thunk]] = {}  # id(thunk) -> (thunk, its replay)
+        self.current: tuple[Thunk, Thunk] | None = None  # (thunk, its replay)
 
     @property
     def host_per_call(self) -> list[float]:
         return self.events.host_per_call
 
     def time(self, thunk: Thunk) -> float:
-        known = self.replays.get(id(thunk))
-        if known is None:
-            # the thunk is kept with its replay, so its id cannot pass to another object
-            known = self.replays[id(thunk)] = (thunk, self.capture_fn(thunk))
-        return self.events.time(known[1])
+        if self.current is None or self.current[0] is not thunk:
+            self.current = None  # the last pass's graph and its pool go before the next capture
+            self.current = (thunk, self.capture_fn(thunk))
+        return self.events.time(self.current[1])

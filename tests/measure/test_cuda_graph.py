@@ -43,6 +43,27 @@ def test_a_thunk_is_captured_once_and_each_sample_is_one_replay():
     assert m.warmup_s == pytest.approx((0.001,)) and m.samples == pytest.approx((0.0015, 0.001))
 
 
+def test_a_pass_s_graph_is_let_go_when_the_next_pass_is_captured():
+    import weakref
+
+    class Replay:
+        def __call__(self):
+            pass
+
+    captured = []
+
+    def fake_capture(thunk):
+        replay = Replay()
+        captured.append(weakref.ref(replay))
+        return replay
+
+    clock = CudaGraphClock(events([0.0, 1.0] * 3), fake_capture)
+    forward, backward = (lambda: None), (lambda: None)
+    clock.time(forward), clock.time(backward), clock.time(backward)
+    # the clock lives for the cell: the forward's graph (and its GPU memory pool) goes, the backward's stays
+    assert len(captured) == 2 and captured[0]() is None and captured[1]() is not None
+
+
 def test_a_call_that_cannot_be_captured_is_an_error_row_that_says_so(builtin_ops):
     from benchctl.measure.execute import prepare
     from benchctl.ops.cells import Cell
