@@ -110,12 +110,16 @@ class ClockGuard:
                 "throttled": bool(said), "throttle_reasons": ", ".join(said)}
 
 
-def nvml_index() -> int:
+def nvml_index() -> int | None:
     """NVML's index of torch's current CUDA device. NVML numbers every GPU and ignores
-    CUDA_VISIBLE_DEVICES, torch numbers the visible ones: a pool worker pinned to GPU 3 is torch's 0."""
+    CUDA_VISIBLE_DEVICES, torch numbers the visible ones: a pool worker pinned to GPU 3 is torch's 0.
+    None where torch cannot map it (MIG instances named in CUDA_VISIBLE_DEVICES)."""
     import torch
 
-    return torch.cuda._get_nvml_device_index(torch.cuda.current_device())
+    try:
+        return torch.cuda._get_nvml_device_index(torch.cuda.current_device())
+    except RuntimeError:  # "device 0 is not visible": no GPU UUID matches the names in the variable
+        return None
 
 
 def guard(device: str, nvml: Any | None = None) -> ClockGuard | None:
@@ -123,10 +127,11 @@ def guard(device: str, nvml: Any | None = None) -> ClockGuard | None:
     if device != "cuda":
         return None
     nvml = nvml or load_nvml()
-    if nvml is None:
+    index = nvml_index() if nvml is not None else None
+    if index is None:
         return None
     try:
-        return ClockGuard(nvml, nvml_index())
+        return ClockGuard(nvml, index)
     except nvml.NVMLError:  # this GPU's handle or maximum clock refused: time it without the guard
         return None
 
@@ -136,10 +141,11 @@ def clock_facts(nvml: Any | None = None, index: int | None = None) -> dict[str, 
     and at most, whether application clocks are pinned, persistence mode, and the commands that lock the
     clocks for steadier timings."""
     nvml = nvml or load_nvml()
-    if nvml is None:
+    index = nvml_index() if nvml is not None and index is None else index
+    if nvml is None or index is None:
         return {}
     try:
-        return _read_facts(nvml, nvml_index() if index is None else index)
+        return _read_facts(nvml, index)
     except nvml.NVMLError as exc:  # e.g. application clocks NotSupported: env shows its other facts
         return {"gpu_clocks": f"not readable through NVML: {exc}"}
 

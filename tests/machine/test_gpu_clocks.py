@@ -108,6 +108,14 @@ def test_nvml_reads_the_gpu_torch_runs_on_which_cuda_visible_devices_renumbers(m
     assert clock_facts(FakeNvml(clocks=[1980]))["gpu_lock_clocks"].startswith("sudo nvidia-smi -i 3 -pm 1")
 
 
+def test_mig_instances_in_cuda_visible_devices_mean_no_guard_and_no_failure(monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "MIG-4f3c1d2e-0000-0000-0000-000000000000")
+    monkeypatch.setattr(torch.cuda, "_raw_device_uuid_nvml", lambda: ["GPU-9a8b7c6d-0000-0000-0000-000000000000"])
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    assert gpu_clocks.guard("cuda", FakeNvml(clocks=[1980])) is None  # torch cannot name its NVML index
+    assert clock_facts(FakeNvml(clocks=[1980])) == {}
+
+
 class OldDriver(FakeNvml):
     """A driver before R535: nvidia-ml-py has the new name, the driver's library only the old one."""
 
