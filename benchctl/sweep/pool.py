@@ -8,6 +8,7 @@ GPU series, one at a time.
 from __future__ import annotations
 
 import queue
+import os
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
 from typing import Callable, Sequence
@@ -21,10 +22,18 @@ Deliver = Callable[[Series, Rows], None]
 
 
 def local_gpus() -> list[str]:
-    """The GPU indices this process may use (torch's count, which honours CUDA_VISIBLE_DEVICES)."""
+    """The GPUs this process may use, each as a worker's CUDA_VISIBLE_DEVICES names it."""
     import torch
 
-    return [str(i) for i in range(torch.cuda.device_count())] if torch.cuda.is_available() else []
+    return visible_gpus(torch.cuda.device_count() if torch.cuda.is_available() else 0,
+                        os.environ.get("CUDA_VISIBLE_DEVICES"))
+
+
+def visible_gpus(count: int, visible: str | None) -> list[str]:
+    """The first `count` entries of this process's CUDA_VISIBLE_DEVICES (indices, UUIDs or MIG names),
+    or 0..count-1 where it is unset: under CUDA_VISIBLE_DEVICES=2,3 torch's GPU 0 is the machine's 2."""
+    names = [n.strip() for n in visible.split(",") if n.strip()] if visible else []
+    return names[:count] if visible is not None else [str(i) for i in range(count)]
 
 
 @dataclass

@@ -9,7 +9,7 @@ import time
 from benchctl.measure.execute import Settings
 from benchctl.measure.timing import Policy
 from benchctl.ops.cells import Cell
-from benchctl.sweep.pool import Pool
+from benchctl.sweep.pool import Pool, visible_gpus
 from benchctl.sweep.series import SeriesJob, group
 
 FAST = Settings(policy=Policy(warmup=0, warmup_time=0, min_samples=2, max_samples=3, min_time=0, max_time=1),
@@ -55,3 +55,10 @@ def test_a_real_pool_of_cpu_series_lands_every_row(fixture_ops, fixture_ops_dir)
     got = sorted((r["impl"], r["batch_size"], r["status"]) for r in rows)
     assert got == [("py", 2, "ok"), ("py", 4, "ok"), ("segfault", 4, "ok"), ("segfault", 8, "crashed")]
     assert {r["node_id"] for r in rows} == {rows[0]["host"]}
+
+
+def test_workers_are_pinned_to_the_gpus_this_process_was_given():
+    assert visible_gpus(2, None) == ["0", "1"]
+    assert visible_gpus(2, "2,3") == ["2", "3"]  # torch's 0 and 1; a worker pinned to "0" would be wrong
+    assert visible_gpus(1, "GPU-8f2e, GPU-11aa") == ["GPU-8f2e"]  # UUIDs pass through; torch saw one
+    assert visible_gpus(0, "") == []
