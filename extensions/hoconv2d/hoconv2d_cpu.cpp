@@ -329,15 +329,41 @@ struct Image {
   T *gx, *gwt;
 };
 
+// Calls fn(Width<K>{}) where k is one of the kernel sizes the backward's grad_x unrolls (3, 5, 7);
+// false for any other k.
+template <typename Fn>
+bool with_unrolled_k(int64_t k, Fn&& fn) {
+  switch (k) {
+    case 3: fn(Width<3>{}); return true;
+    case 5: fn(Width<5>{}); return true;
+    case 7: fn(Width<7>{}); return true;
+    default: return false;
+  }
+}
+
+inline bool unrolled(const Shape& s) { return with_unrolled_k(s.k, [](auto) {}); }
+
+// Whether add_grad_x_shares_of's vector at column w reads image columns [w-p, w+p+L) all inside the
+// row, and so straight from the weights: all but the first and the last vector of a wide row.
+template <typename T>
+inline bool reads_inside(const Shape& s, int64_t w) {
+  return w >= s.pad() && w + kNarrow<T> + s.pad() <= s.width;
+}
+
 // Loads source row h of the weights and grad_out into the padded scratch rows, asking for the weight
-// rows kPrefetchRows ahead.
+// rows kPrefetchRows ahead. For the unrolled kernel sizes only the columns that the vectors at either
+// end read are copied (the others read the weights where they are: see reads_inside).
 template <typename T>
 void load_source_row(const Image<T>& a, const Shape& s, int64_t h, BackwardRows<T>& rows) {
-  const int64_t plane = s.plane(), p = s.pad();
+  const int64_t plane = s.plane(), p = s.pad(), width = s.width;
+  const int64_t head = unrolled(s) ? std::min(width, kNarrow<T> + p) : width;
+  const int64_t tail = unrolled(s) ? std::max(head, width - kNarrow<T> - 2 * p) : width;
   for (int64_t t = 0; t < s.taps(); ++t) {
-    const T* from = a.wt + t * plane + h * s.width;
-    for (int64_t w = 0; w < s.width; w += kNarrow<T>) __builtin_prefetch(from + kPrefetchRows * s.width + w, 0, 2);
-    std::copy(from, from + s.width, rows.weights.data() + t * rows.stride + p);
+    const T* from = a.wt + t * plane + h * width;
+    T* to = rows.weights.data() + t * rows.stride + p;
+    for (int64_t w = 0; w < width; w += kNarrow<T>) __builtin_prefetch(from + kPrefetchRows * width + w, 0, 2);
+    std::copy(from, from + head, to);
+    std::copy(from + tail, from + width, to + tail);
   }
   for (int64_t c = 0; c < s.channels; ++c) {
     const T* from = a.g + c * plane + h * s.width;
@@ -347,10 +373,12 @@ void load_source_row(const Image<T>& a, const Shape& s, int64_t h, BackwardRows<
 
 // The same shares for a kernel size K known at compile time, one vector of columns at a time: for
 // each column tap j, the G shifted grad vectors are loaded once and serve all K kernel rows, whose
-// K*G sums stay in registers (at k = 5: 8 loads per 15 multiply-adds instead of 20). `weights` and
-// `grad` point at padded column w+2p of tap 0 and of G's first channel of the group.
+// K*G sums stay in registers (at k = 5: 8 loads per 15 multiply-adds instead of 20). `weights` points
+// at image column w+p of tap 0's row (taps `weights_stride` apart), `grad` at padded column w+2p of
+// G's first channel of the group (channels `stride` apart).
 template <int K, int G, typename T>
-inline void grad_x_rows(const T* weights, const T* grad, int64_t stride, Vec<T> (&acc)[K][G]) {
+inline void grad_x_rows(const T* weights, int64_t weights_stride, const T* grad, int64_t stride,
+                        Vec<T> (&acc)[K][G]) {
   HOCONV_UNROLL
   for (int j = 0; j < K; ++j) {
     Vec<T> g[G];
@@ -358,7 +386,7 @@ inline void grad_x_rows(const T* weights, const T* grad, int64_t stride, Vec<T> 
     for (int c = 0; c < G; ++c) g[c] = load(grad + c * stride - j);
     HOCONV_UNROLL
     for (int i = 0; i < K; ++i) {
-      const Vec<T> w = load(weights + (i * K + j) * stride - j);
+      const Vec<T> w = load(weights + (i * K + j) * weights_stride - j);
       HOCONV_UNROLL
       for (int c = 0; c < G; ++c) acc[i][c] += w * g[c];
     }
@@ -366,16 +394,21 @@ inline void grad_x_rows(const T* weights, const T* grad, int64_t stride, Vec<T> 
 }
 
 // Adds source row h's shares to the ring rows y = h+i-p in [task.begin, task.end), for k = K.
+// `wt_row` is row h of the image's first weight plane.
 template <int K, typename T>
-void add_grad_x_shares_of(const Shape& s, const Task& task, int64_t h, BackwardRows<T>& rows) {
+void add_grad_x_shares_of(const Shape& s, const Task& task, int64_t h, BackwardRows<T>& rows, const T* wt_row) {
   constexpr int L = kNarrow<T>;
   const int64_t p = s.pad();
   for_each_channel_group(s.channels, [&](int64_t c, auto group) {
     constexpr int G = group();
     for (int64_t w = 0, end = vector_end<T>(s); w < end; w += L) {
       Vec<T> acc[K][G] = {};
-      grad_x_rows<K, G>(rows.weights.data() + w + 2 * p, rows.grad.data() + c * rows.stride + w + 2 * p,
-                        rows.stride, acc);
+      const T* grad = rows.grad.data() + c * rows.stride + w + 2 * p;
+      if (reads_inside<T>(s, w)) {
+        grad_x_rows<K, G>(wt_row + w + p, s.plane(), grad, rows.stride, acc);
+      } else {
+        grad_x_rows<K, G>(rows.weights.data() + w + 2 * p, rows.stride, grad, rows.stride, acc);
+      }
       HOCONV_UNROLL
       for (int i = 0; i < K; ++i) {
         const int64_t y = h + i - p;
@@ -394,10 +427,8 @@ void add_grad_x_shares_of(const Shape& s, const Task& task, int64_t h, BackwardR
 // Adds source row h's shares to the ring rows y = h+i-p in [task.begin, task.end): the common kernel
 // sizes through add_grad_x_shares_of, any other one kernel row at a time.
 template <typename T>
-void add_grad_x_shares(const Shape& s, const Task& task, int64_t h, BackwardRows<T>& rows) {
-  if (s.k == 3) return add_grad_x_shares_of<3>(s, task, h, rows);
-  if (s.k == 5) return add_grad_x_shares_of<5>(s, task, h, rows);
-  if (s.k == 7) return add_grad_x_shares_of<7>(s, task, h, rows);
+void add_grad_x_shares(const Shape& s, const Task& task, int64_t h, BackwardRows<T>& rows, const T* wt_row) {
+  if (with_unrolled_k(s.k, [&](auto k) { add_grad_x_shares_of<k()>(s, task, h, rows, wt_row); })) return;
   const int64_t p = s.pad();
   for (int64_t i = 0; i < s.k; ++i) {
     const int64_t y = h + i - p;
@@ -462,7 +493,7 @@ void backward_task(const Image<T>& base, const Shape& s, const Task& task) {
   const int64_t first = std::max<int64_t>(0, task.begin - p), last = std::min(s.height, task.end + p);
   for (int64_t h = first; h < last; ++h) {
     load_source_row(a, s, h, rows);
-    add_grad_x_shares(s, task, h, rows);
+    add_grad_x_shares(s, task, h, rows, a.wt + h * s.width);
     if (h >= task.begin && h < task.end) write_grad_wt_row(a, s, h, window.around(h), window, rows);
     if (h - p >= task.begin && h - p < task.end) write_grad_x_row(a, s, h - p, rows);
   }
