@@ -104,7 +104,7 @@ def main() -> None:
         for c in cells(goal, run(goal, args.rounds, args.allocator)):
             print(f"| {c['op']} | {c['pass']} | {c['at']} | {c['base'] * 1e3:.3g} | {c['mine'] * 1e3:.3g}"
                   f"{' ~' if c['noisy'] else ''} | {c['ratio']:.2f}x | {fmt(c['floor'] and c['floor'] * 1e3, '.3g')} | "
-                  f"{fmt(c['pct'], '.0f')} ({c['level'] or '-'}) | {fmt(c['probe'], '.0f')} | "
+                  f"{fmt(c['pct'], '.0f')} ({c['level'] or '-'}) | {fmt(c['probe'], '.1f')} | "
                   f"{fmt(c['spread'], '.2f')} | {c['modes']} |", flush=True)
 
 
