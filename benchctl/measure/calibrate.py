@@ -1,5 +1,5 @@
 """This machine's measured peaks: copy bandwidth (GB/s) from DRAM and from each cache level, and matmul
-throughput (GFLOP/s), per device.
+throughput (GFLOP/s) in each dtype, per device.
 
 Stored per host in the user's cache, so `run` can add `pct_of_peak` to every row: the share of the
 roofline bound (the larger of bytes / peak GB/s and FLOPs / peak GFLOP/s) that a pass achieves. On the
@@ -20,11 +20,16 @@ from benchctl.cache import cache_dir
 from benchctl.machine import caches, membw
 from benchctl.measure.execute import make_clock
 from benchctl.measure.timing import Policy, measure
+from benchctl.ops.cells import DTYPES
+from benchctl.results.schema import DTYPE_NAMES, TF32_PEAK
 
 COPY_BYTES = 256 * 1024 * 1024
 MATMUL_N = 2048
 POLICY = Policy(warmup=2, min_samples=10, min_time=0.5, max_time=10.0)
 PROBES = 10
+# The matmul rates measured: a pass is held against the rate of its own dtype (a GPU's bfloat16 tensor cores
+# do over ten times its float32 rate). TF32_PEAK: float32 with TF32 allowed, for float32 GPU passes timed so.
+MATMUL_DTYPES = {"cpu": DTYPE_NAMES, "cuda": (*DTYPE_NAMES, TF32_PEAK)}
 
 
 def calibration_path() -> Path:
@@ -58,16 +63,24 @@ def cache_levels(device: str) -> dict[str, dict[str, float]]:
     return out
 
 
-def matmul_gflops(device: str) -> float:
-    a = torch.randn(MATMUL_N, MATMUL_N, device=device)
-    b = torch.randn(MATMUL_N, MATMUL_N, device=device)
-    m = measure(lambda: (lambda: a @ b), make_clock(device), POLICY)
+def matmul_gflops(device: str, dtype: str = "float32") -> float:
+    """A square matmul in `dtype` (TF32_PEAK: float32 with TF32 allowed; plain float32 has it off)."""
+    a, b = (torch.randn(MATMUL_N, MATMUL_N, device=device).to(DTYPES.get(dtype, torch.float32))
+            for _ in range(2))
+    allowed = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = dtype == TF32_PEAK
+    try:
+        m = measure(lambda: (lambda: a @ b), make_clock(device), POLICY)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = allowed
     return 2 * MATMUL_N**3 / m.median * 1e-9
 
 
 def calibrate(devices: list[str]) -> dict[str, dict[str, float]]:
-    peaks = {d: {"gbps": copy_gbps(d), "gflops": matmul_gflops(d), "threads": torch.get_num_threads(),
-                 "levels": cache_levels(d)} for d in devices}
+    peaks = {d: {"gbps": copy_gbps(d), "threads": torch.get_num_threads(), "levels": cache_levels(d),
+                 "gflops_by_dtype": {dt: matmul_gflops(d, dt) for dt in MATMUL_DTYPES[d]}} for d in devices}
+    for p in peaks.values():
+        p["gflops"] = p["gflops_by_dtype"]["float32"]
     if "cpu" in peaks:
         peaks["cpu"]["read_gbps"] = max(membw.probe() for _ in range(PROBES))
     path = calibration_path()

@@ -26,7 +26,7 @@ from benchctl.ops.registry import Case
 from benchctl.measure.clocks import Clock, CpuClock, CudaEventClock, OsUsage, Thunk
 from benchctl.measure.timing import Measurement, Policy, measure, noisy_message
 from benchctl.measure.cuda_graph import CudaGraphClock, repeatable_thunk
-from benchctl.results.schema import Status, TimingMode
+from benchctl.results.schema import TF32_PEAK, Status, TimingMode
 
 SECOND_SEED = 1  # the gate checks at the cell's seed and at seed + SECOND_SEED
 
@@ -199,7 +199,7 @@ def _os_work(usage: Sequence[OsUsage]) -> dict[str, float]:
 def _rates(prepared: Prepared, pass_name: str, m: Measurement, peaks: dict[str, float]) -> dict[str, Any]:
     """FLOPs (as torch counts them, else the operator's formula: flops.py) and bytes (the formula) ->
     GFLOP/s, GB/s and % of the roofline bound, whose bandwidth is that of the cache level the pass's bytes
-    fit in (machine/caches.py) and whose FLOP/s is this device's calibrated matmul rate."""
+    fit in (machine/caches.py) and whose FLOP/s is this device's calibrated matmul rate in the pass's dtype."""
     cell, target = prepared.resolved.cell, prepared.resolved.target
     params, size = cell.params, cell.torch_dtype.itemsize
     fwd = (target.flops(params), target.bytes(params, size))
@@ -212,13 +212,21 @@ def _rates(prepared: Prepared, pass_name: str, m: Measurement, peaks: dict[str, 
     if m.median > 0:
         out["gflops"] = flops_done / m.median * 1e-9
         out["gbps"] = nbytes / m.median * 1e-9
-    level = caches.level_for(nbytes, caches.levels(peaks))
-    bound = max(nbytes / (level.gbps * 1e9) if level else 0.0,
-                flops_done / (peaks["gflops"] * 1e9) if peaks.get("gflops") else 0.0)
+    level, gflops = caches.level_for(nbytes, caches.levels(peaks)), matmul_peak(peaks, cell)
+    bound = max(nbytes / (level.gbps * 1e9) if level else 0.0, flops_done / (gflops * 1e9) if gflops else 0.0)
     if bound > 0 and m.median > 0:
         out["pct_of_peak"] = 100.0 * bound / m.median
         out["peak_level"] = level.name if level else None
     return out
+
+
+def matmul_peak(peaks: dict[str, Any], cell: Cell) -> float | None:
+    """The calibrated matmul GFLOP/s of the cell's dtype (a float32 GPU pass with TF32 allowed: the TF32
+    rate), else the float32 one (a calibration from before the dtypes were measured)."""
+    key = cell.dtype
+    if cell.device == "cuda" and key == "float32" and torch.backends.cuda.matmul.allow_tf32:
+        key = TF32_PEAK
+    return peaks.get("gflops_by_dtype", {}).get(key) or peaks.get("gflops")
 
 
 def make_clock(device: str, flush_l2: bool = False, cuda_graph: bool = False) -> Clock:

@@ -70,6 +70,7 @@ class Pass(StrEnum):
 
 PASSES: tuple[str, ...] = tuple(p.value for p in Pass)  # plain strings (click, JSON, parquet)
 TF32_MODES = {"default": None, "on": True, "off": False}  # --tf32: torch's setting, allowed, forbidden
+TF32_PEAK = "tf32"  # the calibrated matmul rate of float32 with TF32 allowed, beside the dtypes' own
 DEVICES = ("cpu", "cuda")  # the devices a cell runs on
 DEVICE_ALIASES = {"gpu": "cuda", "cuda": "cuda", "cpu": "cpu"}  # what a user may type for each
 DTYPE_NAMES = ("float32", "float64", "float16", "bfloat16")  # the torch dtypes a cell can name

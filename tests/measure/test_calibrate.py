@@ -7,6 +7,7 @@ import pytest
 from benchctl.measure import calibrate
 from benchctl.machine import caches, membw
 
+RATE = {"float32": 1.0, "float64": 0.5, "float16": 4.0, "bfloat16": 4.0, "tf32": 2.0}  # x float32's
 SIZES = {"cpu": [caches.CacheSize("L2", 1 << 20, 1), caches.CacheSize("L3", 32 << 20, 2)],
          "cuda": [caches.CacheSize("L2", 50 << 20, 1)]}
 
@@ -18,7 +19,8 @@ def measured(monkeypatch, tmp_path):
                         {"cpu": 28.0, "cuda": 2800.0}[device] * calibrate.COPY_BYTES / nbytes)
     monkeypatch.setattr(calibrate, "cache_sizes", SIZES.get)
     monkeypatch.setattr(calibrate.torch, "get_num_threads", lambda: 2)
-    monkeypatch.setattr(calibrate, "matmul_gflops", lambda device: {"cpu": 130.0, "cuda": 48000.0}[device])
+    monkeypatch.setattr(calibrate, "matmul_gflops", lambda device, dtype="float32":
+                        {"cpu": 130.0, "cuda": 48000.0}[device] * RATE[dtype])
     probes = iter([30.0, 52.5, 41.0] + [12.0] * (calibrate.PROBES - 3))
     monkeypatch.setattr(membw, "probe", lambda: next(probes))
 
@@ -46,3 +48,36 @@ def test_each_cache_level_is_timed_with_half_of_what_the_threads_can_hold(measur
     assert cpu["L2"]["gbps"] == pytest.approx(28.0 * calibrate.COPY_BYTES / (512 << 10))
     assert cuda["L2"]["bytes"] == 50 << 20
     assert cuda["L2"]["gbps"] == pytest.approx(2800.0 * calibrate.COPY_BYTES / (50 << 18))
+
+
+def test_every_dtype_gets_its_own_matmul_rate_and_a_gpu_its_tf32_one(measured):
+    peaks = calibrate.calibrate(["cpu", "cuda"])
+    assert peaks["cpu"]["gflops_by_dtype"] == {"float32": 130.0, "float64": 65.0, "float16": 520.0,
+                                               "bfloat16": 520.0}
+    assert peaks["cuda"]["gflops_by_dtype"]["tf32"] == 96000.0 and peaks["cuda"]["gflops"] == 48000.0
+
+
+@pytest.fixture
+def tf32_flag():
+    """torch's TF32 matmul flag, put back after the test (monkeypatch cannot: cuBLAS's module has no
+    attribute to delete or restore, only a setting behind __setattr__)."""
+    matmul = calibrate.torch.backends.cuda.matmul
+    before = matmul.allow_tf32
+    yield matmul
+    matmul.allow_tf32 = before
+
+
+def test_a_matmul_is_timed_with_tf32_allowed_only_for_the_tf32_rate(monkeypatch, tf32_flag):
+    seen = []
+
+    def fake_measure(setup, clock, policy):
+        seen.append((setup()().dtype, calibrate.torch.backends.cuda.matmul.allow_tf32))
+        return type("M", (), {"median": 1e-3})()
+
+    monkeypatch.setattr(calibrate, "measure", fake_measure)
+    monkeypatch.setattr(calibrate, "MATMUL_N", 8)
+    tf32_flag.allow_tf32 = False
+    assert calibrate.matmul_gflops("cpu", "tf32") == pytest.approx(2 * 8**3 / 1e-3 * 1e-9)
+    calibrate.matmul_gflops("cpu", "float64")
+    assert seen == [(calibrate.torch.float32, True), (calibrate.torch.float64, False)]
+    assert tf32_flag.allow_tf32 is False  # put back as it was

@@ -4,9 +4,10 @@ import json
 from dataclasses import replace
 
 import pytest
+import torch
 
 from benchctl.ops.cells import Cell
-from benchctl.measure.execute import Settings, prepare, run_cell
+from benchctl.measure.execute import Settings, matmul_peak, prepare, run_cell
 from benchctl.measure.timing import Policy
 
 FAST = Settings(policy=Policy(warmup=1, warmup_time=0.0, min_samples=3, min_time=0.0, max_time=2.0))
@@ -180,3 +181,18 @@ def test_flops_are_counted_by_torch_where_it_sees_them_else_declared(builtin_ops
     conv = run_cell(Cell.make("hoconv2d", "filter", "cpp", "cpu", "float32",
                               {"batch_size": 1, "C": 3, "H": 8, "W": 8, "k": 3}, ("forward",)), fast)[0]
     assert conv["flops_source"] == "declared" and conv["flops"] > 0
+
+
+def test_the_flop_bound_uses_the_rate_of_the_pass_dtype():
+    rates = {"gflops": 100.0, "gflops_by_dtype": {"float32": 100.0, "float64": 50.0, "tf32": 400.0}}
+    cell = lambda device, dtype: Cell.make("hoconv2d", "filter", "py", device, dtype, SMALL, ("forward",))  # noqa: E731
+    assert matmul_peak(rates, cell("cpu", "float64")) == 50.0
+    assert matmul_peak(rates, cell("cpu", "bfloat16")) == 100.0  # not calibrated: float32's
+    assert matmul_peak({"gflops": 100.0}, cell("cpu", "float64")) == 100.0  # a calibration from before
+    matmul, before = torch.backends.cuda.matmul, torch.backends.cuda.matmul.allow_tf32
+    try:
+        matmul.allow_tf32 = True
+        assert matmul_peak(rates, cell("cuda", "float32")) == 400.0
+        assert matmul_peak(rates, cell("cpu", "float32")) == 100.0  # TF32 is a GPU mode
+    finally:
+        matmul.allow_tf32 = before
