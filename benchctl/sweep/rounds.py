@@ -10,7 +10,8 @@ much the machine moved meanwhile.
 Rounds that disagree by more than MODES_APART are not averaged: the sorted round medians are split at
 their widest gap into a fast and a slow mode, the row gives both (`mode_fast_s`, `mode_slow_s`) and says
 so, and its median is the median of the mode that holds most samples (the slow one on a tie), never a
-value between the two that no call took.
+value between the two that no call took. Where the modes' page faults per call differ, the message gives
+both: the mode with more is the one whose calls got fresh memory from the OS.
 """
 
 from __future__ import annotations
@@ -91,8 +92,21 @@ def _modes(rows: Rows) -> dict[str, Any]:
     which = lambda part: ", ".join(str(i) for i, _ in sorted(part, key=lambda pair: pair[0]))  # noqa: E731
     return {**kept, "mode_fast_s": fast_stats["median_s"], "mode_slow_s": slow_stats["median_s"],
             "message": f"rounds disagree: {fast_stats['median_s'] * 1e3:.3g} ms in round(s) {which(fast)}, "
-                       f"{slow_stats['median_s'] * 1e3:.3g} ms in round(s) {which(slow)}; the median is the "
-                       f"{'fast' if majority is fast_stats else 'slow'} mode's, which holds most samples"}
+                       f"{slow_stats['median_s'] * 1e3:.3g} ms in round(s) {which(slow)}{_faults(fast, slow)}; "
+                       f"the median is the {'fast' if majority is fast_stats else 'slow'} mode's, which holds "
+                       "most samples"}
+
+
+def _faults(fast: list, slow: list) -> str:
+    """The two modes' page faults per call, where they differ: the mode with more got fresh memory from the
+    OS each call, as a loop that frees and allocates its tensors again does under that allocator."""
+    counts = [[r["page_faults"] for _, r in part if r.get("page_faults") is not None] for part in (fast, slow)]
+    if not all(counts):
+        return ""
+    fast_faults, slow_faults = (statistics.median(c) for c in counts)
+    if fast_faults == slow_faults:
+        return ""
+    return f" ({fast_faults:.0f} and {slow_faults:.0f} page faults per call)"
 
 
 def _rates(first: dict[str, Any], median: float) -> dict[str, Any]:

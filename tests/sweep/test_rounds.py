@@ -51,7 +51,9 @@ def test_rounds_in_two_modes_give_both_and_the_majority_median():
     assert m["mode_fast_s"] == pytest.approx(0.015) and m["mode_slow_s"] == pytest.approx(0.1)
     assert m["median_s"] == pytest.approx(0.015)  # 6 samples against 3: the fast mode
     assert m["n"] == 9 and m["min_s"] == 0.0149 and m["max_s"] == 0.101
-    assert "rounds disagree: 15 ms in round(s) 1, 3, 100 ms in round(s) 2" in m["message"]
+    assert "rounds disagree: 15 ms in round(s) 1, 3, 100 ms in round(s) 2;" in m["message"]
+    [m] = merge([[row(fast, page_faults=40.0)], [row(slow, page_faults=694.0)], [row(fast, page_faults=42.0)]])
+    assert "100 ms in round(s) 2 (41 and 694 page faults per call); the median is the fast mode's" in m["message"]
     [quiet] = merge([[row([1.0, 1.02])], [row([1.05, 1.03])]])  # 5% apart: one mode, pooled
     assert quiet.get("mode_fast_s") is None and quiet["median_s"] == pytest.approx(1.025)
 
