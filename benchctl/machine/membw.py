@@ -8,42 +8,40 @@ the bandwidth around its own measurement tells a slow machine from a slow implem
 marks the cells measured while it was well below the run's median, and `compare` warns when two runs
 had different bandwidth.
 
-The probe sums a float32 buffer four times the size of the last-level cache (at least 64 MiB) on the
-threads the measurement uses, and takes the median of three reads: about 10 ms per probe. Part of
-a buffer only twice the cache stays cached: a probe right after another read ran up to 1.7x faster
-than one after a larger read (84-96 against 49-74 GB/s with a 32 MiB L3); four times the cache, 1.2x
-(35-38 against 29-31 GB/s), small beside what other tenants do to it.
+The probe sums a float32 buffer four times the size of the last-level cache (at least 64 MiB, at most
+256 MiB) on the threads the measurement uses, and takes the median of three reads: 10 to 60 ms per
+probe. Part of a buffer only twice the cache stays cached: a probe right after another read ran up to
+1.7x faster than one after a larger read (84-96 against 49-74 GB/s with a 32 MiB L3); four times the
+cache, 1.2x (35-38 against 29-31 GB/s), small beside what other tenants do to it. With a 260 MiB L3
+a 64 MiB buffer read at 11-48 GB/s from one probe to the next, mostly from the cache; 256 MiB at 11-15
+and 1 GiB (230 ms a probe) at 14-17: beyond 256 MiB the probe only gets slower.
 """
 
 from __future__ import annotations
 
 import functools
-import os
 import statistics
 import time
 from typing import Callable
 
 import torch
 
-MIN_BYTES = 64 << 20
+from benchctl.machine import caches
+
+MIN_BYTES, MAX_BYTES = 64 << 20, 256 << 20
 READS = 3
 
 
 def last_level_cache_bytes() -> int:
-    """The L3 (else L2) cache size the C library reports; 0 where it does not know."""
-    for name in ("SC_LEVEL3_CACHE_SIZE", "SC_LEVEL2_CACHE_SIZE"):
-        try:
-            size = os.sysconf(name)
-        except (ValueError, OSError):
-            continue
-        if size > 0:
-            return size
-    return 0
+    """The largest cache's size, as the kernel reports it; 0 where it does not say."""
+    found = caches.cpu_caches()
+    return found[-1].bytes if found else 0
 
 
 def buffer_bytes(cache_bytes: int) -> int:
-    """Four times the cache, so the reads come from memory and not from the cache; at least MIN_BYTES."""
-    return max(MIN_BYTES, 4 * cache_bytes)
+    """Four times the cache, so the reads come from memory and not from the cache; at least MIN_BYTES,
+    at most MAX_BYTES."""
+    return min(MAX_BYTES, max(MIN_BYTES, 4 * cache_bytes))
 
 
 @functools.lru_cache(maxsize=1)
