@@ -13,8 +13,8 @@ The probe sums a float32 buffer four times the size of the last-level cache (at 
 probe. Part of a buffer only twice the cache stays cached: a probe right after another read ran up to
 1.7x faster than one after a larger read (84-96 against 49-74 GB/s with a 32 MiB L3); four times the
 cache, 1.2x (35-38 against 29-31 GB/s), small beside what other tenants do to it. With a 260 MiB L3
-a 64 MiB buffer read at 11-48 GB/s from one probe to the next, mostly from the cache; 256 MiB at 11-15
-and 1 GiB (230 ms a probe) at 14-17: beyond 256 MiB the probe only gets slower.
+(a quiet 2-core VM) a 64 MiB buffer read at 48-55 GB/s, mostly from the cache; 256 MiB at 28-29 GB/s
+in 28 ms a probe, and 1 GiB at 26-28 in 123 ms: beyond 256 MiB the probe only gets slower.
 """
 
 from __future__ import annotations
