@@ -7,8 +7,8 @@ GPU series, one at a time.
 
 from __future__ import annotations
 
-import queue
 import os
+import queue
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
 from typing import Callable, Sequence
