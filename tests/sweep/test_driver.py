@@ -14,8 +14,10 @@ from benchctl.sweep.driver import Sweep
 from benchctl.results.storage import RunWriter
 from benchctl.measure.timing import Policy
 
+# No bandwidth probe: its buffer (64 to 256 MiB, machine/membw.py) would count against the memory limit
+# that the out-of-memory test sets.
 FAST = Settings(policy=Policy(warmup=1, warmup_time=0.0, min_samples=3, min_time=0.0, max_time=1.0),
-                measure_memory=False)
+                measure_memory=False, probe_bandwidth=False)
 
 
 def cells(impl, batches):
