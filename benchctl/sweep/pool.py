@@ -32,8 +32,9 @@ def local_gpus() -> list[str]:
 def visible_gpus(count: int, visible: str | None) -> list[str]:
     """The first `count` entries of this process's CUDA_VISIBLE_DEVICES (indices, UUIDs or MIG names),
     or 0..count-1 where it is unset: under CUDA_VISIBLE_DEVICES=2,3 torch's GPU 0 is the machine's 2."""
-    names = [n.strip() for n in visible.split(",") if n.strip()] if visible else []
-    return names[:count] if visible is not None else [str(i) for i in range(count)]
+    if visible is None:
+        return [str(i) for i in range(count)]
+    return [n.strip() for n in visible.split(",") if n.strip()][:count]
 
 
 @dataclass
