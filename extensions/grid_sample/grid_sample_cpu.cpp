@@ -20,6 +20,7 @@
 
 #include "grid_sample.h"
 #include "grid_sample_host.h"
+#include "grid_sample_rows.h"
 
 namespace benchctl {
 namespace grid_sample {
@@ -132,8 +133,11 @@ void grid_backward_block(const T* img, const ImageView& v, const TapBlock<T, Ind
                          T* gg) {
   T dx[kBlock] = {}, dy[kBlock] = {};
   int64_t done = 0;
+  if constexpr (std::is_same_v<T, float> && std::is_same_v<Index, int32_t>) {
+    if (row_loads_apply<T, Index>(v)) done = grad_rows(img, v, b, gout, hw, dx, dy);
+  }
   if constexpr (std::is_same_v<Index, at::vec::int_same_size_t<T>>) {
-    done = grad_vectors(img, v, b, gout, hw, dx, dy);
+    if (done == 0) done = grad_vectors(img, v, b, gout, hw, dx, dy);
   }
   for (int64_t j = done; j < b.size; ++j) {  // past the last whole vector (all, for offsets narrower than T)
     const Taps<T, Index> t = b.at(j);

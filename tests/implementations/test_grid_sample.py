@@ -86,6 +86,24 @@ def test_cpp_any_layout_and_non_square_image() -> None:
         torch.testing.assert_close(EXT.grid_sample(layout, grid), want, rtol=0, atol=1e-13)
 
 
+@pytest.mark.parametrize("channels", [1, 2, 3, 4, 5])
+def test_cpp_grid_gradient_same_in_every_layout(channels: int) -> None:
+    """float32 channels-last images of up to 4 channels take the row loads (grid_sample_rows.h), the
+    others the gathers: both give ATen's grid gradient, with points in the zero padding and a last
+    partial vector of points (7 x 9 per image)."""
+    _available("cpp")
+    EXT.load("cpu")
+    gen = torch.Generator().manual_seed(channels)
+    image = torch.randn(3, channels, 11, 17, generator=gen)
+    grid = torch.cat([PKG.random_grid(gen, 3, 9, 11, 17)[:, :7], torch.full((3, 1, 9, 2), -5.0)], 1).float()
+    grad_out = torch.randn(3, channels, 8, 9, generator=gen)
+    want = torch.ops.aten.grid_sampler_2d_backward(grad_out, image, grid, 0, 0, False, [False, True])[1]
+    assert want.abs().max() > 1.0 and (want[:, 7] == 0).all()  # some real gradient; the far points none
+    backward = torch.ops.benchctl.grid_sample_grid_backward
+    for layout in (image, image.contiguous(memory_format=torch.channels_last)):
+        torch.testing.assert_close(backward(grad_out, layout, grid), want, rtol=1e-5, atol=1e-5)
+
+
 def test_cpp_gradcheck_float64() -> None:
     _available("cpp")
     assert correctness.gradcheck(TARGET, OP.implementations["cpp"], "cpu", OP.check_cases[0])
