@@ -26,7 +26,7 @@ def command(as_json: bool, calibrate: bool) -> None:
         read = f", {p['read_gbps']:.1f} GB/s read" if p.get("read_gbps") else ""
         facts[f"peak_{device}"] = f"{p['gbps']:.1f} GB/s copy{read}, {p['gflops']:.1f} GFLOP/s matmul"
         if p.get("gflops_by_dtype"):
-            facts[f"peak_{device}_matmul"] = ", ".join(f"{dt} {v:.0f}" for dt, v in p["gflops_by_dtype"].items())
+            facts[f"peak_{device}_matmul"] = ", ".join(f"{dt} {v:.3g}" for dt, v in p["gflops_by_dtype"].items())
         for level, v in p.get("levels", {}).items():
             facts[f"peak_{device}_{level}"] = f"{v['gbps']:.1f} GB/s copy within {v['bytes'] / 2**20:.3g} MiB"
     if not peaks:

@@ -25,6 +25,12 @@ from benchctl.results.schema import DTYPE_NAMES, TF32_PEAK
 
 COPY_BYTES = 256 * 1024 * 1024
 MATMUL_N = 2048
+# A dtype without fast matmul kernels on this CPU (float16 on an AMD EPYC: 0.4 GFLOP/s, 43 s per 2048
+# matmul, and `measure` makes several calls) is timed at a smaller size: the largest power of two from
+# MATMUL_MIN_N whose call a first timing at MATMUL_MIN_N puts under MATMUL_CALL_S.
+MATMUL_MIN_N = 256
+MATMUL_CALL_S = 0.25
+SIZING = Policy(warmup=1, min_samples=1, min_time=0.0, max_time=1.0)
 POLICY = Policy(warmup=2, min_samples=10, min_time=0.5, max_time=10.0)
 PROBES = 10
 # The matmul rates measured: a pass is held against the rate of its own dtype (a GPU's bfloat16 tensor cores
@@ -64,16 +70,29 @@ def cache_levels(device: str) -> dict[str, dict[str, float]]:
 
 
 def matmul_gflops(device: str, dtype: str = "float32") -> float:
-    """A square matmul in `dtype` (TF32_PEAK: float32 with TF32 allowed; plain float32 has it off)."""
-    a, b = (torch.randn(MATMUL_N, MATMUL_N, device=device).to(DTYPES.get(dtype, torch.float32))
-            for _ in range(2))
+    """A square matmul in `dtype` (TF32_PEAK: float32 with TF32 allowed; plain float32 has it off), at
+    MATMUL_N or the size matmul_size picks for a slow dtype."""
     allowed = torch.backends.cuda.matmul.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = dtype == TF32_PEAK
     try:
-        m = measure(lambda: (lambda: a @ b), make_clock(device), POLICY)
+        return _matmul_rate(device, dtype, matmul_size(device, dtype), POLICY)
     finally:
         torch.backends.cuda.matmul.allow_tf32 = allowed
-    return 2 * MATMUL_N**3 / m.median * 1e-9
+
+
+def matmul_size(device: str, dtype: str) -> int:
+    """MATMUL_N, or less where one call at MATMUL_MIN_N shows a full-size call would take over MATMUL_CALL_S."""
+    n = min(MATMUL_MIN_N, MATMUL_N)
+    gflops = _matmul_rate(device, dtype, n, SIZING)
+    while n < MATMUL_N and 2 * (2 * n) ** 3 / (gflops * 1e9) <= MATMUL_CALL_S:
+        n *= 2
+    return n
+
+
+def _matmul_rate(device: str, dtype: str, n: int, policy: Policy) -> float:
+    a, b = (torch.randn(n, n, device=device).to(DTYPES.get(dtype, torch.float32)) for _ in range(2))
+    m = measure(lambda: (lambda: a @ b), make_clock(device), policy)
+    return 2 * n**3 / m.median * 1e-9
 
 
 def calibrate(devices: list[str]) -> dict[str, dict[str, float]]:

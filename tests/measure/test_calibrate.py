@@ -79,5 +79,22 @@ def test_a_matmul_is_timed_with_tf32_allowed_only_for_the_tf32_rate(monkeypatch,
     tf32_flag.allow_tf32 = False
     assert calibrate.matmul_gflops("cpu", "tf32") == pytest.approx(2 * 8**3 / 1e-3 * 1e-9)
     calibrate.matmul_gflops("cpu", "float64")
-    assert seen == [(calibrate.torch.float32, True), (calibrate.torch.float64, False)]
+    # each: a first call sizing the matmul, then the timing
+    assert seen == [(calibrate.torch.float32, True)] * 2 + [(calibrate.torch.float64, False)] * 2
     assert tf32_flag.allow_tf32 is False  # put back as it was
+
+
+@pytest.mark.parametrize(("gflops", "size"), [(188.0, 2048), (0.4, 256), (4.0, 512)])
+def test_a_slow_dtype_is_timed_at_a_size_whose_call_stays_short(monkeypatch, gflops, size):
+    """188 GFLOP/s: 91 ms per 2048 matmul, full size. float16 on an AMD EPYC's CPU (0.4 GFLOP/s) would
+    take 43 s a call there: it stays at 256 (84 ms); 4 GFLOP/s goes to 512 (67 ms), not 1024 (0.54 s)."""
+    sizes = []
+
+    def fake_measure(setup, clock, policy):
+        n = setup()().shape[0]
+        sizes.append(n)
+        return type("M", (), {"median": 2 * n**3 / (gflops * 1e9)})()
+
+    monkeypatch.setattr(calibrate, "measure", fake_measure)
+    assert calibrate.matmul_gflops("cpu", "float32") == pytest.approx(gflops)
+    assert sizes == [256, size]
