@@ -90,7 +90,8 @@ std::tuple<Tensor, Tensor, Tensor> pointwise_forward_cuda(const Tensor& gates, c
   return {h_new, c_new, act};
 }
 
-std::tuple<Tensor, Tensor> pointwise_backward_cuda(const Tensor& grad_h, const Tensor& grad_c,
+// (grad_gates, grad_c, grad_bias): the bias gradient is grad_gates summed over the batch.
+std::tuple<Tensor, Tensor, Tensor> pointwise_backward_cuda(const Tensor& grad_h, const Tensor& grad_c,
                                                    const Tensor& c, const Tensor& c_new,
                                                    const Tensor& gates) {
   check(gates, c);
@@ -100,7 +101,7 @@ std::tuple<Tensor, Tensor> pointwise_backward_cuda(const Tensor& grad_h, const T
   const Tensor cn = c_new.contiguous(), act = gates.contiguous();
   const int64_t B = c.size(0), H = c.size(1);
   Tensor grad_gates = at::empty({B, 4 * H}, c.options()), grad_c_prev = at::empty({B, H}, c.options());
-  if (B * H == 0) return {grad_gates, grad_c_prev};
+  if (B * H == 0) return {grad_gates, grad_c_prev, grad_gates.sum(0)};
   auto stream = c10::cuda::getCurrentCUDAStream();
   AT_DISPATCH_FLOATING_TYPES(c.scalar_type(), "lstm_cell_pointwise_backward_cuda", [&] {
     backward_kernel<scalar_t><<<blocks_for(B * H), kThreads, 0, stream>>>(
@@ -108,7 +109,7 @@ std::tuple<Tensor, Tensor> pointwise_backward_cuda(const Tensor& grad_h, const T
         act.data_ptr<scalar_t>(), grad_gates.data_ptr<scalar_t>(), grad_c_prev.data_ptr<scalar_t>(), B, H);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   });
-  return {grad_gates, grad_c_prev};
+  return {grad_gates, grad_c_prev, grad_gates.sum(0)};
 }
 
 }  // namespace

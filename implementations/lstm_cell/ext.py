@@ -60,7 +60,7 @@ def _fake_pointwise(gates: torch.Tensor, b_hh: torch.Tensor, c: torch.Tensor) ->
 def _fake_pointwise_backward(grad_h: torch.Tensor, grad_c: torch.Tensor, c: torch.Tensor, c_new: torch.Tensor,
                              gates: torch.Tensor) -> tuple[torch.Tensor, ...]:
     torch._check(gates.shape[1] == 4 * c.shape[1], lambda: "lstm_cell: gates must be (B, 4H)")
-    return c.new_empty(gates.shape), c.new_empty(c.shape)
+    return c.new_empty(gates.shape), c.new_empty(c.shape), c.new_empty(gates.shape[1])
 
 
 def _register() -> None:

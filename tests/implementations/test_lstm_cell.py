@@ -183,7 +183,7 @@ def test_header_backward_math_elementwise() -> None:
     rand = lambda *s: torch.rand(*s, generator=gen, dtype=torch.float64)  # noqa: E731
     act = rand(2, 4 * hid) * 0.98 + 0.01  # activated gates (g in (0, 1) is fine for the algebra)
     grad_h, grad_c, c, c_new = (rand(2, hid) - 0.5 for _ in range(4))
-    grad_gates, grad_c_prev = torch.ops.benchctl.lstm_cell_pointwise_backward(grad_h, grad_c, c, c_new, act)
+    grad_gates, grad_c_prev, grad_bias = torch.ops.benchctl.lstm_cell_pointwise_backward(grad_h, grad_c, c, c_new, act)
     for b in range(2):
         for j in range(hid):
             i, f, g, o = (act[b, k * hid + j].item() for k in range(4))
@@ -193,6 +193,7 @@ def test_header_backward_math_elementwise() -> None:
                     grad_h[b, j].item() * tc * o * (1 - o)]
             assert grad_gates[b, j::hid].tolist() == pytest.approx(want, rel=1e-12, abs=1e-15)
             assert grad_c_prev[b, j].item() == pytest.approx(dc * f, rel=1e-12, abs=1e-15)
+    torch.testing.assert_close(grad_bias, grad_gates.sum(0), rtol=1e-12, atol=1e-15)  # the batch's sum
 
 
 def test_float32_saturation_has_no_nan() -> None:
