@@ -213,14 +213,22 @@ Tensor3 cell_forward(const Tensor& x, const Tensor& h, const Tensor& c, const Te
                               .findSchemaOrThrow("benchctl::lstm_cell_pointwise", "")
                               .typed<Tensor3(const Tensor&, const Tensor&, const Tensor&)>();
   // b_ih rides in addmm's beta term; b_hh is added by the pointwise kernel.
-  Tensor gates;
-  if (side_by_side_here(x)) {
-    Tensor hidden;
-    side_by_side<2>(x, {[&] { gates = at::addmm(b_ih, x, w_ih.t()); }, [&] { hidden = at::mm(h, w_hh.t()); }});
-    gates.add_(hidden);
-  } else {  // h W_hh^T accumulates in place: one (B, 4H) buffer
-    gates = at::addmm(b_ih, x, w_ih.t());
-    gates.addmm_(h, w_hh.t());
+  // h W_hh^T accumulates in place. Side by side, each thread takes half the rows through both matmuls:
+  // no second (B, 4H) buffer to add in afterwards.
+  const int64_t B = x.size(0), half = (B + 1) / 2;
+  Tensor gates = at::empty({B, w_ih.size(0)}, x.options());
+  auto rows = [&](int64_t begin, int64_t end) {
+    // Below autograd on the other thread too (its dispatch state is its own): out= refuses inputs
+    // that require grad under autograd.
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    Tensor g = gates.narrow(0, begin, end - begin);
+    at::addmm_out(g, b_ih, x.narrow(0, begin, end - begin), w_ih.t());
+    g.addmm_(h.narrow(0, begin, end - begin), w_hh.t());
+  };
+  if (side_by_side_here(x) && B > 1) {
+    side_by_side<2>(x, {[&] { rows(0, half); }, [&] { rows(half, B); }});
+  } else {
+    rows(0, B);
   }
   return pointwise.call(gates, b_hh, c);
 }
