@@ -245,15 +245,38 @@ void forward_task(const T* x, const T* wt, T* out, const Shape& s, const Task& t
 // ring of k rows and writes each out once no later source row reaches it. It also reads the p source
 // rows on either side of its block, for their shares only, so no two tasks write the same row.
 
+// Calls fn(Width<K>{}) where k is one of the kernel sizes the backward's grad_x unrolls (3, 5, 7);
+// false for any other k.
+template <typename Fn>
+bool with_unrolled_k(int64_t k, Fn&& fn) {
+  switch (k) {
+    case 3: fn(Width<3>{}); return true;
+    case 5: fn(Width<5>{}); return true;
+    case 7: fn(Width<7>{}); return true;
+    default: return false;
+  }
+}
+
+inline bool unrolled(const Shape& s) { return with_unrolled_k(s.k, [](auto) {}); }
+
+// The padded scratch rows of the unrolled kernel sizes are this many elements apart when a row fits:
+// a stride known at compile time puts all k*k weight rows and the G grad rows at fixed offsets from
+// two pointers. With a runtime stride GCC kept the 25 row pointers of k = 5 on the stack and reloaded
+// one per vector load (grad_x 18% slower in cache, 2-core AMD EPYC).
+constexpr int64_t kFixedStride = 240;
+using FixedStride = std::integral_constant<int64_t, kFixedStride>;
+
+inline bool fixed_stride(const Shape& s) { return unrolled(s) && s.width + 2 * s.pad() <= kFixedStride; }
+
 // Scratch rows of one backward task.
 template <typename T>
 struct BackwardRows {
   BackwardRows(const Shape& s, int64_t vector_width)
-      : stride(s.width + 2 * s.pad()), sums_stride(vector_width),
+      : stride(fixed_stride(s) ? kFixedStride : s.width + 2 * s.pad()), sums_stride(vector_width),
         weights(s.taps() * stride, T(0)), grad(s.channels * stride, T(0)),
         sums(s.k * s.channels * sums_stride, T(0)) {}
 
-  int64_t stride;       // between padded rows, as in InputWindow
+  int64_t stride;       // between padded rows
   int64_t sums_stride;  // between the channels of a ring row
   std::vector<T> weights;  // Wt[t, h, :] for every tap t, p zeros either side
   std::vector<T> grad;     // G[c, h, :] for every channel c, padded
@@ -331,35 +354,23 @@ struct Image {
   T *gx, *gwt;
 };
 
-// Calls fn(Width<K>{}) where k is one of the kernel sizes the backward's grad_x unrolls (3, 5, 7);
-// false for any other k.
-template <typename Fn>
-bool with_unrolled_k(int64_t k, Fn&& fn) {
-  switch (k) {
-    case 3: fn(Width<3>{}); return true;
-    case 5: fn(Width<5>{}); return true;
-    case 7: fn(Width<7>{}); return true;
-    default: return false;
-  }
-}
-
-inline bool unrolled(const Shape& s) { return with_unrolled_k(s.k, [](auto) {}); }
-
 // Whether add_grad_x_shares_of's vector at column w reads image columns [w-p, w+p+L) all inside the
-// row, and so straight from the weights: all but the first and the last vector of a wide row.
+// row, and so straight from the weights, in a row too wide for the fixed stride: all but the first and
+// the last vector.
 template <typename T>
 inline bool reads_inside(const Shape& s, int64_t w) {
-  return w >= s.pad() && w + kNarrow<T> + s.pad() <= s.width;
+  return !fixed_stride(s) && w >= s.pad() && w + kNarrow<T> + s.pad() <= s.width;
 }
 
-// Loads source row h of the weights and grad_out into the padded scratch rows. For the unrolled kernel
-// sizes only the columns that the vectors at either end read are copied (the others read the weights
-// where they are: see reads_inside).
+// Loads source row h of the weights and grad_out into the padded scratch rows. Where the unrolled kernel
+// sizes read a row too wide for the fixed stride, only the columns that the vectors at either end read
+// are copied (the others read the weights where they are: see reads_inside).
 template <typename T>
 void load_source_row(const Image<T>& a, const Shape& s, int64_t h, BackwardRows<T>& rows) {
   const int64_t plane = s.plane(), p = s.pad(), width = s.width;
-  const int64_t head = unrolled(s) ? std::min(width, kNarrow<T> + p) : width;
-  const int64_t tail = unrolled(s) ? std::max(head, width - kNarrow<T> - 2 * p) : width;
+  const bool ends = unrolled(s) && !fixed_stride(s);
+  const int64_t head = ends ? std::min(width, kNarrow<T> + p) : width;
+  const int64_t tail = ends ? std::max(head, width - kNarrow<T> - 2 * p) : width;
   for (int64_t t = 0; t < s.taps(); ++t) {
     const T* from = a.wt + t * plane + h * width;
     T* to = rows.weights.data() + t * rows.stride + p;
@@ -376,9 +387,9 @@ void load_source_row(const Image<T>& a, const Shape& s, int64_t h, BackwardRows<
 // each column tap j, the G shifted grad vectors are loaded once and serve all K kernel rows, whose
 // K*G sums stay in registers (at k = 5: 8 loads per 15 multiply-adds instead of 20). `weights` points
 // at image column w+p of tap 0's row (taps `weights_stride` apart), `grad` at padded column w+2p of
-// G's first channel of the group (channels `stride` apart).
-template <int K, int G, typename T>
-inline void grad_x_rows(const T* weights, int64_t weights_stride, const T* grad, int64_t stride,
+// G's first channel of the group (channels `stride` apart). Either stride may be a FixedStride.
+template <int K, int G, typename T, typename WeightsStride, typename Stride>
+inline void grad_x_rows(const T* weights, WeightsStride weights_stride, const T* grad, Stride stride,
                         Vec<T> (&acc)[K][G]) {
   HOCONV_UNROLL
   for (int j = 0; j < K; ++j) {
@@ -405,7 +416,9 @@ void add_grad_x_shares_of(const Shape& s, const Task& task, int64_t h, BackwardR
     for (int64_t w = 0, end = vector_end<T>(s); w < end; w += L) {
       Vec<T> acc[K][G] = {};
       const T* grad = rows.grad.data() + c * rows.stride + w + 2 * p;
-      if (reads_inside<T>(s, w)) {
+      if (fixed_stride(s)) {
+        grad_x_rows<K, G>(rows.weights.data() + w + 2 * p, FixedStride{}, grad, FixedStride{}, acc);
+      } else if (reads_inside<T>(s, w)) {
         grad_x_rows<K, G>(wt_row + w + p, s.plane(), grad, rows.stride, acc);
       } else {
         grad_x_rows<K, G>(rows.weights.data() + w + 2 * p, rows.stride, grad, rows.stride, acc);

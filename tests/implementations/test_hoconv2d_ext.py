@@ -31,8 +31,9 @@ def params(b: int, c: int, h: int, w: int, k: int) -> dict[str, int]:
 # (its loop over any k); W a multiple of 16 (whole-register chunks,
 # aligned streaming stores); C = 4, 7 (channel groups of three plus a rest); images narrower or
 # shorter than the kernel (every column, or every kernel row, clipped); B = 1 with H >= 32 (the
-# image split into blocks of rows, so the backward's blocks meet at k//2-row seams).
-SHAPES = [params(1, 3, 50, 37, 7), 
+# image split into blocks of rows, so the backward's blocks meet at k//2-row seams); padded rows of
+# exactly the backward's fixed scratch stride (236 + 2*2 = 240) and wider (250 + 2: weights read in place).
+SHAPES = [params(1, 3, 50, 37, 7), params(1, 2, 6, 236, 5), params(1, 3, 7, 250, 3),
     params(1, 3, 17, 23, 3), params(2, 2, 9, 12, 5), params(3, 1, 8, 11, 7), params(2, 3, 40, 64, 5),
     params(1, 4, 33, 48, 3), params(2, 7, 19, 35, 5), params(1, 5, 20, 32, 7), params(1, 3, 3, 40, 7),
     params(1, 1, 5, 2, 5), params(2, 3, 1, 1, 3), params(1, 3, 224, 224, 5), params(2, 4, 21, 40, 9),
