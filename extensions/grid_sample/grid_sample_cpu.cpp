@@ -134,7 +134,7 @@ void grid_backward_block(const T* img, const ImageView& v, const TapBlock<T, Ind
   T dx[kBlock] = {}, dy[kBlock] = {};
   int64_t done = 0;
   if constexpr (std::is_same_v<T, float> && std::is_same_v<Index, int32_t>) {
-    if (row_loads_apply<T, Index>(v)) done = grad_rows(img, v, b, gout, hw, dx, dy);
+    if (row_loads_apply(v)) done = grad_rows(img, v, b, gout, hw, dx, dy);
   }
   if constexpr (std::is_same_v<Index, at::vec::int_same_size_t<T>>) {
     if (done == 0) done = grad_vectors(img, v, b, gout, hw, dx, dy);

@@ -10,7 +10,6 @@
 #include <ATen/cpu/vec/vec.h>
 
 #include <cstdint>
-#include <type_traits>
 
 #include "grid_sample.h"
 
@@ -22,14 +21,14 @@ namespace benchctl {
 namespace grid_sample {
 
 #if defined(CPU_CAPABILITY_AVX512)
-// Whether the row loads apply: float, 32-bit offsets, channels-last with 1 to 4 channels.
-template <typename T, typename Index>
+constexpr int kPoints = 16;  // per vector of row_grads
+
+// Whether the row loads apply to a float image with 32-bit offsets: channels-last with 1 to 4 channels.
 inline bool row_loads_apply(const ImageView& v) {
-  return std::is_same_v<T, float> && std::is_same_v<Index, int32_t> && v.sC == 1 && v.sW == v.C && v.C >= 1 &&
-         v.C <= 4;
+  return v.sC == 1 && v.sW == v.C && v.C >= 1 && v.C <= 4;
 }
 
-// The 8-float rows of 16 points (row i at img + base[i], lanes outside mask[i] read as zero, and never
+// The 8-float rows of kPoints points (row i at img + base[i], lanes outside mask[i] read as zero, and never
 // touched: a masked-off lane does not fault), transposed: out[l] holds lane l of the 16 points.
 inline void load_transposed(const float* img, const int32_t* base, const int32_t* mask, __m512 (&out)[8]) {
   __m512 z[8], t[8], s[8];
@@ -74,13 +73,13 @@ inline void row_of(const int32_t* const (&off)[4], const float* const (&valid)[4
   _mm512_storeu_si512(mask, m);
 }
 
-// The pixel-space gradients of 16 points of a C-channel image: `off`/`valid` point at their taps,
+// The pixel-space gradients of kPoints points of a C-channel image: `off`/`valid` point at their taps,
 // `gout` at their first channel's grad_out (channels hw apart).
 template <int C>
 inline void row_grads(const float* img, const int32_t* const (&off)[4], const float* const (&valid)[4],
                       const float* tx_in, const float* ty_in, const float* gout, int64_t hw, float* dx, float* dy) {
   using Vec = at::vec::Vectorized<float>;
-  alignas(64) int32_t base[2][16], mask[2][16];
+  alignas(64) int32_t base[2][kPoints], mask[2][kPoints];
   row_of(off, valid, 0, C, base[0], mask[0]);
   row_of(off, valid, 2, C, base[1], mask[1]);
   __m512 north[8], south[8];
@@ -99,13 +98,13 @@ inline void row_grads(const float* img, const int32_t* const (&off)[4], const fl
   gy.store(dy);
 }
 
-// The gradients of a block's whole vectors of 16 points (its TapBlock `b`) where row_loads_apply;
+// The gradients of a block's whole vectors of kPoints points (its TapBlock `b`) where row_loads_apply;
 // returns how many points it did.
 template <typename Block>
 int64_t grad_rows(const float* img, const ImageView& v, const Block& b, const float* gout, int64_t hw, float* dx,
                   float* dy) {
   int64_t j = 0;
-  for (; j + 16 <= b.size; j += 16) {
+  for (; j + kPoints <= b.size; j += kPoints) {
     const int32_t* const off[4] = {b.off[0] + j, b.off[1] + j, b.off[2] + j, b.off[3] + j};
     const float* const valid[4] = {b.valid[0] + j, b.valid[1] + j, b.valid[2] + j, b.valid[3] + j};
     const auto args = [&](auto fn) { fn(img, off, valid, b.tx + j, b.ty + j, gout + j, hw, dx + j, dy + j); };
@@ -119,10 +118,7 @@ int64_t grad_rows(const float* img, const ImageView& v, const Block& b, const fl
   return j;
 }
 #else
-template <typename T, typename Index>
-inline bool row_loads_apply(const ImageView&) {
-  return false;
-}
+inline bool row_loads_apply(const ImageView&) { return false; }
 
 template <typename Block>
 int64_t grad_rows(const float*, const ImageView&, const Block&, const float*, int64_t, float*, float*) {

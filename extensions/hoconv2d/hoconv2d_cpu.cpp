@@ -355,11 +355,11 @@ struct Image {
 };
 
 // Whether add_grad_x_shares_of's vector at column w reads image columns [w-p, w+p+L) all inside the
-// row, and so straight from the weights, in a row too wide for the fixed stride: all but the first and
-// the last vector.
+// row, and so, in a row too wide for the fixed stride, straight from the weights: all but the first
+// and the last vector.
 template <typename T>
 inline bool reads_inside(const Shape& s, int64_t w) {
-  return !fixed_stride(s) && w >= s.pad() && w + kNarrow<T> + s.pad() <= s.width;
+  return w >= s.pad() && w + kNarrow<T> + s.pad() <= s.width;
 }
 
 // Loads source row h of the weights and grad_out into the padded scratch rows. Where the unrolled kernel
@@ -411,12 +411,13 @@ template <int K, typename T>
 void add_grad_x_shares_of(const Shape& s, const Task& task, int64_t h, BackwardRows<T>& rows, const T* wt_row) {
   constexpr int L = kNarrow<T>;
   const int64_t p = s.pad();
+  const bool fixed = fixed_stride(s);
   for_each_channel_group(s.channels, [&](int64_t c, auto group) {
     constexpr int G = group();
     for (int64_t w = 0, end = vector_end<T>(s); w < end; w += L) {
       Vec<T> acc[K][G] = {};
       const T* grad = rows.grad.data() + c * rows.stride + w + 2 * p;
-      if (fixed_stride(s)) {
+      if (fixed) {
         grad_x_rows<K, G>(rows.weights.data() + w + 2 * p, FixedStride{}, grad, FixedStride{}, acc);
       } else if (reads_inside<T>(s, w)) {
         grad_x_rows<K, G>(wt_row + w + p, s.plane(), grad, rows.stride, acc);

@@ -43,6 +43,9 @@ using Tensor3 = std::tuple<Tensor, Tensor, Tensor>;
 // half, which measured 1-3 us faster than one thread doing all of it right after the matmuls.
 constexpr int64_t kGrainElements = 2048;
 
+// Rows per chunk of the pointwise kernels, forward and backward.
+inline int64_t rows_per_chunk(int64_t H) { return std::max<int64_t>(1, kGrainElements / std::max<int64_t>(H, 1)); }
+
 // SIMD versions of the header's math policy on whole vectors.
 struct VecMath {
   // exp_u20 is the fast exp ATen's own CPU sigmoid uses (float: a 20-ulp polynomial, ~2x faster
@@ -128,7 +131,7 @@ Tensor3 pointwise_forward_cpu(const Tensor& gates, const Tensor& b_hh, const Ten
   Tensor h_new = at::empty({B, H}, c.options()), c_new = at::empty({B, H}, c.options());
   Tensor act = at::empty({B, 4 * H}, c.options());
   AT_DISPATCH_FLOATING_TYPES(c.scalar_type(), "lstm_cell_pointwise", [&] {
-    at::parallel_for(0, B, std::max<int64_t>(1, kGrainElements / std::max<int64_t>(H, 1)),
+    at::parallel_for(0, B, rows_per_chunk(H),
                      [&](int64_t row0, int64_t row1) {
                        forward_rows<scalar_t>(pre.data_ptr<scalar_t>(), bias.data_ptr<scalar_t>(),
                                               cc.data_ptr<scalar_t>(), h_new.data_ptr<scalar_t>(),
@@ -150,7 +153,7 @@ Tensor3 pointwise_backward_cpu(const Tensor& grad_h, const Tensor& grad_c, const
   const Tensor gh = grad_h.contiguous(), gc = grad_c.contiguous(), cc = c.contiguous();
   const Tensor cn = c_new.contiguous(), act = gates.contiguous();
   const int64_t B = c.size(0), H = c.size(1);
-  const int64_t rows = std::max<int64_t>(1, kGrainElements / std::max<int64_t>(H, 1));
+  const int64_t rows = rows_per_chunk(H);
   const int64_t blocks = std::max<int64_t>(1, (B + rows - 1) / rows);
   Tensor grad_gates = at::empty({B, 4 * H}, c.options()), grad_c_prev = at::empty({B, H}, c.options());
   Tensor sums = at::zeros({blocks, 4 * H}, c.options()), grad_bias = at::empty({4 * H}, c.options());

@@ -101,14 +101,15 @@ std::tuple<Tensor, Tensor, Tensor> pointwise_backward_cuda(const Tensor& grad_h,
   const Tensor cn = c_new.contiguous(), act = gates.contiguous();
   const int64_t B = c.size(0), H = c.size(1);
   Tensor grad_gates = at::empty({B, 4 * H}, c.options()), grad_c_prev = at::empty({B, H}, c.options());
-  if (B * H == 0) return {grad_gates, grad_c_prev, grad_gates.sum(0)};
-  auto stream = c10::cuda::getCurrentCUDAStream();
-  AT_DISPATCH_FLOATING_TYPES(c.scalar_type(), "lstm_cell_pointwise_backward_cuda", [&] {
-    backward_kernel<scalar_t><<<blocks_for(B * H), kThreads, 0, stream>>>(
-        gh.data_ptr<scalar_t>(), gc.data_ptr<scalar_t>(), cc.data_ptr<scalar_t>(), cn.data_ptr<scalar_t>(),
-        act.data_ptr<scalar_t>(), grad_gates.data_ptr<scalar_t>(), grad_c_prev.data_ptr<scalar_t>(), B, H);
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-  });
+  if (B * H != 0) {
+    auto stream = c10::cuda::getCurrentCUDAStream();
+    AT_DISPATCH_FLOATING_TYPES(c.scalar_type(), "lstm_cell_pointwise_backward_cuda", [&] {
+      backward_kernel<scalar_t><<<blocks_for(B * H), kThreads, 0, stream>>>(
+          gh.data_ptr<scalar_t>(), gc.data_ptr<scalar_t>(), cc.data_ptr<scalar_t>(), cn.data_ptr<scalar_t>(),
+          act.data_ptr<scalar_t>(), grad_gates.data_ptr<scalar_t>(), grad_c_prev.data_ptr<scalar_t>(), B, H);
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+    });
+  }
   return {grad_gates, grad_c_prev, grad_gates.sum(0)};
 }
 
