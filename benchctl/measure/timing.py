@@ -13,11 +13,12 @@ loop with fake ones, the CUDA path included.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import statistics
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Iterator
 
 import numpy as np
 from scipy import stats as scistats
@@ -127,20 +128,30 @@ def summarize(samples: list[float] | tuple[float, ...]) -> dict[str, float]:
     }
 
 
+@contextlib.contextmanager
+def collector_off() -> Iterator[None]:
+    """Python's cyclic garbage collector off (after collecting what is new), as timeit has it: a
+    collection of the whole heap (torch's objects included) would otherwise land in whichever repetition
+    crossed its allocation threshold. Reference counting still frees each repetition's tensors and graph."""
+    was_enabled = gc.isenabled()
+    gc.collect(YOUNG_GENERATIONS)
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def measure(setup: Callable[[], Thunk], clock: Clock, policy: Policy = Policy(),
             elapsed: Callable[[], float] = time.monotonic,
             between: Callable[[], None] = lambda: None) -> Measurement:
     """Warm up, then repeat until `policy` is satisfied. Only `thunk()` is inside the clock; `between`
     runs after each sample, outside it (e.g. a GPU clock reading).
 
-    Python's cyclic garbage collector is off meanwhile, as timeit has it: a collection of the
-    whole heap (torch's objects included) would otherwise land in whichever sample crossed its
-    allocation threshold. Reference counting still frees each repetition's tensors and graph.
+    Python's cyclic garbage collector is off meanwhile (collector_off).
     """
-    was_enabled = gc.isenabled()
-    gc.collect(YOUNG_GENERATIONS)
-    gc.disable()
-    try:
+    with collector_off():
         began = elapsed()
         warm = _warm_up(setup, clock, policy, elapsed)
         samples: list[float] = []
@@ -155,9 +166,6 @@ def measure(setup: Callable[[], Thunk], clock: Clock, policy: Policy = Policy(),
             stop = _done(samples, medians, elapsed() - start, policy, checks)
             if stop:
                 break
-    finally:
-        if was_enabled:
-            gc.enable()
     return Measurement(tuple(samples), warm, summarize(samples), elapsed() - began, stop,
                        policy.ci_target or CI_TARGET)
 

@@ -3,6 +3,7 @@ and the profile manifest (benchctl.profile.profilers), on a hand-made fixture wh
 
 from __future__ import annotations
 
+import gc
 import json
 import sys
 from pathlib import Path
@@ -133,6 +134,13 @@ def test_run_loop_repeats_setup_then_thunk() -> None:
     assert (reps, calls) == (1, ["setup", "thunk"])  # at least once, even with no time
     reps, _ = profile_child.run_loop(setup, 10.0, lambda: None, max_reps=4)
     assert reps == 4 and calls[2:] == ["setup", "thunk"] * 4
+
+
+def test_run_loop_keeps_the_garbage_collector_off_as_run_does() -> None:
+    seen: list[bool] = []
+    assert gc.isenabled()
+    profile_child.run_loop(lambda: lambda: seen.append(gc.isenabled()), 10.0, lambda: None, max_reps=3)
+    assert seen == [False] * 3 and gc.isenabled()  # off in the loop, on again after
 
 
 def event(name: str, start: float, end: float, cpu: float, device: float = 0.0, mem: int = 0) -> SimpleNamespace:
