@@ -6,6 +6,7 @@ pixel of a border-heavy image."""
 from __future__ import annotations
 
 import importlib
+import resource
 from typing import Any, Mapping
 
 import pytest
@@ -183,3 +184,23 @@ def test_registration_is_idempotent() -> None:
     x = torch.randn(1, 1, 4, 4, requires_grad=True)
     torch.ops.benchctl.hoconv2d_filter(x, torch.randn(1, 9, 4, 4)).sum().backward()
     assert x.grad is not None
+
+
+
+def test_large_results_reuse_the_memory_freed_results_gave_back() -> None:
+    """A freed weight gradient (20 MB here) is kept for the next call of its size instead of going back
+    to the OS: that call writes into pages already faulted in (fresh memory takes at least one fault
+    per 2 MiB), and gets the same values. A gradient still alive is never handed out twice."""
+    x, wt, g = torch.randn(4, 3, 224, 224), torch.randn(4, 25, 224, 224), torch.randn(4, 3, 224, 224)
+    backward = torch.ops.benchctl.hoconv2d_filter_backward
+    first = backward(g, x, wt)[1]
+    block, expected = first.data_ptr(), first.clone()
+    del first
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    again = backward(g, x, wt)[1]
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
+    huge_pages = again.nbytes / 2**21
+    assert faults < huge_pages / 2, f"{faults} page faults for {huge_pages:.1f} huge pages of gradient"
+    assert again.data_ptr() == block and torch.equal(again, expected)
+    other = backward(g, x, wt)[1]
+    assert other.data_ptr() != block and torch.equal(other, expected)
