@@ -26,15 +26,15 @@ namespace benchctl {
 // A block of many MiB comes straight from mmap, and glibc's malloc unmaps it again on free, so each
 // call's result is fresh memory that the OS faults in and zero-fills page by page as the kernel first
 // writes it: 5.6 to 8.5 ms of system time for hoconv2d's 80 MB weight gradient on 2 MiB pages, 20 ms
-// on 4 KiB ones, against 7.7 ms for the whole backward in reused memory. jemalloc and tcmalloc keep
+// on 4 KiB ones, against 7.4 ms for the whole backward in reused memory. jemalloc and tcmalloc keep
 // freed memory; these blocks keep it for the extension's own results whatever the allocator, as a
 // GPU caching allocator does: a training loop that drops last step's gradient gets the same pages,
 // already faulted in, the next step.
 //
 // A block is 2 MiB-aligned, a whole number of 2 MiB, and asks for transparent huge pages (40 faults
 // instead of 20k when it is first written; only a hint: where THP is off the kernel ignores it).
-// Freed blocks wait in a small list, newest last, at most kHeldMiB in all (the oldest go back to the
-// OS first); a call takes one of its exact size. BENCHCTL_OUTPUT_BLOCKS_MIB sets that limit; 0 keeps
+// Freed blocks wait in a list, newest last, at most kHeldMiB in all (the oldest go back to the OS
+// first); a result takes one of its exact size. BENCHCTL_OUTPUT_BLOCKS_MIB sets that limit; 0 keeps
 // nothing, so each result is fresh memory again.
 class OutputBlocks {
  public:
@@ -46,7 +46,9 @@ class OutputBlocks {
     return *blocks;
   }
 
-  // A block of at least `bytes`, and its size. Throws torch's out-of-memory error if there is none.
+  // A block of at least `bytes`, and its size: a kept one of that size, else a new one, after the kept
+  // ones go back to the OS (a new size means the shapes changed, as from one batch size to the next,
+  // and blocks of the old sizes would only hold memory). Throws torch's out-of-memory error.
   std::pair<void*, std::size_t> take(std::size_t bytes) {
     const std::size_t size = (bytes + kAlign - 1) / kAlign * kAlign;
     {
@@ -58,12 +60,9 @@ class OutputBlocks {
         free_.erase(std::next(it).base());
         return {data, size};
       }
+      trim(0);
     }
     void* data = std::aligned_alloc(kAlign, size);
-    if (data == nullptr) {  // what this list holds may be what stands in the way
-      release(0);
-      data = std::aligned_alloc(kAlign, size);
-    }
     TORCH_CHECK_WITH(OutOfMemoryError, data != nullptr, "benchctl: cannot allocate ", size, " bytes");
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
     madvise(data, size, MADV_HUGEPAGE);
@@ -78,12 +77,6 @@ class OutputBlocks {
     trim(limit_);
   }
 
-  // Returns blocks to the OS, oldest first, until at most `limit` bytes are held.
-  void release(std::size_t limit) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    trim(limit);
-  }
-
  private:
   OutputBlocks() : limit_(limit_from_env()) {}
 
@@ -93,6 +86,7 @@ class OutputBlocks {
     return mib << 20;
   }
 
+  // Returns blocks to the OS, oldest first, until at most `limit` bytes are held. Caller holds mutex_.
   void trim(std::size_t limit) {
     while (held_ > limit) {
       std::free(free_.front().first);

@@ -204,3 +204,18 @@ def test_large_results_reuse_the_memory_freed_results_gave_back() -> None:
     assert again.data_ptr() == block and torch.equal(again, expected)
     other = backward(g, x, wt)[1]
     assert other.data_ptr() != block and torch.equal(other, expected)
+
+
+def test_a_result_of_a_new_size_sends_the_kept_memory_back() -> None:
+    """After a call at another batch size, the first size's gradient is fresh memory again (faulted in
+    at least once per 2 MiB): blocks of old shapes are not kept for a sweep's later sizes."""
+    def gradient_faults(batch: int) -> tuple[int, float]:
+        x, wt, g = torch.randn(batch, 3, 224, 224), torch.randn(batch, 25, 224, 224), torch.randn(batch, 3, 224, 224)
+        faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        grad = torch.ops.benchctl.hoconv2d_filter_backward(g, x, wt)[1]
+        return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults, grad.nbytes / 2**21
+
+    gradient_faults(4)
+    gradient_faults(2)
+    faults, huge_pages = gradient_faults(4)
+    assert faults >= huge_pages / 2, f"{faults} page faults for {huge_pages:.1f} huge pages of gradient"
