@@ -48,7 +48,9 @@ def test_py_spy_profile_names_native_aten_frames(tmp_path: Path, one_thread: Non
     assert manifest["pass"] == "backward" and manifest["cell"]["target"] == "filter" and manifest["reps"] >= 1
     assert manifest["samples"]["timed"] > 0
     total = [r["function"] for r in manifest["top_total"]]
-    assert any(f.startswith("at::native::") for f in total), total[:20]
+    # ATen's own C++ frames by name (at::native::..., at::TensorIteratorBase::...): which of them make
+    # the top list moves with how the samples fall.
+    assert any(f.startswith("at::") for f in total), total[:20]
     assert any(r["op"] == "slice_backward" and r["total_samples"] > 0 for r in manifest["top_ops_sampled"])
     assert not any("benchctl/" in r["location"] for r in manifest["top_total"])
     assert "Top frames by self time" in result.output and "at::" in result.output
