@@ -23,7 +23,7 @@ namespace benchctl {
 
 // Large outputs live in blocks that a freed result hands back for the next call of the same size.
 //
-// A block of many MiB comes straight from mmap, and glibc's malloc unmaps it again on free, so each
+// A result of many MiB comes straight from mmap, and glibc's malloc unmaps it again on free, so each
 // call's result is fresh memory that the OS faults in and zero-fills page by page as the kernel first
 // writes it: 5.6 to 8.5 ms of system time for hoconv2d's 80 MB weight gradient on 2 MiB pages, 20 ms
 // on 4 KiB ones, against 7.4 ms for the whole backward in reused memory. jemalloc and tcmalloc keep
@@ -31,11 +31,12 @@ namespace benchctl {
 // GPU caching allocator does: a training loop that drops last step's gradient gets the same pages,
 // already faulted in, the next step.
 //
-// A block is 2 MiB-aligned, a whole number of 2 MiB, and asks for transparent huge pages (40 faults
-// instead of 20k when it is first written; only a hint: where THP is off the kernel ignores it).
-// Freed blocks wait in a list, newest last, at most kHeldMiB in all (the oldest go back to the OS
-// first); a result takes one of its exact size. BENCHCTL_OUTPUT_BLOCKS_MIB sets that limit; 0 keeps
-// nothing, so each result is fresh memory again.
+// A block is mapped from the OS, 2 MiB-aligned, a whole number of 2 MiB, and asks for transparent huge
+// pages (40 faults instead of 20k when it is first written; only a hint: where THP is off the kernel
+// ignores it). Freed blocks wait in a list, newest last, at most kHeldMiB in all (the oldest go back
+// to the OS first); a result takes one of its exact size. BENCHCTL_OUTPUT_BLOCKS_MIB sets that limit;
+// 0 keeps nothing, so each result is fresh memory again. Elsewhere than Linux, results come from torch.
+#if defined(__linux__)
 class OutputBlocks {
  public:
   static constexpr std::size_t kAlign = std::size_t{2} << 20;  // smaller results come from malloc's heap
@@ -62,11 +63,8 @@ class OutputBlocks {
       }
       trim(0);
     }
-    void* data = std::aligned_alloc(kAlign, size);
+    void* data = map(size);
     TORCH_CHECK_WITH(OutOfMemoryError, data != nullptr, "benchctl: cannot allocate ", size, " bytes");
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    madvise(data, size, MADV_HUGEPAGE);
-#endif
     return {data, size};
   }
 
@@ -86,10 +84,24 @@ class OutputBlocks {
     return mib << 20;
   }
 
+  // `size` bytes of fresh memory at a 2 MiB boundary, straight from the OS (malloc might keep freed
+  // memory and hand it out again), with huge pages asked for; nullptr if there is none.
+  static void* map(std::size_t size) {
+    const std::size_t span = size + kAlign;
+    void* raw = mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw == MAP_FAILED) return nullptr;
+    const auto begin = reinterpret_cast<std::uintptr_t>(raw);
+    const std::uintptr_t start = (begin + kAlign - 1) / kAlign * kAlign, end = begin + span;
+    if (start > begin) munmap(raw, start - begin);
+    if (end > start + size) munmap(reinterpret_cast<void*>(start + size), end - start - size);
+    madvise(reinterpret_cast<void*>(start), size, MADV_HUGEPAGE);
+    return reinterpret_cast<void*>(start);
+  }
+
   // Returns blocks to the OS, oldest first, until at most `limit` bytes are held. Caller holds mutex_.
   void trim(std::size_t limit) {
     while (held_ > limit) {
-      std::free(free_.front().first);
+      munmap(free_.front().first, free_.front().second);
       held_ -= free_.front().second;
       free_.pop_front();
     }
@@ -101,14 +113,20 @@ class OutputBlocks {
   const std::size_t limit_;
 };
 
-// An empty contiguous tensor like `like`, for a kernel to fill. Large ones come from OutputBlocks.
+#endif
+
+// An empty contiguous tensor like `like`, for a kernel to fill. Large ones come from OutputBlocks on Linux.
 inline at::Tensor empty_output(const at::Tensor& like) {
+#if defined(__linux__)
   const std::size_t bytes = like.numel() * like.element_size();
-  if (bytes < OutputBlocks::kAlign) return at::empty_like(like, at::MemoryFormat::Contiguous);
-  const auto [data, size] = OutputBlocks::instance().take(bytes);
-  return at::from_blob(
-      data, like.sizes(), [size = size](void* block) { OutputBlocks::instance().give_back(block, size); },
-      like.options());
+  if (bytes >= OutputBlocks::kAlign) {
+    const auto [data, size] = OutputBlocks::instance().take(bytes);
+    return at::from_blob(
+        data, like.sizes(), [size = size](void* block) { OutputBlocks::instance().give_back(block, size); },
+        like.options());
+  }
+#endif
+  return at::empty_like(like, at::MemoryFormat::Contiguous);
 }
 
 #if defined(__AVX512F__)
