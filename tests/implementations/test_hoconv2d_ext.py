@@ -186,35 +186,36 @@ def test_registration_is_idempotent() -> None:
     assert x.grad is not None
 
 
+def weight_gradient(batch: int) -> tuple[torch.Tensor, int]:
+    """The cpp backward's weight gradient for a seeded batch of 224x224 images, and the minor page
+    faults taken while it was computed (inputs made beforehand)."""
+    gen = torch.Generator().manual_seed(batch)
+    x, wt, g = (torch.randn(batch, c, 224, 224, generator=gen) for c in (3, 25, 3))
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    grad = torch.ops.benchctl.hoconv2d_filter_backward(g, x, wt)[1]
+    return grad, resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
+
+
 def test_large_results_reuse_the_memory_freed_results_gave_back() -> None:
     """A freed weight gradient (40 MB here) is kept for the next call of its size instead of going back
     to the OS: that call writes into pages already faulted in (fresh memory takes at least one fault
     per 2 MiB), and gets the same values. A gradient still alive is never handed out twice."""
-    x, wt, g = torch.randn(8, 3, 224, 224), torch.randn(8, 25, 224, 224), torch.randn(8, 3, 224, 224)
-    backward = torch.ops.benchctl.hoconv2d_filter_backward
-    first = backward(g, x, wt)[1]
+    first, _ = weight_gradient(8)
     block, expected = first.data_ptr(), first.clone()
     del first
-    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-    again = backward(g, x, wt)[1]
-    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
+    again, faults = weight_gradient(8)
     huge_pages = again.nbytes / 2**21
     assert faults < huge_pages / 2, f"{faults} page faults for {huge_pages:.1f} huge pages of gradient"
     assert again.data_ptr() == block and torch.equal(again, expected)
-    other = backward(g, x, wt)[1]
+    other, _ = weight_gradient(8)
     assert other.data_ptr() != block and torch.equal(other, expected)
 
 
 def test_a_result_of_a_new_size_sends_the_kept_memory_back() -> None:
     """After a call at another batch size, the first size's gradient is fresh memory again (faulted in
     at least once per 2 MiB): blocks of old shapes are not kept for a sweep's later sizes."""
-    def gradient_faults(batch: int) -> tuple[int, float]:
-        x, wt, g = torch.randn(batch, 3, 224, 224), torch.randn(batch, 25, 224, 224), torch.randn(batch, 3, 224, 224)
-        faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-        grad = torch.ops.benchctl.hoconv2d_filter_backward(g, x, wt)[1]
-        return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults, grad.nbytes / 2**21
-
-    gradient_faults(4)
-    gradient_faults(2)
-    faults, huge_pages = gradient_faults(4)
+    weight_gradient(4)
+    weight_gradient(2)
+    grad, faults = weight_gradient(4)
+    huge_pages = grad.nbytes / 2**21
     assert faults >= huge_pages / 2, f"{faults} page faults for {huge_pages:.1f} huge pages of gradient"
