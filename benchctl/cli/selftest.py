@@ -10,7 +10,9 @@ import click
 @click.command("selftest")
 @click.option("--out", default="results/selftest", show_default=True, type=click.Path(file_okay=False, path_type=Path),
               help="Folder for the verdict (verdict.md) and the runs behind it.")
-def command(out: Path) -> None:
+@click.option("--step-timeout", default=1200.0, show_default=True, type=click.FloatRange(min=1),
+              help="Seconds a step may run before it is stopped and counted failed.")
+def command(out: Path, step_timeout: float) -> None:
     """Run the GPU tests, `check all gpu`, quick GPU sweeps (eager, --flush-l2, --cuda-graph), `profile`
     with both profilers, `maxbatch` and the timer agreement on the GPU; write OUT/verdict.md. Without a
     GPU, say so in one line and exit 0."""
@@ -26,11 +28,16 @@ def command(out: Path) -> None:
         return
     tests = Path(__file__).resolve().parents[2] / "tests"
     todo = steps.steps(out, tests if tests.is_dir() else None)
-    outcomes = verdict.run_steps(todo, on_step=lambda step: console.err.print(f"selftest: {step.name} ..."))
     env = environment()
     machine = f"{env.get('gpu_name')}, driver {env.get('gpu_driver')}, torch {env.get('torch_version')}, " \
               f"CUDA {env.get('cuda_version')}, host {env.get('host')}"
-    path = verdict.write(out / "verdict.md", verdict.markdown(outcomes, machine, figures.sweep_figures(outcomes)))
+    path = out / "verdict.md"
+
+    def write(done: list[verdict.Outcome]) -> None:
+        verdict.write(path, verdict.markdown(done, machine, figures.sweep_figures(done), pending=todo[len(done):]))
+
+    outcomes = verdict.run_steps(todo, verdict.process_runner(step_timeout),
+                                 on_step=lambda step: console.err.print(f"selftest: {step.name} ..."), on_done=write)
     console.out.print(str(path))
     failed = [o.step.name for o in outcomes if not o.ok]
     if failed:

@@ -3,6 +3,8 @@ lines of a failure) and the figures of its sweeps, including the timer agreement
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import time
 from dataclasses import dataclass
@@ -12,6 +14,7 @@ from typing import Callable, Sequence
 from benchctl.selftest.steps import Step
 
 TAIL_LINES = 8
+TIMED_OUT = 124  # the exit status a step gets when it ran past its time limit (as timeout(1) gives)
 
 
 @dataclass(frozen=True)
@@ -25,28 +28,48 @@ class Outcome:
 Runner = Callable[[Sequence[str]], tuple[int, str]]
 
 
-def run_process(argv: Sequence[str]) -> tuple[int, str]:
-    done = subprocess.run(list(argv), capture_output=True, text=True)
-    return done.returncode, done.stdout + done.stderr
+def process_runner(limit_s: float) -> Runner:
+    """Runs a step in its own process group; past `limit_s` the whole group (the workers a sweep started
+    too) is killed and the step fails saying so, so one hung step cannot stop the rest."""
+    def run(argv: Sequence[str]) -> tuple[int, str]:
+        child = subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                 start_new_session=True)
+        try:
+            output = child.communicate(timeout=limit_s)[0]
+            return child.returncode, output
+        except subprocess.TimeoutExpired:
+            os.killpg(child.pid, signal.SIGKILL)
+            output = child.communicate()[0]
+            return TIMED_OUT, f"{output}\nselftest: timed out after {limit_s:.0f} s"
+    return run
 
 
-def run_steps(steps: Sequence[Step], runner: Runner = run_process,
-              on_step: Callable[[Step], None] = lambda step: None) -> list[Outcome]:
-    outcomes = []
+def run_steps(steps: Sequence[Step], runner: Runner,
+              on_step: Callable[[Step], None] = lambda step: None,
+              on_done: Callable[[list[Outcome]], None] = lambda outcomes: None) -> list[Outcome]:
+    """Runs the steps in order; `on_done` sees the outcomes so far after each (the verdict is rewritten
+    then, so a self-test stopped midway still leaves what it found)."""
+    outcomes: list[Outcome] = []
     for step in steps:
         on_step(step)
         began = time.monotonic()
         code, output = runner(step.argv)
         tail = "\n".join(output.strip().splitlines()[-TAIL_LINES:])
         outcomes.append(Outcome(step, code == 0, time.monotonic() - began, tail))
+        on_done(outcomes)
     return outcomes
 
 
-def markdown(outcomes: Sequence[Outcome], machine: str, figures: Sequence[str] = ()) -> str:
+def markdown(outcomes: Sequence[Outcome], machine: str, figures: Sequence[str] = (),
+             pending: Sequence[Step] = ()) -> str:
+    """The verdict; steps still `pending` (a self-test under way or stopped) are listed and make it
+    UNFINISHED rather than PASS."""
     passed = sum(o.ok for o in outcomes)
-    lines = [f"# GPU self-test: {'PASS' if passed == len(outcomes) else 'FAIL'} ({passed} of {len(outcomes)} steps)",
+    word = "FAIL" if passed < len(outcomes) else "UNFINISHED" if pending else "PASS"
+    lines = [f"# GPU self-test: {word} ({passed} of {len(outcomes) + len(pending)} steps)",
              "", machine, "", "| step | result | seconds | what it proves |", "|---|---|---|---|"]
     lines += [f"| {o.step.name} | {'pass' if o.ok else 'FAIL'} | {o.seconds:.0f} | {o.step.proves} |" for o in outcomes]
+    lines += [f"| {step.name} | not run yet | | {step.proves} |" for step in pending]
     for o in (o for o in outcomes if not o.ok):
         lines += ["", f"## {o.step.name} failed", "", "```", " ".join(o.step.argv), o.tail, "```"]
     shown = [line for o in outcomes if o.step.shows_output for line in o.tail.splitlines()]

@@ -2,6 +2,8 @@
 sweeps from runs on disk, and the one line it gives where there is no GPU."""
 
 import json
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -34,6 +36,38 @@ def test_the_verdict_says_pass_or_fail_with_the_failures_tail_and_the_timer_figu
     assert text.startswith("# GPU self-test: FAIL (2 of 3 steps)")
     assert "| maxbatch | FAIL |" in text and "error: out of memory at 8" in text
     assert "## Figures\n\n| hoconv2d | forward | 1.0 | 1.01 | 0.990 |" in text
+
+
+def test_the_verdict_is_rewritten_after_each_step_and_says_unfinished_until_the_last(tmp_path):
+    todo = [steps.Step("check all gpu", ("check",), "checks"), steps.Step("maxbatch", ("maxbatch",), "fits")]
+    seen = []
+    verdict.run_steps(todo, runner=lambda argv: (0, "ok"),
+                      on_done=lambda done: seen.append(verdict.markdown(done, "H200", pending=todo[len(done):])))
+    assert seen[0].startswith("# GPU self-test: UNFINISHED (1 of 2 steps)")
+    assert "| maxbatch | not run yet | | fits |" in seen[0]
+    assert seen[1].startswith("# GPU self-test: PASS (2 of 2 steps)") and "not run yet" not in seen[1]
+
+
+def test_a_step_past_its_time_limit_fails_and_its_whole_process_group_is_stopped(tmp_path):
+    pid_file = tmp_path / "grandchild.pid"
+    script = ("import subprocess, sys, time; print('started', flush=True); "
+              f"p = subprocess.Popen(['sleep', '60']); open({str(pid_file)!r}, 'w').write(str(p.pid)); time.sleep(60)")
+    began = time.monotonic()
+    code, output = verdict.process_runner(limit_s=2)([sys.executable, "-c", script])
+    assert code == verdict.TIMED_OUT and time.monotonic() - began < 20
+    assert "started" in output and output.endswith("selftest: timed out after 2 s")
+    grandchild = int(pid_file.read_text())
+    for _ in range(50):  # killed by the group signal; reaped by init shortly after
+        if not Path(f"/proc/{grandchild}").exists() or "Z" in Path(f"/proc/{grandchild}/stat").read_text().split()[2]:
+            break
+        time.sleep(0.1)
+    else:
+        raise AssertionError(f"the step's own child {grandchild} outlived the time limit")
+
+
+def test_a_step_in_time_gives_its_exit_status_and_output():
+    code, output = verdict.process_runner(limit_s=30)([sys.executable, "-c", "print('hi'); raise SystemExit(3)"])
+    assert (code, output) == (3, "hi\n")
 
 
 def row(impl, median, **kw):
