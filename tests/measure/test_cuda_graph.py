@@ -26,7 +26,8 @@ class FakeEvent:
 
 
 def events(times_ms):
-    return CudaEventClock(event_factory=lambda: FakeEvent(times_ms), synchronize=lambda: None)
+    return CudaEventClock(event_factory=lambda: FakeEvent(times_ms), synchronize=lambda: None, spin=lambda s: None,
+                          counter=lambda: 0)
 
 
 def test_a_thunk_is_captured_once_and_each_sample_is_one_replay():

@@ -111,7 +111,7 @@ def test_a_gpu_clock_row_has_the_hosts_median_issue_time_after_warm_up(builtin_o
         now.append(now[-1] + (next(host) if len(now) % 2 == 0 else 0))
         return now[-1]
 
-    clock = CudaEventClock(event_factory=Event, synchronize=lambda: None, counter=counter)
+    clock = CudaEventClock(event_factory=Event, synchronize=lambda: None, counter=counter, spin=lambda s: None)
     cell = Cell.make("hoconv2d", "filter", "py", "cpu", "float32",
                      {"batch_size": 1, "C": 3, "H": 8, "W": 8, "k": 3}, ("forward",))
     (row,) = run_cell(cell, FAST, clock)

@@ -209,22 +209,28 @@ class FakeEvent:
 def test_cuda_clock_records_events_around_the_call_and_synchronizes_before_reading():
     log, times = [], [0.0, 4.0]  # ms
     clock = CudaEventClock(event_factory=lambda: FakeEvent(log, times), synchronize=lambda: log.append("sync"),
-                           before=lambda: log.append("flush"))
+                           before=lambda: log.append("flush"), spin=lambda s: log.append("spin"),
+                           counter=FakeCounter([0.0]))
     assert clock.time(lambda: log.append("call")) == pytest.approx(0.004)
-    assert log == ["flush", "sync", "record", "call", "record", "sync", "elapsed"]
+    assert log == ["flush", "sync", "spin", "record", "call", "record", "sync", "elapsed"]
 
 
-def test_cuda_clock_records_how_long_the_host_took_to_issue_each_call():
-    counter = FakeCounter([0.003, 0.0005])  # the host: 3 ms to issue the first call, 0.5 ms the second
-    times = [0.0, 4.0, 10.0, 14.0]  # the GPU: 4 ms each
-    clock = CudaEventClock(event_factory=lambda: FakeEvent([], times), synchronize=lambda: None, counter=counter)
-    assert [clock.time(lambda: None) for _ in range(2)] == pytest.approx([0.004, 0.004])
-    assert clock.host_per_call == pytest.approx([0.003, 0.0005])
+def test_cuda_clock_keeps_the_gpu_busy_while_the_host_issues_and_times_a_host_bound_call_at_host_speed():
+    counter = FakeCounter([0.0002, 0.003, 0.0001])  # the host's time to issue each call
+    times = [0.0, 4.0, 10.0, 11.0, 20.0, 24.0]  # the GPU, from the start event on: 4 ms, 1 ms, 4 ms
+    spins = []
+    clock = CudaEventClock(event_factory=lambda: FakeEvent([], times), synchronize=lambda: None, counter=counter,
+                           spin=spins.append)
+    assert [clock.time(lambda: None) for _ in range(3)] == pytest.approx([0.004, 0.003, 0.004])
+    assert clock.host_per_call == pytest.approx([0.0002, 0.003, 0.0001])
+    assert clock.gpu_per_call == pytest.approx([0.004, 0.001, 0.004])
+    assert spins == pytest.approx([1e-4, 4e-4, 1e-3])  # twice the last host time, at most 1 ms
 
 
 def test_cuda_path_through_measure():
     times = [0.0, 2.0, 10.0, 13.0, 20.0, 22.0, 30.0, 32.0]
-    clock = CudaEventClock(event_factory=lambda: FakeEvent([], times), synchronize=lambda: None)
+    clock = CudaEventClock(event_factory=lambda: FakeEvent([], times), synchronize=lambda: None,
+                           spin=lambda s: None, counter=FakeCounter([0.0] * 4))
     policy = Policy(ci_target=0, warmup=1, warmup_time=0, min_samples=3, min_time=0)
     m = measure(lambda: (lambda: None), clock, policy, FakeElapsed(0))
     assert m.warmup_s == (pytest.approx(0.002),)
