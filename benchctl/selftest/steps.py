@@ -42,5 +42,6 @@ def steps(out: Path, tests: Path | None) -> list[Step]:
         Step("maxbatch", benchctl("maxbatch", "hoconv2d", "cuda", "gpu", "--limit", "4096", "--out",
                                   str(out / "maxbatch")), "the largest batch that fits in GPU memory"),
         Step("timer agreement", (sys.executable, "-m", "benchctl.selftest.timer"),
-             "the CUDA-event median within 5% of torch.utils.benchmark.Timer on the same call", shows_output=True),
+             "the CUDA-event median within 5% of torch.utils.benchmark.Timer on the same calls (host- and GPU-bound)",
+             shows_output=True),
     ]

@@ -13,7 +13,7 @@ from typing import Callable, Sequence
 
 from benchctl.selftest.steps import Step
 
-TAIL_LINES = 8
+TAIL_LINES = 12
 TIMED_OUT = 124  # the exit status a step gets when it ran past its time limit (as timeout(1) gives)
 
 
