@@ -6,7 +6,9 @@
 // torch.ops.benchctl.lstm_cell_backward(grad_h, grad_c, x, h, c, w_ih, w_hh, c', gates)
 //   -> (grad_x, grad_h, grad_c, grad_w_ih, grad_w_hh, grad_b_ih, grad_b_hh)
 // The pointwise backward also sums the gate gradients over the batch: the biases' gradient.
-// The pointwise parts are separate ops so the CUDA library only has to add kernels for those two.
+// The pointwise parts are separate ops so the CUDA library only has to add kernels for those two; on
+// the CPU lstm_cell has a kernel of its own that runs the matmuls and the pointwise pass in one
+// parallel region (cell_forward_cpu).
 // The autograd kernel of lstm_cell is a C++ torch::autograd::Function (CellFunction below, under the
 // Autograd key, so it serves CPU and CUDA): forward and backward never enter Python.
 
@@ -97,29 +99,33 @@ void forward_rows(const scalar_t* pre, const scalar_t* b_hh, const scalar_t* c, 
   }
 }
 
-// Also adds rows [row0, row1) of the gate gradients to `col_sums` (4H).
+// Also adds rows [row0, row1) of the gate gradients to `col_sums` (4H). Column-major over the rows:
+// each column's four sums stay in registers down the rows and are stored once.
 template <typename scalar_t>
 void backward_rows(const scalar_t* grad_h, const scalar_t* grad_c, const scalar_t* c,
                    const scalar_t* c_new, const scalar_t* act, scalar_t* grad_gates,
                    scalar_t* grad_c_prev, scalar_t* col_sums, int64_t row0, int64_t row1, int64_t H) {
   using Vec = at::vec::Vectorized<scalar_t>;
-  for (int64_t b = row0; b < row1; ++b) {
-    const scalar_t* a = act + b * 4 * H;
-    scalar_t* gg = grad_gates + b * 4 * H;
-    const int64_t r = b * H;
-    for (int64_t j = 0; j < H; j += Vec::size()) {
-      const int64_t n = std::min<int64_t>(Vec::size(), H - j);
-      auto load = [&](const scalar_t* ptr) { return Vec::loadu(ptr + j, n); };
-      lstm_cell::Gates<Vec> g{load(a), load(a + H), load(a + 2 * H), load(a + 3 * H)};
-      auto out = lstm_cell::backward_element<Vec, VecMath>(load(grad_h + r), load(grad_c + r),
-                                                           load(c + r), load(c_new + r), g);
+  for (int64_t j = 0; j < H; j += Vec::size()) {
+    const int64_t n = std::min<int64_t>(Vec::size(), H - j);
+    Vec sums[4] = {Vec::loadu(col_sums + j, n), Vec::loadu(col_sums + H + j, n),
+                   Vec::loadu(col_sums + 2 * H + j, n), Vec::loadu(col_sums + 3 * H + j, n)};
+    for (int64_t b = row0; b < row1; ++b) {
+      const scalar_t* a = act + b * 4 * H + j;
+      scalar_t* gg = grad_gates + b * 4 * H + j;
+      const int64_t r = b * H + j;
+      lstm_cell::Gates<Vec> g{Vec::loadu(a, n), Vec::loadu(a + H, n), Vec::loadu(a + 2 * H, n),
+                              Vec::loadu(a + 3 * H, n)};
+      auto out = lstm_cell::backward_element<Vec, VecMath>(Vec::loadu(grad_h + r, n), Vec::loadu(grad_c + r, n),
+                                                           Vec::loadu(c + r, n), Vec::loadu(c_new + r, n), g);
       const Vec grads[4] = {out.grad.i, out.grad.f, out.grad.g, out.grad.o};
       for (int k = 0; k < 4; ++k) {
-        grads[k].store(gg + k * H + j, n);
-        (Vec::loadu(col_sums + k * H + j, n) + grads[k]).store(col_sums + k * H + j, n);
+        grads[k].store(gg + k * H, n);
+        sums[k] = sums[k] + grads[k];
       }
-      out.grad_c.store(grad_c_prev + r + j, n);
+      out.grad_c.store(grad_c_prev + r, n);
     }
+    for (int k = 0; k < 4; ++k) sums[k].store(col_sums + k * H + j, n);
   }
 }
 
@@ -208,32 +214,61 @@ void side_by_side(const Tensor& like, const std::array<std::function<void()>, N>
   });
 }
 
-// Device-independent: ATen matmuls around the pointwise op, which dispatches to CPU or CUDA.
+// Splits the batch in two halves side by side where that pays (side_by_side_here, B > 1), else one job.
+void by_halves(const Tensor& like, int64_t B, const std::function<void(int64_t, int64_t)>& rows) {
+  const int64_t half = (B + 1) / 2;
+  if (side_by_side_here(like) && B > 1) {
+    side_by_side<2>(like, {[&] { rows(0, half); }, [&] { rows(half, B); }});
+  } else {
+    rows(0, B);
+  }
+}
+
+// Rows [begin, end) of the gate pre-activations: x W_ih^T + b_ih, then h W_hh^T accumulated in place,
+// so no second (B, 4H) buffer is added in afterwards. b_hh is left to the pointwise pass.
+void gate_rows(Tensor& gates, const Tensor& x, const Tensor& h, const Tensor& w_ih, const Tensor& w_hh,
+               const Tensor& b_ih, int64_t begin, int64_t end) {
+  // Below autograd on the other thread too (its dispatch state is its own): out= refuses inputs that
+  // require grad under autograd.
+  at::AutoDispatchBelowADInplaceOrView below_autograd;
+  Tensor g = gates.narrow(0, begin, end - begin);
+  at::addmm_out(g, b_ih, x.narrow(0, begin, end - begin), w_ih.t());
+  g.addmm_(h.narrow(0, begin, end - begin), w_hh.t());
+}
+
+// Device-independent (CUDA): ATen matmuls around the pointwise op, which dispatches to the device.
 Tensor3 cell_forward(const Tensor& x, const Tensor& h, const Tensor& c, const Tensor& w_ih,
                   const Tensor& w_hh, const Tensor& b_ih, const Tensor& b_hh) {
   check_cell(x, h, c, w_ih, w_hh, b_ih, b_hh);
   static auto pointwise = c10::Dispatcher::singleton()
                               .findSchemaOrThrow("benchctl::lstm_cell_pointwise", "")
                               .typed<Tensor3(const Tensor&, const Tensor&, const Tensor&)>();
-  // b_ih rides in addmm's beta term; b_hh is added by the pointwise kernel.
-  // h W_hh^T accumulates in place. Side by side, each thread takes half the rows through both matmuls:
-  // no second (B, 4H) buffer to add in afterwards.
-  const int64_t B = x.size(0), half = (B + 1) / 2;
-  Tensor gates = at::empty({B, w_ih.size(0)}, x.options());
-  auto rows = [&](int64_t begin, int64_t end) {
-    // Below autograd on the other thread too (its dispatch state is its own): out= refuses inputs
-    // that require grad under autograd.
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    Tensor g = gates.narrow(0, begin, end - begin);
-    at::addmm_out(g, b_ih, x.narrow(0, begin, end - begin), w_ih.t());
-    g.addmm_(h.narrow(0, begin, end - begin), w_hh.t());
-  };
-  if (side_by_side_here(x) && B > 1) {
-    side_by_side<2>(x, {[&] { rows(0, half); }, [&] { rows(half, B); }});
-  } else {
-    rows(0, B);
-  }
+  Tensor gates = at::empty({x.size(0), w_ih.size(0)}, x.options());
+  gate_rows(gates, x, h, w_ih, w_hh, b_ih, 0, x.size(0));
   return pointwise.call(gates, b_hh, c);
+}
+
+// CPU: each thread takes half the rows through both matmuls and then the pointwise pass, so one
+// parallel region serves the whole forward and the pointwise pass reads rows its own matmuls have
+// just written. The activations overwrite the pre-activations (forward_rows loads a column's four
+// gates before it stores them).
+Tensor3 cell_forward_cpu(const Tensor& x, const Tensor& h, const Tensor& c, const Tensor& w_ih,
+                         const Tensor& w_hh, const Tensor& b_ih, const Tensor& b_hh) {
+  check_cell(x, h, c, w_ih, w_hh, b_ih, b_hh);
+  const int64_t B = x.size(0), H = h.size(1);
+  Tensor gates = at::empty({B, 4 * H}, x.options());
+  check_pointwise(gates, c);
+  const Tensor cc = c.contiguous(), bias = b_hh.contiguous();
+  Tensor h_new = at::empty({B, H}, c.options()), c_new = at::empty({B, H}, c.options());
+  by_halves(x, B, [&](int64_t begin, int64_t end) {
+    gate_rows(gates, x, h, w_ih, w_hh, b_ih, begin, end);
+    AT_DISPATCH_FLOATING_TYPES(c.scalar_type(), "lstm_cell_cpu", [&] {
+      scalar_t* const act = gates.data_ptr<scalar_t>();
+      forward_rows<scalar_t>(act, bias.data_ptr<scalar_t>(), cc.data_ptr<scalar_t>(), h_new.data_ptr<scalar_t>(),
+                             c_new.data_ptr<scalar_t>(), act, begin, end, H);
+    });
+  });
+  return {h_new, c_new, gates};
 }
 
 std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor> cell_backward(
@@ -334,6 +369,7 @@ TORCH_LIBRARY_IMPL(benchctl, CompositeExplicitAutograd, m) {
 }
 
 TORCH_LIBRARY_IMPL(benchctl, CPU, m) {
+  m.impl("lstm_cell", &cell_forward_cpu);
   m.impl("lstm_cell_pointwise", &pointwise_forward_cpu);
   m.impl("lstm_cell_pointwise_backward", &pointwise_backward_cpu);
 }
