@@ -77,7 +77,8 @@ def row(impl, median, **kw):
 
 
 def test_the_figures_compare_cuda_graph_with_eager_on_the_same_cells(tmp_path):
-    for name, rows in {"eager": [row("cuda", 1e-3, sm_clock_mhz=1980.0, throttled=False), row("py", 4e-3)],
+    for name, rows in {"eager": [row("cuda", 1e-3, sm_clock_mhz=1980.0, throttled=False, host_s=0.1e-3),
+                                 row("py", 4e-3, host_s=3.9e-3)],
                        "graph": [row("cuda", 0.5e-3), row("py", 3e-3)]}.items():
         writer = RunWriter(tmp_path / name, "run", {})
         writer.write(rows)
@@ -85,9 +86,22 @@ def test_the_figures_compare_cuda_graph_with_eager_on_the_same_cells(tmp_path):
     outcomes = [verdict.Outcome(steps.Step("quick GPU sweep", (), "", str(tmp_path / "eager")), True, 1.0, ""),
                 verdict.Outcome(steps.Step("quick GPU sweep --cuda-graph", (), "", str(tmp_path / "graph")), True, 1.0, "")]
     lines = figures.sweep_figures(outcomes)
-    assert lines[0] == "- quick GPU sweep: 2 of 2 passes ok, 0 noisy; median SM clock 1980 MHz, 0 throttled"
+    assert lines[0] == "- quick GPU sweep: 2 of 2 passes ok, 0 noisy, 1 host-bound; median SM clock 1980 MHz, 0 throttled"
     assert lines[2] == ("- quick GPU sweep --cuda-graph against eager, same cells: median time ratio 0.625 "
-                        "(0.500 to 0.750) over 2 passes")
+                        "(0.500 to 0.750) over 2 passes; over the 1 GPU-bound in eager: 0.500")
+
+
+def test_a_comparison_of_host_bound_passes_only_says_it_compares_host_overhead(tmp_path):
+    for name, median in {"eager": 1e-3, "flush": 1.2e-3}.items():
+        writer = RunWriter(tmp_path / name, "run", {})
+        writer.write([row("cuda", median, host_s=0.95e-3)])
+        writer.finish()
+    outcomes = [verdict.Outcome(steps.Step(name, (), "", str(tmp_path / folder)), True, 1.0, "")
+                for name, folder in ((steps.EAGER, "eager"), ("quick GPU sweep --flush-l2", "flush"))]
+    lines = figures.sweep_figures(outcomes)
+    assert lines[0].endswith("0 noisy, 1 host-bound; no NVML clock samples")
+    assert lines[2].endswith("over 1 passes; every pass was host-bound in eager, so this compares host overhead, "
+                             "not kernels")
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is here: the self-test would run for real (minutes)")
