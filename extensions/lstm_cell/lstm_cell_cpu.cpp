@@ -33,6 +33,7 @@
 #include <array>
 #include <functional>
 #include <tuple>
+#include <vector>
 
 #include "lstm_cell.h"
 
@@ -224,15 +225,20 @@ void by_halves(const Tensor& like, int64_t B, const std::function<void(int64_t, 
   }
 }
 
-// Rows [begin, end) of the gate pre-activations: x W_ih^T + b_ih, then h W_hh^T accumulated in place,
-// so no second (B, 4H) buffer is added in afterwards. b_hh is left to the pointwise pass.
+// Rows [begin, end) of the gate pre-activations: x W_ih^T (+ b_ih when given), then h W_hh^T
+// accumulated in place, so no second (B, 4H) buffer is added in afterwards.
 void gate_rows(Tensor& gates, const Tensor& x, const Tensor& h, const Tensor& w_ih, const Tensor& w_hh,
-               const Tensor& b_ih, int64_t begin, int64_t end) {
+               const Tensor* b_ih, int64_t begin, int64_t end) {
   // Below autograd on the other thread too (its dispatch state is its own): out= refuses inputs that
   // require grad under autograd.
   at::AutoDispatchBelowADInplaceOrView below_autograd;
   Tensor g = gates.narrow(0, begin, end - begin);
-  at::addmm_out(g, b_ih, x.narrow(0, begin, end - begin), w_ih.t());
+  const Tensor xs = x.narrow(0, begin, end - begin);
+  if (b_ih != nullptr) {
+    at::addmm_out(g, *b_ih, xs, w_ih.t());
+  } else {
+    at::mm_out(g, xs, w_ih.t());
+  }
   g.addmm_(h.narrow(0, begin, end - begin), w_hh.t());
 }
 
@@ -244,27 +250,33 @@ Tensor3 cell_forward(const Tensor& x, const Tensor& h, const Tensor& c, const Te
                               .findSchemaOrThrow("benchctl::lstm_cell_pointwise", "")
                               .typed<Tensor3(const Tensor&, const Tensor&, const Tensor&)>();
   Tensor gates = at::empty({x.size(0), w_ih.size(0)}, x.options());
-  gate_rows(gates, x, h, w_ih, w_hh, b_ih, 0, x.size(0));
+  gate_rows(gates, x, h, w_ih, w_hh, &b_ih, 0, x.size(0));  // b_hh is added by the pointwise kernel
   return pointwise.call(gates, b_hh, c);
 }
 
 // CPU: each thread takes half the rows through both matmuls and then the pointwise pass, so one
 // parallel region serves the whole forward and the pointwise pass reads rows its own matmuls have
-// just written. The activations overwrite the pre-activations (forward_rows loads a column's four
-// gates before it stores them).
+// just written. Both biases are summed once and added by the pointwise pass (addmm's bias term would
+// first copy the broadcast bias over the rows). The activations overwrite the pre-activations
+// (forward_rows loads a column's four gates before it stores them).
 Tensor3 cell_forward_cpu(const Tensor& x, const Tensor& h, const Tensor& c, const Tensor& w_ih,
                          const Tensor& w_hh, const Tensor& b_ih, const Tensor& b_hh) {
   check_cell(x, h, c, w_ih, w_hh, b_ih, b_hh);
   const int64_t B = x.size(0), H = h.size(1);
   Tensor gates = at::empty({B, 4 * H}, x.options());
   check_pointwise(gates, c);
-  const Tensor cc = c.contiguous(), bias = b_hh.contiguous();
+  TORCH_CHECK(b_ih.scalar_type() == c.scalar_type() && b_hh.scalar_type() == c.scalar_type(),
+              "lstm_cell: the biases' dtype must be c's");
+  const Tensor cc = c.contiguous(), bi = b_ih.contiguous(), bh = b_hh.contiguous();
   Tensor h_new = at::empty({B, H}, c.options()), c_new = at::empty({B, H}, c.options());
-  by_halves(x, B, [&](int64_t begin, int64_t end) {
-    gate_rows(gates, x, h, w_ih, w_hh, b_ih, begin, end);
-    AT_DISPATCH_FLOATING_TYPES(c.scalar_type(), "lstm_cell_cpu", [&] {
+  AT_DISPATCH_FLOATING_TYPES(c.scalar_type(), "lstm_cell_cpu", [&] {
+    std::vector<scalar_t> bias(4 * H);
+    std::transform(bi.data_ptr<scalar_t>(), bi.data_ptr<scalar_t>() + 4 * H, bh.data_ptr<scalar_t>(), bias.begin(),
+                   std::plus<scalar_t>());
+    by_halves(x, B, [&](int64_t begin, int64_t end) {
+      gate_rows(gates, x, h, w_ih, w_hh, nullptr, begin, end);
       scalar_t* const act = gates.data_ptr<scalar_t>();
-      forward_rows<scalar_t>(act, bias.data_ptr<scalar_t>(), cc.data_ptr<scalar_t>(), h_new.data_ptr<scalar_t>(),
+      forward_rows<scalar_t>(act, bias.data(), cc.data_ptr<scalar_t>(), h_new.data_ptr<scalar_t>(),
                              c_new.data_ptr<scalar_t>(), act, begin, end, H);
     });
   });
