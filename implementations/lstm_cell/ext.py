@@ -4,7 +4,8 @@ torch::autograd::Function registered by the library itself (no Python on the fwd
 
 The extension defines four ops: `lstm_cell` (matmuls + fused pointwise forward, returns h', c' and
 the activated gates it saves) and `lstm_cell_backward`, both composed from the device-specific
-`lstm_cell_pointwise` and `lstm_cell_pointwise_backward`.
+`lstm_cell_pointwise` and `lstm_cell_pointwise_backward`; on the CPU `lstm_cell` has a kernel of its
+own that runs the matmuls and the pointwise pass per half of the batch in one parallel region.
 """
 
 from __future__ import annotations
