@@ -133,11 +133,11 @@ COLUMNS: dict[str, pa.DataType] = {
     "page_faults": pa.float64(),  # median minor page faults per timed call (CPU clock)
     "sys_s": pa.float64(),  # mean system (OS) CPU seconds per timed call, all threads (CPU clock)
     "host_s": pa.float64(),  # median seconds the host took to issue a timed call (GPU clock)
-    "mem_gbps": pa.float64(),
+    "mem_gbps": pa.float64(),  # the machine's memory read bandwidth around the measurement (CPU, membw.py)
     "sm_clock_mhz": pa.float64(),  # GPU: median SM clock while the pass was measured (NVML, gpu_clocks.py)
     "gpu_temp_c": pa.float64(),  # GPU: the highest temperature meanwhile
     "throttled": pa.bool_(),  # GPU: the clock stayed under 90% of its maximum, or a thermal/power reason was set
-    "throttle_reasons": pa.string(),  # the machine's memory read bandwidth around the measurement (CPU, membw.py)
+    "throttle_reasons": pa.string(),  # GPU: why it was held back (NVML reasons, a low SM clock), comma-separated
     "flops": pa.float64(),
     "bytes": pa.float64(),
     "flops_source": pa.string(),  # counted (torch's FlopCounterMode) or declared (the operator's formula)
