@@ -1,5 +1,6 @@
 """Each seed operator's C++ kernel against its goal and its floor, through `benchctl run` as a user runs it,
-with interleaved rounds (--rounds 3: each figure is the median of samples pooled from 3 rounds).
+with interleaved rounds (--rounds 3: each time is the median of samples pooled from 3 rounds, each ratio
+the median of the 3 rounds' own ratios).
 
     .venv/bin/benchctl env --calibrate      # the peaks the floor is computed from
     .venv/bin/python benchmarks/kernel_goals_bench.py [--rounds 3] [--op lstm_cell] [--allocator tcmalloc]
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from benchctl.results import storage
+from benchctl.results.summary import speedup
 
 
 @dataclass(frozen=True)
@@ -66,7 +68,7 @@ def cells(goal: Goal, rows: pd.DataFrame) -> list[dict]:
         mine, base = by[goal.impl], by[goal.baseline]
         floor_s = mine["median_s"] * mine["pct_of_peak"] / 100 if pd.notna(mine["pct_of_peak"]) else None
         out.append({"op": goal.op, "pass": mine["pass"], "at": _at(mine), "base": base["median_s"],
-                    "mine": mine["median_s"], "ratio": base["median_s"] / mine["median_s"],
+                    "mine": mine["median_s"], "ratio": speedup(base, mine),
                     "floor": floor_s, "pct": mine["pct_of_peak"], "level": mine["peak_level"],
                     "probe": 100 * mine["gbps"] / mine["mem_gbps"] if pd.notna(mine["mem_gbps"]) else None,
                     "spread": mine["round_spread"], "noisy": bool(mine["noisy"]),

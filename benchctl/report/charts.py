@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from benchctl.results.schema import DEVICES, FAILED, PASS_LABELS, PASSES
-from benchctl.results.summary import axis_value_text
+from benchctl.results.summary import axis_value_text, speedup
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -81,11 +81,13 @@ def resolve_baseline(impls: Iterable[str], requested: str | None = None) -> tupl
 
 
 def speedups(df: pd.DataFrame, baseline: str) -> pd.Series:
-    """Baseline median / this row's median for the same cell (NaN where either did not run)."""
-    ok = df[(df["status"] == "ok") & (df["impl"] == baseline)]
-    base = ok.drop_duplicates(CELL_KEY, keep="last")[CELL_KEY + ["median_s"]].rename(columns={"median_s": "_b"})
-    merged = df[CELL_KEY + ["median_s", "status"]].merge(base, on=CELL_KEY, how="left")
-    values = np.where(merged["status"].to_numpy() == "ok", merged["_b"] / merged["median_s"], np.nan)
+    """The baseline's time over this row's for the same cell (summary.speedup: paired by round where both
+    were measured in rounds); NaN where either did not run."""
+    ok = df[(df["status"] == "ok") & (df["impl"] == baseline)].drop_duplicates(CELL_KEY, keep="last")
+    base = dict(zip(ok[CELL_KEY].itertuples(index=False, name=None), ok.to_dict("records")))
+    keys = df[CELL_KEY].itertuples(index=False, name=None)
+    values = [speedup(base[key], row) if row["status"] == "ok" and key in base else np.nan
+              for key, row in zip(keys, df.to_dict("records"))]
     return pd.Series(values, index=df.index, dtype=float)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -30,6 +31,22 @@ def axis_value_text(value: object) -> str:
 def speedup_text(ratio: float) -> str:
     """4.0x, 0.96x, 0.033x: two significant digits below 1, so a large slowdown never reads "0.0x"."""
     return f"{ratio:.1f}x" if ratio >= 1 else f"{ratio:.2g}x"
+
+
+def speedup(base: Mapping[str, Any], row: Mapping[str, Any]) -> float:
+    """How many times faster `row` is than `base`, the same cell's reference. Where both were measured in
+    the same interleaved rounds, the median of the rounds' own ratios: a machine that changes speed
+    mid-run then slows both sides of a round's ratio alike, where the two pooled medians could pair one
+    implementation's fast rounds with the other's slow ones. Otherwise the ratio of the medians."""
+    ours, theirs = _round_medians(row), _round_medians(base)
+    if len(ours) >= 2 and len(ours) == len(theirs) and all(m > 0 for m in ours):
+        return float(np.median([b / m for b, m in zip(theirs, ours)]))
+    return float(base["median_s"] / row["median_s"])
+
+
+def _round_medians(row: Mapping[str, Any]) -> Sequence[float]:
+    medians = row.get("round_medians_s")
+    return () if medians is None or (isinstance(medians, float) and np.isnan(medians)) else list(medians)
 
 
 def probed(rows: pd.DataFrame) -> pd.DataFrame:
@@ -94,7 +111,8 @@ def summarize(df: pd.DataFrame, references: dict[str, str]) -> list[SummaryTable
         ok = group[(group["impl"] == ref) & (group["status"] == "ok")]
         rows = []
         for (pass_name, impl), g in group.groupby(["pass", "impl"], sort=False):
-            base = ok[ok["pass"] == pass_name].groupby("axis_value")["median_s"].min()
+            refs = ok[ok["pass"] == pass_name].sort_values("median_s", ascending=False)
+            base = {v: r for v, r in zip(refs["axis_value"], refs.to_dict("records"))}  # the fastest, if repeated
             by_value = {v: r for v, r in zip(g["axis_value"], g.to_dict("records"))}
             rows.append((pass_name, impl, *(_cell(by_value.get(v), base.get(v), impl == ref, typical.get(device))
                                             for v in values)))
@@ -111,14 +129,14 @@ def _others(params_json: str, axis: str) -> str:
     return ",".join(f"{k}={v}" for k, v in sorted(params.items()) if k != axis and v is not None)
 
 
-def _cell(row: dict | None, base: float | None, is_ref: bool, typical_gbps: float | None = None) -> str:
+def _cell(row: dict | None, base: dict | None, is_ref: bool, typical_gbps: float | None = None) -> str:
     if row is None:
         return ""
     if row["status"] != "ok":
         return row["status"]
     text = _fmt_ms(row["median_s"])
     if base is not None and not is_ref and row["median_s"] > 0:
-        text += f" ({speedup_text(base / row['median_s'])})"
+        text += f" ({speedup_text(speedup(base, row))})"
     if row.get("noisy"):
         text += " ~"
     if _share_at_least(row, "sys_s", OS_HEAVY):

@@ -64,6 +64,7 @@ def _merge_pass(rows: Rows) -> dict[str, Any]:
     merged = {**first, **stats, "samples_s": samples, "rounds": len(rows), "noisy": noisy,
               "message": noisy_message(stats) if noisy else "",
               "round_spread": max(medians) / min(medians) - 1 if len(rows) > 1 and min(medians) > 0 else None,
+              "round_medians_s": medians,
               "peak_mem_bytes": _max_of(r.get("peak_mem_bytes") for r in rows),
               "page_faults": _median_of(r.get("page_faults") for r in rows),
               "sys_s": _median_of(r.get("sys_s") for r in rows),

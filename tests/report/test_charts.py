@@ -131,6 +131,14 @@ def test_speedup_is_nan_where_the_baseline_failed():
     assert plotting.speedup_figure(df, "t", "py") is None
 
 
+def test_speedups_pair_the_rounds_where_both_were_measured_in_rounds():
+    rows = [make_row("py", "cpu", "forward", 8), make_row("cpp", "cpu", "forward", 8)]
+    rows[0].update(median_s=0.004, round_medians_s=[0.004, 0.004, 0.006])
+    rows[1].update(median_s=0.002, round_medians_s=[0.001, 0.002, 0.002])
+    speedup = plotting.speedups(frame(rows), "py")
+    assert speedup.tolist() == pytest.approx([1.0, 3.0])  # rounds 4x, 2x, 3x; the medians' ratio is 2x
+
+
 def test_baseline_defaults_to_py_and_falls_back_with_a_note():
     assert plotting.resolve_baseline(["cpp", "py"]) == ("py", "")
     assert plotting.resolve_baseline(["vmap", "bmm"], "bmm") == ("bmm", "")

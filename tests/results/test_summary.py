@@ -4,7 +4,9 @@ import json
 
 import pandas as pd
 
-from benchctl.results.summary import absent_devices, summarize
+import pytest
+
+from benchctl.results.summary import absent_devices, speedup, summarize
 
 
 def rows():
@@ -72,3 +74,21 @@ def test_a_large_slowdown_never_reads_zero():
 def test_a_param_left_unset_is_left_out_of_the_table_title():
     from benchctl.results.summary import _others
     assert _others('{"H": 64, "I": null, "batch_size": 16}', "batch_size") == "H=64"
+
+
+def test_a_speedup_measured_in_rounds_is_the_median_of_the_rounds_own_ratios():
+    # The machine slowed after round 1: py's pooled median came from its fast rounds, cpp's from its slow
+    # ones, so the medians' ratio (0.40 / 0.25 = 1.6x) pairs two different machines.
+    py = {"median_s": 0.40, "round_medians_s": [0.40, 0.40, 0.55]}
+    cpp = {"median_s": 0.25, "round_medians_s": [0.19, 0.25, 0.25]}
+    assert speedup(py, cpp) == pytest.approx(0.40 / 0.19)  # rounds: 2.11x, 1.6x, 2.2x
+    assert speedup({**py, "round_medians_s": None}, cpp) == pytest.approx(1.6)  # one round: the medians
+    assert speedup(py, {**cpp, "round_medians_s": [0.19, 0.25]}) == pytest.approx(1.6)  # rounds that do not pair
+    assert speedup({**py, "round_medians_s": float("nan")}, cpp) == pytest.approx(1.6)  # a column parquet left empty
+
+
+def test_the_summary_gives_the_paired_speedup():
+    df = rows().assign(round_medians_s=[[0.004, 0.004, 0.006], None, [0.001, 0.002, 0.002], None, None],
+                       median_s=[0.004, 0.010, 0.002, None, 0.5])
+    small = next(t for t in summarize(df, {"lstm_cell": "py"}) if "H=64" in t.title)
+    assert small.rows[1][2] == "2 (3.0x)"  # rounds 4.0x, 2.0x, 3.0x; the medians' ratio would say 2.0x

@@ -36,7 +36,7 @@ def test_merge_pools_samples_and_recomputes_stats_and_rates():
     [m] = merge(rounds)
     assert m["n"] == 7 and m["samples_s"] == [1.0] * 3 + [2.0] * 4
     assert m["median_s"] == 2.0 and m["min_s"] == 1.0 and m["max_s"] == 2.0
-    assert m["rounds"] == 2 and m["round_spread"] == pytest.approx(1.0)
+    assert m["rounds"] == 2 and m["round_spread"] == pytest.approx(1.0) and m["round_medians_s"] == [1.0, 2.0]
     assert m["gflops"] == pytest.approx(1.0) and m["gbps"] == pytest.approx(2.0)
     assert m["pct_of_peak"] == pytest.approx(20.0)  # the bound is 0.4 s; 0.4 / 2.0
     assert m["page_faults"] == 20.0 and m["sys_s"] == 0.375 and m["peak_mem_bytes"] == 7.0
