@@ -5,7 +5,11 @@
 For each (batch B, hidden H) shape and each available implementation: the first forward+backward call
 (what the harness records as compile_s: TorchScript profiling/specialisation, torch.compile codegen,
 or nothing for eager/C++), then the median forward, backward and forward+backward times, and each
-one's speedup over `py` measured in the same process. Prints a markdown table.
+one's speedup over `py` measured in the same process: the median of the rounds' own ratios, as the
+harness pairs rounds (a machine that changes speed mid-run slows both sides of a round alike). Prints a
+markdown table. Many short rounds pair the implementations closely in time:
+
+    .venv/bin/python benchmarks/lstm_bench.py --shapes 64x64 --impls py,cpp --rounds 80 --min-time 40
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import torch.utils.benchmark as tb
 
 from benchctl.ops import registry
 from benchctl.ops.registry import Case
+from benchctl.results import summary
 
 IMPLS = ("py", "jit", "compile", "cpp", "cuda")
 PASSES = ("fwd", "bwd", "fwd+bwd")
@@ -34,6 +39,11 @@ class Row:
     hidden: int
     first_s: float
     median_s: dict[str, float]
+    round_medians_s: dict[str, list[float]]
+
+    def timing(self, name: str) -> dict:
+        """One pass as the harness's speedup reads a row."""
+        return {"median_s": self.median_s[name], "round_medians_s": self.round_medians_s[name]}
 
 
 def _sync(device: str) -> None:
@@ -92,7 +102,7 @@ class Subject:
     args: list[torch.Tensor]
     grads: list[torch.Tensor]
     first_s: float
-    samples: dict[str, list[float]]
+    samples: dict[str, list[list[float]]]  # pass -> each round's samples
 
 
 def first_call(op: registry.Operator, impl: str, batch: int, hidden: int, device: str) -> Subject:
@@ -116,16 +126,18 @@ def measure_round(subjects: list[Subject], min_time: float) -> None:
     from other processes hits all implementations alike and the ratios stay comparable."""
     for s in subjects:
         for name in PASSES:
-            s.samples[name] += _samples(s.fn, s.args, s.grads, name, min_time)
+            s.samples[name].append(_samples(s.fn, s.args, s.grads, name, min_time))
 
 
 def to_row(s: Subject) -> Row:
-    return Row(s.impl, s.batch, s.hidden, s.first_s, {p: statistics.median(v) for p, v in s.samples.items()})
+    pooled = {p: statistics.median([x for r in rounds for x in r]) for p, rounds in s.samples.items()}
+    per_round = {p: [statistics.median(r) for r in rounds] for p, rounds in s.samples.items()}
+    return Row(s.impl, s.batch, s.hidden, s.first_s, pooled, per_round)
 
 
-def available(op: registry.Operator, device: str) -> tuple[list[str], dict[str, str]]:
+def available(op: registry.Operator, device: str, impls: tuple[str, ...]) -> tuple[list[str], dict[str, str]]:
     usable, skipped = [], {}
-    for name in IMPLS:
+    for name in impls:
         reason = op.implementations[name].unavailable_reason(device)
         if reason:
             skipped[name] = reason
@@ -140,7 +152,7 @@ def table(rows: list[Row]) -> str:
     base = {(r.batch, r.hidden): r for r in rows if r.impl == "py"}
     for r in rows:
         py = base.get((r.batch, r.hidden))
-        speedup = f"{py.median_s['fwd+bwd'] / r.median_s['fwd+bwd']:.2f}x" if py else "-"
+        speedup = f"{summary.speedup(py.timing('fwd+bwd'), r.timing('fwd+bwd')):.2f}x" if py else "-"
         times = " | ".join(f"{r.median_s[p] * 1e6:.1f}" for p in PASSES)
         lines.append(f"| {r.batch} | {r.hidden} | {r.impl} | {r.first_s:.3f} | {times} | {speedup} |")
     return "\n".join(lines)
@@ -153,12 +165,13 @@ def main() -> None:
     parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds (median taken)")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    parser.add_argument("--impls", default=",".join(IMPLS), help="comma list (py is the baseline)")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
     registry.discover()
     op = registry.get("lstm_cell")
-    usable, skipped = available(op, args.device)
+    usable, skipped = available(op, args.device, tuple(args.impls.split(",")))
     rows = []
     for shape in args.shapes.split(","):
         batch, hidden = (int(v) for v in shape.split("x"))
@@ -168,6 +181,10 @@ def main() -> None:
         rows += [to_row(s) for s in subjects]
     print(f"torch {torch.__version__}, device {args.device}, threads {torch.get_num_threads()}, float32\n")
     print(table(rows))
+    for r in (r for r in rows if r.impl == "py" and len(r.round_medians_s["fwd+bwd"]) > 1):
+        medians = r.round_medians_s["fwd+bwd"]
+        print(f"\n- B={r.batch} H={r.hidden}: py's fwd+bwd rounds took {min(medians) * 1e6:.0f}-"
+              f"{max(medians) * 1e6:.0f} µs (how far the machine moved over the run)")
     for name, reason in skipped.items():
         print(f"\n- `{name}` unavailable: {reason}")
 
