@@ -77,7 +77,7 @@ void check_pointwise(const Tensor& gates, const Tensor& c) {
 }
 
 template <typename scalar_t>
-void forward_rows(const scalar_t* pre, const scalar_t* b_hh, const scalar_t* c, scalar_t* h_new,
+void forward_rows(const scalar_t* pre, const scalar_t* bias, const scalar_t* c, scalar_t* h_new,
                   scalar_t* c_new, scalar_t* act, int64_t row0, int64_t row1, int64_t H) {
   using Vec = at::vec::Vectorized<scalar_t>;
   for (int64_t b = row0; b < row1; ++b) {
@@ -86,8 +86,9 @@ void forward_rows(const scalar_t* pre, const scalar_t* b_hh, const scalar_t* c, 
     const int64_t r = b * H;
     for (int64_t j = 0; j < H; j += Vec::size()) {
       const int64_t n = std::min<int64_t>(Vec::size(), H - j);
-      // b_hh is broadcast over the batch: added here instead of materialising a (B, 4H) copy.
-      auto gate = [&](int64_t k) { return Vec::loadu(p + k * H + j, n) + Vec::loadu(b_hh + k * H + j, n); };
+      // The bias (b_hh, or both biases summed) is broadcast over the batch: added here instead of
+      // materialising a (B, 4H) copy.
+      auto gate = [&](int64_t k) { return Vec::loadu(p + k * H + j, n) + Vec::loadu(bias + k * H + j, n); };
       auto out = lstm_cell::forward_element<Vec, VecMath>(gate(0), gate(1), gate(2), gate(3),
                                                           Vec::loadu(c + r + j, n));
       out.act.i.store(a + j, n);
