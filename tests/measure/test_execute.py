@@ -68,7 +68,7 @@ def test_an_implementation_with_its_own_leaves_is_timed_with_backward(builtin_op
         assert grads[0].shape == prepared.inputs["grid"].shape and grads[0].abs().sum() > 0
 
 
-def test_page_faults_and_os_time_per_call_are_counted_for_fresh_memory():
+def test_page_faults_and_os_time_per_call_are_counted_for_fresh_memory(fixture_ops):
     params = {"batch_size": 4, "dim": 8}
     rows = {r["impl"]: r for impl in ("py", "scratch")
             for r in run_cell(Cell.make("faulty", "op", impl, "cpu", "float32", params, ("forward",)), FAST)}
