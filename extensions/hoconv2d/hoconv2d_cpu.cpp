@@ -82,6 +82,15 @@ inline void store(T* at, Vec<T> value) {
   *reinterpret_cast<Vec<T>*>(at) = value;
 }
 
+// to[i] = from[i] for i < n: whole vectors, then the rest one by one. Inline, for the short rows the
+// scratch copies take (a few hundred bytes): a call to memmove costs more than the copy itself there.
+template <typename T>
+inline void copy_row(const T* from, int64_t n, T* to) {
+  int64_t i = 0;
+  for (; i + kNarrow<T> <= n; i += kNarrow<T>) store(to + i, load(from + i));
+  for (; i < n; ++i) to[i] = from[i];
+}
+
 // Stores N vectors as V = N * kNarrow<T> consecutive values with store_streaming.
 template <int N, typename T>
 inline void store_streaming(T* out, const Vec<T> (&sums)[N]) {
@@ -169,7 +178,7 @@ class InputWindow {
       for (int64_t c = 0; c < s_.channels; ++c, to += channel_stride()) {
         if (y >= 0 && y < s_.height) {
           const T* from = x_ + c * s_.plane() + y * s_.width;
-          std::copy(from, from + s_.width, to);
+          copy_row(from, s_.width, to);
         } else {
           std::fill(to, to + s_.width, T(0));
         }
@@ -314,7 +323,7 @@ inline void grad_x_chunk(const T* weights, const T* grad, int64_t stride, int64_
 // For every tap t = (i, j): out[t*plane + v] (= or +=) the sum over G channels c of
 // g[c*g_cs + v] * window[c*window_cs + i*window_stride + j + v]. The G*V values of g stay in registers
 // for all taps; `out` is grad_wt[0, h, w]. The first channel group also asks for the same columns of
-// every weight plane at `ahead` (a later source row): see write_grad_wt_row.
+// every weight plane at `ahead` (a later source row): see write_grad_wt_chunk.
 template <int V, int G, bool Add, typename T>
 inline void grad_wt_chunk(const T* g, int64_t g_cs, const T* window, int64_t window_stride,
                           int64_t window_cs, const Shape& s, T* out, const T* ahead) {
@@ -374,12 +383,12 @@ void load_source_row(const Image<T>& a, const Shape& s, int64_t h, BackwardRows<
   for (int64_t t = 0; t < s.taps(); ++t) {
     const T* from = a.wt + t * plane + h * width;
     T* to = rows.weights.data() + t * rows.stride + p;
-    std::copy(from, from + head, to);
-    std::copy(from + tail, from + width, to + tail);
+    copy_row(from, head, to);
+    copy_row(from + tail, width - tail, to + tail);
   }
   for (int64_t c = 0; c < s.channels; ++c) {
     const T* from = a.g + c * plane + h * s.width;
-    std::copy(from, from + s.width, rows.grad.data() + c * rows.stride + p);
+    copy_row(from, s.width, rows.grad.data() + c * rows.stride + p);
   }
 }
 
@@ -405,16 +414,17 @@ inline void grad_x_rows(const T* weights, WeightsStride weights_stride, const T*
   }
 }
 
-// Adds source row h's shares to the ring rows y = h+i-p in [task.begin, task.end), for k = K.
-// `wt_row` is row h of the image's first weight plane.
+// Adds source row h's shares to the ring rows y = h+i-p in [task.begin, task.end), for k = K, in the
+// vector columns [begin, end). `wt_row` is row h of the image's first weight plane.
 template <int K, typename T>
-void add_grad_x_shares_of(const Shape& s, const Task& task, int64_t h, BackwardRows<T>& rows, const T* wt_row) {
+void add_grad_x_shares_of(const Shape& s, const Task& task, int64_t h, BackwardRows<T>& rows, const T* wt_row,
+                          int64_t begin, int64_t end) {
   constexpr int L = kNarrow<T>;
   const int64_t p = s.pad();
   const bool fixed = fixed_stride(s);
   for_each_channel_group(s.channels, [&](int64_t c, auto group) {
     constexpr int G = group();
-    for (int64_t w = 0, end = vector_end<T>(s); w < end; w += L) {
+    for (int64_t w = begin; w < end; w += L) {
       Vec<T> acc[K][G] = {};
       const T* grad = rows.grad.data() + c * rows.stride + w + 2 * p;
       if (fixed) {
@@ -439,11 +449,10 @@ void add_grad_x_shares_of(const Shape& s, const Task& task, int64_t h, BackwardR
   });
 }
 
-// Adds source row h's shares to the ring rows y = h+i-p in [task.begin, task.end): the common kernel
-// sizes through add_grad_x_shares_of, any other one kernel row at a time.
+// Adds source row h's shares to the ring rows y = h+i-p in [task.begin, task.end) for a kernel size
+// that add_grad_x_shares_of does not unroll: one kernel row at a time, the whole row.
 template <typename T>
-void add_grad_x_shares(const Shape& s, const Task& task, int64_t h, BackwardRows<T>& rows, const T* wt_row) {
-  if (with_unrolled_k(s.k, [&](auto k) { add_grad_x_shares_of<k()>(s, task, h, rows, wt_row); })) return;
+void add_grad_x_shares_any_k(const Shape& s, const Task& task, int64_t h, BackwardRows<T>& rows) {
   const int64_t p = s.pad();
   for (int64_t i = 0; i < s.k; ++i) {
     const int64_t y = h + i - p;
@@ -472,37 +481,57 @@ void write_grad_x_row(const Image<T>& a, const Shape& s, int64_t y, BackwardRows
   std::fill(ring, ring + s.channels * rows.sums_stride, T(0));
 }
 
-// Row h of every grad_wt plane: the channel sum of grad_out times the shifted input (zero where the
-// tap reads padding: the window's rows and columns there are zeros).
+// Columns [w, w+V) of row h of every grad_wt plane: the channel sum of grad_out times the shifted input
+// (zero where the tap reads padding: the window's rows and columns there are zeros).
 // The weight rows kPrefetchRows ahead are asked for here, a chunk of each plane beside each chunk of
 // streaming stores, so the backward's reads overlap its writes. Asked for in one burst at the start of
 // a row, as the forward does, the reads and the writes took turns: B=16 on a 2-core AMD EPYC VM, 8.1
 // -> 7.0 ms, in two steps (spread over the row: 7.7 ms; beside the stores: 7.0 ms).
-template <typename T>
-void write_grad_wt_row(const Image<T>& a, const Shape& s, int64_t h, const T* around,
-                       const InputWindow<T>& window, const BackwardRows<T>& rows) {
+template <int V, typename T>
+void write_grad_wt_chunk(const Image<T>& a, const Shape& s, int64_t h, const T* around,
+                         const InputWindow<T>& window, const BackwardRows<T>& rows, int64_t w) {
   const int64_t p = s.pad(), row = h * s.width;
-  const T* ahead = a.wt + std::min(h + kPrefetchRows, s.height - 1) * s.width;
-  for_each_chunk<T>(s, [&](auto width, int64_t w) {
-    for_each_channel_group(s.channels, [&](int64_t c, auto group) {
-      const T* g = rows.grad.data() + c * rows.stride + p + w;
-      const T* x = around + c * window.channel_stride() + w;
-      T* out = a.gwt + row + w;
-      if (c == 0) {
-        grad_wt_chunk<width(), group(), false>(g, rows.stride, x, window.stride(), window.channel_stride(), s, out,
-                                               ahead + w);
-      } else {
-        grad_wt_chunk<width(), group(), true>(g, rows.stride, x, window.stride(), window.channel_stride(), s, out,
-                                              ahead + w);
-      }
-    });
+  const T* ahead = a.wt + std::min(h + kPrefetchRows, s.height - 1) * s.width + w;
+  for_each_channel_group(s.channels, [&](int64_t c, auto group) {
+    const T* g = rows.grad.data() + c * rows.stride + p + w;
+    const T* x = around + c * window.channel_stride() + w;
+    T* out = a.gwt + row + w;
+    if (c == 0) {
+      grad_wt_chunk<V, group(), false>(g, rows.stride, x, window.stride(), window.channel_stride(), s, out, ahead);
+    } else {
+      grad_wt_chunk<V, group(), true>(g, rows.stride, x, window.stride(), window.channel_stride(), s, out, ahead);
+    }
   });
+}
+
+// Row h of every grad_wt plane past the last whole vector, element by element.
+template <typename T>
+void write_grad_wt_tail(const Image<T>& a, const Shape& s, int64_t h) {
   for (int64_t i = 0; i < s.k; ++i) {
     for (int64_t j = 0; j < s.k; ++j) {
-      T* out = a.gwt + (i * s.k + j) * s.plane() + row;
+      T* out = a.gwt + (i * s.k + j) * s.plane() + h * s.width;
       for (int64_t w = vector_end<T>(s); w < s.width; ++w) out[w] = grad_wt_at(a.g, a.x, s, i, j, h, w);
     }
   }
+}
+
+// Everything source row h gives: its shares of grad_x and, when the task owns the row, row h of
+// grad_wt. The two go chunk by chunk of columns, side by side: the shares are multiply-adds within the
+// caches and the grad_wt row is streaming stores, and interleaved the core overlaps them. One whole
+// row after the other, each waited on its own unit: B=16 on a 2-core AMD EPYC VM, 1.13x slower in one
+// process, paired round by round (and 1.12x more with the scratch rows copied by memmove: see copy_row).
+template <typename T>
+void backward_row(const Image<T>& a, const Shape& s, const Task& task, int64_t h, InputWindow<T>& window,
+                  BackwardRows<T>& rows) {
+  const bool owned = h >= task.begin && h < task.end;
+  const T* around = owned ? window.around(h) : nullptr;
+  const T* wt_row = a.wt + h * s.width;
+  if (!unrolled(s)) add_grad_x_shares_any_k(s, task, h, rows);
+  for_each_chunk<T>(s, [&](auto width, int64_t w) {
+    with_unrolled_k(s.k, [&](auto k) { add_grad_x_shares_of<k()>(s, task, h, rows, wt_row, w, w + width()); });
+    if (owned) write_grad_wt_chunk<width()>(a, s, h, around, window, rows, w);
+  });
+  if (owned) write_grad_wt_tail(a, s, h);
 }
 
 template <typename T>
@@ -515,8 +544,7 @@ void backward_task(const Image<T>& base, const Shape& s, const Task& task) {
   const int64_t first = std::max<int64_t>(0, task.begin - p), last = std::min(s.height, task.end + p);
   for (int64_t h = first; h < last; ++h) {
     load_source_row(a, s, h, rows);
-    add_grad_x_shares(s, task, h, rows, a.wt + h * s.width);
-    if (h >= task.begin && h < task.end) write_grad_wt_row(a, s, h, window.around(h), window, rows);
+    backward_row(a, s, task, h, window, rows);
     if (h - p >= task.begin && h - p < task.end) write_grad_x_row(a, s, h - p, rows);
   }
   for (int64_t y = std::max(task.begin, last - p); y < task.end; ++y) write_grad_x_row(a, s, y, rows);
