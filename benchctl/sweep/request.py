@@ -104,7 +104,11 @@ def _check_targets(ops: Sequence[Operator], given: Sequence[str]) -> None:
 def expand(req: SweepRequest) -> list[Cell]:
     """All cells of the sweep. Implementation x device pairs the implementation does not support are
     left out (a CPU-only variant on cuda); pairs it supports but cannot run here stay in and are
-    recorded `unavailable` with the reason."""
+    recorded `unavailable` with the reason.
+
+    The implementations of one point (target, device, dtype, params) come one after the other, so a
+    round measures the cells a speedup compares seconds apart, not a whole series apart: on a host whose
+    speed changes every few seconds, two cells measured minutes apart often land in different phases."""
     ops = select_ops(req.ops or req.config.ops)
     devices = parse_devices(req.devices)
     impls = select_impls(ops, req.impls)
@@ -119,9 +123,9 @@ def expand(req: SweepRequest) -> list[Cell]:
         else:
             targets = choices(req.config.targets.get(op.name, ()), valid, valid, f"{op.name} target")
         grid = param_grid(op, req) if targets else []
-        for target, impl, device, dtype in itertools.product(targets, impls.get(op.name, []), devices, dtypes):
-            if device in op.implementations[impl].devices:
-                cells += [Cell.make(op.name, target, impl, device, dtype, p, passes) for p in grid]
+        for target, device, dtype, p in itertools.product(targets, devices, dtypes, grid):
+            cells += [Cell.make(op.name, target, impl, device, dtype, p, passes)
+                      for impl in impls.get(op.name, []) if device in op.implementations[impl].devices]
     if not cells:
         raise UsageError(f"nothing to run: no implementation among {req.impls!r} supports {req.devices!r}")
     return cells

@@ -80,3 +80,11 @@ def test_shipped_configs_load_and_expand(builtin_ops):
 def test_a_target_keeps_only_the_operators_that_have_it(builtin_ops):
     cells = expand(SweepRequest("all", "cpu", ops=("hoconv2d", "lstm_cell"), targets=("filter",), quick=True))
     assert {(c.op, c.target) for c in cells} == {("hoconv2d", "filter")}
+
+
+def test_the_implementations_of_one_point_are_measured_one_after_the_other(builtin_ops):
+    """A round reaches py and cpp of the same batch size back to back, so their ratio pairs samples
+    taken seconds apart."""
+    cells = expand(SweepRequest("py,cpp", "cpu", ops=("hoconv2d",), targets=("filter",), batch_sizes=(1, 2, 4)))
+    assert [(c.params["batch_size"], c.impl) for c in cells] == [
+        (1, "py"), (1, "cpp"), (2, "py"), (2, "cpp"), (4, "py"), (4, "cpp")]
