@@ -1,9 +1,12 @@
 """Each seed operator's C++ kernel against its goal and its floor, through `benchctl run` as a user runs it,
 with interleaved rounds (--rounds 3: each time is the median of samples pooled from 3 rounds, each ratio
-the median of the 3 rounds' own ratios).
+the median of the 3 rounds' own ratios). Each pass samples for --min-time seconds (3: one second a
+round), so a round's median spans the host's short swings rather than catching one of them: with
+`run`'s default a 0.1 ms call got 33 ms a round, and a kernel and its baseline measured a second apart
+could sit in different phases of the host (grid_sample at 256, rounds of cpp 126/80/79 us).
 
     .venv/bin/benchctl env --calibrate      # the peaks the floor is computed from
-    .venv/bin/python benchmarks/kernel_goals_bench.py [--rounds 3] [--op lstm_cell] [--allocator tcmalloc]
+    .venv/bin/python benchmarks/kernel_goals_bench.py [--rounds 3] [--min-time 3] [--op lstm_cell] [--allocator tcmalloc]
 
 The floor of a cell is the time its bytes take at the bandwidth of the cache level they fit in, or its
 FLOPs at the calibrated peak, whichever is longer (the bound behind the report's % of peak and the floor
@@ -64,10 +67,11 @@ GOALS = (
 )
 
 
-def run(goal: Goal, rounds: int, allocator: str) -> pd.DataFrame:
+def run(goal: Goal, rounds: int, min_time: float, allocator: str) -> pd.DataFrame:
     with tempfile.TemporaryDirectory() as out:
         cmd = [sys.executable, "-m", "benchctl", "run", f"{goal.baseline},{goal.impl}", "cpu", "--op", goal.op,
-               *goal.args, "--rounds", str(rounds), "--allocator", allocator, "--out", out]
+               *goal.args, "--rounds", str(rounds), "--min-time", str(min_time), "--allocator", allocator,
+               "--out", out]
         subprocess.run(cmd, check=True, capture_output=True, text=True)
         return storage.load(root=out)
 
@@ -113,6 +117,7 @@ VERDICT = {True: "met", False: "**missed**", None: ""}
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--min-time", type=float, default=3.0, help="seconds of samples per pass, all rounds")
     parser.add_argument("--op", action="append", help="only this operator (repeatable)")
     parser.add_argument("--allocator", default="system", choices=("system", "jemalloc", "tcmalloc"))
     args = parser.parse_args()
@@ -122,7 +127,7 @@ def main() -> None:
     verdicts = []
     for goal in (g for g in GOALS if not args.op or g.op in args.op):
         print(f"| **{goal.op}** ({goal.impl} vs {goal.baseline}) | | {goal.what} |{' |' * 9}", flush=True)
-        for c in cells(goal, run(goal, args.rounds, args.allocator)):
+        for c in cells(goal, run(goal, args.rounds, args.min_time, args.allocator)):
             met = goal.met(c)
             verdicts += [met] if met is not None else []
             print(f"| {c['op']} | {c['pass']} | {c['at']} | {c['base'] * 1e3:.3g} | {c['mine'] * 1e3:.3g}"

@@ -37,8 +37,8 @@ YOUNG_GENERATIONS = 1
 @dataclass(frozen=True)
 class Policy:
     """How long to measure: at least `min_samples` and `min_time` seconds of samples, then until the
-    median's confidence interval is within +-`ci_target` of it (converged), at most `max_samples` and
-    `max_time`. With `ci_target` 0, the fixed rule instead: stop at `min_time`, or early once the running
+    median's confidence interval is within +-`ci_target` of it (converged), at most `max_samples` (once
+    `min_time` is sampled: a cheap call asked for a second gets its second) and `max_time`. With `ci_target` 0, the fixed rule instead: stop at `min_time`, or early once the running
     median moved less than `stable_rtol` over the last `stable_window` samples and a quarter of `min_time`
     is sampled.
 
@@ -203,7 +203,7 @@ class _Convergence:
 
 def _done(samples: list[float], medians: list[float], spent: float, policy: Policy,
           checks: _Convergence) -> Stop | None:
-    if len(samples) >= policy.max_samples:
+    if len(samples) >= policy.max_samples and sum(samples) >= policy.min_time:
         return Stop.MAX_SAMPLES
     if spent >= policy.max_time:
         return Stop.MAX_TIME

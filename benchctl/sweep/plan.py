@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
+from benchctl.errors import UsageError
 from benchctl.machine import allocator
 from benchctl.ops import registry
 from benchctl.ops.cells import Cell
@@ -17,6 +18,9 @@ from benchctl.sweep.executors import InProcess, WorkerProcess
 from benchctl.sweep.pool import Pool, local_gpus
 from benchctl.sweep.series import SeriesJob
 from benchctl.measure.timing import Policy
+
+
+MAX_OVER_MIN_TIME = 2  # max_time, unless given, is at least this many times min_time
 
 
 @dataclass
@@ -57,6 +61,10 @@ class Plan:
             timing["ci_target"] = self.ci_target
         policy = replace(Policy(), **{k: (int(v) if k in ("min_samples", "max_samples", "warmup") else v)
                                       for k, v in timing.items()})
+        if "max_time" not in timing:  # room for the samples asked for, and the untimed setup between them
+            policy = replace(policy, max_time=max(policy.max_time, MAX_OVER_MIN_TIME * policy.min_time))
+        if policy.max_time < policy.min_time:
+            raise UsageError(f"max_time {policy.max_time:g} s is less than min_time {policy.min_time:g} s")
         return Settings(policy=per_round(policy, self.rounds), flush_l2=self.flush_l2, cuda_graph=self.cuda_graph,
                         tf32=self.tf32,
                         peaks=load_peaks())

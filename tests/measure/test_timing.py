@@ -8,6 +8,7 @@ import pytest
 from benchctl.measure.clocks import CpuClock, CudaEventClock, OsUsage
 
 from benchctl.measure.timing import Policy, measure, median_ci, summarize
+from benchctl.results.schema import Stop
 
 
 class FakeCounter:
@@ -265,3 +266,9 @@ def test_a_spread_out_call_converges_with_enough_samples():
     m = measure(lambda: (lambda: None), CpuClock(FakeCounter(durations)), policy, FakeElapsed(0.0))
     assert m.stop == "converged" and not m.noisy
     assert 80 < len(m.samples) < 400  # +-1% needs about (1.96 * 1.25 * 0.05 / 0.01)^2 = 150 samples
+
+
+def test_max_samples_stops_a_cheap_call_only_once_min_time_is_sampled():
+    policy = Policy(ci_target=0, warmup=0, min_samples=2, min_time=0.5, max_time=100, max_samples=3)
+    m = measure(lambda: (lambda: None), CpuClock(FakeCounter([0.1] * 100)), policy, FakeElapsed(0.0))
+    assert len(m.samples) == 5 and m.stop == Stop.MAX_SAMPLES  # 3 samples were 0.3 s, short of 0.5

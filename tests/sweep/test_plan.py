@@ -1,5 +1,8 @@
 """A sweep's plan: the timing settings from the config and the command line."""
 
+import pytest
+
+from benchctl.errors import UsageError
 from benchctl.sweep.config import SweepConfig
 from benchctl.sweep.plan import Plan
 
@@ -9,3 +12,10 @@ def test_command_line_timing_overrides_the_config_and_the_rest_keeps_its_default
     policy = Plan([], config, warmup_time=0.1).settings().policy
     assert (policy.min_time, policy.warmup_time, policy.warmup) == (0.3, 0.1, 3)
     assert Plan([]).settings().policy.warmup_time == 0.5
+
+
+def test_a_min_time_beyond_the_default_max_time_raises_it_and_a_max_time_below_it_is_an_error():
+    assert Plan([], min_time=3.0).settings().policy.max_time == 6.0
+    assert Plan([], min_time=3.0, max_time=4.0).settings().policy.max_time == 4.0
+    with pytest.raises(UsageError, match="max_time 2 s is less than min_time 3 s"):
+        Plan([], min_time=3.0, max_time=2.0).settings()
