@@ -38,9 +38,9 @@ YOUNG_GENERATIONS = 1
 class Policy:
     """How long to measure: at least `min_samples` and `min_time` seconds of samples, then until the
     median's confidence interval is within +-`ci_target` of it (converged), at most `max_samples` (once
-    `min_time` is sampled: a cheap call asked for a second gets its second) and `max_time`. With `ci_target` 0, the fixed rule instead: stop at `min_time`, or early once the running
-    median moved less than `stable_rtol` over the last `stable_window` samples and a quarter of `min_time`
-    is sampled.
+    `min_time` is sampled: a cheap call asked for a second gets its second) and `max_time`. With
+    `ci_target` 0, the fixed rule instead: stop at `min_time`, or early once the running median moved
+    less than `stable_rtol` over the last `stable_window` samples and a quarter of `min_time` is sampled.
 
     Before sampling, untimed calls until both `warmup` of them and `warmup_min_time` seconds are done, or
     until `warmup_time` seconds have passed (at least one call; none at all when `warmup` is 0). Wall
