@@ -18,6 +18,7 @@
 
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
+#include <ATen/ThreadLocalState.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/cpu/vec/vec.h>
@@ -205,13 +206,18 @@ bool side_by_side_here(const Tensor& like) {
 }
 
 // Runs the jobs side by side on CPU threads (each job on one thread) where that pays, else in turn.
+// Every job runs under the caller's thread-local state (grad mode, dispatch keys): an OpenMP thread
+// has its own, grad mode on, and a matmul there of an input that requires grad recorded an autograd
+// node, so the backward's weight gradients came back with a grad_fn (and cost 2-3 us more each).
 template <size_t N>
 void side_by_side(const Tensor& like, const std::array<std::function<void()>, N>& jobs) {
   if (!side_by_side_here(like)) {
     for (const auto& job : jobs) job();
     return;
   }
+  const at::ThreadLocalState caller;
   at::parallel_for(0, N, 1, [&](int64_t begin, int64_t end) {
+    at::ThreadLocalStateGuard state(caller);
     for (int64_t i = begin; i < end; ++i) jobs[i]();
   });
 }

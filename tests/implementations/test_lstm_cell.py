@@ -87,6 +87,21 @@ def test_cpp_same_result_on_one_thread_and_side_by_side(params: dict[str, Any]) 
         assert torch.equal(a, b)
 
 
+def test_cpp_gradients_carry_no_graph_on_two_threads() -> None:
+    """The weight gradients' matmuls run on the second thread, under the caller's grad mode (off in a
+    backward): no gradient comes back requiring grad or with a grad_fn."""
+    _available("cpp")
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        inputs = [t.detach().requires_grad_() for t in TARGET.make_inputs(Case(CASES[1], torch.float32)).values()]
+        h, c = EXT.lstm_cell_ext(*inputs)
+        grads = torch.autograd.grad((h, c), inputs, (torch.ones_like(h), torch.ones_like(c)))
+    finally:
+        torch.set_num_threads(threads)
+    assert [(g.requires_grad, g.grad_fn) for g in grads] == [(False, None)] * 7
+
+
 def test_cpp_second_derivative_is_refused() -> None:
     """The backward has no derivative: create_graph=True is an error, not a silently wrong result."""
     _available("cpp")
