@@ -23,6 +23,19 @@ from benchctl.measure.timing import Policy
 MAX_OVER_MIN_TIME = 2  # max_time, unless given, is at least this many times min_time
 
 
+def _time_bounds(policy: Policy, given: dict[str, Any]) -> Policy:
+    """min_time and max_time made to agree: the one given (config or command line) wins over a default;
+    a max_time left at its default leaves room for the samples asked for and the untimed setup between
+    them. Both given, and max_time below min_time: a usage error."""
+    if "max_time" not in given:
+        return replace(policy, max_time=max(policy.max_time, MAX_OVER_MIN_TIME * policy.min_time))
+    if policy.max_time >= policy.min_time:
+        return policy
+    if "min_time" not in given:
+        return replace(policy, min_time=policy.max_time)
+    raise UsageError(f"max_time {policy.max_time:g} s is less than min_time {policy.min_time:g} s")
+
+
 @dataclass
 class Plan:
     cells: Sequence[Cell]
@@ -61,13 +74,8 @@ class Plan:
             timing["ci_target"] = self.ci_target
         policy = replace(Policy(), **{k: (int(v) if k in ("min_samples", "max_samples", "warmup") else v)
                                       for k, v in timing.items()})
-        if "max_time" not in timing:  # room for the samples asked for, and the untimed setup between them
-            policy = replace(policy, max_time=max(policy.max_time, MAX_OVER_MIN_TIME * policy.min_time))
-        if policy.max_time < policy.min_time:
-            raise UsageError(f"max_time {policy.max_time:g} s is less than min_time {policy.min_time:g} s")
-        return Settings(policy=per_round(policy, self.rounds), flush_l2=self.flush_l2, cuda_graph=self.cuda_graph,
-                        tf32=self.tf32,
-                        peaks=load_peaks())
+        return Settings(policy=per_round(_time_bounds(policy, timing), self.rounds), flush_l2=self.flush_l2,
+                        cuda_graph=self.cuda_graph, tf32=self.tf32, peaks=load_peaks())
 
     def references(self) -> dict[str, str]:
         """Each operator's reference implementation: the report's default baseline for speedups."""

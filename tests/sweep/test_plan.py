@@ -14,8 +14,10 @@ def test_command_line_timing_overrides_the_config_and_the_rest_keeps_its_default
     assert Plan([]).settings().policy.warmup_time == 0.5
 
 
-def test_a_min_time_beyond_the_default_max_time_raises_it_and_a_max_time_below_it_is_an_error():
+def test_the_time_bound_given_wins_over_the_default_and_two_that_conflict_are_an_error():
     assert Plan([], min_time=3.0).settings().policy.max_time == 6.0
     assert Plan([], min_time=3.0, max_time=4.0).settings().policy.max_time == 4.0
+    assert Plan([], max_time=0.02).settings().policy.min_time == 0.02  # below the default min_time
+    assert Plan([], SweepConfig(timing={"min_time": 3.0}), max_time=4.0).settings().policy.min_time == 3.0
     with pytest.raises(UsageError, match="max_time 2 s is less than min_time 3 s"):
         Plan([], min_time=3.0, max_time=2.0).settings()
