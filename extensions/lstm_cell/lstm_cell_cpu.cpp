@@ -208,7 +208,8 @@ bool side_by_side_here(const Tensor& like) {
 // Runs the jobs side by side on CPU threads (each job on one thread) where that pays, else in turn.
 // Every job runs under the caller's thread-local state (grad mode, dispatch keys): an OpenMP thread
 // has its own, grad mode on, and a matmul there of an input that requires grad recorded an autograd
-// node, so the backward's weight gradients came back with a grad_fn (and cost 2-3 us more each).
+// node, so the backward's weight gradients came back with a grad_fn (forward+backward took the same
+// time either way: 188 against 187 us, B=64, H=64, 20 paired rounds).
 template <size_t N>
 void side_by_side(const Tensor& like, const std::array<std::function<void()>, N>& jobs) {
   if (!side_by_side_here(like)) {
