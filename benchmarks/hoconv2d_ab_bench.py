@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import tempfile
 import time
 from pathlib import Path
 from typing import Callable
@@ -33,7 +34,7 @@ CALLS = {"B=16 (memory)": 10, "B=4, 64 rows (L3)": 60}  # per version per round
 def load(source: Path, n: int) -> Callable:
     """The backward op of `source`, built under namespace ab<n>."""
     text = source.read_text().replace("(benchctl,", f"(ab{n},")
-    build = Path(f"/tmp/benchctl-ab/v{n}")
+    build = Path(tempfile.gettempdir()) / "benchctl-ab" / f"v{n}"
     build.mkdir(parents=True, exist_ok=True)
     src = build / "hoconv2d_cpu.cpp"
     if not src.exists() or src.read_text() != text:

@@ -76,10 +76,11 @@ class CudaEventClock:
     SPIN_MAX_S), so the host issues the call while the GPU is still busy: the events then time the
     call's kernels, not the GPU waiting idle for the first launch. Without it, every sample carried
     that latency: on an H200, hoconv2d's cuda filter at B=16 timed 18% (forward) and 22% (backward) above
-    torch.utils.benchmark's Timer on the same call; with it, within 1%. The host's time to issue the call (`host_per_call`, in order) still bounds
-    the sample from below: a call whose host side (Python, dispatch, launches) is slower than its
-    kernels is timed at host speed, as an eager loop runs it (hoconv2d's cuda filter forward at B=1 on
-    an H100: ~60 us of host time for one kernel that moves 6 MB). `gpu_per_call` keeps the events' times.
+    torch.utils.benchmark's Timer on the same call; with it, within 1%. The host's time to issue the
+    call (`host_per_call`, in order) still bounds the sample from below: a call whose host side (Python,
+    dispatch, launches) is slower than its kernels is timed at host speed, as an eager loop runs it
+    (hoconv2d's cuda filter forward at B=1 on an H100: ~60 us of host time for one kernel that moves
+    6 MB). `gpu_per_call` keeps the events' times.
 
     `event_factory`, `synchronize` and `spin` default to torch.cuda's; tests pass fakes. An optional
     `before` hook (e.g. an L2 flush) runs before the start event is recorded, so it is not timed.

@@ -13,6 +13,7 @@ loop with fake ones, the CUDA path included.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import gc
 import statistics
@@ -28,6 +29,9 @@ from benchctl.results.schema import Stop
 
 CI_LEVEL = 0.95  # the confidence interval of the median that rows record
 CI_TARGET = 0.01  # converged: that interval within +-1% of the median
+# For min_time, sampling goes past max_samples, up to this many times it: every sample is stored in
+# the row, and a call of a few us (clock overhead included) would otherwise keep millions.
+MIN_TIME_OVER_MAX_SAMPLES = 100
 CI_MIN_SAMPLES = 10  # fewer samples give an interval as wide as their range: never judged converged
 # Before each pass only the young generations are collected: the whole heap (torch's objects, 400k more
 # once torch.compile has run) took 50-180 ms a collection, a quarter of a quick sweep's time. A cell
@@ -154,16 +158,23 @@ def measure(setup: Callable[[], Thunk], clock: Clock, policy: Policy = Policy(),
     with collector_off():
         began = elapsed()
         warm = _warm_up(setup, clock, policy, elapsed)
+        # The samples' sum and (fixed rule) their sorted copy are kept up as samples come: a cheap call
+        # takes tens of thousands before min_time, and a sum or a median of all of them per sample
+        # would cost n^2 between the samples.
         samples: list[float] = []
+        sampled = 0.0
+        ordered: list[float] = []
         medians: list[float] = []
         start = elapsed()
         checks = _Convergence(policy.ci_target)
         while True:
             samples.append(clock.time(setup()))
             between()
+            sampled += samples[-1]
             if not policy.ci_target:
-                medians.append(statistics.median(samples))
-            stop = _done(samples, medians, elapsed() - start, policy, checks)
+                bisect.insort(ordered, samples[-1])
+                medians.append(_sorted_median(ordered))
+            stop = _done(samples, sampled, medians, elapsed() - start, policy, checks)
             if stop:
                 break
     return Measurement(tuple(samples), warm, summarize(samples), elapsed() - began, stop,
@@ -201,19 +212,26 @@ class _Convergence:
         return not is_noisy({"median_s": statistics.median(samples), "ci_lo_s": lo, "ci_hi_s": hi}, self.target)
 
 
-def _done(samples: list[float], medians: list[float], spent: float, policy: Policy,
+def _sorted_median(ordered: list[float]) -> float:
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+def _done(samples: list[float], sampled: float, medians: list[float], spent: float, policy: Policy,
           checks: _Convergence) -> Stop | None:
-    if len(samples) >= policy.max_samples and sum(samples) >= policy.min_time:
+    """Why sampling stops now, if it does; `sampled` is the samples' sum."""
+    if len(samples) >= policy.max_samples and (sampled >= policy.min_time
+                                               or len(samples) >= MIN_TIME_OVER_MAX_SAMPLES * policy.max_samples):
         return Stop.MAX_SAMPLES
     if spent >= policy.max_time:
         return Stop.MAX_TIME
     if len(samples) < policy.min_samples:
         return None
     if policy.ci_target:
-        return Stop.CONVERGED if sum(samples) >= policy.min_time and checks.converged(samples) else None
-    if sum(samples) >= policy.min_time:
+        return Stop.CONVERGED if sampled >= policy.min_time and checks.converged(samples) else None
+    if sampled >= policy.min_time:
         return Stop.MIN_TIME
-    enough = len(samples) >= 2 * policy.min_samples and sum(samples) >= policy.min_time / 4
+    enough = len(samples) >= 2 * policy.min_samples and sampled >= policy.min_time / 4
     return Stop.STABLE if enough and _stable(medians, policy) else None
 
 

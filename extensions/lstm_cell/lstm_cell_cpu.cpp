@@ -237,8 +237,7 @@ void by_halves(const Tensor& like, int64_t B, const std::function<void(int64_t, 
 // accumulated in place, so no second (B, 4H) buffer is added in afterwards.
 void gate_rows(Tensor& gates, const Tensor& x, const Tensor& h, const Tensor& w_ih, const Tensor& w_hh,
                const Tensor* b_ih, int64_t begin, int64_t end) {
-  // Below autograd on the other thread too (its dispatch state is its own): out= refuses inputs that
-  // require grad under autograd.
+  // Below autograd: out= refuses inputs that require grad under autograd.
   at::AutoDispatchBelowADInplaceOrView below_autograd;
   Tensor g = gates.narrow(0, begin, end - begin);
   const Tensor xs = x.narrow(0, begin, end - begin);

@@ -7,7 +7,7 @@ import pytest
 
 from benchctl.measure.clocks import CpuClock, CudaEventClock, OsUsage
 
-from benchctl.measure.timing import Policy, measure, median_ci, summarize
+from benchctl.measure.timing import MIN_TIME_OVER_MAX_SAMPLES, Policy, measure, median_ci, summarize
 from benchctl.results.schema import Stop
 
 
@@ -272,3 +272,9 @@ def test_max_samples_stops_a_cheap_call_only_once_min_time_is_sampled():
     policy = Policy(ci_target=0, warmup=0, min_samples=2, min_time=0.5, max_time=100, max_samples=3)
     m = measure(lambda: (lambda: None), CpuClock(FakeCounter([0.1] * 100)), policy, FakeElapsed(0.0))
     assert len(m.samples) == 5 and m.stop == Stop.MAX_SAMPLES  # 3 samples were 0.3 s, short of 0.5
+
+
+def test_past_max_samples_min_time_is_pursued_only_up_to_a_ceiling():
+    policy = Policy(ci_target=0, warmup=0, min_samples=2, min_time=10.0, max_time=1e9, max_samples=3)
+    m = measure(lambda: (lambda: None), CpuClock(FakeCounter([0.001] * 1000)), policy, FakeElapsed(0.0))
+    assert len(m.samples) == 3 * MIN_TIME_OVER_MAX_SAMPLES == 300 and m.stop == Stop.MAX_SAMPLES
