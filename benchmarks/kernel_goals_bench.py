@@ -1,9 +1,10 @@
 """Each seed operator's C++ kernel against its goal and its floor, through `benchctl run` as a user runs it,
-with interleaved rounds (--rounds 3: each time is the median of samples pooled from 3 rounds, each ratio
-the median of the 3 rounds' own ratios). Each pass samples for --min-time seconds (3: one second a
-round), so a round's median spans the host's short swings rather than catching one of them: with
-`run`'s default a 0.1 ms call got 33 ms a round, and a kernel and its baseline measured a second apart
-could sit in different phases of the host (grid_sample at 256, rounds of cpp 126/80/79 us).
+with interleaved rounds (--rounds 3: each time is the median of samples pooled from 3 rounds) and the kernel
+timed sample by sample in alternation with its baseline (--pair-with): each ratio is the median of the
+sample pairs' own ratios, with its 95% confidence interval. Each pass samples for --min-time seconds (3:
+one second a round). Measured apart, even back to back, a kernel and its baseline could sit in different
+phases of the host, which swings by up to 2x for a second at a time: grid_sample at 2048 once took 0.18 ms
+in one round of a second and 0.34 ms in the next two, and decided a goal on that alone.
 
     .venv/bin/benchctl env --calibrate      # the peaks the floor is computed from
     .venv/bin/python benchmarks/kernel_goals_bench.py [--rounds 3] [--min-time 3] [--op lstm_cell] [--allocator tcmalloc]
@@ -70,7 +71,7 @@ GOALS = (
 def run(goal: Goal, rounds: int, min_time: float, allocator: str) -> pd.DataFrame:
     with tempfile.TemporaryDirectory() as out:
         cmd = [sys.executable, "-m", "benchctl", "run", f"{goal.baseline},{goal.impl}", "cpu", "--op", goal.op,
-               *goal.args, "--rounds", str(rounds), "--min-time", str(min_time), "--allocator", allocator,
+               *goal.args, "--pair-with", goal.baseline, "--rounds", str(rounds), "--min-time", str(min_time), "--allocator", allocator,
                "--out", out]
         subprocess.run(cmd, check=True, capture_output=True, text=True)
         return storage.load(root=out)
@@ -88,6 +89,7 @@ def cells(goal: Goal, rows: pd.DataFrame) -> list[dict]:
         floor_s = mine["median_s"] * mine["pct_of_peak"] / 100 if pd.notna(mine["pct_of_peak"]) else None
         out.append({"op": goal.op, "pass": mine["pass"], "at": _at(mine), "base": base["median_s"],
                     "mine": mine["median_s"], "ratio": speedup(base, mine),
+                    "ci": (mine["paired_ci_lo"], mine["paired_ci_hi"]),
                     "floor": floor_s, "pct": mine["pct_of_peak"], "level": mine["peak_level"],
                     "probe": 100 * mine["gbps"] / mine["mem_gbps"] if pd.notna(mine["mem_gbps"]) else None,
                     "spread": mine["round_spread"], "noisy": bool(mine["noisy"]),
@@ -121,7 +123,7 @@ def main() -> None:
     parser.add_argument("--op", action="append", help="only this operator (repeatable)")
     parser.add_argument("--allocator", default="system", choices=("system", "jemalloc", "tcmalloc"))
     args = parser.parse_args()
-    print("| operator | pass | cell | baseline ms | kernel ms | ratio | floor ms | % of floor (level) "
+    print("| operator | pass | cell | baseline ms | kernel ms | ratio (95% CI) | floor ms | % of floor (level) "
           "| % of probe | round spread | kernel modes ms | goal |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     verdicts = []
@@ -131,7 +133,7 @@ def main() -> None:
             met = goal.met(c)
             verdicts += [met] if met is not None else []
             print(f"| {c['op']} | {c['pass']} | {c['at']} | {c['base'] * 1e3:.3g} | {c['mine'] * 1e3:.3g}"
-                  f"{' ~' if c['noisy'] else ''} | {c['ratio']:.2f}x | {fmt(c['floor'] and c['floor'] * 1e3, '.3g')} | "
+                  f"{' ~' if c['noisy'] else ''} | {c['ratio']:.2f}x ({c['ci'][0]:.2f}-{c['ci'][1]:.2f}) | {fmt(c['floor'] and c['floor'] * 1e3, '.3g')} | "
                   f"{fmt(c['pct'], '.0f')} ({c['level'] or '-'}) | {fmt(c['probe'], '.1f')} | "
                   f"{fmt(c['spread'], '.2f')} | {c['modes']} | {VERDICT[met]} |", flush=True)
     print(f"\n{sum(verdicts)} of {len(verdicts)} cells with a goal meet it.")

@@ -47,6 +47,9 @@ def _ints(text: str | None) -> tuple[int, ...]:
 @click.option("--rounds", type=click.IntRange(min=1), default=1, show_default=True,
               help="Interleaved rounds: every cell measured N times across the sweep, 1/N of the time each, "
                    "samples pooled. Steadier ratios on a busy machine.")
+@click.option("--pair-with", metavar="IMPL", help="Time each other implementation sample by sample in alternation "
+              "with IMPL at the same point; its speedup over IMPL is the median of the pairs' ratios, which a "
+              "machine changing speed moves far less. IMPL must be among IMPLS (its own cells run alone).")
 @click.option("--threads", type=click.IntRange(min=1), help="torch intra-op threads (default: torch's).")
 @click.option("--out", default="results", show_default=True, type=click.Path(file_okay=False))
 @click.option("--quick", is_flag=True, help="Each operator's small quick sweep.")
@@ -67,7 +70,7 @@ def _ints(text: str | None) -> tuple[int, ...]:
 @click.option("--gpu-kind", "gpu_kinds", help="ray: comma list of accelerator types, e.g. H100,A100; GPU "
               "series run once on each.")
 def command(impls, devices, ops, ops_dirs, config, targets, batch_sizes, params, dtypes, passes, min_time,
-            max_time, warmup_time, ci_target, remeasure, rounds, threads, out, quick, timeout, flush_l2, cuda_graph,
+            max_time, warmup_time, ci_target, remeasure, rounds, pair_with, threads, out, quick, timeout, flush_l2, cuda_graph,
             tf32, fresh_worker, in_process, allocator, executor, address, gpu_kinds) -> None:
     """Time IMPLS (py, cpp, cuda, a variant, a comma list, all) on DEVICES (cpu, gpu, all)."""
     from benchctl.sweep import words
@@ -83,7 +86,7 @@ def command(impls, devices, ops, ops_dirs, config, targets, batch_sizes, params,
     request = SweepRequest(
         impls=impls, devices=devices, ops=tuple(ops), dtypes=tuple(dtypes),
         passes=tuple(words.split(passes)) if passes else (), batch_sizes=sizes,
-        params=swept, targets=tuple(targets), quick=quick, config=cfg,
+        params=swept, targets=tuple(targets), quick=quick, config=cfg, pair_with=pair_with,
     )
     cells = expand(request)
     check_writable(Path(out))

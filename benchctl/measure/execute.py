@@ -12,7 +12,7 @@ import json
 import statistics
 import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 
 import torch
@@ -24,7 +24,7 @@ from benchctl.measure.memory import peak_bytes
 from benchctl.measure.passes import as_tuple, backward_from, grad_outputs, has_own_leaves, make_setup
 from benchctl.ops.registry import Case
 from benchctl.measure.clocks import Clock, CpuClock, CudaEventClock, OsUsage, Thunk
-from benchctl.measure.timing import Measurement, Policy, measure, noisy_message
+from benchctl.measure.timing import Measurement, Policy, measure, measure_paired, noisy_message, paired_stats
 from benchctl.measure.cuda_graph import CudaGraphClock, repeatable_thunk
 from benchctl.results.schema import TF32_PEAK, Status, TimingMode
 
@@ -123,9 +123,25 @@ def run_cell(cell: Cell, settings: Settings = Settings(), clock: Clock | None = 
             return [{**base, **gate, "pass": p, "status": Status.INCORRECT} for p in cell.passes]
     except Exception as exc:
         return [{**base, "pass": p, "status": status_of(exc), "message": error_message(exc)} for p in cell.passes]
+    partner, unpaired = _partner(resolved)
     clock = clock or make_clock(cell.device, settings.flush_l2, settings.cuda_graph)
     mode = {"timing_mode": TimingMode.CUDA_GRAPH if isinstance(clock, CudaGraphClock) else TimingMode.EAGER}
-    return [{**base, **gate, **mode, **_time_pass(prepared, p, settings, clock)} for p in cell.passes]
+    rows = [{**base, **gate, **mode, **_time_pass(prepared, p, settings, clock, partner)} for p in cell.passes]
+    return [{**r, "message": "; ".join(filter(None, (r.get("message"), unpaired)))} for r in rows] if unpaired else rows
+
+
+def _partner(resolved: Resolved) -> tuple[Prepared | None, str]:
+    """The implementation the cell is timed in alternation with (prepared, not gated: its own cell is),
+    or why it is timed alone."""
+    cell = resolved.cell
+    if not cell.paired_with or cell.paired_with == cell.impl:
+        return None, ""
+    try:
+        partner = replace(cell, impl=cell.paired_with, paired_with=None).resolve()
+        reason = partner.unavailable_reason()
+        return (None, f"timed alone: {cell.paired_with} cannot run here ({reason})") if reason else (prepare(partner), "")
+    except Exception as exc:
+        return None, f"timed alone: {cell.paired_with} failed ({error_message(exc)})"
 
 
 # What the gate adds to a cell's rows (besides a message when it fails).
@@ -153,7 +169,8 @@ def _incorrect(result: correctness.CheckResult, seed: int | None) -> str:
     return f"{what}: {result.failures()}" + (f" (at seed {seed}; right at the check seed)" if seed is not None else "")
 
 
-def _time_pass(prepared: Prepared, pass_name: str, settings: Settings, clock: Clock) -> dict[str, Any]:
+def _time_pass(prepared: Prepared, pass_name: str, settings: Settings, clock: Clock,
+               partner: Prepared | None = None) -> dict[str, Any]:
     row: dict[str, Any] = {"pass": pass_name, "compile_s": prepared.compile_s}
     usage = getattr(clock, "usage_per_call", None)
     host = getattr(clock, "host_per_call", None)
@@ -163,14 +180,18 @@ def _time_pass(prepared: Prepared, pass_name: str, settings: Settings, clock: Cl
     try:
         setup = _setup(prepared, pass_name, clock)
         bandwidth_before = probe() if probe else None
+        tick = clocks.tick if clocks else lambda: None
         with clocks or contextlib.nullcontext():
-            m = measure(setup, clock, settings.policy, between=clocks.tick if clocks else lambda: None)
+            if partner is None:
+                m, paired = measure(setup, clock, settings.policy, between=tick), {}
+            else:
+                m, paired = _time_paired(setup, clock, partner, pass_name, settings, tick)
         bandwidth_after = probe() if probe else None
         mem = peak_bytes(setup, prepared.resolved.cell.device) if settings.measure_memory else None
     except Exception as exc:
         return {**row, "status": status_of(exc), "message": error_message(exc)}
     row.update(status=Status.OK, samples_s=list(m.samples), noisy=m.noisy, stop=m.stop, peak_mem_bytes=mem,
-               wall_s=m.wall_s, **m.stats)
+               wall_s=m.wall_s, **m.stats, **paired)
     if probe:
         row["mem_gbps"] = (bandwidth_before + bandwidth_after) / 2
     if clocks:
@@ -184,6 +205,18 @@ def _time_pass(prepared: Prepared, pass_name: str, settings: Settings, clock: Cl
         row["message"] = noisy_message(m.stats)
     row.update(_rates(prepared, pass_name, m, settings.peaks.get(prepared.resolved.cell.device, {})))
     return row
+
+
+def _time_paired(setup: Callable[[], Thunk], clock: Clock, partner: Prepared, pass_name: str, settings: Settings,
+                 tick: Callable[[], None]) -> tuple[Measurement, dict[str, Any]]:
+    """The pass timed sample by sample in alternation with the partner's (on a clock of its own, so the
+    OS work each clock records stays its own call's); the row keeps the partner's samples beside its own."""
+    cell = partner.resolved.cell
+    partner_clock = make_clock(cell.device, settings.flush_l2, settings.cuda_graph)
+    m, other = measure_paired(setup, _setup(partner, pass_name, partner_clock), clock, partner_clock,
+                              settings.policy, between=tick)
+    return m, {"paired_with": cell.impl, "partner_samples_s": list(other.samples),
+               **paired_stats(m.samples, other.samples)}
 
 
 def _os_work(usage: Sequence[OsUsage]) -> dict[str, float]:

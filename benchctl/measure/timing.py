@@ -19,7 +19,7 @@ import gc
 import statistics
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 from scipy import stats as scistats
@@ -158,27 +158,83 @@ def measure(setup: Callable[[], Thunk], clock: Clock, policy: Policy = Policy(),
     with collector_off():
         began = elapsed()
         warm = _warm_up(setup, clock, policy, elapsed)
-        # The samples' sum and (fixed rule) their sorted copy are kept up as samples come: a cheap call
-        # takes tens of thousands before min_time, and a sum or a median of all of them per sample
-        # would cost n^2 between the samples.
-        samples: list[float] = []
-        sampled = 0.0
-        ordered: list[float] = []
-        medians: list[float] = []
+        sampler = _Sampler(policy)
         start = elapsed()
-        checks = _Convergence(policy.ci_target)
-        while True:
-            samples.append(clock.time(setup()))
+        while not sampler.stop:
+            sampler.add(clock.time(setup()))
             between()
-            sampled += samples[-1]
-            if not policy.ci_target:
-                bisect.insort(ordered, samples[-1])
-                medians.append(_sorted_median(ordered))
-            stop = _done(samples, sampled, medians, elapsed() - start, policy, checks)
-            if stop:
-                break
-    return Measurement(tuple(samples), warm, summarize(samples), elapsed() - began, stop,
-                       policy.ci_target or CI_TARGET)
+            sampler.judge(elapsed() - start)
+    return sampler.measurement(warm, elapsed() - began)
+
+
+def measure_paired(setup: Callable[[], Thunk], partner: Callable[[], Thunk], clock: Clock, partner_clock: Clock,
+                   policy: Policy = Policy(), elapsed: Callable[[], float] = time.monotonic,
+                   between: Callable[[], None] = lambda: None) -> tuple[Measurement, Measurement]:
+    """Two calls measured sample by sample in alternation, in pairs (own, partner), (partner, own), ... so
+    whatever the machine does meanwhile reaches both alike and the order within a pair evens out.
+
+    Each side is judged by `policy` on its own samples and on the pair's shared wall clock, and sampling
+    goes on until both are done: the two keep the same number of samples, sample i of one taken next to
+    sample i of the other (`paired_stats` divides them pair by pair)."""
+    with collector_off():
+        began = elapsed()
+        warm = _warm_up(setup, clock, policy, elapsed)
+        partner_warm = _warm_up(partner, partner_clock, policy, elapsed)
+        own, other = _Sampler(policy), _Sampler(policy)
+        sides = [(setup, clock, own), (partner, partner_clock, other)]
+        start = elapsed()
+        while not all(sampler.stop for _, _, sampler in sides):
+            for side_setup, side_clock, sampler in sides:
+                sampler.add(side_clock.time(side_setup()))
+                between()
+            spent = elapsed() - start
+            for _, _, sampler in sides:
+                sampler.judge(spent)
+            sides.reverse()
+    wall = elapsed() - began
+    return own.measurement(warm, wall), other.measurement(partner_warm, wall)
+
+
+def paired_stats(own: Sequence[float], partner: Sequence[float]) -> dict[str, float]:
+    """How many times faster `own` is than `partner`, from samples taken in pairs: the median of the
+    pairs' own ratios (partner / own) and its confidence interval. A machine that slows down for a
+    moment slows both samples of the pairs it reaches, so their ratios stay put where two medians
+    taken apart would move."""
+    ratios = np.asarray(partner, dtype=np.float64) / np.asarray(own, dtype=np.float64)
+    lo, hi = median_ci(ratios)
+    return {"paired_speedup": float(np.median(ratios)), "paired_ci_lo": lo, "paired_ci_hi": hi}
+
+
+class _Sampler:
+    """One call's samples as they come, and whether `policy` is done with them (`stop`, set once).
+
+    The samples' sum and (fixed rule) their sorted copy are kept up as samples come: a cheap call takes
+    tens of thousands before min_time, and a sum or a median of all of them per sample would cost n^2
+    between the samples."""
+
+    def __init__(self, policy: Policy):
+        self.policy = policy
+        self.samples: list[float] = []
+        self.sampled = 0.0
+        self.ordered: list[float] = []
+        self.medians: list[float] = []
+        self.checks = _Convergence(policy.ci_target)
+        self.stop: Stop | None = None
+
+    def add(self, sample: float) -> None:
+        self.samples.append(sample)
+        self.sampled += sample
+        if not self.policy.ci_target:
+            bisect.insort(self.ordered, sample)
+            self.medians.append(_sorted_median(self.ordered))
+
+    def judge(self, spent: float) -> None:
+        if not self.stop:
+            self.stop = _done(self.samples, self.sampled, self.medians, spent, self.policy, self.checks)
+
+    def measurement(self, warm: tuple[float, ...], wall: float) -> Measurement:
+        return Measurement(tuple(self.samples), warm, summarize(self.samples), wall, self.stop or Stop.MAX_TIME,
+                           self.policy.ci_target or CI_TARGET)
 
 
 def _warm_up(setup: Callable[[], Thunk], clock: Clock, policy: Policy,

@@ -30,6 +30,7 @@ class Cell:
     passes: tuple[str, ...] = PASSES
     seed: int = 0
     checked: bool = False  # its gate passed earlier in this sweep: measured again, it is not checked again
+    paired_with: str | None = None  # an implementation of the same point timed in alternation with it (run --pair-with)
 
     @staticmethod
     def make(op: str, target: str, impl: str, device: str, dtype: str, params: Mapping[str, Any],

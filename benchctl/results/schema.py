@@ -129,6 +129,11 @@ COLUMNS: dict[str, pa.DataType] = {
     "round_medians_s": pa.list_(pa.float64()),  # each round's median, in round order (speedups pair them)
     "mode_fast_s": pa.float64(),  # rounds that disagree (spread over MODES_APART): the fast mode's median
     "mode_slow_s": pa.float64(),  # ... and the slow mode's; median_s is then the mode of most samples
+    "paired_with": pa.string(),  # run --pair-with: the implementation timed sample by sample in alternation
+    "partner_samples_s": pa.list_(pa.float64()),  # ... its samples, sample i taken next to samples_s[i]
+    "paired_speedup": pa.float64(),  # median of the pairs' ratios (partner / own): times faster than it
+    "paired_ci_lo": pa.float64(),  # the 95% confidence interval of paired_speedup
+    "paired_ci_hi": pa.float64(),
     "compile_s": pa.float64(),  # duration of the first (warm-up) call: build, JIT, caches
     "peak_mem_bytes": pa.float64(),
     "page_faults": pa.float64(),  # median minor page faults per timed call (CPU clock)

@@ -34,19 +34,27 @@ def speedup_text(ratio: float) -> str:
 
 
 def speedup(base: Mapping[str, Any], row: Mapping[str, Any]) -> float:
-    """How many times faster `row` is than `base`, the same cell's reference. Where both were measured in
-    the same interleaved rounds, the median of the rounds' own ratios: a machine that changes speed
-    mid-run then slows both sides of a round's ratio alike, where the two pooled medians could pair one
-    implementation's fast rounds with the other's slow ones. Otherwise the ratio of the medians."""
+    """How many times faster `row` is than `base`, the same cell's reference. Where `row` was timed in
+    alternation with `base`'s implementation (run --pair-with), the median of the sample pairs' ratios.
+    Else, where both were measured in the same interleaved rounds, the median of the rounds' own ratios:
+    a machine that changes speed mid-run then slows both sides of a round's ratio alike, where the two
+    pooled medians could pair one implementation's fast rounds with the other's slow ones. Otherwise the
+    ratio of the medians."""
+    if row.get("paired_with") == base.get("impl") and _present(row.get("paired_speedup")):
+        return float(row["paired_speedup"])
     ours, theirs = _round_medians(row), _round_medians(base)
     if len(ours) >= 2 and len(ours) == len(theirs) and all(m > 0 for m in ours):
         return float(np.median([b / m for b, m in zip(theirs, ours)]))
     return float(base["median_s"] / row["median_s"])
 
 
+def _present(value: Any) -> bool:
+    return value is not None and not (isinstance(value, float) and np.isnan(value))
+
+
 def _round_medians(row: Mapping[str, Any]) -> Sequence[float]:
     medians = row.get("round_medians_s")
-    return () if medians is None or (isinstance(medians, float) and np.isnan(medians)) else list(medians)
+    return list(medians) if _present(medians) else ()
 
 
 def probed(rows: pd.DataFrame) -> pd.DataFrame:

@@ -9,7 +9,7 @@ larger ones.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
 from benchctl.ops import registry
@@ -33,6 +33,7 @@ class SweepRequest:
     targets: tuple[str, ...] = ()  # --target NAME: only these targets, in the operators that have them
     quick: bool = False
     config: SweepConfig = SweepConfig()
+    pair_with: str | None = None  # --pair-with IMPL: the others are timed in alternation with it, point by point
 
 
 def select_ops(names: Sequence[str]) -> list[Operator]:
@@ -128,4 +129,18 @@ def expand(req: SweepRequest) -> list[Cell]:
                       for impl in impls.get(op.name, []) if device in op.implementations[impl].devices]
     if not cells:
         raise UsageError(f"nothing to run: no implementation among {req.impls!r} supports {req.devices!r}")
-    return cells
+    return _paired(cells, req.pair_with) if req.pair_with else cells
+
+
+def _paired(cells: list[Cell], partner: str) -> list[Cell]:
+    """Every cell whose point (operator, target, device, dtype, params) has a cell of `partner` is timed
+    in alternation with it; the partner's own cells are timed alone, as without --pair-with."""
+    points = {_point(c) for c in cells if c.impl == partner}
+    if not points:
+        raise UsageError(f"--pair-with {partner}: it is not among the implementations run here; "
+                         "list it in IMPLS too")
+    return [replace(c, paired_with=partner) if c.impl != partner and _point(c) in points else c for c in cells]
+
+
+def _point(cell: Cell) -> tuple:
+    return cell.op, cell.target, cell.device, cell.dtype, cell.params_json

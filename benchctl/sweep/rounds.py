@@ -21,7 +21,7 @@ import statistics
 from dataclasses import replace
 from typing import Any, Sequence
 
-from benchctl.measure.timing import Policy, is_noisy, noisy_message, summarize
+from benchctl.measure.timing import Policy, is_noisy, noisy_message, paired_stats, summarize
 from benchctl.results.schema import Status
 
 Rows = list[dict[str, Any]]
@@ -71,11 +71,21 @@ def _merge_pass(rows: Rows) -> dict[str, Any]:
               "host_s": _median_of(r.get("host_s") for r in rows),
               "mem_gbps": _median_of(r.get("mem_gbps") for r in rows),
               "wall_s": sum(r.get("wall_s") or 0.0 for r in rows)}
+    merged.update(_paired(rows, samples))
     modes = _modes(rows)
     if modes:
         modes["message"] = "; ".join(filter(None, (merged["message"], modes["message"])))
     merged.update(modes)
     return {**merged, **_rates(first, merged["median_s"])}
+
+
+def _paired(rows: Rows, samples: list[float]) -> dict[str, Any]:
+    """Timed in alternation with a partner every round: its samples pooled as the own are (the pairs stay
+    aligned) and the paired speedup taken over all the pairs."""
+    if not all(r.get("partner_samples_s") for r in rows):
+        return {}
+    partner = [s for r in rows for s in r["partner_samples_s"]]
+    return {"partner_samples_s": partner, **paired_stats(samples, partner)}
 
 
 def _modes(rows: Rows) -> dict[str, Any]:

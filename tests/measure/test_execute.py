@@ -1,6 +1,7 @@
 """One cell, in process: real timings of hoconv2d py, the correctness gate, failures as rows."""
 
 import json
+import statistics
 from dataclasses import replace
 
 import pytest
@@ -196,3 +197,23 @@ def test_the_flop_bound_uses_the_rate_of_the_pass_dtype():
         assert matmul_peak(rates, cell("cpu", "float32")) == 100.0  # TF32 is a GPU mode
     finally:
         matmul.allow_tf32 = before
+
+
+def test_a_cell_paired_with_another_implementation_keeps_both_sample_series_pair_by_pair(fixture_ops):
+    params = {"batch_size": 64, "dim": 512, "alpha": 0.5}
+    cell = replace(Cell.make("axpy", "op", "fused", "cpu", "float32", params, ("forward", "backward")),
+                   paired_with="py")
+    for row in run_cell(cell, FAST):
+        assert row["status"] == "ok" and row["paired_with"] == "py"
+        assert len(row["partner_samples_s"]) == len(row["samples_s"]) == row["n"] >= 3
+        ratios = [p / s for p, s in zip(row["partner_samples_s"], row["samples_s"])]
+        assert row["paired_speedup"] == pytest.approx(statistics.median(ratios))
+        assert row["paired_ci_lo"] <= row["paired_speedup"] <= row["paired_ci_hi"]
+
+
+def test_a_partner_that_cannot_run_leaves_the_cell_timed_alone_and_says_why(fixture_ops):
+    cell = replace(Cell.make("faulty", "op", "py", "cpu", "float32", {"batch_size": 4, "dim": 8}, ("forward",)),
+                   paired_with="noreason")
+    [row] = run_cell(cell, FAST)
+    assert row["status"] == "ok" and "paired_speedup" not in row
+    assert row["message"] == "timed alone: noreason cannot run here (needs a thing this machine lacks)"

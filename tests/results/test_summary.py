@@ -87,6 +87,15 @@ def test_a_speedup_measured_in_rounds_is_the_median_of_the_rounds_own_ratios():
     assert speedup({**py, "round_medians_s": float("nan")}, cpp) == pytest.approx(1.6)  # a column parquet left empty
 
 
+def test_a_speedup_timed_in_alternation_with_the_baseline_is_the_pairs_median_ratio():
+    py = {"impl": "py", "median_s": 0.40, "round_medians_s": [0.40, 0.40, 0.55]}
+    cpp = {"impl": "cpp", "median_s": 0.25, "round_medians_s": [0.19, 0.25, 0.25], "paired_with": "py",
+           "paired_speedup": 1.9}
+    assert speedup(py, cpp) == pytest.approx(1.9)
+    assert speedup({**py, "impl": "loop"}, cpp) == pytest.approx(0.40 / 0.19)  # paired with another
+    assert speedup(py, {**cpp, "paired_speedup": float("nan")}) == pytest.approx(0.40 / 0.19)  # left empty
+
+
 def test_the_summary_gives_the_paired_speedup():
     df = rows().assign(round_medians_s=[[0.004, 0.004, 0.006], None, [0.001, 0.002, 0.002], None, None],
                        median_s=[0.004, 0.010, 0.002, None, 0.5])

@@ -88,3 +88,10 @@ def test_the_implementations_of_one_point_are_measured_one_after_the_other(built
     cells = expand(SweepRequest("py,cpp", "cpu", ops=("hoconv2d",), targets=("filter",), batch_sizes=(1, 2, 4)))
     assert [(c.params["batch_size"], c.impl) for c in cells] == [
         (1, "py"), (1, "cpp"), (2, "py"), (2, "cpp"), (4, "py"), (4, "cpp")]
+
+
+def test_pair_with_times_the_other_implementations_of_each_point_in_alternation_with_it(fixture_ops):
+    cells = expand(SweepRequest("py,wrong,zeros", "cpu", ops=("faulty",), batch_sizes=(1, 2), pair_with="py"))
+    assert [(c.impl, c.paired_with) for c in cells] == [("py", None), ("wrong", "py"), ("zeros", "py")] * 2
+    with pytest.raises(UsageError, match="--pair-with loop: it is not among the implementations run here"):
+        expand(SweepRequest("py,wrong", "cpu", ops=("faulty",), pair_with="loop"))

@@ -28,6 +28,16 @@ def test_per_round_divides_the_budget():
     assert per_round(Policy(), 1) == Policy()
 
 
+def test_merge_pools_the_partners_samples_with_the_own_and_takes_the_speedup_over_all_pairs():
+    rounds = [[row([1.0, 1.0], paired_with="py", partner_samples_s=[2.0, 2.0])],
+              [row([3.0, 3.0, 3.0], paired_with="py", partner_samples_s=[9.0, 9.0, 9.0])]]
+    [m] = merge(rounds)
+    assert m["partner_samples_s"] == [2.0, 2.0, 9.0, 9.0, 9.0] and m["paired_with"] == "py"
+    assert m["paired_speedup"] == 3.0  # pairs 2, 2, 3, 3, 3; the pooled medians' ratio would be 3.0 / 3.0
+    [alone] = merge([[row([1.0])], [row([2.0])]])
+    assert "paired_speedup" not in alone
+
+
 def test_merge_pools_samples_and_recomputes_stats_and_rates():
     rounds = [[row([1.0, 1.0, 1.0], pct_of_peak=40.0, page_faults=10.0, sys_s=0.5, peak_mem_bytes=5.0,
                    host_s=0.9, mem_gbps=30.0)],
