@@ -2,6 +2,7 @@
 
 import json
 
+import pandas as pd
 import pytest
 import torch
 from click.testing import CliRunner
@@ -120,6 +121,18 @@ def test_user_operator_runs_from_ops_dir(tmp_path, example_ops_dir):
     assert set(df["impl"]) == {"py", "addcmul"} and set(df["status"]) == {"ok"}
 
 
+def test_pair_with_times_the_other_implementation_in_alternation_through_a_worker(tmp_path, example_ops_dir):
+    result = invoke("run", "py,addcmul", "cpu", "--op", "scale_shift", "--ops-dir", str(example_ops_dir),
+                    "--batch-sizes", "4", "--passes", "forward", "--min-time", "0", "--warmup-time", "0",
+                    "--pair-with", "py", "--rounds", "2", "--out", str(tmp_path))
+    assert result.exit_code == 0, result.output
+    rows = storage.load(root=tmp_path).set_index("impl")
+    assert pd.isna(rows.loc["py", "paired_with"]) and rows.loc["addcmul", "paired_with"] == "py"
+    mine = rows.loc["addcmul"]
+    assert len(mine["partner_samples_s"]) == len(mine["samples_s"]) == mine["n"]
+    assert mine["paired_ci_lo"] <= mine["paired_speedup"] <= mine["paired_ci_hi"]
+
+
 @pytest.mark.parametrize("args, message", [
     (["run", "nope", "cpu"], "unknown implementation 'nope'"),
     (["run", "py", "tpu"], "unknown device 'tpu'"),
@@ -127,6 +140,7 @@ def test_user_operator_runs_from_ops_dir(tmp_path, example_ops_dir):
     (["run", "py", "cpu", "--op", "hoconv2d", "--batch-sizes", "0"], "batch size must be a positive integer"),
     (["run", "py", "cpu", "--config", "missing.toml"], "config file not found"),
     (["run", "py", "cpu", "--rounds", "0"], "0 is not in the range x>=1"),
+    (["run", "cpp", "cpu", "--op", "hoconv2d", "--pair-with", "py"], "--pair-with py: it is not among the"),
     (["run", "py", "cpu", "--op", "grid_sample", "--param", "image_size=big"], "image_size takes numbers, got 'big'"),
     (["check", "py", "cpu", "--op", "nope"], "unknown operator 'nope'"),
     (["list", "--ops-dir", "/no/such/folder"], "operators folder not found"),

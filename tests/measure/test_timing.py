@@ -320,6 +320,19 @@ def test_paired_sampling_alternates_and_its_ratio_ignores_a_machine_that_slows_d
     assert after.median / alone.median == pytest.approx(6.0)
 
 
+def test_each_paired_sample_follows_an_untimed_call_of_its_own():
+    calls = []
+
+    def setup(name):
+        return lambda: lambda: calls.append(name)
+
+    machine = Machine(fast_calls=10**6)
+    measure_paired(setup("own"), setup("partner"), machine.clock("own", 1e-3), machine.clock("partner", 2e-3),
+                   PAIRED, elapsed=FakeElapsed(1e-6))
+    assert calls[:8] == ["own", "own", "partner", "partner", "partner", "partner", "own", "own"]
+    assert len(calls) == 4 * 20 and machine.calls == 2 * 20  # half of them untimed
+
+
 def test_paired_sampling_goes_on_until_both_sides_are_done_and_keeps_the_pairs_whole():
     machine = Machine(fast_calls=10**6)
     policy = Policy(warmup=0, min_samples=2, max_samples=1000, min_time=30 / 1024, max_time=1e9, ci_target=0,
