@@ -139,7 +139,9 @@ def _partner(resolved: Resolved) -> tuple[Prepared | None, str]:
     try:
         partner = replace(cell, impl=cell.paired_with, paired_with=None).resolve()
         reason = partner.unavailable_reason()
-        return (None, f"timed alone: {cell.paired_with} cannot run here ({reason})") if reason else (prepare(partner), "")
+        if reason:
+            return None, f"timed alone: {cell.paired_with} cannot run here ({reason})"
+        return prepare(partner), ""
     except Exception as exc:
         return None, f"timed alone: {cell.paired_with} failed ({error_message(exc)})"
 
