@@ -71,8 +71,8 @@ GOALS = (
 def run(goal: Goal, rounds: int, min_time: float, allocator: str) -> pd.DataFrame:
     with tempfile.TemporaryDirectory() as out:
         cmd = [sys.executable, "-m", "benchctl", "run", f"{goal.baseline},{goal.impl}", "cpu", "--op", goal.op,
-               *goal.args, "--pair-with", goal.baseline, "--rounds", str(rounds), "--min-time", str(min_time), "--allocator", allocator,
-               "--out", out]
+               *goal.args, "--pair-with", goal.baseline, "--rounds", str(rounds), "--min-time", str(min_time),
+               "--allocator", allocator, "--out", out]
         subprocess.run(cmd, check=True, capture_output=True, text=True)
         return storage.load(root=out)
 

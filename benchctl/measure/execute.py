@@ -24,7 +24,8 @@ from benchctl.measure.memory import peak_bytes
 from benchctl.measure.passes import as_tuple, backward_from, grad_outputs, has_own_leaves, make_setup
 from benchctl.ops.registry import Case
 from benchctl.measure.clocks import Clock, CpuClock, CudaEventClock, OsUsage, Thunk
-from benchctl.measure.timing import Measurement, Policy, measure, measure_paired, noisy_message, paired_stats
+from benchctl.measure.paired import measure_paired, paired_stats
+from benchctl.measure.timing import Measurement, Policy, measure, noisy_message
 from benchctl.measure.cuda_graph import CudaGraphClock, repeatable_thunk
 from benchctl.results.schema import TF32_PEAK, Status, TimingMode
 

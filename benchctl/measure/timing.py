@@ -19,7 +19,7 @@ import gc
 import statistics
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Iterator
 
 import numpy as np
 from scipy import stats as scistats
@@ -157,8 +157,8 @@ def measure(setup: Callable[[], Thunk], clock: Clock, policy: Policy = Policy(),
     """
     with collector_off():
         began = elapsed()
-        warm = _warm_up(setup, clock, policy, elapsed)
-        sampler = _Sampler(policy)
+        warm = warm_up(setup, clock, policy, elapsed)
+        sampler = Sampler(policy)
         start = elapsed()
         while not sampler.stop:
             sampler.add(clock.time(setup()))
@@ -167,50 +167,7 @@ def measure(setup: Callable[[], Thunk], clock: Clock, policy: Policy = Policy(),
     return sampler.measurement(warm, elapsed() - began)
 
 
-def measure_paired(setup: Callable[[], Thunk], partner: Callable[[], Thunk], clock: Clock, partner_clock: Clock,
-                   policy: Policy = Policy(), elapsed: Callable[[], float] = time.monotonic,
-                   between: Callable[[], None] = lambda: None) -> tuple[Measurement, Measurement]:
-    """Two calls measured sample by sample in alternation, in pairs (own, partner), (partner, own), ... so
-    whatever the machine does meanwhile reaches both alike and the order within a pair evens out. Each
-    timed call follows an untimed call of its own, so it finds the caches as a loop of that call alone
-    leaves them, not full of the other's data: on the 2-core VM, lstm_cell's py call straight after cpp's
-    took 3% longer than in a loop of its own (0.402 against 0.389 ms), and cpp's speedup over it came out
-    1.97-2.01x; with the untimed calls, py took the same as alone and the speedup was 2.04-2.05x.
-
-    Each side is judged by `policy` on its own samples and on the pair's shared wall clock, and sampling
-    goes on until both are done: the two keep the same number of samples, sample i of one taken next to
-    sample i of the other (`paired_stats` divides them pair by pair)."""
-    with collector_off():
-        began = elapsed()
-        warm = _warm_up(setup, clock, policy, elapsed)
-        partner_warm = _warm_up(partner, partner_clock, policy, elapsed)
-        own, other = _Sampler(policy), _Sampler(policy)
-        sides = [(setup, clock, own), (partner, partner_clock, other)]
-        start = elapsed()
-        while not all(sampler.stop for _, _, sampler in sides):
-            for side_setup, side_clock, sampler in sides:
-                side_setup()()
-                sampler.add(side_clock.time(side_setup()))
-                between()
-            spent = elapsed() - start
-            for _, _, sampler in sides:
-                sampler.judge(spent)
-            sides.reverse()
-    wall = elapsed() - began
-    return own.measurement(warm, wall), other.measurement(partner_warm, wall)
-
-
-def paired_stats(own: Sequence[float], partner: Sequence[float]) -> dict[str, float]:
-    """How many times faster `own` is than `partner`, from samples taken in pairs: the median of the
-    pairs' own ratios (partner / own) and its confidence interval. A machine that slows down for a
-    moment slows both samples of the pairs it reaches, so their ratios stay put where two medians
-    taken apart would move."""
-    ratios = np.asarray(partner, dtype=np.float64) / np.asarray(own, dtype=np.float64)
-    lo, hi = median_ci(ratios)
-    return {"paired_speedup": float(np.median(ratios)), "paired_ci_lo": lo, "paired_ci_hi": hi}
-
-
-class _Sampler:
+class Sampler:
     """One call's samples as they come, and whether `policy` is done with them (`stop`, set once).
 
     The samples' sum and (fixed rule) their sorted copy are kept up as samples come: a cheap call takes
@@ -242,7 +199,7 @@ class _Sampler:
                            self.policy.ci_target or CI_TARGET)
 
 
-def _warm_up(setup: Callable[[], Thunk], clock: Clock, policy: Policy,
+def warm_up(setup: Callable[[], Thunk], clock: Clock, policy: Policy,
              elapsed: Callable[[], float]) -> tuple[float, ...]:
     times: list[float] = []
     start = elapsed()

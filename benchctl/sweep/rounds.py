@@ -21,7 +21,8 @@ import statistics
 from dataclasses import replace
 from typing import Any, Sequence
 
-from benchctl.measure.timing import Policy, is_noisy, noisy_message, paired_stats, summarize
+from benchctl.measure.paired import paired_stats
+from benchctl.measure.timing import Policy, is_noisy, noisy_message, summarize
 from benchctl.results.schema import Status
 
 Rows = list[dict[str, Any]]

@@ -7,8 +7,7 @@ import pytest
 
 from benchctl.measure.clocks import CpuClock, CudaEventClock, OsUsage
 
-from benchctl.measure.timing import (MIN_TIME_OVER_MAX_SAMPLES, Policy, measure, measure_paired, median_ci,
-                                     paired_stats, summarize)
+from benchctl.measure.timing import MIN_TIME_OVER_MAX_SAMPLES, Policy, measure, median_ci, summarize
 from benchctl.results.schema import Stop
 
 
@@ -280,70 +279,3 @@ def test_past_max_samples_min_time_is_pursued_only_up_to_a_ceiling():
     m = measure(lambda: (lambda: None), CpuClock(FakeCounter([0.001] * 1000)), policy, FakeElapsed(0.0))
     assert len(m.samples) == 3 * MIN_TIME_OVER_MAX_SAMPLES == 300 and m.stop == Stop.MAX_SAMPLES
 
-
-class Machine:
-    """Every call costs its own time times the machine's speed factor, which triples after `fast_calls`
-    calls (a neighbour arrives); `order` logs which call ran."""
-
-    def __init__(self, fast_calls: int):
-        self.fast_calls, self.calls, self.order = fast_calls, 0, []
-
-    def clock(self, name: str, cost_s: float):
-        machine = self
-
-        class Clock:
-            def time(self, thunk) -> float:
-                thunk()
-                machine.calls += 1
-                machine.order.append(name)
-                return cost_s * (1.0 if machine.calls <= machine.fast_calls else 3.0)
-
-        return Clock()
-
-
-PAIRED = Policy(warmup=0, min_samples=20, max_samples=20, min_time=0.0, max_time=1e9, ci_target=0)
-
-
-def test_paired_sampling_alternates_and_its_ratio_ignores_a_machine_that_slows_down():
-    machine = Machine(fast_calls=20)
-    own, partner = measure_paired(lambda: lambda: None, lambda: lambda: None, machine.clock("own", 1e-3),
-                                  machine.clock("partner", 2e-3), PAIRED, elapsed=FakeElapsed(1e-6))
-    assert machine.order[:8] == ["own", "partner", "partner", "own", "own", "partner", "partner", "own"]
-    assert len(own.samples) == len(partner.samples) == 20 and own.stop == partner.stop == Stop.MAX_SAMPLES
-    paired = paired_stats(own.samples, partner.samples)
-    assert paired["paired_speedup"] == pytest.approx(2.0)
-    assert paired["paired_ci_lo"] == pytest.approx(2.0) and paired["paired_ci_hi"] == pytest.approx(2.0)
-    # The same two calls measured one after the other straddle the slow-down: 6x instead of 2x.
-    machine = Machine(fast_calls=20)
-    alone = measure(lambda: lambda: None, machine.clock("own", 1e-3), PAIRED, elapsed=FakeElapsed(1e-6))
-    after = measure(lambda: lambda: None, machine.clock("partner", 2e-3), PAIRED, elapsed=FakeElapsed(1e-6))
-    assert after.median / alone.median == pytest.approx(6.0)
-
-
-def test_each_paired_sample_follows_an_untimed_call_of_its_own():
-    calls = []
-
-    def setup(name):
-        return lambda: lambda: calls.append(name)
-
-    machine = Machine(fast_calls=10**6)
-    measure_paired(setup("own"), setup("partner"), machine.clock("own", 1e-3), machine.clock("partner", 2e-3),
-                   PAIRED, elapsed=FakeElapsed(1e-6))
-    assert calls[:8] == ["own", "own", "partner", "partner", "partner", "partner", "own", "own"]
-    assert len(calls) == 4 * 20 and machine.calls == 2 * 20  # half of them untimed
-
-
-def test_paired_sampling_goes_on_until_both_sides_are_done_and_keeps_the_pairs_whole():
-    machine = Machine(fast_calls=10**6)
-    policy = Policy(warmup=0, min_samples=2, max_samples=1000, min_time=30 / 1024, max_time=1e9, ci_target=0,
-                    stable_window=10**6)
-    own, partner = measure_paired(lambda: lambda: None, lambda: lambda: None, machine.clock("own", 1 / 1024),
-                                  machine.clock("partner", 3 / 1024), policy, elapsed=FakeElapsed(1e-6))
-    # own needs 30 samples for its min_time, the partner 10: both get 30, the partner stopping first.
-    assert len(own.samples) == len(partner.samples) == 30
-    assert own.stop == partner.stop == Stop.MIN_TIME
-
-
-def test_paired_stats_divide_the_pairs_not_the_medians():
-    stats = paired_stats([1.0, 2.0, 4.0], [3.0, 6.0, 12.0])
-    assert stats["paired_speedup"] == 3.0 and stats["paired_ci_lo"] == stats["paired_ci_hi"] == 3.0
