@@ -13,12 +13,18 @@ from typing import Callable, Sequence
 import numpy as np
 
 from benchctl.measure.clocks import Clock, Thunk
-from benchctl.measure.timing import Measurement, Policy, Sampler, collector_off, median_ci, warm_up
+from benchctl.measure.timing import Measurement, Policy, Sampler, collector_off, median_ci, sample, warm_up
+
+
+# Two calls further apart than this in their warm-up are not paired: the faster would get only as many
+# samples as the slower has time for (hoconv2d's backward, 100x py's: a few pairs a round, its median
+# flagged noisy), and a swing of the machine cannot carry such a ratio across a goal.
+PAIRS_UP_TO = 10.0
 
 
 def measure_paired(setup: Callable[[], Thunk], partner: Callable[[], Thunk], clock: Clock, partner_clock: Clock,
                    policy: Policy = Policy(), elapsed: Callable[[], float] = time.monotonic,
-                   between: Callable[[], None] = lambda: None) -> tuple[Measurement, Measurement]:
+                   between: Callable[[], None] = lambda: None) -> tuple[Measurement, Measurement | None]:
     """Two calls measured sample by sample in alternation, in pairs (own, partner), (partner, own), ... so
     whatever the machine does meanwhile reaches both alike and the order within a pair evens out. Each
     timed call follows an untimed call of its own, so it finds the caches as a loop of that call alone
@@ -28,11 +34,15 @@ def measure_paired(setup: Callable[[], Thunk], partner: Callable[[], Thunk], clo
 
     Each side is judged by `policy` on its own samples and on the pair's shared wall clock, and sampling
     goes on until both are done: the two keep the same number of samples, sample i of one taken next to
-    sample i of the other (`paired_stats` divides them pair by pair)."""
+    sample i of the other (`paired_stats` divides them pair by pair). When their warm-ups are more than
+    PAIRS_UP_TO times apart (`far_apart`), the own call is sampled alone and the partner's measurement is
+    None."""
     with collector_off():
         began = elapsed()
         warm = warm_up(setup, clock, policy, elapsed)
         partner_warm = warm_up(partner, partner_clock, policy, elapsed)
+        if far_apart(warm, partner_warm):
+            return sample(setup, clock, policy, elapsed, between).measurement(warm, elapsed() - began), None
         own, other = Sampler(policy), Sampler(policy)
         sides = [(setup, clock, own), (partner, partner_clock, other)]
         start = elapsed()
@@ -57,3 +67,11 @@ def paired_stats(own: Sequence[float], partner: Sequence[float]) -> dict[str, fl
     ratios = np.asarray(partner, dtype=np.float64) / np.asarray(own, dtype=np.float64)
     lo, hi = median_ci(ratios)
     return {"paired_speedup": float(np.median(ratios)), "paired_ci_lo": lo, "paired_ci_hi": hi}
+
+
+def far_apart(own: Sequence[float], partner: Sequence[float]) -> bool:
+    """The two warm-ups' medians more than PAIRS_UP_TO times apart, either way (no warm-up: not known)."""
+    if not own or not partner:
+        return False
+    a, b = float(np.median(own)), float(np.median(partner))
+    return min(a, b) <= 0 or max(a, b) / min(a, b) > PAIRS_UP_TO

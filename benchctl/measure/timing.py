@@ -158,13 +158,20 @@ def measure(setup: Callable[[], Thunk], clock: Clock, policy: Policy = Policy(),
     with collector_off():
         began = elapsed()
         warm = warm_up(setup, clock, policy, elapsed)
-        sampler = Sampler(policy)
-        start = elapsed()
-        while not sampler.stop:
-            sampler.add(clock.time(setup()))
-            between()
-            sampler.judge(elapsed() - start)
+        sampler = sample(setup, clock, policy, elapsed, between)
     return sampler.measurement(warm, elapsed() - began)
+
+
+def sample(setup: Callable[[], Thunk], clock: Clock, policy: Policy, elapsed: Callable[[], float],
+           between: Callable[[], None]) -> Sampler:
+    """Samples until `policy` is done with them (the call warm already)."""
+    sampler = Sampler(policy)
+    start = elapsed()
+    while not sampler.stop:
+        sampler.add(clock.time(setup()))
+        between()
+        sampler.judge(elapsed() - start)
+    return sampler
 
 
 class Sampler:

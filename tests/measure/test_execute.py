@@ -217,3 +217,12 @@ def test_a_partner_that_cannot_run_leaves_the_cell_timed_alone_and_says_why(fixt
     [row] = run_cell(cell, FAST)
     assert row["status"] == "ok" and "paired_speedup" not in row
     assert row["message"] == "timed alone: noreason cannot run here (needs a thing this machine lacks)"
+
+
+def test_a_partner_far_slower_in_the_warm_up_leaves_the_cell_timed_alone_and_says_so(fixture_ops):
+    # scratch writes a fresh 64 MiB each call: milliseconds against py's microseconds
+    cell = replace(Cell.make("faulty", "op", "py", "cpu", "float32", {"batch_size": 4, "dim": 8}, ("forward",)),
+                   paired_with="scratch")
+    [row] = run_cell(cell, FAST)
+    assert row["status"] == "ok" and "paired_speedup" not in row and row["n"] >= 3
+    assert row["message"].startswith("timed alone: over 10x from scratch in the warm-up")

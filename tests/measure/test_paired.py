@@ -5,7 +5,7 @@ import itertools
 
 import pytest
 
-from benchctl.measure.paired import measure_paired, paired_stats
+from benchctl.measure.paired import PAIRS_UP_TO, far_apart, measure_paired, paired_stats
 from benchctl.measure.timing import Policy, measure
 from benchctl.results.schema import Stop
 
@@ -81,3 +81,18 @@ def test_paired_sampling_goes_on_until_both_sides_are_done_and_keeps_the_pairs_w
 def test_paired_stats_divide_the_pairs_not_the_medians():
     stats = paired_stats([1.0, 2.0, 4.0], [3.0, 6.0, 12.0])
     assert stats["paired_speedup"] == 3.0 and stats["paired_ci_lo"] == stats["paired_ci_hi"] == 3.0
+
+
+def test_calls_far_apart_in_their_warm_up_are_not_paired_and_the_own_is_sampled_alone():
+    machine = Machine(fast_calls=10**6)
+    policy = Policy(warmup=3, warmup_min_time=0.0, warmup_time=1e9, min_samples=20, max_samples=20, min_time=0.0,
+                    max_time=1e9, ci_target=0)
+    own, partner = measure_paired(lambda: lambda: None, lambda: lambda: None, machine.clock("own", 1e-3),
+                                  machine.clock("partner", 1e-3 * PAIRS_UP_TO * 2), policy, elapsed=ticks())
+    assert partner is None and machine.order == ["own"] * 3 + ["partner"] * 3 + ["own"] * 20
+    assert len(own.warmup_s) == 3 and len(own.samples) == 20 and own.median == pytest.approx(1e-3)
+
+
+def test_far_apart_compares_the_warm_up_medians_either_way():
+    assert far_apart([1.0, 1.0, 9.0], [PAIRS_UP_TO * 1.1]) and far_apart([PAIRS_UP_TO * 1.1], [1.0])
+    assert not far_apart([1.0], [PAIRS_UP_TO * 0.9]) and not far_apart([], [1.0])
