@@ -17,14 +17,14 @@ import numpy as np
 import pandas as pd
 
 from benchctl.results.schema import DEVICES, FAILED, PASS_LABELS, PASSES
-from benchctl.results.summary import axis_value_text, speedup
+from benchctl.report.speedups import ci_bars, paired_intervals, speedups
+from benchctl.results.summary import axis_value_text
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
 DEVICE_LABELS = {"cpu": "CPU", "cuda": "GPU"}
-CELL_KEY = ["target", "device", "dtype", "params", "pass"]  # one cell of the sweep, across impls
 LINESTYLES = ("-", "--", ":", "-.")
 PASS_MARKERS = {"forward": "o", "backward": "s", "forward_backward": "^"}
 
@@ -78,17 +78,6 @@ def resolve_baseline(impls: Iterable[str], requested: str | None = None) -> tupl
     if wanted in names or not names:
         return wanted, ""
     return names[0], f"baseline {wanted!r} is not in these results; using {names[0]!r}"
-
-
-def speedups(df: pd.DataFrame, baseline: str) -> pd.Series:
-    """The baseline's time over this row's for the same cell (summary.speedup: paired by round where both
-    were measured in rounds); NaN where either did not run."""
-    ok = df[(df["status"] == "ok") & (df["impl"] == baseline)].drop_duplicates(CELL_KEY, keep="last")
-    base = dict(zip(ok[CELL_KEY].itertuples(index=False, name=None), ok.to_dict("records")))
-    keys = df[CELL_KEY].itertuples(index=False, name=None)
-    values = [speedup(base[key], row) if row["status"] == "ok" and key in base else np.nan
-              for key, row in zip(keys, df.to_dict("records"))]
-    return pd.Series(values, index=df.index, dtype=float)
 
 
 def iqr_bars(ok: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
@@ -176,14 +165,20 @@ def tidy_log(ax: "Axes", which: str = "y") -> None:
 
     def minor(v: float, _: Any) -> str:
         lead = round(v / 10 ** np.floor(np.log10(v)), 6) if v > 0 else 0
-        return axis_value_text(v) if span < 2 or lead in leads else ""
+        return tick_text(v) if span < 2 or lead in leads else ""
 
-    axis.set_major_formatter(FuncFormatter(lambda v, _: axis_value_text(v)))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: tick_text(v)))
     axis.set_minor_formatter(FuncFormatter(minor))
 
 
+def tick_text(value: float) -> str:
+    """A log axis's tick at 6 significant digits: its ticks are computed powers, 1.7000000000000002."""
+    return axis_value_text(float(f"{value:.6g}"))
+
+
 def _line_panel(ax: "Axes", cell: pd.DataFrame, y_col: str, colors: dict, styles: dict) -> bool:
-    """One line per (implementation, param group) with IQR bars; returns whether anything was drawn."""
+    """One line per (implementation, param group) with bars: the IQR on times, the 95% interval on paired
+    speedups; returns whether anything was drawn."""
     drawn = False
     for (impl, group), series in cell.groupby(["impl", "group"], sort=True):
         ok = series[(series["status"] == "ok") & series[y_col].notna()].sort_values("axis_value")
@@ -191,7 +186,7 @@ def _line_panel(ax: "Axes", cell: pd.DataFrame, y_col: str, colors: dict, styles
             continue
         label = series_label(impl, group)
         scale = 1e3 if y_col == "median_s" else 1.0
-        yerr = [b * scale for b in iqr_bars(ok)] if y_col == "median_s" else None
+        yerr = [b * scale for b in iqr_bars(ok)] if y_col == "median_s" else ci_bars(ok)
         x, y = ok["axis_value"].to_numpy(dtype=float), ok[y_col].to_numpy(dtype=float) * scale
         bars = ax.errorbar(x, y, yerr=yerr, color=colors[impl], ls=styles[group],
                            marker="o", ms=3.5, capsize=2, lw=1.4, label=label)
@@ -269,8 +264,9 @@ def timing_figure(df: pd.DataFrame, title: str) -> "Figure":
 
 
 def speedup_figure(df: pd.DataFrame, title: str, baseline: str) -> "Figure | None":
-    """Baseline time / implementation time per cell; None when there is nothing to compare."""
-    df, fixed = with_groups(df.assign(speedup=speedups(df, baseline)))
+    """Baseline time / implementation time per cell, with the 95% interval of the paired ones; None when
+    there is nothing to compare."""
+    df, fixed = with_groups(df.assign(speedup=speedups(df, baseline), **paired_intervals(df, baseline)))
     if df[(df["impl"] != baseline) & df["speedup"].notna()].empty:
         return None
 

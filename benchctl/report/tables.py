@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from benchctl.report import charts
+from benchctl.report.speedups import speedups
 from benchctl.results import storage
 from benchctl.results.schema import DEVICES, ENV_FIELDS, FAILED, PASS_LABELS, PASSES
 from benchctl.results.summary import axis_value_text, probed
@@ -76,7 +77,7 @@ def percent_of_peak(pct: Any, level: Any) -> str:
 
 def op_table(rows: pd.DataFrame, baseline: str) -> pd.DataFrame:
     """The operator's cells as display strings, in chart order: device, pass, params, axis, impl."""
-    df, _ = charts.with_groups(rows.assign(speedup=charts.speedups(rows, baseline)))
+    df, _ = charts.with_groups(rows.assign(speedup=speedups(rows, baseline)))
     axis = str(df["axis"].dropna().iloc[0]) if df["axis"].notna().any() else "axis"
     df = _chart_order(df)
     table = pd.DataFrame({

@@ -139,6 +139,22 @@ def test_speedups_pair_the_rounds_where_both_were_measured_in_rounds():
     assert speedup.tolist() == pytest.approx([1.0, 3.0])  # rounds 4x, 2x, 3x; the medians' ratio is 2x
 
 
+def test_paired_speedups_carry_their_interval_as_bars_on_the_speedup_chart():
+    rows = [make_row(i, "cpu", "forward", b) for i in ("py", "cpp") for b in (8, 16)]
+    for row, lo, hi in zip(rows[2:], (2.9, 1.5), (3.2, 2.5)):
+        row.update(paired_with="py", paired_speedup=3.0 if lo > 2 else 2.0, paired_ci_lo=lo, paired_ci_hi=hi)
+    fig = plotting.speedup_figure(frame(rows), "t", "py")
+    [bars] = [c for c in fig.axes[0].containers if c.get_label() == "cpp"]
+    segments = bars.lines[2][0].get_segments()  # one vertical bar per point: (x, lo) -> (x, hi)
+    assert [(s[0][1], s[1][1]) for s in segments] == [pytest.approx((2.9, 3.2)), pytest.approx((1.5, 2.5))]
+    assert plotting.ci_bars(frame(rows[:2]).assign(speedup=1.0)) is None  # nothing paired: no bars
+
+
+def test_log_ticks_read_as_people_write_them():
+    assert plotting.tick_text(1.7000000000000002) == "1.7" and plotting.tick_text(1e6) == "1000000"
+    assert plotting.tick_text(0.30000000000000004) == "0.3"
+
+
 def test_baseline_defaults_to_py_and_falls_back_with_a_note():
     assert plotting.resolve_baseline(["cpp", "py"]) == ("py", "")
     assert plotting.resolve_baseline(["vmap", "bmm"], "bmm") == ("bmm", "")
