@@ -6,7 +6,7 @@ import pandas as pd
 
 import pytest
 
-from benchctl.results.summary import absent_devices, speedup, summarize
+from benchctl.results.summary import absent_devices, speedup, speedup_label, summarize
 
 
 def rows():
@@ -94,6 +94,14 @@ def test_a_speedup_timed_in_alternation_with_the_baseline_is_the_pairs_median_ra
     assert speedup(py, cpp) == pytest.approx(1.9)
     assert speedup({**py, "impl": "loop"}, cpp) == pytest.approx(0.40 / 0.19)  # paired with another
     assert speedup(py, {**cpp, "paired_speedup": float("nan")}) == pytest.approx(0.40 / 0.19)  # left empty
+
+
+def test_a_paired_speedup_reads_with_the_half_width_of_its_interval():
+    py = {"impl": "py", "median_s": 0.40}
+    cpp = {"impl": "cpp", "median_s": 0.20, "paired_with": "py", "paired_speedup": 2.04, "paired_ci_lo": 2.03,
+           "paired_ci_hi": 2.0502}
+    assert speedup_label(py, cpp) == "2.04x ±0.5%"
+    assert speedup_label(py, {**cpp, "paired_with": None}) == "2.0x"  # the medians' ratio, no interval
 
 
 def test_the_summary_gives_the_paired_speedup():
