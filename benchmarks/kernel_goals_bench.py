@@ -8,7 +8,8 @@ phases of the host, which swings by up to 2x for a second at a time: grid_sample
 in one round of a second and 0.34 ms in the next two, and decided a goal on that alone.
 
     .venv/bin/benchctl env --calibrate      # the peaks the floor is computed from
-    .venv/bin/python benchmarks/kernel_goals_bench.py [--rounds 3] [--min-time 3] [--op lstm_cell] [--allocator tcmalloc]
+    .venv/bin/python benchmarks/kernel_goals_bench.py [--rounds 3] [--min-time 3] [--op lstm_cell]
+        [--allocator tcmalloc]
 
 The floor of a cell is the time its bytes take at the bandwidth of the cache level they fit in, or its
 FLOPs at the calibrated peak, whichever is longer (the bound behind the report's % of peak and the floor
@@ -142,7 +143,8 @@ def main() -> None:
             met = goal.met(c)
             verdicts += [met] if met is not None else []
             print(f"| {c['op']} | {c['pass']} | {c['at']} | {c['base'] * 1e3:.3g} | {c['mine'] * 1e3:.3g}"
-                  f"{' ~' if c['noisy'] else ''} | {c['ratio']:.2f}x{c['ci']} | {fmt(c['floor'] and c['floor'] * 1e3, '.3g')} | "
+                  f"{' ~' if c['noisy'] else ''} | {c['ratio']:.2f}x{c['ci']} | "
+                  f"{fmt(c['floor'] and c['floor'] * 1e3, '.3g')} | "
                   f"{fmt(c['pct'], '.0f')} ({c['level'] or '-'}) | {fmt(c['probe'], '.1f')} | "
                   f"{fmt(c['spread'], '.2f')} | {c['modes']} | {VERDICT[met]} |", flush=True)
     print(f"\n{sum(verdicts)} of {len(verdicts)} cells with a goal meet it.")

@@ -25,7 +25,7 @@ from benchctl.measure.passes import as_tuple, backward_from, grad_outputs, has_o
 from benchctl.ops.registry import Case
 from benchctl.measure.clocks import Clock, CpuClock, CudaEventClock, OsUsage, Thunk
 from benchctl.measure.paired import PAIRS_UP_TO, measure_paired, paired_stats
-from benchctl.measure.timing import Measurement, Policy, measure, noisy_message
+from benchctl.measure.timing import Measurement, Policy, join_messages, measure, noisy_message
 from benchctl.measure.cuda_graph import CudaGraphClock, repeatable_thunk
 from benchctl.results.schema import TF32_PEAK, Status, TimingMode
 
@@ -128,11 +128,7 @@ def run_cell(cell: Cell, settings: Settings = Settings(), clock: Clock | None = 
     clock = clock or make_clock(cell.device, settings.flush_l2, settings.cuda_graph)
     mode = {"timing_mode": TimingMode.CUDA_GRAPH if isinstance(clock, CudaGraphClock) else TimingMode.EAGER}
     rows = [{**base, **gate, **mode, **_time_pass(prepared, p, settings, clock, partner)} for p in cell.passes]
-    return [{**r, "message": joined(r.get("message"), unpaired)} for r in rows] if unpaired else rows
-
-
-def joined(*messages: str | None) -> str:
-    return "; ".join(filter(None, messages))
+    return [{**r, "message": join_messages(r.get("message"), unpaired)} for r in rows] if unpaired else rows
 
 
 def _partner(resolved: Resolved) -> tuple[Prepared | None, str]:
@@ -209,7 +205,7 @@ def _time_pass(prepared: Prepared, pass_name: str, settings: Settings, clock: Cl
         row["host_s"] = statistics.median(host[host_before + len(m.warmup_s):])
     row["threads"] = torch.get_num_threads()
     if m.noisy:
-        row["message"] = joined(row.get("message"), noisy_message(m.stats))
+        row["message"] = join_messages(row.get("message"), noisy_message(m.stats))
     row.update(_rates(prepared, pass_name, m, settings.peaks.get(prepared.resolved.cell.device, {})))
     return row
 
@@ -223,7 +219,8 @@ def _time_paired(setup: Callable[[], Thunk], clock: Clock, partner: Prepared, pa
     m, other = measure_paired(setup, _setup(partner, pass_name, partner_clock), clock, partner_clock,
                               settings.policy, between=tick)
     if other is None:
-        return m, {"message": f"timed alone: over {PAIRS_UP_TO:g}x from {cell.impl} in the warm-up, too far to pair"}
+        return m, {"message": f"timed alone: over {PAIRS_UP_TO:g}x from {cell.impl} in the warm-up, "
+                              "too far to pair"}
     return m, {"paired_with": cell.impl, "partner_samples_s": list(other.samples),
                **paired_stats(m.samples, other.samples)}
 

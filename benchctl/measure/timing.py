@@ -115,6 +115,11 @@ def noisy_message(stats: dict[str, float]) -> str:
             f"(IQR {stats['iqr_s'] / stats['median_s']:.0%} of it, {stats['n']} samples)")
 
 
+def join_messages(*messages: str | None) -> str:
+    """A row's messages as one, in order, the empty ones left out."""
+    return "; ".join(filter(None, messages))
+
+
 def summarize(samples: list[float] | tuple[float, ...]) -> dict[str, float]:
     arr = np.asarray(samples, dtype=np.float64)
     q1, med, q3 = np.percentile(arr, [25, 50, 75])

@@ -139,8 +139,9 @@ def summarize(df: pd.DataFrame, references: dict[str, str]) -> list[SummaryTable
             by_value = {v: r for v, r in zip(g["axis_value"], g.to_dict("records"))}
             rows.append((pass_name, impl, *(_cell(by_value.get(v), base.get(v), impl == ref, typical.get(device))
                                             for v in values)))
-        title = (f"{op}/{target} {others} on {device} ({dtype}): median ms (speedup vs {ref}, ±: its 95% interval where paired; ~ noisy; "
-                 "os: mostly OS time; host: host-bound; mem: machine's memory bandwidth low)")
+        title = (f"{op}/{target} {others} on {device} ({dtype}): median ms (speedup vs {ref}, ±: its 95% "
+                 "interval where paired; ~ noisy; os: mostly OS time; host: host-bound; mem: machine's memory "
+                 "bandwidth low)")
         tables.append(SummaryTable(title, ("pass", f"impl \\ {axis}", *map(axis_value_text, values)), tuple(rows)))
     return tables
 

@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from typing import Any, Callable, Iterable, Protocol, Sequence
 
 from benchctl.measure.execute import GATE_COLUMNS
-from benchctl.measure.timing import ci_half_width
+from benchctl.measure.timing import ci_half_width, join_messages
 from benchctl.ops import registry
 from benchctl.ops.cells import Cell
 from benchctl.results.schema import Status
@@ -144,7 +144,7 @@ def _never_settled(row: dict[str, Any]) -> dict[str, Any]:
     if not (row.get("noisy") and row.get("remeasured")):
         return row
     said = f"measured again {row['remeasured']} time(s) late in the sweep, never settled"
-    return {**row, "message": "; ".join(filter(None, (row.get("message"), said)))}
+    return {**row, "message": join_messages(row.get("message"), said)}
 
 
 def _best_of(kept: Rows, fresh: Rows, attempt: int) -> Rows:

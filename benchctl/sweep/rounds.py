@@ -22,7 +22,7 @@ from dataclasses import replace
 from typing import Any, Sequence
 
 from benchctl.measure.paired import paired_stats
-from benchctl.measure.timing import Policy, is_noisy, noisy_message, summarize
+from benchctl.measure.timing import Policy, is_noisy, join_messages, noisy_message, summarize
 from benchctl.results.schema import Status
 
 Rows = list[dict[str, Any]]
@@ -75,7 +75,7 @@ def _merge_pass(rows: Rows) -> dict[str, Any]:
     merged.update(_paired(rows, samples))
     modes = _modes(rows)
     if modes:
-        modes["message"] = "; ".join(filter(None, (merged["message"], modes["message"])))
+        modes["message"] = join_messages(merged["message"], modes["message"])
     merged.update(modes)
     return {**merged, **_rates(first, merged["median_s"])}
 
