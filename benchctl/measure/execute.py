@@ -17,7 +17,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from benchctl.measure import correctness, flops
+from benchctl.measure import correctness, flops, interference
 from benchctl.machine import allocator, caches, gpu_clocks, membw
 from benchctl.ops.cells import Cell, Resolved
 from benchctl.measure.memory import peak_bytes
@@ -25,9 +25,9 @@ from benchctl.measure.passes import as_tuple, backward_from, grad_outputs, has_o
 from benchctl.ops.registry import Case
 from benchctl.measure.clocks import Clock, CpuClock, CudaEventClock, OsUsage, Thunk
 from benchctl.measure.paired import PAIRS_UP_TO, measure_paired, paired_stats
-from benchctl.measure.timing import Measurement, Policy, join_messages, measure, noisy_message
+from benchctl.measure.timing import Measurement, Policy, disturbed_message, join_messages, measure, noisy_message
 from benchctl.measure.cuda_graph import CudaGraphClock, repeatable_thunk
-from benchctl.results.schema import TF32_PEAK, Status, TimingMode
+from benchctl.results.schema import TF32_PEAK, Status, Stop, TimingMode
 
 SECOND_SEED = 1  # the gate checks at the cell's seed and at seed + SECOND_SEED
 
@@ -125,9 +125,10 @@ def run_cell(cell: Cell, settings: Settings = Settings(), clock: Clock | None = 
     except Exception as exc:
         return [{**base, "pass": p, "status": status_of(exc), "message": error_message(exc)} for p in cell.passes]
     partner, unpaired = _partner(resolved)
+    watch = clock is None and cell.device == "cpu"  # a clock given (a test's fake) is not watched
     clock = clock or make_clock(cell.device, settings.flush_l2, settings.cuda_graph)
     mode = {"timing_mode": TimingMode.CUDA_GRAPH if isinstance(clock, CudaGraphClock) else TimingMode.EAGER}
-    rows = [{**base, **gate, **mode, **_time_pass(prepared, p, settings, clock, partner)} for p in cell.passes]
+    rows = [{**base, **gate, **mode, **_time_pass(prepared, p, settings, clock, partner, watch)} for p in cell.passes]
     return [{**r, "message": join_messages(r.get("message"), unpaired)} for r in rows] if unpaired else rows
 
 
@@ -173,7 +174,18 @@ def _incorrect(result: correctness.CheckResult, seed: int | None) -> str:
 
 
 def _time_pass(prepared: Prepared, pass_name: str, settings: Settings, clock: Clock,
-               partner: Prepared | None = None) -> dict[str, Any]:
+               partner: Prepared | None = None, watch: bool = False) -> dict[str, Any]:
+    """One pass timed; with `watch`, on a clock watched for run-queue delay (interference.py)."""
+    watched = interference.watched(clock) if watch else None
+    try:
+        return _time_watched(prepared, pass_name, settings, watched or clock, partner, watch)
+    finally:
+        if watched is not None:
+            watched.close()
+
+
+def _time_watched(prepared: Prepared, pass_name: str, settings: Settings, clock: Clock,
+                  partner: Prepared | None, watch: bool) -> dict[str, Any]:
     row: dict[str, Any] = {"pass": pass_name, "compile_s": prepared.compile_s}
     usage = getattr(clock, "usage_per_call", None)
     host = getattr(clock, "host_per_call", None)
@@ -188,7 +200,7 @@ def _time_pass(prepared: Prepared, pass_name: str, settings: Settings, clock: Cl
             if partner is None:
                 m, paired = measure(setup, clock, settings.policy, between=tick), {}
             else:
-                m, paired = _time_paired(setup, clock, partner, pass_name, settings, tick)
+                m, paired = _time_paired(setup, clock, partner, pass_name, settings, tick, watch)
         bandwidth_after = probe() if probe else None
         mem = peak_bytes(setup, prepared.resolved.cell.device) if settings.measure_memory else None
     except Exception as exc:
@@ -204,6 +216,9 @@ def _time_pass(prepared: Prepared, pass_name: str, settings: Settings, clock: Cl
     if host:
         row["host_s"] = statistics.median(host[host_before + len(m.warmup_s):])
     row["threads"] = torch.get_num_threads()
+    row.update(_disturbance(m))
+    if m.stop == Stop.DISTURBED:
+        row["message"] = join_messages(row.get("message"), disturbed_message(m))
     if m.noisy:
         row["message"] = join_messages(row.get("message"), noisy_message(m.stats))
     row.update(_rates(prepared, pass_name, m, settings.peaks.get(prepared.resolved.cell.device, {})))
@@ -211,18 +226,31 @@ def _time_pass(prepared: Prepared, pass_name: str, settings: Settings, clock: Cl
 
 
 def _time_paired(setup: Callable[[], Thunk], clock: Clock, partner: Prepared, pass_name: str, settings: Settings,
-                 tick: Callable[[], None]) -> tuple[Measurement, dict[str, Any]]:
+                 tick: Callable[[], None], watch: bool) -> tuple[Measurement, dict[str, Any]]:
     """The pass timed sample by sample in alternation with the partner's (on a clock of its own, so the
     OS work each clock records stays its own call's); the row keeps the partner's samples beside its own."""
     cell = partner.resolved.cell
     partner_clock = make_clock(cell.device, settings.flush_l2, settings.cuda_graph)
-    m, other = measure_paired(setup, _setup(partner, pass_name, partner_clock), clock, partner_clock,
-                              settings.policy, between=tick)
+    watched = interference.watched(partner_clock) if watch else None
+    try:
+        m, other = measure_paired(setup, _setup(partner, pass_name, partner_clock), clock, watched or partner_clock,
+                                  settings.policy, between=tick)
+    finally:
+        if watched is not None:
+            watched.close()
     if other is None:
         return m, {"message": f"timed alone: over {PAIRS_UP_TO:g}x from {cell.impl} in the warm-up, "
                               "too far to pair"}
     return m, {"paired_with": cell.impl, "partner_samples_s": list(other.samples),
                **paired_stats(m.samples, other.samples)}
+
+
+def _disturbance(m: Measurement) -> dict[str, Any]:
+    """What the row keeps of the samples set aside: their flags, their share, the median wait per call."""
+    if not m.disturbed:
+        return {}
+    return {"disturbed": list(m.disturbed), "disturbed_share": m.disturbed_share,
+            "wait_s": statistics.median(m.waits_s)}
 
 
 def _os_work(usage: Sequence[OsUsage]) -> dict[str, float]:

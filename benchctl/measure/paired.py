@@ -13,7 +13,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from benchctl.measure.clocks import Clock, Thunk
-from benchctl.measure.timing import Measurement, Policy, Sampler, collector_off, median_ci, sample, warm_up
+from benchctl.measure.timing import Measurement, Policy, Sampler, collector_off, median_ci, sample, warm_up, watch_of
 
 
 # Two calls further apart than this in their warm-up are not paired: the faster would get only as many
@@ -43,7 +43,7 @@ def measure_paired(setup: Callable[[], Thunk], partner: Callable[[], Thunk], clo
         partner_warm = warm_up(partner, partner_clock, policy, elapsed)
         if far_apart(warm, partner_warm):
             return sample(setup, clock, policy, elapsed, between).measurement(warm, elapsed() - began), None
-        own, other = Sampler(policy), Sampler(policy)
+        own, other = Sampler(policy, watch_of(clock)), Sampler(policy, watch_of(partner_clock))
         sides = [(setup, clock, own), (partner, partner_clock, other)]
         start = elapsed()
         while not all(sampler.stop for _, _, sampler in sides):

@@ -25,6 +25,7 @@ import numpy as np
 from scipy import stats as scistats
 
 from benchctl.measure.clocks import Clock, Thunk
+from benchctl.measure.interference import WatchedClock
 from benchctl.results.schema import Stop
 
 CI_LEVEL = 0.95  # the confidence interval of the median that rows record
@@ -33,6 +34,8 @@ CI_TARGET = 0.01  # converged: that interval within +-1% of the median
 # the row, and a call of a few us (clock overhead included) would otherwise keep millions.
 MIN_TIME_OVER_MAX_SAMPLES = 100
 CI_MIN_SAMPLES = 10  # fewer samples give an interval as wide as their range: never judged converged
+# A pass that ran out of time with more than this share of its samples disturbed is `disturbed`, not noisy.
+DISTURBED_UNSETTLED = 0.25
 # Before each pass only the young generations are collected: the whole heap (torch's objects, 400k more
 # once torch.compile has run) took 50-180 ms a collection, a quarter of a quick sweep's time. A cell
 # collects it whole once (execute.run_cell).
@@ -75,10 +78,16 @@ class Measurement:
     wall_s: float = 0.0  # warm-up and sampling, untimed setup included
     stop: Stop = Stop.MIN_TIME  # why sampling ended
     ci_target: float = CI_TARGET  # noisy: the median's interval is wider than +-this
+    disturbed: tuple[bool, ...] = ()  # per sample, set aside (interference.py); empty where not watched
+    waits_s: tuple[float, ...] = ()  # per sample, the run-queue delay of its window per call
 
     @property
     def median(self) -> float:
         return self.stats["median_s"]
+
+    @property
+    def disturbed_share(self) -> float | None:
+        return sum(self.disturbed) / len(self.disturbed) if self.disturbed else None
 
     @property
     def noisy(self) -> bool:
@@ -113,6 +122,15 @@ def is_noisy(stats: dict[str, float], target: float = CI_TARGET) -> bool:
 def noisy_message(stats: dict[str, float]) -> str:
     return (f"noisy: the median is known to +-{ci_half_width(stats):.1%} only "
             f"(IQR {stats['iqr_s'] / stats['median_s']:.0%} of it, {stats['n']} samples)")
+
+
+def disturbed_message(m: Measurement) -> str:
+    """Why a pass is `disturbed`: how many samples the machine took the CPU from, and by how much."""
+    waits = [w for w, d in zip(m.waits_s, m.disturbed) if d]
+    clean = len(m.disturbed) - sum(m.disturbed)
+    return (f"disturbed: {sum(m.disturbed)} of {len(m.disturbed)} samples ({m.disturbed_share:.0%}) waited for a "
+            f"CPU (median wait {statistics.median(waits) * 1e3:.3g} ms per call, the median call "
+            f"{m.median * 1e3:.3g} ms); {clean} clean sample(s) left")
 
 
 def join_messages(*messages: str | None) -> str:
@@ -170,7 +188,7 @@ def measure(setup: Callable[[], Thunk], clock: Clock, policy: Policy = Policy(),
 def sample(setup: Callable[[], Thunk], clock: Clock, policy: Policy, elapsed: Callable[[], float],
            between: Callable[[], None]) -> Sampler:
     """Samples until `policy` is done with them (the call warm already)."""
-    sampler = Sampler(policy)
+    sampler = Sampler(policy, watch_of(clock))
     start = elapsed()
     while not sampler.stop:
         sampler.add(clock.time(setup()))
@@ -179,24 +197,50 @@ def sample(setup: Callable[[], Thunk], clock: Clock, policy: Policy, elapsed: Ca
     return sampler
 
 
+def watch_of(clock: Clock) -> WatchedClock | None:
+    """The clock itself where it watches its calls for interference."""
+    return clock if isinstance(clock, WatchedClock) else None
+
+
 class Sampler:
     """One call's samples as they come, and whether `policy` is done with them (`stop`, set once).
 
-    The samples' sum and (fixed rule) their sorted copy are kept up as samples come: a cheap call takes
-    tens of thousands before min_time, and a sum or a median of all of them per sample would cost n^2
-    between the samples."""
+    Under a watched clock (interference.py), the samples it flags disturbed are kept but set aside: the
+    policy judges the clean ones (`clean`), and the statistics are theirs. A flag is known once the
+    clock's window closes, so the clean samples trail the samples by at most a window.
 
-    def __init__(self, policy: Policy):
+    The clean samples' sum and (fixed rule) their sorted copy are kept up as samples come: a cheap call
+    takes tens of thousands before min_time, and a sum or a median of all of them per sample would cost
+    n^2 between the samples."""
+
+    def __init__(self, policy: Policy, watch: WatchedClock | None = None):
         self.policy = policy
         self.samples: list[float] = []
+        self.clean: list[float] = []
         self.sampled = 0.0
         self.ordered: list[float] = []
         self.medians: list[float] = []
         self.checks = _Convergence(policy.ci_target)
         self.stop: Stop | None = None
+        self.watch = watch
+        if watch is not None:
+            watch.flush()  # the warm-up's calls are judged apart from the samples
+        self.first = len(watch.disturbed) if watch is not None else 0  # the watch's index of sample 0
+        self.judged = 0
 
     def add(self, sample: float) -> None:
         self.samples.append(sample)
+        self._sort_out()
+
+    def _sort_out(self) -> None:
+        known = len(self.samples) if self.watch is None else len(self.watch.disturbed) - self.first
+        for i in range(self.judged, known):
+            if self.watch is None or not self.watch.disturbed[self.first + i]:
+                self._keep(self.samples[i])
+        self.judged = known
+
+    def _keep(self, sample: float) -> None:
+        self.clean.append(sample)
         self.sampled += sample
         if not self.policy.ci_target:
             bisect.insort(self.ordered, sample)
@@ -204,11 +248,28 @@ class Sampler:
 
     def judge(self, spent: float) -> None:
         if not self.stop:
-            self.stop = _done(self.samples, self.sampled, self.medians, spent, self.policy, self.checks)
+            self.stop = _done(self.clean, len(self.samples), self.sampled, self.medians, spent, self.policy,
+                              self.checks)
 
     def measurement(self, warm: tuple[float, ...], wall: float) -> Measurement:
-        return Measurement(tuple(self.samples), warm, summarize(self.samples), wall, self.stop or Stop.MAX_TIME,
-                           self.policy.ci_target or CI_TARGET)
+        flags: tuple[bool, ...] = ()
+        waits: tuple[float, ...] = ()
+        if self.watch is not None:
+            self.watch.flush()
+            self._sort_out()
+            end = self.first + len(self.samples)
+            flags, waits = tuple(self.watch.disturbed[self.first:end]), tuple(self.watch.waits_s[self.first:end])
+        stop = self.stop or Stop.MAX_TIME
+        if flags and _too_disturbed(len(self.clean), sum(flags) / len(flags), stop, self.policy):
+            stop = Stop.DISTURBED
+        return Measurement(tuple(self.samples), warm, summarize(self.clean or self.samples), wall, stop,
+                           self.policy.ci_target or CI_TARGET, flags, waits)
+
+
+def _too_disturbed(clean: int, share: float, stop: Stop, policy: Policy) -> bool:
+    """Too few clean samples to judge, or sampling ran out of time with many of them set aside."""
+    needed = max(policy.min_samples, CI_MIN_SAMPLES if policy.ci_target else 1)
+    return clean < needed or (stop in (Stop.MAX_TIME, Stop.MAX_SAMPLES) and share > DISTURBED_UNSETTLED)
 
 
 def warm_up(setup: Callable[[], Thunk], clock: Clock, policy: Policy,
@@ -247,11 +308,12 @@ def _sorted_median(ordered: list[float]) -> float:
     return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
-def _done(samples: list[float], sampled: float, medians: list[float], spent: float, policy: Policy,
+def _done(samples: list[float], taken: int, sampled: float, medians: list[float], spent: float, policy: Policy,
           checks: _Convergence) -> Stop | None:
-    """Why sampling stops now, if it does; `sampled` is the samples' sum."""
-    if len(samples) >= policy.max_samples and (sampled >= policy.min_time
-                                               or len(samples) >= MIN_TIME_OVER_MAX_SAMPLES * policy.max_samples):
+    """Why sampling stops now, if it does; `samples` are the clean ones, `sampled` their sum, `taken` how
+    many were taken, the disturbed included (max_samples bounds them all)."""
+    if taken >= policy.max_samples and (sampled >= policy.min_time
+                                        or taken >= MIN_TIME_OVER_MAX_SAMPLES * policy.max_samples):
         return Stop.MAX_SAMPLES
     if spent >= policy.max_time:
         return Stop.MAX_TIME

@@ -53,6 +53,7 @@ class Stop(StrEnum):
     MAX_SAMPLES = "max_samples"
     MIN_TIME = "min_time"  # fixed rule (--ci-target 0): the minimum time was sampled
     STABLE = "stable"  # fixed rule: the running median stopped moving
+    DISTURBED = "disturbed"  # too few samples the machine left alone (measure/interference.py) to judge
 
 
 class TimingMode(StrEnum):
@@ -117,6 +118,9 @@ COLUMNS: dict[str, pa.DataType] = {
     "min_s": pa.float64(),
     "max_s": pa.float64(),
     "samples_s": pa.list_(pa.float64()),
+    "disturbed": pa.list_(pa.bool_()),  # per sample: set aside, its threads waited for a CPU (CPU clock)
+    "disturbed_share": pa.float64(),  # the share of samples set aside; the statistics are the others'
+    "wait_s": pa.float64(),  # median run-queue delay per timed call, all the process's threads (CPU clock)
     "ci_lo_s": pa.float64(),  # the 95% confidence interval of median_s (order statistics)
     "ci_hi_s": pa.float64(),
     "noisy": pa.bool_(),  # the median did not settle: its interval is wider than +-1% of it

@@ -1,0 +1,153 @@
+"""Whether the machine gave a timed call the CPU it asked for: the run-queue delay of this process's
+threads around each call, and the rule that sets a sample aside as `disturbed`.
+
+Linux counts, per thread, the time it spent runnable but not running (the second field of
+/proc/self/task/TID/schedstat, in ns). A neighbour that holds a core shows there at once: on the 2-core
+VM, with one busy process beside it, 7% of a 0.23 ms call's samples waited, each by a scheduler tick
+(their median 4.3 ms against 0.23 ms for the others); with nothing beside it, 0.7% waited at all. All
+threads count (the calling thread and torch's intra-op threads): one OpenMP thread waiting for a core
+holds up the whole call.
+
+Reading every thread's counter costs a few microseconds, so for a cheap call the counters are read
+around a window of consecutive calls instead of each one, sized to keep the reads under READ_BUDGET of
+the window's time; every sample of a disturbed window is set aside (docs/measuring.md, "Disturbed
+samples").
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from typing import Callable, Protocol
+
+from benchctl.measure.clocks import Clock, Thunk
+
+TASKS = "/proc/self/task"
+# A window is disturbed when its threads waited for a CPU, together, more than this share of its wall time.
+DISTURBED_WAIT = 0.05
+READ_BUDGET = 0.03  # the counters' reads take at most this share of a window's time
+MAX_WINDOW = 1000  # calls per window at most, so a disturbance sets aside no more than these
+
+
+class Queue(Protocol):
+    """Seconds this process's threads have waited for a CPU so far (RunQueue, or a fake)."""
+
+    def read(self) -> float: ...
+
+    def close(self) -> None: ...
+
+
+class RunQueue:
+    """The summed run-queue delay of this process's threads, in seconds, read from schedstat. Threads
+    are listed when it is made (after the warm-up, torch's threads exist); one that ends later is
+    left out, one that starts later is not seen."""
+
+    def __init__(self, tasks: str = TASKS):
+        self.fds: list[int] = []
+        for tid in _listdir(tasks):
+            try:
+                self.fds.append(os.open(os.path.join(tasks, tid, "schedstat"), os.O_RDONLY))
+            except OSError:
+                continue
+
+    def __bool__(self) -> bool:
+        return bool(self.fds)
+
+    def read(self) -> float:
+        total = 0
+        for fd in self.fds:
+            try:
+                total += int(os.pread(fd, 128, 0).split()[1])
+            except (OSError, IndexError, ValueError):  # the thread ended
+                continue
+        return total * 1e-9
+
+    def close(self) -> None:
+        for fd in self.fds:
+            os.close(fd)
+        self.fds = []
+
+
+def _listdir(path: str) -> list[str]:
+    try:
+        return os.listdir(path)
+    except OSError:  # no /proc (not Linux)
+        return []
+
+
+class WatchedClock:
+    """A clock whose calls are watched for run-queue delay: each call's sample comes from the clock it
+    wraps; `disturbed` and `waits_s` (the delay per call) follow the calls in order, filled when each
+    window closes (`flush` closes the one open). The window starts at one call and grows to the size that
+    keeps the reads under READ_BUDGET of its time."""
+
+    def __init__(self, clock: Clock, queue: Queue, counter: Callable[[], int] = time.perf_counter_ns,
+                 read_cost_s: float | None = None):
+        self.clock = clock
+        self.queue = queue
+        self.counter = counter
+        self.read_cost_s = read_cost(queue.read, counter) if read_cost_s is None else read_cost_s
+        self.disturbed: list[bool] = []
+        self.waits_s: list[float] = []
+        self.window = 1
+        self._open: tuple[float, int] | None = None  # (delay, counter) when the window opened
+        self._calls = 0
+        self._timed = 0.0
+
+    def time(self, thunk: Thunk) -> float:
+        if self._open is None:
+            self._open = (self.queue.read(), self.counter())
+        sample = self.clock.time(thunk)
+        self._calls += 1
+        self._timed += sample
+        if self._calls >= self.window:
+            self.flush()
+        return sample
+
+    def flush(self) -> None:
+        """Closes the open window: its calls are judged together."""
+        if self._open is None:
+            return
+        delay, wall = self.queue.read() - self._open[0], (self.counter() - self._open[1]) * 1e-9
+        self.disturbed += [is_disturbed(delay, wall)] * self._calls
+        self.waits_s += [delay / self._calls] * self._calls
+        self.window = window_for(self.read_cost_s, self._timed / self._calls)
+        self._open, self._calls, self._timed = None, 0, 0.0
+
+    def close(self) -> None:
+        self.flush()
+        self.queue.close()
+
+    def __getattr__(self, name: str):  # the wrapped clock's records (usage_per_call, host_per_call, ...)
+        if name == "clock":
+            raise AttributeError(name)
+        return getattr(self.clock, name)
+
+
+def is_disturbed(delay_s: float, wall_s: float) -> bool:
+    """The threads waited for a CPU more than DISTURBED_WAIT of the window's wall time."""
+    return delay_s > DISTURBED_WAIT * wall_s
+
+
+def window_for(read_cost_s: float, call_s: float) -> int:
+    """Calls per window so that two reads of the counters cost at most READ_BUDGET of the window."""
+    if call_s <= 0:
+        return MAX_WINDOW
+    return max(1, min(MAX_WINDOW, math.ceil(2 * read_cost_s / (READ_BUDGET * call_s))))
+
+
+def read_cost(queue: Callable[[], float], counter: Callable[[], int] = time.perf_counter_ns, reads: int = 5) -> float:
+    """Seconds one read of the counters takes (the fastest of a few)."""
+    best = math.inf
+    for _ in range(reads):
+        start = counter()
+        queue()
+        best = min(best, (counter() - start) * 1e-9)
+    return best
+
+
+def watched(clock: Clock) -> WatchedClock | None:
+    """`clock` watched for run-queue delay, where the OS reports it (Linux)."""
+    queue = RunQueue()
+    return WatchedClock(clock, queue) if queue else None
