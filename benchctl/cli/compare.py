@@ -41,6 +41,7 @@ def _rows(comparison) -> list[list[str]]:
             change += f" [{(c.ratio_low - 1) * 100:+.0f}, {(c.ratio_high - 1) * 100:+.0f}]"
         p = "" if c.p_adjusted is None else f"{c.p_adjusted:.2g}"
         status = "" if c.verdict != "broken" and c.verdict != "fixed" else f" ({c.base_status} -> {c.new_status})"
+        status += f" ({c.reason})" if c.reason else ""
         verdict = Text(c.verdict + status, style=STYLES.get(c.verdict, ""))
         op = c.op if c.target in ("op", "") else f"{c.op}/{c.target}"
         rows.append([op, c.impl, c.device, c.dtype, _params(c.params), c.pass_name,

@@ -47,6 +47,9 @@ def _ints(text: str | None) -> tuple[int, ...]:
 @click.option("--rounds", type=click.IntRange(min=1), default=1, show_default=True,
               help="Interleaved rounds: every cell measured N times across the sweep, 1/N of the time each, "
                    "samples pooled. Steadier ratios on a busy machine.")
+@click.option("--processes", type=click.IntRange(min=1),
+              help="Worker processes each cell is measured in, kept for the whole sweep and taking turns "
+                   "(default 3; 1 with --quick). Verdicts hold a change against the spread between them.")
 @click.option("--pair-with", metavar="IMPL", help="Time each other implementation sample by sample in alternation "
               "with IMPL at the same point; its speedup over IMPL is the median of the pairs' ratios, which a "
               "machine changing speed moves far less. IMPL must be among IMPLS (its own cells run alone).")
@@ -70,7 +73,7 @@ def _ints(text: str | None) -> tuple[int, ...]:
 @click.option("--gpu-kind", "gpu_kinds", help="ray: comma list of accelerator types, e.g. H100,A100; GPU "
               "series run once on each.")
 def command(impls, devices, ops, ops_dirs, config, targets, batch_sizes, params, dtypes, passes, min_time,
-            max_time, warmup_time, ci_target, remeasure, rounds, pair_with, threads, out, quick, timeout, flush_l2,
+            max_time, warmup_time, ci_target, remeasure, rounds, processes, pair_with, threads, out, quick, timeout, flush_l2,
             cuda_graph, tf32, fresh_worker, in_process, allocator, executor, address, gpu_kinds) -> None:
     """Time IMPLS (py, cpp, cuda, a variant, a comma list, all) on DEVICES (cpu, gpu, all)."""
     from benchctl.sweep import words
@@ -93,10 +96,23 @@ def command(impls, devices, ops, ops_dirs, config, targets, batch_sizes, params,
     plan = Plan(cells, cfg, min_time=min_time, max_time=max_time, warmup_time=warmup_time, ci_target=ci_target,
                 remeasure=_remeasure(remeasure, quick), threads=threads, flush_l2=flush_l2, cuda_graph=cuda_graph,
                 tf32=tf32, timeout=timeout, in_process=in_process, ops_dirs=ops_dirs,
-                rounds=rounds, fresh_worker=fresh_worker, allocator=allocator, executor=executor, address=address,
+                rounds=rounds, processes=_processes(processes, quick, in_process, executor, fresh_worker),
+                fresh_worker=fresh_worker, allocator=allocator, executor=executor, address=address,
                 gpu_kinds=tuple(words.split(gpu_kinds)) if gpu_kinds else ())
+    plan.check()
     _check_allocator(allocator, in_process, executor)
     _execute(plan, Path(out))
+
+
+def _processes(asked: int | None, quick: bool, in_process: bool, executor: str, fresh_worker: bool) -> int:
+    """Three worker processes unless asked otherwise: two runs of the same code disagreed by up to 1.67x
+    while each one's samples agreed to +-1% (docs/measuring.md, "Processes"). One for a quick look, and
+    where the sweep cannot keep several workers (in process, a fan-out executor, a fresh worker a cell)."""
+    from benchctl.sweep.plan import DEFAULT_PROCESSES
+
+    if asked is not None:
+        return asked
+    return 1 if quick or in_process or executor != "local" or fresh_worker else DEFAULT_PROCESSES
 
 
 def _remeasure(asked: int | None, quick: bool) -> int:
@@ -165,7 +181,7 @@ def _progress_run(session) -> None:
     from benchctl.results.schema import Status
 
     with console.progress() as bar:
-        task = bar.add_task("cells", total=len(session.plan.cells) * session.plan.rounds, current="")
+        task = bar.add_task("cells", total=len(session.plan.cells) * session.plan.total_rounds, current="")
 
         def done(cell, rows) -> None:
             bad = [r for r in rows if r["status"] not in (Status.OK, Status.UNAVAILABLE)]

@@ -241,8 +241,9 @@ def _time_paired(setup: Callable[[], Thunk], clock: Clock, partner: Prepared, pa
     if other is None:
         return m, {"message": f"timed alone: over {PAIRS_UP_TO:g}x from {cell.impl} in the warm-up, "
                               "too far to pair"}
+    either = [a or b for a, b in zip(m.disturbed, other.disturbed)]
     return m, {"paired_with": cell.impl, "partner_samples_s": list(other.samples),
-               **paired_stats(m.samples, other.samples)}
+               **paired_stats(m.samples, other.samples, either)}
 
 
 def _disturbance(m: Measurement) -> dict[str, Any]:

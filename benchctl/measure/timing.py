@@ -126,7 +126,7 @@ def noisy_message(stats: dict[str, float]) -> str:
 
 def disturbed_message(m: Measurement) -> str:
     """Why a pass is `disturbed`: how many samples the machine took the CPU from, and by how much."""
-    waits = [w for w, d in zip(m.waits_s, m.disturbed) if d]
+    waits = [w for w, d in zip(m.waits_s, m.disturbed) if d] or [0.0]
     clean = len(m.disturbed) - sum(m.disturbed)
     return (f"disturbed: {sum(m.disturbed)} of {len(m.disturbed)} samples ({m.disturbed_share:.0%}) waited for a "
             f"CPU (median wait {statistics.median(waits) * 1e3:.3g} ms per call, the median call "
@@ -260,16 +260,18 @@ class Sampler:
             end = self.first + len(self.samples)
             flags, waits = tuple(self.watch.disturbed[self.first:end]), tuple(self.watch.waits_s[self.first:end])
         stop = self.stop or Stop.MAX_TIME
-        if flags and _too_disturbed(len(self.clean), sum(flags) / len(flags), stop, self.policy):
+        if flags and too_disturbed(len(self.clean), sum(flags) / len(flags), stop, self.policy):
             stop = Stop.DISTURBED
         return Measurement(tuple(self.samples), warm, summarize(self.clean or self.samples), wall, stop,
                            self.policy.ci_target or CI_TARGET, flags, waits)
 
 
-def _too_disturbed(clean: int, share: float, stop: Stop, policy: Policy) -> bool:
-    """Too few clean samples to judge, or sampling ran out of time with many of them set aside."""
-    needed = max(policy.min_samples, CI_MIN_SAMPLES if policy.ci_target else 1)
-    return clean < needed or (stop in (Stop.MAX_TIME, Stop.MAX_SAMPLES) and share > DISTURBED_UNSETTLED)
+def too_disturbed(clean: int, share: float, stop: Stop, policy: Policy) -> bool:
+    """Samples were set aside, and fewer clean ones than the policy's minimum were left, or sampling ran
+    out of time or samples with more than DISTURBED_UNSETTLED of them set aside."""
+    if share <= 0:
+        return False
+    return clean < policy.min_samples or (stop in (Stop.MAX_TIME, Stop.MAX_SAMPLES) and share > DISTURBED_UNSETTLED)
 
 
 def warm_up(setup: Callable[[], Thunk], clock: Clock, policy: Policy,

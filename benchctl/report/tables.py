@@ -11,7 +11,7 @@ import pandas as pd
 from benchctl.report import charts
 from benchctl.report.speedups import speedups
 from benchctl.results import storage
-from benchctl.results.schema import DEVICES, ENV_FIELDS, FAILED, PASS_LABELS, PASSES
+from benchctl.results.schema import DEVICES, ENV_FIELDS, FAILED, PASS_LABELS, PASSES, Stop
 from benchctl.results.summary import axis_value_text, probed
 
 # The environment table: the run, the facts of the machine (results/schema.py), and the run's own.
@@ -75,6 +75,18 @@ def percent_of_peak(pct: Any, level: Any) -> str:
     return f"{pct:.1f}" + (f" ({level})" if level else "")
 
 
+def _status(status: str, noisy: object, stop: object) -> str:
+    """A pass's status with what makes its median doubtful: disturbed, or noisy."""
+    if stop == Stop.DISTURBED:
+        return f"{status} (disturbed)"
+    return f"{status} (noisy)" if pd.notna(noisy) and bool(noisy) else status
+
+
+def _column(df: pd.DataFrame, name: str) -> pd.Series:
+    """A column of the rows, or nulls where older runs lack it."""
+    return df[name] if name in df else pd.Series([None] * len(df), index=df.index)
+
+
 def op_table(rows: pd.DataFrame, baseline: str) -> pd.DataFrame:
     """The operator's cells as display strings, in chart order: device, pass, params, axis, impl."""
     df, _ = charts.with_groups(rows.assign(speedup=speedups(rows, baseline)))
@@ -84,7 +96,7 @@ def op_table(rows: pd.DataFrame, baseline: str) -> pd.DataFrame:
         "device": df["device"].map(lambda d: charts.DEVICE_LABELS.get(d, d)),
         "pass": df["pass"].map(lambda p: PASS_LABELS.get(p, p)),
         "params": df["group"], axis: df["axis_value"].map(_fmt_value), "impl": df["impl"],
-        "status": [f"{st} (noisy)" if pd.notna(n) and bool(n) else st for st, n in zip(df["status"], df["noisy"])],
+        "status": [_status(st, n, sp) for st, n, sp in zip(df["status"], df["noisy"], _column(df, "stop"))],
         "median ms": df["median_s"].map(_ms), "IQR ms": df["iqr_s"].map(_ms),
         f"speedup vs {baseline}": df["speedup"].map(lambda s: "" if pd.isna(s) else f"{s:.2f}x"),
         "correct": [_correct(c, r) for c, r in zip(df["correct"], df["max_rel_err"])],

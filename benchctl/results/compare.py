@@ -16,8 +16,8 @@ from benchctl.errors import UsageError
 from benchctl.results import storage
 from benchctl.results.schema import BROKEN, ENV_FIELDS
 from benchctl.results.summary import probed
-from benchctl.results.verdict import (FASTER, SAME, SLOWER, UNSURE, adjusted, mann_whitney_p, ratio_interval,
-                                     verdict)
+from benchctl.results.verdict import (FASTER, SAME, SLOWER, UNSURE, adjusted, doubt, mann_whitney_p,
+                                     ratio_interval, verdict)
 
 KEY = ("op", "target", "impl", "device", "dtype", "params", "pass")
 # Facts whose difference makes two runs' timings incomparable (not the commit: that is what changed).
@@ -52,6 +52,7 @@ class CellChange:
     p_adjusted: float | None = None  # for the number of cells compared (what the verdict uses)
     base_n: int = 0
     new_n: int = 0
+    reason: str | None = None  # why a change the samples call real is unsure (verdict.doubt)
 
 
 @dataclass(frozen=True)
@@ -109,8 +110,22 @@ def _json_safe(value: Any) -> Any:
 
 
 def _samples(row: pd.Series) -> list[float]:
-    samples = row.get("samples_s")
-    return [] if samples is None or (np.isscalar(samples) and pd.isna(samples)) else list(samples)
+    """The row's clean samples: those its worker did not set aside as disturbed."""
+    samples = _listed(row.get("samples_s"))
+    flags = _listed(row.get("disturbed"))
+    if len(flags) != len(samples):
+        return samples
+    return [s for s, f in zip(samples, flags) if not f] or samples
+
+
+def _listed(value: Any) -> list:
+    return [] if value is None or (np.isscalar(value) and pd.isna(value)) else list(value)
+
+
+def _facts(row: pd.Series) -> dict[str, Any]:
+    """What verdict.doubt reads of a side."""
+    return {k: (None if np.isscalar(row.get(k)) and pd.isna(row.get(k)) else row.get(k))
+            for k in ("stop", "noisy", "processes", "process_spread")}
 
 
 def compare_cell(key: tuple, base: pd.Series, new: pd.Series) -> CellChange:
@@ -126,7 +141,8 @@ def compare_cell(key: tuple, base: pd.Series, new: pd.Series) -> CellChange:
     return CellChange(*key, verdict=UNSURE, **statuses,
                       base_median_s=float(base["median_s"]), new_median_s=float(new["median_s"]), ratio=ratio,
                       ratio_low=interval[0] if interval else None, ratio_high=interval[1] if interval else None,
-                      p_value=p, base_n=len(a), new_n=len(b))
+                      p_value=p, base_n=len(a), new_n=len(b),
+                      reason=doubt(ratio, [_facts(base), _facts(new)]) if math.isfinite(ratio) else None)
 
 
 def _judged(cells: list[CellChange], threshold: float, alpha: float) -> list[CellChange]:
@@ -135,7 +151,10 @@ def _judged(cells: list[CellChange], threshold: float, alpha: float) -> list[Cel
     for i, q in zip(timed, adjusted([cells[i].p_value for i in timed])):
         c = cells[i]
         interval = (c.ratio_low, c.ratio_high) if c.ratio_low is not None else None
-        cells[i] = replace(c, p_adjusted=q, verdict=verdict(interval, q, threshold, alpha))
+        said = verdict(interval, q, threshold, alpha)
+        if said in (SLOWER, FASTER) and c.reason:
+            said = UNSURE
+        cells[i] = replace(c, p_adjusted=q, verdict=said, reason=c.reason if said == UNSURE else None)
     return cells
 
 

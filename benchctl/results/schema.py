@@ -133,6 +133,9 @@ COLUMNS: dict[str, pa.DataType] = {
     "round_medians_s": pa.list_(pa.float64()),  # each round's median, in round order (speedups pair them)
     "mode_fast_s": pa.float64(),  # rounds that disagree (spread over MODES_APART): the fast mode's median
     "mode_slow_s": pa.float64(),  # ... and the slow mode's; median_s is then the mode of most samples
+    "processes": pa.int32(),  # worker processes the samples came from (run --processes); null: one
+    "process_medians_s": pa.list_(pa.float64()),  # ... each one's median of its clean samples
+    "process_spread": pa.float64(),  # ... the slowest one's median / the fastest one's - 1
     "paired_with": pa.string(),  # run --pair-with: the implementation timed sample by sample in alternation
     "partner_samples_s": pa.list_(pa.float64()),  # ... its samples, sample i taken next to samples_s[i]
     "paired_speedup": pa.float64(),  # median of the pairs' ratios (partner / own): times faster than it

@@ -9,7 +9,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from benchctl.results.schema import Status
+from benchctl.results.schema import Status, Stop
 
 # A call whose system CPU time (all threads) is at least this share of its median is marked "os": most
 # of what was measured is the kernel, e.g. zero-filling fresh pages, not the implementation's own work.
@@ -140,7 +140,7 @@ def summarize(df: pd.DataFrame, references: dict[str, str]) -> list[SummaryTable
             rows.append((pass_name, impl, *(_cell(by_value.get(v), base.get(v), impl == ref, typical.get(device))
                                             for v in values)))
         title = (f"{op}/{target} {others} on {device} ({dtype}): median ms (speedup vs {ref}, ±: its 95% "
-                 "interval where paired; ~ noisy; os: mostly OS time; host: host-bound; mem: machine's memory "
+                 "interval where paired; ~ noisy; dist: disturbed, too few clean samples; os: mostly OS time; host: host-bound; mem: machine's memory "
                  "bandwidth low)")
         tables.append(SummaryTable(title, ("pass", f"impl \\ {axis}", *map(axis_value_text, values)), tuple(rows)))
     return tables
@@ -163,6 +163,8 @@ def _cell(row: dict | None, base: dict | None, is_ref: bool, typical_gbps: float
         text += f" ({speedup_label(base, row)})"
     if row.get("noisy"):
         text += " ~"
+    if row.get("stop") == Stop.DISTURBED:
+        text += " dist"
     if _share_at_least(row, "sys_s", OS_HEAVY):
         text += " os"
     if _share_at_least(row, "host_s", HOST_BOUND):

@@ -15,8 +15,15 @@ about alpha of the cells of an A/A comparison whose samples are noisy would be f
 p < alpha:
 noise moves medians by a few percent all the time, and a tiny but consistent shift is rarely worth a
 failed CI job. `same` needs the whole interval within the minimum effect. Everything else is `unsure`:
-the samples cannot tell, and more of them (--rounds, --min-time) would. An A/A comparison, the same
-sweep run twice, is therefore same or unsure, never slower.
+the samples cannot tell, and more of them (--rounds, --min-time) would.
+
+Samples agree with each other far better than two runs do: a process can land in a slower mode for
+its whole life, and a VM changes speed from minute to minute, so an A/A comparison of two runs whose
+samples are all clean still gave `slower`, +67%, p = 6.5e-61. So `slower` and `faster` need more than
+the samples (`doubt`): both sides settled (not `disturbed`, not noisy), and a change beyond the spread
+between the worker processes of each side (`process_spread`, from a run with --processes); a side measured
+in one process has no such spread, and its change must exceed ONE_PROCESS_BOUND instead. Otherwise the
+verdict is `unsure`, with the reason.
 """
 
 from __future__ import annotations
@@ -27,6 +34,10 @@ from typing import Sequence
 import numpy as np
 
 FASTER, SLOWER, SAME, UNSURE = "faster", "slower", "same", "unsure"
+# Why a change the samples call real is still `unsure`.
+DISTURBED, NOISY, ONE_PROCESS, WITHIN_SPREAD = "disturbed", "noisy", "one process", "within the spread between processes"
+# A side measured in one process: a change within this share is not judged (docs/measuring.md, "A/A runs").
+ONE_PROCESS_BOUND = 1.0
 CONFIDENCE = 0.95
 RESAMPLES = 2000
 SEED = 0
@@ -83,3 +94,20 @@ def verdict(interval: tuple[float, float] | None, p_value: float | None, min_eff
     if 1 - min_effect <= low and high <= 1 + min_effect:
         return SAME
     return UNSURE
+
+
+def doubt(ratio: float, sides: Sequence[dict]) -> str | None:
+    """Why a change of `ratio` (new / base) cannot be trusted as slower or faster, given each side's row
+    (its stop, noisy flag, processes and the spread between them); None when nothing stands in the way."""
+    for reason, hit in ((DISTURBED, lambda r: r.get("stop") == DISTURBED), (NOISY, lambda r: bool(r.get("noisy")))):
+        if any(hit(r) for r in sides):
+            return reason
+    change = abs(math.log(ratio)) if ratio > 0 else math.inf
+    if any((r.get("processes") or 1) < 2 for r in sides):
+        return ONE_PROCESS if change <= math.log1p(ONE_PROCESS_BOUND) else None
+    spread = max(_present(r.get("process_spread")) for r in sides)
+    return WITHIN_SPREAD if change <= math.log1p(spread) else None
+
+
+def _present(value: object) -> float:
+    return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else 0.0

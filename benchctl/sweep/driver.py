@@ -1,8 +1,8 @@
 """Drives cells through one executor in interleaved rounds: rows are stamped with the environment and
 written as each cell finishes. After an out-of-memory cell, the larger sizes of the same series are
-recorded `skipped`. A cell whose median did not settle (noisy) is measured again at the end of the sweep,
-up to `remeasure` times, when whatever disturbed it may have passed; it keeps the flag only if it never
-settles. The session runs it on this machine; a series job runs it on whichever node has it.
+recorded `skipped`. A cell whose median did not settle (noisy), or that the machine disturbed (too few
+clean samples: measure/interference.py), is measured again at the end of the sweep, up to `remeasure`
+times, when whatever disturbed it may have passed; it keeps the flag only if it never settles. The session runs it on this machine; a series job runs it on whichever node has it.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from benchctl.measure.execute import GATE_COLUMNS
 from benchctl.measure.timing import ci_half_width, join_messages
 from benchctl.ops import registry
 from benchctl.ops.cells import Cell
-from benchctl.results.schema import Status
+from benchctl.results.schema import Status, Stop
 from benchctl.sweep.executors import Executor, Rows, failure_rows
 from benchctl.sweep.rounds import all_ok, merge
 
@@ -62,8 +62,9 @@ class Sweep:
     on_done: Callable[[Cell, Rows], None] = lambda cell, rows: None
     # (op, impl, device) -> why it cannot run (e.g. its extension failed to build)
     blocked: dict[tuple[str, str, str], str] = field(default_factory=dict)
-    rounds: int = 1
-    remeasure: int = 0  # times a noisy cell is measured again at the end (one round only)
+    rounds: int = 1  # in all: run --rounds times --processes
+    remeasure: int = 0  # times a noisy cell is measured again at the end (one round per process only)
+    processes: int = 1  # the executor's worker processes (Replicas): a re-measurement asks each of them
     _skip: dict[tuple, str] = field(default_factory=dict)
 
     def run(self) -> None:
@@ -91,7 +92,7 @@ class Sweep:
                     self._replace(held, [_never_settled(r) for r in held.rows])
 
     def _finish(self, i: int, rounds_rows: list[Rows], unsettled: dict[int, Held]) -> None:
-        if self.remeasure and self.rounds == 1 and noisy(rounds_rows[0]):
+        if self.remeasure and self.rounds == self.processes and noisy(merge(rounds_rows)):
             rows = [{**r, "remeasured": 0} for r in merge(rounds_rows)]
             unsettled[i] = Held(rows, self.writer.write(stamp(rows, self.env)))
         else:
@@ -110,7 +111,8 @@ class Sweep:
                 self.on_start(self.cells[i])
                 held = unsettled[i]
                 wanted = tuple(r["pass"] for r in held.rows if noisy([r]))
-                fresh = merge([self.executor.run(replace(self.cells[i], passes=wanted, checked=True))])
+                again = replace(self.cells[i], passes=wanted, checked=True)
+                fresh = merge([self.executor.run(again) for _ in range(self.processes)])
                 held.rows = _best_of(held.rows, fresh, attempt)
                 if not noisy(held.rows):
                     self._replace(unsettled.pop(i), held.rows)
@@ -136,12 +138,12 @@ class Sweep:
 
 
 def noisy(rows: Rows) -> bool:
-    """Some pass of the cell ran but its median did not settle."""
-    return any(r.get("status") == Status.OK and r.get("noisy") for r in rows)
+    """Some pass of the cell ran but its median did not settle, or too few of its samples were clean."""
+    return any(r.get("status") == Status.OK and (r.get("noisy") or r.get("stop") == Stop.DISTURBED) for r in rows)
 
 
 def _never_settled(row: dict[str, Any]) -> dict[str, Any]:
-    if not (row.get("noisy") and row.get("remeasured")):
+    if not (noisy([row]) and row.get("remeasured")):
         return row
     said = f"measured again {row['remeasured']} time(s) late in the sweep, never settled"
     return {**row, "message": join_messages(row.get("message"), said)}
@@ -157,10 +159,15 @@ def _best_of(kept: Rows, fresh: Rows, attempt: int) -> Rows:
             out.append(row)
             continue
         new = again.get(row["pass"])
-        if new is not None and _spread(new) < _spread(row):
+        if new is not None and (_undisturbed(new) > _undisturbed(row)
+                                or _undisturbed(new) == _undisturbed(row) and _spread(new) < _spread(row)):
             row = {**new, **{k: row[k] for k in GATE_COLUMNS if k in row}}
         out.append({**row, "remeasured": attempt})
     return out
+
+
+def _undisturbed(row: dict[str, Any]) -> bool:
+    return row.get("stop") != Stop.DISTURBED
 
 
 def _spread(row: dict[str, Any]) -> float:

@@ -133,6 +133,28 @@ class WorkerProcess:
         self._proc = None
 
 
+@dataclass
+class Replicas:
+    """`--processes N`: N worker processes kept for the whole sweep, a cell's measurements handed to them
+    in turn (its first to worker 0, its second to worker 1, ...), as pyperf spreads its runs over
+    processes: a process that landed in a slower mode for its life shows as a spread between them. Each
+    row says which worker measured it (`process`)."""
+
+    workers: Sequence[WorkerProcess]
+    _turns: dict[str, int] = field(default_factory=dict, repr=False)
+
+    def run(self, cell: Cell) -> Rows:
+        key = cell.to_json()
+        turn = self._turns.get(key, 0)
+        self._turns[key] = turn + 1
+        process = turn % len(self.workers)
+        return [{**row, "process": process} for row in self.workers[process].run(cell)]
+
+    def close(self) -> None:
+        for worker in self.workers:
+            worker.close()
+
+
 def _tail(stream: Any) -> str:
     if stream is None:
         return ""

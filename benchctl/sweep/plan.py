@@ -14,13 +14,14 @@ from benchctl.results.schema import TF32_MODES
 from benchctl.measure.execute import Settings
 from benchctl.sweep.rounds import per_round
 from benchctl.sweep.cluster import RayCluster
-from benchctl.sweep.executors import InProcess, WorkerProcess
+from benchctl.sweep.executors import InProcess, Replicas, WorkerProcess
 from benchctl.sweep.pool import Pool, local_gpus
 from benchctl.sweep.series import SeriesJob
 from benchctl.measure.timing import Policy
 
 
 MAX_OVER_MIN_TIME = 2  # max_time, unless given, is at least this many times min_time
+DEFAULT_PROCESSES = 3  # run --processes, unless a quick look (docs/measuring.md, "Processes")
 
 
 def _time_bounds(policy: Policy, given: dict[str, Any]) -> Policy:
@@ -53,7 +54,8 @@ class Plan:
     in_process: bool = False
     ops_dirs: Sequence[str] = ()
     mem_limit: int | None = None
-    rounds: int = 1
+    rounds: int = 1  # within each worker process
+    processes: int = 1  # worker processes each cell is measured in (executors.Replicas)
     fresh_worker: bool = False
     allocator: str = "system"  # the worker's memory allocator (machine/allocator.py)
     executor: str = "local"  # one of EXECUTORS
@@ -74,8 +76,23 @@ class Plan:
             timing["ci_target"] = self.ci_target
         policy = replace(Policy(), **{k: (int(v) if k in ("min_samples", "max_samples", "warmup") else v)
                                       for k, v in timing.items()})
-        return Settings(policy=per_round(_time_bounds(policy, timing), self.rounds), flush_l2=self.flush_l2,
+        return Settings(policy=per_round(_time_bounds(policy, timing), self.total_rounds), flush_l2=self.flush_l2,
                         cuda_graph=self.cuda_graph, tf32=self.tf32, peaks=load_peaks())
+
+    @property
+    def total_rounds(self) -> int:
+        """Every cell's measurements in all: its rounds in each of its processes."""
+        return self.rounds * self.processes
+
+    def check(self) -> None:
+        """Settings that cannot go together, as a usage error."""
+        if self.processes > 1 and self.in_process:
+            raise UsageError("--processes needs worker processes: leave out --in-process (or use --processes 1)")
+        if self.processes > 1 and self.executor != "local":
+            raise UsageError(f"--processes is not supported by the {self.executor} executor yet: use "
+                             "--processes 1 with it, or the local executor")
+        if self.processes > 1 and self.fresh_worker:
+            raise UsageError("--processes keeps its workers for the whole sweep: leave out --fresh-worker")
 
     def references(self) -> dict[str, str]:
         """Each operator's reference implementation: the report's default baseline for speedups."""
@@ -87,19 +104,22 @@ class Plan:
     def meta(self) -> dict[str, Any]:
         """What the run's metadata records of the plan, beside the environment."""
         settings = self.settings()
-        return {"cells": len(self.cells), "rounds": self.rounds, "config": self.config.path,
+        return {"cells": len(self.cells), "rounds": self.rounds, "processes": self.processes,
+                "config": self.config.path,
                 "ci_target": settings.policy.ci_target, "remeasure": self.remeasure,
                 "peaks": settings.peaks, "references": self.references(), "tf32": self.tf32_mode(),
                 "executor": self.executor, "allocator": self.allocator, **({"gpu_kinds": list(self.gpu_kinds)} if self.gpu_kinds else {})}
 
-    def local_executor(self) -> InProcess | WorkerProcess:
-        """Where cells run under the local executor: this process, or one worker process at a time."""
+    def local_executor(self) -> InProcess | WorkerProcess | Replicas:
+        """Where cells run under the local executor: this process, one worker process at a time, or
+        `processes` workers in turn."""
         settings = self.settings()
         if self.in_process:
             return InProcess(settings)
-        return WorkerProcess(settings, ops_dirs=self.ops_dirs, timeout=self.timeout, threads=self.threads,
-                             mem_limit=self.mem_limit, fresh=self.fresh_worker,
-                             env=allocator.preload_env(self.allocator))
+        workers = [WorkerProcess(settings, ops_dirs=self.ops_dirs, timeout=self.timeout, threads=self.threads,
+                                 mem_limit=self.mem_limit, fresh=self.fresh_worker,
+                                 env=allocator.preload_env(self.allocator)) for _ in range(self.processes)]
+        return Replicas(workers) if self.processes > 1 else workers[0]
 
     def series_job(self) -> SeriesJob:
         """The settings every series shares, for the fan-out executors."""

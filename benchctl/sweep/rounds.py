@@ -22,8 +22,8 @@ from dataclasses import replace
 from typing import Any, Sequence
 
 from benchctl.measure.paired import paired_stats
-from benchctl.measure.timing import Policy, is_noisy, join_messages, noisy_message, summarize
-from benchctl.results.schema import Status
+from benchctl.measure.timing import Policy, is_noisy, join_messages, noisy_message, summarize, too_disturbed
+from benchctl.results.schema import Status, Stop
 
 Rows = list[dict[str, Any]]
 MODES_APART = 0.10  # round medians this far apart (slowest / fastest - 1) are two modes, not noise
@@ -52,18 +52,43 @@ def merge(rounds_rows: Sequence[Rows]) -> Rows:
 
 
 def _merge_pass(rows: Rows) -> dict[str, Any]:
-    """All rounds ok: pooled samples and the statistics and rates recomputed from them. Otherwise the
-    first round that was not ok."""
+    """All rounds ok: pooled samples and the statistics and rates recomputed from them, and the worker
+    processes they came from. Otherwise the first round that was not ok."""
     failed = next((r for r in rows if r.get("status") != Status.OK), None)
     if failed is not None or len(rows) == 1:  # one round: the row as measured, noisy by its own target
-        return {**(failed or rows[0]), "rounds": len(rows)}
+        return {**_without_process(failed or rows[0]), "rounds": len(rows)}
+    return {**_without_process(_pooled(rows)), **_processes(rows)}
+
+
+def _without_process(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in row.items() if k != "process"}
+
+
+def _processes(rows: Rows) -> dict[str, Any]:
+    """Rounds measured in several worker processes (run --processes): each process's median of its clean
+    samples, and the spread between them (slowest / fastest - 1), which verdicts hold a change against."""
+    by_process: dict[int, list[float]] = {}
+    for row in rows:
+        if row.get("process") is not None:
+            by_process.setdefault(int(row["process"]), []).extend(_clean(row))
+    if len(by_process) < 2:
+        return {}
+    medians = [statistics.median(by_process[p]) for p in sorted(by_process)]
+    spread = max(medians) / min(medians) - 1 if min(medians) > 0 else None
+    return {"processes": len(medians), "process_medians_s": medians, "process_spread": spread}
+
+
+def _pooled(rows: Rows) -> dict[str, Any]:
     first = rows[0]
     samples = [s for r in rows for s in r["samples_s"]]
-    stats = summarize(samples)
+    flags = [f for r in rows for f in _flags(r)]
+    clean = [s for s, f in zip(samples, flags) if not f]
+    stats = summarize(clean or samples)
     medians = [r["median_s"] for r in rows]
     noisy = is_noisy(stats)
     merged = {**first, **stats, "samples_s": samples, "rounds": len(rows), "noisy": noisy,
               "message": noisy_message(stats) if noisy else "",
+              **_disturbance(rows, flags, len(clean), noisy),
               "round_spread": max(medians) / min(medians) - 1 if len(rows) > 1 and min(medians) > 0 else None,
               "round_medians_s": medians,
               "peak_mem_bytes": _max_of(r.get("peak_mem_bytes") for r in rows),
@@ -78,6 +103,29 @@ def _merge_pass(rows: Rows) -> dict[str, Any]:
         modes["message"] = join_messages(merged["message"], modes["message"])
     merged.update(modes)
     return {**merged, **_rates(first, merged["median_s"])}
+
+
+def _flags(row: dict[str, Any]) -> list[bool]:
+    """A row's per-sample disturbed flags (none set where its samples were not watched)."""
+    return list(row.get("disturbed") or [False] * len(row["samples_s"]))
+
+
+def _clean(row: dict[str, Any]) -> list[float]:
+    kept = [s for s, f in zip(row["samples_s"], _flags(row)) if not f]
+    return kept or list(row["samples_s"])
+
+
+def _disturbance(rows: Rows, flags: list[bool], clean: int, noisy: bool) -> dict[str, Any]:
+    """The pooled flags, their share, the rounds' median wait, and `disturbed` as the stop where the pooled
+    clean samples are too few or the median did not settle with many set aside."""
+    if not any(r.get("disturbed") for r in rows):
+        return {}
+    share = sum(flags) / len(flags)
+    out: dict[str, Any] = {"disturbed": flags, "disturbed_share": share,
+                           "wait_s": _median_of(r.get("wait_s") for r in rows)}
+    if too_disturbed(clean, share, Stop.MAX_TIME if noisy else Stop.CONVERGED, Policy()):
+        out["stop"] = Stop.DISTURBED
+    return out
 
 
 def _paired(rows: Rows, samples: list[float]) -> dict[str, Any]:
@@ -97,7 +145,7 @@ def _modes(rows: Rows) -> dict[str, Any]:
         return {}
     cut = max(range(1, len(ordered)), key=lambda i: medians[i] / medians[i - 1])
     fast, slow = ordered[:cut], ordered[cut:]
-    fast_stats, slow_stats = (summarize([s for _, r in part for s in r["samples_s"]]) for part in (fast, slow))
+    fast_stats, slow_stats = (summarize([s for _, r in part for s in _clean(r)]) for part in (fast, slow))
     majority = fast_stats if fast_stats["n"] > slow_stats["n"] else slow_stats
     # n, min and max stay the pooled ones, as do the samples
     kept = {k: v for k, v in majority.items() if k not in ("n", "min_s", "max_s")}

@@ -70,7 +70,8 @@ class Session:
         env = {**environment(), **({"threads": self.plan.threads} if self.plan.threads else {})}
         try:
             Sweep(self.plan.cells, executor, self.writer, env, on_start=on_start, on_done=on_done,
-                  blocked=self.blocked, rounds=self.plan.rounds, remeasure=self.plan.remeasure).run()
+                  blocked=self.blocked, rounds=self.plan.total_rounds, remeasure=self.plan.remeasure,
+                  processes=self.plan.processes).run()
         finally:
             executor.close()
 

@@ -18,13 +18,15 @@ def timed(median: float, seed: int, n: int = 30, noise: float = 0.03) -> list[fl
 
 
 def row(impl: str = "cpp", samples: list[float] | None = None, status: str = "ok", batch: int = 8,
-        pass_name: str = "forward", host: str = "box", torch_version: str = "2.4.0") -> dict:
+        pass_name: str = "forward", host: str = "box", torch_version: str = "2.4.0", **facts) -> dict:
+    """A row measured in three worker processes that agreed within 1%, unless `facts` say otherwise."""
     out = {"op": "hoconv2d", "target": "module", "impl": impl, "device": "cpu", "dtype": "float32",
            "params": json.dumps({"batch_size": batch}), "axis": "batch_size", "axis_value": float(batch),
-           "pass": pass_name, "status": status, "host": host, "torch_version": torch_version, "threads": 8}
+           "pass": pass_name, "status": status, "host": host, "torch_version": torch_version, "threads": 8,
+           "processes": 3, "process_spread": 0.01}
     if samples is not None:
         out.update(samples_s=samples, median_s=float(np.median(samples)), n=len(samples))
-    return out
+    return {**out, **facts}
 
 
 def frame(rows: list[dict]) -> pd.DataFrame:
@@ -45,6 +47,42 @@ def test_noise_around_the_same_median_is_the_same():
     (cell,) = result.cells
     assert cell.verdict == "same" and abs(cell.ratio - 1) < 0.03
     assert not result.regressions
+
+
+@pytest.mark.parametrize("facts, reason", [
+    ({"stop": "disturbed"}, "disturbed"),
+    ({"noisy": True}, "noisy"),
+    ({"processes": None, "process_spread": None}, "one process"),
+    ({"process_spread": 0.25}, "within the spread between processes"),
+])
+def test_a_change_the_samples_call_real_is_unsure_when_a_side_cannot_be_trusted(facts, reason):
+    base = frame([row(samples=timed(10e-3, 1))])
+    new = frame([row(samples=timed(12e-3, 2), **facts)])
+    (cell,) = compare.compare(base, new).cells
+    assert (cell.verdict, cell.reason) == ("unsure", reason)
+    assert cell.ratio == pytest.approx(1.2, rel=0.03) and cell.p_adjusted < 1e-6  # the samples alone say slower
+
+
+def test_an_a_a_pair_whose_second_process_ran_slow_is_not_a_regression():
+    """The same code, two runs: the second landed in a slower mode (1.67x, every sample clean). Measured
+    in one process, nothing tells that from a regression, so it is unsure; beyond the one-process bound,
+    a change is still found."""
+    base = frame([row(samples=timed(0.124e-3, 1), processes=None, process_spread=None)])
+    slow = frame([row(samples=timed(0.207e-3, 2), processes=None, process_spread=None)])
+    (cell,) = compare.compare(base, slow).cells
+    assert (cell.verdict, cell.reason) == ("unsure", "one process")
+    far = frame([row(samples=timed(0.124e-3 * (1 + verdict.ONE_PROCESS_BOUND) * 1.2, 3), processes=None)])
+    (cell,) = compare.compare(base, far).cells
+    assert (cell.verdict, cell.reason) == ("slower", None)
+
+
+def test_compare_judges_the_clean_samples_only():
+    samples = timed(10e-3, 1)
+    flagged = samples + [50e-3] * 10  # ten samples that waited for a CPU, kept in the row
+    base = frame([row(samples=samples)])
+    new = frame([row(samples=flagged, disturbed=[False] * 30 + [True] * 10)])
+    (cell,) = compare.compare(base, new).cells
+    assert cell.new_n == 30 and cell.verdict == "same"
 
 
 def test_a_speedup_is_an_improvement():
