@@ -18,7 +18,7 @@ from typing import Any, Callable, Sequence
 import torch
 
 from benchctl.measure import correctness, flops, interference
-from benchctl.machine import allocator, caches, gpu_clocks, membw
+from benchctl.machine import allocator, caches, canary, gpu_clocks, membw
 from benchctl.ops.cells import Cell, Resolved
 from benchctl.measure.memory import peak_bytes
 from benchctl.measure.passes import as_tuple, backward_from, grad_outputs, has_own_leaves, make_setup
@@ -30,6 +30,7 @@ from benchctl.measure.cuda_graph import CudaGraphClock, repeatable_thunk
 from benchctl.results.schema import TF32_PEAK, Status, Stop, TimingMode
 
 SECOND_SEED = 1  # the gate checks at the cell's seed and at seed + SECOND_SEED
+FLOOR_MARGIN = 0.10  # a median this far under its floor is below_floor (_below_floor)
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,8 @@ class Settings:
     flush_l2: bool = False
     cuda_graph: bool = False  # GPU: time replays of the call captured in a CUDA graph (cuda_graph.py)
     measure_memory: bool = True
-    probe_bandwidth: bool = True  # CPU: the machine's memory bandwidth before and after each pass (membw.py)
+    # CPU: memory bandwidth and the compute canary before and after each pass (membw.py, canary.py)
+    probe_bandwidth: bool = True
     tf32: bool | None = None  # GPU float32 in TF32: on, off, or torch's default (None)
     # Measured peaks of this machine ({"cpu": {"gbps": .., "gflops": .., "levels": {..}}, "cuda": {...}}).
     peaks: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -190,7 +192,7 @@ def _time_watched(prepared: Prepared, pass_name: str, settings: Settings, clock:
     usage = getattr(clock, "usage_per_call", None)
     host = getattr(clock, "host_per_call", None)
     before, host_before = len(usage or ()), len(host or ())
-    probe = membw.probe if settings.probe_bandwidth and prepared.resolved.cell.device == "cpu" else None
+    probe = _probe if settings.probe_bandwidth and prepared.resolved.cell.device == "cpu" else None
     clocks = gpu_clocks.guard(prepared.resolved.cell.device)
     try:
         setup = _setup(prepared, pass_name, clock)
@@ -208,7 +210,7 @@ def _time_watched(prepared: Prepared, pass_name: str, settings: Settings, clock:
     row.update(status=Status.OK, samples_s=list(m.samples), noisy=m.noisy, stop=m.stop, peak_mem_bytes=mem,
                wall_s=m.wall_s, **m.stats, **paired)
     if probe:
-        row["mem_gbps"] = (bandwidth_before + bandwidth_after) / 2
+        row.update(_machine_around(bandwidth_before, bandwidth_after, settings.peaks.get("cpu", {})))
     if clocks:
         row.update(clocks.summary())
     if usage is not None:
@@ -222,7 +224,7 @@ def _time_watched(prepared: Prepared, pass_name: str, settings: Settings, clock:
     if m.noisy:
         row["message"] = join_messages(row.get("message"), noisy_message(m.stats))
     row.update(_rates(prepared, pass_name, m, settings.peaks.get(prepared.resolved.cell.device, {})))
-    return row
+    return {**row, **_below_floor(row)}
 
 
 def _time_paired(setup: Callable[[], Thunk], clock: Clock, partner: Prepared, pass_name: str, settings: Settings,
@@ -244,6 +246,19 @@ def _time_paired(setup: Callable[[], Thunk], clock: Clock, partner: Prepared, pa
     either = [a or b for a, b in zip(m.disturbed, other.disturbed)]
     return m, {"paired_with": cell.impl, "partner_samples_s": list(other.samples),
                **paired_stats(m.samples, other.samples, either)}
+
+
+def _probe() -> tuple[float, float]:
+    """The machine right now: its memory read bandwidth (GB/s) and its compute canary (s)."""
+    return membw.probe(), canary.canary()
+
+
+def _machine_around(before: tuple[float, float], after: tuple[float, float], peaks: dict[str, Any]) -> dict[str, Any]:
+    """The machine's memory bandwidth and compute canary around a pass (the means of the readings before and
+    after it), and the canary against its calibrated time."""
+    canary_s = (before[1] + after[1]) / 2
+    return {"mem_gbps": (before[0] + after[0]) / 2, "canary_s": canary_s,
+            "canary_ratio": canary.slowdown(canary_s, peaks.get("canary_s"))}
 
 
 def _disturbance(m: Measurement) -> dict[str, Any]:
@@ -286,6 +301,20 @@ def _rates(prepared: Prepared, pass_name: str, m: Measurement, peaks: dict[str, 
         out["pct_of_peak"] = 100.0 * bound / m.median
         out["peak_level"] = level.name if level else None
     return out
+
+
+def _below_floor(row: dict[str, Any]) -> dict[str, Any]:
+    """A median more than FLOOR_MARGIN under the pass's floor (its bytes at the bandwidth of the cache
+    level they fit in, or its FLOPs at the calibrated peak) cannot be a record: the call skipped work, or
+    the clock missed it. The row keeps its samples, with status below_floor and a message."""
+    pct = row.get("pct_of_peak")
+    if pct is None or pct <= 100.0 * (1 + FLOOR_MARGIN):
+        return {}
+    floor = row["median_s"] * pct / 100.0
+    said = (f"below the floor: {row['median_s'] * 1e3:.3g} ms, while moving {row['bytes'] / 1e6:.3g} MB "
+            f"({row.get('peak_level') or 'memory'}) and doing {row['flops'] / 1e9:.3g} GFLOP take at least "
+            f"{floor * 1e3:.3g} ms at this machine's calibrated peaks: the call skipped work, or the clock missed it")
+    return {"status": Status.BELOW_FLOOR, "message": join_messages(row.get("message"), said)}
 
 
 def matmul_peak(peaks: dict[str, Any], cell: Cell) -> float | None:

@@ -16,8 +16,8 @@ from benchctl.errors import UsageError
 from benchctl.results import storage
 from benchctl.results.schema import BROKEN, ENV_FIELDS
 from benchctl.results.summary import probed
-from benchctl.results.verdict import (FASTER, SAME, SLOWER, UNSURE, adjusted, doubt, mann_whitney_p,
-                                     ratio_interval, verdict)
+from benchctl.results.verdict import (FASTER, SAME, SLOWER, UNSURE, adjusted, doubt, machine_doubt,
+                                     mann_whitney_p, ratio_interval, verdict)
 
 KEY = ("op", "target", "impl", "device", "dtype", "params", "pass")
 # Facts whose difference makes two runs' timings incomparable (not the commit: that is what changed).
@@ -53,6 +53,7 @@ class CellChange:
     base_n: int = 0
     new_n: int = 0
     reason: str | None = None  # why a change the samples call real is unsure (verdict.doubt)
+    machine: tuple[float, ...] = ()  # how much slower the machine ran in NEW by each probe (canary, memory)
 
 
 @dataclass(frozen=True)
@@ -142,7 +143,23 @@ def compare_cell(key: tuple, base: pd.Series, new: pd.Series) -> CellChange:
                       base_median_s=float(base["median_s"]), new_median_s=float(new["median_s"]), ratio=ratio,
                       ratio_low=interval[0] if interval else None, ratio_high=interval[1] if interval else None,
                       p_value=p, base_n=len(a), new_n=len(b),
-                      reason=doubt(ratio, [_facts(base), _facts(new)]) if math.isfinite(ratio) else None)
+                      reason=doubt(ratio, [_facts(base), _facts(new)]) if math.isfinite(ratio) else None,
+                      machine=_machine_change(base, new))
+
+
+def _machine_change(base: pd.Series, new: pd.Series) -> tuple[float, ...]:
+    """NEW's machine over BASE's, by each probe both sides took: the compute canary's time, and the inverse
+    of the memory bandwidth (above 1: the machine itself was slower in NEW)."""
+    out = []
+    for column, slower in (("canary_s", lambda a, b: b / a), ("mem_gbps", lambda a, b: a / b)):
+        a, b = (_number(side.get(column)) for side in (base, new))
+        if a and b:
+            out.append(slower(a, b))
+    return tuple(out)
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float, np.floating)) and math.isfinite(value) and value > 0 else None
 
 
 def _judged(cells: list[CellChange], threshold: float, alpha: float) -> list[CellChange]:
@@ -152,9 +169,10 @@ def _judged(cells: list[CellChange], threshold: float, alpha: float) -> list[Cel
         c = cells[i]
         interval = (c.ratio_low, c.ratio_high) if c.ratio_low is not None else None
         said = verdict(interval, q, threshold, alpha)
-        if said in (SLOWER, FASTER) and c.reason:
+        reason = c.reason or machine_doubt(said, c.ratio, c.machine, threshold)
+        if said in (SLOWER, FASTER) and reason:
             said = UNSURE
-        cells[i] = replace(c, p_adjusted=q, verdict=said, reason=c.reason if said == UNSURE else None)
+        cells[i] = replace(c, p_adjusted=q, verdict=said, reason=reason if said == UNSURE else None)
     return cells
 
 

@@ -26,10 +26,11 @@ class Status(StrEnum):
     ERROR = "error"  # the implementation raised
     SKIPPED = "skipped"  # not run: a smaller size of its series ran out of memory
     LOST = "lost"  # its node died and the retry failed too (ray executor); the message names the error
+    BELOW_FLOOR = "below_floor"  # timed faster than its bytes or FLOPs can go on this machine: work skipped, or missed
 
 
 # A cell that ran and went wrong (not one that could not, or was not, run).
-BROKEN = (Status.INCORRECT, Status.OOM, Status.CRASHED, Status.TIMEOUT, Status.ERROR, Status.LOST)
+BROKEN = (Status.INCORRECT, Status.OOM, Status.CRASHED, Status.TIMEOUT, Status.ERROR, Status.LOST, Status.BELOW_FLOOR)
 # Every status of a row without a time.
 FAILED = tuple(s for s in Status if s is not Status.OK)
 
@@ -70,6 +71,7 @@ class Pass(StrEnum):
 
 
 PASSES: tuple[str, ...] = tuple(p.value for p in Pass)  # plain strings (click, JSON, parquet)
+CANARY_SLOW = 0.05  # a canary (machine/canary.py) more than this share over its calibrated time: the machine was slow
 TF32_MODES = {"default": None, "on": True, "off": False}  # --tf32: torch's setting, allowed, forbidden
 TF32_PEAK = "tf32"  # the calibrated matmul rate of float32 with TF32 allowed, beside the dtypes' own
 DEVICES = ("cpu", "cuda")  # the devices a cell runs on
@@ -147,6 +149,8 @@ COLUMNS: dict[str, pa.DataType] = {
     "sys_s": pa.float64(),  # mean system (OS) CPU seconds per timed call, all threads (CPU clock)
     "host_s": pa.float64(),  # median seconds the host took to issue a timed call (GPU clock)
     "mem_gbps": pa.float64(),  # the machine's memory read bandwidth around the measurement (CPU, membw.py)
+    "canary_s": pa.float64(),  # a fixed compute-bound call's time around the measurement (CPU, canary.py)
+    "canary_ratio": pa.float64(),  # ... over its calibrated time: above 1.05 the machine was slow
     "sm_clock_mhz": pa.float64(),  # GPU: median SM clock while the pass was measured (NVML, gpu_clocks.py)
     "gpu_temp_c": pa.float64(),  # GPU: the highest temperature meanwhile
     "throttled": pa.bool_(),  # GPU: the clock stayed under 90% of its maximum, or a thermal/power reason was set

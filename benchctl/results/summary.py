@@ -9,7 +9,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from benchctl.results.schema import Status, Stop
+from benchctl.results.schema import CANARY_SLOW, Status, Stop
 
 # A call whose system CPU time (all threads) is at least this share of its median is marked "os": most
 # of what was measured is the kernel, e.g. zero-filling fresh pages, not the implementation's own work.
@@ -140,7 +140,8 @@ def summarize(df: pd.DataFrame, references: dict[str, str]) -> list[SummaryTable
             rows.append((pass_name, impl, *(_cell(by_value.get(v), base.get(v), impl == ref, typical.get(device))
                                             for v in values)))
         title = (f"{op}/{target} {others} on {device} ({dtype}): median ms (speedup vs {ref}, ±: its 95% "
-                 "interval where paired; ~ noisy; dist: disturbed, too few clean samples; os: mostly OS time; host: host-bound; mem: machine's memory "
+                 "interval where paired; ~ noisy; dist: disturbed, too few clean samples; slow: the machine's canary "
+                 f"over {CANARY_SLOW:.0%} slower than calibrated; os: mostly OS time; host: host-bound; mem: machine's memory "
                  "bandwidth low)")
         tables.append(SummaryTable(title, ("pass", f"impl \\ {axis}", *map(axis_value_text, values)), tuple(rows)))
     return tables
@@ -165,6 +166,8 @@ def _cell(row: dict | None, base: dict | None, is_ref: bool, typical_gbps: float
         text += " ~"
     if row.get("stop") == Stop.DISTURBED:
         text += " dist"
+    if _slow_machine(row):
+        text += " slow"
     if _share_at_least(row, "sys_s", OS_HEAVY):
         text += " os"
     if _share_at_least(row, "host_s", HOST_BOUND):
@@ -172,6 +175,12 @@ def _cell(row: dict | None, base: dict | None, is_ref: bool, typical_gbps: float
     if _below(row.get("mem_gbps"), MEM_SLOW, typical_gbps):
         text += " mem"
     return text
+
+
+def _slow_machine(row: Mapping[str, Any]) -> bool:
+    """The machine's canary ran over CANARY_SLOW slower than calibrated around the pass."""
+    ratio = row.get("canary_ratio")
+    return _present(ratio) and ratio > 1 + CANARY_SLOW
 
 
 def _below(value: float | None, share: float, typical: float | None) -> bool:

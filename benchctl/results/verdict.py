@@ -22,8 +22,10 @@ its whole life, and a VM changes speed from minute to minute, so an A/A comparis
 samples are all clean still gave `slower`, +67%, p = 6.5e-61. So `slower` and `faster` need more than
 the samples (`doubt`): both sides settled (not `disturbed`, not noisy), and a change beyond the spread
 between the worker processes of each side (`process_spread`, from a run with --processes); a side measured
-in one process has no such spread, and its change must exceed ONE_PROCESS_BOUND instead. Otherwise the
-verdict is `unsure`, with the reason.
+in one process has no such spread, and its change must exceed ONE_PROCESS_BOUND instead. And the change
+must hold in machine-normalised time (`machine_doubt`): divided by how much slower (or faster) the
+machine itself ran in NEW, by its compute canary and its memory probe, it must still exceed the minimum
+effect. Otherwise the verdict is `unsure`, with the reason.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ import numpy as np
 FASTER, SLOWER, SAME, UNSURE = "faster", "slower", "same", "unsure"
 # Why a change the samples call real is still `unsure`.
 DISTURBED, NOISY, ONE_PROCESS, WITHIN_SPREAD = "disturbed", "noisy", "one process", "within the spread between processes"
+MACHINE_SLOWER, MACHINE_FASTER = "the machine was slower", "the machine was faster"
 # A side measured in one process: a change within this share is not judged (docs/measuring.md, "A/A runs").
 ONE_PROCESS_BOUND = 1.0
 CONFIDENCE = 0.95
@@ -111,3 +114,15 @@ def doubt(ratio: float, sides: Sequence[dict]) -> str | None:
 
 def _present(value: object) -> float:
     return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else 0.0
+
+
+def machine_doubt(said: str, ratio: float, machine: Sequence[float], min_effect: float) -> str | None:
+    """Why `slower` or `faster` does not hold once the change is divided by the machine's own change
+    (`machine`: NEW over BASE by each probe, above 1 slower), or None."""
+    if not machine:
+        return None
+    if said == SLOWER and ratio / max(machine) <= 1 + min_effect:
+        return f"{MACHINE_SLOWER} ({max(machine) - 1:+.0%})"
+    if said == FASTER and ratio / min(machine) >= 1 - min_effect:
+        return f"{MACHINE_FASTER} ({min(machine) - 1:+.0%})"
+    return None

@@ -1,8 +1,10 @@
 """Drives cells through one executor in interleaved rounds: rows are stamped with the environment and
 written as each cell finishes. After an out-of-memory cell, the larger sizes of the same series are
-recorded `skipped`. A cell whose median did not settle (noisy), or that the machine disturbed (too few
-clean samples: measure/interference.py), is measured again at the end of the sweep, up to `remeasure`
-times, when whatever disturbed it may have passed; it keeps the flag only if it never settles. The session runs it on this machine; a series job runs it on whichever node has it.
+recorded `skipped`. A cell whose median did not settle (noisy), that the machine disturbed (too few
+clean samples: measure/interference.py), or that ran while the machine was slow (machine/canary.py), is
+measured again at the end of the sweep, up to `remeasure` times, when whatever disturbed it may have
+passed; it keeps the flag only if it never settles. The session runs it on this machine; a series job runs
+it on whichever node has it.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any, Callable, Iterable, Protocol, Sequence
 
+from benchctl.machine import canary
 from benchctl.measure.execute import GATE_COLUMNS
 from benchctl.measure.timing import ci_half_width, join_messages
 from benchctl.ops import registry
@@ -138,8 +141,10 @@ class Sweep:
 
 
 def noisy(rows: Rows) -> bool:
-    """Some pass of the cell ran but its median did not settle, or too few of its samples were clean."""
-    return any(r.get("status") == Status.OK and (r.get("noisy") or r.get("stop") == Stop.DISTURBED) for r in rows)
+    """Some pass of the cell ran but its median did not settle, too few of its samples were clean, or the
+    machine was slower than calibrated (its canary)."""
+    return any(r.get("status") == Status.OK and (r.get("noisy") or r.get("stop") == Stop.DISTURBED
+                                                 or canary.is_slow(r.get("canary_ratio"))) for r in rows)
 
 
 def _never_settled(row: dict[str, Any]) -> dict[str, Any]:
@@ -167,7 +172,7 @@ def _best_of(kept: Rows, fresh: Rows, attempt: int) -> Rows:
 
 
 def _undisturbed(row: dict[str, Any]) -> bool:
-    return row.get("stop") != Stop.DISTURBED
+    return row.get("stop") != Stop.DISTURBED and not canary.is_slow(row.get("canary_ratio"))
 
 
 def _spread(row: dict[str, Any]) -> float:

@@ -96,6 +96,8 @@ def _pooled(rows: Rows) -> dict[str, Any]:
               "sys_s": _median_of(r.get("sys_s") for r in rows),
               "host_s": _median_of(r.get("host_s") for r in rows),
               "mem_gbps": _median_of(r.get("mem_gbps") for r in rows),
+              "canary_s": _median_of(r.get("canary_s") for r in rows),
+              "canary_ratio": _median_of(r.get("canary_ratio") for r in rows),
               "wall_s": sum(r.get("wall_s") or 0.0 for r in rows)}
     merged.update(_paired(rows, samples))
     modes = _modes(rows)

@@ -147,6 +147,19 @@ def test_the_roofline_holds_a_small_working_set_against_the_cache_it_fits_in(bui
     assert row["pct_of_peak"] == pytest.approx(100 * row["bytes"] / 20e9 / row["median_s"])
 
 
+def test_a_median_under_the_floor_is_below_floor_not_a_record(builtin_ops):
+    """A machine calibrated at 1 MB/s cannot move the filter's bytes in microseconds: the time is
+    impossible, so the pass keeps its samples but is not ok."""
+    cell = Cell.make("hoconv2d", "filter", "py", "cpu", "float32", SMALL, ("forward",))
+    [row] = run_cell(cell, replace(FAST, peaks={"cpu": {"gbps": 1e-3, "gflops": 1e6}}, probe_bandwidth=False))
+    assert row["status"] == "below_floor" and row["samples_s"] and row["median_s"] > 0
+    floor_ms = row["bytes"] / 1e6 * 1e3
+    assert row["pct_of_peak"] == pytest.approx(100 * floor_ms / 1e3 / row["median_s"])
+    assert row["message"].startswith("below the floor:") and f"{floor_ms:.3g} ms" in row["message"]
+    [row] = run_cell(cell, replace(FAST, peaks={"cpu": {"gbps": 1e6, "gflops": 1e9}}, probe_bandwidth=False))
+    assert row["status"] == "ok" and row["pct_of_peak"] < 110  # a floor far under the time: fine
+
+
 @pytest.mark.parametrize("impl, message", [
     ("scribble", "incorrect: modified input x in place"),
     ("alias", "incorrect: modified input x in place; output 0 shares storage with input x"),

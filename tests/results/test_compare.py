@@ -76,6 +76,20 @@ def test_an_a_a_pair_whose_second_process_ran_slow_is_not_a_regression():
     assert (cell.verdict, cell.reason) == ("slower", None)
 
 
+def test_a_change_that_the_machine_made_is_unsure_in_machine_normalised_time():
+    """NEW ran 1.2x slower, and so did the machine's canary around it: the code did not change."""
+    base = frame([row(samples=timed(10e-3, 1), canary_s=300e-6, mem_gbps=30.0)])
+    new = frame([row(samples=timed(12e-3, 2), canary_s=360e-6, mem_gbps=30.0)])
+    (cell,) = compare.compare(base, new).cells
+    assert (cell.verdict, cell.reason) == ("unsure", "the machine was slower (+20%)")
+    steady = frame([row(samples=timed(12e-3, 2), canary_s=303e-6, mem_gbps=29.0)])
+    (cell,) = compare.compare(base, steady).cells
+    assert cell.verdict == "slower" and cell.machine == pytest.approx((1.01, 30 / 29))
+    faster_box = frame([row(samples=timed(8e-3, 3), canary_s=240e-6, mem_gbps=37.5)])
+    (cell,) = compare.compare(base, faster_box).cells
+    assert (cell.verdict, cell.reason) == ("unsure", "the machine was faster (-20%)")
+
+
 def test_compare_judges_the_clean_samples_only():
     samples = timed(10e-3, 1)
     flagged = samples + [50e-3] * 10  # ten samples that waited for a CPU, kept in the row

@@ -1,0 +1,53 @@
+"""The machine's speed right now, read by a fixed compute-bound call timed beside each CPU measurement.
+
+A shared VM changes speed from minute to minute with nothing else running inside it: a 64x256 by
+256x1024 float32 matmul and a sigmoid, on two threads, timed as the median of 200 calls every half
+second for 90 s, read 277 to 606 us (median 327), while steal time stayed at zero and no thread waited
+for a CPU. Nothing inside one measurement's samples shows it: they move together. The same call timed
+around each pass (`canary_s`) against its calibrated time (`benchctl env --calibrate`) says whether the
+pass ran on the machine that was calibrated, and `compare` holds a change against how much the canary
+moved between the two runs. The memory side has its own probe (membw.py, `mem_gbps`).
+"""
+
+from __future__ import annotations
+
+import functools
+import statistics
+import time
+
+import torch
+
+from benchctl.results.schema import CANARY_SLOW
+
+SHAPE = (64, 256, 1024)  # (m, k, n) of the matmul: 33.6 MFLOP, a fraction of a millisecond
+CALLS = 9  # timed calls per reading; its median is the reading
+
+
+@functools.lru_cache(maxsize=1)
+def _operands() -> tuple[torch.Tensor, torch.Tensor]:
+    gen = torch.Generator().manual_seed(0)
+    m, k, n = SHAPE
+    return torch.randn(m, k, generator=gen), torch.randn(k, n, generator=gen)
+
+
+def canary() -> float:
+    """Seconds the fixed call takes now: the median of CALLS calls after one untimed call."""
+    a, b = _operands()
+    torch.sigmoid(a @ b)
+    times = []
+    for _ in range(CALLS):
+        start = time.perf_counter()
+        torch.sigmoid(a @ b)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def slowdown(canary_s: float | None, calibrated_s: float | None) -> float | None:
+    """The canary's time over its calibrated time (above 1: slower than when calibrated)."""
+    if not canary_s or not calibrated_s:
+        return None
+    return canary_s / calibrated_s
+
+
+def is_slow(ratio: float | None) -> bool:
+    return ratio is not None and ratio > 1 + CANARY_SLOW
