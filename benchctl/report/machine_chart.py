@@ -3,15 +3,20 @@ finished, so a slow phase of the host shows as a dip that the cells measured in 
 
 The dotted line is where `run` starts marking cells `mem` (75% of the run's median probe); the dashed
 one is the best probe `env --calibrate` stored (`read_gbps`), when the run recorded it.
+
+Beside it, the load: the cores other processes kept busy and the steal time, all through each run (its
+metadata's `timeline`), over each CPU row's compute canary against its calibrated time (`canary_ratio`),
+with the passes that had samples set aside as disturbed marked, so a user sees when the neighbour came.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import pandas as pd
 
 from benchctl.report.charts import figure_grid
+from benchctl.results.schema import CANARY_SLOW, Stop
 from benchctl.results.summary import MEM_SLOW, probed
 
 if TYPE_CHECKING:
@@ -39,3 +44,55 @@ def bandwidth_figure(rows: pd.DataFrame, read_peak: float | None = None) -> "Fig
     ax.legend(loc="best", fontsize=8)
     fig.suptitle("The machine's memory bandwidth during the run (CPU cells)", fontsize=11)
     return fig
+
+
+def load_figure(rows: pd.DataFrame, metas: Sequence[Mapping[str, Any]] = ()) -> "Figure | None":
+    """Two panels on one time axis (minutes since the run's first moment): the other processes' busy cores
+    and steal, and each CPU row's canary ratio with its disturbed passes marked. None without either."""
+    timeline = _timeline(metas)
+    canaries = rows[rows["canary_ratio"].notna()] if "canary_ratio" in rows else rows.iloc[0:0]
+    if timeline.empty and canaries.empty:
+        return None
+    finished = pd.to_datetime(canaries["timestamp"], utc=True, format="ISO8601")
+    start = min([*timeline["at"], *finished]) if len(timeline) or len(finished) else None
+    fig, axes = figure_grid(2, 1, width=8.0)
+    load_ax, canary_ax = axes[0, 0], axes[1, 0]
+    if len(timeline):
+        minutes = (timeline["at"] - start).dt.total_seconds() / 60
+        load_ax.plot(minutes, timeline["other_cores"], "-", label="busy cores, other processes")
+        load_ax.plot(minutes, timeline["steal_cores"], "--", label="steal (cores)")
+        load_ax.legend(loc="best", fontsize=8)
+    load_ax.set_ylabel("cores")
+    load_ax.set_ylim(bottom=0)
+    if len(canaries):
+        marked = canaries.assign(minutes=(finished - start).dt.total_seconds() / 60)
+        disturbed = marked.apply(_disturbed, axis=1)
+        canary_ax.plot(marked["minutes"][~disturbed], marked["canary_ratio"][~disturbed], "o", markersize=3,
+                       label="a pass's canary")
+        canary_ax.plot(marked["minutes"][disturbed], marked["canary_ratio"][disturbed], "x", color="red",
+                       markersize=6, label="a pass with disturbed samples")
+        canary_ax.axhline(1 + CANARY_SLOW, linestyle=":", color="gray", label=f"+{CANARY_SLOW:.0%}: marked slow")
+        canary_ax.legend(loc="best", fontsize=8)
+    canary_ax.set_xlabel("minutes since the run began")
+    canary_ax.set_ylabel("canary time / calibrated")
+    fig.suptitle("Other processes' load and the machine's speed during the run", fontsize=11)
+    return fig
+
+
+def _timeline(metas: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+    """Every run's load samples at their absolute time."""
+    frames = []
+    for meta in metas:
+        samples, began = meta.get("timeline") or [], meta.get("timeline_started")
+        if samples and began:
+            frame = pd.DataFrame(samples)
+            frame["at"] = pd.Timestamp(began) + pd.to_timedelta(frame["t"], unit="s")
+            frames.append(frame)
+    if not frames:
+        return pd.DataFrame(columns=["at", "other_cores", "steal_cores"])
+    return pd.concat(frames, ignore_index=True).sort_values("at")
+
+
+def _disturbed(row: pd.Series) -> bool:
+    share = row.get("disturbed_share")
+    return row.get("stop") == Stop.DISTURBED or (share is not None and not pd.isna(share) and share > 0)

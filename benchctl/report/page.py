@@ -53,6 +53,7 @@ class Report:
     files: list[Path] = field(default_factory=list)
     superseded: int = 0  # cells measured again in a later run: only the latest is shown
     machine: list[Path] = field(default_factory=list)  # the memory bandwidth probes over the run [png, svg]
+    load: list[Path] = field(default_factory=list)  # other processes' load and the canary over the run [png, svg]
 
 
 def load_results(paths: Sequence[Path | str], root: Path | str = "results") -> Loaded:
@@ -146,13 +147,15 @@ def build(rows: pd.DataFrame, out_dir: Path, metas: Sequence[Mapping[str, Any]] 
                 for (op, target, machine), part in rows.groupby(["op", "target", "machine"], sort=True)]
     statuses = {str(k): int(v) for k, v in rows["status"].fillna("missing").value_counts().items()}
     machine = machine_chart.bandwidth_figure(rows, peaks.get("cpu", {}).get("read_gbps"))
+    load = machine_chart.load_figure(rows, metas)
     report = Report(out_dir, sections, environment(rows, metas), statuses,
                     datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), superseded=superseded,
-                    machine=charts.save(machine, out_dir / "figures" / "machine-bandwidth") if machine else [])
+                    machine=charts.save(machine, out_dir / "figures" / "machine-bandwidth") if machine else [],
+                    load=charts.save(load, out_dir / "figures" / "machine-load") if load else [])
     pages = {out_dir / "index.html": render_html(report), out_dir / "summary.md": render_markdown(report)}
     for path, text in pages.items():
         path.write_text(text, encoding="utf-8")
-    figures = [*report.machine, *(p for s in sections for paths in s.figures.values() for p in paths)]
+    figures = [*report.machine, *report.load, *(p for s in sections for paths in s.figures.values() for p in paths)]
     return replace(report, files=[*pages, *figures])
 
 

@@ -52,6 +52,8 @@ def render_markdown(report: Report) -> str:
            "## Environment", "", _md_table(_env_table(report)), ""]
     if report.machine:
         out += [f"![machine memory bandwidth]({report.machine[0].relative_to(report.out_dir).as_posix()})", ""]
+    if report.load:
+        out += [f"![machine load and canary]({report.load[0].relative_to(report.out_dir).as_posix()})", ""]
     for s in report.sections:
         out += [f"## {md_text(s.title)}", "", f"Baseline for speedups: {md_text(s.baseline)}."
                 + (f" ({md_text(s.note)})" if s.note else ""), ""]
@@ -86,6 +88,8 @@ def render_html(report: Report) -> str:
             "<h2>Environment</h2>", _html_table(_env_table(report))]
     if report.machine:
         body.append(_img(report, "memory bandwidth probes", report.machine, "machine"))
+    if report.load:
+        body.append(_img(report, "other processes' load and the machine's canary", report.load, "machine"))
     for s in report.sections:
         note = f' <span class="note">({html.escape(s.note)})</span>' if s.note else ""
         body += [f"<h2 id=\"{slug(s.title)}\">{html.escape(s.title)}</h2>",

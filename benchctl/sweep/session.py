@@ -9,9 +9,11 @@ import os
 import signal
 import threading
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
+from benchctl.machine import load
 from benchctl.machine.facts import environment, memory_setup
 from benchctl.ops.cells import Cell
 from benchctl.results import compaction
@@ -48,6 +50,14 @@ class Session:
 
     def run(self, on_start: Callable[[Cell], None] = lambda cell: None,
             on_done: Callable[[Cell, Rows], None] = lambda cell, rows: None) -> None:
+        """The sweep, with the other processes' load sampled all through it into the metadata (`timeline`)."""
+        timeline = load.Timeline()
+        self.writer.meta["timeline_started"] = datetime.now(timezone.utc).isoformat()
+        self.writer.meta["timeline"] = timeline.samples  # written with the metadata at the end, as it stands
+        with timeline:
+            self._run(on_start, on_done)
+
+    def _run(self, on_start: Callable[[Cell], None], on_done: Callable[[Cell, Rows], None]) -> None:
         _stop_on_signals()
         try:
             if self.fanout is None:

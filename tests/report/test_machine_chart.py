@@ -32,3 +32,28 @@ def test_no_figure_without_probes_and_no_peak_line_without_calibration():
     assert bandwidth_figure(rows([None] * 4)) is None
     assert bandwidth_figure(rows([None] * 4).drop(columns="mem_gbps")) is None
     assert "calibrated read peak" not in lines(bandwidth_figure(rows([30.0, 31.0, 29.0, 30.0])))
+
+
+def test_the_load_figure_draws_the_timeline_and_marks_disturbed_passes():
+    from benchctl.report.machine_chart import load_figure
+
+    canaries = rows([30.0] * 4).assign(canary_ratio=[1.0, 1.2, 1.01, None], stop=["converged", "disturbed", None, None],
+                                       disturbed_share=[0.0, 0.6, 0.0, None])
+    meta = {"timeline_started": "2026-11-22T15:59:00+00:00",
+            "timeline": [{"t": 0.0, "other_cores": 0.1, "steal_cores": 0.0},
+                         {"t": 120.0, "other_cores": 1.0, "steal_cores": 0.2}]}
+    fig = load_figure(canaries, [meta])
+    load_ax, canary_ax = fig.axes
+    drawn = {line.get_label(): (list(line.get_xdata()), list(line.get_ydata())) for line in load_ax.get_lines()}
+    assert drawn["busy cores, other processes"] == ([0.0, 2.0], [0.1, 1.0])  # minutes from the timeline's start
+    assert drawn["steal (cores)"][1] == [0.0, 0.2]
+    marks = {line.get_label(): (list(line.get_xdata()), list(line.get_ydata())) for line in canary_ax.get_lines()}
+    assert marks["a pass's canary"] == ([1.0, 3.0], [1.0, 1.01])
+    assert marks["a pass with disturbed samples"] == ([1.5], [1.2])
+    assert marks["+5%: marked slow"][1] == [1.05, 1.05]
+
+
+def test_no_load_figure_without_a_timeline_or_canaries():
+    from benchctl.report.machine_chart import load_figure
+
+    assert load_figure(rows([30.0] * 4), []) is None

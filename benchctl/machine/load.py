@@ -1,0 +1,102 @@
+"""The load of other processes all through a run: how many cores they kept busy, and the steal time, once
+a second, for the run's metadata (`timeline`) and the report's machine chart.
+
+Busy cores come from /proc/stat (all processes) less the CPU time of this process and its children (the
+sweep's workers), read from /proc/PID/stat. Steal is the time the hypervisor gave this VM's CPUs to
+someone else. A look at the start of a run (`busy_cores_at_start`) misses whatever starts later: a
+compile beside a sweep, a test run, a browser.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+INTERVAL_S = 1.0
+PROC = Path("/proc")
+
+
+def _ticks_per_s() -> float:
+    try:
+        return float(os.sysconf("SC_CLK_TCK"))
+    except (ValueError, OSError, AttributeError):
+        return 100.0
+
+
+def machine_ticks(proc: Path = PROC) -> tuple[int, int, int]:
+    """(busy, steal, total) jiffies over all CPUs, from the first line of /proc/stat."""
+    fields = [int(v) for v in (proc / "stat").read_text().splitlines()[0].split()[1:]]
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    steal = fields[7] if len(fields) > 7 else 0
+    return sum(fields) - idle - steal, steal, sum(fields)
+
+
+def own_ticks(pid: int, proc: Path = PROC) -> int:
+    """CPU jiffies (user + system) of process `pid` and its children, from /proc/PID/stat."""
+    total = 0
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # ended meanwhile
+        ppid = int(fields[1])  # fields after the name: state, ppid, ..., utime (12), stime (13)
+        if int(entry.name) == pid or ppid == pid:
+            total += int(fields[11]) + int(fields[12])
+    return total
+
+
+class Timeline:
+    """Samples the load every `interval` seconds in a daemon thread while it runs (a context manager).
+    `samples` holds {"t": seconds since the start, "other_cores": busy cores not ours, "steal_cores"}."""
+
+    def __init__(self, interval: float = INTERVAL_S, proc: Path = PROC, pid: int | None = None,
+                 clock: Callable[[], float] = time.monotonic):
+        self.interval, self.proc, self.pid, self.clock = interval, proc, pid or os.getpid(), clock
+        self.samples: list[dict[str, float]] = []
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> "Timeline":
+        try:
+            previous = self._read()
+        except (OSError, ValueError, IndexError):  # no /proc: nothing to sample
+            return self
+        start = self.clock()
+        self._thread = threading.Thread(target=self._loop, args=(previous, start), name="load-timeline", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def _read(self) -> tuple[int, int, int, int]:
+        busy, steal, total = machine_ticks(self.proc)
+        return busy, steal, total, own_ticks(self.pid, self.proc)
+
+    def _loop(self, previous: tuple[int, int, int, int], start: float) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                now = self._read()
+            except (OSError, ValueError, IndexError):  # a file read while it changed: the next one
+                continue
+            sample = load_between(previous, now, os.cpu_count() or 1)
+            if sample is not None:
+                self.samples.append({"t": round(self.clock() - start, 2), **sample})
+            previous = now
+
+
+def load_between(before: tuple[int, int, int, int], after: tuple[int, int, int, int],
+                 cores: int) -> dict[str, float] | None:
+    """Busy cores of other processes and steal cores between two readings (busy, steal, total, own)."""
+    busy, steal, total, own = (a - b for a, b in zip(after, before))
+    if total <= 0:
+        return None
+    return {"other_cores": round(max(0.0, (busy - own) / total * cores), 3),
+            "steal_cores": round(steal / total * cores, 3)}

@@ -1,0 +1,43 @@
+"""The load timeline: other processes' busy cores (ours left out) and steal, from a fake /proc."""
+
+import os
+import time
+
+from benchctl.machine import load
+
+
+def fake_proc(root, busy: int, steal: int, idle: int, ours: int):
+    """A /proc with its stat line and two processes: this one (our CPU) and an unrelated one."""
+    (root / "stat").write_text(f"cpu  {busy} 0 0 {idle} 0 0 0 {steal} 0 0\ncpu0 0 0 0 0\n")
+    for pid, ppid, ticks in ((os.getpid(), 1, ours), (999999, 1, 500)):
+        (root / str(pid)).mkdir(exist_ok=True)
+        (root / str(pid) / "stat").write_text(f"{pid} (py (x)) S {ppid} 0 0 0 0 0 0 0 0 0 {ticks} 0 0 0\n")
+
+
+def test_other_processes_load_leaves_ours_out(tmp_path):
+    fake_proc(tmp_path, busy=1000, steal=0, idle=1000, ours=200)
+    before = load.machine_ticks(tmp_path) + (load.own_ticks(os.getpid(), tmp_path),)
+    assert before == (1000, 0, 2000, 200)
+    fake_proc(tmp_path, busy=1300, steal=100, idle=1600, ours=300)  # 1000 jiffies: 300 busy (100 ours), 100 steal
+    after = load.machine_ticks(tmp_path) + (load.own_ticks(os.getpid(), tmp_path),)
+    assert load.load_between(before, after, cores=2) == {"other_cores": 0.4, "steal_cores": 0.2}
+
+
+def test_the_timeline_samples_while_it_runs(tmp_path):
+    fake_proc(tmp_path, busy=1000, steal=0, idle=1000, ours=0)
+    with load.Timeline(interval=0.01, proc=tmp_path) as timeline:
+        time.sleep(0.1)
+    assert timeline.samples == []  # no time passed in the fake /proc: nothing to say
+    fake_proc(tmp_path, busy=1000, steal=0, idle=1000, ours=0)
+    with load.Timeline(interval=0.01, proc=tmp_path) as timeline:
+        time.sleep(0.05)
+        fake_proc(tmp_path, busy=2000, steal=0, idle=2000, ours=0)  # half the time busy, none of it ours
+        time.sleep(0.1)
+    assert any(s["other_cores"] == (os.cpu_count() or 1) * 0.5 for s in timeline.samples)
+    assert [s["t"] for s in timeline.samples] == sorted(s["t"] for s in timeline.samples)
+
+
+def test_without_proc_the_timeline_stays_empty(tmp_path):
+    with load.Timeline(interval=0.01, proc=tmp_path / "missing") as timeline:
+        time.sleep(0.03)
+    assert timeline.samples == []
