@@ -202,3 +202,28 @@ def test_a_quick_sweep_flags_noisy_cells_without_measuring_them_again_unless_ask
     (run,) = tmp_path.iterdir()
     assert json.loads((run / "_run.json").read_text())["remeasure"] == recorded
     assert len(storage.load(root=tmp_path)) == 3  # the quick sizes, B=16, 64, 256
+
+
+def test_processes_three_measures_each_cell_in_three_workers_and_keeps_their_medians(tmp_path):
+    result = invoke("run", "py", "cpu", "--op", "hoconv2d", "--target", "filter", "--batch-sizes", "1", "--param",
+                    "H=16", "--param", "W=16", "--passes", "forward", "--min-time", "0.02", "--warmup-time", "0",
+                    "--processes", "3", "--out", str(tmp_path))
+    assert result.exit_code == 0, result.output
+    (row,) = storage.load(root=tmp_path).to_dict("records")
+    assert row["status"] == "ok" and row["processes"] == 3 and row["rounds"] == 3
+    medians = list(row["process_medians_s"])
+    assert len(medians) == 3 and min(medians) > 0
+    assert row["process_spread"] == pytest.approx(max(medians) / min(medians) - 1)
+    meta = json.loads(next(tmp_path.glob("*/_run.json")).read_text())
+    assert meta["processes"] == 3 and isinstance(meta["timeline"], list) and meta["timeline_started"]
+
+
+@pytest.mark.parametrize("flags, says", [
+    (["--in-process"], "--processes needs worker processes"),
+    (["--fresh-worker"], "--processes keeps its workers for the whole sweep"),
+    (["--executor", "pool"], "--processes is not supported by the pool executor yet"),
+])
+def test_processes_that_cannot_be_kept_are_a_one_line_usage_error(tmp_path, flags, says):
+    result = invoke("run", "py", "cpu", "--op", "hoconv2d", "--batch-sizes", "1", "--processes", "2", *flags,
+                    "--out", str(tmp_path))
+    assert result.exit_code == 2 and says in result.output and "Traceback" not in result.output

@@ -17,8 +17,10 @@ FAST = ["--min-time", "0.01", "--max-time", "0.2", "--warmup-time", "0"]
 
 
 def sweep(out: Path, *args: str) -> subprocess.Popen:
-    command = [sys.executable, "-m", "benchctl", "run", "py", "cpu", "--op", "hoconv2d", *FAST, "--out", str(out),
-               *args]
+    """A sweep in one worker process, so each cell is written as it finishes (with several, a cell's rows
+    wait for its last process's turn)."""
+    command = [sys.executable, "-m", "benchctl", "run", "py", "cpu", "--op", "hoconv2d", *FAST, "--processes", "1",
+               "--out", str(out), *args]
     return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 

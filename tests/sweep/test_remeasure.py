@@ -115,3 +115,45 @@ def test_a_noisy_cell_is_on_disk_before_it_is_measured_again_and_replaced_after(
     assert writer.parts == 1 and [p.name for p in (tmp_path / "run").glob("part-*")] == ["part-00002.parquet"]
     (row,) = storage.load(root=tmp_path).to_dict("records")
     assert row["noisy"] == False and row["remeasured"] == 1 and row["ci_hi_s"] == 1.006  # noqa: E712
+
+
+class Stops:
+    """Answers each cell with the next scripted (stop, canary_ratio, process) of its one pass; a settled median."""
+
+    def __init__(self, script):
+        self.script = {b: list(m) for b, m in script.items()}
+        self.calls: list[int] = []
+
+    def run(self, cell: Cell) -> list[dict]:
+        batch = cell.params["batch_size"]
+        self.calls.append(batch)
+        stop, canary, process = self.script[batch].pop(0)
+        return [{"op": cell.op, "impl": cell.impl, "batch_size": batch, "pass": "forward", "status": "ok",
+                 "median_s": 1.0, "ci_lo_s": 0.995, "ci_hi_s": 1.005, "noisy": False, "stop": stop,
+                 "samples_s": [1.0] * 12, "disturbed": [False] * 12, "canary_ratio": canary, "process": process,
+                 "message": ""}]
+
+
+def test_disturbed_and_slow_machine_cells_are_measured_again_and_the_clean_measurement_kept(builtin_ops):
+    script = {1: [("converged", 1.0, 0)],
+              2: [("disturbed", 1.0, 0), ("converged", 1.0, 0)],
+              4: [("converged", 1.3, 0), ("converged", 1.01, 0)]}
+    cells = [Cell.make("hoconv2d", "filter", "py", "cpu", "float32", {"batch_size": b}) for b in script]
+    executor, out = Stops(script), Collected()
+    Sweep(cells, executor, out, {"host": "h"}, remeasure=1).run()
+    rows = {r["batch_size"]: r for r in out.rows}
+    assert executor.calls == [1, 2, 4, 2, 4]
+    assert rows[2]["stop"] == "converged" and rows[2]["remeasured"] == 1
+    assert rows[4]["canary_ratio"] == 1.01 and rows[4]["remeasured"] == 1 and "remeasured" not in rows[1]
+
+
+def test_with_processes_a_re_measurement_asks_every_process_and_keeps_their_medians(builtin_ops):
+    script = {2: [("disturbed", 1.0, 0), ("converged", 1.0, 1), ("disturbed", 1.0, 2),
+                  ("converged", 1.0, 0), ("converged", 1.0, 1), ("converged", 1.0, 2)]}
+    cells = [Cell.make("hoconv2d", "filter", "py", "cpu", "float32", {"batch_size": 2})]
+    executor, out = Stops(script), Collected()
+    Sweep(cells, executor, out, {"host": "h"}, remeasure=1, rounds=3, processes=3).run()
+    (row,) = out.rows
+    assert executor.calls == [2] * 6  # three rounds, then the re-measurement in each of three processes
+    assert row["remeasured"] == 1 and row["processes"] == 3 and row["process_medians_s"] == [1.0, 1.0, 1.0]
+    assert "process" not in row
