@@ -62,7 +62,7 @@ def disturbed(folder: Path) -> tuple[int, int]:
 def pairs(kind: str, n: int, out: Path, processes: int | None) -> dict:
     counts: collections.Counter = collections.Counter()
     reasons: collections.Counter = collections.Counter()
-    walls, marked, passes, stopped_disturbed = [], 0, 0, 0
+    walls, marked, passes = [], 0, 0
     for i in range(n):
         base, new = out / kind / f"{i}-a", out / kind / f"{i}-b"
         sweeps = [PLANTED] if kind == "planted" else list(SWEEPS)

@@ -25,7 +25,7 @@ import os
 
 import pandas as pd
 
-from benchctl.measure.timing import median_ci
+from benchctl.measure.stats import median_ci
 from benchctl.results import storage
 
 # "fixed" is the rule and the times of earlier versions: stop at 0.2 s of samples, at most 5 s.

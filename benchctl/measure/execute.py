@@ -13,24 +13,24 @@ import statistics
 import time
 import traceback
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 import torch
 
-from benchctl.measure import correctness, flops, interference
-from benchctl.machine import allocator, caches, canary, gpu_clocks, membw
+from benchctl.measure import correctness, flops, interference, trust
+from benchctl.machine import allocator, caches, gpu_clocks
 from benchctl.ops.cells import Cell, Resolved
 from benchctl.measure.memory import peak_bytes
 from benchctl.measure.passes import as_tuple, backward_from, grad_outputs, has_own_leaves, make_setup
 from benchctl.ops.registry import Case
-from benchctl.measure.clocks import Clock, CpuClock, CudaEventClock, OsUsage, Thunk
+from benchctl.measure.clocks import Clock, CpuClock, CudaEventClock, Thunk
 from benchctl.measure.paired import PAIRS_UP_TO, measure_paired, paired_stats
-from benchctl.measure.timing import Measurement, Policy, disturbed_message, join_messages, measure, noisy_message
+from benchctl.measure.stats import join_messages
+from benchctl.measure.timing import Measurement, Policy, measure
 from benchctl.measure.cuda_graph import CudaGraphClock, repeatable_thunk
-from benchctl.results.schema import TF32_PEAK, Status, Stop, TimingMode
+from benchctl.results.schema import TF32_PEAK, Status, TimingMode
 
 SECOND_SEED = 1  # the gate checks at the cell's seed and at seed + SECOND_SEED
-FLOOR_MARGIN = 0.10  # a median this far under its floor is below_floor (_below_floor)
 
 
 @dataclass(frozen=True)
@@ -192,7 +192,7 @@ def _time_watched(prepared: Prepared, pass_name: str, settings: Settings, clock:
     usage = getattr(clock, "usage_per_call", None)
     host = getattr(clock, "host_per_call", None)
     before, host_before = len(usage or ()), len(host or ())
-    probe = _probe if settings.probe_bandwidth and prepared.resolved.cell.device == "cpu" else None
+    probe = trust.probe if settings.probe_bandwidth and prepared.resolved.cell.device == "cpu" else None
     clocks = gpu_clocks.guard(prepared.resolved.cell.device)
     try:
         setup = _setup(prepared, pass_name, clock)
@@ -210,21 +210,17 @@ def _time_watched(prepared: Prepared, pass_name: str, settings: Settings, clock:
     row.update(status=Status.OK, samples_s=list(m.samples), noisy=m.noisy, stop=m.stop, peak_mem_bytes=mem,
                wall_s=m.wall_s, **m.stats, **paired)
     if probe:
-        row.update(_machine_around(bandwidth_before, bandwidth_after, settings.peaks.get("cpu", {})))
+        row.update(trust.machine_around(bandwidth_before, bandwidth_after, settings.peaks.get("cpu", {})))
     if clocks:
         row.update(clocks.summary())
     if usage is not None:
-        row.update(_os_work(usage[before + len(m.warmup_s):]))
+        row.update(trust.os_work(usage[before + len(m.warmup_s):]))
     if host:
         row["host_s"] = statistics.median(host[host_before + len(m.warmup_s):])
     row["threads"] = torch.get_num_threads()
-    row.update(_disturbance(m))
-    if m.stop == Stop.DISTURBED:
-        row["message"] = join_messages(row.get("message"), disturbed_message(m))
-    if m.noisy:
-        row["message"] = join_messages(row.get("message"), noisy_message(m.stats))
+    row.update(trust.disturbance(m), **trust.said(row.get("message"), m))
     row.update(_rates(prepared, pass_name, m, settings.peaks.get(prepared.resolved.cell.device, {})))
-    return {**row, **_below_floor(row)}
+    return {**row, **trust.below_floor(row)}
 
 
 def _time_paired(setup: Callable[[], Thunk], clock: Clock, partner: Prepared, pass_name: str, settings: Settings,
@@ -246,37 +242,6 @@ def _time_paired(setup: Callable[[], Thunk], clock: Clock, partner: Prepared, pa
     either = [a or b for a, b in zip(m.disturbed, other.disturbed)]
     return m, {"paired_with": cell.impl, "partner_samples_s": list(other.samples),
                **paired_stats(m.samples, other.samples, either)}
-
-
-def _probe() -> tuple[float, float]:
-    """The machine right now: its memory read bandwidth (GB/s) and its compute canary (s)."""
-    return membw.probe(), canary.canary()
-
-
-def _machine_around(before: tuple[float, float], after: tuple[float, float], peaks: dict[str, Any]) -> dict[str, Any]:
-    """The machine's memory bandwidth and compute canary around a pass (the means of the readings before and
-    after it), and the canary against its calibrated time."""
-    canary_s = (before[1] + after[1]) / 2
-    return {"mem_gbps": (before[0] + after[0]) / 2, "canary_s": canary_s,
-            "canary_ratio": canary.slowdown(canary_s, peaks.get("canary_s"))}
-
-
-def _disturbance(m: Measurement) -> dict[str, Any]:
-    """What the row keeps of the samples set aside: their flags, their share, the median wait per call."""
-    if not m.disturbed:
-        return {}
-    return {"disturbed": list(m.disturbed), "disturbed_share": m.disturbed_share,
-            "wait_s": statistics.median(m.waits_s)}
-
-
-def _os_work(usage: Sequence[OsUsage]) -> dict[str, float]:
-    """The median page faults of the sampled calls, and their mean system CPU time (the OS splits CPU
-    time into user and system by sampling at its clock ticks: rough for one short call, right on
-    average)."""
-    if not usage:
-        return {}
-    return {"page_faults": float(statistics.median(u.faults for u in usage)),
-            "sys_s": statistics.fmean(u.sys_s for u in usage)}
 
 
 def _rates(prepared: Prepared, pass_name: str, m: Measurement, peaks: dict[str, float]) -> dict[str, Any]:
@@ -301,20 +266,6 @@ def _rates(prepared: Prepared, pass_name: str, m: Measurement, peaks: dict[str, 
         out["pct_of_peak"] = 100.0 * bound / m.median
         out["peak_level"] = level.name if level else None
     return out
-
-
-def _below_floor(row: dict[str, Any]) -> dict[str, Any]:
-    """A median more than FLOOR_MARGIN under the pass's floor (its bytes at the bandwidth of the cache
-    level they fit in, or its FLOPs at the calibrated peak) cannot be a record: the call skipped work, or
-    the clock missed it. The row keeps its samples, with status below_floor and a message."""
-    pct = row.get("pct_of_peak")
-    if pct is None or pct <= 100.0 * (1 + FLOOR_MARGIN):
-        return {}
-    floor = row["median_s"] * pct / 100.0
-    said = (f"below the floor: {row['median_s'] * 1e3:.3g} ms, while moving {row['bytes'] / 1e6:.3g} MB "
-            f"({row.get('peak_level') or 'memory'}) and doing {row['flops'] / 1e9:.3g} GFLOP take at least "
-            f"{floor * 1e3:.3g} ms at this machine's calibrated peaks: the call skipped work, or the clock missed it")
-    return {"status": Status.BELOW_FLOOR, "message": join_messages(row.get("message"), said)}
 
 
 def matmul_peak(peaks: dict[str, Any], cell: Cell) -> float | None:

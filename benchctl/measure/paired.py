@@ -13,7 +13,8 @@ from typing import Callable, Sequence
 import numpy as np
 
 from benchctl.measure.clocks import Clock, Thunk
-from benchctl.measure.timing import Measurement, Policy, Sampler, collector_off, median_ci, sample, warm_up, watch_of
+from benchctl.measure.stats import median_ci
+from benchctl.measure.timing import Measurement, Policy, Sampler, collector_off, sample, warm_up, watch_of
 
 
 # Two calls further apart than this in their warm-up are not paired: the faster would get only as many

@@ -141,8 +141,8 @@ def summarize(df: pd.DataFrame, references: dict[str, str]) -> list[SummaryTable
                                             for v in values)))
         title = (f"{op}/{target} {others} on {device} ({dtype}): median ms (speedup vs {ref}, ±: its 95% "
                  "interval where paired; ~ noisy; dist: disturbed, too few clean samples; slow: the machine's canary "
-                 f"over {CANARY_SLOW:.0%} slower than calibrated; os: mostly OS time; host: host-bound; mem: machine's memory "
-                 "bandwidth low)")
+                 f"over {CANARY_SLOW:.0%} slower than calibrated; os: mostly OS time; host: host-bound; "
+                 "mem: machine's memory bandwidth low)")
         tables.append(SummaryTable(title, ("pass", f"impl \\ {axis}", *map(axis_value_text, values)), tuple(rows)))
     return tables
 

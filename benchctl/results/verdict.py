@@ -37,7 +37,8 @@ import numpy as np
 
 FASTER, SLOWER, SAME, UNSURE = "faster", "slower", "same", "unsure"
 # Why a change the samples call real is still `unsure`.
-DISTURBED, NOISY, ONE_PROCESS, WITHIN_SPREAD = "disturbed", "noisy", "one process", "within the spread between processes"
+DISTURBED, NOISY, ONE_PROCESS = "disturbed", "noisy", "one process"
+WITHIN_SPREAD = "within the spread between processes"
 MACHINE_SLOWER, MACHINE_FASTER = "the machine was slower", "the machine was faster"
 # A side measured in one process: a change within this share is not judged (docs/measuring.md, "A/A runs").
 ONE_PROCESS_BOUND = 1.0

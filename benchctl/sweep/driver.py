@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterable, Protocol, Sequence
 
 from benchctl.machine import canary
 from benchctl.measure.execute import GATE_COLUMNS
-from benchctl.measure.timing import ci_half_width, join_messages
+from benchctl.measure.stats import ci_half_width, join_messages
 from benchctl.ops import registry
 from benchctl.ops.cells import Cell
 from benchctl.results.schema import Status, Stop

@@ -22,7 +22,8 @@ from dataclasses import replace
 from typing import Any, Sequence
 
 from benchctl.measure.paired import paired_stats
-from benchctl.measure.timing import Policy, is_noisy, join_messages, noisy_message, summarize, too_disturbed
+from benchctl.measure.stats import is_noisy, join_messages, noisy_message, summarize
+from benchctl.measure.timing import Policy, too_disturbed
 from benchctl.results.schema import Status, Stop
 
 Rows = list[dict[str, Any]]

@@ -46,7 +46,8 @@ def test_run_py_cpu_writes_parquet_with_all_passes(tmp_path):
     assert set(df["status"]) == {"ok"} and set(df["batch_size"]) == {1, 2} and len(df) == 12
     assert df["correct"].all() and (df["max_rel_err"] < 2e-4).all()
     # n counts the clean samples: those the worker set aside as disturbed are kept, flagged, and left out
-    assert all(len(s) - sum(d if d is not None else []) == n for s, d, n in zip(df["samples_s"], df["disturbed"], df["n"]))
+    set_aside = [sum(d) if d is not None else 0 for d in df["disturbed"]]
+    assert all(len(s) - k == n for s, k, n in zip(df["samples_s"], set_aside, df["n"]))
     assert "speedup vs py" in result.output
 
 
@@ -103,11 +104,11 @@ def test_rounds_pool_every_cell_into_one_row(tmp_path):
     result = invoke("run", "py", "cpu", "--op", "hoconv2d", "--target", "filter", "--batch-sizes", "1,2",
                     "--param", "H=12", "--param", "W=12", "--passes", "forward",
                     "--min-time", "0", "--warmup-time", "0",
-                    "--rounds", "3", "--out", str(tmp_path))
+                    "--rounds", "3", "--processes", "1", "--out", str(tmp_path))
     assert result.exit_code == 0, result.output
     df = storage.load(root=tmp_path)
     assert sorted(df["batch_size"]) == [1, 2] and set(df["rounds"]) == {3}
-    assert all(len(s) == n and n >= 3 * 2 for s, n in zip(df["samples_s"], df["n"]))  # 2+ samples a round
+    assert all(len(s) >= n >= 3 * 2 for s, n in zip(df["samples_s"], df["n"]))  # 2+ clean samples a round
     assert (df["round_spread"] >= 0).all()
     (run,) = tmp_path.iterdir()
     assert json.loads((run / "_run.json").read_text())["rounds"] == 3
@@ -130,7 +131,7 @@ def test_pair_with_times_the_other_implementation_in_alternation_through_a_worke
     rows = storage.load(root=tmp_path).set_index("impl")
     assert pd.isna(rows.loc["py", "paired_with"]) and rows.loc["addcmul", "paired_with"] == "py"
     mine = rows.loc["addcmul"]
-    assert len(mine["partner_samples_s"]) == len(mine["samples_s"]) == mine["n"]
+    assert len(mine["partner_samples_s"]) == len(mine["samples_s"]) >= mine["n"]  # n: the clean ones
     assert mine["paired_ci_lo"] <= mine["paired_speedup"] <= mine["paired_ci_hi"]
 
 

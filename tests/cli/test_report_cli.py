@@ -18,13 +18,17 @@ def timed(median: float, seed: int, n: int = 30) -> list[float]:
     return list(median * np.random.default_rng(seed).lognormal(0.0, 0.03, n))
 
 
-def row(impl: str, median: float, seed: int, status: str = "ok", host: str = "box", batch: int = 8) -> dict:
+def row(impl: str, median: float, seed: int, status: str = "ok", host: str = "box", batch: int = 8,
+        processes: int | None = 3) -> dict:
+    """A cell measured in three worker processes that agreed within 1% (`processes=None`: in one)."""
     out = {"host": host, "torch_version": "2.4.0", "op": "hoconv2d", "target": "module", "impl": impl,
            "device": "cpu", "dtype": "float32", "params": json.dumps({"batch_size": batch}), "axis": "batch_size",
            "axis_value": float(batch), "batch_size": batch, "pass": "forward", "status": status}
     if status == "ok":
         samples = timed(median, seed)
         out.update(samples_s=samples, median_s=float(np.median(samples)), iqr_s=median * 0.04, n=len(samples))
+        if processes:
+            out.update(processes=processes, process_spread=0.01)
     else:
         out["message"] = "CUDA extension not built"
     return out
@@ -108,6 +112,13 @@ def test_compare_json_is_machine_readable(runs):
     assert data["counts"]["slower"] == 1 and data["threshold"] == 0.1
     cpp = data["cells"][0]
     assert cpp["impl"] == "cpp" and cpp["verdict"] == "slower" and 1.1 < cpp["ratio_low"] < cpp["ratio_high"]
+
+
+def test_compare_says_why_a_one_process_change_is_unsure_and_does_not_fail(tmp_path):
+    base = write_run(tmp_path, "20240101-000000-aaaaaa", [row("cpp", 10e-3, 2, processes=None)])
+    new = write_run(tmp_path, "20240102-000000-bbbbbb", [row("cpp", 12e-3, 4, processes=None)])
+    result = CliRunner().invoke(cli, ["compare", str(base), str(new), "--fail-on-regression"])
+    assert result.exit_code == 0 and "unsure (one process)" in result.stdout
 
 
 def test_compare_warns_when_hosts_differ(tmp_path):

@@ -10,7 +10,8 @@ import pytest
 
 from benchctl.measure.clocks import CpuClock
 from benchctl.measure.interference import DISTURBED_WAIT, RunQueue, WatchedClock, is_disturbed, window_for
-from benchctl.measure.timing import Policy, disturbed_message, measure
+from benchctl.measure.stats import disturbed_message
+from benchctl.measure.timing import Policy, measure
 from benchctl.results.schema import Stop
 
 
@@ -70,7 +71,7 @@ def test_a_pass_with_too_few_clean_samples_is_disturbed_and_says_by_how_much():
     assert m.stop == Stop.DISTURBED
     assert sum(m.disturbed) == len(m.samples) - 4
     assert m.median == 1e-3  # the clean samples' statistics, few as they are
-    text = disturbed_message(m)
+    text = disturbed_message(m.disturbed, m.waits_s, m.median)
     assert text.startswith(f"disturbed: {len(m.samples) - 4} of {len(m.samples)} samples")
     assert "median wait 4 ms per call" in text and "4 clean sample(s) left" in text
 

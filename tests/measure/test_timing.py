@@ -7,7 +7,8 @@ import pytest
 
 from benchctl.measure.clocks import CpuClock, CudaEventClock, OsUsage
 
-from benchctl.measure.timing import MIN_TIME_OVER_MAX_SAMPLES, Policy, measure, median_ci, summarize
+from benchctl.measure.stats import median_ci, summarize
+from benchctl.measure.timing import MIN_TIME_OVER_MAX_SAMPLES, Policy, measure
 from benchctl.results.schema import Stop
 
 

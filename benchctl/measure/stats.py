@@ -1,0 +1,75 @@
+"""The statistics of a pass's samples, and the words a row says of them: the median's confidence interval
+(distribution-free: two order statistics picked with the binomial distribution), whether it settled
+(`noisy`), and the messages of a noisy or disturbed pass."""
+
+from __future__ import annotations
+
+import statistics
+from typing import Sequence
+
+import numpy as np
+from scipy import stats as scistats
+
+CI_LEVEL = 0.95  # the confidence interval of the median that rows record
+CI_TARGET = 0.01  # converged: that interval within +-1% of the median
+
+
+def median_ci(samples: list[float] | tuple[float, ...] | np.ndarray) -> tuple[float, float]:
+    """The CI_LEVEL confidence interval of the median: the order statistics k and n-k+1, with k the
+    largest rank such that a Binomial(n, 1/2) falls below it with probability at most (1-level)/2. With
+    too few samples for that, their range."""
+    ordered = np.sort(np.asarray(samples, dtype=np.float64))
+    n = ordered.size
+    k = int(scistats.binom.ppf((1 - CI_LEVEL) / 2, n, 0.5))
+    if k < 1:
+        return float(ordered[0]), float(ordered[-1])
+    return float(ordered[k - 1]), float(ordered[n - k])
+
+
+def ci_half_width(stats: dict[str, float]) -> float:
+    """The median's interval as a fraction of it: the larger of its two sides."""
+    median = stats["median_s"]
+    if median <= 0:
+        return float("inf")
+    return max(median - stats["ci_lo_s"], stats["ci_hi_s"] - median) / median
+
+
+def is_noisy(stats: dict[str, float], target: float = CI_TARGET) -> bool:
+    """The median is not known to within +-target: its confidence interval is wider."""
+    return ci_half_width(stats) > target
+
+
+def noisy_message(stats: dict[str, float]) -> str:
+    return (f"noisy: the median is known to +-{ci_half_width(stats):.1%} only "
+            f"(IQR {stats['iqr_s'] / stats['median_s']:.0%} of it, {stats['n']} samples)")
+
+
+def disturbed_message(disturbed: Sequence[bool], waits_s: Sequence[float], median_s: float) -> str:
+    """Why a pass is `disturbed`: how many samples the machine took the CPU from, and by how much."""
+    waits = [w for w, d in zip(waits_s, disturbed) if d] or [0.0]
+    n, set_aside = len(disturbed), sum(disturbed)
+    return (f"disturbed: {set_aside} of {n} samples ({set_aside / n:.0%}) waited for a CPU (median wait "
+            f"{statistics.median(waits) * 1e3:.3g} ms per call, the median call {median_s * 1e3:.3g} ms); "
+            f"{n - set_aside} clean sample(s) left")
+
+
+def join_messages(*messages: str | None) -> str:
+    """A row's messages as one, in order, the empty ones left out."""
+    return "; ".join(filter(None, messages))
+
+
+def summarize(samples: list[float] | tuple[float, ...]) -> dict[str, float]:
+    arr = np.asarray(samples, dtype=np.float64)
+    q1, med, q3 = np.percentile(arr, [25, 50, 75])
+    lo, hi = median_ci(arr)
+    return {
+        "n": int(arr.size),
+        "median_s": float(med),
+        "iqr_s": float(q3 - q1),
+        "mean_s": float(arr.mean()),
+        "std_s": float(arr.std(ddof=1)) if arr.size > 1 else 0.0,
+        "min_s": float(arr.min()),
+        "max_s": float(arr.max()),
+        "ci_lo_s": lo,
+        "ci_hi_s": hi,
+    }

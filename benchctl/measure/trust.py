@@ -1,0 +1,69 @@
+"""What a row says of whether its number can be trusted: the samples set aside as disturbed
+(interference.py), the machine around the pass (its memory bandwidth, compute canary and the OS's work), and a median
+under the pass's floor, which no implementation can beat.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any, Sequence
+
+from benchctl.machine import canary, membw
+from benchctl.measure.clocks import OsUsage
+from benchctl.measure.stats import disturbed_message, join_messages, noisy_message
+from benchctl.measure.timing import Measurement
+from benchctl.results.schema import Status, Stop
+
+FLOOR_MARGIN = 0.10  # a median this far under its floor is below_floor
+
+
+def probe() -> tuple[float, float]:
+    """The machine right now: its memory read bandwidth (GB/s) and its compute canary (s)."""
+    return membw.probe(), canary.canary()
+
+
+def machine_around(before: tuple[float, float], after: tuple[float, float], peaks: dict[str, Any]) -> dict[str, Any]:
+    """The machine's memory bandwidth and compute canary around a pass (the means of the readings before and
+    after it), and the canary against its calibrated time."""
+    canary_s = (before[1] + after[1]) / 2
+    return {"mem_gbps": (before[0] + after[0]) / 2, "canary_s": canary_s,
+            "canary_ratio": canary.slowdown(canary_s, peaks.get("canary_s"))}
+
+
+def os_work(usage: Sequence[OsUsage]) -> dict[str, float]:
+    """The median page faults of the sampled calls, and their mean system CPU time (the OS splits CPU
+    time into user and system by sampling at its clock ticks: rough for one short call, right on
+    average)."""
+    if not usage:
+        return {}
+    return {"page_faults": float(statistics.median(u.faults for u in usage)),
+            "sys_s": statistics.fmean(u.sys_s for u in usage)}
+
+
+def disturbance(m: Measurement) -> dict[str, Any]:
+    """What the row keeps of the samples set aside: their flags, their share, the median wait per call."""
+    if not m.disturbed:
+        return {}
+    return {"disturbed": list(m.disturbed), "disturbed_share": m.disturbed_share,
+            "wait_s": statistics.median(m.waits_s)}
+
+
+def said(message: str | None, m: Measurement) -> dict[str, str]:
+    """The row's message with what makes its median doubtful added: disturbed, noisy."""
+    text = join_messages(message, disturbed_message(m.disturbed, m.waits_s, m.median) if m.stop == Stop.DISTURBED
+                         else None, noisy_message(m.stats) if m.noisy else None)
+    return {"message": text} if text else {}
+
+
+def below_floor(row: dict[str, Any]) -> dict[str, Any]:
+    """A median more than FLOOR_MARGIN under the pass's floor (its bytes at the bandwidth of the cache
+    level they fit in, or its FLOPs at the calibrated peak) cannot be a record: the call skipped work, or
+    the clock missed it. The row keeps its samples, with status below_floor and a message."""
+    pct = row.get("pct_of_peak")
+    if pct is None or pct <= 100.0 * (1 + FLOOR_MARGIN):
+        return {}
+    floor = row["median_s"] * pct / 100.0
+    said = (f"below the floor: {row['median_s'] * 1e3:.3g} ms, while moving {(row.get('bytes') or 0) / 1e6:.3g} MB "
+            f"({row.get('peak_level') or 'memory'}) and doing {(row.get('flops') or 0) / 1e9:.3g} GFLOP take at least "
+            f"{floor * 1e3:.3g} ms at this machine's calibrated peaks: the call skipped work, or the clock missed it")
+    return {"status": Status.BELOW_FLOOR, "message": join_messages(row.get("message"), said)}
