@@ -1,14 +1,15 @@
 """A/A runs: the same sweep run twice and compared, on a quiet machine and with a busy neighbour in the
 second run; then a planted 20% slowdown, which must still be found.
 
-    .venv/bin/python benchmarks/aa_bench.py [--pairs 10] [--processes 3] [--out /tmp/aa]
+    .venv/bin/python benchmarks/aa_bench.py [--pairs 10] [--processes 3] [--out /tmp/aa] [--judge-only]
 
 Each side is `benchctl run` as a user types it (lstm_cell py,cpp at B=16,64 and grid_sample py,cpp at
 256, default settings), and each pair is judged by `benchctl compare --json`. The busy neighbour is a
 process that keeps one core busy for the whole of the second run. The planted change is the `slowed`
 operator (benchmarks/aa_ops), whose chain of matmuls the second run makes 1.2x longer. Prints one table
-row per kind of pair: the verdicts counted over its cells, the disturbed passes of the second runs, and
-the median wall time of a run. Run it with nothing else on the machine.
+row per kind of pair: the verdicts counted over its cells, the second runs' passes with samples set
+aside, those more than 5% off the first run's median with nothing marking them (not disturbed, not on a
+slow machine, not noisy), and the median wall time of a run. Run it with nothing else on the machine.
 """
 
 from __future__ import annotations
@@ -49,39 +50,53 @@ def verdicts(base: Path, new: Path) -> tuple[collections.Counter, list[str]]:
     return counted, reasons
 
 
-def disturbed(folder: Path) -> tuple[int, int]:
-    """(passes that stopped disturbed or had samples set aside, passes) of a side's rows."""
+def rows_of(folder: Path):
     import pandas as pd
 
     rows = pd.concat(pd.read_parquet(p) for p in folder.rglob("*.parquet"))
-    ok = rows[rows["status"] == "ok"]
-    marked = (ok["stop"] == "disturbed") | (ok["disturbed_share"].fillna(0) > 0)
-    return int(marked.sum()), len(ok)
+    return rows[rows["status"] == "ok"].set_index(["op", "impl", "params", "pass"])
 
 
-def pairs(kind: str, n: int, out: Path, processes: int | None) -> dict:
+def disturbed(base: Path, new: Path) -> tuple[int, int, int]:
+    """Of B's passes: how many had samples set aside, how many are off A's median by over 5% with no mark
+    (not stopped disturbed, not on a slow machine, not noisy), and how many there are."""
+    a, b = rows_of(base), rows_of(new)
+    set_aside = (b["disturbed_share"].fillna(0) > 0).sum()
+    marked = (b["stop"] == "disturbed") | (b["canary_ratio"].fillna(1) > 1.05) | b["noisy"].fillna(False)
+    off = (b["median_s"] / a["median_s"].reindex(b.index) - 1).abs() > 0.05
+    return int(set_aside), int((off & ~marked).sum()), len(b)
+
+
+def pairs(kind: str, n: int, out: Path, processes: int | None, judge_only: bool) -> dict:
     counts: collections.Counter = collections.Counter()
     reasons: collections.Counter = collections.Counter()
-    walls, marked, passes = [], 0, 0
+    walls, marked, unmarked, passes = [], 0, 0, 0
     for i in range(n):
         base, new = out / kind / f"{i}-a", out / kind / f"{i}-b"
-        sweeps = [PLANTED] if kind == "planted" else list(SWEEPS)
-        walls.append(run(base, sweeps, processes))
-        neighbour = subprocess.Popen([sys.executable, "-c", BUSY]) if kind == "busy" else None
-        try:
-            walls.append(run(new, sweeps, processes, {"AA_SLOWDOWN": "1.2"} if kind == "planted" else None))
-        finally:
-            if neighbour:
-                neighbour.kill()
-                neighbour.wait()
+        if not judge_only:
+            walls += measure_pair(kind, base, new, processes)
         got, why = verdicts(base, new)
         counts.update(got)
         reasons.update(why)
-        m, p = disturbed(new)
-        marked, passes = marked + m, passes + p
+        m, u, p = disturbed(base, new)
+        marked, unmarked, passes = marked + m, unmarked + u, passes + p
         print(f"{kind} pair {i + 1}/{n}: {dict(got)} {dict(collections.Counter(why))}", file=sys.stderr, flush=True)
     return {"kind": kind, "pairs": n, "verdicts": dict(counts), "reasons": dict(reasons),
-            "disturbed_passes_in_b": f"{marked}/{passes}", "median_run_s": statistics.median(walls)}
+            "disturbed_passes_in_b": f"{marked}/{passes}", "unmarked_off_in_b": f"{unmarked}/{passes}", "median_run_s": statistics.median(walls) if walls else 0}
+
+
+def measure_pair(kind: str, base: Path, new: Path, processes: int | None) -> list[float]:
+    """Side A, then side B (beside a busy neighbour, or with the planted slowdown); their wall times."""
+    sweeps = [PLANTED] if kind == "planted" else list(SWEEPS)
+    walls = [run(base, sweeps, processes)]
+    neighbour = subprocess.Popen([sys.executable, "-c", BUSY]) if kind == "busy" else None
+    try:
+        walls.append(run(new, sweeps, processes, {"AA_SLOWDOWN": "1.2"} if kind == "planted" else None))
+    finally:
+        if neighbour:
+            neighbour.kill()
+            neighbour.wait()
+    return walls
 
 
 def main() -> None:
@@ -90,15 +105,18 @@ def main() -> None:
     parser.add_argument("--processes", type=int, help="run --processes (default: run's own)")
     parser.add_argument("--out", type=Path, default=Path("/tmp/benchctl-aa"))
     parser.add_argument("--kinds", default="quiet,busy,planted")
+    parser.add_argument("--judge-only", action="store_true", help="compare the pairs already under --out again")
     args = parser.parse_args()
-    print("| pairs | n | slower | faster | same | unsure | why unsure | B's passes with disturbed samples | run s |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| pairs | n | slower | faster | same | unsure | why unsure | B's passes with samples set aside | "
+          "B's passes >5% off A, unmarked | run s |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for kind in args.kinds.split(","):
-        r = pairs(kind, args.pairs, args.out, args.processes)
+        r = pairs(kind, args.pairs, args.out, args.processes, args.judge_only)
         v = r["verdicts"]
         why = ", ".join(f"{k} {n}" for k, n in sorted(r["reasons"].items(), key=lambda kv: -kv[1]))
         print(f"| {kind} | {r['pairs']} | {v.get('slower', 0)} | {v.get('faster', 0)} | {v.get('same', 0)} | "
-              f"{v.get('unsure', 0)} | {why} | {r['disturbed_passes_in_b']} | {r['median_run_s']:.0f} |", flush=True)
+              f"{v.get('unsure', 0)} | {why} | {r['disturbed_passes_in_b']} | {r['unmarked_off_in_b']} | "
+              f"{r['median_run_s']:.0f} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -83,6 +83,13 @@ class ClockGuard:
             self.unreadable = True
         self._last = time.monotonic()
 
+    def sm_mhz(self) -> float | None:
+        """The SM clock now, or None where NVML refuses it (a reading of its own: not a sample)."""
+        try:
+            return float(self.nvml.nvmlDeviceGetClockInfo(self.handle, self.nvml.NVML_CLOCK_SM))
+        except self.nvml.NVMLError:
+            return None
+
     def tick(self) -> None:
         """Between two timed calls: a sample if `every_s` has passed since the last."""
         if time.monotonic() - self._last >= self.every_s:

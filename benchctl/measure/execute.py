@@ -17,8 +17,8 @@ from typing import Any, Callable
 
 import torch
 
-from benchctl.measure import correctness, flops, interference, trust
-from benchctl.machine import allocator, caches, gpu_clocks
+from benchctl.measure import correctness, interference, rates, trust
+from benchctl.machine import allocator, gpu_clocks
 from benchctl.ops.cells import Cell, Resolved
 from benchctl.measure.memory import peak_bytes
 from benchctl.measure.passes import as_tuple, backward_from, grad_outputs, has_own_leaves, make_setup
@@ -28,7 +28,7 @@ from benchctl.measure.paired import PAIRS_UP_TO, measure_paired, paired_stats
 from benchctl.measure.stats import join_messages
 from benchctl.measure.timing import Measurement, Policy, measure
 from benchctl.measure.cuda_graph import CudaGraphClock, repeatable_thunk
-from benchctl.results.schema import TF32_PEAK, Status, TimingMode
+from benchctl.results.schema import Status, TimingMode
 
 SECOND_SEED = 1  # the gate checks at the cell's seed and at seed + SECOND_SEED
 
@@ -127,7 +127,7 @@ def run_cell(cell: Cell, settings: Settings = Settings(), clock: Clock | None = 
     except Exception as exc:
         return [{**base, "pass": p, "status": status_of(exc), "message": error_message(exc)} for p in cell.passes]
     partner, unpaired = _partner(resolved)
-    watch = clock is None and cell.device == "cpu"  # a clock given (a test's fake) is not watched
+    watch = clock is None  # a clock given (a test's fake) is not watched
     clock = clock or make_clock(cell.device, settings.flush_l2, settings.cuda_graph)
     mode = {"timing_mode": TimingMode.CUDA_GRAPH if isinstance(clock, CudaGraphClock) else TimingMode.EAGER}
     rows = [{**base, **gate, **mode, **_time_pass(prepared, p, settings, clock, partner, watch)} for p in cell.passes]
@@ -177,13 +177,21 @@ def _incorrect(result: correctness.CheckResult, seed: int | None) -> str:
 
 def _time_pass(prepared: Prepared, pass_name: str, settings: Settings, clock: Clock,
                partner: Prepared | None = None, watch: bool = False) -> dict[str, Any]:
-    """One pass timed; with `watch`, on a clock watched for run-queue delay (interference.py)."""
-    watched = interference.watched(clock) if watch else None
+    """One pass timed; with `watch`, on a clock watched for disturbance (interference.py): run-queue delay
+    on a CPU, the SM clock on a GPU."""
+    watched = _watched(clock, prepared.resolved.cell.device) if watch else None
     try:
         return _time_watched(prepared, pass_name, settings, watched or clock, partner, watch)
     finally:
         if watched is not None:
             watched.close()
+
+
+def _watched(clock: Clock, device: str) -> interference.WatchedClock | None:
+    if device != "cuda":
+        return interference.watched(clock)
+    meter = gpu_clocks.guard(device)
+    return interference.watched_gpu(clock, meter.sm_mhz, meter.max_mhz) if meter else None
 
 
 def _time_watched(prepared: Prepared, pass_name: str, settings: Settings, clock: Clock,
@@ -219,8 +227,9 @@ def _time_watched(prepared: Prepared, pass_name: str, settings: Settings, clock:
         row["host_s"] = statistics.median(host[host_before + len(m.warmup_s):])
     row["threads"] = torch.get_num_threads()
     row.update(trust.disturbance(m), **trust.said(row.get("message"), m))
-    row.update(_rates(prepared, pass_name, m, settings.peaks.get(prepared.resolved.cell.device, {})))
-    return {**row, **trust.below_floor(row)}
+    peaks = settings.peaks.get(prepared.resolved.cell.device, {})
+    row.update(rates.rates(prepared.resolved, prepared.setup(pass_name), pass_name, m.median, peaks))
+    return {**row, **trust.below_floor(row, rates.least_time(row, peaks, prepared.resolved.cell))}
 
 
 def _time_paired(setup: Callable[[], Thunk], clock: Clock, partner: Prepared, pass_name: str, settings: Settings,
@@ -229,7 +238,7 @@ def _time_paired(setup: Callable[[], Thunk], clock: Clock, partner: Prepared, pa
     OS work each clock records stays its own call's); the row keeps the partner's samples beside its own."""
     cell = partner.resolved.cell
     partner_clock = make_clock(cell.device, settings.flush_l2, settings.cuda_graph)
-    watched = interference.watched(partner_clock) if watch else None
+    watched = _watched(partner_clock, cell.device) if watch else None
     try:
         m, other = measure_paired(setup, _setup(partner, pass_name, partner_clock), clock, watched or partner_clock,
                                   settings.policy, between=tick)
@@ -244,39 +253,6 @@ def _time_paired(setup: Callable[[], Thunk], clock: Clock, partner: Prepared, pa
                **paired_stats(m.samples, other.samples, either)}
 
 
-def _rates(prepared: Prepared, pass_name: str, m: Measurement, peaks: dict[str, float]) -> dict[str, Any]:
-    """FLOPs (as torch counts them, else the operator's formula: flops.py) and bytes (the formula) ->
-    GFLOP/s, GB/s and % of the roofline bound, whose bandwidth is that of the cache level the pass's bytes
-    fit in (machine/caches.py) and whose FLOP/s is this device's calibrated matmul rate in the pass's dtype."""
-    cell, target = prepared.resolved.cell, prepared.resolved.target
-    params, size = cell.params, cell.torch_dtype.itemsize
-    fwd = (target.flops(params), target.bytes(params, size))
-    bwd = (target.bwd_flops(params), target.bwd_bytes(params, size))
-    declared, nbytes = {"forward": fwd, "backward": bwd}.get(pass_name, (fwd[0] + bwd[0], fwd[1] + bwd[1]))
-    torch_count = flops.counted(prepared.setup(pass_name))
-    flops_done = torch_count or declared
-    out: dict[str, Any] = {"flops": flops_done, "bytes": nbytes,
-                           "flops_source": "counted" if torch_count else "declared" if declared else None}
-    if m.median > 0:
-        out["gflops"] = flops_done / m.median * 1e-9
-        out["gbps"] = nbytes / m.median * 1e-9
-    level, gflops = caches.level_for(nbytes, caches.levels(peaks)), matmul_peak(peaks, cell)
-    bound = max(nbytes / (level.gbps * 1e9) if level else 0.0, flops_done / (gflops * 1e9) if gflops else 0.0)
-    if bound > 0 and m.median > 0:
-        out["pct_of_peak"] = 100.0 * bound / m.median
-        out["peak_level"] = level.name if level else None
-    return out
-
-
-def matmul_peak(peaks: dict[str, Any], cell: Cell) -> float | None:
-    """The calibrated matmul GFLOP/s of the cell's dtype (a float32 GPU pass with TF32 allowed: the TF32
-    rate), else the float32 one (a calibration from before the dtypes were measured)."""
-    key = cell.dtype
-    if cell.device == "cuda" and key == "float32" and torch.backends.cuda.matmul.allow_tf32:
-        key = TF32_PEAK
-    return peaks.get("gflops_by_dtype", {}).get(key) or peaks.get("gflops")
-
-
 def make_clock(device: str, flush_l2: bool = False, cuda_graph: bool = False) -> Clock:
     if device != "cuda":
         return CpuClock()
@@ -285,8 +261,9 @@ def make_clock(device: str, flush_l2: bool = False, cuda_graph: bool = False) ->
 
 
 def _setup(prepared: Prepared, pass_name: str, clock: Clock) -> Callable[[], Thunk]:
-    """Each repetition's thunk; under a CUDA-graph clock one thunk for all, so one graph is replayed."""
-    if not isinstance(clock, CudaGraphClock):
+    """Each repetition's thunk; under a CUDA-graph clock (watched or not) one thunk for all, so one graph is
+    replayed."""
+    if not isinstance(interference.unwrapped(clock), CudaGraphClock):
         return prepared.setup(pass_name)
     thunk = repeatable_thunk(prepared.call, prepared.inputs, prepared.grads, pass_name, prepared.accumulate)
     return lambda: thunk

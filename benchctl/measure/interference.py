@@ -1,5 +1,6 @@
-"""Whether the machine gave a timed call the CPU it asked for: the run-queue delay of this process's
-threads around each call, and the rule that sets a sample aside as `disturbed`.
+"""Whether the machine gave a timed call what it asked for, and the rule that sets a sample aside as
+`disturbed`: on the CPU, the run-queue delay of this process's threads around each call; on a GPU, the
+SM clock it ran at.
 
 Linux counts, per thread, the time it spent runnable but not running (the second field of
 /proc/self/task/TID/schedstat, in ns). A neighbour that holds a core shows there at once: on the 2-core
@@ -12,6 +13,10 @@ Reading every thread's counter costs a few microseconds, so for a cheap call the
 around a window of consecutive calls instead of each one, sized to keep the reads under READ_BUDGET of
 the window's time; every sample of a disturbed window is set aside (docs/measuring.md, "Disturbed
 samples").
+
+On a GPU the same loop reads the SM clock through NVML before and after each window: samples taken while
+either reading was below THROTTLED_BELOW of the maximum are set aside, as nvbench discards samples taken
+while the GPU was throttled. A clock that dips and recovers within one window is not seen.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import os
 import time
 from typing import Callable, Protocol
 
+from benchctl.machine.gpu_clocks import THROTTLED_BELOW  # a GPU window below it is disturbed
 from benchctl.measure.clocks import Clock, Thunk
 
 TASKS = "/proc/self/task"
@@ -36,6 +42,54 @@ class Queue(Protocol):
     def read(self) -> float: ...
 
     def close(self) -> None: ...
+
+
+class Meter(Protocol):
+    """What a watched clock reads around a window of calls: `open()` before its first call; `judge()`
+    after its last, given that reading, the window's wall time and its calls: (disturbed, a reading per call)."""
+
+    def open(self) -> float: ...
+
+    def judge(self, opened: float, wall_s: float, calls: int) -> tuple[bool, float]: ...
+
+    def close(self) -> None: ...
+
+
+class RunQueueMeter:
+    """The CPU's meter: a window is disturbed when its threads waited for a CPU over DISTURBED_WAIT of its
+    wall time; the reading per call is the wait in seconds."""
+
+    def __init__(self, queue: Queue):
+        self.queue = queue
+
+    def open(self) -> float:
+        return self.queue.read()
+
+    def judge(self, opened: float, wall_s: float, calls: int) -> tuple[bool, float]:
+        delay = self.queue.read() - opened
+        return is_disturbed(delay, wall_s), delay / calls
+
+    def close(self) -> None:
+        self.queue.close()
+
+
+class SmClockMeter:
+    """A GPU's meter: a window is disturbed when its SM clock read below THROTTLED_BELOW of the maximum
+    before or after it (`read_mhz`, NVML); the reading per call is the lower clock, in MHz. A clock NVML
+    cannot read counts as full."""
+
+    def __init__(self, read_mhz: Callable[[], float | None], max_mhz: float):
+        self.read_mhz, self.max_mhz = read_mhz, max_mhz
+
+    def open(self) -> float:
+        return self.read_mhz() or self.max_mhz
+
+    def judge(self, opened: float, wall_s: float, calls: int) -> tuple[bool, float]:
+        low = min(opened, self.read_mhz() or self.max_mhz)
+        return low < THROTTLED_BELOW * self.max_mhz, low
+
+    def close(self) -> None:
+        pass
 
 
 class RunQueue:
@@ -77,19 +131,20 @@ def _listdir(path: str) -> list[str]:
 
 
 class WatchedClock:
-    """A clock whose calls are watched for run-queue delay: each call's sample comes from the clock it
-    wraps; `disturbed` and `waits_s` (the delay per call) follow the calls in order, filled when each
-    window closes (`flush` closes the one open). The window starts at one call and grows to the size that
-    keeps the reads under READ_BUDGET of its time."""
+    """A clock whose calls are watched by a meter: each call's sample comes from the clock it wraps;
+    `disturbed` and `readings` (the meter's reading per call: seconds waited on a CPU, MHz on a GPU)
+    follow the calls in order, filled when each window closes (`flush` closes the one open). The window
+    starts at one call and grows to the size that keeps the reads under READ_BUDGET of its time."""
 
-    def __init__(self, clock: Clock, queue: Queue, counter: Callable[[], int] = time.perf_counter_ns,
-                 read_cost_s: float | None = None):
+    def __init__(self, clock: Clock, meter: Meter, counter: Callable[[], int] = time.perf_counter_ns,
+                 read_cost_s: float | None = None, kind: str = "cpu"):
         self.clock = clock
-        self.queue = queue
+        self.meter = meter
+        self.kind = kind  # the device whose meter it is: what its readings mean
         self.counter = counter
-        self.read_cost_s = read_cost(queue.read, counter) if read_cost_s is None else read_cost_s
+        self.read_cost_s = read_cost(meter.open, counter) if read_cost_s is None else read_cost_s
         self.disturbed: list[bool] = []
-        self.waits_s: list[float] = []
+        self.readings: list[float] = []
         self.window = 1
         self._open: tuple[float, int] | None = None  # (delay, counter) when the window opened
         self._calls = 0
@@ -97,7 +152,7 @@ class WatchedClock:
 
     def time(self, thunk: Thunk) -> float:
         if self._open is None:
-            self._open = (self.queue.read(), self.counter())
+            self._open = (self.meter.open(), self.counter())
         sample = self.clock.time(thunk)
         self._calls += 1
         self._timed += sample
@@ -109,20 +164,26 @@ class WatchedClock:
         """Closes the open window: its calls are judged together."""
         if self._open is None:
             return
-        delay, wall = self.queue.read() - self._open[0], (self.counter() - self._open[1]) * 1e-9
-        self.disturbed += [is_disturbed(delay, wall)] * self._calls
-        self.waits_s += [delay / self._calls] * self._calls
+        wall = (self.counter() - self._open[1]) * 1e-9
+        disturbed, reading = self.meter.judge(self._open[0], wall, self._calls)
+        self.disturbed += [disturbed] * self._calls
+        self.readings += [reading] * self._calls
         self.window = window_for(self.read_cost_s, self._timed / self._calls)
         self._open, self._calls, self._timed = None, 0, 0.0
 
     def close(self) -> None:
         self.flush()
-        self.queue.close()
+        self.meter.close()
 
     def __getattr__(self, name: str):  # the wrapped clock's records (usage_per_call, host_per_call, ...)
         if name == "clock":
             raise AttributeError(name)
         return getattr(self.clock, name)
+
+
+def unwrapped(clock: Clock) -> Clock:
+    """The clock that times the calls, under its watch if it has one."""
+    return clock.clock if isinstance(clock, WatchedClock) else clock
 
 
 def is_disturbed(delay_s: float, wall_s: float) -> bool:
@@ -150,4 +211,9 @@ def read_cost(queue: Callable[[], float], counter: Callable[[], int] = time.perf
 def watched(clock: Clock) -> WatchedClock | None:
     """`clock` watched for run-queue delay, where the OS reports it (Linux)."""
     queue = RunQueue()
-    return WatchedClock(clock, queue) if queue else None
+    return WatchedClock(clock, RunQueueMeter(queue)) if queue else None
+
+
+def watched_gpu(clock: Clock, read_mhz: Callable[[], float | None], max_mhz: float) -> WatchedClock | None:
+    """`clock` watched for the GPU's SM clock, where its maximum is known."""
+    return WatchedClock(clock, SmClockMeter(read_mhz, max_mhz), kind="cuda") if max_mhz > 0 else None

@@ -44,13 +44,15 @@ def noisy_message(stats: dict[str, float]) -> str:
             f"(IQR {stats['iqr_s'] / stats['median_s']:.0%} of it, {stats['n']} samples)")
 
 
-def disturbed_message(disturbed: Sequence[bool], waits_s: Sequence[float], median_s: float) -> str:
-    """Why a pass is `disturbed`: how many samples the machine took the CPU from, and by how much."""
-    waits = [w for w, d in zip(waits_s, disturbed) if d] or [0.0]
+def disturbed_message(disturbed: Sequence[bool], readings: Sequence[float], median_s: float, device: str = "cpu") -> str:
+    """Why a pass is `disturbed`: how many samples the machine did not give what they asked for, and by how
+    much (on a CPU the wait for a core per call, on a GPU the SM clock)."""
     n, set_aside = len(disturbed), sum(disturbed)
-    return (f"disturbed: {set_aside} of {n} samples ({set_aside / n:.0%}) waited for a CPU (median wait "
-            f"{statistics.median(waits) * 1e3:.3g} ms per call, the median call {median_s * 1e3:.3g} ms); "
-            f"{n - set_aside} clean sample(s) left")
+    hit = [r for r, d in zip(readings, disturbed) if d] or [0.0]
+    how = (f"ran below 90% of the SM clock (median {statistics.median(hit):.0f} MHz)" if device == "cuda" else
+           f"waited for a CPU (median wait {statistics.median(hit) * 1e3:.3g} ms per call, the median call "
+           f"{median_s * 1e3:.3g} ms)")
+    return f"disturbed: {set_aside} of {n} samples ({set_aside / n:.0%}) {how}; {n - set_aside} clean sample(s) left"
 
 
 def join_messages(*messages: str | None) -> str:

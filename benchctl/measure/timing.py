@@ -75,7 +75,8 @@ class Measurement:
     stop: Stop = Stop.MIN_TIME  # why sampling ended
     ci_target: float = CI_TARGET  # noisy: the median's interval is wider than +-this
     disturbed: tuple[bool, ...] = ()  # per sample, set aside (interference.py); empty where not watched
-    waits_s: tuple[float, ...] = ()  # per sample, the run-queue delay of its window per call
+    readings: tuple[float, ...] = ()  # per sample, its window's meter: seconds waited per call (CPU), MHz (GPU)
+    watched: str = ""  # the device whose meter watched the samples: cpu or cuda (empty: not watched)
 
     @property
     def median(self) -> float:
@@ -188,17 +189,18 @@ class Sampler:
 
     def measurement(self, warm: tuple[float, ...], wall: float) -> Measurement:
         flags: tuple[bool, ...] = ()
-        waits: tuple[float, ...] = ()
+        readings: tuple[float, ...] = ()
         if self.watch is not None:
             self.watch.flush()
             self._sort_out()
             end = self.first + len(self.samples)
-            flags, waits = tuple(self.watch.disturbed[self.first:end]), tuple(self.watch.waits_s[self.first:end])
+            flags, readings = tuple(self.watch.disturbed[self.first:end]), tuple(self.watch.readings[self.first:end])
         stop = self.stop or Stop.MAX_TIME
         if flags and too_disturbed(len(self.clean), sum(flags) / len(flags), stop, self.policy):
             stop = Stop.DISTURBED
         return Measurement(tuple(self.samples), warm, summarize(self.clean or self.samples), wall, stop,
-                           self.policy.ci_target or CI_TARGET, flags, waits)
+                           self.policy.ci_target or CI_TARGET, flags, readings,
+                           self.watch.kind if self.watch is not None else "")
 
 
 def too_disturbed(clean: int, share: float, stop: Stop, policy: Policy) -> bool:

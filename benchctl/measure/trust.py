@@ -41,29 +41,30 @@ def os_work(usage: Sequence[OsUsage]) -> dict[str, float]:
 
 
 def disturbance(m: Measurement) -> dict[str, Any]:
-    """What the row keeps of the samples set aside: their flags, their share, the median wait per call."""
+    """What the row keeps of the samples set aside: their flags, their share, and on a CPU the median wait
+    per call (a GPU's clock is in sm_clock_mhz already)."""
     if not m.disturbed:
         return {}
-    return {"disturbed": list(m.disturbed), "disturbed_share": m.disturbed_share,
-            "wait_s": statistics.median(m.waits_s)}
+    wait = {"wait_s": statistics.median(m.readings)} if m.watched == "cpu" else {}
+    return {"disturbed": list(m.disturbed), "disturbed_share": m.disturbed_share, **wait}
 
 
 def said(message: str | None, m: Measurement) -> dict[str, str]:
     """The row's message with what makes its median doubtful added: disturbed, noisy."""
-    text = join_messages(message, disturbed_message(m.disturbed, m.waits_s, m.median) if m.stop == Stop.DISTURBED
+    disturbed = m.stop == Stop.DISTURBED
+    text = join_messages(message, disturbed_message(m.disturbed, m.readings, m.median, m.watched) if disturbed
                          else None, noisy_message(m.stats) if m.noisy else None)
     return {"message": text} if text else {}
 
 
-def below_floor(row: dict[str, Any]) -> dict[str, Any]:
-    """A median more than FLOOR_MARGIN under the pass's floor (its bytes at the bandwidth of the cache
-    level they fit in, or its FLOPs at the calibrated peak) cannot be a record: the call skipped work, or
-    the clock missed it. The row keeps its samples, with status below_floor and a message."""
-    pct = row.get("pct_of_peak")
-    if pct is None or pct <= 100.0 * (1 + FLOOR_MARGIN):
+def below_floor(row: dict[str, Any], least_s: float | None) -> dict[str, Any]:
+    """A median more than FLOOR_MARGIN under the least time the pass can take here (`least_s`: its bytes at
+    the fastest calibrated bandwidth, or its FLOPs at the calibrated peak) cannot be a record: the call
+    skipped work, or the clock missed it. The row keeps its samples, with status below_floor and a message."""
+    median = row.get("median_s")
+    if not least_s or not median or median * (1 + FLOOR_MARGIN) >= least_s:
         return {}
-    floor = row["median_s"] * pct / 100.0
-    said = (f"below the floor: {row['median_s'] * 1e3:.3g} ms, while moving {(row.get('bytes') or 0) / 1e6:.3g} MB "
-            f"({row.get('peak_level') or 'memory'}) and doing {(row.get('flops') or 0) / 1e9:.3g} GFLOP take at least "
-            f"{floor * 1e3:.3g} ms at this machine's calibrated peaks: the call skipped work, or the clock missed it")
+    said = (f"below the floor: {median * 1e3:.3g} ms, while moving {(row.get('bytes') or 0) / 1e6:.3g} MB and "
+            f"doing {(row.get('flops') or 0) / 1e9:.3g} GFLOP take at least {least_s * 1e3:.3g} ms at this machine's "
+            "fastest calibrated bandwidth and peak: the call skipped work, or the clock missed it")
     return {"status": Status.BELOW_FLOOR, "message": join_messages(row.get("message"), said)}

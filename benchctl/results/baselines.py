@@ -18,8 +18,10 @@ import pandas as pd
 
 from benchctl.errors import UsageError
 from benchctl.results import storage
+from benchctl.results.schema import Status
 
 FOLDER = "baselines"
+BASELINE_PROCESSES = 3  # worker processes a baseline's cells come from, at least (run --processes)
 ABOUT = "baseline.json"
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
@@ -51,6 +53,7 @@ def save(name: str, run_dir: Path, root: Path) -> dict[str, Any]:
     rows = storage.load_run(run_dir)
     if rows.empty:
         raise UsageError(f"{run_dir} has no results to keep as a baseline")
+    _replicated(rows, run_dir)
     kind = machine_kind(rows)
     dest = Path(root) / FOLDER / name / _slug(kind)
     if dest.exists():
@@ -60,6 +63,16 @@ def save(name: str, run_dir: Path, root: Path) -> dict[str, Any]:
              "saved": datetime.now(timezone.utc).isoformat(timespec="seconds")}
     (dest / ABOUT).write_text(json.dumps(about, indent=1))
     return {**about, "path": dest}
+
+
+def _replicated(rows: pd.DataFrame, run_dir: Path) -> None:
+    """A baseline is what every later run is judged against: its cells must come from BASELINE_PROCESSES
+    worker processes at least, so that a process that landed in a slow mode shows as a spread."""
+    timed = rows[rows["status"] == Status.OK]
+    processes = timed["processes"].fillna(1) if "processes" in timed else pd.Series(1, index=timed.index)
+    if len(timed) and processes.min() < BASELINE_PROCESSES:
+        raise UsageError(f"{run_dir} measured its cells in {int(processes.min())} process(es); a baseline keeps "
+                         f"{BASELINE_PROCESSES} at least: run it with --processes {BASELINE_PROCESSES}")
 
 
 def saved(root: Path, name: str | None = None) -> list[dict[str, Any]]:

@@ -53,7 +53,8 @@ class CellChange:
     base_n: int = 0
     new_n: int = 0
     reason: str | None = None  # why a change the samples call real is unsure (verdict.doubt)
-    machine: tuple[float, ...] = ()  # how much slower the machine ran in NEW by each probe (canary, memory)
+    # how much slower the machine ran in NEW by each probe both sides took (canary, memory, sm clock)
+    machine: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -147,15 +148,18 @@ def compare_cell(key: tuple, base: pd.Series, new: pd.Series) -> CellChange:
                       machine=_machine_change(base, new))
 
 
-def _machine_change(base: pd.Series, new: pd.Series) -> tuple[float, ...]:
+PROBES = {"canary": ("canary_s", False), "memory": ("mem_gbps", True), "sm clock": ("sm_clock_mhz", True)}
+
+
+def _machine_change(base: pd.Series, new: pd.Series) -> dict[str, float]:
     """NEW's machine over BASE's, by each probe both sides took: the compute canary's time, and the inverse
-    of the memory bandwidth (above 1: the machine itself was slower in NEW)."""
-    out = []
-    for column, slower in (("canary_s", lambda a, b: b / a), ("mem_gbps", lambda a, b: a / b)):
+    of the memory bandwidth and of the GPU's SM clock (above 1: the machine itself was slower in NEW)."""
+    out = {}
+    for probe, (column, rate) in PROBES.items():
         a, b = (_number(side.get(column)) for side in (base, new))
         if a and b:
-            out.append(slower(a, b))
-    return tuple(out)
+            out[probe] = a / b if rate else b / a
+    return out
 
 
 def _number(value: Any) -> float | None:

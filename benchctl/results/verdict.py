@@ -31,15 +31,19 @@ effect. Otherwise the verdict is `unsure`, with the reason.
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
+
+from benchctl.results.schema import CANARY_SLOW
 
 FASTER, SLOWER, SAME, UNSURE = "faster", "slower", "same", "unsure"
 # Why a change the samples call real is still `unsure`.
 DISTURBED, NOISY, ONE_PROCESS = "disturbed", "noisy", "one process"
 WITHIN_SPREAD = "within the spread between processes"
 MACHINE_SLOWER, MACHINE_FASTER = "the machine was slower", "the machine was faster"
+MACHINE_CHANGED = "the machine changed speed between the runs"
+SPEED_PROBES = ("canary", "sm clock")  # the probes of the processor's own speed (not the memory's)
 # A side measured in one process: a change within this share is not judged (docs/measuring.md, "A/A runs").
 ONE_PROCESS_BOUND = 1.0
 CONFIDENCE = 0.95
@@ -117,13 +121,20 @@ def _present(value: object) -> float:
     return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else 0.0
 
 
-def machine_doubt(said: str, ratio: float, machine: Sequence[float], min_effect: float) -> str | None:
-    """Why `slower` or `faster` does not hold once the change is divided by the machine's own change
-    (`machine`: NEW over BASE by each probe, above 1 slower), or None."""
-    if not machine:
+def machine_doubt(said: str, ratio: float, machine: Mapping[str, float], min_effect: float) -> str | None:
+    """Why `slower` or `faster` does not hold given the machine's own change between the runs (`machine`:
+    NEW over BASE by each probe, above 1 slower), or None. A compute canary or SM clock that moved by more
+    than CANARY_SLOW means the runs ran on machines of different speed: no normalisation makes up for that
+    (a 2-core VM's slow phase slowed a 44 us two-thread call 1.78x while its canary read 1.52x). What is
+    left is held against every probe: divided by the machine's change, the change must still count."""
+    if said not in (SLOWER, FASTER) or not machine:
         return None
-    if said == SLOWER and ratio / max(machine) <= 1 + min_effect:
-        return f"{MACHINE_SLOWER} ({max(machine) - 1:+.0%})"
-    if said == FASTER and ratio / min(machine) >= 1 - min_effect:
-        return f"{MACHINE_FASTER} ({min(machine) - 1:+.0%})"
+    moved = {k: v for k, v in machine.items() if k in SPEED_PROBES and abs(v - 1) > CANARY_SLOW}
+    if moved:
+        probe, change = max(moved.items(), key=lambda kv: abs(kv[1] - 1))
+        return f"{MACHINE_CHANGED} ({probe} {change - 1:+.0%})"
+    if said == SLOWER and ratio / max(machine.values()) <= 1 + min_effect:
+        return f"{MACHINE_SLOWER} ({max(machine.values()) - 1:+.0%})"
+    if said == FASTER and ratio / min(machine.values()) >= 1 - min_effect:
+        return f"{MACHINE_FASTER} ({min(machine.values()) - 1:+.0%})"
     return None

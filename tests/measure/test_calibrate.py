@@ -23,12 +23,15 @@ def measured(monkeypatch, tmp_path):
                         {"cpu": 130.0, "cuda": 48000.0}[device] * RATE[dtype])
     probes = iter([30.0, 52.5, 41.0] + [12.0] * (calibrate.PROBES - 3))
     monkeypatch.setattr(membw, "probe", lambda: next(probes))
+    canaries = iter([3e-4, 2e-4, 2.5e-4] * calibrate.CANARY_READINGS)
+    monkeypatch.setattr(calibrate.trust, "probe", lambda: (40.0, next(canaries)))  # (GB/s, canary s) as a sweep reads
 
 
 def test_the_cpu_peaks_include_the_best_memory_probe(measured):
     peaks = calibrate.calibrate(["cpu"])
     assert peaks["cpu"]["gbps"] == 28.0 and peaks["cpu"]["gflops"] == 130.0
     assert peaks["cpu"]["read_gbps"] == 52.5  # the best of the probes: what the machine can give
+    assert peaks["cpu"]["canary_s"] == 2.5e-4  # the median of the canary's readings after a probe
     assert json.loads(calibrate.calibration_path().read_text()) == peaks == calibrate.load_peaks()
 
 

@@ -9,7 +9,8 @@ import time
 import pytest
 
 from benchctl.measure.clocks import CpuClock
-from benchctl.measure.interference import DISTURBED_WAIT, RunQueue, WatchedClock, is_disturbed, window_for
+from benchctl.measure.interference import (DISTURBED_WAIT, RunQueue, RunQueueMeter, SmClockMeter, WatchedClock,
+                                           is_disturbed, watched_gpu, window_for)
 from benchctl.measure.stats import disturbed_message
 from benchctl.measure.timing import Policy, measure
 from benchctl.results.schema import Stop
@@ -45,7 +46,7 @@ class Machine:
 
 
 def watched(machine: Machine, read_cost_s: float = 0.0) -> WatchedClock:
-    return WatchedClock(machine, machine, counter=machine.counter, read_cost_s=read_cost_s)
+    return WatchedClock(machine, RunQueueMeter(machine), counter=machine.counter, read_cost_s=read_cost_s)
 
 
 CLEAN, HIT = (1e-3, 0.0), (5e-3, 4e-3)  # a clean call, and one that waited a scheduler tick
@@ -61,7 +62,7 @@ def test_samples_whose_threads_waited_are_set_aside_and_kept():
     assert m.disturbed == (False, False, True) * 4 + (False, False)
     assert m.disturbed_share == pytest.approx(4 / 14)
     assert m.stats["n"] == 10 and m.median == 1e-3 and m.stats["max_s"] == 1e-3
-    assert m.waits_s == (0.0, 0.0, 4e-3) * 4 + (0.0, 0.0)
+    assert m.readings == (0.0, 0.0, 4e-3) * 4 + (0.0, 0.0)
 
 
 def test_a_pass_with_too_few_clean_samples_is_disturbed_and_says_by_how_much():
@@ -71,7 +72,7 @@ def test_a_pass_with_too_few_clean_samples_is_disturbed_and_says_by_how_much():
     assert m.stop == Stop.DISTURBED
     assert sum(m.disturbed) == len(m.samples) - 4
     assert m.median == 1e-3  # the clean samples' statistics, few as they are
-    text = disturbed_message(m.disturbed, m.waits_s, m.median)
+    text = disturbed_message(m.disturbed, m.readings, m.median)
     assert text.startswith(f"disturbed: {len(m.samples) - 4} of {len(m.samples)} samples")
     assert "median wait 4 ms per call" in text and "4 clean sample(s) left" in text
 
@@ -102,7 +103,7 @@ def test_cheap_calls_are_judged_in_windows_and_a_disturbed_window_sets_all_its_c
     clock.flush()
     # windows: the first call alone, then 7 calls each (1-7, 8-14, ...): calls 8-14 are set aside
     assert clock.disturbed == [False] * 8 + [True] * 7 + [False] * 15
-    assert clock.waits_s[8] == pytest.approx(5e-5 / 7)
+    assert clock.readings[8] == pytest.approx(5e-5 / 7)
 
 
 def test_the_rule_and_the_window_bounds():
@@ -111,9 +112,38 @@ def test_the_rule_and_the_window_bounds():
 
 
 def test_the_watched_clock_passes_on_what_its_clock_records():
-    clock = WatchedClock(CpuClock(), Machine([]), read_cost_s=0.0)
+    clock = WatchedClock(CpuClock(), RunQueueMeter(Machine([])), read_cost_s=0.0)
     clock.time(lambda: None)
     assert len(clock.usage_per_call) == 1
+
+
+class Gpu:
+    """A fake GPU clock (NVML's SM clock, scripted per reading) beside a fake machine's calls."""
+
+    def __init__(self, mhz):
+        self.mhz = list(mhz)
+
+    def read(self):
+        return self.mhz.pop(0)
+
+
+def test_gpu_samples_taken_below_ninety_percent_of_the_sm_clock_are_set_aside():
+    # readings before and after each call (windows of one): the third call ran while the clock read 1400
+    gpu = Gpu([1980, 1980, 1980, 1980, 1980, 1400] + [1980] * 40)
+    machine = Machine([(1e-3, 0.0)] * 20)
+    clock = WatchedClock(machine, SmClockMeter(gpu.read, 1980.0), counter=machine.counter, read_cost_s=0.0,
+                         kind="cuda")
+    m = measure(lambda: lambda: None, clock, NO_WARMUP, elapsed=machine.elapsed)
+    assert m.disturbed[:4] == (False, False, True, False) and m.watched == "cuda"
+    assert m.readings[2] == 1400 and m.stats["n"] == len(m.samples) - 1
+    assert disturbed_message((False, True), (1980.0, 1400.0), 1e-3, "cuda").startswith(
+        "disturbed: 1 of 2 samples (50%) ran below 90% of the SM clock (median 1400 MHz)")
+
+
+def test_a_gpu_clock_nvml_cannot_read_counts_as_full_and_no_maximum_means_no_watch():
+    meter = SmClockMeter(lambda: None, 1980.0)
+    assert meter.judge(meter.open(), 1e-3, 1) == (False, 1980.0)
+    assert watched_gpu(Machine([]), lambda: 1000.0, 0.0) is None
 
 
 BUSY = "import time\nend = time.monotonic() + 20\nwhile time.monotonic() < end: pass"
@@ -127,7 +157,7 @@ def test_a_busy_neighbour_shows_as_run_queue_delay_and_disturbed_samples():
     try:
         time.sleep(0.3)  # the neighbours are running
         queue = RunQueue()
-        clock = WatchedClock(CpuClock(), queue)
+        clock = WatchedClock(CpuClock(), RunQueueMeter(queue))
         before = queue.read()
 
         def spin():
@@ -139,7 +169,7 @@ def test_a_busy_neighbour_shows_as_run_queue_delay_and_disturbed_samples():
             clock.time(spin)
         clock.flush()
         assert queue.read() - before > 0.0
-        assert sum(clock.disturbed) >= 1 and max(clock.waits_s) > 0.0
+        assert sum(clock.disturbed) >= 1 and max(clock.readings) > 0.0
         clock.close()
     finally:
         for p in neighbours:

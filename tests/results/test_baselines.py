@@ -8,10 +8,10 @@ from benchctl.errors import UsageError
 from benchctl.results import baselines, storage
 
 
-def write_run(root, run_id, cpu, gpu=None):
+def write_run(root, run_id, cpu, gpu=None, processes=3):
     rows = [{"run_id": run_id, "op": "hoconv2d", "target": "module", "impl": "py", "device": "cpu",
              "dtype": "float32", "params": json.dumps({"batch_size": 8}), "pass": "forward", "status": "ok",
-             "cpu_name": cpu, "gpu_name": gpu, "median_s": 1e-3, "samples_s": [1e-3] * 3}]
+             "cpu_name": cpu, "gpu_name": gpu, "median_s": 1e-3, "samples_s": [1e-3] * 3, "processes": processes}]
     if gpu:
         rows.append({**rows[0], "device": "cuda"})
     writer = storage.RunWriter(root, run_id, {})
@@ -45,3 +45,11 @@ def test_a_machine_kind_without_a_baseline_is_refused_unless_asked(tmp_path):
         baselines.find("nightly", other, tmp_path)
     with pytest.raises(UsageError, match="use letters"):
         baselines.save("../x", tmp_path, tmp_path)
+
+
+def test_a_run_measured_in_one_process_is_not_kept_as_a_baseline(tmp_path):
+    run = write_run(tmp_path, "20240101-000000-aaaaaa", "EPYC 7B13", processes=None)
+    with pytest.raises(UsageError, match="measured its cells in 1 process\\(es\\); a baseline keeps 3 at least: "
+                                         "run it with --processes 3"):
+        baselines.save("main", run, tmp_path)
+    assert baselines.saved(tmp_path, "main") == []

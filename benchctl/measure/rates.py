@@ -1,0 +1,59 @@
+"""The rates of a pass and the floors they are held against: FLOPs and bytes, GFLOP/s and GB/s, the share
+of this machine's roofline (`pct_of_peak`), and the least time any implementation could take here."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+
+from benchctl.machine import caches
+from benchctl.measure import flops
+from benchctl.measure.clocks import Thunk
+from benchctl.ops.cells import Cell, Resolved
+from benchctl.results.schema import TF32_PEAK
+
+
+def rates(resolved: Resolved, setup: Callable[[], Thunk], pass_name: str, median: float,
+          peaks: dict[str, Any]) -> dict[str, Any]:
+    """FLOPs (as torch counts them in a call of `setup`'s thunk, else the operator's formula: flops.py) and
+    bytes (the formula) -> GFLOP/s, GB/s and % of the roofline bound, whose bandwidth is that of the cache
+    level the pass's bytes fit in (machine/caches.py) and whose FLOP/s is this device's calibrated matmul
+    rate in the pass's dtype."""
+    cell, target = resolved.cell, resolved.target
+    params, size = cell.params, cell.torch_dtype.itemsize
+    fwd = (target.flops(params), target.bytes(params, size))
+    bwd = (target.bwd_flops(params), target.bwd_bytes(params, size))
+    declared, nbytes = {"forward": fwd, "backward": bwd}.get(pass_name, (fwd[0] + bwd[0], fwd[1] + bwd[1]))
+    torch_count = flops.counted(setup)
+    flops_done = torch_count or declared
+    out: dict[str, Any] = {"flops": flops_done, "bytes": nbytes,
+                           "flops_source": "counted" if torch_count else "declared" if declared else None}
+    if median > 0:
+        out["gflops"] = flops_done / median * 1e-9
+        out["gbps"] = nbytes / median * 1e-9
+    level, gflops = caches.level_for(nbytes, caches.levels(peaks)), matmul_peak(peaks, cell)
+    bound = max(nbytes / (level.gbps * 1e9) if level else 0.0, flops_done / (gflops * 1e9) if gflops else 0.0)
+    if bound > 0 and median > 0:
+        out["pct_of_peak"] = 100.0 * bound / median
+        out["peak_level"] = level.name if level else None
+    return out
+
+
+def least_time(row: dict[str, Any], peaks: dict[str, Any], cell: Cell) -> float | None:
+    """The least time any implementation could take: its bytes at the fastest level calibrated (declared
+    bytes count re-reads that a cache may serve), or its FLOPs at the calibrated peak, whichever is longer."""
+    fastest = max((lv.gbps for lv in caches.levels(peaks)), default=None)
+    gflops = matmul_peak(peaks, cell)
+    least = max((row.get("bytes") or 0.0) / (fastest * 1e9) if fastest else 0.0,
+                (row.get("flops") or 0.0) / (gflops * 1e9) if gflops else 0.0)
+    return least or None
+
+
+def matmul_peak(peaks: dict[str, Any], cell: Cell) -> float | None:
+    """The calibrated matmul GFLOP/s of the cell's dtype (a float32 GPU pass with TF32 allowed: the TF32
+    rate), else the float32 one (a calibration from before the dtypes were measured)."""
+    key = cell.dtype
+    if cell.device == "cuda" and key == "float32" and torch.backends.cuda.matmul.allow_tf32:
+        key = TF32_PEAK
+    return peaks.get("gflops_by_dtype", {}).get(key) or peaks.get("gflops")
