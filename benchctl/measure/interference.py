@@ -198,12 +198,12 @@ def window_for(read_cost_s: float, call_s: float) -> int:
     return max(1, min(MAX_WINDOW, math.ceil(2 * read_cost_s / (READ_BUDGET * call_s))))
 
 
-def read_cost(queue: Callable[[], float], counter: Callable[[], int] = time.perf_counter_ns, reads: int = 5) -> float:
+def read_cost(read: Callable[[], float], counter: Callable[[], int] = time.perf_counter_ns, reads: int = 5) -> float:
     """Seconds one read of the counters takes (the fastest of a few)."""
     best = math.inf
     for _ in range(reads):
         start = counter()
-        queue()
+        read()
         best = min(best, (counter() - start) * 1e-9)
     return best
 
