@@ -24,6 +24,8 @@ import sys
 import time
 from pathlib import Path
 
+from benchctl.results.schema import CANARY_SLOW
+
 HERE = Path(__file__).resolve().parent
 BENCHCTL = [sys.executable, "-m", "benchctl"]
 SWEEPS = (["py,cpp", "cpu", "--op", "lstm_cell", "--batch-sizes", "16,64"],
@@ -62,7 +64,7 @@ def disturbed(base: Path, new: Path) -> tuple[int, int, int]:
     (not stopped disturbed, not on a slow machine, not noisy), and how many there are."""
     a, b = rows_of(base), rows_of(new)
     set_aside = (b["disturbed_share"].fillna(0) > 0).sum()
-    marked = (b["stop"] == "disturbed") | (b["canary_ratio"].fillna(1) > 1.05) | b["noisy"].fillna(False)
+    marked = (b["stop"] == "disturbed") | (b["canary_ratio"].fillna(1) > 1 + CANARY_SLOW) | b["noisy"].fillna(False)
     off = (b["median_s"] / a["median_s"].reindex(b.index) - 1).abs() > 0.05
     return int(set_aside), int((off & ~marked).sum()), len(b)
 

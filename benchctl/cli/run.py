@@ -73,8 +73,8 @@ def _ints(text: str | None) -> tuple[int, ...]:
 @click.option("--gpu-kind", "gpu_kinds", help="ray: comma list of accelerator types, e.g. H100,A100; GPU "
               "series run once on each.")
 def command(impls, devices, ops, ops_dirs, config, targets, batch_sizes, params, dtypes, passes, min_time,
-            max_time, warmup_time, ci_target, remeasure, rounds, processes, pair_with, threads, out, quick, timeout, flush_l2,
-            cuda_graph, tf32, fresh_worker, in_process, allocator, executor, address, gpu_kinds) -> None:
+            max_time, warmup_time, ci_target, remeasure, rounds, processes, pair_with, threads, out, quick, timeout,
+            flush_l2, cuda_graph, tf32, fresh_worker, in_process, allocator, executor, address, gpu_kinds) -> None:
     """Time IMPLS (py, cpp, cuda, a variant, a comma list, all) on DEVICES (cpu, gpu, all)."""
     from benchctl.sweep import words
 

@@ -17,8 +17,6 @@ import time
 
 import torch
 
-from benchctl.results.schema import CANARY_SLOW
-
 SHAPE = (64, 256, 1024)  # (m, k, n) of the matmul: 33.6 MFLOP, a fraction of a millisecond
 CALLS = 9  # timed calls per reading; its median is the reading
 
@@ -47,7 +45,3 @@ def slowdown(canary_s: float | None, calibrated_s: float | None) -> float | None
     if not canary_s or not calibrated_s:
         return None
     return canary_s / calibrated_s
-
-
-def is_slow(ratio: float | None) -> bool:
-    return ratio is not None and ratio > 1 + CANARY_SLOW

@@ -19,13 +19,6 @@ INTERVAL_S = 1.0
 PROC = Path("/proc")
 
 
-def _ticks_per_s() -> float:
-    try:
-        return float(os.sysconf("SC_CLK_TCK"))
-    except (ValueError, OSError, AttributeError):
-        return 100.0
-
-
 def machine_ticks(proc: Path = PROC) -> tuple[int, int, int]:
     """(busy, steal, total) jiffies over all CPUs, from the first line of /proc/stat."""
     fields = [int(v) for v in (proc / "stat").read_text().splitlines()[0].split()[1:]]

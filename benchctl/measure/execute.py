@@ -179,29 +179,29 @@ def _time_pass(prepared: Prepared, pass_name: str, settings: Settings, clock: Cl
                partner: Prepared | None = None, watch: bool = False) -> dict[str, Any]:
     """One pass timed; with `watch`, on a clock watched for disturbance (interference.py): run-queue delay
     on a CPU, the SM clock on a GPU."""
-    watched = _watched(clock, prepared.resolved.cell.device) if watch else None
+    clocks = gpu_clocks.guard(prepared.resolved.cell.device)
+    watched = _watched(clock, clocks) if watch else None
     try:
-        return _time_watched(prepared, pass_name, settings, watched or clock, partner, watch)
+        return _time_watched(prepared, pass_name, settings, watched or clock, partner, watch, clocks)
     finally:
         if watched is not None:
             watched.close()
 
 
-def _watched(clock: Clock, device: str) -> interference.WatchedClock | None:
-    if device != "cuda":
+def _watched(clock: Clock, clocks: gpu_clocks.ClockGuard | None) -> interference.WatchedClock | None:
+    """`clock` watched by the run queue on a CPU, by the SM clock the GPU's guard reads on a GPU."""
+    if clocks is None:
         return interference.watched(clock)
-    meter = gpu_clocks.guard(device)
-    return interference.watched_gpu(clock, meter.sm_mhz, meter.max_mhz) if meter else None
+    return interference.watched_gpu(clock, clocks.sm_mhz, clocks.max_mhz)
 
 
 def _time_watched(prepared: Prepared, pass_name: str, settings: Settings, clock: Clock,
-                  partner: Prepared | None, watch: bool) -> dict[str, Any]:
+                  partner: Prepared | None, watch: bool, clocks: gpu_clocks.ClockGuard | None) -> dict[str, Any]:
     row: dict[str, Any] = {"pass": pass_name, "compile_s": prepared.compile_s}
     usage = getattr(clock, "usage_per_call", None)
     host = getattr(clock, "host_per_call", None)
     before, host_before = len(usage or ()), len(host or ())
     probe = trust.probe if settings.probe_bandwidth and prepared.resolved.cell.device == "cpu" else None
-    clocks = gpu_clocks.guard(prepared.resolved.cell.device)
     try:
         setup = _setup(prepared, pass_name, clock)
         bandwidth_before = probe() if probe else None
@@ -210,7 +210,7 @@ def _time_watched(prepared: Prepared, pass_name: str, settings: Settings, clock:
             if partner is None:
                 m, paired = measure(setup, clock, settings.policy, between=tick), {}
             else:
-                m, paired = _time_paired(setup, clock, partner, pass_name, settings, tick, watch)
+                m, paired = _time_paired(setup, clock, partner, pass_name, settings, tick, watch, clocks)
         bandwidth_after = probe() if probe else None
         mem = peak_bytes(setup, prepared.resolved.cell.device) if settings.measure_memory else None
     except Exception as exc:
@@ -233,12 +233,13 @@ def _time_watched(prepared: Prepared, pass_name: str, settings: Settings, clock:
 
 
 def _time_paired(setup: Callable[[], Thunk], clock: Clock, partner: Prepared, pass_name: str, settings: Settings,
-                 tick: Callable[[], None], watch: bool) -> tuple[Measurement, dict[str, Any]]:
+                 tick: Callable[[], None], watch: bool,
+                 clocks: gpu_clocks.ClockGuard | None) -> tuple[Measurement, dict[str, Any]]:
     """The pass timed sample by sample in alternation with the partner's (on a clock of its own, so the
     OS work each clock records stays its own call's); the row keeps the partner's samples beside its own."""
     cell = partner.resolved.cell
     partner_clock = make_clock(cell.device, settings.flush_l2, settings.cuda_graph)
-    watched = _watched(partner_clock, cell.device) if watch else None
+    watched = _watched(partner_clock, clocks) if watch else None
     try:
         m, other = measure_paired(setup, _setup(partner, pass_name, partner_clock), clock, watched or partner_clock,
                                   settings.policy, between=tick)

@@ -44,7 +44,8 @@ def noisy_message(stats: dict[str, float]) -> str:
             f"(IQR {stats['iqr_s'] / stats['median_s']:.0%} of it, {stats['n']} samples)")
 
 
-def disturbed_message(disturbed: Sequence[bool], readings: Sequence[float], median_s: float, device: str = "cpu") -> str:
+def disturbed_message(disturbed: Sequence[bool], readings: Sequence[float], median_s: float,
+                      device: str = "cpu") -> str:
     """Why a pass is `disturbed`: how many samples the machine did not give what they asked for, and by how
     much (on a CPU the wait for a core per call, on a GPU the SM clock)."""
     n, set_aside = len(disturbed), sum(disturbed)

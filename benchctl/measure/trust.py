@@ -1,6 +1,6 @@
 """What a row says of whether its number can be trusted: the samples set aside as disturbed
-(interference.py), the machine around the pass (its memory bandwidth, compute canary and the OS's work), and a median
-under the pass's floor, which no implementation can beat.
+(interference.py), the machine around the pass (its memory bandwidth, compute canary and the OS's work),
+and a median under the pass's floor, which no implementation can beat.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ import pandas as pd
 
 from benchctl.errors import UsageError
 from benchctl.results import storage
-from benchctl.results.schema import BROKEN, ENV_FIELDS
+from benchctl.results.schema import BROKEN, ENV_FIELDS, clean_samples
 from benchctl.results.summary import probed
 from benchctl.results.verdict import (FASTER, SAME, SLOWER, UNSURE, adjusted, doubt, machine_doubt,
                                      mann_whitney_p, ratio_interval, verdict)
@@ -113,11 +113,7 @@ def _json_safe(value: Any) -> Any:
 
 def _samples(row: pd.Series) -> list[float]:
     """The row's clean samples: those its worker did not set aside as disturbed."""
-    samples = _listed(row.get("samples_s"))
-    flags = _listed(row.get("disturbed"))
-    if len(flags) != len(samples):
-        return samples
-    return [s for s, f in zip(samples, flags) if not f] or samples
+    return clean_samples(_listed(row.get("samples_s")), _listed(row.get("disturbed")))
 
 
 def _listed(value: Any) -> list:

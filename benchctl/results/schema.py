@@ -8,6 +8,7 @@ change that breaks a reader bumps SCHEMA_VERSION, while loaders keep reading old
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Sequence
 
 import pyarrow as pa
 
@@ -169,5 +170,13 @@ COLUMNS: dict[str, pa.DataType] = {
     "check_params": pa.string(),
 }
 assert set(ENV_FIELDS) <= set(COLUMNS)
+
+
+def clean_samples(samples: Sequence[float], disturbed: Sequence[bool] | None) -> list[float]:
+    """A row's samples its worker did not set aside (`disturbed`); all of them where it set aside every
+    one, or where the flags are missing (a row from before them) or do not match the samples."""
+    if not disturbed or len(disturbed) != len(samples):
+        return list(samples)
+    return [s for s, d in zip(samples, disturbed) if not d] or list(samples)
 SCHEMA = pa.schema(list(COLUMNS.items()))
 

@@ -166,7 +166,7 @@ def _cell(row: dict | None, base: dict | None, is_ref: bool, typical_gbps: float
         text += " ~"
     if row.get("stop") == Stop.DISTURBED:
         text += " dist"
-    if _slow_machine(row):
+    if slow_machine(row):
         text += " slow"
     if _share_at_least(row, "sys_s", OS_HEAVY):
         text += " os"
@@ -177,7 +177,7 @@ def _cell(row: dict | None, base: dict | None, is_ref: bool, typical_gbps: float
     return text
 
 
-def _slow_machine(row: Mapping[str, Any]) -> bool:
+def slow_machine(row: Mapping[str, Any]) -> bool:
     """The machine's canary ran over CANARY_SLOW slower than calibrated around the pass."""
     ratio = row.get("canary_ratio")
     return _present(ratio) and ratio > 1 + CANARY_SLOW

@@ -22,10 +22,10 @@ its whole life, and a VM changes speed from minute to minute, so an A/A comparis
 samples are all clean still gave `slower`, +67%, p = 6.5e-61. So `slower` and `faster` need more than
 the samples (`doubt`): both sides settled (not `disturbed`, not noisy), and a change beyond the spread
 between the worker processes of each side (`process_spread`, from a run with --processes); a side measured
-in one process has no such spread, and its change must exceed ONE_PROCESS_BOUND instead. And the change
-must hold in machine-normalised time (`machine_doubt`): divided by how much slower (or faster) the
-machine itself ran in NEW, by its compute canary and its memory probe, it must still exceed the minimum
-effect. Otherwise the verdict is `unsure`, with the reason.
+in one process has no such spread, and its change must exceed ONE_PROCESS_BOUND instead. And the machine
+(`machine_doubt`): its compute canary and its GPU's SM clock within CANARY_SLOW of each other in the two
+rows, and the change, divided by how much slower (or faster) the machine ran in NEW by each probe (the
+memory probe too), still past the minimum effect. Otherwise the verdict is `unsure`, with the reason.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from benchctl.results.schema import CANARY_SLOW
+from benchctl.results.schema import CANARY_SLOW, Stop
 
 FASTER, SLOWER, SAME, UNSURE = "faster", "slower", "same", "unsure"
 # Why a change the samples call real is still `unsure`.
@@ -107,9 +107,10 @@ def verdict(interval: tuple[float, float] | None, p_value: float | None, min_eff
 def doubt(ratio: float, sides: Sequence[dict]) -> str | None:
     """Why a change of `ratio` (new / base) cannot be trusted as slower or faster, given each side's row
     (its stop, noisy flag, processes and the spread between them); None when nothing stands in the way."""
-    for reason, hit in ((DISTURBED, lambda r: r.get("stop") == DISTURBED), (NOISY, lambda r: bool(r.get("noisy")))):
-        if any(hit(r) for r in sides):
-            return reason
+    if any(r.get("stop") == Stop.DISTURBED for r in sides):
+        return DISTURBED
+    if any(r.get("noisy") for r in sides):
+        return NOISY
     change = abs(math.log(ratio)) if ratio > 0 else math.inf
     if any((r.get("processes") or 1) < 2 for r in sides):
         return ONE_PROCESS if change <= math.log1p(ONE_PROCESS_BOUND) else None

@@ -14,12 +14,12 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any, Callable, Iterable, Protocol, Sequence
 
-from benchctl.machine import canary
 from benchctl.measure.execute import GATE_COLUMNS
 from benchctl.measure.stats import ci_half_width, join_messages
 from benchctl.ops import registry
 from benchctl.ops.cells import Cell
 from benchctl.results.schema import Status, Stop
+from benchctl.results.summary import slow_machine
 from benchctl.sweep.executors import Executor, Rows, failure_rows
 from benchctl.sweep.rounds import all_ok, merge
 
@@ -95,11 +95,12 @@ class Sweep:
                     self._replace(held, [_never_settled(r) for r in held.rows])
 
     def _finish(self, i: int, rounds_rows: list[Rows], unsettled: dict[int, Held]) -> None:
-        if self.remeasure and self.rounds == self.processes and noisy(merge(rounds_rows)):
-            rows = [{**r, "remeasured": 0} for r in merge(rounds_rows)]
+        merged = merge(rounds_rows)
+        if self.remeasure and self.rounds == self.processes and noisy(merged):
+            rows = [{**r, "remeasured": 0} for r in merged]
             unsettled[i] = Held(rows, self.writer.write(stamp(rows, self.env)))
         else:
-            self._write(rounds_rows)
+            self.writer.write(stamp(merged, self.env))
 
     def _replace(self, held: Held, rows: Rows) -> None:
         self.writer.write(stamp(rows, self.env))
@@ -144,7 +145,7 @@ def noisy(rows: Rows) -> bool:
     """Some pass of the cell ran but its median did not settle, too few of its samples were clean, or the
     machine was slower than calibrated (its canary)."""
     return any(r.get("status") == Status.OK and (r.get("noisy") or r.get("stop") == Stop.DISTURBED
-                                                 or canary.is_slow(r.get("canary_ratio"))) for r in rows)
+                                                 or slow_machine(r)) for r in rows)
 
 
 def _never_settled(row: dict[str, Any]) -> dict[str, Any]:
@@ -172,7 +173,7 @@ def _best_of(kept: Rows, fresh: Rows, attempt: int) -> Rows:
 
 
 def _undisturbed(row: dict[str, Any]) -> bool:
-    return row.get("stop") != Stop.DISTURBED and not canary.is_slow(row.get("canary_ratio"))
+    return row.get("stop") != Stop.DISTURBED and not slow_machine(row)
 
 
 def _spread(row: dict[str, Any]) -> float:

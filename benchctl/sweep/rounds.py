@@ -24,7 +24,7 @@ from typing import Any, Sequence
 from benchctl.measure.paired import paired_stats
 from benchctl.measure.stats import is_noisy, join_messages, noisy_message, summarize
 from benchctl.measure.timing import Policy, too_disturbed
-from benchctl.results.schema import Status, Stop
+from benchctl.results.schema import Status, Stop, clean_samples
 
 Rows = list[dict[str, Any]]
 MODES_APART = 0.10  # round medians this far apart (slowest / fastest - 1) are two modes, not noise
@@ -114,8 +114,7 @@ def _flags(row: dict[str, Any]) -> list[bool]:
 
 
 def _clean(row: dict[str, Any]) -> list[float]:
-    kept = [s for s, f in zip(row["samples_s"], _flags(row)) if not f]
-    return kept or list(row["samples_s"])
+    return clean_samples(row["samples_s"], row.get("disturbed"))
 
 
 def _disturbance(rows: Rows, flags: list[bool], clean: int, noisy: bool) -> dict[str, Any]:
