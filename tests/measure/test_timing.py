@@ -203,6 +203,9 @@ class FakeEvent:
         self.log.append("record")
         self.t = self.times.pop(0)
 
+    def synchronize(self):
+        pass
+
     def elapsed_time(self, end) -> float:
         self.log.append("elapsed")
         return end.t - self.t
