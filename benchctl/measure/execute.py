@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 import torch
 
-from benchctl.measure import audit, correctness, interference, rates, seal, trust
+from benchctl.measure import audit, correctness, interference, orphans, rates, seal, trust
 from benchctl.machine import allocator, gpu_clocks
 from benchctl.ops.cells import Cell, Resolved
 from benchctl.measure.memory import peak_bytes
@@ -93,11 +93,15 @@ def run_cell(cell: Cell, settings: Settings = Settings(), clock: Clock | None = 
             return [{**base, "pass": p, "status": Status.ERROR, "message": changed} for p in cell.passes]
     except Exception as exc:
         return [{**base, "pass": p, "status": status_of(exc), "message": error_message(exc)} for p in cell.passes]
+    kids = orphans.children()
     partner, unpaired = _partner(resolved)
     watch = clock is None  # a clock given (a test's fake) is not watched
     clock = clock or make_clock(cell.device, settings.flush_l2, settings.cuda_graph)
     mode = {"timing_mode": TimingMode.CUDA_GRAPH if isinstance(clock, CudaGraphClock) else TimingMode.EAGER}
     rows = [{**base, **gate, **mode, **_time_pass(prepared, p, settings, clock, partner, watch)} for p in cell.passes]
+    left = orphans.left_running(kids)
+    if left:
+        rows = [{**r, "status": Status.ERROR, "message": left} for r in rows]
     return [{**r, "message": join_messages(r.get("message"), unpaired)} for r in rows] if unpaired else rows
 
 
