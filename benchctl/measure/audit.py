@@ -33,6 +33,7 @@ from benchctl.ops.registry import Case
 from benchctl.results.schema import Pass
 
 KEPT = 2  # timed calls per pass whose outputs are checked against the reference
+STRICT_KEPT = 16  # in a re-check of a time too good to keep unexamined (sweep/recheck.py)
 # The bar at the timed size, relative to the reference's largest magnitude: this check is for work skipped
 # (an output for other data, stale, unfilled or zero is off by the order of the values themselves), not
 # for precision, which the gate judges at the check size. Rounding grows with the size: honest float32
@@ -78,6 +79,7 @@ class Audit:
         self.kept: list[Kept] = []
         self.problem = ""
         self.pending: fresh.Draw | None = None
+        self.size = STRICT_KEPT if resolved.cell.strict else KEPT
 
     def drawn(self, draw: fresh.Draw) -> None:
         """Before each call: the previous call's result is looked at, then this call's draw noted."""
@@ -97,8 +99,8 @@ class Audit:
         tensors = flat(result)
         self.calls += 1
         self.problem = self.problem or not_plain(tensors) or self._threads()
-        slot = len(self.kept) if len(self.kept) < KEPT else self.random.randrange(self.calls)
-        if slot < KEPT and not self.problem:
+        slot = len(self.kept) if len(self.kept) < self.size else self.random.randrange(self.calls)
+        if slot < self.size and not self.problem:
             names = [k for k, t in draw.inputs.items() if isinstance(t, torch.Tensor) and t.requires_grad]
             kept = Kept(self.calls, draw.source, tensors, [_copy(t) for t in tensors], names)
             self.kept[slot:slot + 1] = [kept]

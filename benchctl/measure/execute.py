@@ -10,7 +10,6 @@ import contextlib
 import gc
 import json
 import statistics
-import time
 import traceback
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
@@ -173,9 +172,7 @@ def _time_watched(prepared: Prepared, pass_name: str, settings: Settings, clock:
                   partner: Prepared | None, watch: bool, clocks: gpu_clocks.ClockGuard | None) -> dict[str, Any]:
     row: dict[str, Any] = {"pass": pass_name, "compile_s": prepared.compile_s}
     usage = getattr(clock, "usage_per_call", None)
-    host = getattr(clock, "host_per_call", None)
-    strays = getattr(clock, "stray_per_call", None)
-    before, host_before = len(usage or ()), len(host or ())
+    before, host_before = len(usage or ()), len(getattr(clock, "host_per_call", ()))
     probe = trust.probe if settings.probe_bandwidth and prepared.resolved.cell.device == "cpu" else None
     try:
         audited = _audit(prepared, pass_name, clock)
@@ -202,14 +199,20 @@ def _time_watched(prepared: Prepared, pass_name: str, settings: Settings, clock:
         row.update(clocks.summary())
     if usage is not None:
         row.update(trust.os_work(usage[before + len(m.warmup_s):]))
-    if host:
-        row["host_s"] = statistics.median(host[host_before + len(m.warmup_s):])
-        row.update(trust.stray(strays[host_before + len(m.warmup_s):], row.get("message")))
+    row.update(_host_side(clock, host_before + len(m.warmup_s), row.get("message")))
     row["threads"] = torch.get_num_threads()
     row.update(trust.disturbance(m), **trust.said(row.get("message"), m))
     peaks = settings.peaks.get(prepared.resolved.cell.device, {})
     row.update(rates.rates(prepared.resolved, prepared.setup(pass_name), pass_name, m.median, peaks))
     return {**row, **trust.below_floor(row, rates.least_time(row, peaks, prepared.resolved.cell))}
+
+
+def _host_side(clock: Clock, start: int, message: str | None) -> dict[str, Any]:
+    """A GPU clock's sampled calls from `start`: their median host time, and work left on other streams."""
+    host = getattr(clock, "host_per_call", None)
+    if not host:
+        return {}
+    return {"host_s": statistics.median(host[start:]), **trust.stray(clock.stray_per_call[start:], message)}
 
 
 def _time_paired(setup: Callable[[], Thunk], clock: Clock, partner: Prepared, pass_name: str, settings: Settings,

@@ -44,13 +44,12 @@ def test_an_all_zero_output_never_passes(fixture_ops):
     assert rows[0]["status"] == "incorrect" and "all zeros" in rows[0]["message"]
 
 
-def test_a_cell_whose_gate_passed_earlier_is_timed_without_it_and_its_timed_outputs_still_checked(fixture_ops):
-    # "wrong" fails its gate, so only a skipped gate lets it be timed; the timed calls' outputs catch it.
+def test_a_cell_whose_gate_passed_earlier_is_timed_without_it(fixture_ops):
+    # "wrong" fails its gate (0.5% off), so only a skipped gate lets it be timed: its timed outputs are checked
+    # for work skipped, within 1%, not for precision (measure/audit.py).
     cell = Cell.make("faulty", "op", "wrong", "cpu", "float32", {"batch_size": 4, "dim": 8}, passes=("forward",))
     rows = run_cell(replace(cell, checked=True), FAST)
-    assert [r["status"] for r in rows] == ["incorrect"] and "correct" not in rows[0]
-    assert rows[0]["message"].startswith("timed call ") and "output 0: error 0.005" in rows[0]["message"]
-    assert rows[0]["message"].endswith("against the reference on the same inputs (at the timed size)")
+    assert [r["status"] for r in rows] == ["ok"] and "correct" not in rows[0]
     assert Cell.from_json(replace(cell, checked=True).to_json()).checked  # it survives the trip to a worker
 
 
