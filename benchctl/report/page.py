@@ -163,8 +163,7 @@ def latest_only(rows: pd.DataFrame) -> tuple[pd.DataFrame, int]:
     """One row per cell when merged runs repeat one (a re-run after a fix): the latest run's row, since
     run ids sort by start time; and how many older rows were dropped. The same cell on another kind of
     machine is another cell."""
-    ordered = rows.assign(_machine=machine_kinds(rows)).sort_values("run_id", kind="stable", na_position="first")
-    kept = ordered.drop_duplicates([*KEY, "_machine"], keep="last").sort_index().drop(columns="_machine")
+    kept = storage.latest(rows.assign(_machine=machine_kinds(rows)), [*KEY, "_machine"]).drop(columns="_machine")
     return kept, len(rows) - len(kept)
 
 
