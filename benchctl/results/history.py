@@ -20,7 +20,7 @@ from benchctl.results import commits, storage
 from benchctl.results.compare import KEY, machine_kinds
 from benchctl.results.schema import Status
 
-FILTERS = {"op": "op", "impl": "impl", "pass": "pass", "device": "device"}  # option -> column
+FILTERS = {"op": "op", "impl": "impl", "pass_name": "pass", "device": "device"}  # select() keyword -> column
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,7 @@ def load(paths: Sequence[Path | str] = (), root: Path | str = "results") -> pd.D
 
 
 def select(rows: pd.DataFrame, **wanted: Sequence[str]) -> pd.DataFrame:
-    """Rows matching every filter given (op, impl, pass, device: each a list of accepted values)."""
+    """Rows matching every filter given (op, impl, pass_name, device: each a list of accepted values)."""
     for option, values in wanted.items():
         if values:
             rows = rows[rows[FILTERS[option]].isin(list(values))]

@@ -139,3 +139,8 @@ def _median(values: Sequence[Any]) -> float | None:
 def newest_first(found: Sequence[Step]) -> list[Step]:
     """Steps across series, the latest first (by the date of the commit after the step)."""
     return sorted(found, key=lambda s: (s.after.time, s.after.run_id), reverse=True)
+
+
+def all_steps(series: Sequence[Series], threshold: float = 0.05, alpha: float = 0.05) -> list[Step]:
+    """Every series' steps, newest first."""
+    return newest_first([step for s in series for step in steps(s, threshold, alpha)])
