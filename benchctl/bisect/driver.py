@@ -13,7 +13,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchctl.bisect.measure import judged_at, measure
+from benchctl.bisect.measure import child_env, judged_at, measure
 from benchctl.bisect.spec import Spec
 from benchctl.errors import BenchError, UsageError
 from benchctl.results import commits
@@ -67,7 +67,7 @@ def bisect(spec: Spec, repo: Path, good: str, bad: str) -> Result:
         _git(repo, "checkout", "-q", start)
         _git(repo, "bisect", "start", bad_sha, good_sha)
         done = subprocess.run(["git", "-C", str(repo), "bisect", "run", sys.executable, "-m", "benchctl.bisect.step",
-                               str(spec.save())], capture_output=True, text=True)
+                               str(spec.save())], capture_output=True, text=True, env=child_env())
         return _result(repo, done.stdout + done.stderr, spec)
     finally:
         leave_as_found(repo, start)

@@ -5,6 +5,7 @@ again), and judge it against the good commit's run with compare.compare."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -42,9 +43,16 @@ def run_command(spec: Spec, out: Path) -> list[str]:
             *spec.run_args, "--out", str(out)]
 
 
+def child_env() -> dict[str, str]:
+    """This process's environment, with this benchctl first on the path: the commands run in the bisected
+    repository, where `python -m benchctl` would not otherwise find it."""
+    here = str(Path(__file__).resolve().parents[2])
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")]))}
+
+
 def measure(spec: Spec, out: Path, cwd: Path) -> Path:
     """The new run folder under `out`."""
-    done = subprocess.run(run_command(spec, out), cwd=cwd, capture_output=True, text=True)
+    done = subprocess.run(run_command(spec, out), cwd=cwd, capture_output=True, text=True, env=child_env())
     run = storage.latest_run(out)
     if done.returncode != 0 or run is None:
         last = (done.stderr.strip() or done.stdout.strip()).splitlines()[-1:] or [f"exit {done.returncode}"]

@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 # The exit codes `git bisect run` reads (git-bisect(1)).
-GOOD, BAD, SKIP = 0, 1, 125
+GOOD, BAD, SKIP, ABORT = 0, 1, 125, 255  # 128 and up stop the bisect: a step that broke is no verdict
 SPEC_FILE = "bisect.json"
 LOG_FILE = "commits.jsonl"  # one line per commit measured: its verdict, and the change of each cell
 

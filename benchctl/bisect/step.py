@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import json
 import sys
+import traceback
 from pathlib import Path
 
 from benchctl.bisect.measure import MeasureFailed, judged_at
-from benchctl.bisect.spec import BAD, GOOD, SKIP, Spec
+from benchctl.bisect.spec import ABORT, BAD, GOOD, SKIP, Spec
 from benchctl.results import commits
 
 EXIT = {"good": GOOD, "bad": BAD}
@@ -30,5 +31,14 @@ def main(argv: list[str]) -> int:
     return EXIT.get(verdict, SKIP)
 
 
+def guarded(argv: list[str]) -> int:
+    """main, but a step that breaks stops the bisect instead of exiting 1, which git would take for bad."""
+    try:
+        return main(argv)
+    except Exception:
+        traceback.print_exc()
+        return ABORT
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(guarded(sys.argv[1:]))

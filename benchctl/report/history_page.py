@@ -16,7 +16,7 @@ from benchctl.report import charts
 from benchctl.report.history_chart import history_figure
 from benchctl.report.render import CSS, slug
 from benchctl.results.commits import Commit
-from benchctl.results.compare import machine_kinds
+from benchctl.results.compare import KEY, machine_kinds
 from benchctl.results.history import Series
 from benchctl.results.steps import Step
 
@@ -99,14 +99,14 @@ def _img(paths: list[Path], out_dir: Path, title: str) -> str:
 
 def for_run(run_dir: Path, threshold: float = 0.05, alpha: float = 0.05) -> Path | None:
     """The history page of a run's cells, built beside the run folders from the runs of the same machine
-    kind in its results folder; None when the run is the only one of its kind there."""
+    kind in its results folder (those cells only); None when the run is the only one of its kind there."""
     from benchctl.results import history, steps
 
     root = Path(run_dir).resolve().parent
     rows = history.load([root])
-    kinds = machine_kinds(rows)
-    mine = set(kinds[rows["run_id"] == Path(run_dir).name])
-    rows = rows[kinds.isin(mine)]
+    ours = rows["run_id"] == Path(run_dir).name
+    cells = pd.MultiIndex.from_frame(rows[list(KEY)].astype(str))
+    rows = rows[cells.isin(cells[ours.to_numpy()]) & machine_kinds(rows).isin(set(machine_kinds(rows[ours])))]
     if rows["run_id"].nunique() < 2:
         return None
     all_series = history.series(rows)

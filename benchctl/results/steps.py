@@ -79,12 +79,19 @@ def weights(points: Sequence[Point]) -> np.ndarray:
 
 
 def change_points(points: Sequence[Point]) -> list[int]:
-    """Indices of the points that start a new level (never 0)."""
-    if len(points) < 2:
+    """Indices of the points that start a new level (never 0), always at a new commit: the runs of one
+    commit measure the same code, so they are one point to the search, at their weighted mean with their
+    weights summed (which gives every segmentation that keeps them together the same cost, up to a
+    constant, as the runs one by one)."""
+    starts = [i for i, p in enumerate(points) if i == 0 or p.label != points[i - 1].label]
+    if len(starts) < 2:
         return []
-    y = np.log([p.median_s for p in points]).reshape(-1, 1)
-    algo = rpt.Pelt(custom_cost=WeightedL2(weights(points)), min_size=1, jump=1).fit(y)
-    return [i for i in algo.predict(pen=2 * math.log(len(points))) if 0 < i < len(points)]
+    y, w = np.log([p.median_s for p in points]), weights(points)
+    groups = [slice(a, b) for a, b in zip(starts, [*starts[1:], len(points)])]
+    group_w = np.array([w[g].sum() for g in groups])
+    group_y = np.array([(w[g] * y[g]).sum() for g in groups]) / group_w
+    algo = rpt.Pelt(custom_cost=WeightedL2(group_w), min_size=1, jump=1).fit(group_y.reshape(-1, 1))
+    return [starts[i] for i in algo.predict(pen=2 * math.log(len(points))) if 0 < i < len(groups)]
 
 
 def steps(series: Series, threshold: float = 0.05, alpha: float = 0.05) -> list[Step]:

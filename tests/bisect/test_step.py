@@ -9,7 +9,7 @@ import json
 import pytest
 
 from benchctl.bisect import measure, step
-from benchctl.bisect.spec import BAD, GOOD, SKIP, Spec
+from benchctl.bisect.spec import ABORT, BAD, GOOD, SKIP, Spec
 
 
 @pytest.fixture
@@ -43,3 +43,11 @@ def test_a_commit_that_cannot_be_measured_is_skipped(monkeypatch, spec, tmp_path
     monkeypatch.setattr(measure, "measure", fails)
     assert step.main([spec]) == SKIP
     assert json.loads((tmp_path / "commits.jsonl").read_text())["verdict"] == "failed"
+
+
+def test_a_step_that_breaks_stops_the_bisect_rather_than_judging_bad(monkeypatch, spec, tmp_path):
+    def broken(spec, out, cwd):
+        raise RuntimeError("no such folder")
+
+    monkeypatch.setattr(measure, "measure", broken)
+    assert step.guarded([spec]) == ABORT and ABORT >= 128
