@@ -79,8 +79,8 @@ def _measure_ends(spec: Spec, repo: Path, good: str, bad: str) -> None:
     _git(repo, "checkout", "-q", bad)
     judged, _ = judged_at(spec, "bad", repo)
     if judged.verdict != "bad":
-        raise BenchError(f"BAD {bad[:12]} is not judged slower than GOOD {good[:12]} ({judged.summary() or 'no cells'}):"
-                         " nothing to bisect")
+        said = judged.summary() or "no cells"
+        raise BenchError(f"BAD {bad[:12]} is not judged slower than GOOD {good[:12]} ({said}): nothing to bisect")
 
 
 def leave_as_found(repo: Path, start: str) -> None:
