@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from benchctl.cli.compare import STYLES, _params
+from benchctl.cli.compare import STYLES
 
 
 @click.command("history")
@@ -60,14 +60,8 @@ def command(runs, root, ops, impls, passes, devices, threshold, alpha, out_dir, 
     console.out.print(str(page), highlight=False, soft_wrap=True)
 
 
-def _short_cell(s) -> str:
-    c = s.cell
-    op = c["op"] if c["target"] in ("op", "") else f"{c['op']}/{c['target']}"
-    return f"{op} {c['impl']} {c['device']} {c['dtype']} {_params(c['params'])} {c['pass']}"
-
-
 def _series_row(s) -> list[str]:
-    return [_short_cell(s), s.machine, str(len(s.points)), s.points[0].label, s.points[-1].label,
+    return [s.name(), s.machine, str(len(s.points)), s.points[0].label, s.points[-1].label,
             f"{s.points[-1].median_s * 1e3:.4g}"]
 
 
@@ -79,7 +73,7 @@ def _step_row(step, said) -> list:
     c = step.change
     verdict = Text(c.verdict + (f" ({c.reason})" if c.reason else ""), style=STYLES.get(c.verdict, ""))
     subject = said[step.after.sha].subject if step.after.sha in said else ""
-    return [_short_cell(step.series), step.before.label, step.after.label, change_text(step), verdict, subject]
+    return [step.series.name(), step.before.label, step.after.label, change_text(step), verdict, subject]
 
 
 def _json(all_series, found, page: str) -> dict:

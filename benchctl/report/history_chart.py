@@ -55,7 +55,7 @@ def variant(s: Series, varying: Sequence[str]) -> str:
 
 
 def history_figure(series: Sequence[Series], found: Sequence[Step], title: str) -> "Figure":
-    from matplotlib.ticker import NullFormatter, ScalarFormatter
+    from matplotlib.ticker import FormatStrFormatter, LogLocator, NullFormatter
 
     axis = commit_axis(series)
     fig, axes = figure_grid(1, 1, width=max(7.0, 1.1 * len(axis) + 3))
@@ -76,7 +76,8 @@ def history_figure(series: Sequence[Series], found: Sequence[Step], title: str) 
     ax.set_xlabel("commit of the measured code (* uncommitted changes); hollow: a noisy run")
     ax.set_ylabel("time per call (ms), 95% interval")
     ax.set_yscale("log")
-    ax.yaxis.set_major_formatter(ScalarFormatter())
+    ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))  # labels inside a decade too
+    ax.yaxis.set_major_formatter(FormatStrFormatter("%.3g"))
     ax.yaxis.set_minor_formatter(NullFormatter())
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))

@@ -9,6 +9,7 @@ steps.py.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -55,9 +56,18 @@ class Series:
         return dict(zip(KEY, self.key))
 
     def name(self) -> str:
+        """`silu py cpu float32 batch_size=8 dim=4096 forward`: the params as KEY=VALUE, to fit a table."""
         c = self.cell
         op = c["op"] if c["target"] in ("op", "") else f"{c['op']}/{c['target']}"
-        return f"{op} {c['impl']} {c['device']} {c['dtype']} {c['params']} {c['pass']}"
+        return f"{op} {c['impl']} {c['device']} {c['dtype']} {params_text(c['params'])} {c['pass']}"
+
+
+def params_text(text: str) -> str:
+    try:
+        params = json.loads(text)
+    except ValueError:
+        return text
+    return " ".join(f"{k}={json.dumps(v)}" for k, v in params.items()) if isinstance(params, dict) else text
 
 
 def load(paths: Sequence[Path | str] = (), root: Path | str = "results") -> pd.DataFrame:
