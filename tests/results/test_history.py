@@ -75,9 +75,3 @@ def storage_concat(*frames):
     import pandas as pd
 
     return pd.concat(frames, ignore_index=True)
-
-
-def test_rows_record_the_code_columns(written):
-    root, shas = written
-    rows = storage.load([root])
-    assert set(rows["code_sha"]) == set(shas) and not rows["code_dirty"].any()
