@@ -24,7 +24,7 @@ from benchctl.cli.compare import STYLES
 @click.option("--alpha", default=0.05, show_default=True, type=click.FloatRange(0, 1, min_open=True),
               help="Significance level of a step's verdict, as in `compare`.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
-              help="Folder for the page [default: <root>/history].")
+              help="Folder for the page [default: history/ beside the runs].")
 @click.option("--json", "as_json", is_flag=True, help="Print every series and step as JSON instead of tables.")
 def command(runs, root, ops, impls, passes, devices, threshold, alpha, out_dir, as_json) -> None:
     """One series per cell and machine kind across RUNS (run folders or folders of runs; default every
@@ -48,7 +48,7 @@ def command(runs, root, ops, impls, passes, devices, threshold, alpha, out_dir, 
     said = history.messages(all_series)
     for warning in caught:
         console.warn(str(warning.message))
-    page = history_page.build(all_series, found, said, out_dir or Path(root) / history_page.FOLDER)
+    page = history_page.build(all_series, found, said, out_dir or history_page.default_folder(runs, root))
     if as_json:
         click.echo(json.dumps(_json(all_series, found, str(page)), indent=2))
         return

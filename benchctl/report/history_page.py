@@ -16,12 +16,23 @@ from benchctl.report import charts
 from benchctl.report.history_chart import history_figure
 from benchctl.report.render import CSS, slug
 from benchctl.results.commits import Commit
+from benchctl.results import storage
 from benchctl.results.compare import KEY, machine_kinds
 from benchctl.results.history import Series
 from benchctl.results.steps import Step
 
 FOLDER = "history"  # the page's folder under the results root, beside the run folders
 CHART_KEY = ("op", "target", "device", "pass")
+
+
+def default_folder(runs: Sequence[Path], root: Path) -> Path:
+    """Where the page goes: beside the run folders (the first run's results folder, or the folder of
+    runs given), else under `root`."""
+    if not runs:
+        return Path(root) / FOLDER
+    first = Path(runs[0]).resolve()
+    first = first.parent if first.is_file() else first
+    return (first.parent if storage.meta_file(first) else first) / FOLDER
 
 
 def chart_groups(series: Sequence[Series]) -> dict[tuple[str, ...], list[Series]]:

@@ -47,6 +47,15 @@ def test_json_has_every_point_in_commit_order_and_the_step(written, tmp_path):
     assert Path(data["page"]) == tmp_path / "page" / "index.html" and len(series["points"]) == COMMITS
 
 
+def test_runs_given_put_the_page_beside_them(written):
+    root, shas = written
+    first, second = sorted(p for p in root.iterdir() if p.name.startswith("2024"))[:2]
+    result = invoke(str(first), str(second), "--json")
+    data = json.loads(result.stdout)
+    assert Path(data["page"]) == root.resolve() / "history" / "index.html"
+    assert len(data["series"][0]["points"]) == 2
+
+
 def test_filters_that_match_nothing_are_one_line(written):
     root, _ = written
     result = invoke("--root", str(root), "--impl", "cpp")
