@@ -87,7 +87,8 @@ def build(series: Sequence[Series], found: Sequence[Step], said: Mapping[str, Co
         title = (op if target in ("op", "") else f"{op} / {target}") + (f" on {machine}" if machine else "")
         mine = [s for s in found if any(s.series is g for g in group)]
         paths = charts.save(history_figure(group, mine, title), out_dir / "figures" / slug(*key, "history"))
-        body += [f'<h2 id="{slug(*key)}">{html.escape(title)}: {html.escape(charts.panel_title(device, pass_name))}</h2>',
+        heading = f"{title}: {charts.panel_title(device, pass_name)}"
+        body += [f'<h2 id="{slug(*key)}">{html.escape(heading)}</h2>',
                  _img(paths, out_dir, title)]
     body += ["<h2>Commits</h2>", _table(commits_table(series, said))]
     index = out_dir / "index.html"
