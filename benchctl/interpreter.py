@@ -15,9 +15,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]  # the folder that holds this benchctl/
 
 
+def command(*args: str) -> list[str]:
+    """`python -P ARGS`, with this interpreter."""
+    return [sys.executable, "-P", *args]
+
+
 def module_command(module: str, *args: str) -> list[str]:
     """`python -P -m MODULE ARGS`, with this interpreter."""
-    return [sys.executable, "-P", "-m", module, *args]
+    return command("-m", module, *args)
 
 
 def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
