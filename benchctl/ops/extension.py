@@ -19,6 +19,7 @@ the calls). Build options (flags, include folders, defines) are part of the cach
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +45,25 @@ _MODULES: dict[tuple[str, str, str], ModuleType] = {}
 def declared() -> dict[str, "Extension"]:
     """Every extension the operators loaded so far declared, by library stem (`benchctl build` builds them)."""
     return dict(_DECLARED)
+
+
+def import_as(name: str, file: Path) -> ModuleType:
+    """Import `file` as the module `name` (once per process): the module a C++ library's
+    `m.set_python_module(name)` says its fake kernels are registered from. torch compares that name with
+    the module whose code calls `torch.library.register_fake`, so the registrations go in `file`. Name
+    the file with a leading `_` so that benchctl does not take it for an operator file."""
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, file)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
 
 
 def behind(impl: Any) -> "Extension | None":
