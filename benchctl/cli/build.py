@@ -1,31 +1,36 @@
-"""`benchctl build [OP ...]`: compile the C++/CUDA extensions now, showing compiler errors plainly."""
+"""`benchctl build [OP ...]`: compile the C++/CUDA extensions now, showing compiler errors plainly.
+
+Each library builds and loads in a child process, so a library that aborts the process that loads it
+(two TORCH_LIBRARY blocks for one namespace) is one failed line, not the end of the command."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from typing import Callable
 
 import click
 
 from benchctl.cli.options import load_operators, ops_dir_option
+
+MakeLibrary = Callable[[str], object]  # kind -> benchctl.ops.library.Library (raises BuildError)
 
 
 def _kinds(cuda: bool) -> tuple[str, ...]:
     return ("cpu", "cuda") if cuda else ("cpu",)
 
 
-def _build_one(op: str, root: Path, kind: str, verbose: bool) -> bool:
+def _build_one(label: str, make: MakeLibrary, kind: str, verbose: bool) -> bool:
     """Builds or loads one library and prints one status line; False when it failed."""
     from benchctl import console
-    from benchctl.ops import build
+    from benchctl.ops import build, isolated
 
     try:
-        lib = build.library(op, kind, root)
+        lib = make(kind)
     except build.BuildError as exc:  # an op without sources of this kind: nothing to build
-        console.out.print(f"skipped {op} ({kind}): {exc.summary}", highlight=False)
+        console.out.print(f"skipped {label} ({kind}): {exc.summary}", highlight=False)
         return True
     console.err.print(f"building {lib.name} ...", highlight=False)
     try:
-        result = build.build(op, kind, root, verbose=verbose)
+        result = isolated.build_library(lib, verbose=verbose)
     except build.BuildError as exc:
         console.error(exc.summary)
         if exc.compiler_lines:
@@ -37,13 +42,13 @@ def _build_one(op: str, root: Path, kind: str, verbose: bool) -> bool:
     return True
 
 
-def _build_op(op: str, root: Path, kinds: tuple[str, ...], verbose: bool) -> list[str]:
-    """The kinds of `op` that failed. CUDA is not tried after its CPU library (the op schemas) failed."""
+def _build_op(label: str, make: MakeLibrary, kinds: tuple[str, ...], verbose: bool) -> list[str]:
+    """The kinds that failed. CUDA is not tried after its CPU library (the op schemas) failed."""
     failed: list[str] = []
     for kind in kinds:
         if failed:
             break
-        if not _build_one(op, root, kind, verbose):
+        if not _build_one(label, make, kind, verbose):
             failed.append(kind)
     return failed
 
@@ -56,26 +61,41 @@ def _build_op(op: str, root: Path, kinds: tuple[str, ...], verbose: bool) -> lis
 def command(ops: tuple[str, ...], cuda: bool, verbose: bool, ops_dirs: tuple[str, ...]) -> None:
     """Compile the C++ (and with --cuda, CUDA) extensions of OPS (default: all that have sources),
     benchctl's own and those your operator files in --ops-dir declare."""
+    from benchctl import console
     from benchctl.errors import BenchError, UsageError
+    from benchctl.ops import namespaces
 
-    known = _extensions(ops_dirs, ops)
+    known, folders = _extensions(ops_dirs, ops)
     unknown = [op for op in ops if op not in known]
     if unknown:
         raise UsageError(f"no extension sources for {', '.join(unknown)}; choose from: {', '.join(known)}")
-    failed = [(op, kind) for op in (ops or known) for kind in _build_op(*known[op], _kinds(cuda), verbose)]
+    chosen = [entry for op in (ops or known) for entry in known[op]]
+    chosen = list(dict.fromkeys(chosen))
+    for clash in namespaces.clashes(folders[label] for label, _ in chosen):
+        console.warn(clash.line())
+    failed = [(label, kind) for label, make in chosen for kind in _build_op(label, make, _kinds(cuda), verbose)]
     if failed:
         names = ", ".join(f"{op} ({kind})" for op, kind in failed)
         raise BenchError(f"{len(failed)} librar{'y' if len(failed) == 1 else 'ies'} failed to build: {names}")
 
 
-def _extensions(ops_dirs: tuple[str, ...], ops: tuple[str, ...] = ()) -> dict[str, tuple[str, Path]]:
-    """Name -> (source folder name, its parent): the folders under extensions/, then every extension an
-    operator file declares (a user's, beside their operator file; only the files of OPS when named)."""
+def _extensions(ops_dirs: tuple[str, ...], ops: tuple[str, ...] = ()):
+    """Name -> [(label, kind -> Library)], and label -> (operator, source folder): the folders under
+    extensions/, then every extension an operator file declares (a user's, beside their operator file;
+    only the files of OPS when named), by its library stem and by its operator's name."""
     from benchctl.ops import build, extension
 
-    found = {op: (op, build.EXTENSIONS_DIR) for op in build.extension_ops()}
+    known: dict[str, list[tuple[str, MakeLibrary]]] = {}
+    folders = {}
+    for op in build.extension_ops():
+        known[op] = [(op, lambda kind, op=op: build.library(op, kind))]
+        folders[op] = (op, build.EXTENSIONS_DIR / op)
     if ops_dirs:
         load_operators(ops_dirs, ops)
-        found.update({name: (ext.folder.name, ext.folder.parent) for name, ext in extension.declared().items()
-                      if name not in found})
-    return found
+        for stem, ext in extension.declared().items():
+            if stem in folders:
+                continue
+            folders[stem] = (ext.operator or ext.name, ext.folder)
+            for name in dict.fromkeys((stem, ext.operator or stem)):
+                known.setdefault(name, []).append((stem, ext.library))
+    return known, folders

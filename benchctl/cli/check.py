@@ -17,14 +17,17 @@ def _fmt(v: float | None) -> str:
 @op_option
 @ops_dir_option
 @tf32_option
-def command(impls: str, devices: str, ops: tuple[str, ...], ops_dirs: tuple[str, ...], tf32: bool | None) -> None:
-    """Check IMPLS on DEVICES: outputs and gradients vs float64, gradcheck, opcheck. Exit 1 on failure."""
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per check on stdout instead of the table.")
+def command(impls: str, devices: str, ops: tuple[str, ...], ops_dirs: tuple[str, ...], tf32: bool | None,
+            as_json: bool) -> None:
+    """Check IMPLS on DEVICES: outputs and gradients vs float64, gradcheck, opcheck. Exit 1 on failure.
+    An implementation with a compiled extension is checked in a child process (one per operator)."""
     from benchctl.sweep import words
 
     words.check(devices=devices)  # before torch is imported
     from benchctl import console
     from benchctl.sweep import request
-    from benchctl.measure.checks import run_checks
+    from benchctl.measure.check_child import run_checks_isolated
     from benchctl.measure.correctness import set_tf32
     from benchctl.errors import BenchError
 
@@ -39,10 +42,10 @@ def command(impls: str, devices: str, ops: tuple[str, ...], ops_dirs: tuple[str,
     _build_first(selection)
     rows = []
     with console.err.status("checking ...") as status:
-        for row in run_checks(selection):
+        for row in run_checks_isolated(selection, ops_dirs, tf32):
             status.update(f"checking {row.op} {row.impl} on {row.device} ({row.kind})")
             rows.append(row)
-    _render(rows)
+    _render_json(rows) if as_json else _render(rows)
     failed = [r for r in rows if r.passed is False]
     if failed:
         raise BenchError(f"{len(failed)} check(s) failed, first: {failed[0].name()}: {failed[0].detail}")
@@ -60,6 +63,13 @@ def _build_first(selection) -> None:
     cells = [Cell.make(op.name, op.targets[0].name, impl.name, device, "float32", op.params)
              for op, impl, device in selection]
     Preflight(cells).build_extensions(lambda msg: console.err.print(msg))
+
+
+def _render_json(rows) -> None:
+    import json
+    from dataclasses import asdict
+
+    click.echo(json.dumps([asdict(r) for r in rows], indent=2))
 
 
 def _render(rows) -> None:

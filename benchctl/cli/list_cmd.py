@@ -31,9 +31,11 @@ def command(ops_dirs: tuple[str, ...], as_json: bool) -> None:
     """Operators, implementations, and why any is unavailable here."""
     from benchctl import console
 
-    from benchctl.ops import registry
+    from benchctl.ops import namespaces, registry
 
     rows = availability_rows(load_operators(ops_dirs, warn=False), registry.load_errors())
+    for clash in namespaces.declared_clashes():  # read from the sources: nothing is loaded
+        console.warn(clash.line())
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return

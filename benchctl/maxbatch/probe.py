@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from benchctl.ops import registry
+from benchctl.ops import extension, registry
 from benchctl.sweep import request, words
 from benchctl.ops.cells import Cell
 from benchctl.errors import BenchError, UsageError
@@ -63,8 +63,9 @@ class Prober:
         return f"{self.mem_limit / 1024**3:.2f} GiB" if self.mem_limit else "none"
 
     def run(self, out: Path, start: int, limit: int, say: Callable[[int, bool], None]) -> tuple[SearchResult, Path]:
-        if self.impl.build is not None:
-            self.impl.build(self.device)  # compilers must not run under the worker's memory limit
+        build = extension.isolated_build(self.impl)  # an Extension's builds and loads in a child process
+        if build is not None:
+            build(self.device)  # compilers must not run under the worker's memory limit
         settings = Settings(policy=PROBE_POLICY, check=False, measure_memory=False, probe_bandwidth=False)
         worker = WorkerProcess(settings, ops_dirs=self.ops_dirs, timeout=self.timeout,
                                mem_limit=self.mem_limit if self.device == "cpu" else None)

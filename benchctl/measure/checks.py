@@ -3,6 +3,8 @@ gradcheck in float64 on small inputs, and opcheck for registered custom ops."""
 
 from __future__ import annotations
 
+import re
+import traceback
 from dataclasses import dataclass
 from typing import Iterator, Sequence
 
@@ -13,6 +15,9 @@ from benchctl.measure.execute import error_message
 from benchctl.ops.registry import Case, Implementation, Operator, dtype_name
 from benchctl.results.schema import Status
 
+# torch's words when a kernel meets a dtype it was not written for (AT_DISPATCH, TORCH_CHECK on dtype)
+DTYPE_ERROR = re.compile(r"scalar ?type|dtype|not implemented for '(Double|Float|Half|BFloat16)'|"
+                         r"expected .*(Double|Float)|(Double|Float) .*expected", re.I)
 SEEDS = (0, 1)
 DTYPES = (torch.float32, torch.float64)
 
@@ -34,6 +39,27 @@ class CheckRow:
 
     def name(self) -> str:
         return f"{self.op}/{self.target} {self.impl} on {self.device} {self.kind} {self.dtype} {self.case}"
+
+
+def whole_message(exc: BaseException) -> str:
+    """The exception's whole text (every line; opcheck's explanations run over several) and where it
+    was raised."""
+    frames = traceback.extract_tb(exc.__traceback__) if exc.__traceback__ else []
+    loc = f" ({frames[-1].filename.rsplit('/', 1)[-1]}:{frames[-1].lineno})" if frames else ""
+    return f"{type(exc).__name__}: {str(exc).strip()}{loc}"
+
+
+def dtype_hint(impl: Implementation, dtype: torch.dtype, message: str) -> str:
+    """A dtype error from an implementation that declares no dtypes, suggesting `dtypes=` ("" else)."""
+    if impl.dtypes or not DTYPE_ERROR.search(message):
+        return ""
+    return (f" (hint: {impl.name} fails at {dtype_name(dtype)} with a dtype error; if it supports only some "
+            f"dtypes, declare them: @OP.implementation(\"{impl.name}\", dtypes=(\"float32\",)))")
+
+
+def _failure(impl: Implementation, dtype: torch.dtype, exc: BaseException, whole: bool = False) -> str:
+    text = whole_message(exc) if whole else error_message(exc)
+    return text + dtype_hint(impl, dtype, str(exc))
 
 
 def cases(op: Operator) -> list[dict]:
@@ -108,7 +134,7 @@ def _reference_row(op, target, impl, device, params, dtype, seed) -> CheckRow:
         res = correctness.check(op, target, impl, device, dtype, params, seed)
     except Exception as exc:
         return CheckRow(op.name, target.name, impl.name, device, "reference", label, dname,
-                        None, None, None, False, error_message(exc))
+                        None, None, None, False, _failure(impl, dtype, exc))
     return CheckRow(op.name, target.name, impl.name, device, "reference", label, dname, res.max_abs_err,
                     res.max_rel_err, res.tolerance, res.passed, res.failures())
 
@@ -120,7 +146,7 @@ def _gradcheck_row(op, target, impl, device, params) -> CheckRow:
     try:
         ok, detail = correctness.gradcheck(target, impl, device, params), ""
     except Exception as exc:  # gradcheck raises GradcheckError with the mismatching Jacobians
-        ok, detail = False, error_message(exc)
+        ok, detail = False, _failure(impl, torch.float64, exc)
     return CheckRow(op.name, target.name, impl.name, device, "gradcheck", _case_label(params), "float64",
                     None, None, None, ok, detail)
 
@@ -130,8 +156,8 @@ def _opcheck_row(op, impl, device, params) -> CheckRow:
     try:
         impl.opcheck(Case(params, dtype, device))  # in a dtype the implementation supports
         ok, detail = True, ""
-    except Exception as exc:
-        ok, detail = False, error_message(exc)
+    except Exception as exc:  # opcheck's message names what to fix over several lines: shown whole
+        ok, detail = False, _failure(impl, dtype, exc, whole=True)
     return CheckRow(op.name, "*", impl.name, device, "opcheck", _case_label(params), dtype_name(dtype),
                     None, None, None, ok, detail)
 

@@ -5,9 +5,9 @@ the op schemas), `*.cu` the CUDA library; the headers in `extensions/common/` ar
 Libraries register ops into `torch.ops.benchctl` when loaded.
 The first use compiles (seconds to minutes); later uses only load the shared object.
 
-The cache folder of a library is named by a hash of its sources, headers, compiler flags, torch
-version, compiler, CUDA arch list and (because of -march=native) this CPU, so an edit or another
-machine never picks up a stale build. A failed build leaves a FAILED marker there, so `availability` can give the reason later
+The cache folder of a library is named by a hash of all its inputs (library.py: sources, headers,
+flags, where the sources are, torch version, compiler, CUDA arch list and, because of -march=native,
+this CPU), so an edit or another machine never picks up a stale build. A failed build leaves a FAILED marker there, so `availability` can give the reason later
 without compiling again. Environment: CUDA_HOME (else /usr/local/cuda or /usr/local/cuda-*),
 TORCH_CUDA_ARCH_LIST (default "8.0;9.0"), CXX, and BENCHCTL_CACHE (default ~/.cache/benchctl; the
 libraries go to its extensions/ folder). The toolchain and its part of the key are in toolchain.py.
@@ -15,20 +15,20 @@ libraries go to its extensions/ folder). The toolchain and its part of the key a
 
 from __future__ import annotations
 
-import hashlib
 import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
-from benchctl.cache import cache_dir
 from benchctl.errors import BenchError
 from benchctl.ops import paths, toolchain
+from benchctl.ops.library import BuildOptions, Library, sources_of
 
 EXTENSIONS_DIR = paths.EXTENSIONS_DIR
-COMMON_DIR = "common"  # extensions/common/: headers shared by every operator's extension
 MAX_ERROR_LINES = 20
-_LOADED: dict[str, float] = {}
+_LOADED: dict[str, float] = {}  # by Library.module: the seconds its first load took
+_MODULES: dict[str, ModuleType] = {}  # pybind11 modules loaded, by Library.module
 
 
 class BuildError(BenchError, RuntimeError):
@@ -50,48 +50,17 @@ class BuildResult:
     compiled: bool
 
 
-@dataclass(frozen=True)
-class Library:
-    op: str
-    kind: str  # "cpu" or "cuda"
-    sources: tuple[Path, ...]
-
-    @property
-    def name(self) -> str:
-        return f"benchctl_{self.op}_{self.kind}"
-
-    def fingerprint(self) -> str:
-        h = hashlib.sha256(toolchain.cache_key().encode())
-        h.update(" ".join(toolchain.flags(self.kind)).encode())
-        for src in self.sources:
-            h.update(src.name.encode())
-            h.update(src.read_bytes())
-        for header in self.headers:
-            h.update(header.read_bytes())
-        return h.hexdigest()[:12]
-
-    @property
-    def include_dirs(self) -> tuple[Path, ...]:
-        """The operator's own folder and the headers every extension shares."""
-        folder = self.sources[0].parent
-        return folder, folder.parent / COMMON_DIR
-
-    @property
-    def headers(self) -> list[Path]:
-        return [h for d in self.include_dirs for h in sorted(d.glob("*.h"))]
-
-    @property
-    def build_dir(self) -> Path:
-        return cache_dir() / "extensions" / f"{self.name}-{self.fingerprint()}"
-
-
-def library(op: str, kind: str, root: Path | None = None) -> Library:
+def library(op: str, kind: str, root: Path | None = None, options: BuildOptions | None = None,
+            stem: str | None = None) -> Library:
+    """The library of kind `kind` made from the sources in `root/op` (default: benchctl's extensions/),
+    named `benchctl_<stem>_<kind>` (default stem: `op`)."""
     root = root or EXTENSIONS_DIR
-    suffix = ".cu" if kind == "cuda" else ".cpp"
-    sources = tuple(sorted((root / op).glob(f"*{suffix}")))
+    options = options or BuildOptions()
+    sources = sources_of(root / op, kind, options.python_module)
     if not sources:
+        suffix = ".cu" if kind == "cuda" else ".cpp"
         raise BuildError(f"no {suffix} sources for {op} in {root / op}", "", None)
-    return Library(op, kind, sources)
+    return Library(stem or op, kind, root / op, sources, options)
 
 
 def extension_ops(root: Path | None = None) -> list[str]:
@@ -104,7 +73,7 @@ def extension_ops(root: Path | None = None) -> list[str]:
 
 def built_at(lib: Library) -> int | None:
     """When the library was last linked (ns), or None if it never was."""
-    times = [p.stat().st_mtime_ns for p in lib.build_dir.glob(f"{lib.name}*.so")]
+    times = [p.stat().st_mtime_ns for p in lib.build_dir.glob(f"{lib.module}*.so")]
     return max(times) if times else None
 
 
@@ -119,49 +88,70 @@ def ensure_loaded(op: str, kind: str = "cpu", root: Path | None = None, verbose:
 
 
 def build(op: str, kind: str = "cpu", root: Path | None = None, verbose: bool = False) -> BuildResult:
-    """Build (if needed) and load one library. The CUDA library of an op loads after its CPU library,
-    which defines the op schemas. Raises BuildError."""
-    root = root or EXTENSIONS_DIR
-    lib = library(op, kind, root)
-    if lib.name in _LOADED:
+    """Build (if needed) and load the library of the sources in `root/op`. Raises BuildError."""
+    return build_library(library(op, kind, root), verbose)
+
+
+def schema_library(lib: Library) -> Library | None:
+    """The CPU library a CUDA library's kernels attach to (it defines the op schemas), if it has one."""
+    if lib.kind != "cuda" or lib.options.python_module:
+        return None
+    cpu = sources_of(lib.folder, "cpu")
+    return Library(lib.stem, "cpu", lib.folder, cpu, lib.options) if cpu else None
+
+
+def build_library(lib: Library, verbose: bool = False) -> BuildResult:
+    """Build (if needed) and load one library in this process. The CUDA library of an op loads after
+    its CPU library, which defines the op schemas. Raises BuildError."""
+    if lib.module in _LOADED:
         return BuildResult(lib.name, 0.0, False)
-    if kind == "cuda":
+    if lib.kind == "cuda":
         reason = toolchain.cuda_toolchain_reason()
         if reason:
             raise BuildError(reason, "", None)
-        if any((root / op).glob("*.cpp")):
-            build(op, "cpu", root, verbose)
+        schemas = schema_library(lib)
+        if schemas is not None:
+            build_library(schemas, verbose)
     before = built_at(lib)
     start = time.perf_counter()
-    _compile_and_load(lib, verbose)
-    _LOADED[lib.name] = time.perf_counter() - start
+    loaded = _compile_and_load(lib, verbose)
+    if lib.options.python_module:
+        _MODULES[lib.module] = loaded
+    _LOADED[lib.module] = time.perf_counter() - start
     # ninja also recompiles a cached folder whose sources are newer than the library (a checkout that
     # put the same text back): that is a compile too, not a cached load.
-    return BuildResult(lib.name, _LOADED[lib.name], built_at(lib) != before)
+    return BuildResult(lib.name, _LOADED[lib.module], built_at(lib) != before)
 
 
-def _compile_and_load(lib: Library, verbose: bool) -> None:
+def python_module(lib: Library) -> ModuleType:
+    """The loaded pybind11 module of `lib` (built and loaded first if needed)."""
+    build_library(lib)
+    return _MODULES[lib.module]
+
+
+def _compile_and_load(lib: Library, verbose: bool):
     cpp_extension = toolchain.cpp_extension()
     lib.build_dir.mkdir(parents=True, exist_ok=True)
     includes = [str(d) for d in lib.include_dirs]
     if lib.kind == "cuda":
         includes += toolchain.nvidia_wheel_includes()
     try:
-        cpp_extension.load(
-            name=lib.name,
+        loaded = cpp_extension.load(
+            name=lib.module,
             sources=[str(s) for s in lib.sources],
-            extra_cflags=list(toolchain.CFLAGS),
-            extra_ldflags=list(toolchain.ldflags()),
-            extra_cuda_cflags=list(toolchain.CUDA_CFLAGS) if lib.kind == "cuda" else None,
+            extra_cflags=lib.cflags(),
+            extra_ldflags=lib.ldflags(),
+            extra_cuda_cflags=lib.cuda_cflags() if lib.kind == "cuda" else None,
             extra_include_paths=includes,
             build_directory=str(lib.build_dir),
-            is_python_module=False,
+            is_python_module=lib.options.python_module,
             with_cuda=lib.kind == "cuda",
             verbose=verbose,
         )
     except Exception as exc:  # torch raises RuntimeError/CalledProcessError with the compiler output
         raise _build_error(lib, exc) from None
     (lib.build_dir / "FAILED").unlink(missing_ok=True)
+    return loaded
 
 
 def _build_error(lib: Library, exc: Exception) -> BuildError:
@@ -187,17 +177,21 @@ def compiler_error_lines(output: str) -> list[str]:
 
 def availability(op: str, kind: str = "cpu", root: Path | None = None) -> str | None:
     """Reason an extension is unusable without compiling anything now, or None (built or buildable)."""
-    root = root or EXTENSIONS_DIR
     try:
         lib = library(op, kind, root)
     except BuildError as exc:
         return exc.summary
-    if kind == "cuda":
+    return library_availability(lib)
+
+
+def library_availability(lib: Library) -> str | None:
+    """Why `lib` cannot be used, without compiling anything now (None: built or buildable)."""
+    if lib.kind == "cuda":
         reason = toolchain.cuda_toolchain_reason()
         if reason:
             return reason
-        if any((root / op).glob("*.cpp")):
-            reason = availability(op, "cpu", root)
-            if reason:
-                return reason
+        schemas = schema_library(lib)
+        reason = library_availability(schemas) if schemas is not None else None
+        if reason:
+            return reason
     return cached_failure(lib)

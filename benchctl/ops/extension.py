@@ -1,23 +1,37 @@
 """One declaration for an operator's compiled extension, and everything done with it.
 
-An operator's ext.py declares `EXT = Extension("name", register=..., anchor="op")`; its sources sit in a
+An operator's file declares `EXT = Extension("name", register=..., anchor="op")`; its sources sit in a
 folder of their own: `extensions/<name>/` for benchctl's operators, or any folder next to a user's operator
-file (`sources=Path(__file__).parent / "my_op"`). `*.cpp` make the CPU library, which defines the op
-schemas (TORCH_LIBRARY); `*.cu` the CUDA library, whose kernels attach to them (TORCH_LIBRARY_IMPL).
+file (`sources=Path(__file__).parent / "my_op"`). Two forms:
+
+- custom ops (the default): `*.cpp` make the CPU library, which defines the op schemas (TORCH_LIBRARY);
+  `*.cu` the CUDA library, whose kernels attach to them (TORCH_LIBRARY_IMPL). Implementations call
+  `torch.ops.<namespace>.<op>`.
+- a pybind11 module (`python_module=True`, `PYBIND11_MODULE(TORCH_EXTENSION_NAME, m)`): the CPU module is
+  the `*.cpp` files, the CUDA module every `*.cpp` and `*.cu`; implementations call functions of
+  `EXT.module(device)`, usually inside their own `torch.autograd.Function`.
+
 The declaration gives the implementation hooks: `requires` (why it cannot run here, without compiling),
-`build`/`load` (compile once into the cache, load, then register the Python-side kernels once), and
-`prepare` (load in the process that times the calls).
+`build` (compile into the cache and try a load, in a child process), `load` (build if needed and load in
+this process, then register the Python-side kernels once) and `prepare` (load in the process that times
+the calls). Build options (flags, include folders, defines) are part of the cache key.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import importlib.util
+import sys
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from types import ModuleType
+from typing import Any, Callable, Sequence
 
 import torch
 
 from benchctl.ops import build
+from benchctl.ops.library import BuildOptions, Library
+
+OPS_PACKAGE = "benchctl_ops."  # the package registry.py imports operator files into
 
 
 def _kind(device: str) -> str:
@@ -25,43 +39,127 @@ def _kind(device: str) -> str:
 
 
 _DECLARED: dict[str, "Extension"] = {}
+_MODULES: dict[tuple[str, str, str], ModuleType] = {}
 
 
 def declared() -> dict[str, "Extension"]:
-    """Every extension the operators loaded so far declared, by name (`benchctl build` builds them)."""
+    """Every extension the operators loaded so far declared, by library stem (`benchctl build` builds them)."""
     return dict(_DECLARED)
+
+
+def import_as(name: str, file: Path) -> ModuleType:
+    """Import `file` as the module `name` (once per process): the module a C++ library's
+    `m.set_python_module(name)` says its fake kernels are registered from. torch compares that name with
+    the module whose code calls `torch.library.register_fake`, so the registrations go in `file`. Name
+    the file with a leading `_` so that benchctl does not take it for an operator file."""
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, file)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
+
+
+def behind(impl: Any) -> "Extension | None":
+    """The Extension whose hooks an implementation was declared with (build=EXT.load, prepare=...)."""
+    for hook in (impl.build, impl.prepare, impl.requires):
+        owner = getattr(hook, "__self__", None)
+        if isinstance(owner, Extension):
+            return owner
+    return None
+
+
+def isolated_build(impl: Any) -> Callable[[str], float] | None:
+    """The build hook to call from benchctl's own process: an Extension's builds in a child process
+    (whether the implementation named EXT.build or EXT.load); any other hook is called as it is."""
+    owner = getattr(impl.build, "__self__", None)
+    return owner.build if isinstance(owner, Extension) else impl.build
+
+
+def _declaring_operator(depth: int = 2) -> str:
+    """The operator whose file declares an Extension: the module registry.py imported it as
+    (`benchctl_ops.<operator>` or `benchctl_ops.<operator>.ext`); "" elsewhere."""
+    module = sys._getframe(depth).f_globals.get("__name__", "")
+    return module.removeprefix(OPS_PACKAGE).split(".")[0] if module.startswith(OPS_PACKAGE) else ""
 
 
 @dataclass(frozen=True)
 class Extension:
-    name: str  # the library names derive from it: benchctl_<name>_cpu, benchctl_<name>_cuda
+    name: str  # the library names derive from it: benchctl_<name>_cpu (benchctl_<operator>_<name>_cpu)
     # fake (meta) and autograd kernels, registered from Python with torch.library once per process
     register: Callable[[], None] | None = None
     anchor: str = ""  # an op the library defines, in `namespace`: it carries the "registered" flag
     namespace: str = "benchctl"
-    sources: Path | None = None  # the folder of the .cpp/.cu files; default extensions/<name>
+    sources: Path | None = None  # the folder of the .cpp/.cu files (and subfolders); default extensions/<name>
+    python_module: bool = False  # a pybind11 module instead of custom ops
+    extra_cflags: Sequence[str] = ()
+    extra_cuda_cflags: Sequence[str] = ()
+    extra_ldflags: Sequence[str] = ()
+    include_dirs: Sequence[str | Path] = ()  # absolute, or relative to the source folder
+    defines: Sequence[str] = ()  # "NAME" or "NAME=VALUE"
+    operator: str = field(default_factory=_declaring_operator)
 
     def __post_init__(self) -> None:
-        _DECLARED[self.name] = self
+        for name in ("extra_cflags", "extra_cuda_cflags", "extra_ldflags", "include_dirs", "defines"):
+            object.__setattr__(self, name, tuple(str(v) for v in getattr(self, name)))
+        _DECLARED[self.stem] = self
+
+    @property
+    def stem(self) -> str:
+        """`<name>`, or `<operator>_<name>` when an operator names its extension otherwise."""
+        return self.name if self.operator in ("", self.name) else f"{self.operator}_{self.name}"
 
     @property
     def folder(self) -> Path:
         return self.sources or build.EXTENSIONS_DIR / self.name
 
+    @property
+    def options(self) -> BuildOptions:
+        return BuildOptions(tuple(self.extra_cflags), tuple(self.extra_cuda_cflags), tuple(self.extra_ldflags),
+                            tuple(self.include_dirs), tuple(self.defines), self.python_module)
+
+    def library(self, kind: str) -> Library:
+        """The library of `kind` ("cpu" or "cuda"); BuildError when the folder has no sources for it."""
+        return build.library(self.folder.name, kind, self.folder.parent, self.options, self.stem)
+
     def requires(self, device: str) -> str | None:
         """Why the extension cannot run on `device`, without compiling anything (None: built or buildable)."""
         # The CUDA library's availability includes the CPU library's (it holds the schemas).
-        return build.availability(self.folder.name, _kind(device), self.folder.parent)
+        try:
+            return build.library_availability(self.library(_kind(device)))
+        except build.BuildError as exc:
+            return exc.summary
+
+    def build(self, device: str) -> float:
+        """Compile what `device` needs into the cache and load it once, in a child process (a library that
+        aborts the process that loads it cannot end this one); the seconds it took. Raises BuildError."""
+        from benchctl.ops import isolated
+
+        return isolated.build_library(self.library(_kind(device))).seconds
 
     def load(self, device: str) -> float:
-        """Build if needed and load the libraries for `device`, then register the Python kernels once;
-        the seconds it took. The CPU library always loads first: it defines the op schemas."""
-        seconds = build.ensure_loaded(self.folder.name, "cpu", self.folder.parent)
-        if _kind(device) == "cuda":
-            seconds += build.ensure_loaded(self.folder.name, "cuda", self.folder.parent)
+        """Build if needed and load the libraries for `device` in this process, then register the Python
+        kernels once; the seconds it took. The CUDA library loads its CPU library first (the op schemas)."""
+        seconds = build.build_library(self.library(_kind(device))).seconds
         if self.register is not None:
             self._register_once()
         return seconds
+
+    def module(self, device: str = "cpu") -> ModuleType:
+        """The loaded pybind11 module for `device` (`python_module=True`), built and loaded if needed."""
+        if not self.python_module:
+            raise TypeError(f"extension {self.name} declares custom ops, not a pybind11 module: "
+                            f"call torch.ops.{self.namespace}.<op>")
+        key = (self.stem, str(self.folder), _kind(device))
+        if key not in _MODULES:  # once per process: implementations call this inside the timed loop
+            _MODULES[key] = build.python_module(self.library(_kind(device)))
+        return _MODULES[key]
 
     def prepare(self, inputs: dict[str, Any]) -> dict[str, Any]:
         """An implementation's `prepare` hook: loads the library on the inputs' device, in the process

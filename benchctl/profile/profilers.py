@@ -23,6 +23,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from benchctl import interpreter
 from benchctl.errors import BenchError
 from benchctl.profile.stacks import KEEP_ROWS, TopFrames, parse_collapsed, speedscope, top_frames
 from benchctl.results.schema import Pass
@@ -76,8 +77,8 @@ def find_py_spy() -> str | None:
 
 def child_command(req: ProfileRequest, summary: Path, torch_out: Path | None = None,
                   handshake: Path | None = None) -> list[str]:
-    cmd = [sys.executable, "-m", "benchctl.profile.child", "--cell", req.cell.to_json(),
-           "--pass", req.pass_name, "--duration", str(req.duration_s), "--summary", str(summary)]
+    cmd = interpreter.module_command("benchctl.profile.child", "--cell", req.cell.to_json(),
+                                     "--pass", req.pass_name, "--duration", str(req.duration_s), "--summary", str(summary))
     if handshake is not None:
         cmd += ["--ready", str(handshake / "ready"), "--go", str(handshake / "go")]
     for folder in req.ops_dirs:
@@ -89,7 +90,8 @@ def child_command(req: ProfileRequest, summary: Path, torch_out: Path | None = N
 
 def _run(cmd: list[str], req: ProfileRequest) -> subprocess.CompletedProcess[str]:
     try:
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=req.duration_s + BUILD_GRACE_S)
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=req.duration_s + BUILD_GRACE_S,
+                              env=interpreter.child_env())
     except subprocess.TimeoutExpired as exc:
         raise BenchError(f"profile of {req.cell.label()} timed out after {exc.timeout:.0f} s") from None
 
@@ -114,7 +116,7 @@ def _record(py_spy: str, req: ProfileRequest, outputs: dict[str, Path], tmp: Pat
     summary, err = tmp / "summary.json", tmp / "stderr.txt"  # a file: a pipe nobody reads fills and blocks
     with open(err, "w") as stderr:
         child = subprocess.Popen(child_command(req, summary, handshake=tmp), stdout=subprocess.DEVNULL,
-                                 stderr=stderr)
+                                 stderr=stderr, env=interpreter.child_env())
         spies: list[subprocess.Popen[bytes]] = []
         try:
             _wait_ready(child, tmp / "ready")

@@ -13,16 +13,17 @@ import os
 import select
 import signal
 import subprocess
-import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, Sequence
 
+from benchctl import interpreter
 from benchctl.errors import BenchError
 from benchctl.machine import oom
 from benchctl.measure.execute import Settings, run_cell
 from benchctl.measure.stats import summarize
+from benchctl.ops import namespaces
 from benchctl.ops.cells import Cell
 from benchctl.results.schema import Status, clean_samples
 from benchctl.sweep import channel
@@ -69,25 +70,31 @@ class WorkerProcess:
     _stderr: Any = field(default=None, repr=False)
     _key: str = field(default="", repr=False)  # this worker's signing key (channel.py)
     _seq: int = field(default=0, repr=False)  # the number of the next reply
+    _ops: set[str] = field(default_factory=set, repr=False)  # the operators the running worker has loaded
+    _apart: set[frozenset[str]] | None = field(default=None, repr=False)
 
     def _start(self) -> subprocess.Popen:
         self._stderr = tempfile.TemporaryFile()
         # A new session: the terminal's Ctrl-C reaches the parent only, which decides what stops.
-        proc = subprocess.Popen([sys.executable, "-m", "benchctl.sweep.worker"], stdin=subprocess.PIPE,
+        # The worker imports this process's benchctl, whatever folder the run was started from.
+        proc = subprocess.Popen(interpreter.module_command("benchctl.sweep.worker"), stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=self._stderr, text=True, start_new_session=True,
-                                env={**os.environ, **self.env})
+                                env=interpreter.child_env(self.env))
         self._key, self._seq = channel.new_key(), 0
         setup = {"ops_dirs": [str(d) for d in self.ops_dirs], "settings": settings_to_json(self.settings),
                  "threads": self.threads, "mem_limit": self.mem_limit, "key": self._key}
         proc.stdin.write(json.dumps(setup) + "\n")
         proc.stdin.flush()
-        self._proc = proc
+        self._proc, self._ops = proc, set()
         if not self._read_line(timeout=120):
             raise BenchError(f"worker failed to start: {self._failure(timed_out=True)[1]}")
         return proc
 
     def run(self, cell: Cell) -> Rows:
+        if not self._may_share(cell.op):
+            self.close()
         proc = self._proc if self._proc and self._proc.poll() is None else self._start()
+        self._ops.add(cell.op)
         self._oom_kills = oom.kills(self.oom_counter)
         try:
             proc.stdin.write(cell.to_json() + "\n")
@@ -112,6 +119,13 @@ class WorkerProcess:
         if self.fresh:
             self.close()
         return [restate(row) for row in rows]
+
+    def _may_share(self, op: str) -> bool:
+        """Whether `op` may run in the worker that ran the operators before it: not when their C++
+        libraries open one TORCH_LIBRARY namespace (loading both aborts the process)."""
+        if self._apart is None:
+            self._apart = namespaces.apart(namespaces.declared_clashes())
+        return all(frozenset((op, other)) not in self._apart for other in self._ops if other != op)
 
     def _read_line(self, timeout: float | None) -> str | None:
         """The next line; "" when the worker closed its output (it died); None on timeout."""

@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from benchctl.machine import facts, membw
+from benchctl.ops import extension, namespaces
 from benchctl.ops.build import BuildError
+from benchctl.ops.namespaces import Clash
 from benchctl.ops.cells import Cell
 
 BUSY_WARN_CORES = 0.5  # cores kept busy by other processes at the start of a CPU run
@@ -41,17 +43,32 @@ class Preflight:
                 runnable.append(cell)
         return runnable, reasons
 
+    def clashes(self) -> list[Clash]:
+        """Extensions of the runnable cells' operators that open one TORCH_LIBRARY namespace (read from
+        their sources, before anything is loaded)."""
+        runnable, _ = self.availability()
+        found = {}
+        for cell in runnable:
+            ext = extension.behind(cell.resolve().impl)
+            if ext is not None:
+                found[(cell.op, ext.folder)] = True
+        return namespaces.clashes(found)
+
     def build_extensions(self, say: Callable[[str], None]) -> None:
-        """Compile what runnable cells need, with a status line each; a failure makes them unavailable."""
+        """Compile what runnable cells need, with a status line each; a failure makes them unavailable.
+        An Extension builds and loads in a child process, so a library that aborts the process loading
+        it makes its cells unavailable with the reason it gave, and nothing else."""
+        for clash in self.clashes():
+            say(clash.line())
         runnable, _ = self.availability()
         for key in dict.fromkeys((c.op, c.impl, c.device) for c in runnable):
-            impl = next(c for c in runnable if (c.op, c.impl, c.device) == key).resolve().impl
-            if impl.build is None:
+            hook = extension.isolated_build(next(c for c in runnable if (c.op, c.impl, c.device) == key).resolve().impl)
+            if hook is None:
                 continue
             op_name, impl_name, device = key
             say(f"building {op_name} {impl_name} for {device} ...")
             try:
-                seconds = impl.build(device)
+                seconds = hook(device)
             except BuildError as exc:
                 self.build_failures[key] = f"{op_name} {impl_name}: {exc.summary}"
                 say(f"  failed: {exc.summary}\n{exc.compiler_lines}")

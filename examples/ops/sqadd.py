@@ -68,7 +68,7 @@ def py(x, y):
     return x * x + y
 
 
-@OP.implementation("cpp", devices=("cpu",), requires=EXT.requires, build=EXT.load, prepare=EXT.prepare,
+@OP.implementation("cpp", devices=("cpu",), requires=EXT.requires, build=EXT.build, prepare=EXT.prepare,
                    opcheck=opcheck)
 def cpp(x, y):
     """The C++ kernel in sqadd/sqadd.cpp, one pass over x and y."""

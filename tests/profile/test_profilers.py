@@ -175,5 +175,5 @@ def test_child_command_is_a_list_without_a_shell() -> None:
     cell = Cell.make("hoconv2d", "filter", "py", "cpu", "float32", {"batch_size": 2, "name": "a b; rm"})
     req = profiling.ProfileRequest(cell, "forward", 2.0, ops_dirs=("/x y",))
     cmd = profiling.child_command(req, Path("/tmp/s.json"))
-    assert cmd[:3] == [sys.executable, "-m", "benchctl.profile.child"]
+    assert cmd[:4] == [sys.executable, "-P", "-m", "benchctl.profile.child"]  # this benchctl, not the folder's
     assert cmd[cmd.index("--cell") + 1] == cell.to_json() and cmd[-2:] == ["--ops-dir", "/x y"]
