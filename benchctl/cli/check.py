@@ -43,6 +43,7 @@ def command(impls: str, devices: str, ops: tuple[str, ...], ops_dirs: tuple[str,
             status.update(f"checking {row.op} {row.impl} on {row.device} ({row.kind})")
             rows.append(row)
     _render(rows)
+    _say_interpreted(rows, selection)
     failed = [r for r in rows if r.passed is False]
     if failed:
         raise BenchError(f"{len(failed)} check(s) failed, first: {failed[0].name()}: {failed[0].detail}")
@@ -60,6 +61,16 @@ def _build_first(selection) -> None:
     cells = [Cell.make(op.name, op.targets[0].name, impl.name, device, "float32", op.params)
              for op, impl, device in selection]
     Preflight(cells).build_extensions(lambda msg: console.err.print(msg))
+
+
+def _say_interpreted(rows, selection) -> None:
+    from benchctl import console
+    from benchctl.measure.checks import interpreted
+    from benchctl.ops.triton_support import CHECKED_WITH_INTERPRETER
+
+    names = interpreted(rows, selection)
+    if names:
+        console.out.print(f"{CHECKED_WITH_INTERPRETER}: {', '.join(names)}")
 
 
 def _render(rows) -> None:

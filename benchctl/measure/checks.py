@@ -41,7 +41,7 @@ def cases(op: Operator) -> list[dict]:
 
 
 def check_impl(op: Operator, impl: Implementation, device: str) -> Iterator[CheckRow]:
-    reason = impl.unavailable_reason(device)
+    reason = impl.unavailable_reason(device, timed=False)
     if reason:
         yield CheckRow(op.name, "*", impl.name, device, Status.UNAVAILABLE, "", "", None, None, None, None, reason)
         return
@@ -134,6 +134,13 @@ def _opcheck_row(op, impl, device, params) -> CheckRow:
         ok, detail = False, error_message(exc)
     return CheckRow(op.name, "*", impl.name, device, "opcheck", _case_label(params), dtype_name(dtype),
                     None, None, None, ok, detail)
+
+
+def interpreted(rows: Sequence[CheckRow], selection: Sequence[tuple[Operator, Implementation, str]]) -> list[str]:
+    """`op impl` of each Triton implementation checked on the CPU, i.e. by Triton's interpreter."""
+    ran = {(r.op, r.impl) for r in rows if r.device == "cpu" and r.passed is not None}
+    return [f"{op.name} {impl.name}" for op, impl, device in selection
+            if device == "cpu" and impl.kernels and (op.name, impl.name) in ran]
 
 
 def run_checks(selection: Sequence[tuple[Operator, Implementation, str]]) -> Iterator[CheckRow]:

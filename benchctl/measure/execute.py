@@ -23,6 +23,7 @@ from benchctl.ops.cells import Cell, Resolved
 from benchctl.measure.memory import peak_bytes
 from benchctl.measure.passes import as_tuple, backward_from, grad_outputs, has_own_leaves, make_setup
 from benchctl.ops.registry import Case
+from benchctl.ops.triton_support import best_config
 from benchctl.measure.clocks import Clock, CpuClock, CudaEventClock, Thunk
 from benchctl.measure.paired import PAIRS_UP_TO, measure_paired, paired_stats
 from benchctl.measure.stats import join_messages
@@ -57,6 +58,7 @@ class Prepared:
     grads: tuple[torch.Tensor, ...]
     compile_s: float
     accumulate: bool = False  # the graph has leaves of its own: time backward(), see passes.py
+    best_config: str | None = None  # Triton: the autotune configs its first call chose (untimed)
 
     def setup(self, pass_name: str) -> Callable[[], Thunk]:
         return make_setup(self.call, self.inputs, self.grads, pass_name, self.accumulate)
@@ -108,7 +110,7 @@ def prepare(resolved: Resolved) -> Prepared:
     if cell.device == "cuda":
         torch.cuda.synchronize()
     compile_s = time.perf_counter() - start
-    return Prepared(resolved, call, inputs, grads, compile_s, accumulate)
+    return Prepared(resolved, call, inputs, grads, compile_s, accumulate, best_config(impl.kernels))
 
 
 def run_cell(cell: Cell, settings: Settings = Settings(), clock: Clock | None = None) -> list[dict[str, Any]]:
@@ -197,7 +199,7 @@ def _watched(clock: Clock, clocks: gpu_clocks.ClockGuard | None) -> interference
 
 def _time_watched(prepared: Prepared, pass_name: str, settings: Settings, clock: Clock,
                   partner: Prepared | None, watch: bool, clocks: gpu_clocks.ClockGuard | None) -> dict[str, Any]:
-    row: dict[str, Any] = {"pass": pass_name, "compile_s": prepared.compile_s}
+    row: dict[str, Any] = {"pass": pass_name, "compile_s": prepared.compile_s, "best_config": prepared.best_config}
     usage = getattr(clock, "usage_per_call", None)
     host = getattr(clock, "host_per_call", None)
     before, host_before = len(usage or ()), len(host or ())
