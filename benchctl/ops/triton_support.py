@@ -39,6 +39,11 @@ def missing() -> str | None:
     return None
 
 
+def not_installed(*args: Any, **kwargs: Any) -> Any:
+    """Stands in for a Triton implementation where triton cannot be imported (its `requires` says why)."""
+    raise RuntimeError(missing() or "triton is not installed")
+
+
 def base_kernel(kernel: Any) -> Any:
     """The jitted (or interpreted) function under any `triton.autotune` / `triton.heuristics` wrappers."""
     while hasattr(kernel, "fn") and type(kernel).__name__ in ("Autotuner", "Heuristics"):
