@@ -17,10 +17,8 @@ OP = register(Operator(
     quick={"batch_size": [8, 64]}, check_cases=({"batch_size": 3, "dim": 5},),
 ))
 
-CONFIGS = [triton.Config({"BLOCK": 256}, num_warps=2), triton.Config({"BLOCK": 1024}, num_warps=4)]
-
-
-@triton.autotune(configs=CONFIGS, key=["n"])
+@triton.autotune(configs=[triton.Config({"BLOCK": 256}, num_warps=2),
+                          triton.Config({"BLOCK": 1024}, num_warps=4)], key=["n"])
 @triton.jit
 def silu_fwd(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
