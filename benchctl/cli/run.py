@@ -44,6 +44,9 @@ def _ints(text: str | None) -> tuple[int, ...]:
 @click.option("--remeasure", type=click.IntRange(min=0),
               help="Times a cell whose median did not settle is measured again at the end of the sweep "
                    "(default 1; 0 with --quick, which flags it instead: a fast look).")
+@click.option("--recheck-above", type=click.FloatRange(min=1),
+              help="A pass this many times faster than the reference implementation is measured once more, "
+                   "strictly (fresh inputs, more timed outputs checked), before it is kept (default 50).")
 @click.option("--rounds", type=click.IntRange(min=1), default=1, show_default=True,
               help="Interleaved rounds: every cell measured N times across the sweep, 1/N of the time each, "
                    "samples pooled. Steadier ratios on a busy machine.")
@@ -73,7 +76,7 @@ def _ints(text: str | None) -> tuple[int, ...]:
 @click.option("--gpu-kind", "gpu_kinds", help="ray: comma list of accelerator types, e.g. H100,A100; GPU "
               "series run once on each.")
 def command(impls, devices, ops, ops_dirs, config, targets, batch_sizes, params, dtypes, passes, min_time,
-            max_time, warmup_time, ci_target, remeasure, rounds, processes, pair_with, threads, out, quick, timeout,
+            max_time, warmup_time, ci_target, remeasure, recheck_above, rounds, processes, pair_with, threads, out, quick, timeout,
             flush_l2, cuda_graph, tf32, fresh_worker, in_process, allocator, executor, address, gpu_kinds) -> None:
     """Time IMPLS (py, cpp, cuda, a variant, a comma list, all) on DEVICES (cpu, gpu, all)."""
     from benchctl.sweep import words
@@ -98,7 +101,7 @@ def command(impls, devices, ops, ops_dirs, config, targets, batch_sizes, params,
                 tf32=tf32, timeout=timeout, in_process=in_process, ops_dirs=ops_dirs,
                 rounds=rounds, processes=_processes(processes, quick, in_process, executor, fresh_worker),
                 fresh_worker=fresh_worker, allocator=allocator, executor=executor, address=address,
-                gpu_kinds=tuple(words.split(gpu_kinds)) if gpu_kinds else ())
+                **({"recheck_above": recheck_above} if recheck_above else {}), gpu_kinds=tuple(words.split(gpu_kinds)) if gpu_kinds else ())
     plan.check()
     _check_allocator(allocator, in_process, executor)
     _execute(plan, Path(out))

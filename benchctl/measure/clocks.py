@@ -10,6 +10,7 @@ import time
 from typing import Any, Callable, NamedTuple, Protocol
 
 Thunk = Callable[[], Any]
+NOTHING = object()  # a clock's `result` when no call has been timed since the last `take`
 
 
 class Clock(Protocol):
@@ -44,21 +45,32 @@ class CpuClock:
         self.counter = counter
         self.usage = usage
         self.usage_per_call: list[OsUsage] = []
+        self.result: Any = NOTHING
 
     def time(self, thunk: Thunk) -> float:
+        self.result = NOTHING  # the last call's result, if nobody took it, is freed before this call
         before = self.usage() if self.usage else None
         start = self.counter()
         result = thunk()
         stop = self.counter()
         if before is not None:
             self.usage_per_call.append(self.usage() - before)
-        del result  # freeing the output (and a forward's graph) is not part of the call
+        self.result = result  # freeing the output (and a forward's graph) is not part of the call
         return (stop - start) * 1e-9
+
+    def take(self) -> Any:
+        """The last call's result, let go by the clock (its output is checked outside the clock: audit.py);
+        NOTHING when no call was timed since the last take."""
+        result, self.result = self.result, NOTHING
+        return result
 
 
 SPIN_CYCLES_PER_S = 3e9  # above any GPU's SM clock, so a spin lasts at least as long as asked
 SPIN_FIRST_S = 1e-4  # before the first call's host time is known
 SPIN_MAX_S = 1e-3  # a host-bound call is timed at host speed anyway; longer spins only cost wall time
+# The device still busy this long after the call's own stream finished: the call left work on another
+# stream, and that work's time is added to the sample (a device-wide synchronise alone takes a few us).
+STRAY_MIN_S = 50e-6
 
 
 def gpu_spin(seconds: float) -> None:
@@ -82,6 +94,10 @@ class CudaEventClock:
     (hoconv2d's cuda filter forward at B=1 on an H100: ~60 us of host time for one kernel that moves
     6 MB). `gpu_per_call` keeps the events' times.
 
+    The end event times the call's own stream; a call that queued work on another stream and returned is
+    caught by a device-wide synchronise after the end event's: the time the device stayed busy after the
+    event (over STRAY_MIN_S) is added to the sample and kept in `stray_per_call`.
+
     `event_factory`, `synchronize` and `spin` default to torch.cuda's; tests pass fakes. An optional
     `before` hook (e.g. an L2 flush) runs before the start event is recorded, so it is not timed.
     """
@@ -89,7 +105,10 @@ class CudaEventClock:
     def __init__(self, event_factory: Callable[..., Any] | None = None,
                  synchronize: Callable[[], None] | None = None, before: Thunk | None = None,
                  counter: Callable[[], int] = time.perf_counter_ns,
-                 spin: Callable[[float], None] = gpu_spin):
+                 spin: Callable[[float], None] = gpu_spin, wall: Callable[[], int] | None = None):
+        # How long the device stayed busy after the end event: real time for a real device; nothing
+        # strays on a fake one unless the test gives it a clock.
+        self.wall = wall or (time.perf_counter_ns if synchronize is None else lambda: 0)
         if event_factory is None or synchronize is None:
             import torch
 
@@ -102,8 +121,11 @@ class CudaEventClock:
         self.spin = spin
         self.host_per_call: list[float] = []
         self.gpu_per_call: list[float] = []
+        self.stray_per_call: list[float] = []
+        self.result: Any = NOTHING
 
     def time(self, thunk: Thunk) -> float:
+        self.result = NOTHING  # the last call's result, if nobody took it, is freed before this call
         if self.before is not None:
             self.before()
         start, end = self.event_factory(), self.event_factory()
@@ -114,8 +136,14 @@ class CudaEventClock:
         result = thunk()
         returned = self.counter()
         end.record()
-        self.synchronize()
+        end.synchronize()  # the call's own stream done ...
+        done = self.wall()
+        self.synchronize()  # ... then every stream: work the call left on another one is still its own
+        stray = (self.wall() - done) * 1e-9
+        self.stray_per_call.append(stray if stray > STRAY_MIN_S else 0.0)
         self.host_per_call.append((returned - issued) * 1e-9)  # kept out of the events' window
-        self.gpu_per_call.append(start.elapsed_time(end) * 1e-3)  # elapsed_time is in ms
-        del result  # freeing the output (and a forward's graph) is not part of the call
+        self.gpu_per_call.append(start.elapsed_time(end) * 1e-3 + self.stray_per_call[-1])  # elapsed_time: ms
+        self.result = result  # freeing the output (and a forward's graph) is not part of the call
         return max(self.gpu_per_call[-1], self.host_per_call[-1])
+
+    take = CpuClock.take

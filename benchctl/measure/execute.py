@@ -10,20 +10,17 @@ import contextlib
 import gc
 import json
 import statistics
-import time
 import traceback
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 import torch
 
-from benchctl.measure import correctness, interference, rates, trust
+from benchctl.measure import audit, correctness, interference, orphans, rates, seal, trust
 from benchctl.machine import allocator, gpu_clocks
 from benchctl.ops.cells import Cell, Resolved
 from benchctl.measure.memory import peak_bytes
-from benchctl.measure.passes import as_tuple, backward_from, grad_outputs, has_own_leaves, make_setup
-from benchctl.ops.registry import Case
-from benchctl.ops.triton_support import best_config
+from benchctl.measure.prepared import Prepared, prepare
 from benchctl.measure.clocks import Clock, CpuClock, CudaEventClock, Thunk
 from benchctl.measure.paired import PAIRS_UP_TO, measure_paired, paired_stats
 from benchctl.measure.stats import join_messages
@@ -46,22 +43,6 @@ class Settings:
     tf32: bool | None = None  # GPU float32 in TF32: on, off, or torch's default (None)
     # Measured peaks of this machine ({"cpu": {"gbps": .., "gflops": .., "levels": {..}}, "cuda": {...}}).
     peaks: dict[str, dict[str, Any]] = field(default_factory=dict)
-
-
-@dataclass
-class Prepared:
-    """A cell ready to time: its inputs built and prepared, the first (compile) call done."""
-
-    resolved: Resolved
-    call: Callable[[], Any]
-    inputs: dict[str, torch.Tensor]
-    grads: tuple[torch.Tensor, ...]
-    compile_s: float
-    accumulate: bool = False  # the graph has leaves of its own: time backward(), see passes.py
-    best_config: str | None = None  # Triton: the autotune configs its first call chose (untimed)
-
-    def setup(self, pass_name: str) -> Callable[[], Thunk]:
-        return make_setup(self.call, self.inputs, self.grads, pass_name, self.accumulate)
 
 
 def is_oom(exc: BaseException) -> bool:
@@ -93,26 +74,6 @@ def base_row(resolved: Resolved) -> dict[str, Any]:
     }
 
 
-def prepare(resolved: Resolved) -> Prepared:
-    cell, target, impl = resolved.cell, resolved.target, resolved.impl
-    inputs = target.make_inputs(Case(cell.params, cell.torch_dtype, cell.device, cell.seed))
-    if impl.prepare is not None:
-        inputs = impl.prepare(inputs)
-
-    def call():
-        return target.call(impl.fn, inputs)
-
-    start = time.perf_counter()
-    outs = as_tuple(call())  # first call: builds, JIT-compiles, fills caches; never a timed sample
-    grads = grad_outputs(outs)
-    accumulate = has_own_leaves(outs, inputs)
-    backward_from(inputs, grads, accumulate)(outs)
-    if cell.device == "cuda":
-        torch.cuda.synchronize()
-    compile_s = time.perf_counter() - start
-    return Prepared(resolved, call, inputs, grads, compile_s, accumulate, best_config(impl.kernels))
-
-
 def run_cell(cell: Cell, settings: Settings = Settings(), clock: Clock | None = None) -> list[dict[str, Any]]:
     resolved = cell.resolve()
     base = base_row(resolved)
@@ -126,13 +87,20 @@ def run_cell(cell: Cell, settings: Settings = Settings(), clock: Clock | None = 
         gate = _gate(resolved) if settings.check and not cell.checked else {}
         if gate.get("correct") is False:
             return [{**base, **gate, "pass": p, "status": Status.INCORRECT} for p in cell.passes]
+        changed = seal.broken()
+        if changed:
+            return [{**base, "pass": p, "status": Status.ERROR, "message": changed} for p in cell.passes]
     except Exception as exc:
         return [{**base, "pass": p, "status": status_of(exc), "message": error_message(exc)} for p in cell.passes]
+    kids = orphans.children()
     partner, unpaired = _partner(resolved)
     watch = clock is None  # a clock given (a test's fake) is not watched
     clock = clock or make_clock(cell.device, settings.flush_l2, settings.cuda_graph)
     mode = {"timing_mode": TimingMode.CUDA_GRAPH if isinstance(clock, CudaGraphClock) else TimingMode.EAGER}
     rows = [{**base, **gate, **mode, **_time_pass(prepared, p, settings, clock, partner, watch)} for p in cell.passes]
+    left = orphans.left_running(kids)
+    if left:
+        rows = [{**r, "status": Status.ERROR, "message": left} for r in rows]
     return [{**r, "message": join_messages(r.get("message"), unpaired)} for r in rows] if unpaired else rows
 
 
@@ -183,11 +151,14 @@ def _time_pass(prepared: Prepared, pass_name: str, settings: Settings, clock: Cl
     on a CPU, the SM clock on a GPU."""
     clocks = gpu_clocks.guard(prepared.resolved.cell.device)
     watched = _watched(clock, clocks) if watch else None
+    marks = seal.clock_marks(watched or clock)
     try:
-        return _time_watched(prepared, pass_name, settings, watched or clock, partner, watch, clocks)
+        row = _time_watched(prepared, pass_name, settings, watched or clock, partner, watch, clocks)
     finally:
         if watched is not None:
             watched.close()
+    changed = seal.broken() or seal.broken(marks, seal.clock_marks(watched or clock))
+    return {**row, "status": Status.ERROR, "message": changed} if changed else row
 
 
 def _watched(clock: Clock, clocks: gpu_clocks.ClockGuard | None) -> interference.WatchedClock | None:
@@ -201,11 +172,11 @@ def _time_watched(prepared: Prepared, pass_name: str, settings: Settings, clock:
                   partner: Prepared | None, watch: bool, clocks: gpu_clocks.ClockGuard | None) -> dict[str, Any]:
     row: dict[str, Any] = {"pass": pass_name, "compile_s": prepared.compile_s, "best_config": prepared.best_config}
     usage = getattr(clock, "usage_per_call", None)
-    host = getattr(clock, "host_per_call", None)
-    before, host_before = len(usage or ()), len(host or ())
+    before, host_before = len(usage or ()), len(getattr(clock, "host_per_call", ()))
     probe = trust.probe if settings.probe_bandwidth and prepared.resolved.cell.device == "cpu" else None
     try:
-        setup = _setup(prepared, pass_name, clock)
+        audited = _audit(prepared, pass_name, clock)
+        setup = _setup(prepared, pass_name, clock, audited)
         bandwidth_before = probe() if probe else None
         tick = clocks.tick if clocks else lambda: None
         with clocks or contextlib.nullcontext():
@@ -214,9 +185,12 @@ def _time_watched(prepared: Prepared, pass_name: str, settings: Settings, clock:
             else:
                 m, paired = _time_paired(setup, clock, partner, pass_name, settings, tick, watch, clocks)
         bandwidth_after = probe() if probe else None
+        wrong = audited.verdict() if audited else ""
         mem = peak_bytes(setup, prepared.resolved.cell.device) if settings.measure_memory else None
     except Exception as exc:
         return {**row, "status": status_of(exc), "message": error_message(exc)}
+    if wrong:
+        return {**row, "status": Status.INCORRECT, "message": wrong}
     row.update(status=Status.OK, samples_s=list(m.samples), noisy=m.noisy, stop=m.stop, peak_mem_bytes=mem,
                wall_s=m.wall_s, **m.stats, **paired)
     if probe:
@@ -225,13 +199,20 @@ def _time_watched(prepared: Prepared, pass_name: str, settings: Settings, clock:
         row.update(clocks.summary())
     if usage is not None:
         row.update(trust.os_work(usage[before + len(m.warmup_s):]))
-    if host:
-        row["host_s"] = statistics.median(host[host_before + len(m.warmup_s):])
+    row.update(_host_side(clock, host_before + len(m.warmup_s), row.get("message")))
     row["threads"] = torch.get_num_threads()
     row.update(trust.disturbance(m), **trust.said(row.get("message"), m))
     peaks = settings.peaks.get(prepared.resolved.cell.device, {})
     row.update(rates.rates(prepared.resolved, prepared.setup(pass_name), pass_name, m.median, peaks))
     return {**row, **trust.below_floor(row, rates.least_time(row, peaks, prepared.resolved.cell))}
+
+
+def _host_side(clock: Clock, start: int, message: str | None) -> dict[str, Any]:
+    """A GPU clock's sampled calls from `start`: their median host time, and work left on other streams."""
+    host = getattr(clock, "host_per_call", None)
+    if not host:
+        return {}
+    return {"host_s": statistics.median(host[start:]), **trust.stray(clock.stray_per_call[start:], message)}
 
 
 def _time_paired(setup: Callable[[], Thunk], clock: Clock, partner: Prepared, pass_name: str, settings: Settings,
@@ -263,11 +244,17 @@ def make_clock(device: str, flush_l2: bool = False, cuda_graph: bool = False) ->
     return CudaGraphClock(events) if cuda_graph else events
 
 
-def _setup(prepared: Prepared, pass_name: str, clock: Clock) -> Callable[[], Thunk]:
-    """Each repetition's thunk; under a CUDA-graph clock (watched or not) one thunk for all, so one graph is
-    replayed."""
+def _audit(prepared: Prepared, pass_name: str, clock: Clock) -> audit.Audit | None:
+    """The check of the pass's timed outputs (audit.py), where the clock hands the calls' results back."""
+    take = getattr(interference.unwrapped(clock), "take", None)
+    return audit.Audit(prepared.resolved, pass_name, take, prepared.accumulate, prepared.references) if take else None
+
+
+def _setup(prepared: Prepared, pass_name: str, clock: Clock, audited: audit.Audit | None = None) -> Callable[[], Thunk]:
+    """Each repetition's thunk, on fresh inputs told to the audit; under a CUDA-graph clock (watched or not)
+    one thunk for all, so one graph is replayed."""
     if not isinstance(interference.unwrapped(clock), CudaGraphClock):
-        return prepared.setup(pass_name)
+        return prepared.setup(pass_name, audited.drawn if audited else None)
     thunk = repeatable_thunk(prepared.call, prepared.inputs, prepared.grads, pass_name, prepared.accumulate)
     return lambda: thunk
 

@@ -72,24 +72,33 @@ def backward_from(inputs: Inputs, grads: Sequence[torch.Tensor], accumulate: boo
 
 def make_setup(call: Callable[[], Output], inputs: Inputs, grads: Sequence[torch.Tensor],
                pass_name: str, accumulate: bool = False) -> Callable[[], Thunk]:
-    """Returns `setup()`; each call prepares one repetition and returns the thunk to time."""
-    leaves = grad_inputs(inputs) if accumulate else []
-    run_backward = backward_from(inputs, grads, accumulate)
+    """Returns `setup()`; each call prepares one repetition of `call` on `inputs` and returns the thunk
+    to time."""
+    return drawn_setup(lambda: (call, inputs), grads, pass_name, accumulate)
 
-    def clear() -> None:
-        for t in leaves:
-            t.grad = None
+
+def drawn_setup(draw: Callable[[], tuple[Callable[[], Output], Inputs]], grads: Sequence[torch.Tensor],
+                pass_name: str, accumulate: bool = False) -> Callable[[], Thunk]:
+    """Returns `setup()`; each call takes the next (call, its inputs) from `draw` (fresh inputs per
+    repetition: fresh.py), prepares one repetition and returns the thunk to time."""
+
+    def drawn() -> tuple[Callable[[], Output], Callable[[Output], object]]:
+        call, inputs = draw()
+        if accumulate:
+            for t in grad_inputs(inputs):
+                t.grad = None
+        return call, backward_from(inputs, grads, accumulate)
 
     def forward() -> Thunk:
-        return call
+        return draw()[0]
 
     def backward() -> Thunk:
-        clear()
+        call, run_backward = drawn()
         out = call()
         return lambda: run_backward(out)
 
     def forward_backward() -> Thunk:
-        clear()
+        call, run_backward = drawn()
 
         def thunk() -> object:
             out = call()

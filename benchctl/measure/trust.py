@@ -57,6 +57,18 @@ def said(message: str | None, m: Measurement) -> dict[str, str]:
     return {"message": text} if text else {}
 
 
+def stray(per_call: Sequence[float], message: str | None) -> dict[str, str]:
+    """The message where sampled GPU calls left work on another stream (clocks.CudaEventClock): their
+    samples count that work, up to the moment the whole device was idle."""
+    count = sum(1 for s in per_call if s > 0)
+    if not count:
+        return {}
+    said = (f"{count} of {len(per_call)} calls left work on another stream after the call's own finished "
+            f"(median {statistics.median(s for s in per_call if s > 0) * 1e6:.0f} us): timed to the whole "
+            "device's end")
+    return {"message": join_messages(message, said)}
+
+
 def below_floor(row: dict[str, Any], least_s: float | None) -> dict[str, Any]:
     """A median more than FLOOR_MARGIN under the least time the pass can take here (`least_s`: its bytes at
     the fastest calibrated bandwidth, or its FLOPs at the calibrated peak) cannot be a record: the call

@@ -31,6 +31,7 @@ class Cell:
     seed: int = 0
     checked: bool = False  # its gate passed earlier in this sweep: measured again, it is not checked again
     paired_with: str | None = None  # an implementation of the same point timed in alternation with it (run --pair-with)
+    strict: bool = False  # re-checked: more of its timed calls' outputs checked (measure/audit.py, sweep/recheck.py)
 
     @staticmethod
     def make(op: str, target: str, impl: str, device: str, dtype: str, params: Mapping[str, Any],

@@ -73,6 +73,7 @@ class Pass(StrEnum):
 
 PASSES: tuple[str, ...] = tuple(p.value for p in Pass)  # plain strings (click, JSON, parquet)
 CANARY_SLOW = 0.05  # a canary (machine/canary.py) more than this share over its calibrated time: the machine was slow
+SPEEDUP_LIMIT = 50.0  # a pass this many times faster than its reference is re-checked (sweep/recheck.py)
 TF32_MODES = {"default": None, "on": True, "off": False}  # --tf32: torch's setting, allowed, forbidden
 TF32_PEAK = "tf32"  # the calibrated matmul rate of float32 with TF32 allowed, beside the dtypes' own
 DEVICES = ("cpu", "cuda")  # the devices a cell runs on
@@ -129,6 +130,7 @@ COLUMNS: dict[str, pa.DataType] = {
     "noisy": pa.bool_(),  # the median did not settle: its interval is wider than +-1% of it
     "stop": pa.string(),  # a Stop: why sampling ended (converged, max_time, ...)
     "timing_mode": pa.string(),  # a TimingMode: eager, or cuda_graph
+    "rechecked": pa.bool_(),  # measured again strictly: below its floor, or far faster than its reference (sweep/recheck.py)
     "remeasured": pa.int32(),  # times the cell was measured again late in the sweep because it was noisy
     "wall_s": pa.float64(),  # wall clock the pass's warm-up and sampling took, untimed setup included
     "rounds": pa.int32(),  # interleaved rounds the samples were pooled from (run --rounds)

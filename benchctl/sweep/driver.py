@@ -3,7 +3,8 @@ written as each cell finishes. After an out-of-memory cell, the larger sizes of 
 recorded `skipped`. A cell whose median did not settle (noisy), that the machine disturbed (too few
 clean samples: measure/interference.py), or that ran while the machine was slow (machine/canary.py), is
 measured again at the end of the sweep, up to `remeasure` times, when whatever disturbed it may have
-passed; it keeps the flag only if it never settles. The session runs it on this machine; a series job runs
+passed; it keeps the flag only if it never settles. A time too good to keep unexamined (below its floor, or
+far faster than the reference) is re-checked strictly first (recheck.py). The session runs it on this machine; a series job runs
 it on whichever node has it.
 """
 
@@ -18,8 +19,9 @@ from benchctl.measure.execute import GATE_COLUMNS
 from benchctl.measure.stats import ci_half_width, join_messages
 from benchctl.ops import registry
 from benchctl.ops.cells import Cell
-from benchctl.results.schema import Status, Stop
+from benchctl.results.schema import SPEEDUP_LIMIT, Status, Stop
 from benchctl.results.summary import slow_machine
+from benchctl.sweep import recheck
 from benchctl.sweep.executors import Executor, Rows, failure_rows
 from benchctl.sweep.rounds import all_ok, merge
 
@@ -68,7 +70,9 @@ class Sweep:
     rounds: int = 1  # in all: run --rounds times --processes
     remeasure: int = 0  # times a noisy cell is measured again at the end (one round per process only)
     processes: int = 1  # the executor's worker processes (Replicas): a re-measurement asks each of them
+    recheck_above: float = SPEEDUP_LIMIT  # a speedup over the reference above this is re-checked
     _skip: dict[tuple, str] = field(default_factory=dict)
+    _written: dict[int, Held] = field(default_factory=dict)  # settled cells as written, for the re-check
 
     def run(self) -> None:
         measured: dict[int, list[Rows]] = {i: [] for i in range(len(self.cells))}
@@ -85,6 +89,7 @@ class Sweep:
                     self.on_done(cell, stamp(rows, self.env))
                     if r == self.rounds - 1 or not all_ok(rows):
                         self._finish(i, measured.pop(i), unsettled)
+            self._recheck()
             self._remeasure(unsettled)
         finally:
             for rounds_rows in measured.values():
@@ -100,11 +105,26 @@ class Sweep:
             rows = [{**r, "remeasured": 0} for r in merged]
             unsettled[i] = Held(rows, self.writer.write(stamp(rows, self.env)))
         else:
-            self.writer.write(stamp(merged, self.env))
+            self._written[i] = Held(merged, self.writer.write(stamp(merged, self.env)))
 
     def _replace(self, held: Held, rows: Rows) -> None:
         self.writer.write(stamp(rows, self.env))
         self.writer.withdraw(held.written)
+
+    def _recheck(self) -> None:
+        """Settled cells below their floor or far faster than their reference, measured once more, strictly."""
+        references: dict[tuple, dict[str, dict[str, Any]]] = {}
+        for i, held in self._written.items():
+            if self.cells[i].impl == registry.get(self.cells[i].op).reference:
+                references[recheck.point(self.cells[i])] = {r["pass"]: r for r in held.rows}
+        for i, held in list(self._written.items()):
+            cell = self.cells[i]
+            theirs = {} if cell.impl == registry.get(cell.op).reference else references.get(recheck.point(cell), {})
+            wanted = recheck.suspect_passes(held.rows, theirs, self.recheck_above)
+            if wanted:
+                self.on_start(cell)
+                again = self.executor.run(replace(cell, passes=wanted, checked=False, strict=True))
+                self._replace(held, recheck.judged(held.rows, again, theirs))
 
     def _remeasure(self, unsettled: dict[int, Held]) -> None:
         """Measure each noisy cell's unsettled passes again, up to `remeasure` times, without its gate (it

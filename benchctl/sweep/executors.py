@@ -1,6 +1,10 @@
 """Executors: where a cell runs. `InProcess` (tests, debugging) and `WorkerProcess` (the default: a
 segfault, abort or hang in an implementation becomes a `crashed` / `timeout` row and a fresh worker
-takes the next cell)."""
+takes the next cell).
+
+A worker's replies are signed (channel.py) and its rows' statistics recomputed here from their samples
+(`restate`); a worker runs in a process group of its own, and every process in it (whatever the measured
+code started) is ended with the worker, before the run is marked complete."""
 
 from __future__ import annotations
 
@@ -18,8 +22,10 @@ from typing import Any, Protocol, Sequence
 from benchctl.errors import BenchError
 from benchctl.machine import oom
 from benchctl.measure.execute import Settings, run_cell
+from benchctl.measure.stats import summarize
 from benchctl.ops.cells import Cell
-from benchctl.results.schema import Status
+from benchctl.results.schema import Status, clean_samples
+from benchctl.sweep import channel
 from benchctl.sweep.worker import settings_to_json
 
 Rows = list[dict[str, Any]]
@@ -61,6 +67,8 @@ class WorkerProcess:
     _oom_kills: int | None = field(default=None, repr=False)
     _proc: subprocess.Popen | None = field(default=None, repr=False)
     _stderr: Any = field(default=None, repr=False)
+    _key: str = field(default="", repr=False)  # this worker's signing key (channel.py)
+    _seq: int = field(default=0, repr=False)  # the number of the next reply
 
     def _start(self) -> subprocess.Popen:
         self._stderr = tempfile.TemporaryFile()
@@ -68,8 +76,9 @@ class WorkerProcess:
         proc = subprocess.Popen([sys.executable, "-m", "benchctl.sweep.worker"], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=self._stderr, text=True, start_new_session=True,
                                 env={**os.environ, **self.env})
+        self._key, self._seq = channel.new_key(), 0
         setup = {"ops_dirs": [str(d) for d in self.ops_dirs], "settings": settings_to_json(self.settings),
-                 "threads": self.threads, "mem_limit": self.mem_limit}
+                 "threads": self.threads, "mem_limit": self.mem_limit, "key": self._key}
         proc.stdin.write(json.dumps(setup) + "\n")
         proc.stdin.flush()
         self._proc = proc
@@ -87,11 +96,22 @@ class WorkerProcess:
             pass
         line = self._read_line(self.timeout)
         if line:
-            if self.fresh:
-                self.close()
-            return json.loads(line)["rows"]
+            return self._opened(cell, line)
         status, message = self._failure(timed_out=line is None)
         return failure_rows(cell, status, message)
+
+    def _opened(self, cell: Cell, line: str) -> Rows:
+        """The reply's rows, restated; a reply the worker did not write ends the worker, as an error."""
+        try:
+            rows = channel.opened(line, self._key, self._seq)
+        except channel.Forged as exc:
+            self.close()
+            return failure_rows(cell, Status.ERROR, f"the worker's reply was rejected: {exc}; the measured code "
+                                                    "wrote to benchctl's channel")
+        self._seq += 1
+        if self.fresh:
+            self.close()
+        return [restate(row) for row in rows]
 
     def _read_line(self, timeout: float | None) -> str | None:
         """The next line; "" when the worker closed its output (it died); None on timeout."""
@@ -106,6 +126,7 @@ class WorkerProcess:
         if timed_out:
             proc.kill()
         code = proc.wait()
+        end_group(proc)
         self._proc = None
         tail = _tail(self._stderr)
         if timed_out:
@@ -127,10 +148,34 @@ class WorkerProcess:
         return Status.CRASHED, f"worker killed (SIGKILL: likely out of memory). {tail}".strip()
 
     def close(self) -> None:
-        if self._proc and self._proc.poll() is None:
-            self._proc.kill()
-            self._proc.wait()
+        if self._proc:
+            if self._proc.poll() is None:
+                self._proc.kill()
+                self._proc.wait()
+            end_group(self._proc)
         self._proc = None
+
+
+def end_group(proc: subprocess.Popen) -> None:
+    """Kills every process left in the worker's group (it leads one: start_new_session)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass  # nothing left in it
+
+
+def restate(row: dict[str, Any]) -> dict[str, Any]:
+    """A row's statistics recomputed from its samples, so none comes from the process the measured code ran
+    in; a row whose statistics disagree with its samples is an error."""
+    samples = row.get("samples_s")
+    if not samples or row.get("median_s") is None:
+        return row
+    stats = summarize(clean_samples(samples, row.get("disturbed")))
+    off = abs(stats["median_s"] - row["median_s"]) > 1e-9 * max(stats["median_s"], 1e-12) + 1e-15
+    if off and row.get("status") == Status.OK:
+        return {**row, **stats, "status": Status.ERROR,
+                "message": f"the worker's median {row['median_s']:.6g} s is not its samples' ({stats['median_s']:.6g} s)"}
+    return {**row, **stats}
 
 
 @dataclass

@@ -10,7 +10,7 @@ from benchctl.machine import allocator
 from benchctl.ops import registry
 from benchctl.ops.cells import Cell
 from benchctl.sweep.config import SweepConfig
-from benchctl.results.schema import TF32_MODES
+from benchctl.results.schema import SPEEDUP_LIMIT, TF32_MODES
 from benchctl.measure.execute import Settings
 from benchctl.sweep.rounds import per_round
 from benchctl.sweep.cluster import RayCluster
@@ -46,6 +46,7 @@ class Plan:
     warmup_time: float | None = None
     ci_target: float | None = None  # None: the config's, else the timing policy's default
     remeasure: int = 1  # times a noisy cell is measured again at the end of the sweep
+    recheck_above: float = SPEEDUP_LIMIT  # a speedup over the reference above this is re-checked (sweep/recheck.py)
     threads: int | None = None
     flush_l2: bool = False
     cuda_graph: bool = False
@@ -106,7 +107,7 @@ class Plan:
         settings = self.settings()
         return {"cells": len(self.cells), "rounds": self.rounds, "processes": self.processes,
                 "config": self.config.path,
-                "ci_target": settings.policy.ci_target, "remeasure": self.remeasure,
+                "ci_target": settings.policy.ci_target, "remeasure": self.remeasure, "recheck_above": self.recheck_above,
                 "peaks": settings.peaks, "references": self.references(), "tf32": self.tf32_mode(),
                 "executor": self.executor, "allocator": self.allocator, **({"gpu_kinds": list(self.gpu_kinds)} if self.gpu_kinds else {})}
 

@@ -81,7 +81,7 @@ class Session:
         try:
             Sweep(self.plan.cells, executor, self.writer, env, on_start=on_start, on_done=on_done,
                   blocked=self.blocked, rounds=self.plan.total_rounds, remeasure=self.plan.remeasure,
-                  processes=self.plan.processes).run()
+                  processes=self.plan.processes, recheck_above=self.plan.recheck_above).run()
         finally:
             executor.close()
 

@@ -2,7 +2,7 @@
 
 Protocol on stdin/stdout (stdout is moved aside first, so anything an implementation prints goes to
 stderr and cannot corrupt it): the first line is the setup, each further line a cell; each reply is
-one line `{"rows": [...]}`. The worker ignores SIGINT: the parent owns interruption and kills it. A worker
+one line, signed (channel.py). The worker ignores SIGINT: the parent owns interruption and kills it. A worker
 whose parent dies (kill -9) exits within a second, even in the middle of a cell, instead of running on.
 """
 
@@ -67,9 +67,14 @@ def main() -> None:
 
     from benchctl.ops import registry
     from benchctl.ops.cells import Cell
+    from benchctl.measure import seal
     from benchctl.measure.execute import run_cell
+    from benchctl.sweep import channel
+
+    seal.bind()  # the timing code as benchctl's own files made it, before any operator file is imported
 
     setup = json.loads(sys.stdin.readline())
+    reply = channel.signer(setup.pop("key"))  # the key lives on only inside the signer's HMAC
     if setup.get("threads"):
         torch.set_num_threads(int(setup["threads"]))
     ops_dirs = setup.get("ops_dirs", [])
@@ -77,11 +82,10 @@ def main() -> None:
     # The limit is inherited by subprocesses, so a caller that sets one builds extensions beforehand.
     _limit_memory(setup.get("mem_limit"))
     proto.write(json.dumps({"ready": True}) + "\n")
-    for line in sys.stdin:
+    for seq, line in enumerate(sys.stdin):
         cell = Cell.from_json(line)
         registry.discover(ops_dirs, [cell.op])  # only the operator the cell needs
-        rows = run_cell(cell, settings)
-        proto.write(json.dumps({"rows": rows}) + "\n")
+        proto.write(reply(seq, run_cell(cell, settings)) + "\n")
 
 
 if __name__ == "__main__":

@@ -21,6 +21,9 @@ class FakeEvent:
     def record(self):
         self.t = self.times.pop(0)
 
+    def synchronize(self):
+        pass
+
     def elapsed_time(self, end) -> float:
         return end.t - self.t
 

@@ -203,6 +203,9 @@ class FakeEvent:
         self.log.append("record")
         self.t = self.times.pop(0)
 
+    def synchronize(self):
+        pass
+
     def elapsed_time(self, end) -> float:
         self.log.append("elapsed")
         return end.t - self.t
@@ -280,3 +283,19 @@ def test_past_max_samples_min_time_is_pursued_only_up_to_a_ceiling():
     m = measure(lambda: (lambda: None), CpuClock(FakeCounter([0.001] * 1000)), policy, FakeElapsed(0.0))
     assert len(m.samples) == 3 * MIN_TIME_OVER_MAX_SAMPLES == 300 and m.stop == Stop.MAX_SAMPLES
 
+
+
+def test_a_gpu_call_that_leaves_work_on_another_stream_is_timed_to_the_devices_end():
+    now = [0]
+
+    def device_sync():  # the device stays busy 300 us after the call's own stream finished
+        now[0] += 300_000
+
+    times, quiet_times = [0.0, 1.0], [0.0, 1.0]  # ms, at the start and end events
+    clock = CudaEventClock(event_factory=lambda: FakeEvent([], times), synchronize=device_sync,
+                           spin=lambda s: None, counter=FakeCounter([0.0]), wall=lambda: now[0])
+    assert clock.time(lambda: None) == pytest.approx(1e-3 + 300e-6)
+    assert clock.stray_per_call == [pytest.approx(300e-6)]
+    quiet = CudaEventClock(event_factory=lambda: FakeEvent([], quiet_times), synchronize=lambda: None,
+                           spin=lambda s: None, counter=FakeCounter([0.0]), wall=lambda: now[0])
+    assert quiet.time(lambda: None) == pytest.approx(1e-3) and quiet.stray_per_call == [0.0]

@@ -1,0 +1,67 @@
+"""A cell ready to time: its inputs built and prepared, its first (compile) call done, and the data sets its
+timed calls rotate over (fresh.py)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+
+from benchctl.measure import correctness, fresh
+from benchctl.measure.clocks import Thunk
+from benchctl.measure.passes import as_tuple, backward_from, drawn_setup, grad_outputs, has_own_leaves
+from benchctl.ops.cells import Resolved
+from benchctl.ops.registry import Case, Inputs
+from benchctl.ops.triton_support import best_config
+
+
+@dataclass
+class Prepared:
+    resolved: Resolved
+    call_on: Callable[[Inputs], Any]  # the implementation called on one set of inputs
+    inputs: Inputs  # the cell's own inputs, which the first call had; the timed calls' data is copied in
+    grads: tuple[torch.Tensor, ...]
+    compile_s: float
+    accumulate: bool = False  # the graph has leaves of its own: time backward(), see passes.py
+    pool: fresh.InputPool | None = None
+    references: dict[int, correctness.Run] = field(default_factory=dict)  # audit.py's, by data set
+    best_config: str | None = None  # Triton: the autotune configs its first call chose (untimed)
+
+    def call(self) -> Any:
+        """One call on the cell's own inputs (a CUDA graph captures this one: cuda_graph.py)."""
+        return self.call_on(self.inputs)
+
+    def setup(self, pass_name: str, on_draw: Callable[[fresh.Draw], None] | None = None) -> Callable[[], Thunk]:
+        """Each repetition on fresh inputs (fresh.py); `on_draw` hears of each draw before its call."""
+        pool = self.pool or fresh.InputPool(self.resolved, self.inputs)
+        self.pool = pool
+
+        def draw() -> tuple[Callable[[], Any], Inputs]:
+            drawn = pool.draw()
+            if on_draw is not None:
+                on_draw(drawn)
+            return (lambda: self.call_on(drawn.inputs)), drawn.inputs
+
+        return drawn_setup(draw, self.grads, pass_name, self.accumulate)
+
+
+def prepare(resolved: Resolved) -> Prepared:
+    cell, target, impl = resolved.cell, resolved.target, resolved.impl
+    inputs = target.make_inputs(Case(cell.params, cell.torch_dtype, cell.device, cell.seed))
+    if impl.prepare is not None:
+        inputs = impl.prepare(inputs)
+
+    def call_on(args: Inputs) -> Any:
+        return target.call(impl.fn, args)
+
+    start = time.perf_counter()
+    outs = as_tuple(call_on(inputs))  # first call: builds, JIT-compiles, fills caches; never a timed sample
+    grads = grad_outputs(outs)
+    accumulate = has_own_leaves(outs, inputs)
+    backward_from(inputs, grads, accumulate)(outs)
+    if cell.device == "cuda":
+        torch.cuda.synchronize()
+    compile_s = time.perf_counter() - start
+    return Prepared(resolved, call_on, inputs, grads, compile_s, accumulate, best_config=best_config(impl.kernels))

@@ -1,0 +1,62 @@
+"""Times too good to keep unexamined are measured once more, strictly, and the re-check decides the row
+(a scripted executor stands in for the worker)."""
+
+from benchctl.ops.cells import Cell
+from benchctl.sweep import recheck
+from benchctl.sweep.driver import Sweep
+from benchctl.sweep.series import Collected
+
+
+class Scripted:
+    """Answers each implementation with its scripted rows: first measurement, then the re-check's."""
+
+    def __init__(self, script: dict[str, list[tuple[str, float, str]]]):
+        self.script = {impl: list(m) for impl, m in script.items()}
+        self.asked: list[Cell] = []
+
+    def run(self, cell: Cell) -> list[dict]:
+        self.asked.append(cell)
+        status, median, message = self.script[cell.impl].pop(0)
+        return [{"op": cell.op, "impl": cell.impl, "batch_size": 1, "pass": p, "status": status, "median_s": median,
+                 "ci_lo_s": median, "ci_hi_s": median, "noisy": False, "message": message} for p in cell.passes]
+
+
+def sweep(script):
+    cells = [Cell.make("hoconv2d", "filter", impl, "cpu", "float32", {"batch_size": 1}, passes=("forward",))
+             for impl in script]
+    executor, out = Scripted(script), Collected()
+    Sweep(cells, executor, out, {"host": "h"}).run()
+    return executor.asked, {r["impl"]: r for r in out.rows}
+
+
+def test_a_125x_speedup_that_holds_is_kept_ok_and_says_it_was_rechecked(builtin_ops):
+    asked, rows = sweep({"py": [("ok", 0.125, "")], "cpp": [("ok", 0.001, ""), ("ok", 0.001, "")]})
+    again = asked[-1]
+    assert [c.impl for c in asked] == ["py", "cpp", "cpp"] and again.strict and not again.checked
+    assert rows["cpp"]["status"] == "ok" and rows["cpp"]["rechecked"] is True
+    assert rows["cpp"]["message"] == "re-checked on fresh inputs: 125x the reference holds"
+    assert "rechecked" not in rows["py"]
+
+
+def test_a_speedup_whose_recheck_fails_takes_the_rechecks_row(builtin_ops):
+    _, rows = sweep({"py": [("ok", 0.1, "")], "cpp": [("ok", 0.0001, ""), ("incorrect", None, "timed call 3 of 9: ...")]})
+    assert rows["cpp"]["status"] == "incorrect" and rows["cpp"]["rechecked"] is True
+    assert rows["cpp"]["message"] == "re-checked on fresh inputs: timed call 3 of 9: ..."
+
+
+def test_a_speedup_under_the_limit_is_not_rechecked(builtin_ops):
+    asked, rows = sweep({"py": [("ok", 0.04, "")], "cpp": [("ok", 0.001, "")]})  # 40x
+    assert len(asked) == 2 and "rechecked" not in rows["cpp"]
+
+
+def test_a_time_below_the_floor_stays_flagged_when_the_recheck_agrees(builtin_ops):
+    _, rows = sweep({"cpp": [("below_floor", 1e-6, "below the floor: ..."), ("below_floor", 1e-6, "")]})
+    assert rows["cpp"]["status"] == "below_floor" and rows["cpp"]["rechecked"] is True
+    assert rows["cpp"]["message"] == "below the floor: ...; re-checked on fresh inputs: still below the floor"
+
+
+def test_suspect_passes_compare_with_the_reference_pass_by_pass():
+    rows = [{"pass": "forward", "status": "ok", "median_s": 1.0}, {"pass": "backward", "status": "ok", "median_s": 1.0}]
+    refs = {"forward": {"status": "ok", "median_s": 51.0}, "backward": {"status": "ok", "median_s": 49.0}}
+    assert recheck.suspect_passes(rows, refs, 50.0) == ("forward",)
+    assert recheck.suspect_passes(rows, {}, 50.0) == ()
