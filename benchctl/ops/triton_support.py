@@ -109,7 +109,7 @@ def use_interpreter_bench(kernels: Sequence[Any]) -> None:
     """Give each interpreted autotuned kernel `interpreter_bench`, unless it has a bench of its own
     (there is no GPU driver to time configs with)."""
     for k in autotuners(kernels):
-        if interpreted([k]) and k._do_bench is None and "do_bench" not in vars(k):
+        if interpreted([k]) and getattr(k, "_do_bench", None) is None and "do_bench" not in vars(k):
             k.do_bench = interpreter_bench
 
 
