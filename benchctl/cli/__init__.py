@@ -18,6 +18,8 @@ COMMANDS = {
     "profile": "profile",
     "report": "report",
     "compare": "compare",
+    "history": "history",
+    "bisect": "bisect",
     "baseline": "baseline",
     "maxbatch": "maxbatch",
     "selftest": "selftest",

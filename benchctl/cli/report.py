@@ -38,7 +38,7 @@ def command(results: tuple[Path, ...], out_dir: Path | None, ops: tuple[str, ...
     RESULTS are run folders, parquet files or folders of runs (merged); default: the latest run in --root.
     """
     from benchctl import console
-    from benchctl.report import page
+    from benchctl.report import history_page, page
     from benchctl.results import storage
 
     wanted = parse_baselines(baselines)
@@ -48,8 +48,9 @@ def command(results: tuple[Path, ...], out_dir: Path | None, ops: tuple[str, ...
             loaded = page.load_results(results, root)
         except FileNotFoundError as exc:
             raise UsageError(str(exc)) from None
+        history = history_page.for_run(loaded.folders[0]) if len(loaded.folders) == 1 else None
         built = page.build(loaded.rows, out_dir or page.default_out_dir(loaded.folders, root),
-                             loaded.metas, wanted, ops)
+                             loaded.metas, wanted, ops, history=history)
     for warning in caught:
         console.warn(str(warning.message))
     for line in storage.unfinished(loaded.metas):

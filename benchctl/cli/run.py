@@ -155,7 +155,7 @@ def _execute(plan, out: Path) -> None:
         console.warn(warning)
     fanout = plan.fanout()
     if fanout is not None:
-        fanout.start(group(plan.cells))  # bad input about the cluster: one line, and no run folder
+        fanout.start(group(plan.cells, by_point=plan.rounds > 1))  # bad input about the cluster: one line, and no run folder
     session = Session.open(plan, out, preflight.build_failures, fanout, busy_cores_at_start=busy,
                            mem_gbps_at_start=memory)
     try:

@@ -262,6 +262,9 @@ def _load_module(path: Path) -> None:
     except Exception as exc:
         del sys.modules[mod_name]
         _LOAD_ERRORS[str(path)] = _collision(str(exc)) or _described(exc, init)
+        return
+    for op in _OPERATORS.values():  # the file an operator came from: its code's repository (provenance.py)
+        op.source = op.source or str(init)
 
 
 def _described(exc: Exception, source: Path) -> str:

@@ -54,6 +54,7 @@ class Report:
     superseded: int = 0  # cells measured again in a later run: only the latest is shown
     machine: list[Path] = field(default_factory=list)  # the memory bandwidth probes over the run [png, svg]
     load: list[Path] = field(default_factory=list)  # other processes' load and the canary over the run [png, svg]
+    history: Path | None = None  # the history page of these cells across runs (report/history_page.py)
 
 
 def load_results(paths: Sequence[Path | str], root: Path | str = "results") -> Loaded:
@@ -133,7 +134,7 @@ def stored_references(metas: Sequence[Mapping[str, Any]]) -> dict[str, str]:
 
 def build(rows: pd.DataFrame, out_dir: Path, metas: Sequence[Mapping[str, Any]] = (),
           baselines: Mapping[str, str] | None = None, ops: Sequence[str] = (),
-          peaks: Mapping[str, Mapping[str, float]] | None = None) -> Report:
+          peaks: Mapping[str, Mapping[str, float]] | None = None, history: Path | None = None) -> Report:
     """Charts for every operator and target in `rows`, then index.html and summary.md in `out_dir`."""
     rows, superseded = latest_only(select_ops(rows, ops).assign(target=lambda d: d["target"].fillna("op").astype(str)))
     out_dir = Path(out_dir)
@@ -151,7 +152,7 @@ def build(rows: pd.DataFrame, out_dir: Path, metas: Sequence[Mapping[str, Any]] 
     report = Report(out_dir, sections, environment(rows, metas), statuses,
                     datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), superseded=superseded,
                     machine=charts.save(machine, out_dir / "figures" / "machine-bandwidth") if machine else [],
-                    load=charts.save(load, out_dir / "figures" / "machine-load") if load else [])
+                    load=charts.save(load, out_dir / "figures" / "machine-load") if load else [], history=history)
     pages = {out_dir / "index.html": render_html(report), out_dir / "summary.md": render_markdown(report)}
     for path, text in pages.items():
         path.write_text(text, encoding="utf-8")
@@ -163,8 +164,7 @@ def latest_only(rows: pd.DataFrame) -> tuple[pd.DataFrame, int]:
     """One row per cell when merged runs repeat one (a re-run after a fix): the latest run's row, since
     run ids sort by start time; and how many older rows were dropped. The same cell on another kind of
     machine is another cell."""
-    ordered = rows.assign(_machine=machine_kinds(rows)).sort_values("run_id", kind="stable", na_position="first")
-    kept = ordered.drop_duplicates([*KEY, "_machine"], keep="last").sort_index().drop(columns="_machine")
+    kept = storage.latest(rows.assign(_machine=machine_kinds(rows)), [*KEY, "_machine"]).drop(columns="_machine")
     return kept, len(rows) - len(kept)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import html
+import os
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -81,11 +82,18 @@ def _html_table(table: pd.DataFrame) -> str:
     return table.to_html(index=False, border=0, escape=True, na_rep="")
 
 
+def _history_link(report: Report) -> list[str]:
+    if report.history is None:
+        return []
+    href = Path(os.path.relpath(report.history, report.out_dir)).as_posix()
+    return [f'<p>These cells across runs and commits: <a href="{html.escape(href)}">history</a>.</p>']
+
+
 def render_html(report: Report) -> str:
     body = [f"<h1>benchctl report</h1><p>Generated {report.generated}. Cells: {html.escape(_status_line(report))}.</p>",
             "<p>" + " · ".join(f'<a href="#{slug(s.title)}">{html.escape(s.title)}</a>'
                                for s in report.sections) + "</p>",
-            "<h2>Environment</h2>", _html_table(_env_table(report))]
+            *_history_link(report), "<h2>Environment</h2>", _html_table(_env_table(report))]
     if report.machine:
         body.append(_img(report, "memory bandwidth probes", report.machine, "machine"))
     if report.load:

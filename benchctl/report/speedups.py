@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from benchctl.results import storage
 from benchctl.results.summary import speedup
 
 CELL_KEY = ["target", "device", "dtype", "params", "pass"]  # one cell of the sweep, across impls
@@ -15,7 +16,7 @@ def speedups(df: pd.DataFrame, baseline: str) -> pd.Series:
     """The baseline's time over this row's for the same cell (summary.speedup: the pairs' ratio where the
     row was timed in alternation with the baseline, the rounds' where both were measured in rounds); NaN
     where either did not run."""
-    ok = df[(df["status"] == "ok") & (df["impl"] == baseline)].drop_duplicates(CELL_KEY, keep="last")
+    ok = storage.latest(df[(df["status"] == "ok") & (df["impl"] == baseline)], CELL_KEY)
     base = dict(zip(ok[CELL_KEY].itertuples(index=False, name=None), ok.to_dict("records")))
     keys = df[CELL_KEY].itertuples(index=False, name=None)
     values = [speedup(base[key], row) if row["status"] == "ok" and key in base else np.nan

@@ -185,8 +185,7 @@ def machine_kinds(rows: pd.DataFrame) -> pd.Series:
 def _by_cell(rows: pd.DataFrame, keys: tuple[str, ...]) -> dict[tuple, pd.Series]:
     """Rows keyed by cell; a cell measured in several runs keeps the latest (run ids sort by start time)."""
     keyed = rows.assign(**{k: rows[k].fillna("").astype(str) for k in KEY}, **{MACHINE: machine_kinds(rows)})
-    keyed = keyed.sort_values("run_id", kind="stable", na_position="first") if "run_id" in keyed else keyed
-    return {tuple(r[k] for k in keys): r for _, r in keyed.drop_duplicates(list(keys), keep="last").iterrows()}
+    return {tuple(r[k] for k in keys): r for _, r in storage.latest(keyed, keys).iterrows()}
 
 
 def check_same_hardware(base: pd.DataFrame, new: pd.DataFrame) -> None:

@@ -92,7 +92,13 @@ COLUMNS: dict[str, pa.DataType] = {
     "schema_version": pa.int32(),
     "run_id": pa.string(),
     "timestamp": pa.string(),
-    "git_sha": pa.string(),
+    "git_sha": pa.string(),  # benchctl's own commit
+    # The commit of the repository the measured code comes from (ops/provenance.py): the --ops-dir
+    # folder's for a user's operator, benchctl's for a built-in one. `history` orders runs by it.
+    "code_sha": pa.string(),  # full hash
+    "code_dirty": pa.bool_(),  # the repository had uncommitted changes to tracked files
+    "code_repo": pa.string(),  # the repository's top folder
+    "code_time": pa.string(),  # the commit's date (ISO 8601, committer)
     "host": pa.string(),
     "torch_version": pa.string(),
     "cuda_version": pa.string(),

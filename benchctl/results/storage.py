@@ -181,6 +181,13 @@ def unfinished(metas: Sequence[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def latest(rows: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
+    """The one rule for a cell that repeats: the row of the latest run (run ids sort by start time), and
+    within a run the last written (a re-measurement supersedes the row before it). Rows keep their order."""
+    ordered = rows.sort_values("run_id", kind="stable", na_position="first") if "run_id" in rows else rows
+    return ordered.drop_duplicates(list(keys), keep="last").sort_index()
+
+
 def load_run(run_dir: Path) -> pd.DataFrame:
     """All rows of one run; corrupt or partial part files are skipped with a warning naming them."""
     tables = []

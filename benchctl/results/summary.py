@@ -9,6 +9,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from benchctl.results import storage
 from benchctl.results.schema import CANARY_SLOW, Status, Stop
 
 # A call whose system CPU time (all threads) is at least this share of its median is marked "os": most
@@ -134,8 +135,9 @@ def summarize(df: pd.DataFrame, references: dict[str, str]) -> list[SummaryTable
         ok = group[(group["impl"] == ref) & (group["status"] == "ok")]
         rows = []
         for (pass_name, impl), g in group.groupby(["pass", "impl"], sort=False):
-            refs = ok[ok["pass"] == pass_name].sort_values("median_s", ascending=False)
-            base = {v: r for v, r in zip(refs["axis_value"], refs.to_dict("records"))}  # the fastest, if repeated
+            refs = storage.latest(ok[ok["pass"] == pass_name], ["axis_value"])
+            base = {v: r for v, r in zip(refs["axis_value"], refs.to_dict("records"))}
+            g = storage.latest(g, ["axis_value"])
             by_value = {v: r for v, r in zip(g["axis_value"], g.to_dict("records"))}
             rows.append((pass_name, impl, *(_cell(by_value.get(v), base.get(v), impl == ref, typical.get(device))
                                             for v in values)))

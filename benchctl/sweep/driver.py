@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterable, Protocol, Sequence
 
 from benchctl.measure.execute import GATE_COLUMNS
 from benchctl.measure.stats import ci_half_width, join_messages
-from benchctl.ops import registry
+from benchctl.ops import provenance, registry
 from benchctl.ops.cells import Cell
 from benchctl.results.schema import SPEEDUP_LIMIT, Status, Stop
 from benchctl.results.summary import slow_machine
@@ -202,6 +202,8 @@ def _spread(row: dict[str, Any]) -> float:
 
 
 def stamp(rows: Iterable[dict[str, Any]], env: dict[str, Any]) -> Rows:
-    """The environment facts and the time on every row (a row's own facts, e.g. threads, win)."""
+    """The environment facts, the measured code's commit and the time on every row (a row's own facts,
+    e.g. threads, win)."""
     now = datetime.now(timezone.utc).isoformat()
-    return [{**env, **{k: v for k, v in r.items() if v is not None}, "timestamp": now} for r in rows]
+    return [{**env, **provenance.code_facts(r.get("op")), **{k: v for k, v in r.items() if v is not None},
+             "timestamp": now} for r in rows]

@@ -25,13 +25,21 @@ from benchctl.sweep.preflight import Preflight
 from benchctl.sweep.worker import settings_to_json
 
 
-def group(cells: Sequence[Cell]) -> list[tuple[Cell, ...]]:
-    """The series of `cells`, in the order they first appear, each ascending along its axis."""
+def group(cells: Sequence[Cell], by_point: bool = False) -> list[tuple[Cell, ...]]:
+    """The series of `cells`, in the order they first appear, each ascending along its axis. `by_point`
+    (interleaved rounds): the series of every implementation of the same points in one job, so that each
+    round measures the implementations of a point seconds apart, as the local executor does (the driver's
+    rounds go through a job's cells in order: each point's implementations side by side)."""
     groups: dict[tuple, list[Cell]] = {}
     for cell in cells:
-        axis = registry.get(cell.op).axis
-        groups.setdefault(series_key(cell, axis), []).append(cell)
+        key = series_key(cell, registry.get(cell.op).axis)
+        groups.setdefault(_without_impl(key) if by_point else key, []).append(cell)
     return [tuple(sorted(g, key=lambda c: _axis_value(c))) for g in groups.values()]
+
+
+def _without_impl(key: tuple) -> tuple:
+    op, target, _impl, *rest = key
+    return (op, target, *rest)
 
 
 def _axis_value(cell: Cell) -> float:

@@ -96,7 +96,7 @@ class Session:
                     on_done(cell, mine)
 
         try:
-            fanout.run(group(self.plan.cells), deliver)
+            fanout.run(group(self.plan.cells, by_point=self.plan.rounds > 1), deliver)
         finally:
             fanout.close()
 

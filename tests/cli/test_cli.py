@@ -18,7 +18,8 @@ def invoke(*args):
 def test_help_lists_every_command():
     result = invoke("--help")
     assert result.exit_code == 0
-    for name in ("list", "env", "build", "check", "run", "profile", "report", "compare", "maxbatch"):
+    for name in ("list", "env", "build", "check", "run", "profile", "report", "compare", "maxbatch", "history",
+                 "bisect"):
         assert name in result.output
 
 

@@ -37,7 +37,7 @@ def fwd(silu_triton):
     kernel.cache.clear()
 
 
-def test_the_interpreter_is_switched_on_only_where_no_gpu_is_visible(monkeypatch, tmp_path):
+def test_the_interpreter_is_switched_on_only_where_no_gpu_is_visible(monkeypatch):
     monkeypatch.delitem(sys.modules, "triton")
     for visible, expected in ((False, "1"), (True, None)):
         monkeypatch.delenv(triton_env.INTERPRET_ENV, raising=False)

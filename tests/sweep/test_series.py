@@ -36,6 +36,29 @@ def test_cells_group_into_series_ascending_along_the_axis(toy):
         [("py", 2, 3), ("py", 4, 3), ("py", 8, 3)], [("ext", 2, 3)], [("py", 4, 5)]]
 
 
+def test_with_rounds_a_job_holds_every_implementation_of_its_points_and_their_rounds_alternate(toy):
+    from benchctl.sweep.driver import Sweep
+    from benchctl.sweep.series import Collected
+
+    cells = [cell("py", 2), cell("py", 4), cell("ext", 2), cell("ext", 4), cell("py", 4, width=5)]
+    jobs = group(cells, by_point=True)
+    assert [[(c.impl, c.params["batch_size"]) for c in job] for job in jobs] == [
+        [("py", 2), ("ext", 2), ("py", 4), ("ext", 4)], [("py", 4)]]
+
+    class Recording:  # what a node's worker is asked, in order
+        def __init__(self):
+            self.asked = []
+
+        def run(self, c):
+            self.asked.append((c.impl, c.params["batch_size"]))
+            return [{"impl": c.impl, "pass": p, "status": "ok", "median_s": 1.0, "samples_s": [1.0]} for p in c.passes]
+
+    worker = Recording()
+    Sweep(jobs[0], worker, Collected(), {}, rounds=2).run()
+    one_round = [("py", 2), ("ext", 2), ("py", 4), ("ext", 4)]
+    assert worker.asked == one_round * 2  # the two implementations' rounds alternate, point by point
+
+
 def test_a_build_that_fails_on_the_node_gives_unavailable_rows_naming_it(toy):
     rows = run_series(SeriesJob((cell("ext", 2), cell("ext", 4)), Settings(), node_id="node-7"))
     assert [r["status"] for r in rows] == ["unavailable"] * 6  # two cells, three passes

@@ -1,0 +1,103 @@
+"""Drive `git bisect run` over a repository: measure GOOD (the reference every commit is judged against)
+and BAD (which must be judged bad, or there is nothing to find), then let git pick the commits, step.py
+measuring each. The repository is left as it was found: the bisect is reset and the branch checked out
+again on every way out, Ctrl-C included. A dirty working tree is refused, since checking out commits would
+carry or lose its changes."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from benchctl.bisect.measure import child_env, judged_at, measure
+from benchctl.bisect.spec import Spec
+from benchctl.errors import BenchError, UsageError
+from benchctl.results import commits
+
+FIRST_BAD = re.compile(r"^([0-9a-f]{40}) is the first bad commit", re.M)
+ONLY_SKIPPED = re.compile(r"The first bad commit could be any of:\n((?:[0-9a-f]{40}\n?)+)")
+
+
+@dataclass(frozen=True)
+class Result:
+    first_bad: commits.Commit | None  # None when skipped commits hide it
+    candidates: tuple[str, ...] = ()  # then: the commits it could be
+    tested: tuple[dict, ...] = field(default_factory=tuple)  # each commit measured: verdict, cells
+
+
+def repository(folder: Path | str) -> Path:
+    top = commits.git(folder, "rev-parse", "--show-toplevel")
+    if not top:
+        raise UsageError(f"{folder} is not in a git repository")
+    return Path(top)
+
+
+def _git(repo: Path, *args: str) -> str:
+    done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise BenchError(f"git {' '.join(args)} failed: {done.stderr.strip() or done.stdout.strip()}")
+    return done.stdout.strip()
+
+
+def _resolve(repo: Path, rev: str) -> str:
+    sha = commits.git(repo, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
+    if not sha:
+        raise UsageError(f"{rev!r} is not a commit of {repo}")
+    return sha
+
+
+def check_ready(repo: Path) -> None:
+    if commits.git(repo, "status", "--porcelain", "--untracked-files=no"):
+        raise UsageError(f"{repo} has uncommitted changes: commit or stash them first (a bisect checks out commits)")
+    if commits.git(repo, "bisect", "log") is not None:
+        raise UsageError(f"{repo} is already bisecting: finish it with `git bisect reset` first")
+
+
+def bisect(spec: Spec, repo: Path, good: str, bad: str) -> Result:
+    check_ready(repo)
+    good_sha, bad_sha = _resolve(repo, good), _resolve(repo, bad)
+    start = commits.git(repo, "symbolic-ref", "-q", "--short", "HEAD") or _git(repo, "rev-parse", "HEAD")
+    Path(spec.work).mkdir(parents=True, exist_ok=True)
+    try:
+        _measure_ends(spec, repo, good_sha, bad_sha)
+        _git(repo, "checkout", "-q", start)
+        _git(repo, "bisect", "start", bad_sha, good_sha)
+        done = subprocess.run(["git", "-C", str(repo), "bisect", "run", sys.executable, "-m", "benchctl.bisect.step",
+                               str(spec.save())], capture_output=True, text=True, env=child_env())
+        return _result(repo, done.stdout + done.stderr, spec)
+    finally:
+        leave_as_found(repo, start)
+
+
+def _measure_ends(spec: Spec, repo: Path, good: str, bad: str) -> None:
+    _git(repo, "checkout", "-q", good)
+    measure(spec, spec.good_run, repo)
+    _git(repo, "checkout", "-q", bad)
+    judged, _ = judged_at(spec, "bad", repo)
+    if judged.verdict != "bad":
+        said = judged.summary() or "no cells"
+        raise BenchError(f"BAD {bad[:12]} is not judged slower than GOOD {good[:12]} ({said}): nothing to bisect")
+
+
+def leave_as_found(repo: Path, start: str) -> None:
+    """Reset any bisect and check out what was checked out at the start."""
+    if commits.git(repo, "bisect", "log") is not None:
+        subprocess.run(["git", "-C", str(repo), "bisect", "reset"], capture_output=True)
+    subprocess.run(["git", "-C", str(repo), "checkout", "-q", start], capture_output=True)
+
+
+def _result(repo: Path, output: str, spec: Spec) -> Result:
+    tested = tuple(json.loads(line) for line in spec.log.read_text().splitlines()) if spec.log.exists() else ()
+    found = FIRST_BAD.search(output)
+    if found:
+        described = commits.describe(repo, [found.group(1)])
+        return Result(described.get(found.group(1)) or commits.Commit(found.group(1), "", ""), (), tested)
+    skipped = ONLY_SKIPPED.search(output)
+    if skipped:
+        return Result(None, tuple(skipped.group(1).split()), tested)
+    lines = output.strip().splitlines()
+    raise BenchError(f"git bisect run ended without naming a commit: {lines[-1] if lines else 'no output'}")

@@ -1,0 +1,81 @@
+"""Measure the cell at the commit checked out, in a `benchctl run` subprocess (so the code is imported
+afresh from the working tree: the extension cache keys on sources, so an unchanged extension is not built
+again), and judge it against the good commit's run with compare.compare."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from benchctl.bisect.spec import Spec
+from benchctl.errors import BenchError
+from benchctl.results import compare, storage
+from benchctl.results.verdict import FASTER, SAME, UNSURE
+
+TRIES = 2  # an unsure commit is measured again once before it is skipped
+BAD_VERDICTS = compare.REGRESSIONS  # slower, or stopped working
+GOOD_VERDICTS = (SAME, FASTER)
+
+
+class MeasureFailed(BenchError):
+    """`benchctl run` could not measure the cell at this commit."""
+
+
+@dataclass(frozen=True)
+class Judged:
+    verdict: str  # good, bad or unsure (BAD_VERDICTS anywhere: bad; all GOOD_VERDICTS: good)
+    changes: tuple[compare.CellChange, ...]
+
+    def summary(self) -> str:
+        return "; ".join(f"{c.impl} {c.pass_name} {json.loads(c.params) if c.params else ''}: {c.verdict}"
+                         + (f" {(c.ratio - 1) * 100:+.0f}%" if c.ratio is not None else "")
+                         + (f" ({c.reason})" if c.reason else "") for c in self.changes)
+
+
+def run_command(spec: Spec, out: Path) -> list[str]:
+    ops = [a for d in spec.ops_dirs for a in ("--ops-dir", d)]
+    passes = ["--passes", ",".join(spec.passes)] if spec.passes else []
+    return [sys.executable, "-m", "benchctl", "run", spec.impl, spec.device, "--op", spec.op, *ops, *passes,
+            *spec.run_args, "--out", str(out)]
+
+
+def child_env() -> dict[str, str]:
+    """This process's environment, with this benchctl first on the path: the commands run in the bisected
+    repository, where `python -m benchctl` would not otherwise find it."""
+    here = str(Path(__file__).resolve().parents[2])
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")]))}
+
+
+def measure(spec: Spec, out: Path, cwd: Path) -> Path:
+    """The new run folder under `out`."""
+    done = subprocess.run(run_command(spec, out), cwd=cwd, capture_output=True, text=True, env=child_env())
+    run = storage.latest_run(out)
+    if done.returncode != 0 or run is None:
+        last = (done.stderr.strip() or done.stdout.strip()).splitlines()[-1:] or [f"exit {done.returncode}"]
+        raise MeasureFailed(f"benchctl run failed: {last[0]}")
+    return run
+
+
+def judge(spec: Spec, run: Path) -> Judged:
+    good = storage.load([spec.good_run])
+    result = compare.compare(good, storage.load([run]), spec.threshold, spec.alpha)
+    cells = tuple(c for c in result.cells if c.verdict not in ("only in base", "only in new"))
+    if any(c.verdict in BAD_VERDICTS for c in cells):
+        return Judged("bad", cells)
+    if cells and all(c.verdict in GOOD_VERDICTS for c in cells):
+        return Judged("good", cells)
+    return Judged(UNSURE, cells)
+
+
+def judged_at(spec: Spec, label: str, cwd: Path) -> tuple[Judged, int]:
+    """The commit checked out in `cwd`, measured and judged; measured again while unsure, up to TRIES
+    times in all. The verdict, and how many measurements it took."""
+    for attempt in range(1, TRIES + 1):
+        judged = judge(spec, measure(spec, Path(spec.work) / f"{label}-{attempt}", cwd))
+        if judged.verdict != UNSURE:
+            break
+    return judged, attempt

@@ -1,0 +1,45 @@
+"""What a bisect measures and how it judges, written to a file for the step that `git bisect run` starts at
+each commit (step.py), so every commit is measured with the same settings."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+# The exit codes `git bisect run` reads (git-bisect(1)).
+GOOD, BAD, SKIP, ABORT = 0, 1, 125, 255  # 128 and up stop the bisect: a step that broke is no verdict
+SPEC_FILE = "bisect.json"
+LOG_FILE = "commits.jsonl"  # one line per commit measured: its verdict, and the change of each cell
+
+
+@dataclass(frozen=True)
+class Spec:
+    op: str
+    impl: str
+    device: str
+    work: str  # the folder measurements are written under
+    passes: tuple[str, ...] = ()  # every pass when empty
+    ops_dirs: tuple[str, ...] = ()
+    run_args: tuple[str, ...] = ()  # further `benchctl run` options, the same at every commit
+    threshold: float = 0.05
+    alpha: float = 0.05
+
+    @property
+    def good_run(self) -> Path:
+        """Where the good commit's measurement is (the folder of runs; its one run)."""
+        return Path(self.work) / "good"
+
+    @property
+    def log(self) -> Path:
+        return Path(self.work) / LOG_FILE
+
+    def save(self) -> Path:
+        path = Path(self.work) / SPEC_FILE
+        path.write_text(json.dumps(asdict(self), indent=2))
+        return path
+
+    @staticmethod
+    def load(path: Path | str) -> "Spec":
+        data = json.loads(Path(path).read_text())
+        return Spec(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})

@@ -1,0 +1,88 @@
+"""`benchctl history`: every cell's time across commits, the steps found and judged, and a page of charts."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+
+import click
+
+from benchctl.cli.compare import STYLES
+
+
+@click.command("history")
+@click.argument("runs", nargs=-1, type=click.Path(exists=True, path_type=Path))
+@click.option("--root", default="results", show_default=True, type=click.Path(file_okay=False, path_type=Path),
+              help="The results folder whose runs make the history when no RUNS are given.")
+@click.option("--op", "ops", multiple=True, help="Only this operator (repeatable).")
+@click.option("--impl", "impls", multiple=True, help="Only this implementation (repeatable).")
+@click.option("--pass", "passes", multiple=True, help="Only this pass: forward, backward, forward_backward.")
+@click.option("--device", "devices", multiple=True, help="Only this device: cpu, gpu.")
+@click.option("--threshold", "--min-effect", default=0.05, show_default=True, type=click.FloatRange(min=0),
+              help="Minimum effect of a step's verdict, as in `compare`.")
+@click.option("--alpha", default=0.05, show_default=True, type=click.FloatRange(0, 1, min_open=True),
+              help="Significance level of a step's verdict, as in `compare`.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Folder for the page [default: history/ beside the runs].")
+@click.option("--json", "as_json", is_flag=True, help="Print every series and step as JSON instead of tables.")
+def command(runs, root, ops, impls, passes, devices, threshold, alpha, out_dir, as_json) -> None:
+    """One series per cell and machine kind across RUNS (run folders or folders of runs; default every
+    run in --root), ordered by the commit of the measured code; the steps in each, found by change-point
+    detection and judged faster, slower, same or unsure against the runs on each side; a page of charts.
+    """
+    from benchctl import console
+    from benchctl.errors import UsageError
+    from benchctl.report import history_page
+    from benchctl.results import history, steps
+    from benchctl.results.schema import DEVICE_ALIASES
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        rows = history.select(history.load(runs, root), op=ops, impl=impls, pass_name=passes,
+                              device=[DEVICE_ALIASES.get(d, d) for d in devices])
+    all_series = history.series(rows)
+    if not all_series:
+        raise UsageError("no timed cells in these runs match")
+    found = steps.all_steps(all_series, threshold, alpha)
+    said = history.messages(all_series)
+    for warning in caught:
+        console.warn(str(warning.message))
+    page = history_page.build(all_series, found, said, out_dir or history_page.default_folder(runs, root))
+    if as_json:
+        click.echo(json.dumps(_json(all_series, found, str(page)), indent=2))
+        return
+    console.out.print(console.table("history", ["cell", "machine", "runs", "first", "last", "latest ms"],
+                                    [_series_row(s) for s in all_series]))
+    console.out.print(console.table("steps, newest first", ["cell", "before", "after", "change [95% interval]",
+                                                             "verdict", "message"],
+                                    [_step_row(st, said) for st in found]) if found else "no steps found")
+    console.out.print(str(page), highlight=False, soft_wrap=True)
+
+
+def _series_row(s) -> list[str]:
+    return [s.name(), s.machine, str(len(s.points)), s.points[0].label, s.points[-1].label,
+            f"{s.points[-1].median_s * 1e3:.4g}"]
+
+
+def _step_row(step, said) -> list:
+    from rich.text import Text
+
+    from benchctl.report.history_page import change_text
+
+    c = step.change
+    verdict = Text(c.verdict + (f" ({c.reason})" if c.reason else ""), style=STYLES.get(c.verdict, ""))
+    subject = said[step.after.sha].subject if step.after.sha in said else ""
+    return [step.series.name(), step.before.label, step.after.label, change_text(step), verdict, subject]
+
+
+def _json(all_series, found, page: str) -> dict:
+    point = lambda p: {"run_id": p.run_id, "commit": p.sha, "dirty": p.dirty, "time": p.time,  # noqa: E731
+                       "median_s": p.median_s, "ci_lo_s": p.ci_lo_s, "ci_hi_s": p.ci_hi_s}
+    cell = lambda s: {**s.cell, "machine": s.machine}  # noqa: E731
+    steps = [{**cell(st.series), "before": st.before.sha or st.before.run_id, "after": st.after.sha or st.after.run_id,
+              "verdict": st.change.verdict, "ratio": st.change.ratio, "ratio_low": st.change.ratio_low,
+              "ratio_high": st.change.ratio_high, "reason": st.change.reason} for st in found]
+    return {"page": page, "steps": steps,
+            "series": [{**cell(s), "git_ordered": s.git_ordered, "points": [point(p) for p in s.points]}
+                       for s in all_series]}

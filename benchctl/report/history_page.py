@@ -1,0 +1,126 @@
+"""The history page: a chart per operator pass (history_chart.py), the steps found, newest first, and
+every commit with its date and message, as `index.html` with the charts embedded (as the report's page).
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import pandas as pd
+
+from benchctl.report import charts
+from benchctl.report.history_chart import history_figure
+from benchctl.report.render import CSS, slug
+from benchctl.results.commits import Commit
+from benchctl.results import storage
+from benchctl.results.compare import KEY, machine_kinds
+from benchctl.results.history import Series
+from benchctl.results.steps import Step
+
+FOLDER = "history"  # the page's folder under the results root, beside the run folders
+CHART_KEY = ("op", "target", "device", "pass")
+
+
+def default_folder(runs: Sequence[Path], root: Path) -> Path:
+    """Where the page goes: beside the run folders (the first run's results folder, or the folder of
+    runs given), else under `root`."""
+    if not runs:
+        return Path(root) / FOLDER
+    first = Path(runs[0]).resolve()
+    first = first.parent if first.is_file() else first
+    return (first.parent if storage.meta_file(first) else first) / FOLDER
+
+
+def chart_groups(series: Sequence[Series]) -> dict[tuple[str, ...], list[Series]]:
+    """Series by chart: operator, target, device, pass and machine kind."""
+    groups: dict[tuple[str, ...], list[Series]] = {}
+    for s in series:
+        groups.setdefault((*(s.cell[k] for k in CHART_KEY), s.machine), []).append(s)
+    return groups
+
+
+def change_text(step: Step) -> str:
+    c = step.change
+    if c.ratio is None:
+        return ""
+    interval = f" [{(c.ratio_low - 1) * 100:+.1f}%, {(c.ratio_high - 1) * 100:+.1f}%]" if c.ratio_low else ""
+    return f"{(c.ratio - 1) * 100:+.1f}%{interval}"
+
+
+def steps_table(found: Sequence[Step], said: Mapping[str, Commit]) -> pd.DataFrame:
+    return pd.DataFrame([{"cell": s.series.name(), "machine": s.series.machine, "before": s.before.label,
+                          "after": s.after.label, "message": _subject(s.after.sha, said),
+                          "change [95% interval]": change_text(s), "verdict": s.change.verdict
+                          + (f" ({s.change.reason})" if s.change.reason else "")} for s in found],
+                        columns=["cell", "machine", "before", "after", "message", "change [95% interval]", "verdict"])
+
+
+def commits_table(series: Sequence[Series], said: Mapping[str, Commit]) -> pd.DataFrame:
+    seen: dict[str, dict[str, str]] = {}
+    for s in series:
+        for p in s.points:
+            seen.setdefault(p.label, {"commit": p.label, "date": said[p.sha].time if p.sha in said else p.time,
+                                      "message": _subject(p.sha, said), "runs": ""})
+            runs = seen[p.label]["runs"].split(", ") if seen[p.label]["runs"] else []
+            seen[p.label]["runs"] = ", ".join(runs + [p.run_id] if p.run_id not in runs else runs)
+    ordered = sorted(seen.values(), key=lambda r: r["date"], reverse=True)
+    return pd.DataFrame(ordered, columns=["commit", "date", "message", "runs"])
+
+
+def _subject(sha: str | None, said: Mapping[str, Commit]) -> str:
+    return said[sha].subject if sha in said else ""
+
+
+def build(series: Sequence[Series], found: Sequence[Step], said: Mapping[str, Commit], out_dir: Path) -> Path:
+    """Write `out_dir/index.html` (and each chart's PNG and SVG under figures/); its path."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    body = [f"<h1>benchctl history</h1><p>Generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M UTC}. "
+            f"{len(series)} series, {len({p.run_id for s in series for p in s.points})} runs, "
+            f"{len(found)} steps.</p>", "<h2>Steps, newest first</h2>", _table(steps_table(found, said))]
+    for key, group in chart_groups(series).items():
+        op, target, device, pass_name, machine = key
+        title = (op if target in ("op", "") else f"{op} / {target}") + (f" on {machine}" if machine else "")
+        mine = [s for s in found if any(s.series is g for g in group)]
+        paths = charts.save(history_figure(group, mine, title), out_dir / "figures" / slug(*key, "history"))
+        heading = f"{title}: {charts.panel_title(device, pass_name)}"
+        body += [f'<h2 id="{slug(*key)}">{html.escape(heading)}</h2>',
+                 _img(paths, out_dir, title)]
+    body += ["<h2>Commits</h2>", _table(commits_table(series, said))]
+    index = out_dir / "index.html"
+    index.write_text("<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>benchctl history</title>"
+                     f"<style>{CSS}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n", encoding="utf-8")
+    return index
+
+
+def _table(table: pd.DataFrame) -> str:
+    return table.to_html(index=False, border=0, escape=True, na_rep="")
+
+
+def _img(paths: list[Path], out_dir: Path, title: str) -> str:
+    data = base64.b64encode(paths[0].read_bytes()).decode("ascii")
+    links = " · ".join(f'<a href="{html.escape(p.relative_to(out_dir).as_posix())}">{p.suffix[1:].upper()}</a>'
+                       for p in paths)
+    return (f'<figure><img alt="{html.escape(title)} history" src="data:image/png;base64,{data}">'
+            f"<figcaption>time against commit · {links}</figcaption></figure>")
+
+
+def for_run(run_dir: Path, threshold: float = 0.05, alpha: float = 0.05) -> Path | None:
+    """The history page of a run's cells, built beside the run folders from the runs of the same machine
+    kind in its results folder (those cells only); None when the run is the only one of its kind there."""
+    from benchctl.results import history, steps
+
+    root = Path(run_dir).resolve().parent
+    rows = history.load([root])
+    ours = rows["run_id"] == Path(run_dir).name
+    cells = pd.MultiIndex.from_frame(rows[list(KEY)].astype(str))
+    rows = rows[cells.isin(cells[ours.to_numpy()]) & machine_kinds(rows).isin(set(machine_kinds(rows[ours])))]
+    if rows["run_id"].nunique() < 2:
+        return None
+    all_series = history.series(rows)
+    found = steps.all_steps(all_series, threshold, alpha)
+    return build(all_series, found, history.messages(all_series), root / FOLDER)

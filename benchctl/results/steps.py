@@ -1,0 +1,153 @@
+"""The steps in a cell's history, found by change-point detection (ruptures' PELT) and judged with the
+verdict rules of `compare`.
+
+Each point is a run's median on a log scale, weighted by how well that run knows it: its 95% interval
+(as a standard error) plus the scatter between neighbouring runs (robustly, from the median absolute
+difference of successive points), so a noisy run, whose interval is wide, weighs little and makes no step,
+while a clean run far from its neighbours does. A step must pay the BIC penalty (2 ln n in chi-square
+units). Each step found is then a comparison: the runs since the step before it against the runs up to
+the step after it, their samples pooled, each run counted as a process (so the spread between runs stands
+where `compare` holds the spread between a run's processes) and the verdict given by compare.compare.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+import ruptures as rpt
+from ruptures.base import BaseCost
+
+from benchctl.results import compare
+from benchctl.results.history import Point, Series
+from benchctl.results.schema import Stop, clean_samples
+
+Z95 = 1.959964  # a 95% interval's half-width in standard errors
+MAD_SIGMA = 1.4826  # median absolute deviation -> standard deviation, for normal scatter
+POOLED = ("canary_s", "mem_gbps", "sm_clock_mhz")  # the machine's probes: a pooled side takes their median
+
+
+class WeightedL2(BaseCost):
+    """The weighted squared error of a segment around its weighted mean: with weights 1/variance, minus
+    twice a Gaussian log-likelihood (the cost PELT minimises)."""
+
+    model = "weighted_l2"
+    min_size = 1
+
+    def __init__(self, weights: Sequence[float]):
+        self.weights = np.asarray(weights, dtype=float)
+
+    def fit(self, signal: np.ndarray) -> "WeightedL2":
+        self.signal = np.asarray(signal, dtype=float).reshape(len(self.weights), -1)
+        y, w = self.signal[:, 0], self.weights
+        self._w, self._wy, self._wyy = (np.concatenate([[0.0], np.cumsum(v)]) for v in (w, w * y, w * y * y))
+        return self
+
+    def error(self, start: int, end: int) -> float:
+        w = self._w[end] - self._w[start]
+        wy = self._wy[end] - self._wy[start]
+        return float(self._wyy[end] - self._wyy[start] - wy * wy / w) if w > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class Step:
+    series: Series
+    index: int  # the first point after the step
+    change: compare.CellChange  # the runs after the step against the runs before it
+
+    @property
+    def before(self) -> Point:
+        return self.series.points[self.index - 1]
+
+    @property
+    def after(self) -> Point:
+        return self.series.points[self.index]
+
+
+def weights(points: Sequence[Point]) -> np.ndarray:
+    """1 / variance of each point's log median: its own interval's, plus the scatter between runs."""
+    y = np.log([p.median_s for p in points])
+    own = np.array([(math.log(p.ci_hi_s) - math.log(p.ci_lo_s)) / (2 * Z95) if p.ci_lo_s > 0 else 0.0
+                    for p in points])
+    scatter = MAD_SIGMA * float(np.median(np.abs(np.diff(y)))) / math.sqrt(2) if len(y) > 2 else 0.0
+    variance = own ** 2 + scatter ** 2
+    floor = max(float(np.max(variance)), 1e-12) * 1e-6  # identical medians with no interval: no zero division
+    return 1 / np.maximum(variance, floor)
+
+
+def change_points(points: Sequence[Point]) -> list[int]:
+    """Indices of the points that start a new level (never 0), always at a new commit: the runs of one
+    commit measure the same code, so they are one point to the search, at their weighted mean with their
+    weights summed (which gives every segmentation that keeps them together the same cost, up to a
+    constant, as the runs one by one)."""
+    starts = [i for i, p in enumerate(points) if i == 0 or p.label != points[i - 1].label]
+    if len(starts) < 2:
+        return []
+    y, w = np.log([p.median_s for p in points]), weights(points)
+    groups = [slice(a, b) for a, b in zip(starts, [*starts[1:], len(points)])]
+    group_w = np.array([w[g].sum() for g in groups])
+    group_y = np.array([(w[g] * y[g]).sum() for g in groups]) / group_w
+    algo = rpt.Pelt(custom_cost=WeightedL2(group_w), min_size=1, jump=1).fit(group_y.reshape(-1, 1))
+    return [starts[i] for i in algo.predict(pen=2 * math.log(len(points))) if 0 < i < len(groups)]
+
+
+def steps(series: Series, threshold: float = 0.05, alpha: float = 0.05) -> list[Step]:
+    """The series' steps, each judged against the runs on its sides."""
+    found = change_points(series.points)
+    bounds = [0, *found, len(series.points)]
+    out = []
+    for left, at, right in zip(bounds, bounds[1:], bounds[2:]):
+        before, after = (pd.DataFrame([pooled(series.points[a:b])]) for a, b in ((left, at), (at, right)))
+        cells = compare.compare(before, after, threshold, alpha).cells
+        out.append(Step(series, at, cells[0]))
+    return out
+
+
+def pooled(points: Sequence[Point]) -> dict[str, Any]:
+    """One row standing for several runs of a cell: their clean samples together, each run a process. Runs
+    that did not settle (noisy, disturbed) are left out where any other did."""
+    rows = [p.row for p in points]
+    settled = [r for r in rows if not _flag(r.get("noisy")) and r.get("stop") != Stop.DISTURBED] or rows
+    last = settled[-1].to_dict()
+    if len(settled) == 1:
+        return last
+    samples = [s for r in settled for s in clean_samples(_list(r.get("samples_s")), _list(r.get("disturbed")))]
+    medians = [float(r["median_s"]) for r in settled]
+    spreads = [float(v) for v in (r.get("process_spread") for r in settled) if _number(v)]
+    probes = {k: _median([r.get(k) for r in settled]) for k in POOLED}
+    return {**last, **probes, "samples_s": samples, "disturbed": None, "median_s": float(np.median(samples)),
+            "processes": sum(int(_number(r.get("processes")) or 1) for r in settled),
+            "process_spread": max([max(medians) / min(medians) - 1, *spreads]),
+            "noisy": all(_flag(r.get("noisy")) for r in settled),
+            "stop": Stop.DISTURBED if all(r.get("stop") == Stop.DISTURBED for r in settled) else last.get("stop")}
+
+
+def _list(value: Any) -> list:
+    return [] if value is None or (np.isscalar(value) and pd.isna(value)) else list(value)
+
+
+def _flag(value: Any) -> bool:
+    return bool(value) if value is not None and not (np.isscalar(value) and pd.isna(value)) else False
+
+
+def _number(value: Any) -> float | None:
+    ok = isinstance(value, (int, float, np.floating, np.integer)) and math.isfinite(value)
+    return float(value) if ok else None
+
+
+def _median(values: Sequence[Any]) -> float | None:
+    present = [v for v in map(_number, values) if v is not None]
+    return float(np.median(present)) if present else None
+
+
+def newest_first(found: Sequence[Step]) -> list[Step]:
+    """Steps across series, the latest first (by the date of the commit after the step)."""
+    return sorted(found, key=lambda s: (s.after.time, s.after.run_id), reverse=True)
+
+
+def all_steps(series: Sequence[Series], threshold: float = 0.05, alpha: float = 0.05) -> list[Step]:
+    """Every series' steps, newest first."""
+    return newest_first([step for s in series for step in steps(s, threshold, alpha)])

@@ -1,0 +1,139 @@
+"""`benchctl bisect` on a small repository made here, whose operator's call sleeps five times longer from a
+known commit on: the bisect names that commit and leaves the repository as it was
+found, also when it is interrupted; a dirty tree, a bisect already going and a BAD that is not slower are
+refused with one line."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from benchctl.bisect import driver
+from benchctl.bisect.spec import Spec
+from benchctl.cli import cli
+
+OPERATOR = '''import time
+
+from benchctl.ops.registry import Operator, Target, randn, register
+
+DELAY_S = {delay}  # {note}
+
+
+def make_inputs(case):
+    return {{"x": randn(case, case.generator(), case.params["batch_size"], 4)}}
+
+
+OP = register(Operator(name="bisect_probe", description="x + 1", params={{"batch_size": 8}},
+                       targets=(Target("op", make_inputs),)))
+
+
+@OP.implementation("py")
+def py(x):
+    if DELAY_S:
+        time.sleep(DELAY_S)
+    return x + 1
+'''
+STEADY = Path(__file__).resolve().parents[1] / "fixtures" / "steady_canary"
+SLOW_AT = 2  # the commit that makes the sleep longer
+# The call sleeps rather than computes: a sleep's time hardly depends on how busy the machine is (a computed
+# microsecond call moved by more than 5% between runs here, which is `unsure`, and a skipped commit), and
+# five times longer is far past any run-to-run change.
+BASE_S, SLOW_S = 0.02, 0.1
+COMMITS = 4
+# The fastest settings that still sample the slow call until its median's interval settles within 1% (or
+# the row is noisy, and the verdict unsure).
+FAST = ["--in-process", "--min-time", "0.5", "--max-time", "4", "--warmup-time", "0", "--remeasure", "0"]
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args], check=True,
+                          capture_output=True, text=True).stdout.strip()
+
+
+@pytest.fixture
+def repo(tmp_path) -> tuple[Path, list[str]]:
+    """A repository whose operator sleeps from commit SLOW_AT on; its commits, oldest first."""
+    top = tmp_path / "repo"
+    (top / "ops").mkdir(parents=True)
+    git(top, "init", "-q", "-b", "main")
+    shas = []
+    for i in range(COMMITS):
+        delay = SLOW_S if i >= SLOW_AT else BASE_S
+        (top / "ops" / "bisect_probe.py").write_text(OPERATOR.format(delay=delay, note=f"version {i}"))
+        git(top, "add", ".")
+        git(top, "commit", "-q", "-m", "sleep longer in py" if i == SLOW_AT else f"version {i}")
+        shas.append(git(top, "rev-parse", "HEAD"))
+    return top, shas
+
+
+@pytest.fixture(scope="module")
+def steady_machine() -> dict[str, str]:
+    """The environment of processes that read the canary as one real reading taken here (see
+    tests/fixtures/steady_canary)."""
+    from benchctl.machine import canary
+
+    path = os.pathsep.join(filter(None, [str(STEADY), os.environ.get("PYTHONPATH")]))
+    return {"PYTHONPATH": path, "BENCHCTL_TEST_CANARY_S": repr(canary.canary()), "COLUMNS": "200"}
+
+
+def bisect(top: Path, env: dict[str, str], *extra: str):
+    args = ["bisect", f"HEAD~{COMMITS - 1}", "HEAD", "--op", "bisect_probe", "--impl", "py", "--pass", "forward",
+            "--ops-dir", str(top / "ops"), *(f"--run-arg={a}" for a in FAST), *extra]
+    return CliRunner().invoke(cli, args, env=env)
+
+
+def test_bisect_names_the_commit_that_slowed_the_cell_and_leaves_the_repository_as_found(repo, tmp_path,
+                                                                                          steady_machine):
+    top, shas = repo
+    result = bisect(top, steady_machine, "--work", str(tmp_path / "work"))
+    assert result.exit_code == 0, result.output
+    assert f"first bad commit: {shas[SLOW_AT]} sleep longer in py" in result.output
+    assert git(top, "symbolic-ref", "--short", "HEAD") == "main" and git(top, "rev-parse", "HEAD") == shas[-1]
+    assert git(top, "status", "--porcelain") == "" and not (top / ".git" / "BISECT_LOG").exists()
+    measured = [json.loads(line) for line in (tmp_path / "work" / "commits.jsonl").read_text().splitlines()]
+    assert measured and all(m["verdict"] == ("bad" if shas.index(m["commit"]) >= SLOW_AT else "good")
+                            for m in measured)
+
+
+def test_an_interrupted_bisect_is_reset(repo, tmp_path, monkeypatch):
+    """Ctrl-C while `git bisect run` runs (the ends' measurements left out: they take the time)."""
+    top, shas = repo
+    real = subprocess.run
+
+    def interrupted(args, *a, **kw):
+        if "bisect" in args and "run" in args:
+            raise KeyboardInterrupt
+        return real(args, *a, **kw)
+
+    monkeypatch.setattr(driver.subprocess, "run", interrupted)
+    monkeypatch.setattr(driver, "_measure_ends", lambda *a: driver._git(top, "checkout", "-q", shas[0]))
+    with pytest.raises(KeyboardInterrupt):
+        driver.bisect(Spec("bisect_probe", "py", "cpu", str(tmp_path / "w"), ("forward",),
+                                  (str(top / "ops"),), tuple(FAST)), top, shas[0], shas[-1])
+    assert git(top, "symbolic-ref", "--short", "HEAD") == "main"
+    assert subprocess.run(["git", "-C", str(top), "bisect", "log"], capture_output=True).returncode != 0
+
+
+def test_a_bad_commit_that_is_not_slower_is_refused(repo, steady_machine):
+    top, shas = repo
+    result = CliRunner().invoke(cli, ["bisect", shas[0], shas[1], "--op", "bisect_probe", "--impl", "py", "--pass",
+                                      "forward", "--ops-dir", str(top / "ops"), *(f"--run-arg={a}" for a in FAST)],
+                                env=steady_machine)
+    assert result.exit_code == 1 and "is not judged slower than GOOD" in result.output
+    assert git(top, "symbolic-ref", "--short", "HEAD") == "main" and git(top, "rev-parse", "HEAD") == shas[-1]
+
+
+def test_a_dirty_tree_and_unknown_commits_are_refused(repo):
+    top, _ = repo
+    result = CliRunner().invoke(cli, ["bisect", "nope", "HEAD", "--op", "bisect_probe", "--impl", "py",
+                                      "--ops-dir", str(top / "ops")])
+    assert result.exit_code == 2 and "'nope' is not a commit" in result.output
+    (top / "ops" / "bisect_probe.py").write_text("# changed\n")
+    result = bisect(top, {})
+    assert result.exit_code == 2 and "has uncommitted changes" in result.output
+    assert "Traceback" not in result.output

@@ -1,0 +1,63 @@
+"""`benchctl history` on a synthetic history on disk: the steps table names the commit and the change with
+its verdict, --json carries every point in commit order, the filters apply, and no match is one line."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from benchctl.cli import cli
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
+from history_runs import COMMITS, STEP_AT, write_history  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory):
+    base = tmp_path_factory.mktemp("history")
+    return base / "results", write_history(base / "results", base / "repo")
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(cli, ["history", *args], env={"COLUMNS": "250"})
+
+
+def test_the_steps_table_names_the_commit_and_the_change(written):
+    root, shas = written
+    result = invoke("--root", str(root))
+    assert result.exit_code == 0, result.output
+    (line,) = [l for l in result.output.splitlines() if shas[STEP_AT][:8] in l and "slower" in l]
+    assert shas[STEP_AT - 1][:8] in line and f"change {STEP_AT}" in line and "+10" in line  # about +100%
+    assert (root / "history" / "index.html").is_file()
+
+
+def test_json_has_every_point_in_commit_order_and_the_step(written, tmp_path):
+    root, shas = written
+    result = invoke("--root", str(root), "--json", "--out", str(tmp_path / "page"))
+    data = json.loads(result.stdout)
+    (series,) = data["series"]
+    assert [p["commit"] for p in series["points"]] == shas and series["git_ordered"]
+    (step,) = data["steps"]
+    assert (step["before"], step["after"], step["verdict"]) == (shas[STEP_AT - 1], shas[STEP_AT], "slower")
+    assert 1.8 < step["ratio_low"] < step["ratio"] < step["ratio_high"] < 2.2
+    assert Path(data["page"]) == tmp_path / "page" / "index.html" and len(series["points"]) == COMMITS
+
+
+def test_runs_given_put_the_page_beside_them(written):
+    root, shas = written
+    first, second = sorted(p for p in root.iterdir() if p.name.startswith("2024"))[:2]
+    result = invoke(str(first), str(second), "--json")
+    data = json.loads(result.stdout)
+    assert Path(data["page"]) == root.resolve() / "history" / "index.html"
+    assert len(data["series"][0]["points"]) == 2
+
+
+def test_filters_that_match_nothing_are_one_line(written):
+    root, _ = written
+    result = invoke("--root", str(root), "--impl", "cpp")
+    assert result.exit_code == 2 and "no timed cells" in result.output and "Traceback" not in result.output
+    assert invoke("--root", str(root / "nowhere")).exit_code == 2

@@ -1,0 +1,81 @@
+"""The history page from a synthetic history on disk: a chart per operator pass, the step in the steps
+table with its commit's message, the commits table; opened in headless Chromium; and the report of one
+run links to it once runs of the same machine kind sit beside it."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import matplotlib.image
+import pytest
+
+from benchctl.report import history_page, page as report
+from benchctl.results import history, steps
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
+from history_runs import COMMITS, STEP_AT, write_history  # noqa: E402
+from test_browser import CHROMIUM, _resolves, browser_page  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory):
+    base = tmp_path_factory.mktemp("history")
+    shas = write_history(base / "results", base / "repo", impls=("py", "fused"))
+    all_series = history.series(history.load(root=base / "results"))
+    found = steps.all_steps(all_series)
+    index = history_page.build(all_series, found, history.messages(all_series), base / "results" / "history")
+    return index, shas, found
+
+
+def test_the_page_has_a_chart_per_pass_and_the_steps_with_their_messages(made):
+    index, shas, found = made
+    text = index.read_text()
+    (png,) = (index.parent / "figures").glob("*.png")
+    assert matplotlib.image.imread(png).shape[1] > 600
+    assert len(found) == 2 and {s.series.cell["impl"] for s in found} == {"py", "fused"}
+    assert text.count("<img ") == 1 and text.count(f"change {STEP_AT}") == 3  # two steps, one commit row
+    # a row per step and per commit (the headers' rows are <tr style=...>)
+    assert all(sha[:8] in text for sha in shas) and text.count("<tr>") == len(found) + COMMITS
+
+
+def test_the_history_page_opens_in_chromium(made, tmp_path):
+    index, _, _ = made
+    with browser_page() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        view = browser.new_page(viewport={"width": 1400, "height": 1000})
+        problems: list[str] = []
+        view.on("console", lambda msg: problems.append(msg.text) if msg.type == "error" else None)
+        view.on("pageerror", lambda exc: problems.append(str(exc)))
+        view.goto(index.as_uri(), wait_until="load")
+        images = view.eval_on_selector_all("img", "els => els.map(e => e.complete && e.naturalWidth > 0)")
+        links = view.eval_on_selector_all("a[href]", "els => els.map(e => e.href)")
+        shot = tmp_path / "history.png"
+        view.screenshot(path=str(shot), full_page=True)
+        text = view.inner_text("body")
+        browser.close()
+    assert images == [True] and links and all(map(_resolves, links)) and problems == []
+    assert "slower" in text and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_run_report_links_to_the_history_of_its_machine_kind(made):
+    index, _, _ = made
+    root = index.parent.parent
+    run = sorted(p for p in root.iterdir() if p.name.startswith("2024"))[0]
+    loaded = report.load_results([run])
+    built = report.build(loaded.rows, report.default_out_dir(loaded.folders), loaded.metas,
+                         history=history_page.for_run(run))
+    html = (built.out_dir / "index.html").read_text()
+    assert 'href="../../history/index.html"' in html
+    assert (built.out_dir / "../../history/index.html").resolve() == index.resolve()
+
+
+def test_a_lone_run_has_no_history(tmp_path):
+    root = tmp_path / "results"
+    write_history(root, tmp_path / "repo")
+    for run in sorted(p for p in root.iterdir())[1:]:
+        for f in run.iterdir():
+            f.unlink()
+        run.rmdir()
+    (run,) = list(root.iterdir())
+    assert history_page.for_run(run) is None

@@ -1,0 +1,77 @@
+"""History across commits from runs on disk: series in git order, the step found at the commit that made
+it and judged slower, the noisy run making none, machine kinds kept apart."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchctl.results import history, steps
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
+from history_runs import COMMITS, NOISY_AT, STEP_AT, write_history  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory):
+    base = tmp_path_factory.mktemp("history")
+    shas = write_history(base / "results", base / "repo")
+    return base / "results", shas
+
+
+def test_one_series_per_cell_in_git_order(written):
+    root, shas = written
+    found = history.series(history.load(root=root))
+    assert len(found) == 1
+    s = found[0]
+    assert s.git_ordered and [p.sha for p in s.points] == shas
+    assert s.machine == "Xeon Gold" and s.cell["impl"] == "py" and len(s.points) == COMMITS
+
+
+def test_the_step_is_found_at_its_commit_and_the_noisy_run_makes_none(written):
+    root, shas = written
+    (s,) = history.series(history.load(root=root))
+    assert steps.change_points(s.points) == [STEP_AT]
+    (step,) = steps.steps(s)
+    assert (step.before.sha, step.after.sha) == (shas[STEP_AT - 1], shas[STEP_AT])
+    assert step.change.verdict == "slower"
+    assert step.change.ratio_low > 1.8 and step.change.ratio_high < 2.2  # the planted factor, 2
+
+
+def test_the_noisy_run_alone_would_be_a_step_without_its_interval(written):
+    root, _ = written
+    (s,) = history.series(history.load(root=root))
+    assert s.points[NOISY_AT].row["noisy"]
+    narrowed = [history.Point(p.run_id, p.sha, p.dirty, p.time, p.median_s, p.median_s, p.median_s, p.row)
+                for p in s.points]
+    assert NOISY_AT in steps.change_points(narrowed)
+
+
+def test_commit_order_falls_back_to_dates_without_the_repository(written, tmp_path):
+    root, shas = written
+    rows = history.load(root=root).assign(code_repo=str(tmp_path / "gone"))
+    (s,) = history.series(rows)
+    assert not s.git_ordered and [p.sha for p in s.points] == shas
+
+
+def test_machine_kinds_are_separate_series_and_filters_apply(written):
+    root, _ = written
+    rows = history.load(root=root)
+    other = rows.assign(cpu_name="EPYC", run_id=rows["run_id"] + "-b")
+    both = history.series(history.select(storage_concat(rows, other), op=["silu"], device=["cpu"]))
+    assert sorted(s.machine for s in both) == ["EPYC", "Xeon Gold"]
+    assert history.select(rows, impl=["cpp"]).empty
+
+
+def test_commit_messages_come_from_the_repository(written):
+    root, shas = written
+    said = history.messages(history.series(history.load(root=root)))
+    assert said[shas[STEP_AT]].subject == f"change {STEP_AT}"
+
+
+def storage_concat(*frames):
+    import pandas as pd
+
+    return pd.concat(frames, ignore_index=True)
