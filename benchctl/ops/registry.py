@@ -94,8 +94,7 @@ class Implementation:
     description: str = ""
     # The dtypes it supports, by name ("float32"); empty: every dtype. The others are unavailable.
     dtypes: tuple[str, ...] = ()
-    # The Triton kernels it launches (triton_support.py); unavailable_reason(timed=False): for a check only.
-    kernels: tuple[Any, ...] = ()
+    kernels: tuple[Any, ...] = ()  # the Triton kernels it launches (triton_support.py)
 
     def dtype_reason(self, dtype: torch.dtype | str) -> str | None:
         """Why it cannot run at `dtype` (None: it can)."""
@@ -107,8 +106,7 @@ class Implementation:
     def first_dtype(self, preferred: Sequence[torch.dtype]) -> torch.dtype | None:
         return next((d for d in preferred if self.dtype_reason(d) is None), None)
 
-    def unavailable_reason(self, device: str, dtype: torch.dtype | str | None = None,
-                           timed: bool = True) -> str | None:
+    def unavailable_reason(self, device: str, dtype: torch.dtype | str | None = None, timed: bool = True) -> str | None:
         if device not in self.devices:
             return f"{self.name} does not support device {device} (supports {', '.join(self.devices)})"
         if dtype is not None and self.dtype_reason(dtype):
