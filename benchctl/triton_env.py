@@ -3,7 +3,7 @@
 Triton reads TRITON_INTERPRET when it decorates a function with `@triton.jit`, its own library
 (`tl.sigmoid`, ...) included, and torch imports triton early (torch.utils.flop_counter does). So the
 choice is made once, on `import benchctl`, before anything imports triton, without importing torch:
-where this machine shows no GPU driver (no /proc/driver/nvidia/version, no /dev/kfd) or
+where this machine shows no GPU driver (no /proc/driver/nvidia/version, /dev/kfd or /dev/dxg) or
 CUDA_VISIBLE_DEVICES hides every GPU, TRITON_INTERPRET is set to 1. A value the user set is kept, and
 nothing is set when triton was imported already (the kernels and Triton's library must agree).
 """
@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 INTERPRET_ENV = "TRITON_INTERPRET"
-GPU_DRIVER_FILES = ("/proc/driver/nvidia/version", "/dev/kfd")
+GPU_DRIVER_FILES = ("/proc/driver/nvidia/version", "/dev/kfd", "/dev/dxg")  # NVIDIA, AMD, WSL
 
 
 def gpu_visible() -> bool:
