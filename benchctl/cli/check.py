@@ -45,7 +45,11 @@ def command(impls: str, devices: str, ops: tuple[str, ...], ops_dirs: tuple[str,
         for row in run_checks_isolated(selection, ops_dirs, tf32):
             status.update(f"checking {row.op} {row.impl} on {row.device} ({row.kind})")
             rows.append(row)
-    _render_json(rows) if as_json else _render(rows)
+    if as_json:
+        _render_json(rows)
+    else:
+        _render(rows)
+        _say_interpreted(rows, selection)
     failed = [r for r in rows if r.passed is False]
     if failed:
         raise BenchError(f"{len(failed)} check(s) failed, first: {failed[0].name()}: {failed[0].detail}")
@@ -70,6 +74,16 @@ def _render_json(rows) -> None:
     from dataclasses import asdict
 
     click.echo(json.dumps([asdict(r) for r in rows], indent=2))
+
+
+def _say_interpreted(rows, selection) -> None:
+    from benchctl import console
+    from benchctl.measure.checks import interpreted
+    from benchctl.ops.triton_support import CHECKED_WITH_INTERPRETER
+
+    names = interpreted(rows, selection)
+    if names:
+        console.out.print(f"{CHECKED_WITH_INTERPRETER}: {', '.join(names)}")
 
 
 def _render(rows) -> None:

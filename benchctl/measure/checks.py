@@ -20,6 +20,7 @@ DTYPE_ERROR = re.compile(r"scalar ?type|dtype|not implemented for '(Double|Float
                          r"expected .*(Double|Float)|(Double|Float) .*expected", re.I)
 SEEDS = (0, 1)
 DTYPES = (torch.float32, torch.float64)
+GRADCHECK_NOT_INTERPRETED = "too slow in Triton's interpreter; the reference check covers every gradient"
 
 
 @dataclass(frozen=True)
@@ -62,23 +63,26 @@ def _failure(impl: Implementation, dtype: torch.dtype, exc: BaseException, whole
     return text + dtype_hint(impl, dtype, str(exc))
 
 
-def cases(op: Operator) -> list[dict]:
-    return [dict(c) for c in op.check_cases] or [op.params_for_check(op.params)]
+def cases(op: Operator, interpreted: bool = False) -> list[dict]:
+    """The shapes to check at; under Triton's interpreter (slow) only the first, the smallest."""
+    found = [dict(c) for c in op.check_cases] or [op.params_for_check(op.params)]
+    return found[:1] if interpreted else found
 
 
 def check_impl(op: Operator, impl: Implementation, device: str) -> Iterator[CheckRow]:
-    reason = impl.unavailable_reason(device)
+    reason = impl.unavailable_reason(device, timed=False)
     if reason:
         yield CheckRow(op.name, "*", impl.name, device, Status.UNAVAILABLE, "", "", None, None, None, None, reason)
         return
     yield from _unsupported_rows(op, impl, device)
     dtypes = [d for d in DTYPES if impl.dtype_reason(d) is None]
+    shapes = cases(op, interpreted=device == "cpu" and bool(impl.kernels))
     for target in op.targets:
-        for params in cases(op):
+        for params in shapes:
             for dtype in dtypes:
                 for seed in SEEDS:
                     yield _reference_row(op, target, impl, device, params, dtype, seed)
-        yield _gradcheck_row(op, target, impl, device, cases(op)[0])
+        yield _gradcheck_row(op, target, impl, device, shapes[0])
     if impl.opcheck is not None:
         yield _opcheck_row(op, impl, device, cases(op)[0])
 
@@ -140,6 +144,9 @@ def _reference_row(op, target, impl, device, params, dtype, seed) -> CheckRow:
 
 
 def _gradcheck_row(op, target, impl, device, params) -> CheckRow:
+    if device == "cpu" and impl.kernels:
+        return CheckRow(op.name, target.name, impl.name, device, "gradcheck", _case_label(params), "float64",
+                        None, None, None, None, GRADCHECK_NOT_INTERPRETED)
     if impl.dtype_reason(torch.float64):  # gradcheck's finite differences need float64
         return CheckRow(op.name, target.name, impl.name, device, "gradcheck", _case_label(params), "float64",
                         None, None, None, None, f"gradcheck needs float64; {impl.dtype_reason(torch.float64)}")
@@ -160,6 +167,13 @@ def _opcheck_row(op, impl, device, params) -> CheckRow:
         ok, detail = False, _failure(impl, dtype, exc, whole=True)
     return CheckRow(op.name, "*", impl.name, device, "opcheck", _case_label(params), dtype_name(dtype),
                     None, None, None, ok, detail)
+
+
+def interpreted(rows: Sequence[CheckRow], selection: Sequence[tuple[Operator, Implementation, str]]) -> list[str]:
+    """`op impl` of each Triton implementation checked on the CPU, i.e. by Triton's interpreter."""
+    ran = {(r.op, r.impl) for r in rows if r.device == "cpu" and r.passed is not None}
+    return [f"{op.name} {impl.name}" for op, impl, device in selection
+            if device == "cpu" and impl.kernels and (op.name, impl.name) in ran]
 
 
 def run_checks(selection: Sequence[tuple[Operator, Implementation, str]]) -> Iterator[CheckRow]:

@@ -170,7 +170,7 @@ def _watched(clock: Clock, clocks: gpu_clocks.ClockGuard | None) -> interference
 
 def _time_watched(prepared: Prepared, pass_name: str, settings: Settings, clock: Clock,
                   partner: Prepared | None, watch: bool, clocks: gpu_clocks.ClockGuard | None) -> dict[str, Any]:
-    row: dict[str, Any] = {"pass": pass_name, "compile_s": prepared.compile_s}
+    row: dict[str, Any] = {"pass": pass_name, "compile_s": prepared.compile_s, "best_config": prepared.best_config}
     usage = getattr(clock, "usage_per_call", None)
     before, host_before = len(usage or ()), len(getattr(clock, "host_per_call", ()))
     probe = trust.probe if settings.probe_bandwidth and prepared.resolved.cell.device == "cpu" else None

@@ -14,6 +14,7 @@ from benchctl.measure.clocks import Thunk
 from benchctl.measure.passes import as_tuple, backward_from, drawn_setup, grad_outputs, has_own_leaves
 from benchctl.ops.cells import Resolved
 from benchctl.ops.registry import Case, Inputs
+from benchctl.ops.triton_support import best_config
 
 
 @dataclass
@@ -26,6 +27,7 @@ class Prepared:
     accumulate: bool = False  # the graph has leaves of its own: time backward(), see passes.py
     pool: fresh.InputPool | None = None
     references: dict[int, correctness.Run] = field(default_factory=dict)  # audit.py's, by data set
+    best_config: str | None = None  # Triton: the autotune configs its first call chose (untimed)
 
     def call(self) -> Any:
         """One call on the cell's own inputs (a CUDA graph captures this one: cuda_graph.py)."""
@@ -62,4 +64,4 @@ def prepare(resolved: Resolved) -> Prepared:
     if cell.device == "cuda":
         torch.cuda.synchronize()
     compile_s = time.perf_counter() - start
-    return Prepared(resolved, call_on, inputs, grads, compile_s, accumulate)
+    return Prepared(resolved, call_on, inputs, grads, compile_s, accumulate, best_config=best_config(impl.kernels))

@@ -19,7 +19,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import torch
 
-from benchctl.ops import paths
+from benchctl.ops import paths, triton_support
 from benchctl.results.schema import DEVICES
 
 BUILTIN_OPS_DIR = paths.IMPLEMENTATIONS_DIR
@@ -94,6 +94,7 @@ class Implementation:
     description: str = ""
     # The dtypes it supports, by name ("float32"); empty: every dtype. The others are unavailable.
     dtypes: tuple[str, ...] = ()
+    kernels: tuple[Any, ...] = ()  # the Triton kernels it launches (triton_support.py)
 
     def dtype_reason(self, dtype: torch.dtype | str) -> str | None:
         """Why it cannot run at `dtype` (None: it can)."""
@@ -103,10 +104,9 @@ class Implementation:
         return f"{self.name} supports {', '.join(self.dtypes)} only, not {name}"
 
     def first_dtype(self, preferred: Sequence[torch.dtype]) -> torch.dtype | None:
-        """The first of `preferred` it supports (None: none of them)."""
         return next((d for d in preferred if self.dtype_reason(d) is None), None)
 
-    def unavailable_reason(self, device: str, dtype: torch.dtype | str | None = None) -> str | None:
+    def unavailable_reason(self, device: str, dtype: torch.dtype | str | None = None, timed: bool = True) -> str | None:
         if device not in self.devices:
             return f"{self.name} does not support device {device} (supports {', '.join(self.devices)})"
         if dtype is not None and self.dtype_reason(dtype):
@@ -115,10 +115,8 @@ class Implementation:
             reason = cuda_device_reason()
             if reason:
                 return reason
-        if self.requires is None:
-            return None
         try:
-            return self.requires(device)
+            return (self.requires and self.requires(device)) or triton_support.reason(self.kernels, device, timed)
         except Exception as exc:  # a broken check must still give a reason, not a traceback
             return f"{type(exc).__name__}: {exc}"
 
@@ -148,17 +146,20 @@ class Operator:
         opcheck: Callable[[Case], None] | None = None,
         build: Callable[[str], float] | None = None,
         dtypes: Sequence[str] = (),
+        kernels: Sequence[Any] = (),
+        config_variants: bool = False,
     ) -> Callable[[Callable[..., Output]], Callable[..., Output]]:
-        """Decorator: register `fn` as implementation `name` of this operator."""
+        """Decorator: register `fn` as implementation `name` (+ `name-<config>` with `config_variants`)."""
 
         def decorate(fn: Callable[..., Output]) -> Callable[..., Output]:
-            if name in self.implementations:
-                raise ValueError(f"{self.name}: implementation {name!r} registered twice")
+            triton_support.use_interpreter_bench(kernels)
             doc = (fn.__doc__ or "").strip().splitlines()
-            self.implementations[name] = Implementation(
-                name, fn, tuple(devices), requires, prepare, opcheck, build, doc[0] if doc else "",
-                tuple(dtype_name(d) for d in dtypes),
-            )
+            for variant, call in triton_support.config_variants(name, fn, kernels) if config_variants else [(name, fn)]:
+                if variant in self.implementations:
+                    raise ValueError(f"{self.name}: implementation {variant!r} registered twice")
+                self.implementations[variant] = Implementation(
+                    variant, call, tuple(devices), requires, prepare, opcheck, build, doc[0] if doc else "",
+                    tuple(dtype_name(d) for d in dtypes), tuple(kernels))
             return fn
 
         return decorate

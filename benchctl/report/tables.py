@@ -101,6 +101,8 @@ def op_table(rows: pd.DataFrame, baseline: str) -> pd.DataFrame:
         f"speedup vs {baseline}": df["speedup"].map(lambda s: "" if pd.isna(s) else f"{s:.2f}x"),
         "correct": [_correct(c, r) for c, r in zip(df["correct"], df["max_rel_err"])],
     })
+    if "best_config" in df and df["best_config"].notna().any():  # Triton: the autotune config it ran
+        table["best config"] = df["best_config"].fillna("")
     if df["pct_of_peak"].notna().any():
         levels = df["peak_level"] if "peak_level" in df else [None] * len(df)
         table["% of peak"] = [percent_of_peak(p, lv) for p, lv in zip(df["pct_of_peak"], levels)]

@@ -153,6 +153,7 @@ COLUMNS: dict[str, pa.DataType] = {
     "paired_ci_lo": pa.float64(),  # the 95% confidence interval of paired_speedup
     "paired_ci_hi": pa.float64(),
     "compile_s": pa.float64(),  # duration of the first (warm-up) call: build, JIT, caches
+    "best_config": pa.string(),  # Triton: the autotune config each kernel used, chosen in the first call
     "peak_mem_bytes": pa.float64(),
     "page_faults": pa.float64(),  # median minor page faults per timed call (CPU clock)
     "sys_s": pa.float64(),  # mean system (OS) CPU seconds per timed call, all threads (CPU clock)

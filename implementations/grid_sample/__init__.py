@@ -12,6 +12,7 @@ from typing import Any, Callable, Mapping
 
 import torch
 
+from benchctl.ops import triton_support
 from benchctl.ops.registry import Case, Inputs, Operator, Target, randn, register
 
 from . import ext
@@ -99,3 +100,9 @@ OP.implementation("cpp", devices=("cpu",), requires=ext.requires,
                   prepare=ext.prepare, opcheck=_opcheck, build=ext.load)(ext.grid_sample)
 OP.implementation("cuda", devices=("cuda",), requires=ext.requires,
                   prepare=ext.prepare, opcheck=_opcheck, build=ext.load)(ext.grid_sample)
+if triton_support.missing():
+    OP.implementation("triton", requires=lambda device: triton_support.missing())(triton_support.not_installed)
+else:
+    from . import tri
+
+    OP.implementation("triton", kernels=tri.KERNELS)(tri.grid_sample_triton)

@@ -14,6 +14,7 @@ from typing import Any, Mapping
 import torch
 import torch.nn.functional as F
 
+from benchctl.ops import triton_support
 from benchctl.ops.registry import Case, Inputs, Operator, Target, randn, register
 
 from . import ext
@@ -118,3 +119,9 @@ OP.implementation("py", devices=("cpu", "cuda"))(filter_py)
 for _name, _device in (("cpp", "cpu"), ("cuda", "cuda")):
     OP.implementation(_name, devices=(_device,), requires=ext.requires, prepare=ext.prepare,
                       opcheck=ext.opcheck, build=ext.load)(ext.hoconv2d_filter)
+if triton_support.missing():
+    OP.implementation("triton", requires=lambda device: triton_support.missing())(triton_support.not_installed)
+else:
+    from . import tri
+
+    OP.implementation("triton", kernels=tri.KERNELS)(tri.filter_triton)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping
 
 
+from benchctl.ops import triton_support
 from benchctl.ops.registry import Case, Inputs, Operator, Output, Target, randn, register
 
 from . import compiled, ext
@@ -108,3 +109,9 @@ OP.implementation("compile", devices=("cpu", "cuda"), requires=compiled.compile_
 for _name, _device in (("cpp", "cpu"), ("cuda", "cuda")):
     OP.implementation(_name, devices=(_device,), requires=ext.requires, prepare=ext.prepare,
                       opcheck=ext.opcheck, build=ext.load)(ext.lstm_cell_ext)
+if triton_support.missing():
+    OP.implementation("triton", requires=lambda device: triton_support.missing())(triton_support.not_installed)
+else:
+    from . import tri
+
+    OP.implementation("triton", kernels=tri.KERNELS)(tri.lstm_cell_triton)

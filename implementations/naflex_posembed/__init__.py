@@ -11,6 +11,7 @@ from typing import Any, Callable, Mapping
 
 import torch
 
+from benchctl.ops import triton_support
 from benchctl.ops.registry import Case, Inputs, Operator, Target, randn, register
 
 from . import ext
@@ -104,3 +105,9 @@ OP.implementation("cpp", devices=("cpu",), requires=ext.requires, prepare=ext.pr
                   opcheck=_opcheck, build=ext.load)(ext.posembed)
 OP.implementation("cuda", devices=("cuda",), requires=ext.requires, prepare=ext.prepare,
                   opcheck=_opcheck, build=ext.load)(ext.posembed)
+if triton_support.missing():
+    OP.implementation("triton", requires=lambda device: triton_support.missing())(triton_support.not_installed)
+else:
+    from . import tri
+
+    OP.implementation("triton", kernels=tri.KERNELS)(tri.posembed_triton)

@@ -251,5 +251,5 @@ def test_inputs_deterministic_and_shaped() -> None:
     assert a["x"].shape == (3, 4) and a["w_ih"].shape == (16, 4) and a["b_hh"].shape == (16,)
     c = TARGET.make_inputs(Case({"batch_size": 3, "H": 4, "I": 6}, seed=5))
     assert c["x"].shape == (3, 6) and c["w_ih"].shape == (16, 6)
-    assert set(OP.implementations) == {"py", "jit", "compile", "cpp", "cuda"}
+    assert set(OP.implementations) == {"py", "jit", "compile", "cpp", "cuda", "triton"}
     assert TARGET.flops({"batch_size": 2, "H": 4, "I": None}) == 2 * 2 * 16 * 8 + 2 * 2 * 16 + 10 * 2 * 4

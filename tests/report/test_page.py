@@ -287,3 +287,13 @@ def test_a_device_where_nothing_ran_is_one_line_in_place_of_its_panels(tmp_path)
     assert "*cuda: not available here (4 cells recorded unavailable" in md
     section_md = md[md.index("## hoconv2d"):]
     assert "| GPU |" not in section_md and "cuda failed" not in section_md  # no table row or failure line
+
+
+def test_table_shows_the_autotune_config_of_triton_cells(tmp_path):
+    rows = [{**row("cpp", "cuda", "forward", 8), "impl": "triton", "best_config": "BLOCK=64, num_warps=4, num_stages=3"},
+            row("py", "cuda", "forward", 8)]
+    loaded = report.load_results([write_run(tmp_path, "20240101-000000-aaaaaa", rows)])
+    table = report.op_table(loaded.rows, "py").set_index("impl")
+    assert table.loc["triton", "best config"] == "BLOCK=64, num_warps=4, num_stages=3"
+    assert table.loc["py", "best config"] == ""
+    assert "best config" not in report.op_table(loaded.rows[loaded.rows["impl"] == "py"], "py")
