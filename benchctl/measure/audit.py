@@ -6,6 +6,9 @@ outside the clock, each right after its call (the clock keeps the result for thi
 
 - every output must be a plain, materialised tensor (not a subclass that computes when read, nor a meta
   or fake tensor), and no thread may be left running that the pass did not start with;
+- spot checks: each of the first SPOT_FIRST calls, then one call in SPOT_EVERY at random, has SPOT_POINTS
+  elements of each output, at random positions, compared with the reference's on the same data (a stale
+  or skipped call is caught at once, cheaply: the reference runs once per data set and cell);
 - KEPT calls are picked at random among all the pass's calls (reservoir sampling, from the OS's random
   source, decided after each call returned), their outputs copied as they were on return and kept;
 - after sampling, each kept output must still equal its copy (an output filled in later, e.g. by a
@@ -34,6 +37,7 @@ from benchctl.results.schema import Pass
 
 KEPT = 2  # timed calls per pass whose outputs are checked against the reference
 STRICT_KEPT = 16  # in a re-check of a time too good to keep unexamined (sweep/recheck.py)
+SPOT_FIRST, SPOT_EVERY, SPOT_POINTS = 32, 8, 4
 # The bar at the timed size, relative to the reference's largest magnitude: this check is for work skipped
 # (an output for other data, stale, unfilled or zero is off by the order of the values themselves), not
 # for precision, which the gate judges at the check size. Rounding grows with the size: honest float32
@@ -80,6 +84,8 @@ class Audit:
         self.problem = ""
         self.pending: fresh.Draw | None = None
         self.size = STRICT_KEPT if resolved.cell.strict else KEPT
+        self.expected: dict[int, tuple[list[torch.Tensor | None], list[str]]] = {}
+        self.scales: dict[int, float] = {}  # a reference tensor's largest magnitude, by id
 
     def drawn(self, draw: fresh.Draw) -> None:
         """Before each call: the previous call's result is looked at, then this call's draw noted."""
@@ -98,12 +104,38 @@ class Audit:
             return
         tensors = flat(result)
         self.calls += 1
-        self.problem = self.problem or not_plain(tensors) or self._threads()
+        self.problem = self.problem or not_plain(tensors) or self._threads() or self._spot(draw, tensors)
         slot = len(self.kept) if len(self.kept) < self.size else self.random.randrange(self.calls)
         if slot < self.size and not self.problem:
-            names = [k for k, t in draw.inputs.items() if isinstance(t, torch.Tensor) and t.requires_grad]
-            kept = Kept(self.calls, draw.source, tensors, [_copy(t) for t in tensors], names)
+            kept = Kept(self.calls, draw.source, tensors, [_copy(t) for t in tensors], _grad_names(draw))
             self.kept[slot:slot + 1] = [kept]
+
+    def _spot(self, draw: fresh.Draw, tensors: list[torch.Tensor | None]) -> str:
+        """A few elements of this call's outputs against the reference's, on the first calls and then at random."""
+        if self._exempt() or (self.calls > SPOT_FIRST and self.random.randrange(SPOT_EVERY)):
+            return ""
+        expected, names = self._expected(draw.source, _grad_names(draw))
+        if len(expected) != len(tensors[:len(expected)]):
+            return f"timed call {self.calls}: returned {len(tensors)} tensors, the reference {len(expected)}"
+        tol = timed_tolerance(self.resolved.cell.torch_dtype, self.resolved.cell.device)
+        for name, got, ref in zip(names, tensors, expected):
+            if ref is not None and (got is None or got.shape != ref.shape or self._off(got, ref, tol)):
+                return (f"timed call {self.calls}: {name}, at {SPOT_POINTS} random points, is not the reference's "
+                        "on the same inputs (work skipped when timed)")
+        return ""
+
+    def _off(self, got: torch.Tensor, ref: torch.Tensor, tol: float) -> bool:
+        if not ref.numel():
+            return False
+        idx = [self.random.randrange(ref.numel()) for _ in range(SPOT_POINTS)]
+        mine = got.detach().reshape(-1)[torch.tensor(idx, device=got.device)].to("cpu", torch.float64)
+        theirs = ref.reshape(-1)[torch.tensor(idx)]
+        scale = self.scales.get(id(ref)) or self.scales.setdefault(id(ref), float(ref.abs().max()) or 1.0)
+        return not bool(((mine - theirs).abs() <= tol * scale).all())
+
+    def _exempt(self) -> bool:
+        """The reference implementation's own cells are not checked against themselves."""
+        return self.resolved.impl.name == self.resolved.op.reference
 
     def _threads(self) -> str:
         now = threading.active_count()
@@ -113,7 +145,7 @@ class Audit:
     def verdict(self) -> str:
         """Why the pass's timed outputs cannot be trusted, or ''."""
         self.finish()
-        if self.problem or self.resolved.impl.name == self.resolved.op.reference:
+        if self.problem or self._exempt():
             return self.problem
         for kept in self.kept:
             found = _changed(kept) or self._wrong(kept)
@@ -122,11 +154,8 @@ class Audit:
         return ""
 
     def _wrong(self, kept: Kept) -> str:
-        expected, names = self._reference(kept)
-        got = kept.copy
-        if self.accumulate:  # gradients went to `.grad` (passes.py): only the outputs came back
-            count = sum(n.startswith("output") for n in names)
-            expected, names, got = expected[:count], names[:count], got[:count]
+        expected, names = self._expected(kept.source, kept.names)
+        got = kept.copy[:len(expected)] if self.accumulate else kept.copy
         if len(expected) != len(got):
             return f"returned {len(got)} tensors, the reference {len(expected)}"
         cell = self.resolved.cell
@@ -134,22 +163,33 @@ class Audit:
         for name, mine, ref in zip(names, got, expected):
             if ref is None:
                 continue
-            c = correctness.compare(name, mine, ref.detach().to("cpu", torch.float64), tol, name.startswith("output"))
+            c = correctness.compare(name, mine, ref, tol, name.startswith("output"))
             if not c.passed:
                 return f"{name}: {c.reason} against the reference on the same inputs (at the timed size)"
         return ""
 
-    def _reference(self, kept: Kept) -> tuple[list[torch.Tensor | None], list[str]]:
-        if kept.source not in self.references:
-            self.references[kept.source] = reference_run(self.resolved, kept.source)
-        run = self.references[kept.source]
-        outs: list[torch.Tensor | None] = list(run.outs)
-        grads = [run.grads.get(n) for n in kept.names]
-        out_names = [f"output {i}" for i in range(len(outs))]
-        grad_names = [f"grad {n}" for n in kept.names]
-        by_pass = {Pass.FORWARD: (outs, out_names), Pass.BACKWARD: (grads, grad_names),
-                   Pass.FORWARD_BACKWARD: (outs + grads, out_names + grad_names)}
-        return by_pass[self.pass_name]
+    def _expected(self, source: int, grad_names: list[str]) -> tuple[list[torch.Tensor | None], list[str]]:
+        """What the pass returns, by the reference on data set `source` (float64, on the CPU), and its names;
+        with `accumulate` the outputs only (the gradients went to `.grad`: passes.py). Kept per data set."""
+        if source not in self.expected:
+            self.expected[source] = self._expected_anew(source, grad_names)
+        return self.expected[source]
+
+    def _expected_anew(self, source: int, grad_names: list[str]) -> tuple[list[torch.Tensor | None], list[str]]:
+        if source not in self.references:
+            self.references[source] = reference_run(self.resolved, source)
+        run = self.references[source]
+        outs = [o.detach().to("cpu", torch.float64) for o in run.outs]
+        grads = [None if run.grads.get(n) is None else run.grads[n].detach().to("cpu", torch.float64)
+                 for n in grad_names]
+        out_names, grad_labels = [f"output {i}" for i in range(len(outs))], [f"grad {n}" for n in grad_names]
+        by_pass = {Pass.FORWARD: (outs, out_names), Pass.BACKWARD: (grads, grad_labels),
+                   Pass.FORWARD_BACKWARD: (outs + grads, out_names + grad_labels)}
+        expected, names = by_pass[self.pass_name]
+        if self.accumulate:
+            keep = [i for i, n in enumerate(names) if n.startswith("output")]
+            expected, names = [expected[i] for i in keep], [names[i] for i in keep]
+        return expected, names
 
 
 def timed_tolerance(dtype: torch.dtype, device: str) -> float:
@@ -162,6 +202,11 @@ def reference_run(resolved: Resolved, source: int) -> correctness.Run:
     dtype = torch.float64 if cell.device == "cpu" or cell.torch_dtype == torch.float64 else torch.float32
     case = Case(cell.params, dtype, cell.device, fresh.seed_of(cell.seed, source))
     return correctness.run_once(resolved.target, op.implementations[op.reference], case)
+
+
+def _grad_names(draw: fresh.Draw) -> list[str]:
+    """The inputs whose gradients a backward returns, in its order (passes.grad_inputs)."""
+    return [k for k, t in draw.inputs.items() if isinstance(t, torch.Tensor) and t.requires_grad]
 
 
 def _copy(t: torch.Tensor | None) -> torch.Tensor | None:
