@@ -18,15 +18,6 @@ def _ms(value: float | None) -> str:
     return "" if value is None else f"{value * 1e3:.4g}"
 
 
-def _params(text: str) -> str:
-    """`batch_size=8 H=256` rather than JSON: the table has to fit a terminal."""
-    try:
-        params = json.loads(text)
-    except ValueError:
-        return text
-    return " ".join(f"{k}={json.dumps(v)}" for k, v in params.items()) if isinstance(params, dict) else text
-
-
 def _short(path: Path | str) -> str:
     if isinstance(path, str):  # a baseline, already named
         return path
@@ -34,6 +25,8 @@ def _short(path: Path | str) -> str:
 
 
 def _rows(comparison) -> list[list[str]]:
+    from benchctl.results.schema import params_text
+
     rows = []
     for c in comparison.ordered():
         change = "" if c.ratio is None else f"{(c.ratio - 1) * 100:+.1f}%"
@@ -44,7 +37,7 @@ def _rows(comparison) -> list[list[str]]:
         status += f" ({c.reason})" if c.reason else ""
         verdict = Text(c.verdict + status, style=STYLES.get(c.verdict, ""))
         op = c.op if c.target in ("op", "") else f"{c.op}/{c.target}"
-        rows.append([op, c.impl, c.device, c.dtype, _params(c.params), c.pass_name,
+        rows.append([op, c.impl, c.device, c.dtype, params_text(c.params), c.pass_name,
                      _ms(c.base_median_s), _ms(c.new_median_s), change, p, verdict])
     return rows
 

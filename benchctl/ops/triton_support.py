@@ -16,6 +16,8 @@ runs every config once (so each one is exercised) and ranks them equal, so the f
 
 from __future__ import annotations
 
+import importlib
+
 from typing import Any, Callable, Sequence
 
 from benchctl.triton_env import INTERPRET_ENV
@@ -33,7 +35,7 @@ INTERPRETED_ON_GPU = f"{INTERPRET_ENV}=1: its kernels run in Triton's interprete
 def missing() -> str | None:
     """Why Triton cannot be used here (None: it can)."""
     try:
-        import triton  # noqa: F401
+        importlib.import_module("triton")  # only whether it imports
     except Exception as exc:
         return f"triton cannot be imported ({type(exc).__name__}: {exc}); it comes with torch's CUDA builds"
     return None

@@ -9,7 +9,6 @@ steps.py.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -19,7 +18,7 @@ import pandas as pd
 from benchctl.errors import UsageError
 from benchctl.results import commits, storage
 from benchctl.results.compare import KEY, machine_kinds
-from benchctl.results.schema import Status
+from benchctl.results.schema import Status, params_text
 
 FILTERS = {"op": "op", "impl": "impl", "pass_name": "pass", "device": "device"}  # select() keyword -> column
 
@@ -60,14 +59,6 @@ class Series:
         c = self.cell
         op = c["op"] if c["target"] in ("op", "") else f"{c['op']}/{c['target']}"
         return f"{op} {c['impl']} {c['device']} {c['dtype']} {params_text(c['params'])} {c['pass']}"
-
-
-def params_text(text: str) -> str:
-    try:
-        params = json.loads(text)
-    except ValueError:
-        return text
-    return " ".join(f"{k}={json.dumps(v)}" for k, v in params.items()) if isinstance(params, dict) else text
 
 
 def load(paths: Sequence[Path | str] = (), root: Path | str = "results") -> pd.DataFrame:

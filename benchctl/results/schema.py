@@ -7,6 +7,8 @@ change that breaks a reader bumps SCHEMA_VERSION, while loaders keep reading old
 
 from __future__ import annotations
 
+import json
+
 from enum import StrEnum
 from typing import Sequence
 
@@ -189,3 +191,11 @@ def clean_samples(samples: Sequence[float], disturbed: Sequence[bool] | None) ->
     return [s for s, d in zip(samples, disturbed) if not d] or list(samples)
 SCHEMA = pa.schema(list(COLUMNS.items()))
 
+
+def params_text(text: str) -> str:
+    """A row's params as `batch_size=8 H=256` rather than JSON (tables have to fit a terminal)."""
+    try:
+        params = json.loads(text)
+    except ValueError:
+        return text
+    return " ".join(f"{k}={json.dumps(v)}" for k, v in params.items()) if isinstance(params, dict) else text
