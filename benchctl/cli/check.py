@@ -26,6 +26,7 @@ def command(impls: str, devices: str, ops: tuple[str, ...], ops_dirs: tuple[str,
 
     words.check(devices=devices)  # before torch is imported
     from benchctl import console
+    from benchctl.ops import lookup
     from benchctl.sweep import request
     from benchctl.measure.check_child import run_checks_isolated
     from benchctl.measure.correctness import set_tf32
@@ -35,8 +36,8 @@ def command(impls: str, devices: str, ops: tuple[str, ...], ops_dirs: tuple[str,
     set_tf32(tf32)
     chosen_ops = request.select_ops(ops)
     by_op = request.select_impls(chosen_ops, impls)
-    selection = [(op, op.implementations[i], d) for op in chosen_ops for i in by_op.get(op.name, [])
-                 for d in words.parse_devices(devices) if d in op.implementations[i].devices]
+    found = [(op, lookup.find(op, i)) for op in chosen_ops for i in by_op.get(op.name, [])]
+    selection = [(op, impl, d) for op, impl in found for d in words.parse_devices(devices) if d in impl.devices]
     if not selection:
         raise BenchError(f"nothing to check: no implementation among {impls!r} supports {devices!r}")
     _build_first(selection)

@@ -20,7 +20,7 @@ from benchctl.results.schema import DEVICE_ALIASES, DTYPE_NAMES, PASSES, Pass
 def build_cell(op_name: str, impl: str, device: str, target: str | None, dtype: str,
                batch_size: int | None, pairs: tuple[str, ...], ops_dirs: tuple[str, ...]) -> Cell:
     """The Cell `benchctl run` would time, from the command line; usage errors name the choices."""
-    from benchctl.ops import registry
+    from benchctl.ops import lookup, modifiers, registry
     from benchctl.ops.cells import Cell
     from benchctl.errors import BenchError, UsageError
 
@@ -29,13 +29,14 @@ def build_cell(op_name: str, impl: str, device: str, target: str | None, dtype: 
         op = registry.get(op_name)
     except (KeyError, FileNotFoundError) as exc:
         raise UsageError(str(exc).strip("'\"")) from None
-    if impl not in op.implementations:
+    impl = modifiers.canonical(impl)
+    if not lookup.known(op, impl):
         raise UsageError(f"{op_name} has no implementation {impl!r}; choose from: {', '.join(op.implementations)}")
     targets = [t.name for t in op.targets]
     if target is not None and target not in targets:
         raise UsageError(f"{op_name} has no target {target!r}; choose from: {', '.join(targets)}")
     dev = DEVICE_ALIASES[device.lower()]
-    reason = op.implementations[impl].unavailable_reason(dev, dtype)
+    reason = lookup.find(op, impl).unavailable_reason(dev, dtype)
     if reason:
         raise BenchError(f"{op_name} {impl} is unavailable on {dev}: {reason}")
     params = {**op.params, **parse_params(pairs, known=op.params, sweep=False)}

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from benchctl.ops import extension, registry
+from benchctl.ops import extension, lookup, registry
 from benchctl.sweep import request, words
 from benchctl.ops.cells import Cell
 from benchctl.errors import BenchError, UsageError
@@ -47,7 +47,7 @@ class Prober:
             raise UsageError("maxbatch takes one operator, one implementation and one device")
         if "batch_size" not in op.params:
             raise UsageError(f"{op.name} has no batch_size param to search")
-        impl = op.implementations[impl_name]
+        impl = lookup.find(op, impls[op.name][0])
         reason = impl.unavailable_reason(devices[0], dtype)
         if reason:
             raise BenchError(f"{op.name} {impl_name} on {devices[0]}: {reason}")

@@ -76,6 +76,16 @@ def base_row(resolved: Resolved) -> dict[str, Any]:
 
 def run_cell(cell: Cell, settings: Settings = Settings(), clock: Clock | None = None) -> list[dict[str, Any]]:
     resolved = cell.resolve()
+    if resolved.impl.watch is None or resolved.unavailable_reason():
+        return _run_resolved(resolved, settings, clock)
+    finish = resolved.impl.watch()  # e.g. what torch.compile compiled for the cell (ops/compile_watch.py)
+    rows = _run_resolved(resolved, settings, clock)
+    extra = finish()
+    return [{**row, **extra} for row in rows]
+
+
+def _run_resolved(resolved: Resolved, settings: Settings, clock: Clock | None) -> list[dict[str, Any]]:
+    cell = resolved.cell
     base = base_row(resolved)
     correctness.set_tf32(settings.tf32)
     reason = resolved.unavailable_reason()

@@ -13,6 +13,7 @@ from typing import Any, Mapping
 
 import torch
 
+from benchctl.ops import lookup
 from benchctl.ops.registry import Implementation, Operator, Target, get
 from benchctl.results.schema import DTYPE_NAMES, PASSES
 
@@ -53,9 +54,7 @@ class Cell:
     def resolve(self) -> "Resolved":
         """The operator, target and implementation this cell names (KeyError if one is unknown)."""
         op = get(self.op)
-        if self.impl not in op.implementations:
-            raise KeyError(f"{self.op} has no implementation {self.impl!r}")
-        return Resolved(self, op, op.target(self.target), op.implementations[self.impl])
+        return Resolved(self, op, op.target(self.target), lookup.find(op, self.impl))
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))

@@ -156,6 +156,12 @@ COLUMNS: dict[str, pa.DataType] = {
     "paired_ci_hi": pa.float64(),
     "compile_s": pa.float64(),  # duration of the first (warm-up) call: build, JIT, caches
     "best_config": pa.string(),  # Triton: the autotune config each kernel used, chosen in the first call
+    # torch.compile (the @compile modifier, docs/compile.md): frames recompiled during the cell (a new size)
+    "recompiles": pa.int32(),
+    "recompiles_total": pa.int32(),  # ... recompilations so far in the sweep's worker, this cell's included
+    "graph_breaks": pa.int32(),  # ... graph breaks Dynamo hit compiling the code the cell ran
+    "graph_break_reason": pa.string(),  # ... the first one's reason
+    "dynamic_shapes": pa.bool_(),  # ... whether that code was compiled with symbolic (dynamic) sizes
     "peak_mem_bytes": pa.float64(),
     "page_faults": pa.float64(),  # median minor page faults per timed call (CPU clock)
     "sys_s": pa.float64(),  # mean system (OS) CPU seconds per timed call, all threads (CPU clock)

@@ -12,7 +12,7 @@ import itertools
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
-from benchctl.ops import registry
+from benchctl.ops import lookup, modifiers, registry
 from benchctl.ops.cells import DTYPES, Cell
 from benchctl.sweep.config import SweepConfig
 from benchctl.errors import UsageError
@@ -51,11 +51,13 @@ def select_impls(ops: Sequence[Operator], text: str) -> dict[str, list[str]]:
         raise UsageError("no implementation given")
     if "all" in names:
         return {op.name: list(op.implementations) for op in ops}
+    names = [modifiers.canonical(n) for n in names]
     known = {i for op in ops for i in op.implementations}
     for n in names:
-        if n not in known:
-            raise UsageError(f"unknown implementation {n!r}; choose from {', '.join(sorted(known))} or all")
-    chosen = {op.name: [n for n in names if n in op.implementations] for op in ops}
+        if not any(lookup.known(op, n) for op in ops):
+            raise UsageError(f"unknown implementation {n!r}; choose from {', '.join(sorted(known))} or all, "
+                             f"or add a modifier: {modifiers.SYNTAX}")
+    chosen = {op.name: [n for n in names if lookup.known(op, n)] for op in ops}
     return {k: v for k, v in chosen.items() if v}
 
 
@@ -126,7 +128,7 @@ def expand(req: SweepRequest) -> list[Cell]:
         grid = param_grid(op, req) if targets else []
         for target, device, dtype, p in itertools.product(targets, devices, dtypes, grid):
             cells += [Cell.make(op.name, target, impl, device, dtype, p, passes)
-                      for impl in impls.get(op.name, []) if device in op.implementations[impl].devices]
+                      for impl in impls.get(op.name, []) if device in lookup.find(op, impl).devices]
     if not cells:
         raise UsageError(f"nothing to run: no implementation among {req.impls!r} supports {req.devices!r}")
     return _paired(cells, req.pair_with) if req.pair_with else cells

@@ -1,18 +1,17 @@
-"""TorchScript (`jit`) and torch.compile (`compile`) runs of the reference function.
+"""TorchScript (`jit`) run of the reference function. (`compile` is the `@compile` modifier's `py@compile`,
+registered under its old name in __init__.py.)
 
-Both JITs work lazily and per input signature: TorchScript's profiling executor profiles the first
-run, then specialises the forward and (separately) the backward graph on the runs after it;
-torch.compile traces and generates code on the first forward and compiles the backward on the first
-backward. The harness times everything after its warm-up call and records that call as compile_s,
-so `_FirstCall` does all of that lazy work inside the first call with a new signature: it runs
-forward+backward on detached copies of the inputs until the JIT has settled. Nothing compiles at
-import or in `requires`, and no timed sample contains compilation.
+TorchScript works lazily and per input signature: its profiling executor profiles the first run, then
+specialises the forward and (separately) the backward graph on the runs after it. The harness times
+everything after its warm-up call and records that call as compile_s, so `_FirstCall` does all of that
+lazy work inside the first call with a new signature: it runs forward+backward on detached copies of the
+inputs until the JIT has settled. Nothing compiles at import or in `requires`, and no timed sample
+contains compilation.
 """
 
 from __future__ import annotations
 
 import functools
-import shutil
 import warnings
 from typing import Callable, Hashable
 
@@ -24,8 +23,6 @@ Fn = Callable[..., tuple[torch.Tensor, torch.Tensor]]
 # Forward+backward runs until TorchScript's profiling executor reaches its optimised graphs:
 # run 1 profiles, runs 2-3 build the specialised forward and backward (measured: run 4 is steady).
 JIT_SETTLE_RUNS = 3
-# torch.compile compiles the forward on the first call and the backward on the first backward.
-COMPILE_SETTLE_RUNS = 1
 
 
 @functools.cache
@@ -38,41 +35,11 @@ def scripted() -> Fn:
         return torch.jit.script(lstm_cell_py)
 
 
-@functools.cache
-def compiled() -> Fn:
-    """torch.compile wrapper; creating it compiles nothing (that happens on the first call)."""
-    import torch._functorch.config
-
-    # By default a compiled backward frees ("donates") saved buffers and then refuses
-    # backward(retain_graph=True), which gradcheck and any second backward need. torch reads the flag
-    # again when such a backward runs, so it has to be off process-wide, not just while compiling;
-    # the cost is a little backward memory in compiled functions of this process.
-    torch._functorch.config.donated_buffer = False
-    return torch.compile(lstm_cell_py)
-
-
 def jit_requires(device: str) -> str | None:
     try:
         scripted()
     except Exception as exc:  # keep TorchScript's own message: it is the reason
         return f"torch.jit.script failed: {type(exc).__name__}: {exc}"
-    return None
-
-
-def compile_requires(device: str) -> str | None:
-    try:
-        import torch._dynamo
-    except Exception as exc:
-        return f"torch._dynamo cannot be imported: {type(exc).__name__}: {exc}"
-    if not torch._dynamo.is_dynamo_supported():
-        return "torch.compile is not supported on this Python/platform (torch._dynamo.is_dynamo_supported())"
-    if device == "cpu" and not any(shutil.which(cxx) for cxx in ("g++", "c++", "clang++")):
-        return "torch.compile on CPU generates C++ and needs a C++ compiler (g++/c++/clang++) on PATH"
-    if device == "cuda":
-        from torch.utils._triton import has_triton
-
-        if not has_triton():
-            return "torch.compile on CUDA generates Triton kernels and Triton is not installed"
     return None
 
 
@@ -111,7 +78,6 @@ class _FirstCall:
 
 
 _JIT = _FirstCall(scripted, JIT_SETTLE_RUNS)
-_COMPILE = _FirstCall(compiled, COMPILE_SETTLE_RUNS)
 
 
 def lstm_cell_jit(x: torch.Tensor, h: torch.Tensor, c: torch.Tensor, w_ih: torch.Tensor,
@@ -119,8 +85,3 @@ def lstm_cell_jit(x: torch.Tensor, h: torch.Tensor, c: torch.Tensor, w_ih: torch
     """TorchScript (torch.jit.script) of the py function; profiling executor specialises on first call."""
     return _JIT(x, h, c, w_ih, w_hh, b_ih, b_hh)
 
-
-def lstm_cell_compile(x: torch.Tensor, h: torch.Tensor, c: torch.Tensor, w_ih: torch.Tensor,
-                      w_hh: torch.Tensor, b_ih: torch.Tensor, b_hh: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """torch.compile (Inductor) of the py function; compiles forward and backward on first call."""
-    return _COMPILE(x, h, c, w_ih, w_hh, b_ih, b_hh)
