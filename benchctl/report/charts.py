@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from benchctl.results.schema import DEVICES, FAILED, PASS_LABELS, PASSES
+from benchctl.report import compile_marks
 from benchctl.report.speedups import ci_bars, paired_intervals, speedups
 from benchctl.results.summary import axis_value_text
 
@@ -253,6 +254,7 @@ def _timing_panel(ax: "Axes", cell: pd.DataFrame, colors: dict, styles: dict) ->
             ax.set_ylim(lo / (hi / lo) ** (0.1 + 0.12 * min(n, 8)), hi)
         tidy_log(ax)
     _mark_failed(ax, failed, colors)
+    compile_marks.mark_recompiles(ax, cell)
     ax.set_ylabel("median time (ms)")
 
 

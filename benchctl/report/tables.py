@@ -8,7 +8,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from benchctl.report import charts
+from benchctl.report import charts, compile_marks
 from benchctl.report.speedups import speedups
 from benchctl.results import storage
 from benchctl.results.schema import DEVICES, ENV_FIELDS, FAILED, PASS_LABELS, PASSES, Stop
@@ -116,6 +116,7 @@ def op_table(rows: pd.DataFrame, baseline: str) -> pd.DataFrame:
         table["host ms"] = df["host_s"].map(_ms)
     if "mem_gbps" in df and df["mem_gbps"].notna().any():  # CPU: what the machine gave at the time
         table["machine GB/s"] = df["mem_gbps"].map(lambda g: "" if pd.isna(g) else f"{g:.1f}")
+    table = table.assign(**compile_marks.table_columns(df))  # torch.compile's, where the run has any
     return table.drop(columns=[c for c in ("params",) if not table[c].astype(bool).any()])
 
 

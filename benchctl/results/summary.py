@@ -144,7 +144,7 @@ def summarize(df: pd.DataFrame, references: dict[str, str]) -> list[SummaryTable
         title = (f"{op}/{target} {others} on {device} ({dtype}): median ms (speedup vs {ref}, ±: its 95% "
                  "interval where paired; ~ noisy; dist: disturbed, too few clean samples; slow: the machine's canary "
                  f"over {CANARY_SLOW:.0%} slower than calibrated; os: mostly OS time; host: host-bound; "
-                 "mem: machine's memory bandwidth low)")
+                 "mem: machine's memory bandwidth low; recomp: torch.compile recompiled for it)")
         tables.append(SummaryTable(title, ("pass", f"impl \\ {axis}", *map(axis_value_text, values)), tuple(rows)))
     return tables
 
@@ -176,7 +176,15 @@ def _cell(row: dict | None, base: dict | None, is_ref: bool, typical_gbps: float
         text += " host"
     if _below(row.get("mem_gbps"), MEM_SLOW, typical_gbps):
         text += " mem"
+    if recompiled(row):
+        text += " recomp"
     return text
+
+
+def recompiled(row: Mapping[str, Any]) -> bool:
+    """torch.compile (the @compile modifier) compiled the cell's code again for it: a new size, say."""
+    count = row.get("recompiles")
+    return _present(count) and count > 0
 
 
 def slow_machine(row: Mapping[str, Any]) -> bool:
