@@ -15,13 +15,20 @@ def availability_rows(ops: dict, broken: dict[str, str] | None = None) -> list[d
     rows = [{"operator": Path(path).stem, "implementation": "", "device": "", "available": False,
              "reason": broken_file_line(path, error), "description": ""} for path, error in (broken or {}).items()]
     for op in ops.values():
-        for impl in op.implementations.values():
+        for impl in [*op.implementations.values(), _compiled_reference(op)]:
             for device in impl.devices:
                 reason = impl.unavailable_reason(device)
                 rows.append({"operator": op.name, "implementation": impl.name, "device": device,
                              "available": reason is None, "reason": reason or "",
                              "description": impl.description})
     return rows
+
+
+def _compiled_reference(op):
+    """The @compile modifier, shown on the operator's reference implementation (it applies to any)."""
+    from benchctl.ops import lookup, modifiers
+
+    return lookup.find(op, f"{op.reference}{modifiers.MARK}{modifiers.COMPILE}")
 
 
 @click.command("list")
@@ -43,3 +50,6 @@ def command(ops_dirs: tuple[str, ...], as_json: bool) -> None:
     console.out.print(console.table("benchctl operators", cols,
                                     [[("yes" if r[c] else "no") if c == "available" else r[c] for c in cols]
                                      for r in rows]))
+    from benchctl.ops.modifiers import SYNTAX
+
+    console.out.print(f"Any implementation runs under torch.compile as {SYNTAX}.")
