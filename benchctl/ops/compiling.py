@@ -54,7 +54,15 @@ def _configure() -> None:
 
 
 def _own_code(fn: Callable[..., Output], label: str) -> Callable[..., Output]:
-    """A function calling `fn`, with a code object of its own named after `label` (Dynamo caches per code)."""
+    """`fn` with a code object of its own (Dynamo caches per code object). A plain function is copied, so
+    Dynamo traces exactly what `torch.compile(fn)` would; any other callable is called from a function of
+    its own, named after `label`."""
+    if isinstance(fn, types.FunctionType):
+        copy = types.FunctionType(fn.__code__.replace(), fn.__globals__, fn.__name__, fn.__defaults__,
+                                  fn.__closure__)
+        copy.__kwdefaults__, copy.__dict__ = fn.__kwdefaults__, dict(fn.__dict__)
+        return copy
+
     def call(*args: Any, **kwargs: Any) -> Output:
         return fn(*args, **kwargs)
 
