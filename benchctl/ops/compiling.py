@@ -20,6 +20,18 @@ from benchctl.ops.modifiers import CompileSpec
 from benchctl.ops.registry import Implementation, Output
 
 
+class RecompileLimit(RuntimeError):
+    """torch.compile reached its recompile limit for a function: past it, Dynamo would run it eagerly."""
+
+    def __init__(self, label: str) -> None:
+        import torch._dynamo.config
+
+        limit = torch._dynamo.config.recompile_limit
+        super().__init__(f"torch.compile reached its recompile limit ({limit} compilations of one function, "
+                         f"torch._dynamo.config.recompile_limit) in {label}; past it Dynamo runs the code "
+                         "eagerly, so it is not timed: fewer sizes, or dynamic=auto or true, compile less")
+
+
 def compile_reason(device: str) -> str | None:
     """Why torch.compile cannot run on `device` here (None: it can). Imports Dynamo, compiles nothing."""
     try:
@@ -81,7 +93,12 @@ def compiled(fn: Callable[..., Output], spec: CompileSpec, label: str) -> Callab
 
             _configure()
             built.append(torch.compile(_own_code(fn, label), mode=spec.mode, dynamic=spec.dynamic))
-        return built[0](*args, **kwargs)
+        try:
+            return built[0](*args, **kwargs)
+        except Exception as exc:
+            if type(exc).__name__ == "FailOnRecompileLimitHit":
+                raise RecompileLimit(label) from exc
+            raise
 
     call.__name__ = call.__qualname__ = f"{getattr(fn, '__name__', 'fn')}_compiled"
     return call

@@ -187,6 +187,9 @@ COLUMNS: dict[str, pa.DataType] = {
     "check_params": pa.string(),
 }
 assert set(ENV_FIELDS) <= set(COLUMNS)
+# What a cell's first call did (its compilation): a measurement taken again later keeps the first one's.
+FIRST_CALL_COLUMNS = ("compile_s", "recompiles", "recompiles_total", "graph_breaks", "graph_break_reason",
+                      "dynamic_shapes")
 
 
 def clean_samples(samples: Sequence[float], disturbed: Sequence[bool] | None) -> list[float]:

@@ -19,7 +19,7 @@ from benchctl.measure.execute import GATE_COLUMNS
 from benchctl.measure.stats import ci_half_width, join_messages
 from benchctl.ops import provenance, registry
 from benchctl.ops.cells import Cell
-from benchctl.results.schema import SPEEDUP_LIMIT, Status, Stop
+from benchctl.results.schema import FIRST_CALL_COLUMNS, SPEEDUP_LIMIT, Status, Stop
 from benchctl.results.summary import slow_machine
 from benchctl.sweep import recheck
 from benchctl.sweep.executors import Executor, Rows, failure_rows
@@ -177,7 +177,8 @@ def _never_settled(row: dict[str, Any]) -> dict[str, Any]:
 
 def _best_of(kept: Rows, fresh: Rows, attempt: int) -> Rows:
     """Per pass, the re-measurement where it ran and settled or narrowed the median's interval, else the
-    row kept; every pass measured again says how often. A re-measurement keeps the gate's findings."""
+    row kept; every pass measured again says how often. A re-measurement keeps the gate's findings and what
+    the first call compiled."""
     again = {r["pass"]: r for r in fresh if r.get("status") == Status.OK}
     out = []
     for row in kept:
@@ -187,7 +188,7 @@ def _best_of(kept: Rows, fresh: Rows, attempt: int) -> Rows:
         new = again.get(row["pass"])
         if new is not None and (_undisturbed(new) > _undisturbed(row)
                                 or _undisturbed(new) == _undisturbed(row) and _spread(new) < _spread(row)):
-            row = {**new, **{k: row[k] for k in GATE_COLUMNS if k in row}}
+            row = {**new, **{k: row[k] for k in (*GATE_COLUMNS, *FIRST_CALL_COLUMNS) if k in row}}
         out.append({**row, "remeasured": attempt})
     return out
 

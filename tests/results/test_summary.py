@@ -35,6 +35,15 @@ def test_a_cell_that_is_mostly_os_time_is_marked():
     assert "os: mostly OS time" in small.title
 
 
+def test_a_cell_torch_compile_recompiled_for_is_marked():
+    df = rows().assign(recompiles=[None, None, 0, 1, 1])  # cpp B=1 compiled nothing again; B=2 failed
+    small = next(t for t in summarize(df, {"lstm_cell": "py"}) if "H=64" in t.title)
+    assert small.rows == (("forward", "py", "4", "10"), ("forward", "cpp", "1 (4.0x)", "oom"))
+    df = rows().assign(recompiles=[None, None, 1, 0, None])
+    small = next(t for t in summarize(df, {"lstm_cell": "py"}) if "H=64" in t.title)
+    assert small.rows[1][2] == "1 (4.0x) recomp" and "recomp: torch.compile recompiled" in small.title
+
+
 def test_a_gpu_cell_whose_host_side_takes_most_of_it_is_marked():
     df = rows().assign(host_s=[0.0038, 0.002, 0.0002, None, None])  # py B=1: 3.8 of 4 ms issuing work
     small = next(t for t in summarize(df, {"lstm_cell": "py"}) if "H=64" in t.title)

@@ -157,3 +157,21 @@ def test_with_processes_a_re_measurement_asks_every_process_and_keeps_their_medi
     assert executor.calls == [2] * 6  # three rounds, then the re-measurement in each of three processes
     assert row["remeasured"] == 1 and row["processes"] == 3 and row["process_medians_s"] == [1.0, 1.0, 1.0]
     assert "process" not in row
+
+
+def test_a_remeasure_keeps_what_the_first_call_compiled(builtin_ops):
+    class Compiling(Scripted):
+        """The first measurement recompiled (a new size); the second found the code compiled."""
+
+        def run(self, cell):
+            first = not self.calls
+            rows = super().run(cell)
+            return [{**r, "compile_s": 4.0 if first else 0.01, "recompiles": 1 if first else 0,
+                     "recompiles_total": 3} for r in rows]
+
+    cells = [Cell.make("hoconv2d", "filter", "py", "cpu", "float32", {"batch_size": 2})]
+    executor, out = Compiling({2: [(True, 0.08), (False, 0.006)]}), Collected()
+    Sweep(cells, executor, out, {"host": "h"}, remeasure=1).run()
+    row = out.rows[-1]
+    assert row["remeasured"] == 1 and row["ci_hi_s"] == 1.006  # the settled re-measurement's times ...
+    assert (row["compile_s"], row["recompiles"]) == (4.0, 1)  # ... and the first call's compilation
