@@ -30,7 +30,7 @@ from benchctl.sweep import channel
 from benchctl.sweep.worker import settings_to_json
 
 Rows = list[dict[str, Any]]
-STDERR_TAIL_LINES = 15
+STDERR_TAIL_LINES = 20  # a crash's header, its Python stack (about a dozen frames deep) and the modules line
 OOM_MARKERS = ("Cannot allocate memory", "Resource temporarily unavailable", "std::bad_alloc", "MemoryError")
 
 
