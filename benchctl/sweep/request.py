@@ -137,6 +137,7 @@ def expand(req: SweepRequest) -> list[Cell]:
 def _paired(cells: list[Cell], partner: str) -> list[Cell]:
     """Every cell whose point (operator, target, device, dtype, params) has a cell of `partner` is timed
     in alternation with it; the partner's own cells are timed alone, as without --pair-with."""
+    partner = modifiers.canonical(partner)
     points = {_point(c) for c in cells if c.impl == partner}
     if not points:
         raise UsageError(f"--pair-with {partner}: it is not among the implementations run here; "
