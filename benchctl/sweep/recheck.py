@@ -15,7 +15,7 @@ from typing import Any
 
 from benchctl.measure.stats import join_messages
 from benchctl.ops.cells import Cell
-from benchctl.results.schema import Status
+from benchctl.results.schema import FIRST_CALL_COLUMNS, Status
 
 Row = dict[str, Any]
 
@@ -40,8 +40,13 @@ def suspect_passes(rows: list[Row], references: dict[str, Row], limit: float) ->
 def judged(kept: list[Row], again: list[Row], references: dict[str, Row]) -> list[Row]:
     """Each pass's row after its re-check (`again`); passes not re-checked stay as they were."""
     by_pass = {r["pass"]: r for r in again}
-    return [_judge(row, by_pass[row["pass"]], references.get(row["pass"])) if row["pass"] in by_pass else row
-            for row in kept]
+    return [_first_call_kept(row, _judge(row, by_pass[row["pass"]], references.get(row["pass"])))
+            if row["pass"] in by_pass else row for row in kept]
+
+
+def _first_call_kept(row: Row, judged: Row) -> Row:
+    """A re-check finds the cell's code compiled already: the row keeps what its first call compiled."""
+    return {**judged, **{k: row[k] for k in FIRST_CALL_COLUMNS if k in row}}
 
 
 def _judge(row: Row, new: Row, reference: Row | None) -> Row:

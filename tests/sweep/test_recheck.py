@@ -60,3 +60,25 @@ def test_suspect_passes_compare_with_the_reference_pass_by_pass():
     refs = {"forward": {"status": "ok", "median_s": 51.0}, "backward": {"status": "ok", "median_s": 49.0}}
     assert recheck.suspect_passes(rows, refs, 50.0) == ("forward",)
     assert recheck.suspect_passes(rows, {}, 50.0) == ()
+
+
+def test_a_rechecked_compiled_cell_keeps_what_its_first_call_compiled(builtin_ops):
+    class Compiling(Scripted):
+        """A compiled implementation recompiles in its first measurement; the re-check finds it compiled."""
+
+        def run(self, cell):
+            first = not any(c.impl == cell.impl for c in self.asked)
+            rows = super().run(cell)
+            if cell.impl == "py":
+                return rows
+            return [{**r, "compile_s": 3.0 if first else 0.01, "recompiles": int(first), "graph_breaks": 0}
+                    for r in rows]
+
+    script = {"py": [("ok", 0.1, "")], "py@compile": [("ok", 0.001, ""), ("ok", 0.0011, "")]}
+    cells = [Cell.make("hoconv2d", "filter", impl, "cpu", "float32", {"batch_size": 1}, passes=("forward",))
+             for impl in script]
+    executor, out = Compiling(script), Collected()
+    Sweep(cells, executor, out, {"host": "h"}).run()
+    row = next(r for r in out.rows if r["impl"] == "py@compile")
+    assert row["rechecked"] is True and len(executor.asked) == 3
+    assert (row["compile_s"], row["recompiles"], row["graph_breaks"]) == (3.0, 1, 0)
