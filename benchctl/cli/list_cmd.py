@@ -15,7 +15,7 @@ def availability_rows(ops: dict, broken: dict[str, str] | None = None) -> list[d
     rows = [{"operator": Path(path).stem, "implementation": "", "device": "", "available": False,
              "reason": broken_file_line(path, error), "description": ""} for path, error in (broken or {}).items()]
     for op in ops.values():
-        for impl in [*op.implementations.values(), _compiled_reference(op)]:
+        for impl in [*op.implementations.values(), *_compiled_reference(op)]:
             for device in impl.devices:
                 reason = impl.unavailable_reason(device)
                 rows.append({"operator": op.name, "implementation": impl.name, "device": device,
@@ -24,11 +24,13 @@ def availability_rows(ops: dict, broken: dict[str, str] | None = None) -> list[d
     return rows
 
 
-def _compiled_reference(op):
+def _compiled_reference(op) -> list:
     """The @compile modifier, shown on the operator's reference implementation (it applies to any)."""
     from benchctl.ops import lookup, modifiers
 
-    return lookup.find(op, f"{op.reference}{modifiers.MARK}{modifiers.COMPILE}")
+    if op.reference not in op.implementations:
+        return []
+    return [lookup.find(op, f"{op.reference}{modifiers.MARK}{modifiers.COMPILE}")]
 
 
 @click.command("list")
