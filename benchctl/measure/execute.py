@@ -19,6 +19,7 @@ import torch
 from benchctl.measure import audit, correctness, interference, orphans, rates, seal, trust
 from benchctl.machine import allocator, gpu_clocks
 from benchctl.ops.cells import Cell, Resolved
+from benchctl.ops.compiling import CompiledFn
 from benchctl.measure.memory import peak_bytes
 from benchctl.measure.prepared import Prepared, prepare
 from benchctl.measure.clocks import Clock, CpuClock, CudaEventClock, Thunk
@@ -76,9 +77,9 @@ def base_row(resolved: Resolved) -> dict[str, Any]:
 
 def run_cell(cell: Cell, settings: Settings = Settings(), clock: Clock | None = None) -> list[dict[str, Any]]:
     resolved = cell.resolve()
-    if resolved.impl.watch is None or resolved.unavailable_reason():
+    if not isinstance(resolved.impl.fn, CompiledFn) or resolved.unavailable_reason():
         return _run_resolved(resolved, settings, clock)
-    finish = resolved.impl.watch()  # e.g. what torch.compile compiled for the cell (ops/compile_watch.py)
+    finish = resolved.impl.fn.watch()  # what torch.compile compiled for the cell (ops/compile_watch.py)
     rows = _run_resolved(resolved, settings, clock)
     extra = finish()
     return [{**row, **extra} for row in rows]

@@ -83,25 +83,29 @@ def _own_code(fn: Callable[..., Output], label: str) -> Callable[..., Output]:
     return types.FunctionType(code, call.__globals__, name, call.__defaults__, call.__closure__)
 
 
-def compiled(fn: Callable[..., Output], spec: CompileSpec, label: str) -> Callable[..., Output]:
-    """`fn` under torch.compile with `spec`'s mode and dynamic; torch.compile itself runs on the first call."""
-    built: list[Callable[..., Output]] = []
+class CompiledFn:
+    """`fn` under torch.compile with `spec`'s mode and dynamic; torch.compile itself runs on the first call.
+    `watch` counts what it compiles for each cell (compile_watch.py)."""
 
-    def call(*args: Any, **kwargs: Any) -> Output:
-        if not built:
+    def __init__(self, fn: Callable[..., Output], spec: CompileSpec, label: str) -> None:
+        self._fn, self._spec, self._label = fn, spec, label
+        self._built: Callable[..., Output] | None = None
+        self.watch = CompileWatch()
+        self.__name__ = f"{getattr(fn, '__name__', 'fn')}_compiled"
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Output:
+        if self._built is None:
             import torch
 
             _configure()
-            built.append(torch.compile(_own_code(fn, label), mode=spec.mode, dynamic=spec.dynamic))
+            self._built = torch.compile(_own_code(self._fn, self._label), mode=self._spec.mode,
+                                        dynamic=self._spec.dynamic)
         try:
-            return built[0](*args, **kwargs)
+            return self._built(*args, **kwargs)
         except Exception as exc:
             if type(exc).__name__ == "FailOnRecompileLimitHit":
-                raise RecompileLimit(label) from exc
+                raise RecompileLimit(self._label) from exc
             raise
-
-    call.__name__ = call.__qualname__ = f"{getattr(fn, '__name__', 'fn')}_compiled"
-    return call
 
 
 def modify(base: Implementation, name: str, spec: CompileSpec) -> Implementation:
@@ -110,5 +114,5 @@ def modify(base: Implementation, name: str, spec: CompileSpec) -> Implementation
     def requires(device: str) -> str | None:
         return base.unavailable_reason(device) or compile_reason(device)
 
-    return Implementation(name, compiled(base.fn, spec, name), base.devices, requires, base.prepare, None,
-                          base.build, f"{spec.describe()} of {base.name}", base.dtypes, watch=CompileWatch())
+    return Implementation(name, CompiledFn(base.fn, spec, name), base.devices, requires, base.prepare, None,
+                          base.build, f"{spec.describe()} of {base.name}", base.dtypes)

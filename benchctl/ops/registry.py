@@ -95,7 +95,6 @@ class Implementation:
     # The dtypes it supports, by name ("float32"); empty: every dtype. The others are unavailable.
     dtypes: tuple[str, ...] = ()
     kernels: tuple[Any, ...] = ()  # the Triton kernels it launches (triton_support.py)
-    watch: Callable[[], Callable[[], dict[str, Any]]] | None = None  # a cell's extra columns: compile_watch.py
 
     def dtype_reason(self, dtype: torch.dtype | str) -> str | None:
         """Why it cannot run at `dtype` (None: it can)."""

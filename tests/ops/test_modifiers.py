@@ -5,6 +5,7 @@ import pytest
 
 from benchctl.errors import UsageError
 from benchctl.ops import lookup, modifiers
+from benchctl.ops.compiling import CompiledFn
 from benchctl.ops.modifiers import CompileSpec
 from benchctl.sweep import request
 
@@ -48,7 +49,7 @@ def test_a_modified_implementation_is_built_once_from_its_base(builtin_ops):
     found = lookup.find(op, "py@compile:dynamic=false")
     assert lookup.find(op, "py@compile:dynamic=False") is found  # one wrapper, one Dynamo cache, per process
     assert found.name == "py@compile:dynamic=false" and found.devices == op.implementations["py"].devices
-    assert found.watch is not None and found.description == "torch.compile (mode default, dynamic false) of py"
+    assert isinstance(found.fn, CompiledFn) and found.description == "torch.compile (mode default, dynamic false) of py"
     assert "py@compile:dynamic=false" not in op.implementations  # `all` stays the registered ones
     with pytest.raises(KeyError, match="no implementation 'nope'"):
         lookup.find(op, "nope@compile")
@@ -58,7 +59,7 @@ def test_a_modified_implementation_is_built_once_from_its_base(builtin_ops):
 def test_lstm_cells_compile_is_the_modifier_under_its_old_name(builtin_ops):
     compiled = builtin_ops["lstm_cell"].implementations["compile"]
     assert compiled.description == "torch.compile (mode default, dynamic auto) of py"
-    assert compiled.watch is not None and compiled.devices == ("cpu", "cuda")
+    assert isinstance(compiled.fn, CompiledFn) and compiled.devices == ("cpu", "cuda")
 
 
 def test_impls_on_the_command_line_take_modifiers(builtin_ops):
