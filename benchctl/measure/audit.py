@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import random
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import torch
@@ -53,6 +53,7 @@ class Kept:
     held: list[torch.Tensor | None]  # the output objects themselves
     copy: list[torch.Tensor | None]  # as they were when the call returned
     names: list[str]  # the gradients' input names, in the order the pass returns them
+    ptrs: set[int] = field(default_factory=set)  # the held outputs' storage addresses
 
 
 def flat(result: Any) -> list[torch.Tensor | None]:
@@ -104,11 +105,22 @@ class Audit:
             return
         tensors = flat(result)
         self.calls += 1
+        self._let_go_of_reused(tensors)
         self.problem = self.problem or not_plain(tensors) or self._threads() or self._spot(draw, tensors)
         slot = len(self.kept) if len(self.kept) < self.size else self.random.randrange(self.calls)
         if slot < self.size and not self.problem:
-            kept = Kept(self.calls, draw.source, tensors, [_copy(t) for t in tensors], _grad_names(draw))
+            kept = Kept(self.calls, draw.source, tensors, [_copy(t) for t in tensors], _grad_names(draw),
+                        {t.data_ptr() for t in tensors if t is not None} - {0})
             self.kept[slot:slot + 1] = [kept]
+
+    def _let_go_of_reused(self, tensors: list[torch.Tensor | None]) -> None:
+        """A held output whose storage a later call returned again is a static buffer the implementation
+        overwrites each call (a CUDA graph's): held, it cannot be free, so the reuse is deliberate. It is
+        let go of and not judged for changing after its call (each call's own output was spot-checked)."""
+        ptrs = {t.data_ptr() for t in tensors if t is not None}
+        for kept in self.kept:
+            if kept.ptrs & ptrs:
+                kept.held, kept.ptrs = [None] * len(kept.held), set()
 
     def _spot(self, draw: fresh.Draw, tensors: list[torch.Tensor | None]) -> str:
         """A few elements of this call's outputs against the reference's, on the first calls and then at random."""
