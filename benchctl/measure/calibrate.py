@@ -93,9 +93,12 @@ def matmul_size(device: str, dtype: str) -> int:
 
 
 def _matmul_rate(device: str, dtype: str, n: int, policy: Policy) -> float:
+    """The rate of the fastest call: a peak is what the machine can do, and the floor a pass is held to
+    (trust.below_floor) must not be beaten by an honest matmul at a faster moment of a drifting VM (by the
+    median, the float32 peak read 190 GFLOP/s here, and a sweep's bmm then did 211)."""
     a, b = (torch.randn(n, n, device=device).to(DTYPES.get(dtype, torch.float32)) for _ in range(2))
     m = measure(lambda: (lambda: a @ b), make_clock(device), policy)
-    return 2 * n**3 / m.median * 1e-9
+    return 2 * n**3 / m.fastest * 1e-9
 
 
 def calibrate(devices: list[str]) -> dict[str, dict[str, float]]:

@@ -83,6 +83,10 @@ class Measurement:
         return self.stats["median_s"]
 
     @property
+    def fastest(self) -> float:
+        return self.stats["min_s"]
+
+    @property
     def disturbed_share(self) -> float | None:
         return sum(self.disturbed) / len(self.disturbed) if self.disturbed else None
 

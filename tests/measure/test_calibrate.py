@@ -75,7 +75,7 @@ def test_a_matmul_is_timed_with_tf32_allowed_only_for_the_tf32_rate(monkeypatch,
 
     def fake_measure(setup, clock, policy):
         seen.append((setup()().dtype, calibrate.torch.backends.cuda.matmul.allow_tf32))
-        return type("M", (), {"median": 1e-3})()
+        return type("M", (), {"median": 1e-3, "fastest": 1e-3})()
 
     monkeypatch.setattr(calibrate, "measure", fake_measure)
     monkeypatch.setattr(calibrate, "MATMUL_N", 8)
@@ -96,7 +96,7 @@ def test_a_slow_dtype_is_timed_at_a_size_whose_call_stays_short(monkeypatch, gfl
     def fake_measure(setup, clock, policy):
         n = setup()().shape[0]
         sizes.append(n)
-        return type("M", (), {"median": 2 * n**3 / (gflops * 1e9)})()
+        return type("M", (), {"median": 2 * n**3 / (gflops * 1e9), "fastest": 2 * n**3 / (gflops * 1e9)})()
 
     monkeypatch.setattr(calibrate, "measure", fake_measure)
     assert calibrate.matmul_gflops("cpu", "float32") == pytest.approx(gflops)
