@@ -9,6 +9,8 @@ from typing import Any, Mapping, Sequence
 
 import click
 
+from benchctl.results.schema import TF32_MODES
+
 ops_dir_option = click.option(
     "--ops-dir", "ops_dirs", multiple=True, type=click.Path(file_okay=False),
     help="Folder of operator files of your own (repeatable; also BENCHCTL_OPS_PATH).",
@@ -17,13 +19,11 @@ op_option = click.option("--op", "ops", multiple=True, help="Operator to include
 
 
 def _tf32_mode(ctx: click.Context, param: click.Parameter, value: str) -> bool | None:
-    from benchctl.results.schema import TF32_MODES
-
     return TF32_MODES[value]
 
 
 tf32_option = click.option(
-    "--tf32", type=click.Choice(["default", "on", "off"]), default="default", show_default=True,
+    "--tf32", type=click.Choice(list(TF32_MODES)), default="default", show_default=True,
     callback=_tf32_mode,
     help="GPU float32: matmuls and cuDNN convolutions in TF32 (on), in full float32 (off), or torch's "
          "defaults (convolutions only). Results are judged at 2e-3 instead of 2e-4 while TF32 is on.",

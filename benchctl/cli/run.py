@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from benchctl.results.schema import ALLOCATORS, EXECUTORS
+
 from benchctl.cli.options import check_writable, load_operators, op_option, ops_dir_option, parse_params, tf32_option
 
 
@@ -67,9 +69,9 @@ def _ints(text: str | None) -> tuple[int, ...]:
 @click.option("--fresh-worker", is_flag=True,
               help="A new worker process for every cell: no timing depends on the cells before it.")
 @click.option("--in-process", is_flag=True, help="No worker process (no crash isolation; for debugging).")
-@click.option("--allocator", type=click.Choice(["system", "jemalloc", "tcmalloc"]), default="system",
+@click.option("--allocator", type=click.Choice(ALLOCATORS), default="system",
               show_default=True, help="The worker's memory allocator (LD_PRELOAD); recorded in every row.")
-@click.option("--executor", type=click.Choice(["local", "pool", "ray"]), default="local", show_default=True,
+@click.option("--executor", type=click.Choice(EXECUTORS), default="local", show_default=True,
               help="local: one cell at a time here; pool: a worker per local GPU (CPU cells alone); "
                    "ray: series on the nodes of a Ray cluster.")
 @click.option("--address", help="ray: an existing cluster (auto, or HOST:PORT); default: start one here.")
@@ -200,11 +202,11 @@ def _render_summary(writer) -> None:
     from benchctl import console
     from benchctl.ops import registry
     from benchctl.results import storage
-    from benchctl.results.summary import absent_devices, summarize
+    from benchctl.results.summary import absent_devices, summary_tables
 
     df = storage.load_run(writer.dir)
     refs = {name: op.reference for name, op in registry.operators().items()}
-    for t in summarize(df, refs):
+    for t in summary_tables(df, refs):
         console.out.print(console.table(t.title, t.columns, t.rows))
     for absent in absent_devices(df):
         console.out.print(absent.line())

@@ -22,6 +22,7 @@ not checked against themselves.
 
 from __future__ import annotations
 
+import os
 import random
 import threading
 from dataclasses import dataclass, field
@@ -32,12 +33,11 @@ import torch
 from benchctl.measure import correctness, fresh
 from benchctl.measure.clocks import NOTHING
 from benchctl.ops.cells import Resolved
-from benchctl.ops.registry import Case
 from benchctl.results.schema import Pass
 
 KEPT = 2  # timed calls per pass whose outputs are checked against the reference
 STRICT_KEPT = 16  # in a re-check of a time too good to keep unexamined (sweep/recheck.py)
-SPOT_FIRST, SPOT_EVERY, SPOT_POINTS = 32, 8, 4
+SPOT_FIRST, SPOT_EVERY, SPOT_POINTS = 32, 64, 4
 # The bar at the timed size, relative to the reference's largest magnitude: this check is for work skipped
 # (an output for other data, stale, unfilled or zero is off by the order of the values themselves), not
 # for precision, which the gate judges at the check size. Rounding grows with the size: honest float32
@@ -78,12 +78,13 @@ class Audit:
         self.resolved, self.pass_name, self.take = resolved, pass_name, take
         self.references = {} if references is None else references  # by data set, shared by a cell's passes
         self.accumulate = accumulate  # gradients go to `.grad` (passes.py): only the outputs come back
-        self.random = random.SystemRandom()
+        self.random = random.Random(os.urandom(16))  # seeded by the OS: the calls cannot know its choices
         self.threads = threading.active_count()
         self.calls = 0
         self.kept: list[Kept] = []
         self.problem = ""
         self.pending: fresh.Draw | None = None
+        self.key: str | None = None  # the input the draws refresh (fresh.py)
         self.size = STRICT_KEPT if resolved.cell.strict else KEPT
         self.expected: dict[int, tuple[list[torch.Tensor | None], list[str]]] = {}
         self.scales: dict[int, float] = {}  # a reference tensor's largest magnitude, by id
@@ -91,7 +92,7 @@ class Audit:
     def drawn(self, draw: fresh.Draw) -> None:
         """Before each call: the previous call's result is looked at, then this call's draw noted."""
         self._observe()
-        self.pending = draw
+        self.pending, self.key = draw, draw.key
 
     def finish(self) -> None:
         self._observe()
@@ -175,7 +176,7 @@ class Audit:
         for name, mine, ref in zip(names, got, expected):
             if ref is None:
                 continue
-            c = correctness.compare(name, mine, ref, tol, name.startswith("output"))
+            c = correctness.agree(name, mine, ref, tol, name.startswith("output"))
             if not c.passed:
                 return f"{name}: {c.reason} against the reference on the same inputs (at the timed size)"
         return ""
@@ -189,7 +190,7 @@ class Audit:
 
     def _expected_anew(self, source: int, grad_names: list[str]) -> tuple[list[torch.Tensor | None], list[str]]:
         if source not in self.references:
-            self.references[source] = reference_run(self.resolved, source)
+            self.references[source] = reference_run(self.resolved, fresh.Draw({}, source, self.key))
         run = self.references[source]
         outs = [o.detach().to("cpu", torch.float64) for o in run.outs]
         grads = [None if run.grads.get(n) is None else run.grads[n].detach().to("cpu", torch.float64)
@@ -208,12 +209,11 @@ def timed_tolerance(dtype: torch.dtype, device: str) -> float:
     return max(TIMED_FACTOR * correctness.tolerance(dtype, device), TIMED_MIN)
 
 
-def reference_run(resolved: Resolved, source: int) -> correctness.Run:
-    """The reference implementation, forward and backward, on data set `source` at the cell's size."""
+def reference_run(resolved: Resolved, draw: fresh.Draw) -> correctness.Run:
+    """The reference implementation, forward and backward, on what a call drew, at the cell's size."""
     cell, op = resolved.cell, resolved.op
     dtype = torch.float64 if cell.device == "cpu" or cell.torch_dtype == torch.float64 else torch.float32
-    case = Case(cell.params, dtype, cell.device, fresh.seed_of(cell.seed, source))
-    return correctness.run_once(resolved.target, op.implementations[op.reference], case)
+    return correctness.run_on(resolved.target, op.implementations[op.reference], fresh.inputs_of(resolved, draw, dtype))
 
 
 def _grad_names(draw: fresh.Draw) -> list[str]:

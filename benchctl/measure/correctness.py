@@ -48,7 +48,7 @@ def tolerance(dtype: torch.dtype, device: str) -> float:
 
 
 @dataclass(frozen=True)
-class Comparison:
+class Agreement:
     name: str
     max_abs_err: float
     max_rel_err: float
@@ -59,7 +59,7 @@ class Comparison:
 
 @dataclass(frozen=True)
 class CheckResult:
-    comparisons: tuple[Comparison, ...]
+    comparisons: tuple[Agreement, ...]
 
     @property
     def passed(self) -> bool:
@@ -87,22 +87,22 @@ class CheckResult:
         return any(c.name == TAMPERED and not c.passed for c in self.comparisons)
 
 
-def compare(name: str, got: torch.Tensor | None, ref: torch.Tensor, tol: float, is_output: bool) -> Comparison:
+def agree(name: str, got: torch.Tensor | None, ref: torch.Tensor, tol: float, is_output: bool) -> Agreement:
     if got is None:
-        return Comparison(name, float("inf"), float("inf"), tol, False, "no gradient was computed")
+        return Agreement(name, float("inf"), float("inf"), tol, False, "no gradient was computed")
     if tuple(got.shape) != tuple(ref.shape):
-        return Comparison(name, float("inf"), float("inf"), tol, False,
+        return Agreement(name, float("inf"), float("inf"), tol, False,
                           f"shape {tuple(got.shape)} != reference {tuple(ref.shape)}")
     got64 = got.detach().to("cpu", torch.float64)
     if not torch.isfinite(got64).all():
-        return Comparison(name, float("inf"), float("inf"), tol, False, "non-finite values")
+        return Agreement(name, float("inf"), float("inf"), tol, False, "non-finite values")
     abs_err = float((got64 - ref).abs().max()) if ref.numel() else 0.0
     scale = float(ref.abs().max()) if ref.numel() else 0.0
     rel_err = abs_err / scale if scale > 0 else abs_err
     if is_output and ref.numel() and not got64.any() and scale > 0:
-        return Comparison(name, abs_err, rel_err, tol, False, "output is all zeros")
+        return Agreement(name, abs_err, rel_err, tol, False, "output is all zeros")
     passed = rel_err <= tol
-    return Comparison(name, abs_err, rel_err, tol, passed, "" if passed else f"error {rel_err:.3g} > {tol:.3g}")
+    return Agreement(name, abs_err, rel_err, tol, passed, "" if passed else f"error {rel_err:.3g} > {tol:.3g}")
 
 
 @dataclass(frozen=True)
@@ -116,7 +116,11 @@ class Run:
 
 def run_once(target: Target, impl: Implementation, case: Case) -> Run:
     """Outputs and input gradients of one forward+backward call on the case's seeded inputs."""
-    inputs = target.make_inputs(case)
+    return run_on(target, impl, target.make_inputs(case))
+
+
+def run_on(target: Target, impl: Implementation, inputs: dict[str, Any]) -> Run:
+    """Outputs and input gradients of one forward+backward call on `inputs` (as the target makes them)."""
     if impl.prepare is not None:
         inputs = impl.prepare(inputs)
     before = tamper.snapshot(inputs)
@@ -145,10 +149,10 @@ def check(op: Operator, target: Target, impl: Implementation, device: str, dtype
     ref = reference(op, target, params, seed)
     got = run_once(target, impl, Case(dict(params), dtype, device, seed))
     tol = tolerance(dtype, device)
-    found = [Comparison(TAMPERED, 0.0, 0.0, tol, False, problem) for problem in got.problems]
-    found += [compare(f"output{i}" if len(ref.outs) > 1 else "output", got.outs[i] if i < len(got.outs) else None,
+    found = [Agreement(TAMPERED, 0.0, 0.0, tol, False, problem) for problem in got.problems]
+    found += [agree(f"output{i}" if len(ref.outs) > 1 else "output", got.outs[i] if i < len(got.outs) else None,
                      want, tol, True) for i, want in enumerate(ref.outs)]
-    found += [compare(f"grad {name}", got.grads.get(name), want, tol, False) for name, want in ref.grads.items()]
+    found += [agree(f"grad {name}", got.grads.get(name), want, tol, False) for name, want in ref.grads.items()]
     return CheckResult(tuple(found))
 
 

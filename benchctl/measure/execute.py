@@ -103,8 +103,8 @@ def _run_resolved(resolved: Resolved, settings: Settings, clock: Clock | None) -
             return [{**base, "pass": p, "status": Status.ERROR, "message": changed} for p in cell.passes]
     except Exception as exc:
         return [{**base, "pass": p, "status": status_of(exc), "message": error_message(exc)} for p in cell.passes]
-    kids = orphans.children()
     partner, unpaired = _partner(resolved)
+    kids = orphans.children()  # after every first call: a compiler's worker pool started there is no orphan
     watch = clock is None  # a clock given (a test's fake) is not watched
     clock = clock or make_clock(cell.device, settings.flush_l2, settings.cuda_graph)
     mode = {"timing_mode": TimingMode.CUDA_GRAPH if isinstance(clock, CudaGraphClock) else TimingMode.EAGER}

@@ -41,7 +41,7 @@ def speedup(base: Mapping[str, Any], row: Mapping[str, Any]) -> float:
     a machine that changes speed mid-run then slows both sides of a round's ratio alike, where the two
     pooled medians could pair one implementation's fast rounds with the other's slow ones. Otherwise the
     ratio of the medians."""
-    if _paired(base, row):
+    if _timed_together(base, row):
         return float(row["paired_speedup"])
     ours, theirs = _round_medians(row), _round_medians(base)
     if len(ours) >= 2 and len(ours) == len(theirs) and all(m > 0 for m in ours):
@@ -53,13 +53,13 @@ def speedup_label(base: Mapping[str, Any], row: Mapping[str, Any]) -> str:
     """The speedup as text; where it is a paired one (within 10x, measure/paired.py), to two decimals and
     with the half width of its 95% interval: 2.05x ±0.3%."""
     ratio = speedup(base, row)
-    if not (_paired(base, row) and ratio > 0):
+    if not (_timed_together(base, row) and ratio > 0):
         return speedup_text(ratio)
     half = max(ratio - row["paired_ci_lo"], row["paired_ci_hi"] - ratio) / ratio
     return f"{ratio:.2f}x ±{half:.1%}"
 
 
-def _paired(base: Mapping[str, Any], row: Mapping[str, Any]) -> bool:
+def _timed_together(base: Mapping[str, Any], row: Mapping[str, Any]) -> bool:
     """`row` was timed in alternation with `base`'s implementation (run --pair-with)."""
     return row.get("paired_with") == base.get("impl") and _present(row.get("paired_speedup"))
 
@@ -118,7 +118,7 @@ def _fmt_ms(seconds: float) -> str:
     return f"{ms:.3g}" if ms < 100 else f"{ms:.0f}"
 
 
-def summarize(df: pd.DataFrame, references: dict[str, str]) -> list[SummaryTable]:
+def summary_tables(df: pd.DataFrame, references: dict[str, str]) -> list[SummaryTable]:
     """One table per (operator, target, other params, device, dtype): a row per pass x implementation,
     a column per sweep value; each cell is `median ms (speedup x)`, or the status when it did not run.
     Devices where nothing ran get no table (absent_devices gives their one line)."""

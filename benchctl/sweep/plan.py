@@ -59,7 +59,7 @@ class Plan:
     processes: int = 1  # worker processes each cell is measured in (executors.Replicas)
     fresh_worker: bool = False
     allocator: str = "system"  # the worker's memory allocator (machine/allocator.py)
-    executor: str = "local"  # one of EXECUTORS
+    executor: str = "local"  # one of schema.EXECUTORS
     address: str | None = None  # ray: an existing cluster's address ("auto", HOST:PORT); None starts one
     gpu_kinds: Sequence[str] = ()  # ray: GPU series run once on each of these accelerator types
 
@@ -136,4 +136,3 @@ class Plan:
         return None
 
 
-EXECUTORS = ("local", "pool", "ray")

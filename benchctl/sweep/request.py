@@ -131,10 +131,10 @@ def expand(req: SweepRequest) -> list[Cell]:
                       for impl in impls.get(op.name, []) if device in lookup.find(op, impl).devices]
     if not cells:
         raise UsageError(f"nothing to run: no implementation among {req.impls!r} supports {req.devices!r}")
-    return _paired(cells, req.pair_with) if req.pair_with else cells
+    return _with_partner(cells, req.pair_with) if req.pair_with else cells
 
 
-def _paired(cells: list[Cell], partner: str) -> list[Cell]:
+def _with_partner(cells: list[Cell], partner: str) -> list[Cell]:
     """Every cell whose point (operator, target, device, dtype, params) has a cell of `partner` is timed
     in alternation with it; the partner's own cells are timed alone, as without --pair-with."""
     partner = modifiers.canonical(partner)

@@ -100,7 +100,7 @@ def _pooled(rows: Rows) -> dict[str, Any]:
               "canary_s": _median_of(r.get("canary_s") for r in rows),
               "canary_ratio": _median_of(r.get("canary_ratio") for r in rows),
               "wall_s": sum(r.get("wall_s") or 0.0 for r in rows)}
-    merged.update(_paired(rows, samples))
+    merged.update(_pair_statistics(rows, samples))
     modes = _modes(rows)
     if modes:
         modes["message"] = join_messages(merged["message"], modes["message"])
@@ -130,7 +130,7 @@ def _disturbance(rows: Rows, flags: list[bool], clean: int, noisy: bool) -> dict
     return out
 
 
-def _paired(rows: Rows, samples: list[float]) -> dict[str, Any]:
+def _pair_statistics(rows: Rows, samples: list[float]) -> dict[str, Any]:
     """Timed in alternation with a partner every round: its samples pooled as the own are (the pairs stay
     aligned) and the paired speedup taken over all the pairs."""
     if not all(r.get("partner_samples_s") for r in rows):

@@ -16,8 +16,8 @@ def drive(returns, calls=40):
     audit = Audit(resolved, "forward", take=lambda: box.pop())
     buf = torch.empty(4, 8)
     for i in range(calls):
-        raw = fresh.raw_inputs(resolved, i % 3)
-        audit.drawn(fresh.Draw(raw, i % 3))
+        raw = fresh.inputs_of(resolved, fresh.Draw({}, i % 3, "x"))  # as a pool refreshing x draws them
+        audit.drawn(fresh.Draw(raw, i % 3, "x"))
         box.append(returns(raw, buf))
     return audit.verdict()
 
@@ -32,7 +32,8 @@ def in_one_buffer(raw, buf):  # as a CUDA graph does: the same storage every cal
 
 
 def stale(raw, buf):  # the first call's data set every time
-    return right(fresh.raw_inputs(Cell.make("axpy", "op", "fused", "cpu", "float32", PARAMS).resolve(), 0), buf)
+    resolved = Cell.make("axpy", "op", "fused", "cpu", "float32", PARAMS).resolve()
+    return right(fresh.inputs_of(resolved, fresh.Draw({}, 0, "x")), buf)
 
 
 def test_right_outputs_pass_and_a_static_buffer_is_not_judged_changed(fixture_ops):

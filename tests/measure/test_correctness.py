@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from benchctl.measure import correctness
-from benchctl.measure.correctness import TF32_TOLERANCE, TOLERANCE, compare, set_tf32, tolerance
+from benchctl.measure.correctness import TF32_TOLERANCE, TOLERANCE, agree, set_tf32, tolerance
 
 
 def test_float32_on_a_gpu_is_judged_by_the_tf32_bar_while_either_switch_is_on(tf32):
@@ -27,11 +27,11 @@ def test_cpu_and_other_dtypes_keep_their_own_bar(tf32):
 def test_compare_measures_error_against_the_largest_reference_magnitude():
     ref = torch.tensor([4.0, -2.0, 1.0], dtype=torch.float64)
     got = torch.tensor([4.0, -2.001, 1.0], dtype=torch.float32)
-    c = compare("output", got, ref, 2e-4, True)
+    c = agree("output", got, ref, 2e-4, True)
     assert c.max_abs_err == pytest.approx(1e-3, rel=1e-3)
     assert c.max_rel_err == pytest.approx(2.5e-4, rel=1e-3)
     assert not c.passed and c.reason == "error 0.00025 > 0.0002"
-    assert compare("output", got, ref, TF32_TOLERANCE, True).passed
+    assert agree("output", got, ref, TF32_TOLERANCE, True).passed
 
 
 @pytest.mark.parametrize("got, reason", [
@@ -41,7 +41,7 @@ def test_compare_measures_error_against_the_largest_reference_magnitude():
     (torch.zeros(3), "output is all zeros"),
 ])
 def test_compare_never_passes_a_missing_malformed_or_empty_result(got, reason):
-    c = compare("output", got, torch.ones(3, dtype=torch.float64), 1.0, True)
+    c = agree("output", got, torch.ones(3, dtype=torch.float64), 1.0, True)
     assert not c.passed and c.reason == reason
 
 

@@ -6,7 +6,7 @@ import pandas as pd
 
 import pytest
 
-from benchctl.results.summary import absent_devices, speedup, speedup_label, summarize
+from benchctl.results.summary import absent_devices, speedup, speedup_label, summary_tables
 
 
 def rows():
@@ -20,7 +20,7 @@ def rows():
 
 
 def test_summary_speedups_and_statuses():
-    tables = summarize(rows(), {"lstm_cell": "py"})
+    tables = summary_tables(rows(), {"lstm_cell": "py"})
     assert len(tables) == 2  # H=64 and H=256 are separate series
     small = next(t for t in tables if "H=64" in t.title)
     assert small.columns == ("pass", "impl \\ batch_size", "1", "2")
@@ -29,7 +29,7 @@ def test_summary_speedups_and_statuses():
 
 def test_a_cell_that_is_mostly_os_time_is_marked():
     df = rows().assign(sys_s=[0.0035, 0.001, None, None, 0.1])  # py B=1: 3.5 of 4 ms in the OS
-    small = next(t for t in summarize(df, {"lstm_cell": "py"}) if "H=64" in t.title)
+    small = next(t for t in summary_tables(df, {"lstm_cell": "py"}) if "H=64" in t.title)
     assert small.rows[0] == ("forward", "py", "4 os", "10")
     assert small.rows[1][2] == "1 (4.0x)"
     assert "os: mostly OS time" in small.title
@@ -37,16 +37,16 @@ def test_a_cell_that_is_mostly_os_time_is_marked():
 
 def test_a_cell_torch_compile_recompiled_for_is_marked():
     df = rows().assign(recompiles=[None, None, 0, 1, 1])  # cpp B=1 compiled nothing again; B=2 failed
-    small = next(t for t in summarize(df, {"lstm_cell": "py"}) if "H=64" in t.title)
+    small = next(t for t in summary_tables(df, {"lstm_cell": "py"}) if "H=64" in t.title)
     assert small.rows == (("forward", "py", "4", "10"), ("forward", "cpp", "1 (4.0x)", "oom"))
     df = rows().assign(recompiles=[None, None, 1, 0, None])
-    small = next(t for t in summarize(df, {"lstm_cell": "py"}) if "H=64" in t.title)
+    small = next(t for t in summary_tables(df, {"lstm_cell": "py"}) if "H=64" in t.title)
     assert small.rows[1][2] == "1 (4.0x) recomp" and "recomp: torch.compile recompiled" in small.title
 
 
 def test_a_gpu_cell_whose_host_side_takes_most_of_it_is_marked():
     df = rows().assign(host_s=[0.0038, 0.002, 0.0002, None, None])  # py B=1: 3.8 of 4 ms issuing work
-    small = next(t for t in summarize(df, {"lstm_cell": "py"}) if "H=64" in t.title)
+    small = next(t for t in summary_tables(df, {"lstm_cell": "py"}) if "H=64" in t.title)
     assert small.rows[0] == ("forward", "py", "4 host", "10")  # B=2: 2 of 10 ms, GPU-bound
     assert small.rows[1][2] == "1 (4.0x)"
     assert "host: host-bound" in small.title
@@ -54,9 +54,9 @@ def test_a_gpu_cell_whose_host_side_takes_most_of_it_is_marked():
 
 def test_a_cell_measured_while_the_machines_memory_bandwidth_was_low_is_marked():
     df = rows().assign(mem_gbps=[40.0, 29.0, 31.0, None, 42.0])  # median 35.5: below 26.6 is marked
-    assert next(t for t in summarize(df, {"lstm_cell": "py"}) if "H=64" in t.title).rows[0][3] == "10"
+    assert next(t for t in summary_tables(df, {"lstm_cell": "py"}) if "H=64" in t.title).rows[0][3] == "10"
     df.loc[1, "mem_gbps"] = 26.0
-    small = next(t for t in summarize(df, {"lstm_cell": "py"}) if "H=64" in t.title)
+    small = next(t for t in summary_tables(df, {"lstm_cell": "py"}) if "H=64" in t.title)
     assert small.rows == (("forward", "py", "4", "10 mem"), ("forward", "cpp", "1 (4.0x)", "oom"))
     assert "mem: machine's memory bandwidth low" in small.title
 
@@ -66,7 +66,7 @@ def test_a_device_where_nothing_ran_is_one_line_not_tables():
     gpu = [{**r, "device": "cuda", "status": "unavailable", "median_s": None, "message": reason,
             "pass": p} for r in rows().to_dict("records") for p in ("forward", "backward")]
     df = pd.concat([rows(), pd.DataFrame(gpu)], ignore_index=True)
-    tables = summarize(df, {"lstm_cell": "py"})
+    tables = summary_tables(df, {"lstm_cell": "py"})
     assert len(tables) == 2 and all(" on cpu " in t.title for t in tables)
     [absent] = absent_devices(df)
     assert absent.device == "cuda" and absent.cells == 5  # 5 cells, two passes each
@@ -116,5 +116,5 @@ def test_a_paired_speedup_reads_with_the_half_width_of_its_interval():
 def test_the_summary_gives_the_paired_speedup():
     df = rows().assign(round_medians_s=[[0.004, 0.004, 0.006], None, [0.001, 0.002, 0.002], None, None],
                        median_s=[0.004, 0.010, 0.002, None, 0.5])
-    small = next(t for t in summarize(df, {"lstm_cell": "py"}) if "H=64" in t.title)
+    small = next(t for t in summary_tables(df, {"lstm_cell": "py"}) if "H=64" in t.title)
     assert small.rows[1][2] == "2 (3.0x)"  # rounds 4.0x, 2.0x, 3.0x; the medians' ratio would say 2.0x
