@@ -56,7 +56,7 @@ def test_list_shows_the_triton_implementations_and_why_the_cpu_only_checks_them(
     assert result.exit_code == 0, result.output
     rows = [r for r in json.loads(result.output) if r["operator"] == "silu_triton" and r["device"] == "cpu"]
     by_impl = {r["implementation"]: r for r in rows}
-    assert set(by_impl) == {"py", "triton", "triton-BLOCK256-w2", "triton-BLOCK1024-w4"}
+    assert set(by_impl) == {"py", "py@compile", "triton", "triton-BLOCK256-w2", "triton-BLOCK1024-w4"}
     assert by_impl["triton"]["reason"] == triton_support.NOT_TIMED_ON_CPU and by_impl["py"]["available"]
     builtin = [r["operator"] for r in json.loads(result.output) if r["implementation"] == "triton"]
     assert {"lstm_cell", "naflex_posembed", "grid_sample", "hoconv2d"} <= set(builtin)
