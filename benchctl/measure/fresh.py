@@ -10,7 +10,7 @@ keyed by the inputs' objects or addresses hands back a result for other data, wh
 (audit.py). One small input is enough for that, and its copy costs about a microsecond; copying every
 input cost 9 us a call for lstm_cell and 43 us for grid_sample (a 3 MB image), as much as the calls.
 
-A copy costs wall time, never a sample. What a call had is `Draw.source` (-1: the cell's own data), and
+A copy costs wall time, never a sample. A cell whose inputs take over POOL_BYTES gets fresh objects only. What a call had is `Draw.source` (-1: the cell's own data), and
 `inputs_of` rebuilds it for the reference. A cell with no such input gets fresh objects only.
 """
 
@@ -26,6 +26,9 @@ from benchctl.ops.registry import Case, Inputs
 
 SOURCES = 3  # data sets the calls rotate over
 SOURCE_SEED = 1000  # data set j is made at the cell's seed + SOURCE_SEED + j (the gate uses seed and seed + 1)
+# A cell whose inputs take more than this gets fresh objects only: making its data sets (the whole inputs
+# of three more seeds) cost 20 s and gigabytes for grid_sample at image size 4096 (805 MB an image).
+POOL_BYTES = 256 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,10 @@ def inputs_of(resolved: Resolved, draw: Draw, dtype: torch.dtype | None = None, 
     return inputs
 
 
+def tensor_bytes(inputs: Inputs) -> int:
+    return sum(t.numel() * t.element_size() for t in inputs.values() if isinstance(t, torch.Tensor))
+
+
 def fresh_view(t: Any) -> Any:
     """A new tensor object over `t`'s storage (a new leaf where `t` is a leaf that requires grad)."""
     if not isinstance(t, torch.Tensor) or not t.is_leaf:
@@ -81,13 +88,15 @@ class InputPool:
         self.store = store
         self.key: str | None = None
         self.data: list[torch.Tensor] = []
+        self.calls = 0
+        if tensor_bytes(store) > POOL_BYTES:
+            return
         sets = [(raw_inputs(resolved, j), j) for j in range(SOURCES)]
         prepared = [(resolved.impl.prepare(dict(raw)) if resolved.impl.prepare else raw, raw) for raw, _ in sets]
         keys = _refreshable(store, prepared[0][1], prepared[0][0])
         if keys:
             self.key = keys[0]
             self.data = [p[self.key].detach().clone() for p, _ in prepared]
-        self.calls = 0
 
     def draw(self) -> Draw:
         source = -1

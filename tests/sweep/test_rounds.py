@@ -112,7 +112,7 @@ def sweep(tmp_path, executor, impls, rounds):
 
 
 def test_rounds_go_round_robin_and_write_one_pooled_row_per_cell(tmp_path, monkeypatch):
-    monkeypatch.setattr("benchctl.ops.registry.get", lambda name: type("Op", (), {"axis": "batch_size"}))
+    monkeypatch.setattr("benchctl.ops.registry.get", lambda name: type("Op", (), {"axis": "batch_size", "reference": "py"}))
     ex = Scripted({"a": [row([1.0, 1.0])], "b": [row([2.0, 2.0])]})
     s, writer, done = sweep(tmp_path, ex, ["a", "b"], rounds=3)
     s.run()
@@ -123,7 +123,7 @@ def test_rounds_go_round_robin_and_write_one_pooled_row_per_cell(tmp_path, monke
 
 
 def test_a_failed_cell_is_written_at_once_and_not_run_again(tmp_path, monkeypatch):
-    monkeypatch.setattr("benchctl.ops.registry.get", lambda name: type("Op", (), {"axis": "batch_size"}))
+    monkeypatch.setattr("benchctl.ops.registry.get", lambda name: type("Op", (), {"axis": "batch_size", "reference": "py"}))
     ex = Scripted({"a": [row([], status="timeout", message="killed")], "b": [row([2.0])]})
     s, writer, done = sweep(tmp_path, ex, ["a", "b"], rounds=3)
     s.run()
@@ -134,7 +134,7 @@ def test_a_failed_cell_is_written_at_once_and_not_run_again(tmp_path, monkeypatc
 
 
 def test_interrupted_rounds_keep_what_each_cell_measured(tmp_path, monkeypatch):
-    monkeypatch.setattr("benchctl.ops.registry.get", lambda name: type("Op", (), {"axis": "batch_size"}))
+    monkeypatch.setattr("benchctl.ops.registry.get", lambda name: type("Op", (), {"axis": "batch_size", "reference": "py"}))
     stop = lambda call: KeyboardInterrupt() if call == 2 else [row([2.0])]  # noqa: E731
     ex = Scripted({"a": [row([1.0])], "b": stop})
     s, writer, _ = sweep(tmp_path, ex, ["a", "b"], rounds=3)
