@@ -91,12 +91,12 @@ class InputPool:
         self.calls = 0
         if tensor_bytes(store) > POOL_BYTES:
             return
-        sets = [(raw_inputs(resolved, j), j) for j in range(SOURCES)]
-        prepared = [(resolved.impl.prepare(dict(raw)) if resolved.impl.prepare else raw, raw) for raw, _ in sets]
-        keys = _refreshable(store, prepared[0][1], prepared[0][0])
+        raws = [raw_inputs(resolved, j) for j in range(SOURCES)]
+        prepared = [resolved.impl.prepare(dict(raw)) if resolved.impl.prepare else raw for raw in raws]
+        keys = _refreshable(store, raws[0], prepared[0])
         if keys:
             self.key = keys[0]
-            self.data = [p[self.key].detach().clone() for p, _ in prepared]
+            self.data = [p[self.key].detach().clone() for p in prepared]
 
     def draw(self) -> Draw:
         source = -1

@@ -16,6 +16,7 @@ from typing import Any
 from benchctl.measure.stats import join_messages
 from benchctl.ops.cells import Cell
 from benchctl.results.schema import FIRST_CALL_COLUMNS, Status
+from benchctl.results.summary import speedup
 
 Row = dict[str, Any]
 
@@ -25,10 +26,10 @@ def point(cell: Cell) -> tuple:
 
 
 def speedup_over(row: Row, reference: Row | None) -> float | None:
+    """summary.speedup where both passes ran and have medians, else None."""
     if reference is None or reference.get("status") != Status.OK or row.get("status") != Status.OK:
         return None
-    mine, theirs = row.get("median_s"), reference.get("median_s")
-    return theirs / mine if mine and theirs else None
+    return speedup(reference, row) if row.get("median_s") and reference.get("median_s") else None
 
 
 def suspect_passes(rows: list[Row], references: dict[str, Row], limit: float) -> tuple[str, ...]:
