@@ -1,22 +1,23 @@
-"""Two versions of hoconv2d's CUDA kernels in one process on one GPU, timed in alternating rounds.
+"""Versions of hoconv2d's CUDA kernels in one process on one GPU, timed in turning rounds.
 
     mkdir -p /tmp/old && for f in hoconv2d/hoconv2d_cuda.cu hoconv2d/hoconv2d.h hoconv2d/hoconv2d_checks.h \\
         common/benchctl_hd.h; do git show HEAD~1:extensions/$f > /tmp/old/$(basename $f); done
-    .venv/bin/python benchmarks/hoconv2d_cuda_ab_bench.py /tmp/old
+    .venv/bin/python benchmarks/hoconv2d_cuda_ab_bench.py /tmp/old --own
 
-A version is a folder holding hoconv2d_cuda.cu and the headers it includes; the second defaults to the
-checkout's own (extensions/). Each is built as its own library under a namespace of its own (`ab0`,
-`ab1`) with the op schemas declared beside it, so both load side by side. Their results must agree
-first. Then each round times both on the same inputs (the order alternating from round to round), each
-the mean of CUDA-event-timed calls, at the seed's sizes (C=3, 224x224, k=5); the old/new ratio of each
-round is kept, and the median of those ratios is the figure. GB/s is the bytes each pass must move
-(the operator's declared bytes) over the median time.
+A version is a folder holding hoconv2d_cuda.cu and the headers it includes (`--own` adds the
+checkout's, extensions/). Each is built as its own library under a namespace of its own (`ab0`, `ab1`,
+...) with the op schemas declared beside it, so all load side by side; they compile side by side, one
+process each. Every version's results must match the first's (the baseline), at the seed's shape and at
+an odd shape for k = 3, 5, 7 and 9. Then each round times every version on the same inputs (the order
+turning by one from round to round), each the mean of CUDA-event-timed calls, at the seed's sizes (C=3,
+224x224, k=5); the baseline/version ratio of each round is kept, and the median of those ratios is the
+figure. GB/s is the bytes each pass must move (the operator's declared bytes) over the median time.
 """
 
 from __future__ import annotations
 
 import argparse
-import shutil
+import multiprocessing
 import statistics
 import tempfile
 from pathlib import Path
@@ -40,19 +41,31 @@ OWN = [EXTENSIONS_DIR / "hoconv2d" / name for name in ("hoconv2d_cuda.cu", "hoco
 OWN.append(EXTENSIONS_DIR / "common" / "benchctl_hd.h")
 
 
-def load(files: list[Path], n: int) -> tuple[Callable, Callable]:
-    """The forward and backward ops of one version, built under namespace ab<n>."""
+def stage(files: list[Path], n: int) -> Path:
+    """Version n's sources, renamed to namespace ab<n>, in its build folder (rewritten only when changed)."""
     build = Path(tempfile.gettempdir()) / "benchctl-cuda-ab" / f"v{n}"
-    shutil.rmtree(build, ignore_errors=True)
-    build.mkdir(parents=True)
-    for f in files:
-        (build / f.name).write_text(f.read_text().replace("(benchctl,", f"(ab{n},"))
-    (build / "schema.cpp").write_text(SCHEMA.format(n=n))
+    build.mkdir(parents=True, exist_ok=True)
+    texts = {f.name: f.read_text().replace("(benchctl,", f"(ab{n},") for f in files}
+    texts["schema.cpp"] = SCHEMA.format(n=n)
+    for name, text in texts.items():
+        if not (build / name).exists() or (build / name).read_text() != text:
+            (build / name).write_text(text)
+    return build
+
+
+def build(files: list[Path], n: int) -> None:
+    """Compile (and load) version n; run in a process of its own so that versions compile side by side."""
+    where = stage(files, n)
     toolchain.cpp_extension().load(
-        name=f"benchctl_cuda_ab{n}", sources=[str(build / "hoconv2d_cuda.cu"), str(build / "schema.cpp")],
+        name=f"benchctl_cuda_ab{n}", sources=[str(where / "hoconv2d_cuda.cu"), str(where / "schema.cpp")],
         extra_cflags=list(toolchain.CFLAGS), extra_cuda_cflags=list(toolchain.CUDA_CFLAGS),
-        extra_ldflags=list(toolchain.ldflags()), build_directory=str(build), is_python_module=False,
-        extra_include_paths=[str(build), *toolchain.nvidia_wheel_includes()], with_cuda=True)
+        extra_ldflags=list(toolchain.ldflags()), build_directory=str(where), is_python_module=False,
+        extra_include_paths=[str(where), *toolchain.nvidia_wheel_includes()], with_cuda=True)
+
+
+def load(files: list[Path], n: int) -> tuple[Callable, Callable]:
+    """The forward and backward ops of one version, under namespace ab<n> (built already: a cache hit)."""
+    build(files, n)
     ops = getattr(torch.ops, f"ab{n}")
     return ops.hoconv2d_filter, ops.hoconv2d_filter_backward
 
@@ -80,39 +93,61 @@ def pass_bytes(batch: int, backward: bool) -> float:
 
 
 def agree(versions: list[tuple[Callable, Callable]]) -> None:
-    x, wt, g = inputs(2)
-    (f0, b0), (f1, b1) = versions
-    torch.testing.assert_close(f0(x, wt), f1(x, wt), rtol=1e-4, atol=1e-4)
-    for a, b in zip(b0(g, x, wt), b1(g, x, wt)):
-        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
+    """Every version against the first: the seed's shape, and an odd one (borders) for k = 3, 5, 7, 9."""
+    gen = torch.Generator(device="cuda").manual_seed(1)
+    shapes = [(2, C, H, W, K)] + [(3, 2, 13, 37, k) for k in (3, 5, 7, 9)]
+    for b, c, h, w, k in shapes:
+        make = lambda *shape: torch.randn(*shape, device="cuda", generator=gen)  # noqa: E731
+        x, wt, g = make(b, c, h, w), make(b, k * k, h, w), make(b, c, h, w)
+        (f0, b0), rest = versions[0], versions[1:]
+        for f1, b1 in rest:
+            torch.testing.assert_close(f1(x, wt), f0(x, wt), rtol=1e-5, atol=1e-5)
+            for got, want in zip(b1(g, x, wt), b0(g, x, wt)):
+                torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
+def rounds(calls: list[Callable[[], object]], count: int) -> list[list[float]]:
+    """Each version's mean time per round; the order turns by one version from round to round."""
+    times: list[list[float]] = [[] for _ in calls]
+    for r in range(count):
+        for i in range(len(calls)):
+            v = (i + r) % len(calls)
+            times[v].append(mean_time(calls[v], CALLS))
+    return times
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("old", type=Path, help="folder with the old hoconv2d_cuda.cu and its headers")
-    parser.add_argument("new", type=Path, nargs="?", help="the same for the new one (default: the checkout's)")
+    parser.add_argument("versions", type=Path, nargs="+",
+                        help="folders, each with a hoconv2d_cuda.cu and its headers; the first is the baseline")
+    parser.add_argument("--own", action="store_true", help="add the checkout's own kernels as the last version")
     parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--build-only", action="store_true", help="compile every version, then stop")
     args = parser.parse_args()
     names = [f.name for f in OWN]
-    versions = [load([args.old / n for n in names], 0),
-                load([args.new / n for n in names] if args.new else OWN, 1)]
+    sources = [[folder / n for n in names] for folder in args.versions] + ([OWN] if args.own else [])
+    with multiprocessing.get_context("spawn").Pool(len(sources)) as pool:
+        pool.starmap(build, [(files, n) for n, files in enumerate(sources)])
+    if args.build_only:
+        return
+    versions = [load(files, n) for n, files in enumerate(sources)]
     agree(versions)
+    labels = [str(f) for f in args.versions] + (["own"] if args.own else [])
     print(f"{torch.cuda.get_device_name()}, float32, C={C}, {H}x{W}, k={K}; {args.rounds} rounds of {CALLS} calls")
-    print("| pass | B | old ms | new ms | old GB/s | new GB/s | old/new (median of rounds) | range |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("versions: " + ", ".join(f"v{n} = {label}" for n, label in enumerate(labels)))
+    print("| pass | B | version | ms | GB/s | v0/this (median of rounds) | range |")
+    print("|---|---|---|---|---|---|---|")
     for batch in BATCHES:
         x, wt, g = inputs(batch)
         for name, backward in (("forward", False), ("backward", True)):
             calls = [(lambda f=f: f(x, wt)) if not backward else (lambda b=b: b(g, x, wt)) for f, b in versions]
-            times: list[list[float]] = [[], []]
-            for r in range(args.rounds):
-                for v in ((0, 1) if r % 2 == 0 else (1, 0)):
-                    times[v].append(mean_time(calls[v], CALLS))
-            ratios = [old / new for old, new in zip(*times)]
-            old, new = statistics.median(times[0]), statistics.median(times[1])
+            times = rounds(calls, args.rounds)
             gbs = pass_bytes(batch, backward) / 1e9
-            print(f"| {name} | {batch} | {old * 1e3:.4g} | {new * 1e3:.4g} | {gbs / old:.0f} | {gbs / new:.0f} | "
-                  f"{statistics.median(ratios):.3f} | {min(ratios):.3f}-{max(ratios):.3f} |")
+            for n, series in enumerate(times):
+                ratios = [base / t for base, t in zip(times[0], series)]
+                median = statistics.median(series)
+                print(f"| {name} | {batch} | v{n} | {median * 1e3:.4g} | {gbs / median:.0f} | "
+                      f"{statistics.median(ratios):.3f} | {min(ratios):.3f}-{max(ratios):.3f} |")
 
 
 if __name__ == "__main__":

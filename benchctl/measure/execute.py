@@ -188,6 +188,8 @@ def _time_watched(prepared: Prepared, pass_name: str, settings: Settings, clock:
     try:
         audited = _audit(prepared, pass_name, clock)
         setup = _setup(prepared, pass_name, clock, audited)
+        if audited and prepared.pool:
+            audited.prime(prepared.pool)
         bandwidth_before = probe() if probe else None
         tick = clocks.tick if clocks else lambda: None
         with clocks or contextlib.nullcontext():

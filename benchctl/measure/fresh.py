@@ -98,6 +98,10 @@ class InputPool:
             self.key = keys[0]
             self.data = [p[self.key].detach().clone() for p in prepared]
 
+    def sources(self) -> list[int]:
+        """The data sets the draws rotate over (-1 alone: the cell's own data, fresh objects only)."""
+        return list(range(len(self.data))) if self.key is not None else [-1]
+
     def draw(self) -> Draw:
         source = -1
         if self.key is not None:
