@@ -41,11 +41,7 @@ def command(impls: str, devices: str, ops: tuple[str, ...], ops_dirs: tuple[str,
     if not selection:
         raise BenchError(f"nothing to check: no implementation among {impls!r} supports {devices!r}")
     _build_first(selection)
-    rows = []
-    with console.err.status("checking ...") as status:
-        for row in run_checks_isolated(selection, ops_dirs, tf32):
-            status.update(f"checking {row.op} {row.impl} on {row.device} ({row.kind})")
-            rows.append(row)
+    rows = _collect(run_checks_isolated(selection, ops_dirs, tf32))
     if as_json:
         _render_json(rows)
     else:
@@ -56,6 +52,28 @@ def command(impls: str, devices: str, ops: tuple[str, ...], ops_dirs: tuple[str,
         raise BenchError(f"{len(failed)} check(s) failed, first: {failed[0].name()}: {failed[0].detail}")
     if all(r.passed is None for r in rows):
         raise BenchError("nothing could be checked here: " + "; ".join(sorted({r.detail for r in rows})))
+
+
+def _collect(results) -> list:
+    """Every check's row; one line on stderr as each implementation is done, with the seconds it took
+    (a check stopped from outside still says how far it got, and where the time went)."""
+    import time
+
+    from benchctl import console
+
+    rows, started, current = [], time.monotonic(), None
+    with console.err.status("checking ...") as status:
+        for row in results:
+            now = (row.op, row.impl, row.device)
+            if now != current and current is not None:
+                console.err.print(f"checked {' '.join(current)} in {time.monotonic() - started:.1f} s")
+                started = time.monotonic()
+            current = now
+            status.update(f"checking {row.op} {row.impl} on {row.device} ({row.kind})")
+            rows.append(row)
+    if current is not None:
+        console.err.print(f"checked {' '.join(current)} in {time.monotonic() - started:.1f} s")
+    return rows
 
 
 def _build_first(selection) -> None:

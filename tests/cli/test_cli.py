@@ -180,6 +180,7 @@ def test_check_passes_on_correct_implementations(fixture_ops_dir):
     result = invoke("check", "py", "cpu", "--op", "faulty", "--ops-dir", str(fixture_ops_dir))
     assert result.exit_code == 0, result.output
     assert "gradcheck" in result.output
+    assert "checked faulty py cpu in " in result.output  # each implementation's time, as it finishes
 
 
 def test_an_operator_whose_file_failed_to_import_is_an_error_where_it_is_asked_for(tmp_path):
