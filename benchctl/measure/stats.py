@@ -14,13 +14,23 @@ CI_LEVEL = 0.95  # the confidence interval of the median that rows record
 CI_TARGET = 0.01  # converged: that interval within +-1% of the median
 
 
+def _rank(n: int) -> int:
+    """k of median_ci: the largest rank with P(Binomial(n, 1/2) < k) <= (1 - CI_LEVEL) / 2; 0 when none."""
+    return int(scistats.binom.ppf((1 - CI_LEVEL) / 2, n, 0.5))
+
+
+# The fewest samples whose median has a CI_LEVEL interval at all (6 at 95%): with fewer, even their whole
+# range holds the median with less than that probability, and one sample's "interval" is a point.
+CI_MIN_SAMPLES = next(n for n in range(1, 100) if _rank(n) >= 1)
+
+
 def median_ci(samples: list[float] | tuple[float, ...] | np.ndarray) -> tuple[float, float]:
     """The CI_LEVEL confidence interval of the median: the order statistics k and n-k+1, with k the
     largest rank such that a Binomial(n, 1/2) falls below it with probability at most (1-level)/2. With
     too few samples for that, their range."""
     ordered = np.sort(np.asarray(samples, dtype=np.float64))
     n = ordered.size
-    k = int(scistats.binom.ppf((1 - CI_LEVEL) / 2, n, 0.5))
+    k = _rank(n)
     if k < 1:
         return float(ordered[0]), float(ordered[-1])
     return float(ordered[k - 1]), float(ordered[n - k])
@@ -35,11 +45,15 @@ def ci_half_width(stats: dict[str, float]) -> float:
 
 
 def is_noisy(stats: dict[str, float], target: float = CI_TARGET) -> bool:
-    """The median is not known to within +-target: its confidence interval is wider."""
-    return ci_half_width(stats) > target
+    """The median is not known to within +-target: its confidence interval is wider, or there are too few
+    samples for one (a pass that ran out of time after one sample is not a settled number)."""
+    return stats.get("n", CI_MIN_SAMPLES) < CI_MIN_SAMPLES or ci_half_width(stats) > target
 
 
 def noisy_message(stats: dict[str, float]) -> str:
+    if stats.get("n", CI_MIN_SAMPLES) < CI_MIN_SAMPLES:
+        return (f"noisy: {stats['n']} sample(s), too few for a {CI_LEVEL:.0%} interval of the median "
+                f"(it takes {CI_MIN_SAMPLES})")
     return (f"noisy: the median is known to +-{ci_half_width(stats):.1%} only "
             f"(IQR {stats['iqr_s'] / stats['median_s']:.0%} of it, {stats['n']} samples)")
 

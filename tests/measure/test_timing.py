@@ -7,7 +7,7 @@ import pytest
 
 from benchctl.measure.clocks import CpuClock, CudaEventClock, OsUsage
 
-from benchctl.measure.stats import median_ci, summarize
+from benchctl.measure.stats import CI_MIN_SAMPLES, is_noisy, median_ci, noisy_message, summarize
 from benchctl.measure.timing import MIN_TIME_OVER_MAX_SAMPLES, Policy, measure
 from benchctl.results.schema import Stop
 
@@ -299,3 +299,13 @@ def test_a_gpu_call_that_leaves_work_on_another_stream_is_timed_to_the_devices_e
     quiet = CudaEventClock(event_factory=lambda: FakeEvent([], quiet_times), synchronize=lambda: None,
                            spin=lambda s: None, counter=FakeCounter([0.0]), wall=lambda: now[0])
     assert quiet.time(lambda: None) == pytest.approx(1e-3) and quiet.stray_per_call == [0.0]
+
+
+def test_a_pass_with_fewer_samples_than_a_95_percent_interval_needs_is_noisy_not_a_point():
+    assert CI_MIN_SAMPLES == 6  # P(Binomial(5, 1/2) = 0) = 1/32 > 2.5%: five samples cannot bound a median
+    one = summarize([0.000285])
+    assert (one["ci_lo_s"], one["ci_hi_s"]) == (0.000285, 0.000285)  # a point: "known to +-0%" is false
+    assert is_noisy(one)
+    assert noisy_message(one) == "noisy: 1 sample(s), too few for a 95% interval of the median (it takes 6)"
+    six = summarize([1.0, 1.0, 1.0, 1.0, 1.0, 1.0])
+    assert not is_noisy(six)

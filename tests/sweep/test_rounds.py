@@ -69,7 +69,8 @@ def test_rounds_in_two_modes_give_both_and_the_majority_median():
 
 
 def test_merge_keeps_passes_apart_and_a_quiet_merge_has_no_message():
-    rounds = [[row([1.0]), {**row([3.0]), "pass": "backward"}], [row([1.0]), {**row([3.0]), "pass": "backward"}]]
+    one = [row([1.0] * 3), {**row([3.0] * 3), "pass": "backward"}]  # 6 samples a pass: enough for an interval
+    rounds = [one, one]
     merged = merge(rounds)
     assert [(m["pass"], m["median_s"], m["round_spread"], m["message"]) for m in merged] == [
         ("forward", 1.0, 0.0, ""), ("backward", 3.0, 0.0, "")]
