@@ -9,7 +9,7 @@ from typing import Any, Mapping, Sequence
 
 import click
 
-from benchctl.results.schema import TF32_MODES
+from benchctl.vocab import TF32_MODES
 
 ops_dir_option = click.option(
     "--ops-dir", "ops_dirs", multiple=True, type=click.Path(file_okay=False),

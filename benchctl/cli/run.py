@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from benchctl.results.schema import ALLOCATORS, EXECUTORS
+from benchctl.vocab import ALLOCATORS, EXECUTORS
 
 from benchctl.cli.options import check_writable, load_operators, op_option, ops_dir_option, parse_params, tf32_option
 
@@ -183,7 +183,7 @@ def _check_and_build(preflight) -> None:
 
 def _progress_run(session) -> None:
     from benchctl import console
-    from benchctl.results.schema import Status
+    from benchctl.vocab import Status
 
     with console.progress() as bar:
         task = bar.add_task("cells", total=len(session.plan.cells) * session.plan.total_rounds, current="")

@@ -17,7 +17,7 @@ from benchctl.sweep.executors import WorkerProcess
 from benchctl.sweep.driver import stamp
 from benchctl.results.storage import RunWriter, new_run_id
 from benchctl.measure.timing import Policy
-from benchctl.results.schema import Status
+from benchctl.vocab import Status
 
 # One repetition after one warm-up call is enough to know whether a size fits.
 PROBE_POLICY = Policy(warmup=0, min_samples=1, max_samples=1, min_time=0.0, max_time=0.0)

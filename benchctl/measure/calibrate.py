@@ -23,7 +23,7 @@ from benchctl.measure import trust
 from benchctl.measure.execute import make_clock
 from benchctl.measure.timing import Policy, measure
 from benchctl.ops.cells import DTYPES
-from benchctl.results.schema import DTYPE_NAMES, TF32_PEAK
+from benchctl.vocab import DTYPE_NAMES, TF32_PEAK
 
 COPY_BYTES = 256 * 1024 * 1024
 MATMUL_N = 2048

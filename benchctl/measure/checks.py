@@ -13,7 +13,7 @@ import torch
 from benchctl.measure import correctness
 from benchctl.measure.execute import error_message
 from benchctl.ops.registry import Case, Implementation, Operator, dtype_name
-from benchctl.results.schema import Status
+from benchctl.vocab import Status
 
 # torch's words when a kernel meets a dtype it was not written for (AT_DISPATCH, TORCH_CHECK on dtype)
 DTYPE_ERROR = re.compile(r"scalar ?type|dtype|not implemented for '(Double|Float|Half|BFloat16)'|"

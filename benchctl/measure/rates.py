@@ -11,7 +11,7 @@ from benchctl.machine import caches
 from benchctl.measure import flops
 from benchctl.measure.clocks import Thunk
 from benchctl.ops.cells import Cell, Resolved
-from benchctl.results.schema import TF32_PEAK
+from benchctl.vocab import TF32_PEAK
 
 
 def rates(resolved: Resolved, setup: Callable[[], Thunk], pass_name: str, median: float,

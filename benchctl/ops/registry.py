@@ -20,7 +20,7 @@ from typing import Any, Callable, Mapping, Sequence
 import torch
 
 from benchctl.ops import paths, triton_support
-from benchctl.results.schema import DEVICES
+from benchctl.vocab import DEVICES
 
 BUILTIN_OPS_DIR = paths.IMPLEMENTATIONS_DIR
 OPS_PATH_ENV = "BENCHCTL_OPS_PATH"

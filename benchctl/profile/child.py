@@ -30,7 +30,7 @@ from benchctl.ops.cells import Cell
 from benchctl.profile.profilers import TORCH_MAX_REPS, TORCH_RANGE
 from benchctl.measure.clocks import Thunk
 from benchctl.measure.timing import collector_off
-from benchctl.results.schema import Status
+from benchctl.vocab import Status
 
 Setup = Callable[[], Thunk]
 

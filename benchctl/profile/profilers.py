@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from benchctl import interpreter
 from benchctl.errors import BenchError
 from benchctl.profile.stacks import KEEP_ROWS, TopFrames, parse_collapsed, speedscope, top_frames
-from benchctl.results.schema import Pass
+from benchctl.vocab import Pass
 
 if TYPE_CHECKING:  # cells imports torch, which the parent process has no need of
     from benchctl.ops.cells import Cell

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 import numpy as np
 import pandas as pd
 
-from benchctl.results.schema import DEVICES, FAILED, PASS_LABELS, PASSES
+from benchctl.vocab import DEVICES, FAILED, PASS_LABELS, PASSES
 from benchctl.report import compile_marks
 from benchctl.report.speedups import ci_bars, paired_intervals, speedups
 from benchctl.results.summary import axis_value_text

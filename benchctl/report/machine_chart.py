@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 import pandas as pd
 
 from benchctl.report.charts import figure_grid
-from benchctl.results.schema import CANARY_SLOW, Stop
+from benchctl.results.schema import CANARY_SLOW
+from benchctl.vocab import Stop
 from benchctl.results.summary import MEM_SLOW, probed
 
 if TYPE_CHECKING:

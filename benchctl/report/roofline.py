@@ -10,7 +10,7 @@ import pandas as pd
 
 from benchctl.report.charts import (DEVICE_LABELS, DEVICES, PASS_MARKERS, figure_grid, finish, impl_colors, ordered,
                                     scale_x, tidy_log)
-from benchctl.results.schema import PASS_LABELS
+from benchctl.vocab import PASS_LABELS
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

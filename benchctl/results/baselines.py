@@ -18,7 +18,7 @@ import pandas as pd
 
 from benchctl.errors import UsageError
 from benchctl.results import storage
-from benchctl.results.schema import Status
+from benchctl.vocab import Status
 
 FOLDER = "baselines"
 BASELINE_PROCESSES = 3  # worker processes a baseline's cells come from, at least (run --processes)

@@ -14,7 +14,8 @@ import pandas as pd
 
 from benchctl.errors import UsageError
 from benchctl.results import storage
-from benchctl.results.schema import BROKEN, ENV_FIELDS, clean_samples
+from benchctl.results.schema import ENV_FIELDS, clean_samples
+from benchctl.vocab import BROKEN
 from benchctl.results.summary import probed
 from benchctl.results.verdict import (FASTER, SAME, SLOWER, UNSURE, adjusted, doubt, machine_doubt,
                                      mann_whitney_p, ratio_interval, verdict)

@@ -10,7 +10,8 @@ import numpy as np
 import pandas as pd
 
 from benchctl.results import storage
-from benchctl.results.schema import CANARY_SLOW, Status, Stop
+from benchctl.results.schema import CANARY_SLOW
+from benchctl.vocab import Status, Stop
 
 # A call whose system CPU time (all threads) is at least this share of its median is marked "os": most
 # of what was measured is the kernel, e.g. zero-filling fresh pages, not the implementation's own work.

@@ -35,7 +35,9 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from benchctl.results.schema import CANARY_SLOW, Stop
+from benchctl.results.schema import CANARY_SLOW
+
+from benchctl.vocab import Stop
 
 FASTER, SLOWER, SAME, UNSURE = "faster", "slower", "same", "unsure"
 # Why a change the samples call real is still `unsure`.

@@ -16,7 +16,7 @@ from typing import Any, Callable, Sequence
 
 from benchctl.errors import UsageError
 from benchctl.ops.cells import Cell
-from benchctl.results.schema import Status
+from benchctl.vocab import Status
 from benchctl.sweep.executors import Rows, failure_rows
 from benchctl.sweep.series import SeriesJob, run_series
 

@@ -10,7 +10,8 @@ from benchctl.machine import allocator
 from benchctl.ops import registry
 from benchctl.ops.cells import Cell
 from benchctl.sweep.config import SweepConfig
-from benchctl.results.schema import SPEEDUP_LIMIT, TF32_MODES
+from benchctl.results.schema import SPEEDUP_LIMIT
+from benchctl.vocab import TF32_MODES
 from benchctl.measure.execute import Settings
 from benchctl.sweep.rounds import per_round
 from benchctl.sweep.cluster import RayCluster

@@ -17,7 +17,7 @@ from benchctl.machine import load
 from benchctl.machine.facts import environment, memory_setup
 from benchctl.ops.cells import Cell
 from benchctl.results import compaction
-from benchctl.results.schema import RunState
+from benchctl.vocab import RunState
 from benchctl.results.storage import RunWriter, new_run_id
 from benchctl.sweep.cluster import RayCluster
 from benchctl.sweep.driver import Sweep
