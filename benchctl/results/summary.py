@@ -133,7 +133,7 @@ def summary_tables(df: pd.DataFrame, references: dict[str, str]) -> list[Summary
         ref = references.get(op, "py")
         values = sorted(group["axis_value"].dropna().unique())
         axis = group["axis"].iloc[0]
-        ok = group[(group["impl"] == ref) & (group["status"] == "ok")]
+        ok = group[(group["impl"] == ref) & (group["status"] == Status.OK)]
         rows = []
         for (pass_name, impl), g in group.groupby(["pass", "impl"], sort=False):
             refs = storage.latest(ok[ok["pass"] == pass_name], ["axis_value"])
@@ -160,7 +160,7 @@ def _others(params_json: str, axis: str) -> str:
 def _cell(row: dict | None, base: dict | None, is_ref: bool, typical_gbps: float | None = None) -> str:
     if row is None:
         return ""
-    if row["status"] != "ok":
+    if row["status"] != Status.OK:
         return row["status"]
     text = _fmt_ms(row["median_s"])
     if base is not None and not is_ref and row["median_s"] > 0:
