@@ -7,10 +7,8 @@ from pathlib import Path
 
 import click
 
-from benchctl.vocab import ALLOCATORS, EXECUTORS, Allocator, Executor
-
 from benchctl.cli.options import check_writable, load_operators, op_option, ops_dir_option, parse_params, tf32_option
-
+from benchctl.vocab import ALLOCATORS, EXECUTORS, Allocator, Executor
 
 
 def _ints(text: str | None) -> tuple[int, ...]:

@@ -16,7 +16,8 @@ from pathlib import Path
 from benchctl.vocab import Allocator
 
 # name -> the shared library to preload (Debian: libjemalloc2, libtcmalloc-minimal4); system: none
-LIBRARIES = {Allocator.SYSTEM: None, Allocator.JEMALLOC: "libjemalloc.so.2", Allocator.TCMALLOC: "libtcmalloc_minimal.so.4"}
+LIBRARIES = {Allocator.SYSTEM: None, Allocator.JEMALLOC: "libjemalloc.so.2",
+             Allocator.TCMALLOC: "libtcmalloc_minimal.so.4"}
 PACKAGES = {Allocator.JEMALLOC: "libjemalloc2", Allocator.TCMALLOC: "libtcmalloc-minimal4"}
 SEARCH = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib", "/usr/local/lib")
 

@@ -16,9 +16,9 @@ from typing import Any, Callable, Sequence
 
 from benchctl.errors import UsageError
 from benchctl.ops.cells import Cell
-from benchctl.vocab import Device, Status
 from benchctl.sweep.executors import Rows, failure_rows
 from benchctl.sweep.series import SeriesJob, run_series
+from benchctl.vocab import Device, Status
 
 Series = tuple[Cell, ...]
 Deliver = Callable[[Series, Rows], None]

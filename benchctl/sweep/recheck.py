@@ -16,8 +16,8 @@ from typing import Any
 from benchctl.measure.stats import join_messages
 from benchctl.ops.cells import Cell
 from benchctl.results.schema import FIRST_CALL_COLUMNS
-from benchctl.vocab import Status
 from benchctl.results.summary import speedup
+from benchctl.vocab import Status
 
 Row = dict[str, Any]
 
