@@ -36,7 +36,6 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from benchctl.results.schema import CANARY_SLOW
-
 from benchctl.vocab import Stop, Verdict
 
 # Why a change the samples call real is still `unsure`.
