@@ -17,6 +17,7 @@ from benchctl.bisect.measure import child_env, judged_at, measure
 from benchctl.bisect.spec import Spec
 from benchctl.errors import BenchError, UsageError
 from benchctl.results import commits
+from benchctl.vocab import CommitVerdict
 
 FIRST_BAD = re.compile(r"^([0-9a-f]{40}) is the first bad commit", re.M)
 ONLY_SKIPPED = re.compile(r"The first bad commit could be any of:\n((?:[0-9a-f]{40}\n?)+)")
@@ -78,7 +79,7 @@ def _measure_ends(spec: Spec, repo: Path, good: str, bad: str) -> None:
     measure(spec, spec.good_run, repo)
     _git(repo, "checkout", "-q", bad)
     judged, _ = judged_at(spec, "bad", repo)
-    if judged.verdict != "bad":
+    if judged.verdict != CommitVerdict.BAD:
         said = judged.summary() or "no cells"
         raise BenchError(f"BAD {bad[:12]} is not judged slower than GOOD {good[:12]} ({said}): nothing to bisect")
 

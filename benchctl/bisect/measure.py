@@ -14,11 +14,11 @@ from pathlib import Path
 from benchctl.bisect.spec import Spec
 from benchctl.errors import BenchError
 from benchctl.results import compare, storage
-from benchctl.results.verdict import FASTER, SAME, UNSURE
+from benchctl.vocab import CommitVerdict, Verdict
 
 TRIES = 2  # an unsure commit is measured again once before it is skipped
 BAD_VERDICTS = compare.REGRESSIONS  # slower, or stopped working
-GOOD_VERDICTS = (SAME, FASTER)
+GOOD_VERDICTS = (Verdict.SAME, Verdict.FASTER)
 
 
 class MeasureFailed(BenchError):
@@ -27,7 +27,7 @@ class MeasureFailed(BenchError):
 
 @dataclass(frozen=True)
 class Judged:
-    verdict: str  # good, bad or unsure (BAD_VERDICTS anywhere: bad; all GOOD_VERDICTS: good)
+    verdict: CommitVerdict  # good, bad or unsure (BAD_VERDICTS anywhere: bad; all GOOD_VERDICTS: good)
     changes: tuple[compare.CellChange, ...]
 
     def summary(self) -> str:
@@ -63,12 +63,12 @@ def measure(spec: Spec, out: Path, cwd: Path) -> Path:
 def judge(spec: Spec, run: Path) -> Judged:
     good = storage.load([spec.good_run])
     result = compare.compare(good, storage.load([run]), spec.threshold, spec.alpha)
-    cells = tuple(c for c in result.cells if c.verdict not in ("only in base", "only in new"))
+    cells = tuple(c for c in result.cells if c.verdict not in (Verdict.ONLY_IN_BASE, Verdict.ONLY_IN_NEW))
     if any(c.verdict in BAD_VERDICTS for c in cells):
-        return Judged("bad", cells)
+        return Judged(CommitVerdict.BAD, cells)
     if cells and all(c.verdict in GOOD_VERDICTS for c in cells):
-        return Judged("good", cells)
-    return Judged(UNSURE, cells)
+        return Judged(CommitVerdict.GOOD, cells)
+    return Judged(CommitVerdict.UNSURE, cells)
 
 
 def judged_at(spec: Spec, label: str, cwd: Path) -> tuple[Judged, int]:
@@ -76,6 +76,6 @@ def judged_at(spec: Spec, label: str, cwd: Path) -> tuple[Judged, int]:
     times in all. The verdict, and how many measurements it took."""
     for attempt in range(1, TRIES + 1):
         judged = judge(spec, measure(spec, Path(spec.work) / f"{label}-{attempt}", cwd))
-        if judged.verdict != UNSURE:
+        if judged.verdict != CommitVerdict.UNSURE:
             break
     return judged, attempt

@@ -13,8 +13,9 @@ from pathlib import Path
 from benchctl.bisect.measure import MeasureFailed, judged_at
 from benchctl.bisect.spec import ABORT, BAD, GOOD, SKIP, Spec
 from benchctl.results import commits
+from benchctl.vocab import CommitVerdict
 
-EXIT = {"good": GOOD, "bad": BAD}
+EXIT = {CommitVerdict.GOOD: GOOD, CommitVerdict.BAD: BAD}
 
 
 def main(argv: list[str]) -> int:
@@ -25,7 +26,7 @@ def main(argv: list[str]) -> int:
         judged, tries = judged_at(spec, sha[:12], repo)
         verdict, summary = judged.verdict, judged.summary()
     except MeasureFailed as exc:
-        verdict, summary, tries = "failed", str(exc), 1
+        verdict, summary, tries = CommitVerdict.FAILED, str(exc), 1
     with open(spec.log, "a") as log:
         log.write(json.dumps({"commit": sha, "verdict": verdict, "tries": tries, "cells": summary}) + "\n")
     return EXIT.get(verdict, SKIP)

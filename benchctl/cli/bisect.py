@@ -38,7 +38,7 @@ def command(good, bad, op, impl, passes, device, ops_dirs, repo, run_args, thres
     from benchctl.bisect import driver
     from benchctl.bisect.spec import Spec
     from benchctl.errors import UsageError
-    from benchctl.results.schema import DEVICE_ALIASES
+    from benchctl.vocab import DEVICE_ALIASES
     from benchctl.sweep import words
 
     words.check(devices=device, passes=",".join(passes) or None)

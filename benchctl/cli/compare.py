@@ -10,8 +10,10 @@ import click
 from rich.text import Text
 
 from benchctl.errors import BenchError, UsageError
+from benchctl.vocab import Verdict
 
-STYLES = {"slower": "bold red", "broken": "bold red", "faster": "green", "fixed": "green", "unsure": "yellow"}
+STYLES = {Verdict.SLOWER: "bold red", Verdict.BROKEN: "bold red", Verdict.FASTER: "green", Verdict.FIXED: "green",
+          Verdict.UNSURE: "yellow"}
 
 
 def _ms(value: float | None) -> str:
@@ -33,7 +35,7 @@ def _rows(comparison) -> list[list[str]]:
         if c.ratio_low is not None:
             change += f" [{(c.ratio_low - 1) * 100:+.0f}, {(c.ratio_high - 1) * 100:+.0f}]"
         p = "" if c.p_adjusted is None else f"{c.p_adjusted:.2g}"
-        status = "" if c.verdict != "broken" and c.verdict != "fixed" else f" ({c.base_status} -> {c.new_status})"
+        status = "" if c.verdict not in (Verdict.BROKEN, Verdict.FIXED) else f" ({c.base_status} -> {c.new_status})"
         status += f" ({c.reason})" if c.reason else ""
         verdict = Text(c.verdict + status, style=STYLES.get(c.verdict, ""))
         op = c.op if c.target in ("op", "") else f"{c.op}/{c.target}"

@@ -35,7 +35,7 @@ def command(runs, root, ops, impls, passes, devices, threshold, alpha, out_dir, 
     from benchctl.errors import UsageError
     from benchctl.report import history_page
     from benchctl.results import history, steps
-    from benchctl.results.schema import DEVICE_ALIASES
+    from benchctl.vocab import DEVICE_ALIASES
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -8,7 +8,7 @@ import click
 
 from benchctl.cli.options import load_operators, ops_dir_option
 from benchctl.cli.options import check_writable, parse_params
-from benchctl.results.schema import PASSES, Pass
+from benchctl.vocab import PASSES, Pass
 
 
 @click.command("maxbatch")

@@ -9,7 +9,7 @@ from typing import Any, Mapping, Sequence
 
 import click
 
-from benchctl.results.schema import TF32_MODES
+from benchctl.vocab import TF32_MODES, Tf32
 
 ops_dir_option = click.option(
     "--ops-dir", "ops_dirs", multiple=True, type=click.Path(file_okay=False),
@@ -23,7 +23,7 @@ def _tf32_mode(ctx: click.Context, param: click.Parameter, value: str) -> bool |
 
 
 tf32_option = click.option(
-    "--tf32", type=click.Choice(list(TF32_MODES)), default="default", show_default=True,
+    "--tf32", type=click.Choice(list(TF32_MODES)), default=Tf32.DEFAULT.value, show_default=True,
     callback=_tf32_mode,
     help="GPU float32: matmuls and cuDNN convolutions in TF32 (on), in full float32 (off), or torch's "
          "defaults (convolutions only). Results are judged at 2e-3 instead of 2e-4 while TF32 is on.",

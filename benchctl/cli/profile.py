@@ -14,7 +14,7 @@ if TYPE_CHECKING:  # imported inside the functions, so `benchctl --help` does no
     from benchctl.profile.stacks import TopFrames
 
 from benchctl.cli.options import parse_params
-from benchctl.results.schema import DEVICE_ALIASES, DTYPE_NAMES, PASSES, Pass
+from benchctl.vocab import DEVICE_ALIASES, DTYPE_NAMES, PASSES, Pass
 
 
 def build_cell(op_name: str, impl: str, device: str, target: str | None, dtype: str,

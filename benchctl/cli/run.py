@@ -7,10 +7,8 @@ from pathlib import Path
 
 import click
 
-from benchctl.results.schema import ALLOCATORS, EXECUTORS
-
 from benchctl.cli.options import check_writable, load_operators, op_option, ops_dir_option, parse_params, tf32_option
-
+from benchctl.vocab import ALLOCATORS, EXECUTORS, Allocator, Executor
 
 
 def _ints(text: str | None) -> tuple[int, ...]:
@@ -69,9 +67,9 @@ def _ints(text: str | None) -> tuple[int, ...]:
 @click.option("--fresh-worker", is_flag=True,
               help="A new worker process for every cell: no timing depends on the cells before it.")
 @click.option("--in-process", is_flag=True, help="No worker process (no crash isolation; for debugging).")
-@click.option("--allocator", type=click.Choice(ALLOCATORS), default="system",
+@click.option("--allocator", type=click.Choice(ALLOCATORS), default=Allocator.SYSTEM.value,
               show_default=True, help="The worker's memory allocator (LD_PRELOAD); recorded in every row.")
-@click.option("--executor", type=click.Choice(EXECUTORS), default="local", show_default=True,
+@click.option("--executor", type=click.Choice(EXECUTORS), default=Executor.LOCAL.value, show_default=True,
               help="local: one cell at a time here; pool: a worker per local GPU (CPU cells alone); "
                    "ray: series on the nodes of a Ray cluster.")
 @click.option("--address", help="ray: an existing cluster (auto, or HOST:PORT); default: start one here.")
@@ -117,7 +115,7 @@ def _processes(asked: int | None, quick: bool, in_process: bool, executor: str, 
 
     if asked is not None:
         return asked
-    return 1 if quick or in_process or executor != "local" or fresh_worker else DEFAULT_PROCESSES
+    return 1 if quick or in_process or executor != Executor.LOCAL or fresh_worker else DEFAULT_PROCESSES
 
 
 def _remeasure(asked: int | None, quick: bool) -> int:
@@ -132,9 +130,9 @@ def _check_allocator(name: str, in_process: bool, executor: str) -> None:
     from benchctl.errors import UsageError
     from benchctl.machine import allocator
 
-    if name != "system" and in_process:
+    if name != Allocator.SYSTEM and in_process:
         raise UsageError(f"--allocator {name} needs a worker process; leave out --in-process")
-    if executor != "ray":
+    if executor != Executor.RAY:
         try:
             allocator.library(name)
         except allocator.AllocatorMissing as exc:
@@ -149,7 +147,7 @@ def _execute(plan, out: Path) -> None:
     from benchctl.sweep.session import Interrupted, Session
 
     preflight = Preflight(plan.cells)
-    if plan.executor != "ray":  # on a cluster, each node judges availability and builds for itself
+    if plan.executor != Executor.RAY:  # on a cluster, each node judges availability and builds for itself
         _check_and_build(preflight)
     busy, busy_warning = busy_cores_now(plan.cells)
     memory, memory_warning = memory_bandwidth_now(plan.cells, plan.settings().peaks.get("cpu", {}).get("read_gbps"))
@@ -183,7 +181,7 @@ def _check_and_build(preflight) -> None:
 
 def _progress_run(session) -> None:
     from benchctl import console
-    from benchctl.results.schema import Status
+    from benchctl.vocab import Status
 
     with console.progress() as bar:
         task = bar.add_task("cells", total=len(session.plan.cells) * session.plan.total_rounds, current="")

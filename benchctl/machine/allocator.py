@@ -13,9 +13,12 @@ import functools
 import os
 from pathlib import Path
 
+from benchctl.vocab import Allocator
+
 # name -> the shared library to preload (Debian: libjemalloc2, libtcmalloc-minimal4); system: none
-LIBRARIES = {"system": None, "jemalloc": "libjemalloc.so.2", "tcmalloc": "libtcmalloc_minimal.so.4"}
-PACKAGES = {"jemalloc": "libjemalloc2", "tcmalloc": "libtcmalloc-minimal4"}
+LIBRARIES = {Allocator.SYSTEM: None, Allocator.JEMALLOC: "libjemalloc.so.2",
+             Allocator.TCMALLOC: "libtcmalloc_minimal.so.4"}
+PACKAGES = {Allocator.JEMALLOC: "libjemalloc2", Allocator.TCMALLOC: "libtcmalloc-minimal4"}
 SEARCH = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib", "/usr/local/lib")
 
 
@@ -50,5 +53,5 @@ def current(maps: Path = Path("/proc/self/maps")) -> str:
     try:
         text = maps.read_text()
     except OSError:
-        return "system"
-    return next((name for name, lib in LIBRARIES.items() if lib and lib.split(".so")[0] in text), "system")
+        return Allocator.SYSTEM
+    return next((name for name, lib in LIBRARIES.items() if lib and lib.split(".so")[0] in text), Allocator.SYSTEM)

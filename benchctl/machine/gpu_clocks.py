@@ -19,6 +19,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from benchctl.vocab import Device
+
 THROTTLED_BELOW = 0.90  # a median SM clock under 90% of the maximum is a throttled pass
 SAMPLE_EVERY_S = 0.02
 # The reasons that mean the GPU was held back, not merely idle (NVML's clock-event reason names).
@@ -131,7 +133,7 @@ def nvml_index() -> int | None:
 
 def guard(device: str, nvml: Any | None = None) -> ClockGuard | None:
     """A guard for the current CUDA device, or None on the CPU or without NVML."""
-    if device != "cuda":
+    if device != Device.CUDA:
         return None
     nvml = nvml or load_nvml()
     index = nvml_index() if nvml is not None else None

@@ -17,7 +17,7 @@ from benchctl.sweep.executors import WorkerProcess
 from benchctl.sweep.driver import stamp
 from benchctl.results.storage import RunWriter, new_run_id
 from benchctl.measure.timing import Policy
-from benchctl.results.schema import Status
+from benchctl.vocab import Device, Status
 
 # One repetition after one warm-up call is enough to know whether a size fits.
 PROBE_POLICY = Policy(warmup=0, min_samples=1, max_samples=1, min_time=0.0, max_time=0.0)
@@ -53,12 +53,12 @@ class Prober:
             raise BenchError(f"{op.name} {impl_name} on {devices[0]}: {reason}")
         target = target or op.targets[0].name
         op.target(target) if target in [t.name for t in op.targets] else _bad_target(op, target)
-        limit = mem_limit if mem_limit or devices[0] == "cuda" else default_cpu_limit()
+        limit = mem_limit if mem_limit or devices[0] == Device.CUDA else default_cpu_limit()
         return Prober(op, impl, devices[0], pass_name, target, {**op.params, **params}, dtype, limit,
                       timeout, ops_dirs)
 
     def limit_text(self) -> str:
-        if self.device == "cuda":
+        if self.device == Device.CUDA:
             return "the GPU's memory"
         return f"{self.mem_limit / 1024**3:.2f} GiB" if self.mem_limit else "none"
 
@@ -68,7 +68,7 @@ class Prober:
             build(self.device)  # compilers must not run under the worker's memory limit
         settings = Settings(policy=PROBE_POLICY, check=False, measure_memory=False, probe_bandwidth=False)
         worker = WorkerProcess(settings, ops_dirs=self.ops_dirs, timeout=self.timeout,
-                               mem_limit=self.mem_limit if self.device == "cpu" else None)
+                               mem_limit=self.mem_limit if self.device == Device.CPU else None)
         env = environment()
         writer = RunWriter(out, new_run_id(), {"environment": env, "maxbatch": self._describe()})
 

@@ -34,7 +34,7 @@ import torch
 from benchctl.measure import correctness, fresh
 from benchctl.measure.clocks import NOTHING
 from benchctl.ops.cells import Resolved
-from benchctl.results.schema import Pass
+from benchctl.vocab import Pass
 
 KEPT = 2  # timed calls per pass whose outputs are checked against the reference
 STRICT_KEPT = 16  # in a re-check of a time too good to keep unexamined (sweep/recheck.py)

@@ -23,7 +23,7 @@ from benchctl.measure import trust
 from benchctl.measure.execute import make_clock
 from benchctl.measure.timing import Policy, measure
 from benchctl.ops.cells import DTYPES
-from benchctl.results.schema import DTYPE_NAMES, TF32_PEAK
+from benchctl.vocab import DTYPE_NAMES, TF32_PEAK, Device
 
 COPY_BYTES = 256 * 1024 * 1024
 MATMUL_N = 2048
@@ -54,7 +54,7 @@ def copy_gbps(device: str, nbytes: int = COPY_BYTES) -> float:
 
 
 def cache_sizes(device: str) -> list[caches.CacheSize]:
-    if device == "cuda":
+    if device == Device.CUDA:
         props = torch.cuda.get_device_properties(torch.cuda.current_device())
         size = int(getattr(props, "L2_cache_size", 0))
         return [caches.CacheSize("L2", size, 1)] if size else []
@@ -64,7 +64,7 @@ def cache_sizes(device: str) -> list[caches.CacheSize]:
 def cache_levels(device: str) -> dict[str, dict[str, float]]:
     """Copy GB/s with source and destination filling half of each cache level the pass's threads use
     (a quarter each), so both stay in that level while it is timed."""
-    threads = torch.get_num_threads() if device == "cpu" else 1
+    threads = torch.get_num_threads() if device == Device.CPU else 1
     out = {}
     for cache in cache_sizes(device):
         capacity = cache.capacity(threads)

@@ -22,7 +22,7 @@ from benchctl.measure.checks import CheckRow, run_checks
 from benchctl.ops import extension
 from benchctl.ops.isolated import last_reason
 from benchctl.ops.registry import Implementation, Operator
-from benchctl.results.schema import Status
+from benchctl.vocab import Status
 
 MODULE = "benchctl.measure.check_child"
 Selection = Sequence[tuple[Operator, Implementation, str]]

@@ -13,7 +13,7 @@ import torch
 from benchctl.measure import correctness
 from benchctl.measure.execute import error_message
 from benchctl.ops.registry import Case, Implementation, Operator, dtype_name
-from benchctl.results.schema import Status
+from benchctl.vocab import Device, Status
 
 # torch's words when a kernel meets a dtype it was not written for (AT_DISPATCH, TORCH_CHECK on dtype)
 DTYPE_ERROR = re.compile(r"scalar ?type|dtype|not implemented for '(Double|Float|Half|BFloat16)'|"
@@ -76,7 +76,7 @@ def check_impl(op: Operator, impl: Implementation, device: str) -> Iterator[Chec
         return
     yield from _unsupported_rows(op, impl, device)
     dtypes = [d for d in DTYPES if impl.dtype_reason(d) is None]
-    shapes = cases(op, interpreted=device == "cpu" and bool(impl.kernels))
+    shapes = cases(op, interpreted=device == Device.CPU and bool(impl.kernels))
     for target in op.targets:
         for params in shapes:
             for dtype in dtypes:
@@ -144,7 +144,7 @@ def _reference_row(op, target, impl, device, params, dtype, seed) -> CheckRow:
 
 
 def _gradcheck_row(op, target, impl, device, params) -> CheckRow:
-    if device == "cpu" and impl.kernels:
+    if device == Device.CPU and impl.kernels:
         return CheckRow(op.name, target.name, impl.name, device, "gradcheck", _case_label(params), "float64",
                         None, None, None, None, GRADCHECK_NOT_INTERPRETED)
     if impl.dtype_reason(torch.float64):  # gradcheck's finite differences need float64
@@ -171,9 +171,9 @@ def _opcheck_row(op, impl, device, params) -> CheckRow:
 
 def interpreted(rows: Sequence[CheckRow], selection: Sequence[tuple[Operator, Implementation, str]]) -> list[str]:
     """`op impl` of each Triton implementation checked on the CPU, i.e. by Triton's interpreter."""
-    ran = {(r.op, r.impl) for r in rows if r.device == "cpu" and r.passed is not None}
+    ran = {(r.op, r.impl) for r in rows if r.device == Device.CPU and r.passed is not None}
     return [f"{op.name} {impl.name}" for op, impl, device in selection
-            if device == "cpu" and impl.kernels and (op.name, impl.name) in ran]
+            if device == Device.CPU and impl.kernels and (op.name, impl.name) in ran]
 
 
 def run_checks(selection: Sequence[tuple[Operator, Implementation, str]]) -> Iterator[CheckRow]:

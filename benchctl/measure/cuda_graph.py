@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 from benchctl.measure.passes import Inputs, Output, backward_from, make_setup
 from benchctl.measure.clocks import CudaEventClock, Thunk
-from benchctl.results.schema import Pass
+from benchctl.vocab import Pass
 
 WARMUP_CALLS = 3  # on a side stream before capture, as torch.cuda.graph asks (lazy init, autotuning)
 

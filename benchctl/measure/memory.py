@@ -18,6 +18,7 @@ import torch
 
 from benchctl.measure.clocks import Thunk
 from benchctl.measure.timing import YOUNG_GENERATIONS
+from benchctl.vocab import Device
 
 
 def _libc() -> ctypes.CDLL | None:
@@ -61,4 +62,4 @@ def cuda_peak_bytes(setup: Callable[[], Thunk], device: torch.device | str = "cu
 
 
 def peak_bytes(setup: Callable[[], Thunk], device: str) -> float | None:
-    return cuda_peak_bytes(setup) if device == "cuda" else cpu_peak_bytes(setup)
+    return cuda_peak_bytes(setup) if device == Device.CUDA else cpu_peak_bytes(setup)

@@ -24,7 +24,7 @@ import torch
 from benchctl.ops.registry import Inputs, Output
 from benchctl.measure.clocks import Thunk
 
-from benchctl.results.schema import PASSES, Pass
+from benchctl.vocab import PASSES, Pass
 
 
 def as_tuple(out: Output) -> tuple[torch.Tensor, ...]:

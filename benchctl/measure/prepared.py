@@ -15,6 +15,7 @@ from benchctl.measure.passes import as_tuple, backward_from, drawn_setup, grad_o
 from benchctl.ops.cells import Resolved
 from benchctl.ops.registry import Case, Inputs
 from benchctl.ops.triton_support import best_config
+from benchctl.vocab import Device
 
 
 @dataclass
@@ -61,7 +62,7 @@ def prepare(resolved: Resolved) -> Prepared:
     grads = grad_outputs(outs)
     accumulate = has_own_leaves(outs, inputs)
     backward_from(inputs, grads, accumulate)(outs)
-    if cell.device == "cuda":
+    if cell.device == Device.CUDA:
         torch.cuda.synchronize()
     compile_s = time.perf_counter() - start
     return Prepared(resolved, call_on, inputs, grads, compile_s, accumulate, best_config=best_config(impl.kernels))

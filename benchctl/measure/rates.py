@@ -11,7 +11,7 @@ from benchctl.machine import caches
 from benchctl.measure import flops
 from benchctl.measure.clocks import Thunk
 from benchctl.ops.cells import Cell, Resolved
-from benchctl.results.schema import TF32_PEAK
+from benchctl.vocab import TF32_PEAK, Device, Pass
 
 
 def rates(resolved: Resolved, setup: Callable[[], Thunk], pass_name: str, median: float,
@@ -24,7 +24,7 @@ def rates(resolved: Resolved, setup: Callable[[], Thunk], pass_name: str, median
     params, size = cell.params, cell.torch_dtype.itemsize
     fwd = (target.flops(params), target.bytes(params, size))
     bwd = (target.bwd_flops(params), target.bwd_bytes(params, size))
-    declared, nbytes = {"forward": fwd, "backward": bwd}.get(pass_name, (fwd[0] + bwd[0], fwd[1] + bwd[1]))
+    declared, nbytes = {Pass.FORWARD: fwd, Pass.BACKWARD: bwd}.get(pass_name, (fwd[0] + bwd[0], fwd[1] + bwd[1]))
     torch_count = flops.counted(setup)
     flops_done = torch_count or declared
     out: dict[str, Any] = {"flops": flops_done, "bytes": nbytes,
@@ -54,6 +54,6 @@ def matmul_peak(peaks: dict[str, Any], cell: Cell) -> float | None:
     """The calibrated matmul GFLOP/s of the cell's dtype (a float32 GPU pass with TF32 allowed: the TF32
     rate), else the float32 one (a calibration from before the dtypes were measured)."""
     key = cell.dtype
-    if cell.device == "cuda" and key == "float32" and torch.backends.cuda.matmul.allow_tf32:
+    if cell.device == Device.CUDA and key == "float32" and torch.backends.cuda.matmul.allow_tf32:
         key = TF32_PEAK
     return peaks.get("gflops_by_dtype", {}).get(key) or peaks.get("gflops")

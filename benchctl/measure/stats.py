@@ -10,6 +10,8 @@ from typing import Sequence
 import numpy as np
 from scipy import stats as scistats
 
+from benchctl.vocab import Device
+
 CI_LEVEL = 0.95  # the confidence interval of the median that rows record
 CI_TARGET = 0.01  # converged: that interval within +-1% of the median
 
@@ -64,7 +66,7 @@ def disturbed_message(disturbed: Sequence[bool], readings: Sequence[float], medi
     much (on a CPU the wait for a core per call, on a GPU the SM clock)."""
     n, set_aside = len(disturbed), sum(disturbed)
     hit = [r for r, d in zip(readings, disturbed) if d] or [0.0]
-    how = (f"ran below 90% of the SM clock (median {statistics.median(hit):.0f} MHz)" if device == "cuda" else
+    how = (f"ran below 90% of the SM clock (median {statistics.median(hit):.0f} MHz)" if device == Device.CUDA else
            f"waited for a CPU (median wait {statistics.median(hit) * 1e3:.3g} ms per call, the median call "
            f"{median_s * 1e3:.3g} ms)")
     return f"disturbed: {set_aside} of {n} samples ({set_aside / n:.0%}) {how}; {n - set_aside} clean sample(s) left"

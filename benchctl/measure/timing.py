@@ -24,7 +24,7 @@ from typing import Callable, Iterator
 from benchctl.measure.clocks import Clock, Thunk
 from benchctl.measure.interference import WatchedClock
 from benchctl.measure.stats import CI_TARGET, is_noisy, median_ci, summarize
-from benchctl.results.schema import Stop
+from benchctl.vocab import Stop
 
 # For min_time, sampling goes past max_samples, up to this many times it: every sample is stored in
 # the row, and a call of a few us (clock overhead included) would otherwise keep millions.

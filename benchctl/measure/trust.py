@@ -12,7 +12,7 @@ from benchctl.machine import canary, membw
 from benchctl.measure.clocks import OsUsage
 from benchctl.measure.stats import disturbed_message, join_messages, noisy_message
 from benchctl.measure.timing import Measurement
-from benchctl.results.schema import Status, Stop
+from benchctl.vocab import Status, Stop
 
 FLOOR_MARGIN = 0.10  # a median this far under its floor is below_floor
 

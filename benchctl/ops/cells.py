@@ -15,7 +15,7 @@ import torch
 
 from benchctl.ops import lookup
 from benchctl.ops.registry import Implementation, Operator, Target, get
-from benchctl.results.schema import DTYPE_NAMES, PASSES
+from benchctl.vocab import DTYPE_NAMES, PASSES
 
 DTYPES = {name: getattr(torch, name) for name in DTYPE_NAMES}
 

@@ -18,6 +18,7 @@ from typing import Any, Callable
 from benchctl.ops.compile_watch import CompileWatch
 from benchctl.ops.modifiers import CompileSpec
 from benchctl.ops.registry import Implementation, Output
+from benchctl.vocab import Device
 
 
 class RecompileLimit(RuntimeError):
@@ -40,9 +41,9 @@ def compile_reason(device: str) -> str | None:
         return f"torch._dynamo cannot be imported: {type(exc).__name__}: {exc}"
     if not torch._dynamo.is_dynamo_supported():
         return "torch.compile is not supported on this Python/platform (torch._dynamo.is_dynamo_supported())"
-    if device == "cpu" and not any(shutil.which(cxx) for cxx in ("g++", "c++", "clang++")):
+    if device == Device.CPU and not any(shutil.which(cxx) for cxx in ("g++", "c++", "clang++")):
         return "torch.compile on CPU generates C++ and needs a C++ compiler (g++/c++/clang++) on PATH"
-    if device == "cuda":
+    if device == Device.CUDA:
         from torch.utils._triton import has_triton
 
         if not has_triton():

@@ -20,7 +20,7 @@ from typing import Any, Callable, Mapping, Sequence
 import torch
 
 from benchctl.ops import paths, triton_support
-from benchctl.results.schema import DEVICES
+from benchctl.vocab import DEVICES, Device
 
 BUILTIN_OPS_DIR = paths.IMPLEMENTATIONS_DIR
 OPS_PATH_ENV = "BENCHCTL_OPS_PATH"
@@ -111,7 +111,7 @@ class Implementation:
             return f"{self.name} does not support device {device} (supports {', '.join(self.devices)})"
         if dtype is not None and self.dtype_reason(dtype):
             return self.dtype_reason(dtype)
-        if device == "cuda":
+        if device == Device.CUDA:
             reason = cuda_device_reason()
             if reason:
                 return reason

@@ -21,6 +21,7 @@ import importlib
 from typing import Any, Callable, Sequence
 
 from benchctl.triton_env import INTERPRET_ENV
+from benchctl.vocab import Device
 
 # The reason `run` gives for a Triton implementation on the CPU, and the note `check` prints.
 NOT_TIMED_ON_CPU = "Triton runs on a GPU; correctness checked on CPU with the interpreter"
@@ -69,7 +70,7 @@ def reason(kernels: Sequence[Any], device: str, timed: bool) -> str | None:
     """Why these kernels cannot run on `device` for timing (`timed`) or for a correctness check."""
     if not kernels:
         return None
-    if device == "cpu":
+    if device == Device.CPU:
         if timed:
             return NOT_TIMED_ON_CPU
         if not interpreted(kernels):

@@ -30,7 +30,7 @@ from benchctl.ops.cells import Cell
 from benchctl.profile.profilers import TORCH_MAX_REPS, TORCH_RANGE
 from benchctl.measure.clocks import Thunk
 from benchctl.measure.timing import collector_off
-from benchctl.results.schema import Status
+from benchctl.vocab import Device, Status
 
 Setup = Callable[[], Thunk]
 
@@ -65,7 +65,7 @@ def run_loop(setup: Setup, duration_s: float, sync: Callable[[], None], max_reps
 
 
 def _sync(device: str) -> Callable[[], None]:
-    return torch.cuda.synchronize if device == "cuda" else (lambda: None)
+    return torch.cuda.synchronize if device == Device.CUDA else (lambda: None)
 
 
 def _in_ranges(start: float, end: float, ranges: list[tuple[float, float]]) -> bool:
@@ -102,7 +102,7 @@ def torch_profile(prepared: execute.Prepared, args: argparse.Namespace) -> dict[
     from torch.profiler import ProfilerActivity, profile, record_function
 
     device = prepared.resolved.cell.device
-    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == Device.CUDA else [])
     setup = prepared.setup(args.pass_name)
     with profile(activities=activities, profile_memory=args.memory) as prof:
         reps, timed = run_loop(setup, args.duration, _sync(device), TORCH_MAX_REPS,

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from benchctl import interpreter
 from benchctl.errors import BenchError
 from benchctl.profile.stacks import KEEP_ROWS, TopFrames, parse_collapsed, speedscope, top_frames
-from benchctl.results.schema import Pass
+from benchctl.vocab import Pass, Status
 
 if TYPE_CHECKING:  # cells imports torch, which the parent process has no need of
     from benchctl.ops.cells import Cell
@@ -105,8 +105,8 @@ def _child_result(summary: Path, proc: subprocess.CompletedProcess[str], req: Pr
         if not summary.exists():
             raise BenchError(f"profile of {req.cell.label()} failed: {last}")
     data = json.loads(summary.read_text())
-    if data["status"] != "ok":
-        status = "" if data["status"] == "error" else f"{data['status']}: "  # the message names the error
+    if data["status"] != Status.OK:
+        status = "" if data["status"] == Status.ERROR else f"{data['status']}: "  # the message names the error
         raise BenchError(f"{req.cell.label()} {req.pass_name}: {status}{data['error']}")
     return data
 

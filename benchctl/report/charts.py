@@ -16,18 +16,18 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 import numpy as np
 import pandas as pd
 
-from benchctl.results.schema import DEVICES, FAILED, PASS_LABELS, PASSES
 from benchctl.report import compile_marks
 from benchctl.report.speedups import ci_bars, paired_intervals, speedups
 from benchctl.results.summary import axis_value_text
+from benchctl.vocab import DEVICES, FAILED, PASS_LABELS, PASSES, Device, Pass, Status
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-DEVICE_LABELS = {"cpu": "CPU", "cuda": "GPU"}
+DEVICE_LABELS = {Device.CPU: "CPU", Device.CUDA: "GPU"}
 LINESTYLES = ("-", "--", ":", "-.")
-PASS_MARKERS = {"forward": "o", "backward": "s", "forward_backward": "^"}
+PASS_MARKERS = {Pass.FORWARD: "o", Pass.BACKWARD: "s", Pass.FORWARD_BACKWARD: "^"}
 
 
 def params_of(text: Any) -> dict[str, Any]:
@@ -182,7 +182,7 @@ def _line_panel(ax: "Axes", cell: pd.DataFrame, y_col: str, colors: dict, styles
     speedups; returns whether anything was drawn."""
     drawn = False
     for (impl, group), series in cell.groupby(["impl", "group"], sort=True):
-        ok = series[(series["status"] == "ok") & series[y_col].notna()].sort_values("axis_value")
+        ok = series[(series["status"] == Status.OK) & series[y_col].notna()].sort_values("axis_value")
         if ok.empty:
             continue
         label = series_label(impl, group)
@@ -229,7 +229,7 @@ def floors(cell: pd.DataFrame) -> pd.DataFrame:
     over the bandwidth of the cache level they fit in, or its FLOPs over the calibrated peak, whichever
     is longer (the bound behind pct_of_peak, measure/execute.py). Where implementations count different
     FLOPs, the lowest bound is the floor."""
-    ok = cell[(cell["status"] == "ok") & cell["pct_of_peak"].notna() & cell["median_s"].notna()]
+    ok = cell[(cell["status"] == Status.OK) & cell["pct_of_peak"].notna() & cell["median_s"].notna()]
     bound = ok.assign(floor_s=ok["median_s"] * ok["pct_of_peak"] / 100.0)
     return bound.groupby(["group", "axis_value"], as_index=False)["floor_s"].min()
 

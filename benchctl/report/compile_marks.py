@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from benchctl.results.summary import recompiled
+from benchctl.vocab import Status
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -20,7 +21,7 @@ def mark_recompiles(ax: "Axes", cell: pd.DataFrame) -> None:
     """A black ring around each timed point whose cell recompiled (times in ms, as the timing panel)."""
     if "recompiles" not in cell:
         return
-    ok = cell[(cell["status"] == "ok") & cell["median_s"].notna()]
+    ok = cell[(cell["status"] == Status.OK) & cell["median_s"].notna()]
     hit = ok[[recompiled(r) for r in ok.to_dict("records")]]
     if hit.empty:
         return

@@ -13,12 +13,12 @@ import numpy as np
 from benchctl.report.charts import LINESTYLES, figure_grid, impl_colors, panel_title
 from benchctl.results.history import Point, Series
 from benchctl.results.steps import Step
-from benchctl.results.verdict import FASTER, SLOWER
+from benchctl.vocab import Verdict
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-VERDICT_COLORS = {SLOWER: "#c62828", FASTER: "#2e7d32"}  # other verdicts: grey
+VERDICT_COLORS = {Verdict.SLOWER: "#c62828", Verdict.FASTER: "#2e7d32"}  # other verdicts: grey
 SPREAD = 0.3  # the runs of one commit share its slot, this wide
 
 

@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 import pandas as pd
 
 from benchctl.report.charts import figure_grid
-from benchctl.results.schema import CANARY_SLOW, Stop
+from benchctl.results.schema import CANARY_SLOW
 from benchctl.results.summary import MEM_SLOW, probed
+from benchctl.vocab import Stop
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

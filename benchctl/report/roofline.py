@@ -10,7 +10,7 @@ import pandas as pd
 
 from benchctl.report.charts import (DEVICE_LABELS, DEVICES, PASS_MARKERS, figure_grid, finish, impl_colors, ordered,
                                     scale_x, tidy_log)
-from benchctl.results.schema import PASS_LABELS
+from benchctl.vocab import PASS_LABELS, Status
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -21,7 +21,7 @@ def roofline_figure(df: pd.DataFrame, title: str, peaks: Mapping[str, Mapping[st
                     ) -> "Figure | None":
     """Achieved throughput per device: GFLOP/s against arithmetic intensity under the measured roofs
     when FLOPs are known, else GB/s against the sweep axis; None when no row has rates."""
-    ok = df[(df["status"] == "ok") & df["gbps"].notna()] if "gbps" in df else df.iloc[0:0]
+    ok = df[(df["status"] == Status.OK) & df["gbps"].notna()] if "gbps" in df else df.iloc[0:0]
     if ok.empty:
         return None
     devices = ordered(ok["device"], DEVICES)

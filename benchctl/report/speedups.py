@@ -8,6 +8,7 @@ import pandas as pd
 
 from benchctl.results import storage
 from benchctl.results.summary import speedup
+from benchctl.vocab import Status
 
 CELL_KEY = ["target", "device", "dtype", "params", "pass"]  # one cell of the sweep, across impls
 
@@ -16,10 +17,10 @@ def speedups(df: pd.DataFrame, baseline: str) -> pd.Series:
     """The baseline's time over this row's for the same cell (summary.speedup: the pairs' ratio where the
     row was timed in alternation with the baseline, the rounds' where both were measured in rounds); NaN
     where either did not run."""
-    ok = storage.latest(df[(df["status"] == "ok") & (df["impl"] == baseline)], CELL_KEY)
+    ok = storage.latest(df[(df["status"] == Status.OK) & (df["impl"] == baseline)], CELL_KEY)
     base = dict(zip(ok[CELL_KEY].itertuples(index=False, name=None), ok.to_dict("records")))
     keys = df[CELL_KEY].itertuples(index=False, name=None)
-    values = [speedup(base[key], row) if row["status"] == "ok" and key in base else np.nan
+    values = [speedup(base[key], row) if row["status"] == Status.OK and key in base else np.nan
               for key, row in zip(keys, df.to_dict("records"))]
     return pd.Series(values, index=df.index, dtype=float)
 

@@ -18,7 +18,7 @@ import pandas as pd
 
 from benchctl.errors import UsageError
 from benchctl.results import storage
-from benchctl.results.schema import Status
+from benchctl.vocab import Device, Status
 
 FOLDER = "baselines"
 BASELINE_PROCESSES = 3  # worker processes a baseline's cells come from, at least (run --processes)
@@ -32,7 +32,7 @@ def machine_kind(rows: pd.DataFrame) -> str:
         return sorted({str(v) for v in rows.loc[where, column].dropna() if str(v)}) if column in rows else []
 
     everywhere = pd.Series(True, index=rows.index)
-    kinds = names("cpu_name", everywhere) + names("gpu_name", rows["device"] == "cuda")
+    kinds = names("cpu_name", everywhere) + names("gpu_name", rows["device"] == Device.CUDA)
     return " + ".join(kinds) or "unknown machine"
 
 

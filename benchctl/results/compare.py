@@ -14,10 +14,10 @@ import pandas as pd
 
 from benchctl.errors import UsageError
 from benchctl.results import storage
-from benchctl.results.schema import BROKEN, ENV_FIELDS, clean_samples
+from benchctl.results.schema import ENV_FIELDS, clean_samples
 from benchctl.results.summary import probed
-from benchctl.results.verdict import (FASTER, SAME, SLOWER, UNSURE, adjusted, doubt, machine_doubt,
-                                     mann_whitney_p, ratio_interval, verdict)
+from benchctl.results.verdict import adjusted, doubt, machine_doubt, mann_whitney_p, ratio_interval, verdict
+from benchctl.vocab import BROKEN, Device, Status, Verdict
 
 KEY = ("op", "target", "impl", "device", "dtype", "params", "pass")
 # Facts whose difference makes two runs' timings incomparable (not the commit: that is what changed).
@@ -27,8 +27,8 @@ MACHINE = "machine"  # the kind of processor a cell ran on: its GPU's name on cu
 # Runs whose median memory bandwidth probes (membw.py) differ by more than this share get a warning.
 BANDWIDTH_CHANGE = 0.2
 # Table order: what needs attention first.
-VERDICTS = (SLOWER, "broken", FASTER, "fixed", UNSURE, SAME, "not timed", "only in base", "only in new")
-REGRESSIONS = (SLOWER, "broken")  # what --fail-on-regression fails on: slower, or stopped working
+VERDICTS = tuple(Verdict)
+REGRESSIONS = (Verdict.SLOWER, Verdict.BROKEN)  # what --fail-on-regression fails on: slower, or stopped working
 
 
 @dataclass(frozen=True)
@@ -81,7 +81,7 @@ class Comparison:
         """Regressions first (worst first), then improvements (best first), then the rest."""
         def key(c: CellChange) -> tuple[int, float]:
             ratio = c.ratio if c.ratio is not None else 1.0
-            return VERDICTS.index(c.verdict), -ratio if c.verdict == SLOWER else ratio
+            return VERDICTS.index(c.verdict), -ratio if c.verdict == Verdict.SLOWER else ratio
 
         return sorted(self.cells, key=key)
 
@@ -129,14 +129,15 @@ def _facts(row: pd.Series) -> dict[str, Any]:
 def compare_cell(key: tuple, base: pd.Series, new: pd.Series) -> CellChange:
     """One cell's figures; a timed cell's verdict is given once every cell's p-value is known."""
     statuses = {"base_status": base["status"], "new_status": new["status"]}
-    if base["status"] != "ok" or new["status"] != "ok":
-        broke = base["status"] == "ok" and new["status"] in BROKEN
-        fixed = new["status"] == "ok" and base["status"] in BROKEN
-        return CellChange(*key, verdict="broken" if broke else "fixed" if fixed else "not timed", **statuses)
+    if base["status"] != Status.OK or new["status"] != Status.OK:
+        broke = base["status"] == Status.OK and new["status"] in BROKEN
+        fixed = new["status"] == Status.OK and base["status"] in BROKEN
+        return CellChange(*key, verdict=Verdict.BROKEN if broke else Verdict.FIXED if fixed else Verdict.NOT_TIMED,
+                          **statuses)
     a, b = _samples(base), _samples(new)
     ratio = float(new["median_s"] / base["median_s"]) if base["median_s"] else math.nan
     p, interval = mann_whitney_p(a, b), ratio_interval(a, b)
-    return CellChange(*key, verdict=UNSURE, **statuses,
+    return CellChange(*key, verdict=Verdict.UNSURE, **statuses,
                       base_median_s=float(base["median_s"]), new_median_s=float(new["median_s"]), ratio=ratio,
                       ratio_low=interval[0] if interval else None, ratio_high=interval[1] if interval else None,
                       p_value=p, base_n=len(a), new_n=len(b),
@@ -170,16 +171,16 @@ def _judged(cells: list[CellChange], threshold: float, alpha: float) -> list[Cel
         interval = (c.ratio_low, c.ratio_high) if c.ratio_low is not None else None
         said = verdict(interval, q, threshold, alpha)
         reason = c.reason or machine_doubt(said, c.ratio, c.machine, threshold)
-        if said in (SLOWER, FASTER) and reason:
-            said = UNSURE
-        cells[i] = replace(c, p_adjusted=q, verdict=said, reason=reason if said == UNSURE else None)
+        if said in (Verdict.SLOWER, Verdict.FASTER) and reason:
+            said = Verdict.UNSURE
+        cells[i] = replace(c, p_adjusted=q, verdict=said, reason=reason if said == Verdict.UNSURE else None)
     return cells
 
 
 def machine_kinds(rows: pd.DataFrame) -> pd.Series:
     """Each row's kind of processor: the GPU's name for a cuda cell, the CPU's for a cpu cell ("" unknown)."""
     column = lambda name: rows[name] if name in rows else pd.Series("", index=rows.index)  # noqa: E731
-    return column("gpu_name").where(rows["device"] == "cuda", column("cpu_name")).fillna("").astype(str)
+    return column("gpu_name").where(rows["device"] == Device.CUDA, column("cpu_name")).fillna("").astype(str)
 
 
 def _by_cell(rows: pd.DataFrame, keys: tuple[str, ...]) -> dict[tuple, pd.Series]:
@@ -209,8 +210,8 @@ def compare(base: pd.DataFrame, new: pd.DataFrame, threshold: float = 0.05, alph
     a, b = _by_cell(base, keys), _by_cell(new, keys)
     cell = lambda k: k[:len(KEY)]  # noqa: E731
     cells = _judged([compare_cell(cell(k), a[k], b[k]) for k in a if k in b], threshold, alpha)
-    cells += [CellChange(*cell(k), verdict="only in base", base_status=a[k]["status"]) for k in a if k not in b]
-    cells += [CellChange(*cell(k), verdict="only in new", new_status=b[k]["status"]) for k in b if k not in a]
+    cells += [CellChange(*cell(k), verdict=Verdict.ONLY_IN_BASE, base_status=a[k]["status"]) for k in a if k not in b]
+    cells += [CellChange(*cell(k), verdict=Verdict.ONLY_IN_NEW, new_status=b[k]["status"]) for k in b if k not in a]
     counts = {v: sum(c.verdict == v for c in cells) for v in VERDICTS}
     return Comparison(tuple(cells), env_differences(base, new, base_meta, new_meta), threshold, alpha, counts,
                       (median_bandwidth(base), median_bandwidth(new)))

@@ -18,7 +18,8 @@ import pandas as pd
 from benchctl.errors import UsageError
 from benchctl.results import commits, storage
 from benchctl.results.compare import KEY, machine_kinds
-from benchctl.results.schema import Status, params_text
+from benchctl.results.schema import params_text
+from benchctl.vocab import Status
 
 FILTERS = {"op": "op", "impl": "impl", "pass_name": "pass", "device": "device"}  # select() keyword -> column
 

@@ -1,5 +1,6 @@
-"""What a result row is: its columns and their types, the statuses, the passes and the environment facts,
-each defined here once; every other module takes them from here.
+"""What a result row is: its columns and their types and the environment facts, each defined here once;
+every other module takes them from here. The words a row holds (statuses, passes, stops, devices) are
+benchctl/vocab.py's.
 
 The parquet files are the contract with users and old runs: a column is only ever added (nullable), and a
 change that breaks a reader bumps SCHEMA_VERSION, while loaders keep reading older versions.
@@ -8,82 +9,16 @@ change that breaks a reader bumps SCHEMA_VERSION, while loaders keep reading old
 from __future__ import annotations
 
 import json
-
-from enum import StrEnum
 from typing import Sequence
 
 import pyarrow as pa
 
+# Importable from here too, for the modules that build rows (measure/execute.py, sweep/): defined in vocab.
+from benchctl.vocab import Status, Stop, TimingMode  # noqa: F401
+
 SCHEMA_VERSION = 1
-
-
-class Status(StrEnum):
-    """How a cell's pass ended. A StrEnum: rows and parquet files hold the plain string."""
-
-    OK = "ok"
-    UNAVAILABLE = "unavailable"  # cannot run here: no device, no extension, a failed build
-    INCORRECT = "incorrect"  # ran, but failed the correctness gate
-    OOM = "oom"
-    CRASHED = "crashed"  # the worker died (segfault, abort, exit)
-    TIMEOUT = "timeout"
-    ERROR = "error"  # the implementation raised
-    SKIPPED = "skipped"  # not run: a smaller size of its series ran out of memory
-    LOST = "lost"  # its node died and the retry failed too (ray executor); the message names the error
-    BELOW_FLOOR = "below_floor"  # timed faster than its bytes or FLOPs can go on this machine: work skipped, or missed
-
-
-# A cell that ran and went wrong (not one that could not, or was not, run).
-BROKEN = (Status.INCORRECT, Status.OOM, Status.CRASHED, Status.TIMEOUT, Status.ERROR, Status.LOST, Status.BELOW_FLOOR)
-# Every status of a row without a time.
-FAILED = tuple(s for s in Status if s is not Status.OK)
-
-
-class RunState(StrEnum):
-    """Where a run folder's sweep stands, as its metadata file says (and, for `cut off`, as a reader
-    finds it: the file says running, but the process writing it is gone)."""
-
-    RUNNING = "running"
-    COMPLETE = "complete"
-    INTERRUPTED = "interrupted"  # Ctrl-C or SIGTERM; every finished cell is kept
-    FAILED = "failed"  # the metadata gives the reason
-    CUT_OFF = "cut off"  # its writer died without a word (kill -9, power loss); finished cells are kept
-
-
-class Stop(StrEnum):
-    """Why a pass's sampling ended (measure/timing.py)."""
-
-    CONVERGED = "converged"  # the median's confidence interval reached the target
-    MAX_TIME = "max_time"  # time ran out first: the row is noisy unless the interval is within the target
-    MAX_SAMPLES = "max_samples"
-    MIN_TIME = "min_time"  # fixed rule (--ci-target 0): the minimum time was sampled
-    STABLE = "stable"  # fixed rule: the running median stopped moving
-    DISTURBED = "disturbed"  # too few samples the machine left alone (measure/interference.py) to judge
-
-
-class TimingMode(StrEnum):
-    """How a pass's calls were timed."""
-
-    EAGER = "eager"  # each call as the program makes it (on a GPU: launches included)
-    CUDA_GRAPH = "cuda_graph"  # replays of the call captured in a CUDA graph (run --cuda-graph)
-
-
-class Pass(StrEnum):
-    FORWARD = "forward"
-    BACKWARD = "backward"
-    FORWARD_BACKWARD = "forward_backward"
-
-
-PASSES: tuple[str, ...] = tuple(p.value for p in Pass)  # plain strings (click, JSON, parquet)
 CANARY_SLOW = 0.05  # a canary (machine/canary.py) more than this share over its calibrated time: the machine was slow
 SPEEDUP_LIMIT = 50.0  # a pass this many times faster than its reference is re-checked (sweep/recheck.py)
-TF32_MODES = {"default": None, "on": True, "off": False}  # --tf32: torch's setting, allowed, forbidden
-EXECUTORS = ("local", "pool", "ray")  # --executor: one cell at a time here, a worker per GPU, a Ray cluster
-ALLOCATORS = ("system", "jemalloc", "tcmalloc")  # --allocator: the worker's malloc (machine/allocator.py)
-TF32_PEAK = "tf32"  # the calibrated matmul rate of float32 with TF32 allowed, beside the dtypes' own
-DEVICES = ("cpu", "cuda")  # the devices a cell runs on
-DEVICE_ALIASES = {"gpu": "cuda", "cuda": "cuda", "cpu": "cpu"}  # what a user may type for each
-DTYPE_NAMES = ("float32", "float64", "float16", "bfloat16")  # the torch dtypes a cell can name
-PASS_LABELS = {Pass.FORWARD: "forward", Pass.BACKWARD: "backward", Pass.FORWARD_BACKWARD: "forward+backward"}
 
 # Facts of the machine and software stamped on every row (machine/facts.py gathers them), with the
 # label the report's environment table gives each.
@@ -121,8 +56,8 @@ COLUMNS: dict[str, pa.DataType] = {
     "axis": pa.string(),  # the param the operator sweeps on a chart's x axis
     "axis_value": pa.float64(),
     "batch_size": pa.int64(),
-    "pass": pa.string(),  # a Pass
-    "status": pa.string(),  # a Status
+    "pass": pa.string(),  # a vocab.Pass
+    "status": pa.string(),  # a vocab.Status
     "message": pa.string(),
     "n": pa.int64(),
     "median_s": pa.float64(),
@@ -138,8 +73,8 @@ COLUMNS: dict[str, pa.DataType] = {
     "ci_lo_s": pa.float64(),  # the 95% confidence interval of median_s (order statistics)
     "ci_hi_s": pa.float64(),
     "noisy": pa.bool_(),  # the median did not settle: its interval is wider than +-1% of it
-    "stop": pa.string(),  # a Stop: why sampling ended (converged, max_time, ...)
-    "timing_mode": pa.string(),  # a TimingMode: eager, or cuda_graph
+    "stop": pa.string(),  # a vocab.Stop: why sampling ended (converged, max_time, ...)
+    "timing_mode": pa.string(),  # a vocab.TimingMode: eager, or cuda_graph
     "rechecked": pa.bool_(),  # measured again strictly: below its floor, or far faster than its reference (sweep/recheck.py)
     "remeasured": pa.int32(),  # times the cell was measured again late in the sweep because it was noisy
     "wall_s": pa.float64(),  # wall clock the pass's warm-up and sampling took, untimed setup included

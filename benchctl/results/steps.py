@@ -23,7 +23,8 @@ from ruptures.base import BaseCost
 
 from benchctl.results import compare
 from benchctl.results.history import Point, Series
-from benchctl.results.schema import Stop, clean_samples
+from benchctl.results.schema import clean_samples
+from benchctl.vocab import Stop
 
 Z95 = 1.959964  # a 95% interval's half-width in standard errors
 MAD_SIGMA = 1.4826  # median absolute deviation -> standard deviation, for normal scatter

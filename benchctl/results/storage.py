@@ -29,7 +29,8 @@ import pyarrow.parquet as pq
 
 from benchctl.errors import BenchError
 from benchctl.results import compaction
-from benchctl.results.schema import COLUMNS, SCHEMA, SCHEMA_VERSION, RunState
+from benchctl.results.schema import COLUMNS, SCHEMA, SCHEMA_VERSION
+from benchctl.vocab import RunState
 
 RUN_FILE = "_run.json"  # leading underscore: parquet dataset readers skip it
 LEGACY_RUN_FILE = "run.json"  # what runs written before were called; still read

@@ -10,7 +10,8 @@ import numpy as np
 import pandas as pd
 
 from benchctl.results import storage
-from benchctl.results.schema import CANARY_SLOW, Status, Stop
+from benchctl.results.schema import CANARY_SLOW
+from benchctl.vocab import Status, Stop
 
 # A call whose system CPU time (all threads) is at least this share of its median is marked "os": most
 # of what was measured is the kernel, e.g. zero-filling fresh pages, not the implementation's own work.
@@ -132,7 +133,7 @@ def summary_tables(df: pd.DataFrame, references: dict[str, str]) -> list[Summary
         ref = references.get(op, "py")
         values = sorted(group["axis_value"].dropna().unique())
         axis = group["axis"].iloc[0]
-        ok = group[(group["impl"] == ref) & (group["status"] == "ok")]
+        ok = group[(group["impl"] == ref) & (group["status"] == Status.OK)]
         rows = []
         for (pass_name, impl), g in group.groupby(["pass", "impl"], sort=False):
             refs = storage.latest(ok[ok["pass"] == pass_name], ["axis_value"])
@@ -159,7 +160,7 @@ def _others(params_json: str, axis: str) -> str:
 def _cell(row: dict | None, base: dict | None, is_ref: bool, typical_gbps: float | None = None) -> str:
     if row is None:
         return ""
-    if row["status"] != "ok":
+    if row["status"] != Status.OK:
         return row["status"]
     text = _fmt_ms(row["median_s"])
     if base is not None and not is_ref and row["median_s"] > 0:

@@ -35,9 +35,9 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from benchctl.results.schema import CANARY_SLOW, Stop
+from benchctl.results.schema import CANARY_SLOW
+from benchctl.vocab import Stop, Verdict
 
-FASTER, SLOWER, SAME, UNSURE = "faster", "slower", "same", "unsure"
 # Why a change the samples call real is still `unsure`.
 DISTURBED, NOISY, ONE_PROCESS = "disturbed", "noisy", "one process"
 WITHIN_SPREAD = "within the spread between processes"
@@ -92,16 +92,16 @@ def ratio_interval(base: Sequence[float], new: Sequence[float]) -> tuple[float, 
 def verdict(interval: tuple[float, float] | None, p_value: float | None, min_effect: float,
             alpha: float) -> str:
     if interval is None or not all(map(math.isfinite, interval)):
-        return UNSURE
+        return Verdict.UNSURE
     low, high = interval
     significant = p_value is not None and p_value < alpha
     if significant and low > 1 + min_effect:
-        return SLOWER
+        return Verdict.SLOWER
     if significant and high < 1 - min_effect:
-        return FASTER
+        return Verdict.FASTER
     if 1 - min_effect <= low and high <= 1 + min_effect:
-        return SAME
-    return UNSURE
+        return Verdict.SAME
+    return Verdict.UNSURE
 
 
 def doubt(ratio: float, sides: Sequence[dict]) -> str | None:
@@ -128,14 +128,14 @@ def machine_doubt(said: str, ratio: float, machine: Mapping[str, float], min_eff
     than CANARY_SLOW means the runs ran on machines of different speed: no normalisation makes up for that
     (a 2-core VM's slow phase slowed a 44 us two-thread call 1.78x while its canary read 1.52x). What is
     left is held against every probe: divided by the machine's change, the change must still count."""
-    if said not in (SLOWER, FASTER) or not machine:
+    if said not in (Verdict.SLOWER, Verdict.FASTER) or not machine:
         return None
     moved = {k: v for k, v in machine.items() if k in SPEED_PROBES and abs(v - 1) > CANARY_SLOW}
     if moved:
         probe, change = max(moved.items(), key=lambda kv: abs(kv[1] - 1))
         return f"{MACHINE_CHANGED} ({probe} {change - 1:+.0%})"
-    if said == SLOWER and ratio / max(machine.values()) <= 1 + min_effect:
+    if said == Verdict.SLOWER and ratio / max(machine.values()) <= 1 + min_effect:
         return f"{MACHINE_SLOWER} ({max(machine.values()) - 1:+.0%})"
-    if said == FASTER and ratio / min(machine.values()) >= 1 - min_effect:
+    if said == Verdict.FASTER and ratio / min(machine.values()) >= 1 - min_effect:
         return f"{MACHINE_FASTER} ({min(machine.values()) - 1:+.0%})"
     return None

@@ -11,6 +11,7 @@ from benchctl.results import storage
 from benchctl.results.summary import HOST_BOUND
 from benchctl.selftest.steps import EAGER
 from benchctl.selftest.verdict import Outcome
+from benchctl.vocab import Device, Status
 
 CELL = ["op", "target", "impl", "dtype", "params", "pass"]
 
@@ -26,7 +27,7 @@ def sweep_figures(outcomes: Sequence[Outcome]) -> list[str]:
 
 
 def _ok(rows: pd.DataFrame) -> pd.DataFrame:
-    return rows[(rows["status"] == "ok") & (rows["device"] == "cuda")]
+    return rows[(rows["status"] == Status.OK) & (rows["device"] == Device.CUDA)]
 
 
 def _host_bound(rows: pd.DataFrame, suffix: str = "") -> pd.Series:

@@ -23,7 +23,7 @@ def main() -> None:
     from benchctl.measure.timing import Policy, measure
     from benchctl.ops import registry
     from benchctl.ops.cells import Cell
-    from benchctl.results.schema import PASSES
+    from benchctl.vocab import PASSES
 
     if not torch.cuda.is_available():
         sys.exit("timer agreement: no CUDA device")

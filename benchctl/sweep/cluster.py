@@ -16,9 +16,9 @@ from typing import Any, Callable, Sequence
 
 from benchctl.errors import UsageError
 from benchctl.ops.cells import Cell
-from benchctl.results.schema import Status
 from benchctl.sweep.executors import Rows, failure_rows
 from benchctl.sweep.series import SeriesJob, run_series
+from benchctl.vocab import Device, Status
 
 Series = tuple[Cell, ...]
 Deliver = Callable[[Series, Rows], None]
@@ -125,7 +125,7 @@ class RayCluster:
             self._started = False
 
     def default_requests(self, series: Series) -> list[dict[str, Any]]:
-        if series[0].device != "cuda":
+        if series[0].device != Device.CUDA:
             return [{"num_cpus": self._whole_node_cpus()}]
         kinds = self.gpu_kinds or [None]
         return [{"num_gpus": 1, **({"resources": {KIND_PREFIX + k: 0.001}} if k else {})} for k in kinds]
@@ -137,7 +137,7 @@ class RayCluster:
     def validate(self, series: Sequence[Series]) -> None:
         """Bad input is one line and nothing runs: GPU work on a cluster without GPUs, or a kind no node has."""
         resources = _ray().cluster_resources()
-        if any(s[0].device == "cuda" for s in series) and self.requests is None:
+        if any(s[0].device == Device.CUDA for s in series) and self.requests is None:
             if resources.get("GPU", 0) < 1:
                 raise UsageError("the Ray cluster has no GPU, and the sweep has GPU cells")
             missing = [k for k in self.gpu_kinds if KIND_PREFIX + k not in resources]

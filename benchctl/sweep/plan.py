@@ -10,7 +10,8 @@ from benchctl.machine import allocator
 from benchctl.ops import registry
 from benchctl.ops.cells import Cell
 from benchctl.sweep.config import SweepConfig
-from benchctl.results.schema import SPEEDUP_LIMIT, TF32_MODES
+from benchctl.results.schema import SPEEDUP_LIMIT
+from benchctl.vocab import TF32_MODES, Allocator, Executor
 from benchctl.measure.execute import Settings
 from benchctl.sweep.rounds import per_round
 from benchctl.sweep.cluster import RayCluster
@@ -58,8 +59,8 @@ class Plan:
     rounds: int = 1  # within each worker process
     processes: int = 1  # worker processes each cell is measured in (executors.Replicas)
     fresh_worker: bool = False
-    allocator: str = "system"  # the worker's memory allocator (machine/allocator.py)
-    executor: str = "local"  # one of schema.EXECUTORS
+    allocator: str = Allocator.SYSTEM  # the worker's memory allocator (machine/allocator.py)
+    executor: str = Executor.LOCAL  # one of vocab.EXECUTORS
     address: str | None = None  # ray: an existing cluster's address ("auto", HOST:PORT); None starts one
     gpu_kinds: Sequence[str] = ()  # ray: GPU series run once on each of these accelerator types
 
@@ -75,8 +76,9 @@ class Plan:
             timing["warmup_time"] = self.warmup_time
         if self.ci_target is not None:
             timing["ci_target"] = self.ci_target
-        policy = replace(Policy(), **{k: (int(v) if k in ("min_samples", "max_samples", "warmup") else v)
-                                      for k, v in timing.items()})
+        default = Policy()  # its fields' types say which keys are counts
+        policy = replace(default, **{k: (int(v) if isinstance(getattr(default, k), int) else v)
+                                     for k, v in timing.items()})
         return Settings(policy=per_round(_time_bounds(policy, timing), self.total_rounds), flush_l2=self.flush_l2,
                         cuda_graph=self.cuda_graph, tf32=self.tf32, peaks=load_peaks())
 
@@ -89,7 +91,7 @@ class Plan:
         """Settings that cannot go together, as a usage error."""
         if self.processes > 1 and self.in_process:
             raise UsageError("--processes needs worker processes: leave out --in-process (or use --processes 1)")
-        if self.processes > 1 and self.executor != "local":
+        if self.processes > 1 and self.executor != Executor.LOCAL:
             raise UsageError(f"--processes is not supported by the {self.executor} executor yet: use "
                              "--processes 1 with it, or the local executor")
         if self.processes > 1 and self.fresh_worker:
@@ -129,9 +131,9 @@ class Plan:
 
     def fanout(self) -> Pool | RayCluster | None:
         """The executor that fans series out (pool, ray), or None for the local one."""
-        if self.executor == "pool":
+        if self.executor == Executor.POOL:
             return Pool(self.series_job(), local_gpus())
-        if self.executor == "ray":
+        if self.executor == Executor.RAY:
             return RayCluster(self.series_job(), self.address, tuple(self.gpu_kinds))
         return None
 

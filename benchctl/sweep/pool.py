@@ -16,6 +16,7 @@ from typing import Callable, Sequence
 from benchctl.ops.cells import Cell
 from benchctl.sweep.executors import Rows
 from benchctl.sweep.series import SeriesJob, close_workers, run_series
+from benchctl.vocab import Device
 
 Series = tuple[Cell, ...]
 Deliver = Callable[[Series, Rows], None]
@@ -42,7 +43,7 @@ class Pool:
     job: SeriesJob  # the settings every series shares; its cells are replaced per series
     gpus: Sequence[str]
     runner: Callable[[SeriesJob], Rows] = run_series  # replaceable, so scheduling is tested without GPUs
-    is_gpu: Callable[[Series], bool] = lambda series: series[0].device == "cuda"
+    is_gpu: Callable[[Series], bool] = lambda series: series[0].device == Device.CUDA
 
     def start(self, series: Sequence[Series]) -> None:
         """Nothing to start: the workers start with their series."""

@@ -17,6 +17,7 @@ from benchctl.ops import extension, namespaces
 from benchctl.ops.build import BuildError
 from benchctl.ops.namespaces import Clash
 from benchctl.ops.cells import Cell
+from benchctl.vocab import Device
 
 BUSY_WARN_CORES = 0.5  # cores kept busy by other processes at the start of a CPU run
 SLOW_MEMORY_SHARE = 0.6  # memory bandwidth at the start of a CPU run, as a share of the calibrated read peak
@@ -79,7 +80,7 @@ class Preflight:
 def busy_cores_now(cells: Sequence[Cell]) -> tuple[float | None, str | None]:
     """Other work on the CPU makes timings noisy: torch's OpenMP threads wait out a busy core.
     The busy cores measured (None for a GPU-only run or without /proc/stat), and a warning if too many."""
-    if not any(c.device == "cpu" for c in cells):
+    if not any(c.device == Device.CPU for c in cells):
         return None, None
     busy = facts.busy_cores()
     if busy is None or busy < BUSY_WARN_CORES:
@@ -91,7 +92,7 @@ def busy_cores_now(cells: Sequence[Cell]) -> tuple[float | None, str | None]:
 def memory_bandwidth_now(cells: Sequence[Cell], read_peak: float | None) -> tuple[float | None, str | None]:
     """Other tenants of the host can take half the memory bandwidth without using a core of this machine.
     The probe's GB/s (None for a GPU-only run), and a warning when it is well under the calibrated peak."""
-    if not any(c.device == "cpu" for c in cells):
+    if not any(c.device == Device.CPU for c in cells):
         return None, None
     now = membw.probe()
     if not read_peak or now >= SLOW_MEMORY_SHARE * read_peak:

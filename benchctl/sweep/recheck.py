@@ -15,8 +15,9 @@ from typing import Any
 
 from benchctl.measure.stats import join_messages
 from benchctl.ops.cells import Cell
-from benchctl.results.schema import FIRST_CALL_COLUMNS, Status
+from benchctl.results.schema import FIRST_CALL_COLUMNS
 from benchctl.results.summary import speedup
+from benchctl.vocab import Status
 
 Row = dict[str, Any]
 

@@ -23,6 +23,7 @@ from benchctl.sweep.driver import Sweep, series_key
 from benchctl.sweep.executors import Rows, WorkerProcess
 from benchctl.sweep.preflight import Preflight
 from benchctl.sweep.worker import settings_to_json
+from benchctl.vocab import Allocator
 
 
 def group(cells: Sequence[Cell], by_point: bool = False) -> list[tuple[Cell, ...]]:
@@ -60,7 +61,7 @@ class SeriesJob:
     mem_limit: int | None = None
     env: dict[str, str] = field(default_factory=dict)  # for the worker, e.g. CUDA_VISIBLE_DEVICES
     node_id: str | None = None  # the node's name in the rows (Ray's node id; else the host)
-    allocator: str = "system"  # preloaded on the node that runs the series (its own library path)
+    allocator: str = Allocator.SYSTEM  # preloaded on the node that runs the series (its own library path)
     remeasure: int = 0  # times a noisy cell is measured again at the end of its series
 
 

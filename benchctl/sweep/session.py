@@ -17,7 +17,6 @@ from benchctl.machine import load
 from benchctl.machine.facts import environment, memory_setup
 from benchctl.ops.cells import Cell
 from benchctl.results import compaction
-from benchctl.results.schema import RunState
 from benchctl.results.storage import RunWriter, new_run_id
 from benchctl.sweep.cluster import RayCluster
 from benchctl.sweep.driver import Sweep
@@ -25,6 +24,7 @@ from benchctl.sweep.executors import Rows
 from benchctl.sweep.plan import Plan
 from benchctl.sweep.pool import Pool
 from benchctl.sweep.series import group
+from benchctl.vocab import RunState
 
 
 class Interrupted(Exception):

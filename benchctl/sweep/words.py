@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from benchctl.errors import UsageError
-from benchctl.results.schema import DEVICE_ALIASES, DEVICES, DTYPE_NAMES, PASSES
+from benchctl.vocab import DEVICE_ALIASES, DEVICES, DTYPE_NAMES, PASSES
 
 
 def split(text: str) -> list[str]:

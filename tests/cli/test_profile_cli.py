@@ -169,7 +169,7 @@ def test_user_operator_from_ops_dir_reaches_the_child(tmp_path: Path, example_op
 
 def test_help_lists_the_options() -> None:
     from benchctl.ops.cells import DTYPES
-    from benchctl.results.schema import DTYPE_NAMES
+    from benchctl.vocab import DTYPE_NAMES
 
     result = invoke("profile", "--help")
     assert result.exit_code == 0

@@ -13,7 +13,7 @@ from benchctl.measure.interference import (DISTURBED_WAIT, RunQueue, RunQueueMet
                                            is_disturbed, watched_gpu, window_for)
 from benchctl.measure.stats import disturbed_message
 from benchctl.measure.timing import Policy, measure
-from benchctl.results.schema import Stop
+from benchctl.vocab import Stop
 
 
 class Machine:

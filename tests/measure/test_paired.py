@@ -7,7 +7,7 @@ import pytest
 
 from benchctl.measure.paired import PAIRS_UP_TO, far_apart, measure_paired, paired_stats
 from benchctl.measure.timing import Policy, measure
-from benchctl.results.schema import Stop
+from benchctl.vocab import Stop
 
 
 def ticks():

@@ -9,7 +9,7 @@ from benchctl.measure.clocks import CpuClock, CudaEventClock, OsUsage
 
 from benchctl.measure.stats import CI_MIN_SAMPLES, is_noisy, median_ci, noisy_message, summarize
 from benchctl.measure.timing import MIN_TIME_OVER_MAX_SAMPLES, Policy, measure
-from benchctl.results.schema import Stop
+from benchctl.vocab import Stop
 
 
 class FakeCounter:
