@@ -147,6 +147,12 @@ class PassResult:
         dropped = _fields_of(dict.fromkeys(names))
         return replace(self, **dropped, given=self.given - frozenset(dropped))
 
+    def keeping(self, other: PassResult, names: Sequence[str]) -> PassResult:
+        """This result with `other`'s values of `names`, those `other` has (a measurement taken again keeps
+        the first one's gate and what its first call compiled)."""
+        theirs = other.to_row()
+        return self.with_(**{k: theirs[k] for k in names if k in theirs})
+
     def to_row(self) -> dict[str, Any]:
         """The row: each column given, by its schema name."""
         return {_COLUMN_OF.get(f, f): getattr(self, f) for f in _FIELDS if f in self.given}
