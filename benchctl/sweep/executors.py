@@ -22,7 +22,7 @@ from benchctl import interpreter
 from benchctl.errors import BenchError
 from benchctl.machine import oom
 from benchctl.measure.execute import Settings, base_result, each_pass, run_cell
-from benchctl.measure.result import PassResult
+from benchctl.measure.result import PassResult, UnknownColumn
 from benchctl.ops import namespaces
 from benchctl.ops.cells import Cell
 from benchctl.results.schema import Status
@@ -118,7 +118,10 @@ class WorkerProcess:
         self._seq += 1
         if self.fresh:
             self.close()
-        return [restate(row) for row in rows]
+        try:
+            return [restate(row) for row in rows]
+        except UnknownColumn as exc:
+            return failure_rows(cell, Status.ERROR, f"the worker's reply was rejected: {exc}")
 
     def _may_share(self, op: str) -> bool:
         """Whether `op` may run in the worker that ran the operators before it: not when their C++
