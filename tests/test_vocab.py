@@ -85,8 +85,8 @@ def test_schema_and_the_analysis_take_their_words_from_the_vocabulary():
     from benchctl.machine import allocator
     from benchctl.results import compare, schema
 
-    assert (schema.Status, schema.Stop, schema.TimingMode) == (vocab.Status, vocab.Stop, vocab.TimingMode)
-    assert not {"PASSES", "DEVICES", "EXECUTORS", "ALLOCATORS", "TF32_MODES", "DTYPE_NAMES", "Pass"} & set(vars(schema))
+    assert not {"PASSES", "DEVICES", "EXECUTORS", "ALLOCATORS", "TF32_MODES", "DTYPE_NAMES", "Pass", "Status", "Stop",
+                "TimingMode"} & set(vars(schema))  # defined once, in the vocabulary
     assert compare.VERDICTS == tuple(vocab.Verdict)
     assert set(compare.REGRESSIONS) == {vocab.Verdict.SLOWER, vocab.Verdict.BROKEN}
     assert set(allocator.LIBRARIES) == set(vocab.ALLOCATORS)

@@ -25,7 +25,6 @@ def command(impls: str, devices: str, ops: tuple[str, ...], ops_dirs: tuple[str,
     from benchctl.sweep import words
 
     words.check(devices=devices)  # before torch is imported
-    from benchctl import console
     from benchctl.ops import lookup
     from benchctl.sweep import request
     from benchctl.measure.check_child import run_checks_isolated

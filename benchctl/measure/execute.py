@@ -1,7 +1,8 @@
 """Running one cell: availability, the correctness gate, warm-up, then each pass timed -> result rows.
 
 `run_cell` is a pure function of the cell and the settings; it never prints, and the caller owns
-progress and storage. Every failure becomes a row with a status and a message.
+progress and storage. Every failure becomes a row with a status and a message. Each pass's row is a
+PassResult (result.py) until it leaves here.
 """
 
 from __future__ import annotations
@@ -22,12 +23,13 @@ from benchctl.ops.cells import Cell, Resolved
 from benchctl.ops.compiling import CompiledFn
 from benchctl.measure.memory import peak_bytes
 from benchctl.measure.prepared import Prepared, prepare
+from benchctl.measure.result import PassResult
 from benchctl.measure.clocks import Clock, CpuClock, CudaEventClock, Thunk
 from benchctl.measure.paired import PAIRS_UP_TO, measure_paired, paired_stats
 from benchctl.measure.stats import join_messages
 from benchctl.measure.timing import Measurement, Policy, measure
 from benchctl.measure.cuda_graph import CudaGraphClock, repeatable_thunk
-from benchctl.results.schema import Status, TimingMode
+from benchctl.vocab import Device, Status, TimingMode
 
 SECOND_SEED = 1  # the gate checks at the cell's seed and at seed + SECOND_SEED
 
@@ -65,54 +67,60 @@ def error_message(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {first}{loc}"
 
 
-def base_row(resolved: Resolved) -> dict[str, Any]:
+def base_result(resolved: Resolved) -> PassResult:
+    """What every row of the cell says of it, before a pass is named."""
     cell, op = resolved.cell, resolved.op
     params = cell.params
-    return {
-        "op": cell.op, "target": cell.target, "impl": cell.impl, "device": cell.device, "dtype": cell.dtype,
-        "params": cell.params_json, "axis": op.axis, "axis_value": float(params.get(op.axis, 0)),
-        "batch_size": params.get("batch_size"), "allocator": allocator.current(),
-    }
+    return PassResult().with_(
+        op=cell.op, target=cell.target, impl=cell.impl, device=cell.device, dtype=cell.dtype,
+        params=cell.params_json, axis=op.axis, axis_value=float(params.get(op.axis, 0)),
+        batch_size=params.get("batch_size"), allocator=allocator.current())
+
+
+def each_pass(result: PassResult, passes: tuple[str, ...], **columns: Any) -> list[PassResult]:
+    """`result` once per pass, with `columns`: a cell's rows that did not get as far as timing."""
+    return [result.with_(pass_=p, **columns) for p in passes]
 
 
 def run_cell(cell: Cell, settings: Settings = Settings(), clock: Clock | None = None) -> list[dict[str, Any]]:
     resolved = cell.resolve()
     if not isinstance(resolved.impl.fn, CompiledFn) or resolved.unavailable_reason():
-        return _run_resolved(resolved, settings, clock)
+        return [r.to_row() for r in _run_resolved(resolved, settings, clock)]
     finish = resolved.impl.fn.watch()  # what torch.compile compiled for the cell (ops/compile_watch.py)
-    rows = _run_resolved(resolved, settings, clock)
+    results = _run_resolved(resolved, settings, clock)
     extra = finish()
-    return [{**row, **extra} for row in rows]
+    return [r.with_(**extra).to_row() for r in results]
 
 
-def _run_resolved(resolved: Resolved, settings: Settings, clock: Clock | None) -> list[dict[str, Any]]:
+def _run_resolved(resolved: Resolved, settings: Settings, clock: Clock | None) -> list[PassResult]:
     cell = resolved.cell
-    base = base_row(resolved)
+    base = base_result(resolved)
     correctness.set_tf32(settings.tf32)
     reason = resolved.unavailable_reason()
     if reason:
-        return [{**base, "pass": p, "status": Status.UNAVAILABLE, "message": reason} for p in cell.passes]
+        return each_pass(base, cell.passes, status=Status.UNAVAILABLE, message=reason)
     gc.collect()  # the whole heap, once per cell; each pass collects only what is new (timing.measure)
     try:
         prepared = prepare(resolved)  # first: its first call is the compile time a user pays once
         gate = _gate(resolved) if settings.check and not cell.checked else {}
         if gate.get("correct") is False:
-            return [{**base, **gate, "pass": p, "status": Status.INCORRECT} for p in cell.passes]
+            return each_pass(base.with_(**gate), cell.passes, status=Status.INCORRECT)
         changed = seal.broken()
         if changed:
-            return [{**base, "pass": p, "status": Status.ERROR, "message": changed} for p in cell.passes]
+            return each_pass(base, cell.passes, status=Status.ERROR, message=changed)
     except Exception as exc:
-        return [{**base, "pass": p, "status": status_of(exc), "message": error_message(exc)} for p in cell.passes]
+        return each_pass(base, cell.passes, status=status_of(exc), message=error_message(exc))
     partner, unpaired = _partner(resolved)
     kids = orphans.children()  # after every first call: a compiler's worker pool started there is no orphan
     watch = clock is None  # a clock given (a test's fake) is not watched
     clock = clock or make_clock(cell.device, settings.flush_l2, settings.cuda_graph)
-    mode = {"timing_mode": TimingMode.CUDA_GRAPH if isinstance(clock, CudaGraphClock) else TimingMode.EAGER}
-    rows = [{**base, **gate, **mode, **_time_pass(prepared, p, settings, clock, partner, watch)} for p in cell.passes]
+    mode = TimingMode.CUDA_GRAPH if isinstance(clock, CudaGraphClock) else TimingMode.EAGER
+    head = base.with_(**gate, timing_mode=mode)
+    results = [_time_pass(head, prepared, p, settings, clock, partner, watch) for p in cell.passes]
     left = orphans.left_running(kids)
     if left:
-        rows = [{**r, "status": Status.ERROR, "message": left} for r in rows]
-    return [{**r, "message": join_messages(r.get("message"), unpaired)} for r in rows] if unpaired else rows
+        results = [r.with_(status=Status.ERROR, message=left) for r in results]
+    return [r.with_(message=join_messages(r.message, unpaired)) for r in results] if unpaired else results
 
 
 def _partner(resolved: Resolved) -> tuple[Prepared | None, str]:
@@ -156,20 +164,20 @@ def _incorrect(result: correctness.CheckResult, seed: int | None) -> str:
     return f"{what}: {result.failures()}" + (f" (at seed {seed}; right at the check seed)" if seed is not None else "")
 
 
-def _time_pass(prepared: Prepared, pass_name: str, settings: Settings, clock: Clock,
-               partner: Prepared | None = None, watch: bool = False) -> dict[str, Any]:
-    """One pass timed; with `watch`, on a clock watched for disturbance (interference.py): run-queue delay
-    on a CPU, the SM clock on a GPU."""
+def _time_pass(head: PassResult, prepared: Prepared, pass_name: str, settings: Settings, clock: Clock,
+               partner: Prepared | None = None, watch: bool = False) -> PassResult:
+    """One pass timed, its result `head` (the cell's) and what the pass found; with `watch`, on a clock
+    watched for disturbance (interference.py): run-queue delay on a CPU, the SM clock on a GPU."""
     clocks = gpu_clocks.guard(prepared.resolved.cell.device)
     watched = _watched(clock, clocks) if watch else None
     marks = seal.clock_marks(watched or clock)
     try:
-        row = _time_watched(prepared, pass_name, settings, watched or clock, partner, watch, clocks)
+        result = _time_watched(head, prepared, pass_name, settings, watched or clock, partner, watch, clocks)
     finally:
         if watched is not None:
             watched.close()
     changed = seal.broken() or seal.broken(marks, seal.clock_marks(watched or clock))
-    return {**row, "status": Status.ERROR, "message": changed} if changed else row
+    return result.with_(status=Status.ERROR, message=changed) if changed else result
 
 
 def _watched(clock: Clock, clocks: gpu_clocks.ClockGuard | None) -> interference.WatchedClock | None:
@@ -179,12 +187,12 @@ def _watched(clock: Clock, clocks: gpu_clocks.ClockGuard | None) -> interference
     return interference.watched_gpu(clock, clocks.sm_mhz, clocks.max_mhz)
 
 
-def _time_watched(prepared: Prepared, pass_name: str, settings: Settings, clock: Clock,
-                  partner: Prepared | None, watch: bool, clocks: gpu_clocks.ClockGuard | None) -> dict[str, Any]:
-    row: dict[str, Any] = {"pass": pass_name, "compile_s": prepared.compile_s, "best_config": prepared.best_config}
+def _time_watched(head: PassResult, prepared: Prepared, pass_name: str, settings: Settings, clock: Clock,
+                  partner: Prepared | None, watch: bool, clocks: gpu_clocks.ClockGuard | None) -> PassResult:
+    row = head.with_(pass_=pass_name, compile_s=prepared.compile_s, best_config=prepared.best_config)
     usage = getattr(clock, "usage_per_call", None)
     before, host_before = len(usage or ()), len(getattr(clock, "host_per_call", ()))
-    probe = trust.probe if settings.probe_bandwidth and prepared.resolved.cell.device == "cpu" else None
+    probe = trust.probe if settings.probe_bandwidth and prepared.resolved.cell.device == Device.CPU else None
     try:
         audited = _audit(prepared, pass_name, clock)
         setup = _setup(prepared, pass_name, clock, audited)
@@ -201,23 +209,22 @@ def _time_watched(prepared: Prepared, pass_name: str, settings: Settings, clock:
         wrong = audited.verdict() if audited else ""
         mem = peak_bytes(setup, prepared.resolved.cell.device) if settings.measure_memory else None
     except Exception as exc:
-        return {**row, "status": status_of(exc), "message": error_message(exc)}
+        return row.with_(status=status_of(exc), message=error_message(exc))
     if wrong:
-        return {**row, "status": Status.INCORRECT, "message": wrong}
-    row.update(status=Status.OK, samples_s=list(m.samples), noisy=m.noisy, stop=m.stop, peak_mem_bytes=mem,
-               wall_s=m.wall_s, **m.stats, **paired)
+        return row.with_(status=Status.INCORRECT, message=wrong)
+    row = row.with_(status=Status.OK, samples_s=list(m.samples), noisy=m.noisy, stop=m.stop, peak_mem_bytes=mem,
+                    wall_s=m.wall_s, **m.stats, **paired)
     if probe:
-        row.update(trust.machine_around(bandwidth_before, bandwidth_after, settings.peaks.get("cpu", {})))
+        row = row.with_(**trust.machine_around(bandwidth_before, bandwidth_after, settings.peaks.get("cpu", {})))
     if clocks:
-        row.update(clocks.summary())
+        row = row.with_(**clocks.summary())
     if usage is not None:
-        row.update(trust.os_work(usage[before + len(m.warmup_s):]))
-    row.update(_host_side(clock, host_before + len(m.warmup_s), row.get("message")))
-    row["threads"] = torch.get_num_threads()
-    row.update(trust.disturbance(m), **trust.said(row.get("message"), m))
+        row = row.with_(**trust.os_work(usage[before + len(m.warmup_s):]))
+    row = row.with_(**_host_side(clock, host_before + len(m.warmup_s), row.message), threads=torch.get_num_threads())
+    row = row.with_(**trust.disturbance(m), **trust.said(row.message, m))
     peaks = settings.peaks.get(prepared.resolved.cell.device, {})
-    row.update(rates.rates(prepared.resolved, prepared.setup(pass_name), pass_name, m.median, peaks))
-    return {**row, **trust.below_floor(row, rates.least_time(row, peaks, prepared.resolved.cell))}
+    row = row.with_(**rates.rates(prepared.resolved, prepared.setup(pass_name), pass_name, m.median, peaks))
+    return row.with_(**trust.below_floor(row.to_row(), rates.least_time(row.to_row(), peaks, prepared.resolved.cell)))
 
 
 def _host_side(clock: Clock, start: int, message: str | None) -> dict[str, Any]:
@@ -251,7 +258,7 @@ def _time_paired(setup: Callable[[], Thunk], clock: Clock, partner: Prepared, pa
 
 
 def make_clock(device: str, flush_l2: bool = False, cuda_graph: bool = False) -> Clock:
-    if device != "cuda":
+    if device != Device.CUDA:
         return CpuClock()
     events = CudaEventClock(before=l2_flusher() if flush_l2 else None)
     return CudaGraphClock(events) if cuda_graph else events

@@ -30,13 +30,22 @@ def rates(resolved: Resolved, setup: Callable[[], Thunk], pass_name: str, median
     out: dict[str, Any] = {"flops": flops_done, "bytes": nbytes,
                            "flops_source": "counted" if torch_count else "declared" if declared else None}
     if median > 0:
-        out["gflops"] = flops_done / median * 1e-9
-        out["gbps"] = nbytes / median * 1e-9
+        out.update(per_second(flops_done, nbytes, median))
     level, gflops = caches.level_for(nbytes, caches.levels(peaks)), matmul_peak(peaks, cell)
     bound = max(nbytes / (level.gbps * 1e9) if level else 0.0, flops_done / (gflops * 1e9) if gflops else 0.0)
     if bound > 0 and median > 0:
         out["pct_of_peak"] = 100.0 * bound / median
         out["peak_level"] = level.name if level else None
+    return out
+
+
+def per_second(flops: float | None, nbytes: float | None, median: float) -> dict[str, float]:
+    """GFLOP/s and GB/s of a pass whose median call takes `median` seconds (each where its count is known)."""
+    out = {}
+    if flops is not None:
+        out["gflops"] = flops / median * 1e-9
+    if nbytes is not None:
+        out["gbps"] = nbytes / median * 1e-9
     return out
 
 

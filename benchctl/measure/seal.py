@@ -20,7 +20,8 @@ from typing import Any
 
 SEALED = tuple(f"benchctl.measure.{m}" for m in (
     "audit", "clocks", "correctness", "cuda_graph", "execute", "fresh", "interference", "paired", "passes",
-    "prepared", "rates", "seal", "stats", "timing", "trust")) + ("benchctl.results.schema", "benchctl.vocab")
+    "pooling", "prepared", "rates", "result", "seal", "stats", "timing", "trust")) + ("benchctl.results.schema",
+                                                                                    "benchctl.vocab")
 COUNTERS = ("perf_counter", "perf_counter_ns", "monotonic", "monotonic_ns", "time", "time_ns", "process_time")
 
 Marks = dict[str, Any]

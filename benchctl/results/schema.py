@@ -13,9 +13,6 @@ from typing import Sequence
 
 import pyarrow as pa
 
-# Importable from here too, for the modules that build rows (measure/execute.py, sweep/): defined in vocab.
-from benchctl.vocab import Status, Stop, TimingMode  # noqa: F401
-
 SCHEMA_VERSION = 1
 CANARY_SLOW = 0.05  # a canary (machine/canary.py) more than this share over its calibrated time: the machine was slow
 SPEEDUP_LIMIT = 50.0  # a pass this many times faster than its reference is re-checked (sweep/recheck.py)

@@ -16,10 +16,12 @@ from datetime import datetime, timezone
 from typing import Any, Callable, Iterable, Protocol, Sequence
 
 from benchctl.measure.execute import GATE_COLUMNS
+from benchctl.measure.result import PassResult
 from benchctl.measure.stats import ci_half_width, join_messages
 from benchctl.ops import provenance, registry
 from benchctl.ops.cells import Cell
-from benchctl.results.schema import FIRST_CALL_COLUMNS, SPEEDUP_LIMIT, Status, Stop
+from benchctl.results.schema import FIRST_CALL_COLUMNS, SPEEDUP_LIMIT
+from benchctl.vocab import Status, Stop
 from benchctl.results.summary import slow_machine
 from benchctl.sweep import recheck
 from benchctl.sweep.executors import Executor, Rows, failure_rows
@@ -102,7 +104,7 @@ class Sweep:
     def _finish(self, i: int, rounds_rows: list[Rows], unsettled: dict[int, Held]) -> None:
         merged = merge(rounds_rows)
         if self.remeasure and self.rounds == self.processes and noisy(merged):
-            rows = [{**r, "remeasured": 0} for r in merged]
+            rows = [PassResult.from_row(r).with_(remeasured=0).to_row() for r in merged]
             unsettled[i] = Held(rows, self.writer.write(stamp(rows, self.env)))
         else:
             self._written[i] = Held(merged, self.writer.write(stamp(merged, self.env)))
@@ -172,7 +174,7 @@ def _never_settled(row: dict[str, Any]) -> dict[str, Any]:
     if not (noisy([row]) and row.get("remeasured")):
         return row
     said = f"measured again {row['remeasured']} time(s) late in the sweep, never settled"
-    return {**row, "message": join_messages(row.get("message"), said)}
+    return PassResult.from_row(row).with_(message=join_messages(row.get("message"), said)).to_row()
 
 
 def _best_of(kept: Rows, fresh: Rows, attempt: int) -> Rows:
@@ -186,10 +188,11 @@ def _best_of(kept: Rows, fresh: Rows, attempt: int) -> Rows:
             out.append(row)
             continue
         new = again.get(row["pass"])
+        chosen = PassResult.from_row(row)
         if new is not None and (_undisturbed(new) > _undisturbed(row)
                                 or _undisturbed(new) == _undisturbed(row) and _spread(new) < _spread(row)):
-            row = {**new, **{k: row[k] for k in (*GATE_COLUMNS, *FIRST_CALL_COLUMNS) if k in row}}
-        out.append({**row, "remeasured": attempt})
+            chosen = PassResult.from_row(new).keeping(chosen, (*GATE_COLUMNS, *FIRST_CALL_COLUMNS))
+        out.append(chosen.with_(remeasured=attempt).to_row())
     return out
 
 

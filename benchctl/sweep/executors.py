@@ -21,11 +21,11 @@ from typing import Any, Protocol, Sequence
 from benchctl import interpreter
 from benchctl.errors import BenchError
 from benchctl.machine import oom
-from benchctl.measure.execute import Settings, run_cell
-from benchctl.measure.stats import summarize
+from benchctl.measure.execute import Settings, base_result, each_pass, run_cell
+from benchctl.measure.result import PassResult, UnknownColumn
 from benchctl.ops import namespaces
 from benchctl.ops.cells import Cell
-from benchctl.results.schema import Status, clean_samples
+from benchctl.vocab import Status
 from benchctl.sweep import channel
 from benchctl.sweep.worker import settings_to_json
 
@@ -118,7 +118,10 @@ class WorkerProcess:
         self._seq += 1
         if self.fresh:
             self.close()
-        return [restate(row) for row in rows]
+        try:
+            return [restate(row) for row in rows]
+        except UnknownColumn as exc:
+            return failure_rows(cell, Status.ERROR, f"the worker's reply was rejected: {exc}")
 
     def _may_share(self, op: str) -> bool:
         """Whether `op` may run in the worker that ran the operators before it: not when their C++
@@ -181,15 +184,15 @@ def end_group(proc: subprocess.Popen) -> None:
 def restate(row: dict[str, Any]) -> dict[str, Any]:
     """A row's statistics recomputed from its samples, so none comes from the process the measured code ran
     in; a row whose statistics disagree with its samples is an error."""
-    samples = row.get("samples_s")
-    if not samples or row.get("median_s") is None:
+    result = PassResult.from_row(row)
+    if not result.samples_s or result.median_s is None:
         return row
-    stats = summarize(clean_samples(samples, row.get("disturbed")))
-    off = abs(stats["median_s"] - row["median_s"]) > 1e-9 * max(stats["median_s"], 1e-12) + 1e-15
-    if off and row.get("status") == Status.OK:
-        return {**row, **stats, "status": Status.ERROR,
-                "message": f"the worker's median {row['median_s']:.6g} s is not its samples' ({stats['median_s']:.6g} s)"}
-    return {**row, **stats}
+    stats = result.statistics()
+    off = abs(stats["median_s"] - result.median_s) > 1e-9 * max(stats["median_s"], 1e-12) + 1e-15
+    if off and result.ok:
+        said = f"the worker's median {result.median_s:.6g} s is not its samples' ({stats['median_s']:.6g} s)"
+        return result.with_(**stats, status=Status.ERROR, message=said).to_row()
+    return result.with_(**stats).to_row()
 
 
 @dataclass
@@ -207,7 +210,7 @@ class Replicas:
         turn = self._turns.get(key, 0)
         self._turns[key] = turn + 1
         process = turn % len(self.workers)
-        return [{**row, "process": process} for row in self.workers[process].run(cell)]
+        return [PassResult.from_row(row).with_(process=process).to_row() for row in self.workers[process].run(cell)]
 
     def close(self) -> None:
         for worker in self.workers:
@@ -223,7 +226,4 @@ def _tail(stream: Any) -> str:
 
 
 def failure_rows(cell: Cell, status: str, message: str) -> Rows:
-    from benchctl.measure.execute import base_row
-
-    base = base_row(cell.resolve())
-    return [{**base, "pass": p, "status": status, "message": message} for p in cell.passes]
+    return [r.to_row() for r in each_pass(base_result(cell.resolve()), cell.passes, status=status, message=message)]

@@ -10,6 +10,7 @@ import torch
 from benchctl.measure import cuda_graph
 from benchctl.measure.cuda_graph import CudaGraphClock, GraphCaptureError, capture, repeatable_thunk
 from benchctl.measure.execute import Settings, _time_pass
+from benchctl.measure.result import PassResult
 from benchctl.measure.clocks import CudaEventClock
 from benchctl.measure.timing import Policy, measure
 
@@ -78,8 +79,9 @@ def test_a_call_that_cannot_be_captured_is_an_error_row_that_says_so(builtin_ops
 
     cell = Cell.make("hoconv2d", "filter", "py", "cpu", "float32", {"batch_size": 1, "C": 3, "H": 8, "W": 8, "k": 3})
     prepared = prepare(cell.resolve())
-    row = _time_pass(prepared, "forward", Settings(probe_bandwidth=False), CudaGraphClock(events([]), refuses))
-    assert row["status"] == "error"
+    row = _time_pass(PassResult(), prepared, "forward", Settings(probe_bandwidth=False),
+                     CudaGraphClock(events([]), refuses)).to_row()
+    assert row["status"] == "error" and row["pass"] == "forward"
     assert row["message"].startswith("GraphCaptureError: cannot be captured in a CUDA graph: RuntimeError")
 
 

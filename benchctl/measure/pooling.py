@@ -1,0 +1,152 @@
+"""One pass's rounds pooled into one result (PassResult.merge): the samples of every round, the statistics
+and rates recomputed from them, what the machine did meanwhile, and the rounds' and worker processes'
+medians with their spread.
+
+Rounds that disagree by more than MODES_APART are not averaged: the sorted round medians are split at
+their widest gap into a fast and a slow mode, the result gives both (`mode_fast_s`, `mode_slow_s`) and says
+so, and its median is the median of the mode that holds most samples (the slow one on a tie), never a
+value between the two that no call took. Where the modes' page faults per call differ, the message gives
+both: the mode with more is the one whose calls got fresh memory from the OS.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
+
+from benchctl.measure import rates
+from benchctl.measure.paired import paired_stats
+from benchctl.measure.stats import is_noisy, join_messages, noisy_message, summarize
+from benchctl.measure.timing import Policy, too_disturbed
+from benchctl.vocab import Stop
+
+if TYPE_CHECKING:
+    from benchctl.measure.result import PassResult
+
+Results = Sequence["PassResult"]
+MODES_APART = 0.10  # round medians this far apart (slowest / fastest - 1) are two modes, not noise
+
+
+def pooled(results: Results) -> PassResult:
+    """The first round's result with every round's samples, and what they give."""
+    first = results[0]
+    samples = [s for r in results for s in r.samples_s]
+    flags = [f for r in results for f in _flags(r)]
+    stats = first.with_(samples_s=samples, disturbed=flags).statistics()
+    medians = [r.median_s for r in results]
+    noisy = is_noisy(stats)
+    merged = first.with_(**stats, samples_s=samples, rounds=len(results), noisy=noisy,
+                         message=noisy_message(stats) if noisy else "",
+                         **_disturbance(results, flags, flags.count(False), noisy),
+                         round_spread=_spread(medians), round_medians_s=medians,
+                         peak_mem_bytes=_max_of(r.peak_mem_bytes for r in results),
+                         page_faults=_median_of(r.page_faults for r in results),
+                         sys_s=_median_of(r.sys_s for r in results),
+                         host_s=_median_of(r.host_s for r in results),
+                         mem_gbps=_median_of(r.mem_gbps for r in results),
+                         canary_s=_median_of(r.canary_s for r in results),
+                         canary_ratio=_median_of(r.canary_ratio for r in results),
+                         wall_s=sum(r.wall_s or 0.0 for r in results))
+    merged = merged.with_(**_pair_statistics(results, samples))
+    modes = _modes(results)
+    if modes:
+        modes["message"] = join_messages(merged.message, modes["message"])
+    merged = merged.with_(**modes)
+    return merged.with_(**_rates(first, merged.median_s))
+
+
+def processes(results: Results) -> dict[str, Any]:
+    """Rounds measured in several worker processes (run --processes): each process's median of its clean
+    samples, and the spread between them (slowest / fastest - 1), which verdicts hold a change against."""
+    by_process: dict[int, list[float]] = {}
+    for result in results:
+        if result.process is not None:
+            by_process.setdefault(int(result.process), []).extend(result.clean())
+    if len(by_process) < 2:
+        return {}
+    medians = [statistics.median(by_process[p]) for p in sorted(by_process)]
+    spread = max(medians) / min(medians) - 1 if min(medians) > 0 else None
+    return {"processes": len(medians), "process_medians_s": medians, "process_spread": spread}
+
+
+def _spread(medians: list[float]) -> float | None:
+    return max(medians) / min(medians) - 1 if len(medians) > 1 and min(medians) > 0 else None
+
+
+def _flags(result: PassResult) -> list[bool]:
+    """A result's per-sample disturbed flags (none set where its samples were not watched)."""
+    return list(result.disturbed or [False] * len(result.samples_s))
+
+
+def _disturbance(results: Results, flags: list[bool], clean: int, noisy: bool) -> dict[str, Any]:
+    """The pooled flags, their share, the rounds' median wait, and `disturbed` as the stop where the pooled
+    clean samples are too few or the median did not settle with many set aside."""
+    if not any(r.disturbed for r in results):
+        return {}
+    share = sum(flags) / len(flags)
+    out: dict[str, Any] = {"disturbed": flags, "disturbed_share": share,
+                           "wait_s": _median_of(r.wait_s for r in results)}
+    if too_disturbed(clean, share, Stop.MAX_TIME if noisy else Stop.CONVERGED, Policy()):
+        out["stop"] = Stop.DISTURBED
+    return out
+
+
+def _pair_statistics(results: Results, samples: list[float]) -> dict[str, Any]:
+    """Timed in alternation with a partner every round: its samples pooled as the own are (the pairs stay
+    aligned) and the paired speedup taken over all the pairs."""
+    if not all(r.partner_samples_s for r in results):
+        return {}
+    partner = [s for r in results for s in r.partner_samples_s]
+    return {"partner_samples_s": partner, **paired_stats(samples, partner)}
+
+
+def _modes(results: Results) -> dict[str, Any]:
+    """Two modes when the rounds disagree: both medians, and the majority mode's statistics."""
+    ordered = sorted(enumerate(results, start=1), key=lambda pair: pair[1].median_s)
+    medians = [r.median_s for _, r in ordered]
+    if len(results) < 2 or medians[0] <= 0 or medians[-1] / medians[0] - 1 <= MODES_APART:
+        return {}
+    cut = max(range(1, len(ordered)), key=lambda i: medians[i] / medians[i - 1])
+    fast, slow = ordered[:cut], ordered[cut:]
+    fast_stats, slow_stats = (summarize([s for _, r in part for s in r.clean()]) for part in (fast, slow))
+    majority = fast_stats if fast_stats["n"] > slow_stats["n"] else slow_stats
+    # n, min and max stay the pooled ones, as do the samples
+    kept = {k: v for k, v in majority.items() if k not in ("n", "min_s", "max_s")}
+    which = lambda part: ", ".join(str(i) for i, _ in sorted(part, key=lambda pair: pair[0]))  # noqa: E731
+    return {**kept, "mode_fast_s": fast_stats["median_s"], "mode_slow_s": slow_stats["median_s"],
+            "message": f"rounds disagree: {fast_stats['median_s'] * 1e3:.3g} ms in round(s) {which(fast)}, "
+                       f"{slow_stats['median_s'] * 1e3:.3g} ms in round(s) {which(slow)}{_faults(fast, slow)}; "
+                       f"the median is the {'fast' if majority is fast_stats else 'slow'} mode's, which holds "
+                       "most samples"}
+
+
+def _faults(fast: list, slow: list) -> str:
+    """The two modes' page faults per call, where they differ: the mode with more got fresh memory from the
+    OS each call, as a loop that frees and allocates its tensors again does under that allocator."""
+    counts = [[r.page_faults for _, r in part if r.page_faults is not None] for part in (fast, slow)]
+    if not all(counts):
+        return ""
+    fast_faults, slow_faults = (statistics.median(c) for c in counts)
+    if fast_faults == slow_faults:
+        return ""
+    return f" ({fast_faults:.0f} and {slow_faults:.0f} page faults per call)"
+
+
+def _rates(first: PassResult, median: float) -> dict[str, Any]:
+    """GFLOP/s, GB/s and % of peak at the pooled median (the roofline bound is the same each round)."""
+    if median <= 0:
+        return {}
+    out = rates.per_second(first.flops, first.bytes, median)
+    if first.pct_of_peak is not None:
+        out["pct_of_peak"] = first.pct_of_peak * first.median_s / median
+    return out
+
+
+def _max_of(values: Iterable[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return max(present) if present else None
+
+
+def _median_of(values: Iterable[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return float(statistics.median(present)) if present else None

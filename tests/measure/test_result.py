@@ -1,0 +1,132 @@
+"""A pass's typed result: the row a real cell gives, its columns checked against the schema, and rounds
+pooled by merge() into the statistics their samples give."""
+
+import json
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import torch
+
+from benchctl.machine import allocator
+from benchctl.measure.execute import Settings, run_cell
+from benchctl.measure.result import PassResult, UnknownColumn
+from benchctl.measure.stats import median_ci, summarize
+from benchctl.measure.timing import Policy
+from benchctl.ops.cells import Cell
+from benchctl.results import storage
+from benchctl.results.schema import COLUMNS, clean_samples
+from benchctl.sweep.rounds import merge
+
+FAST = Settings(policy=Policy(warmup=1, warmup_time=0.0, min_samples=3, min_time=0.0, max_time=2.0))
+SMALL = {"batch_size": 2, "C": 3, "H": 16, "W": 20, "k": 5}
+# The columns a timed CPU pass's row has always had: what the cell is, its gate, its samples and statistics,
+# its rates, and the machine's facts measured around it ...
+TIMED = {"op", "target", "impl", "device", "dtype", "params", "axis", "axis_value", "batch_size", "allocator",
+         "pass", "status", "message", "correct", "max_abs_err", "max_rel_err", "tolerance", "check_params",
+         "timing_mode", "compile_s", "best_config", "samples_s", "noisy", "stop", "peak_mem_bytes", "wall_s",
+         "n", "median_s", "iqr_s", "mean_s", "std_s", "min_s", "max_s", "ci_lo_s", "ci_hi_s", "mem_gbps",
+         "canary_s", "canary_ratio", "page_faults", "sys_s", "threads", "flops", "bytes", "flops_source",
+         "gflops", "gbps"}
+# ... and those of a machine that can watch its run queue (interference.py)
+WATCHED = {"disturbed", "disturbed_share", "wait_s"}
+
+
+@pytest.fixture(scope="module")
+def hoconv_rows(builtin_ops):
+    cell = Cell.make("hoconv2d", "filter", "py", "cpu", "float32", SMALL, passes=("forward", "backward"))
+    return cell, run_cell(cell, FAST)
+
+
+def test_a_real_cells_rows_have_their_columns_and_values_and_round_trip(hoconv_rows):
+    cell, rows = hoconv_rows
+    resolved = cell.resolve()
+    assert [r["pass"] for r in rows] == ["forward", "backward"]
+    for row in rows:
+        assert TIMED <= set(row) <= TIMED | WATCHED, set(row) ^ TIMED
+        assert PassResult.from_row(row).to_row() == row
+        same = {"op": "hoconv2d", "target": "filter", "impl": "py", "device": "cpu", "dtype": "float32",
+                "params": cell.params_json, "axis": resolved.op.axis, "axis_value": float(SMALL[resolved.op.axis]),
+                "batch_size": 2, "allocator": allocator.current(), "status": "ok", "correct": True,
+                "tolerance": 2e-4,
+                "check_params": json.dumps(resolved.op.params_for_check(cell.params), sort_keys=True),
+                "timing_mode": "eager", "best_config": None, "threads": torch.get_num_threads()}
+        assert {k: row[k] for k in same} == same
+        stats = summarize(clean_samples(row["samples_s"], row.get("disturbed")))
+        assert {k: row[k] for k in stats} == stats
+        assert row["gflops"] == row["flops"] / row["median_s"] * 1e-9
+        assert row["gbps"] == row["bytes"] / row["median_s"] * 1e-9
+    forward_flops = resolved.target.flops(cell.params)
+    assert rows[0]["flops"] == forward_flops == 2 * 2 * 3 * 16 * 20 * 25
+
+
+def test_a_row_that_never_ran_is_the_cells_columns_and_why(fixture_ops):
+    params = {"batch_size": 4, "dim": 8}
+    cell = Cell.make("faulty", "op", "noreason", "cpu", "float32", params)
+    rows = run_cell(cell, FAST)
+    assert rows == [{"op": "faulty", "target": "op", "impl": "noreason", "device": "cpu", "dtype": "float32",
+                     "params": cell.params_json, "axis": "batch_size", "axis_value": 4.0, "batch_size": 4,
+                     "allocator": allocator.current(), "pass": p, "status": "unavailable",
+                     "message": "needs a thing this machine lacks"} for p in cell.passes]
+
+
+def test_the_rows_storage_writes_are_the_results_rows(hoconv_rows, tmp_path):
+    _, rows = hoconv_rows
+    writer = storage.RunWriter(tmp_path, storage.new_run_id(), {})
+    writer.write(rows)
+    df = storage.load_run(writer.dir).set_index("pass")
+    for row in rows:
+        for column in ("impl", "status", "median_s", "ci_lo_s", "ci_hi_s", "gflops", "flops", "tolerance"):
+            assert df.loc[row["pass"], column] == row[column]
+        assert list(df.loc[row["pass"], "samples_s"]) == row["samples_s"]
+
+
+def test_merge_of_two_real_rounds_gives_the_pooled_samples_median_and_interval(builtin_ops):
+    cell = Cell.make("hoconv2d", "filter", "py", "cpu", "float32", SMALL, passes=("forward",))
+    rounds = [run_cell(replace(cell, checked=True), FAST) for _ in range(2)]
+    merged = PassResult.merge([PassResult.from_row(rows[0]) for rows in rounds])
+    samples = [s for rows in rounds for s in rows[0]["samples_s"]]
+    flags = [f for rows in rounds for f in rows[0].get("disturbed") or [False] * len(rows[0]["samples_s"])]
+    clean = [s for s, f in zip(samples, flags) if not f] or samples
+    assert merged.samples_s == samples and merged.rounds == 2 and merged.n == len(clean)
+    assert merged.round_medians_s == [rows[0]["median_s"] for rows in rounds]
+    if merged.mode_fast_s is None:  # the rounds agreed: the pooled samples' median, interval and rates
+        assert merged.median_s == summarize(clean)["median_s"] == pytest.approx(float(np.median(clean)))
+        assert (merged.ci_lo_s, merged.ci_hi_s) == median_ci(clean)
+        assert merged.gflops == merged.flops / merged.median_s * 1e-9
+    else:  # more than 10% apart (a busy machine): the median of the mode holding most samples
+        assert merged.median_s in (merged.mode_fast_s, merged.mode_slow_s)
+    assert merge(rounds) == [merged.to_row()]
+
+
+def test_merge_pools_clean_samples_and_the_processes_they_came_from():
+    one = PassResult(pass_="forward", status="ok", samples_s=[1.0, 9.0, 1.02], disturbed=[False, True, False],
+                     median_s=1.01, process=0)
+    two = PassResult(pass_="forward", status="ok", samples_s=[1.03, 1.05], disturbed=[False, False],
+                     median_s=1.04, process=1)
+    merged = PassResult.merge([one, two])
+    assert merged.n == 4 and merged.median_s == pytest.approx(float(np.median([1.0, 1.02, 1.03, 1.05])))
+    assert (merged.ci_lo_s, merged.ci_hi_s) == median_ci([1.0, 1.02, 1.03, 1.05])
+    assert merged.disturbed_share == 1 / 5 and merged.processes == 2 and merged.mode_fast_s is None
+    assert merged.process_medians_s == pytest.approx([1.01, 1.04])
+    assert merged.process_spread == pytest.approx(1.04 / 1.01 - 1)
+    assert "process" not in merged.to_row() and merged.to_row()["pass"] == "forward"
+
+
+def test_a_misspelt_column_raises_where_it_is_given():
+    with pytest.raises(UnknownColumn, match="'medain_s'"):
+        PassResult.from_row({"pass": "forward", "medain_s": 1.0})
+    with pytest.raises(UnknownColumn, match="'gflop'"):
+        PassResult(pass_="forward").with_(gflop=1.0)
+    with pytest.raises(UnknownColumn, match="'sample_s'"):
+        merge([[{"pass": "forward", "status": "ok", "sample_s": [1.0]}]])
+
+
+def test_a_row_has_the_columns_given_explicit_nulls_included_and_every_measured_column_is_a_field():
+    made = PassResult(op="x", pass_="forward")
+    assert made.to_row() == {"op": "x", "pass": "forward"}
+    assert made.with_(batch_size=None).to_row() == {"op": "x", "pass": "forward", "batch_size": None}
+    assert made.with_(batch_size=None).without("batch_size", "op").to_row() == {"pass": "forward"}
+    every = PassResult.from_row(dict.fromkeys(COLUMNS.keys() - {"schema_version", "run_id", "timestamp", "code_sha",
+                                                                "code_dirty", "code_repo", "code_time"}))
+    assert set(every.to_row()) <= set(COLUMNS)
