@@ -14,6 +14,7 @@ of those ratios is the figure, paired as `--rounds` pairs a sweep's.
 from __future__ import annotations
 
 import argparse
+import re
 import statistics
 import tempfile
 import time
@@ -26,6 +27,8 @@ from torch.utils import cpp_extension
 from benchctl.ops import toolchain
 from benchctl.ops.paths import EXTENSIONS_DIR
 
+# The namespace the library opens and its kernels attach to (`hoconv2d` now, `benchctl` in older versions).
+NAMESPACE = re.compile(r"(TORCH_LIBRARY(?:_FRAGMENT|_IMPL)?)\(\w+,")
 SHAPES = {"B=16 (memory)": (16, 224), "B=4, 64 rows (L3)": (4, 64)}  # (batch, rows); C=3, W=224, k=5
 C, W, K = 3, 224, 5
 CALLS = {"B=16 (memory)": 10, "B=4, 64 rows (L3)": 60}  # per version per round
@@ -33,7 +36,7 @@ CALLS = {"B=16 (memory)": 10, "B=4, 64 rows (L3)": 60}  # per version per round
 
 def load(source: Path, n: int) -> Callable:
     """The backward op of `source`, built under namespace ab<n>."""
-    text = source.read_text().replace("(benchctl,", f"(ab{n},")
+    text = NAMESPACE.sub(f"\\1(ab{n},", source.read_text())
     build = Path(tempfile.gettempdir()) / "benchctl-ab" / f"v{n}"
     build.mkdir(parents=True, exist_ok=True)
     src = build / "hoconv2d_cpu.cpp"

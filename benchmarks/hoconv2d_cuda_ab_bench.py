@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing
+import re
 import statistics
 import tempfile
 from pathlib import Path
@@ -37,6 +38,8 @@ TORCH_LIBRARY(ab{n}, m) {{
   m.def("hoconv2d_filter_backward(Tensor grad_out, Tensor x, Tensor weights) -> (Tensor, Tensor)");
 }}
 """
+# The namespace a version's kernels attach to (`hoconv2d` now, `benchctl` in older versions), renamed per version.
+NAMESPACE = re.compile(r"(TORCH_LIBRARY_IMPL)\(\w+,")
 OWN = [EXTENSIONS_DIR / "hoconv2d" / name for name in ("hoconv2d_cuda.cu", "hoconv2d.h", "hoconv2d_checks.h")]
 OWN.append(EXTENSIONS_DIR / "common" / "benchctl_hd.h")
 
@@ -45,7 +48,7 @@ def stage(files: list[Path], n: int) -> Path:
     """Version n's sources, renamed to namespace ab<n>, in its build folder (rewritten only when changed)."""
     build = Path(tempfile.gettempdir()) / "benchctl-cuda-ab" / f"v{n}"
     build.mkdir(parents=True, exist_ok=True)
-    texts = {f.name: f.read_text().replace("(benchctl,", f"(ab{n},") for f in files}
+    texts = {f.name: NAMESPACE.sub(f"\\1(ab{n},", f.read_text()) for f in files}
     texts["schema.cpp"] = SCHEMA.format(n=n)
     for name, text in texts.items():
         if not (build / name).exists() or (build / name).read_text() != text:

@@ -2,7 +2,7 @@
 
 Each operator's sources live in `extensions/<op>/`: `*.cpp` make the CPU library (which also defines
 the op schemas), `*.cu` the CUDA library; the headers in `extensions/common/` are shared by all.
-Libraries register ops into `torch.ops.benchctl` when loaded.
+Libraries register ops into their `torch.ops.<namespace>` when loaded.
 The first use compiles (seconds to minutes); later uses only load the shared object.
 
 The cache folder of a library is named by a hash of all its inputs (library.py: sources, headers,

@@ -168,6 +168,14 @@ class Extension:
         self.load(device)
         return inputs
 
+    def qualname(self, op: str) -> str:
+        """`namespace::op`, the name torch.library's functions take (register_fake, register_autograd)."""
+        return f"{self.namespace}::{op}"
+
+    def op(self, op: str) -> Any:
+        """The loaded library's `torch.ops.<namespace>.<op>.default` (no overload lookup when called)."""
+        return getattr(getattr(torch.ops, self.namespace), op).default
+
     def _register_once(self) -> None:
         """The flag lives on torch's op object, which torch keeps for the whole process, so a second import
         of an operator module (under another name, from a test) does not register twice, which

@@ -1,4 +1,4 @@
-// Autograd for benchctl::grid_sample_forward, in C++: a torch::autograd::Function registered under
+// Autograd for grid_sample::grid_sample_forward, in C++: a torch::autograd::Function registered under
 // the Autograd key (for every device), so a forward+backward never enters Python. The wrapper that
 // torch.library.register_autograd generates costs 10-15 us a call, as much as the whole backward
 // of a small grid. The fake kernels stay registered from Python; under fake tensors this kernel
@@ -18,7 +18,7 @@ class GridSampleFunction : public torch::autograd::Function<GridSampleFunction> 
  public:
   static Tensor forward(AutogradContext* ctx, const Tensor& image, const Tensor& grid) {
     static auto op = c10::Dispatcher::singleton()
-                         .findSchemaOrThrow("benchctl::grid_sample_forward", "")
+                         .findSchemaOrThrow("grid_sample::grid_sample_forward", "")
                          .typed<Tensor(const Tensor&, const Tensor&)>();
     Tensor out;
     {
@@ -31,10 +31,10 @@ class GridSampleFunction : public torch::autograd::Function<GridSampleFunction> 
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     static auto op = c10::Dispatcher::singleton()
-                         .findSchemaOrThrow("benchctl::grid_sample_grid_backward", "")
+                         .findSchemaOrThrow("grid_sample::grid_sample_grid_backward", "")
                          .typed<Tensor(const Tensor&, const Tensor&, const Tensor&)>();
     TORCH_CHECK(!ctx->needs_input_grad(0),
-                "benchctl::grid_sample_forward computes only the grid gradient; the image must not require grad");
+                "grid_sample::grid_sample_forward computes only the grid gradient; the image must not require grad");
     if (!ctx->needs_input_grad(1)) return {Tensor(), Tensor()};
     const auto saved = ctx->get_saved_variables();
     return {Tensor(), op.call(grads[0], saved[0], saved[1])};
@@ -47,6 +47,6 @@ Tensor grid_sample_autograd(const Tensor& image, const Tensor& grid) {
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(benchctl, Autograd, m) {
+TORCH_LIBRARY_IMPL(grid_sample, Autograd, m) {
   m.impl("grid_sample_forward", &grid_sample_autograd);
 }

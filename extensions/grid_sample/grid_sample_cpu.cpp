@@ -249,12 +249,12 @@ at::Tensor grid_backward_cpu(const at::Tensor& grad_out_in, const at::Tensor& im
 }  // namespace grid_sample
 }  // namespace benchctl
 
-TORCH_LIBRARY_FRAGMENT(benchctl, m) {
+TORCH_LIBRARY(grid_sample, m) {
   m.def("grid_sample_forward(Tensor image, Tensor grid) -> Tensor");
   m.def("grid_sample_grid_backward(Tensor grad_out, Tensor image, Tensor grid) -> Tensor");
 }
 
-TORCH_LIBRARY_IMPL(benchctl, CPU, m) {
+TORCH_LIBRARY_IMPL(grid_sample, CPU, m) {
   m.impl("grid_sample_forward", &benchctl::grid_sample::forward_cpu);
   m.impl("grid_sample_grid_backward", &benchctl::grid_sample::grid_backward_cpu);
 }

@@ -84,7 +84,7 @@ at::Tensor grid_backward_cuda(const at::Tensor& grad_out_in, const at::Tensor& i
 }  // namespace grid_sample
 }  // namespace benchctl
 
-TORCH_LIBRARY_IMPL(benchctl, CUDA, m) {
+TORCH_LIBRARY_IMPL(grid_sample, CUDA, m) {
   m.impl("grid_sample_forward", &benchctl::grid_sample::forward_cuda);
   m.impl("grid_sample_grid_backward", &benchctl::grid_sample::grid_backward_cuda);
 }

@@ -594,12 +594,12 @@ std::tuple<at::Tensor, at::Tensor> filter_backward_cpu(const at::Tensor& grad_ou
 }  // namespace hoconv2d
 
 // The schemas live in the CPU library, which is always loaded first; the CUDA library only adds kernels.
-TORCH_LIBRARY_FRAGMENT(benchctl, m) {
+TORCH_LIBRARY(hoconv2d, m) {
   m.def("hoconv2d_filter(Tensor x, Tensor weights) -> Tensor");
   m.def("hoconv2d_filter_backward(Tensor grad_out, Tensor x, Tensor weights) -> (Tensor, Tensor)");
 }
 
-TORCH_LIBRARY_IMPL(benchctl, CPU, m) {
+TORCH_LIBRARY_IMPL(hoconv2d, CPU, m) {
   m.impl("hoconv2d_filter", &hoconv2d::filter_cpu);
   m.impl("hoconv2d_filter_backward", &hoconv2d::filter_backward_cpu);
 }

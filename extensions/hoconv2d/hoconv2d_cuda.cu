@@ -188,7 +188,7 @@ std::tuple<at::Tensor, at::Tensor> filter_backward_cuda(const at::Tensor& grad_o
 
 }  // namespace hoconv2d
 
-TORCH_LIBRARY_IMPL(benchctl, CUDA, m) {
+TORCH_LIBRARY_IMPL(hoconv2d, CUDA, m) {
   m.impl("hoconv2d_filter", &hoconv2d::filter_cuda);
   m.impl("hoconv2d_filter_backward", &hoconv2d::filter_backward_cuda);
 }

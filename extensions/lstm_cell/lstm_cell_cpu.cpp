@@ -1,9 +1,9 @@
 // LSTM cell step: the op schemas, the device-independent composition (ATen matmuls + one fused
 // pointwise kernel each way) and the CPU pointwise kernels.
 //
-// torch.ops.benchctl.lstm_cell(x, h, c, w_ih, w_hh, b_ih, b_hh) -> (h', c', gates)
+// torch.ops.lstm_cell.lstm_cell(x, h, c, w_ih, w_hh, b_ih, b_hh) -> (h', c', gates)
 //   gates are the activated i, f, g, o (B, 4H), saved for lstm_cell_backward.
-// torch.ops.benchctl.lstm_cell_backward(grad_h, grad_c, x, h, c, w_ih, w_hh, c', gates)
+// torch.ops.lstm_cell.lstm_cell_backward(grad_h, grad_c, x, h, c, w_ih, w_hh, c', gates)
 //   -> (grad_x, grad_h, grad_c, grad_w_ih, grad_w_hh, grad_b_ih, grad_b_hh)
 // The pointwise backward also sums the gate gradients over the batch: the biases' gradient.
 // The pointwise parts are separate ops so the CUDA library only has to add kernels for those two; on
@@ -254,7 +254,7 @@ Tensor3 cell_forward(const Tensor& x, const Tensor& h, const Tensor& c, const Te
                   const Tensor& w_hh, const Tensor& b_ih, const Tensor& b_hh) {
   check_cell(x, h, c, w_ih, w_hh, b_ih, b_hh);
   static auto pointwise = c10::Dispatcher::singleton()
-                              .findSchemaOrThrow("benchctl::lstm_cell_pointwise", "")
+                              .findSchemaOrThrow("lstm_cell::lstm_cell_pointwise", "")
                               .typed<Tensor3(const Tensor&, const Tensor&, const Tensor&)>();
   Tensor gates = at::empty({x.size(0), w_ih.size(0)}, x.options());
   gate_rows(gates, x, h, w_ih, w_hh, &b_ih, 0, x.size(0));  // b_hh is added by the pointwise kernel
@@ -294,7 +294,7 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor> cell_backward
     const Tensor& grad_h, const Tensor& grad_c, const Tensor& x, const Tensor& h, const Tensor& c,
     const Tensor& w_ih, const Tensor& w_hh, const Tensor& c_new, const Tensor& gates) {
   static auto pointwise = c10::Dispatcher::singleton()
-                              .findSchemaOrThrow("benchctl::lstm_cell_pointwise_backward", "")
+                              .findSchemaOrThrow("lstm_cell::lstm_cell_pointwise_backward", "")
                               .typed<Tensor3(const Tensor&, const Tensor&, const Tensor&, const Tensor&,
                                              const Tensor&)>();
   // Both biases were broadcast over the batch into the same sum, so each gets the column sum of
@@ -324,7 +324,7 @@ class CellFunction : public torch::autograd::Function<CellFunction> {
                                const Tensor& w_ih, const Tensor& w_hh, const Tensor& b_ih,
                                const Tensor& b_hh) {
     static auto op = c10::Dispatcher::singleton()
-                         .findSchemaOrThrow("benchctl::lstm_cell", "")
+                         .findSchemaOrThrow("lstm_cell::lstm_cell", "")
                          .typed<Tensor3(const Tensor&, const Tensor&, const Tensor&, const Tensor&,
                                         const Tensor&, const Tensor&, const Tensor&)>();
     Tensor h_new, c_new, gates;
@@ -341,7 +341,7 @@ class CellFunction : public torch::autograd::Function<CellFunction> {
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     static auto op = c10::Dispatcher::singleton()
-                         .findSchemaOrThrow("benchctl::lstm_cell_backward", "")
+                         .findSchemaOrThrow("lstm_cell::lstm_cell_backward", "")
                          .typed<std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor>(
                              const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
                              const Tensor&, const Tensor&, const Tensor&, const Tensor&)>();
@@ -371,7 +371,7 @@ Tensor3 cell_autograd(const Tensor& x, const Tensor& h, const Tensor& c, const T
 
 }  // namespace
 
-TORCH_LIBRARY_FRAGMENT(benchctl, m) {
+TORCH_LIBRARY(lstm_cell, m) {
   m.def("lstm_cell(Tensor x, Tensor h, Tensor c, Tensor w_ih, Tensor w_hh, Tensor b_ih, Tensor b_hh)"
         " -> (Tensor, Tensor, Tensor)");
   m.def("lstm_cell_backward(Tensor grad_h, Tensor grad_c, Tensor x, Tensor h, Tensor c, Tensor w_ih,"
@@ -382,17 +382,17 @@ TORCH_LIBRARY_FRAGMENT(benchctl, m) {
         " Tensor gates) -> (Tensor, Tensor, Tensor)");
 }
 
-TORCH_LIBRARY_IMPL(benchctl, CompositeExplicitAutograd, m) {
+TORCH_LIBRARY_IMPL(lstm_cell, CompositeExplicitAutograd, m) {
   m.impl("lstm_cell", &cell_forward);
   m.impl("lstm_cell_backward", &cell_backward);
 }
 
-TORCH_LIBRARY_IMPL(benchctl, CPU, m) {
+TORCH_LIBRARY_IMPL(lstm_cell, CPU, m) {
   m.impl("lstm_cell", &cell_forward_cpu);
   m.impl("lstm_cell_pointwise", &pointwise_forward_cpu);
   m.impl("lstm_cell_pointwise_backward", &pointwise_backward_cpu);
 }
 
-TORCH_LIBRARY_IMPL(benchctl, Autograd, m) {
+TORCH_LIBRARY_IMPL(lstm_cell, Autograd, m) {
   m.impl("lstm_cell", &cell_autograd);
 }

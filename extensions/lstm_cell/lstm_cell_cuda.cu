@@ -115,7 +115,7 @@ std::tuple<Tensor, Tensor, Tensor> pointwise_backward_cuda(const Tensor& grad_h,
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(benchctl, CUDA, m) {
+TORCH_LIBRARY_IMPL(lstm_cell, CUDA, m) {
   m.impl("lstm_cell_pointwise", &pointwise_forward_cuda);
   m.impl("lstm_cell_pointwise_backward", &pointwise_backward_cuda);
 }

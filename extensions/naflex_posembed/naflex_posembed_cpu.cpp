@@ -114,12 +114,12 @@ at::Tensor table_backward_cpu(const at::Tensor& grad_out_in, const at::Tensor& t
 }  // namespace naflex_posembed
 }  // namespace benchctl
 
-TORCH_LIBRARY_FRAGMENT(benchctl, m) {
+TORCH_LIBRARY(naflex_posembed, m) {
   m.def("naflex_posembed_forward(Tensor x, Tensor table, Tensor coords, Tensor sizes) -> Tensor");
   m.def("naflex_posembed_table_backward(Tensor grad_out, Tensor table, Tensor coords, Tensor sizes) -> Tensor");
 }
 
-TORCH_LIBRARY_IMPL(benchctl, CPU, m) {
+TORCH_LIBRARY_IMPL(naflex_posembed, CPU, m) {
   m.impl("naflex_posembed_forward", &benchctl::naflex_posembed::forward_cpu);
   m.impl("naflex_posembed_table_backward", &benchctl::naflex_posembed::table_backward_cpu);
 }

@@ -102,7 +102,7 @@ at::Tensor table_backward_cuda(const at::Tensor& grad_out_in, const at::Tensor& 
 }  // namespace naflex_posembed
 }  // namespace benchctl
 
-TORCH_LIBRARY_IMPL(benchctl, CUDA, m) {
+TORCH_LIBRARY_IMPL(naflex_posembed, CUDA, m) {
   m.impl("naflex_posembed_forward", &benchctl::naflex_posembed::forward_cuda);
   m.impl("naflex_posembed_table_backward", &benchctl::naflex_posembed::table_backward_cuda);
 }

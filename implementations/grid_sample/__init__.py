@@ -13,6 +13,7 @@ from typing import Any, Callable, Mapping
 import torch
 
 from benchctl.ops import triton_support
+from benchctl.ops.opcheck import small_opcheck
 from benchctl.ops.registry import Case, Inputs, Operator, Target, randn, register
 
 from . import ext
@@ -69,11 +70,6 @@ def bwd_bytes(p: Mapping[str, Any], itemsize: int) -> float:  # grid, grad_out, 
 OPCHECK_MAX = {"batch_size": 2, "C": 3, "image_size": 12, "points": 5}
 
 
-def _opcheck(case: Case) -> None:
-    params = {name: min(int(case.params[name]), limit) for name, limit in OPCHECK_MAX.items()}
-    ext.opcheck(make_inputs(Case(params, case.dtype, case.device, case.seed)))
-
-
 OP = register(
     Operator(
         name="grid_sample",
@@ -96,10 +92,9 @@ OP = register(
 
 OP.implementation("py", devices=("cpu", "cuda"))(grid_sample_py)
 OP.implementation("py-imagegrad", devices=("cpu", "cuda"))(grid_sample_imagegrad)
-OP.implementation("cpp", devices=("cpu",), requires=ext.requires,
-                  prepare=ext.prepare, opcheck=_opcheck, build=ext.load)(ext.grid_sample)
-OP.implementation("cuda", devices=("cuda",), requires=ext.requires,
-                  prepare=ext.prepare, opcheck=_opcheck, build=ext.load)(ext.grid_sample)
+for _name, _device in (("cpp", "cpu"), ("cuda", "cuda")):
+    OP.implementation(_name, devices=(_device,), requires=ext.EXT.requires, build=ext.EXT.build,
+                      prepare=ext.prepare, opcheck=small_opcheck(ext.opcheck, make_inputs, OPCHECK_MAX))(ext.grid_sample)
 if triton_support.missing():
     OP.implementation("triton", requires=lambda device: triton_support.missing())(triton_support.not_installed)
 else:

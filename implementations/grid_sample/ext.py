@@ -1,7 +1,7 @@
 """The grid_sample C++/CUDA extension: loading, fake kernels, opcheck.
 
-`benchctl::grid_sample_forward(image, grid)` samples bilinearly (zeros padding, align_corners=False);
-its backward calls `benchctl::grid_sample_grid_backward(grad_out, image, grid)`, which computes only
+`grid_sample::grid_sample_forward(image, grid)` samples bilinearly (zeros padding, align_corners=False);
+its backward calls `grid_sample::grid_sample_grid_backward(grad_out, image, grid)`, which computes only
 the grid gradient. The image must not require grad: a gradient for it is never formed. The autograd
 kernel is C++ (extensions/grid_sample/grid_sample_autograd.cpp), registered by the library itself.
 """
@@ -13,13 +13,13 @@ import torch
 from benchctl.ops.extension import Extension
 
 OP_NAME = "grid_sample"
-FORWARD = "benchctl::grid_sample_forward"
-BACKWARD = "benchctl::grid_sample_grid_backward"
+FORWARD = "grid_sample_forward"
+BACKWARD = "grid_sample_grid_backward"
 
 
 def _register() -> None:
-    torch.library.register_fake(FORWARD)(_forward_fake)
-    torch.library.register_fake(BACKWARD)(_backward_fake)
+    torch.library.register_fake(EXT.qualname(FORWARD))(_forward_fake)
+    torch.library.register_fake(EXT.qualname(BACKWARD))(_backward_fake)
 
 
 def _forward_fake(image: torch.Tensor, grid: torch.Tensor) -> torch.Tensor:
@@ -34,7 +34,7 @@ def grid_sample(image: torch.Tensor, grid: torch.Tensor) -> torch.Tensor:
     """Our bilinear sampling: own forward, grid-only backward (the image is static)."""
     if image.requires_grad and torch.is_grad_enabled():
         raise ValueError("grid_sample (extension): the image must not require grad; it has no gradient here")
-    return torch.ops.benchctl.grid_sample_forward.default(image, grid)  # .default: no overload lookup per call
+    return EXT.op(FORWARD)(image, grid)
 
 
 def prepare(inputs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -52,11 +52,11 @@ def opcheck(inputs: dict[str, torch.Tensor]) -> None:
     """torch.library.opcheck on the forward (grid needing grad) and on the grid backward."""
     load(inputs["image"].device.type)
     image, grid = inputs["image"].detach(), inputs["grid"].detach()
-    torch.library.opcheck(torch.ops.benchctl.grid_sample_forward.default, (image, grid.requires_grad_()))
-    grad_out = torch.ops.benchctl.grid_sample_forward(image, grid.detach())
-    torch.library.opcheck(torch.ops.benchctl.grid_sample_grid_backward.default, (grad_out, image, grid.detach()))
+    torch.library.opcheck(EXT.op(FORWARD), (image, grid.requires_grad_()))
+    grad_out = EXT.op(FORWARD)(image, grid.detach())
+    torch.library.opcheck(EXT.op(BACKWARD), (grad_out, image, grid.detach()))
 
 
-EXT = Extension(OP_NAME, register=_register, anchor="grid_sample_forward")
+EXT = Extension(OP_NAME, register=_register, anchor=FORWARD, namespace=OP_NAME)
 load = EXT.load
 requires = EXT.requires

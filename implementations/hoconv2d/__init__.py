@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from benchctl.ops import triton_support
+from benchctl.ops.opcheck import small_opcheck
 from benchctl.ops.registry import Case, Inputs, Operator, Target, randn, register
 
 from . import ext
@@ -87,6 +88,9 @@ def module_bwd_bytes(p, itemsize):  # read grad_out and X, write grad X and the 
     return float(3 * b * c * h * w + k**4 * c + k * k) * itemsize
 
 
+# opcheck runs the op a dozen ways (fake tensors, AOT autograd, dynamic shapes): small inputs suffice.
+OPCHECK_MAX = {"batch_size": 2, "C": 3, "H": 7, "W": 9}
+
 OP = register(
     Operator(
         name="hoconv2d",
@@ -115,10 +119,11 @@ OP = register(
 
 OP.implementation("py", devices=("cpu", "cuda"))(filter_py)
 # `cpp`: fused vectorised loops on the CPU; `cuda`: a thread per element for the output and both
-# gradients, gather-form grad X (no atomics). One op, `benchctl::hoconv2d_filter`, dispatches to either.
+# gradients, gather-form grad X (no atomics). One op, `hoconv2d::hoconv2d_filter`, dispatches to either.
 for _name, _device in (("cpp", "cpu"), ("cuda", "cuda")):
-    OP.implementation(_name, devices=(_device,), requires=ext.requires, prepare=ext.prepare,
-                      opcheck=ext.opcheck, build=ext.load)(ext.hoconv2d_filter)
+    OP.implementation(_name, devices=(_device,), requires=ext.EXT.requires, build=ext.EXT.build,
+                      prepare=ext.EXT.prepare, opcheck=small_opcheck(ext.opcheck, filter_inputs, OPCHECK_MAX))(
+        ext.hoconv2d_filter)
 if triton_support.missing():
     OP.implementation("triton", requires=lambda device: triton_support.missing())(triton_support.not_installed)
 else:

@@ -15,6 +15,7 @@ from typing import Any, Callable, Mapping
 
 
 from benchctl.ops import lookup, triton_support
+from benchctl.ops.opcheck import small_opcheck
 from benchctl.ops.registry import Case, Inputs, Operator, Output, Target, randn, register
 
 from . import compiled, ext
@@ -78,6 +79,9 @@ def bwd_bytes(p: Mapping[str, Any], itemsize: int) -> float:
     return float(2 * b * hid + 2 * inputs) * itemsize
 
 
+# opcheck runs each op a dozen ways (fake tensors, AOT autograd, dynamic shapes): small inputs suffice.
+OPCHECK_MAX = {"batch_size": 4, "H": 16, "I": 16}
+
 OP = register(
     Operator(
         name="lstm_cell",
@@ -106,8 +110,9 @@ OP.implementation("jit", devices=("cpu", "cuda"), requires=compiled.jit_requires
 # torch.compile of py is the @compile modifier (`py@compile`); `compile` stays its name here, as in older results.
 lookup.alias(OP, "compile", "py@compile")
 for _name, _device in (("cpp", "cpu"), ("cuda", "cuda")):
-    OP.implementation(_name, devices=(_device,), requires=ext.requires, prepare=ext.prepare,
-                      opcheck=ext.opcheck, build=ext.load)(ext.lstm_cell_ext)
+    OP.implementation(_name, devices=(_device,), requires=ext.EXT.requires, build=ext.EXT.build,
+                      prepare=ext.EXT.prepare, opcheck=small_opcheck(ext.opcheck, make_inputs, OPCHECK_MAX))(
+        ext.lstm_cell_ext)
 if triton_support.missing():
     OP.implementation("triton", requires=lambda device: triton_support.missing())(triton_support.not_installed)
 else:

@@ -15,22 +15,16 @@ from typing import Any
 import torch
 
 from benchctl.ops.extension import Extension
-from benchctl.ops.registry import Case
 
 OP_NAME = "lstm_cell"
-OPS = ("lstm_cell", "lstm_cell_backward", "lstm_cell_pointwise", "lstm_cell_pointwise_backward")
-
-
-def prepare(inputs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    load(next(iter(inputs.values())).device.type)
-    return inputs
-
+CELL, CELL_BACKWARD = "lstm_cell", "lstm_cell_backward"
+POINTWISE, POINTWISE_BACKWARD = "lstm_cell_pointwise", "lstm_cell_pointwise_backward"
 
 def lstm_cell_ext(x: torch.Tensor, h: torch.Tensor, c: torch.Tensor, w_ih: torch.Tensor,
                   w_hh: torch.Tensor, b_ih: torch.Tensor, b_hh: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Fused C++/CUDA pointwise forward and backward around ATen matmuls."""
     # .default: no overload lookup per call (~4 us of a ~270 us forward+backward)
-    h_new, c_new, _gates = torch.ops.benchctl.lstm_cell.default(x, h, c, w_ih, w_hh, b_ih, b_hh)
+    h_new, c_new, _gates = EXT.op(CELL)(x, h, c, w_ih, w_hh, b_ih, b_hh)
     return h_new, c_new
 
 
@@ -65,38 +59,34 @@ def _fake_pointwise_backward(grad_h: torch.Tensor, grad_c: torch.Tensor, c: torc
 
 
 def _register() -> None:
-    fakes = (_fake_cell, _fake_cell_backward, _fake_pointwise, _fake_pointwise_backward)
-    for name, fake in zip(OPS, fakes):
-        torch.library.register_fake(f"benchctl::{name}")(fake)
+    fakes = {CELL: _fake_cell, CELL_BACKWARD: _fake_cell_backward, POINTWISE: _fake_pointwise,
+             POINTWISE_BACKWARD: _fake_pointwise_backward}
+    for name, fake in fakes.items():
+        torch.library.register_fake(EXT.qualname(name))(fake)
 
 
-def opcheck(case: Case) -> None:
-    """torch.library.opcheck on all four ops with `case`'s inputs; raises on the first failure."""
-    from . import ARGS, make_inputs  # the package imports this module, so import at call time
+def opcheck(inputs: dict[str, torch.Tensor]) -> None:
+    """torch.library.opcheck on all four ops with (small) cell inputs; raises on the first failure."""
+    from . import ARGS  # the package imports this module, so import at call time
 
-    load(case.device)
-    # opcheck runs each op a dozen ways (fake tensors, AOT autograd, dynamic shapes): small suffices.
-    p = dict(case.params)
-    small = {"batch_size": min(int(p["batch_size"]), 4), "H": min(int(p["H"]), 16),
-             "I": min(int(p.get("I") or p["H"]), 16)}
-    inputs = make_inputs(Case(small, case.dtype, case.device, case.seed))
     args = [inputs[k] for k in ARGS]
-    _check(torch.ops.benchctl.lstm_cell.default, args)
+    load(args[0].device.type)
+    _check(EXT.op(CELL), args)
     with torch.no_grad():
         x, h, c, w_ih, w_hh, b_ih, b_hh = (t.detach() for t in args)
-        h_new, c_new, gates = torch.ops.benchctl.lstm_cell(x, h, c, w_ih, w_hh, b_ih, b_hh)
+        h_new, c_new, gates = EXT.op(CELL)(x, h, c, w_ih, w_hh, b_ih, b_hh)
         pre = torch.addmm(b_ih, x, w_ih.t()) + h.mm(w_hh.t())
-        gen = torch.Generator().manual_seed(case.seed + 1)
+        gen = torch.Generator().manual_seed(1)
         grads = [torch.randn(h_new.shape, generator=gen, dtype=torch.float64).to(h_new) for _ in range(2)]
-    _check(torch.ops.benchctl.lstm_cell_backward.default, [*grads, x, h, c, w_ih, w_hh, c_new, gates])
-    _check(torch.ops.benchctl.lstm_cell_pointwise.default, [pre, b_hh, c])
-    _check(torch.ops.benchctl.lstm_cell_pointwise_backward.default, [*grads, c, c_new, gates])
+    _check(EXT.op(CELL_BACKWARD), [*grads, x, h, c, w_ih, w_hh, c_new, gates])
+    _check(EXT.op(POINTWISE), [pre, b_hh, c])
+    _check(EXT.op(POINTWISE_BACKWARD), [*grads, c, c_new, gates])
 
 
 def _check(op: Any, args: list[torch.Tensor]) -> None:
     torch.library.opcheck(op, tuple(args))  # raises OpCheckError naming the failing test
 
 
-EXT = Extension(OP_NAME, register=_register, anchor="lstm_cell")
+EXT = Extension(OP_NAME, register=_register, anchor=CELL, namespace=OP_NAME)
 load = EXT.load
 requires = EXT.requires

@@ -12,6 +12,7 @@ from typing import Any, Callable, Mapping
 import torch
 
 from benchctl.ops import triton_support
+from benchctl.ops.opcheck import small_opcheck
 from benchctl.ops.registry import Case, Inputs, Operator, Target, randn, register
 
 from . import ext
@@ -74,11 +75,6 @@ def bwd_bytes(p: Mapping[str, Any], itemsize: int) -> float:
 OPCHECK_MAX = {"batch_size": 3, "D": 8, "grid": 12}
 
 
-def _opcheck(case: Case) -> None:
-    params = {name: min(int(case.params[name]), limit) for name, limit in OPCHECK_MAX.items()}
-    ext.opcheck(make_inputs(Case(params, case.dtype, case.device, case.seed)))
-
-
 OP = register(
     Operator(
         name="naflex_posembed",
@@ -101,10 +97,9 @@ OP = register(
 
 OP.implementation("loop", devices=("cpu", "cuda"))(posembed_loop)
 OP.implementation("gridsample", devices=("cpu", "cuda"))(posembed_gridsample)
-OP.implementation("cpp", devices=("cpu",), requires=ext.requires, prepare=ext.prepare,
-                  opcheck=_opcheck, build=ext.load)(ext.posembed)
-OP.implementation("cuda", devices=("cuda",), requires=ext.requires, prepare=ext.prepare,
-                  opcheck=_opcheck, build=ext.load)(ext.posembed)
+for _name, _device in (("cpp", "cpu"), ("cuda", "cuda")):
+    OP.implementation(_name, devices=(_device,), requires=ext.EXT.requires, build=ext.EXT.build,
+                      prepare=ext.EXT.prepare, opcheck=small_opcheck(ext.opcheck, make_inputs, OPCHECK_MAX))(ext.posembed)
 if triton_support.missing():
     OP.implementation("triton", requires=lambda device: triton_support.missing())(triton_support.not_installed)
 else:

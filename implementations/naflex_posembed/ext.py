@@ -1,9 +1,9 @@
 """The naflex_posembed C++/CUDA extension: loading, autograd and fake kernels, opcheck.
 
-`benchctl::naflex_posembed_forward(x, table, coords, sizes)` adds to each token its bilinear lookup
+`naflex_posembed::naflex_posembed_forward(x, table, coords, sizes)` adds to each token its bilinear lookup
 of the table resized to its sample's (h, w) grid, in one fused pass; the backward passes grad_out
 through for x and scatter-adds it into the table's gradient with
-`benchctl::naflex_posembed_table_backward(grad_out, table, coords, sizes)` (the table only gives the shape).
+`naflex_posembed::naflex_posembed_table_backward(grad_out, table, coords, sizes)` (the table only gives the shape).
 """
 
 from __future__ import annotations
@@ -15,14 +15,14 @@ import torch
 from benchctl.ops.extension import Extension
 
 OP_NAME = "naflex_posembed"
-FORWARD = "benchctl::naflex_posembed_forward"
-BACKWARD = "benchctl::naflex_posembed_table_backward"
+FORWARD = "naflex_posembed_forward"
+BACKWARD = "naflex_posembed_table_backward"
 
 
 def _register() -> None:
-    torch.library.register_fake(FORWARD)(_forward_fake)
-    torch.library.register_fake(BACKWARD)(_backward_fake)
-    torch.library.register_autograd(FORWARD, _backward, setup_context=_setup_context)
+    torch.library.register_fake(EXT.qualname(FORWARD))(_forward_fake)
+    torch.library.register_fake(EXT.qualname(BACKWARD))(_backward_fake)
+    torch.library.register_autograd(EXT.qualname(FORWARD), _backward, setup_context=_setup_context)
 
 
 def _forward_fake(x: torch.Tensor, table: torch.Tensor, coords: torch.Tensor, sizes: torch.Tensor) -> torch.Tensor:
@@ -45,20 +45,13 @@ def _backward(ctx: Any, grad_out: torch.Tensor) -> tuple[torch.Tensor | None, ..
     grad_x = grad_out if ctx.needs_input_grad[0] else None  # out = x + pos: x's gradient is grad_out
     grad_table = None
     if ctx.needs_input_grad[1]:
-        grad_table = torch.ops.benchctl.naflex_posembed_table_backward.default(grad_out, table, coords, sizes)
+        grad_table = EXT.op(BACKWARD)(grad_out, table, coords, sizes)
     return grad_x, grad_table, None, None
 
 
 def posembed(x: torch.Tensor, table: torch.Tensor, coords: torch.Tensor, sizes: torch.Tensor) -> torch.Tensor:
     """Fused gather-interpolate-add; backward scatter-adds into the table gradient."""
-    return torch.ops.benchctl.naflex_posembed_forward.default(x, table, coords, sizes)
-
-
-def prepare(inputs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """Load (building if needed) the extension for the inputs' device; the inputs are unchanged."""
-    load(inputs["x"].device.type)
-    return inputs
-
+    return EXT.op(FORWARD)(x, table, coords, sizes)
 
 def opcheck(inputs: dict[str, torch.Tensor]) -> None:
     """torch.library.opcheck on the forward (x and table needing grad) and on the table backward."""
@@ -66,10 +59,10 @@ def opcheck(inputs: dict[str, torch.Tensor]) -> None:
     x, table = inputs["x"].detach(), inputs["table"].detach()
     coords, sizes = inputs["coords"], inputs["sizes"]
     args = (x.clone().requires_grad_(), table.clone().requires_grad_(), coords, sizes)
-    torch.library.opcheck(torch.ops.benchctl.naflex_posembed_forward.default, args)
-    torch.library.opcheck(torch.ops.benchctl.naflex_posembed_table_backward.default, (x, table, coords, sizes))
+    torch.library.opcheck(EXT.op(FORWARD), args)
+    torch.library.opcheck(EXT.op(BACKWARD), (x, table, coords, sizes))
 
 
-EXT = Extension(OP_NAME, register=_register, anchor="naflex_posembed_forward")
+EXT = Extension(OP_NAME, register=_register, anchor=FORWARD, namespace=OP_NAME)
 load = EXT.load
 requires = EXT.requires

@@ -99,7 +99,7 @@ def test_cpp_grid_gradient_same_in_every_layout(channels: int) -> None:
     grad_out = torch.randn(3, channels, 8, 9, generator=gen)
     want = torch.ops.aten.grid_sampler_2d_backward(grad_out, image, grid, 0, 0, False, [False, True])[1]
     assert want.abs().max() > 1.0 and (want[:, 7] == 0).all()  # some real gradient; the far points none
-    backward = torch.ops.benchctl.grid_sample_grid_backward
+    backward = torch.ops.grid_sample.grid_sample_grid_backward
     for layout in (image, image.contiguous(memory_format=torch.channels_last)):
         torch.testing.assert_close(backward(grad_out, layout, grid), want, rtol=1e-5, atol=1e-5)
 

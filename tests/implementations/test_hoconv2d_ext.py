@@ -114,7 +114,7 @@ def test_non_contiguous_inputs() -> None:
     gen = torch.Generator().manual_seed(0)
     x = torch.randn(2, 3, 9, 11, generator=gen, dtype=torch.float64).transpose(2, 3)
     wt = torch.randn(2, 9, 9, 11, generator=gen, dtype=torch.float64).transpose(2, 3)
-    out = torch.ops.benchctl.hoconv2d_filter(x, wt)
+    out = torch.ops.hoconv2d.hoconv2d_filter(x, wt)
     torch.testing.assert_close(out, PY.filter_py(x, wt), atol=1e-12, rtol=1e-12)
     assert out.is_contiguous()
 
@@ -134,13 +134,13 @@ def test_bad_inputs_are_rejected(x_shape, w_shape, dtype, message: str) -> None:
     x = torch.zeros(x_shape, dtype=dtype)
     wt = torch.zeros(w_shape, dtype=torch.float32)
     with pytest.raises(RuntimeError, match=message):
-        torch.ops.benchctl.hoconv2d_filter(x, wt)
+        torch.ops.hoconv2d.hoconv2d_filter(x, wt)
 
 
 def test_backward_rejects_mismatched_grad() -> None:
     x, wt = torch.zeros(1, 2, 5, 5), torch.zeros(1, 9, 5, 5)
     with pytest.raises(RuntimeError, match="grad_out"):
-        torch.ops.benchctl.hoconv2d_filter_backward(torch.zeros(1, 2, 5, 4), x, wt)
+        torch.ops.hoconv2d.hoconv2d_filter_backward(torch.zeros(1, 2, 5, 4), x, wt)
 
 
 def on_device(impl: str, device: str, inputs: dict, grad_out: torch.Tensor) -> list[torch.Tensor]:
@@ -182,7 +182,7 @@ def test_registration_is_idempotent() -> None:
     EXT.load("cpu")
     importlib.reload(EXT).load("cpu")
     x = torch.randn(1, 1, 4, 4, requires_grad=True)
-    torch.ops.benchctl.hoconv2d_filter(x, torch.randn(1, 9, 4, 4)).sum().backward()
+    torch.ops.hoconv2d.hoconv2d_filter(x, torch.randn(1, 9, 4, 4)).sum().backward()
     assert x.grad is not None
 
 
@@ -192,7 +192,7 @@ def weight_gradient(batch: int) -> tuple[torch.Tensor, int]:
     gen = torch.Generator().manual_seed(batch)
     x, wt, g = (torch.randn(batch, c, 224, 224, generator=gen) for c in (3, 25, 3))
     faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-    grad = torch.ops.benchctl.hoconv2d_filter_backward(g, x, wt)[1]
+    grad = torch.ops.hoconv2d.hoconv2d_filter_backward(g, x, wt)[1]
     return grad, resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
 
 

@@ -138,7 +138,7 @@ def test_cpp_autograd_is_the_cpp_function() -> None:
     _available("cpp")
     EXT.load("cpu")
     inputs = TARGET.make_inputs(Case({"batch_size": 2, "H": 5, "I": 3}, torch.float32))
-    h_new, c_new, gates = torch.ops.benchctl.lstm_cell(*(inputs[k] for k in PKG.ARGS))
+    h_new, c_new, gates = torch.ops.lstm_cell.lstm_cell(*(inputs[k] for k in PKG.ARGS))
     assert "CellFunction" in h_new.grad_fn.name() and h_new.grad_fn is c_new.grad_fn
     assert not gates.requires_grad
 
@@ -178,7 +178,7 @@ def test_header_forward_math_elementwise() -> None:
     pre = torch.linspace(-40.0, 40.0, 4 * hid, dtype=torch.float64)  # includes saturated gates
     c = torch.linspace(-3.0, 3.0, hid, dtype=torch.float64)[None]
     zeros_w = torch.zeros(4 * hid, hid, dtype=torch.float64)
-    h_new, c_new, gates = torch.ops.benchctl.lstm_cell(
+    h_new, c_new, gates = torch.ops.lstm_cell.lstm_cell(
         torch.zeros(1, hid, dtype=torch.float64), torch.zeros(1, hid, dtype=torch.float64), c,
         zeros_w, zeros_w, pre * 0.25, pre * 0.75)
     for j in range(hid):
@@ -198,7 +198,7 @@ def test_header_backward_math_elementwise() -> None:
     rand = lambda *s: torch.rand(*s, generator=gen, dtype=torch.float64)  # noqa: E731
     act = rand(2, 4 * hid) * 0.98 + 0.01  # activated gates (g in (0, 1) is fine for the algebra)
     grad_h, grad_c, c, c_new = (rand(2, hid) - 0.5 for _ in range(4))
-    grad_gates, grad_c_prev, grad_bias = torch.ops.benchctl.lstm_cell_pointwise_backward(grad_h, grad_c, c, c_new, act)
+    grad_gates, grad_c_prev, grad_bias = torch.ops.lstm_cell.lstm_cell_pointwise_backward(grad_h, grad_c, c, c_new, act)
     for b in range(2):
         for j in range(hid):
             i, f, g, o = (act[b, k * hid + j].item() for k in range(4))
@@ -215,7 +215,7 @@ def test_float32_saturation_has_no_nan() -> None:
     _available("cpp")
     EXT.load("cpu")
     pre = torch.tensor([[-1e4, -100.0, 100.0, 1e4] * 4], dtype=torch.float32)
-    h_new, c_new, gates = torch.ops.benchctl.lstm_cell_pointwise(pre, torch.zeros(16), torch.ones(1, 4))
+    h_new, c_new, gates = torch.ops.lstm_cell.lstm_cell_pointwise(pre, torch.zeros(16), torch.ones(1, 4))
     assert torch.isfinite(torch.cat([h_new, c_new, gates], 1)).all()
     assert gates[0, :4].tolist() == [0.0, 0.0, 1.0, 1.0]
 

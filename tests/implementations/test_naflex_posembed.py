@@ -110,7 +110,7 @@ def test_cpp_table_backward_is_exact_scatter() -> None:
     inputs = TARGET.make_inputs(Case({"batch_size": 2, "D": 3, "grid": 8}, torch.float64))
     grad_out = torch.zeros_like(inputs["x"])
     grad_out[1, 5, 2] = 1.0
-    got = torch.ops.benchctl.naflex_posembed_table_backward(
+    got = torch.ops.naflex_posembed.naflex_posembed_table_backward(
         grad_out, inputs["table"], inputs["coords"], inputs["sizes"])
     out = TARGET.call(OP.implementations["loop"].fn, inputs)
     want = torch.autograd.grad(out, inputs["table"], grad_out)[0]

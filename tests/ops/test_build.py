@@ -47,7 +47,7 @@ from benchctl.ops import build
 start = time.perf_counter()  # the load alone: importing torch can take seconds on a busy machine
 result = build.build("hoconv2d", "cpu")
 print(json.dumps({"compiled": result.compiled, "seconds": time.perf_counter() - start,
-                  "op": hasattr(torch.ops.benchctl, "hoconv2d_filter")}))
+                  "op": hasattr(torch.ops.hoconv2d, "hoconv2d_filter")}))
 """
 
 
@@ -160,7 +160,7 @@ def test_cuda_sources_compile_and_link(op: str) -> None:
     assert result.name == f"benchctl_{op}_cuda"
     assert build.built_at(build.library(op, "cuda")) is not None
     for kernel in CUDA_KERNELS[op]:
-        assert torch._C._dispatch_has_kernel_for_dispatch_key(f"benchctl::{kernel}", "CUDA"), kernel
+        assert torch._C._dispatch_has_kernel_for_dispatch_key(f"{op}::{kernel}", "CUDA"), kernel
 
 
 def test_a_compiler_that_finds_only_a_static_cxx_runtime_still_links_torchs(
