@@ -19,7 +19,12 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-OPERATORS = {"hoconv2d", "grid_sample", "naflex_posembed", "patch_resample", "lstm_cell"}
+# The built-in operators, found as the registry finds them: each `<name>.py` or `<name>/__init__.py` in
+# implementations/ not named with a leading `_`; those with C++/CUDA sources have a folder in extensions/.
+OPERATORS = {p.stem for p in (REPO / "implementations").iterdir() if not p.name.startswith(("_", "."))
+             and (p.suffix == ".py" or (p / "__init__.py").is_file())}
+EXTENSION_OPS = {p.name for p in (REPO / "extensions").iterdir()
+                 if p.is_dir() and (any(p.glob("*.cpp")) or any(p.glob("*.cu")))}
 SOURCES = ("pyproject.toml", "README.md", "benchctl", "implementations", "extensions")
 # What the installed copy resolves; printed as JSON by a child process.
 WHERE = """
@@ -67,6 +72,11 @@ def run_installed(site: Path, cwd: Path, *args: str) -> subprocess.CompletedProc
     return subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
 
 
+def test_the_operators_are_found_in_the_checkout():
+    """Every operator has its folder in implementations/ and every extension folder is an operator's."""
+    assert len(OPERATORS) >= 2 and EXTENSION_OPS and EXTENSION_OPS <= OPERATORS
+
+
 def test_the_wheel_holds_the_package_the_operators_and_their_sources(installed):
     wheel, _ = installed
     names = set(zipfile.ZipFile(wheel).namelist())
@@ -88,7 +98,7 @@ def test_the_installed_benchctl_lists_and_checks_every_operator(installed, tmp_p
     assert not Path(found["package"]).is_relative_to(REPO)
     assert set(found["sources"]) == OPERATORS
     assert all(Path(s).is_relative_to(site / "benchctl" / "implementations") for s in found["sources"].values())
-    assert set(found["extension_ops"]) == {"hoconv2d", "grid_sample", "naflex_posembed", "lstm_cell"}
+    assert set(found["extension_ops"]) == EXTENSION_OPS
 
     # The console script pip wrote, run by this Python.
     listed = run_installed(site, tmp_path, str(site / "bin" / "benchctl"), "list", "--json")

@@ -18,7 +18,7 @@ from benchctl.ops.registry import Case, Operator, Target, randn, register
 
 def _register() -> None:
     """The Python side of the custom op: its fake kernel (shapes only) and its autograd formula."""
-    torch.library.register_fake("sqadd_ext::sqadd")(lambda x, y: torch.empty_like(x))
+    torch.library.register_fake(EXT.qualname("sqadd"))(lambda x, y: torch.empty_like(x))
 
     def setup_context(ctx, inputs, output):
         ctx.save_for_backward(inputs[0])
@@ -27,7 +27,7 @@ def _register() -> None:
         (x,) = ctx.saved_tensors
         return 2 * x * grad, grad
 
-    torch.library.register_autograd("sqadd_ext::sqadd", backward, setup_context=setup_context)
+    torch.library.register_autograd(EXT.qualname("sqadd"), backward, setup_context=setup_context)
 
 
 EXT = Extension("sqadd", register=_register, anchor="sqadd", namespace="sqadd_ext",
@@ -44,7 +44,7 @@ def opcheck(case: Case) -> None:
     """torch.library.opcheck: schema, fake kernel and autograd registration agree with the kernel."""
     EXT.load(case.device)
     inputs = make_inputs(case)
-    torch.library.opcheck(torch.ops.sqadd_ext.sqadd.default, (inputs["x"].requires_grad_(), inputs["y"]))
+    torch.library.opcheck(EXT.op("sqadd"), (inputs["x"].requires_grad_(), inputs["y"]))
 
 
 OP = register(Operator(
@@ -72,4 +72,4 @@ def py(x, y):
                    opcheck=opcheck)
 def cpp(x, y):
     """The C++ kernel in sqadd/sqadd.cpp, one pass over x and y."""
-    return torch.ops.sqadd_ext.sqadd.default(x, y)
+    return EXT.op("sqadd")(x, y)
