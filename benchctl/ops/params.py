@@ -4,7 +4,8 @@ its text (sorted JSON, the `params` column of a row) made once, when the params 
 from __future__ import annotations
 
 import json
-from typing import Any, Iterator, Mapping
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 SCALARS = (bool, int, float, str, type(None))
 
