@@ -16,9 +16,9 @@ from typing import Any, Mapping
 
 import torch
 
-from benchctl.ops import lookup
+from benchctl.ops import lookup, registry
 from benchctl.ops.params import Params
-from benchctl.ops.registry import Implementation, Operator, Target, get
+from benchctl.ops.registry import Implementation, Operator, Target
 from benchctl.vocab import DTYPE_NAMES, PASSES
 
 DTYPES = {name: getattr(torch, name) for name in DTYPE_NAMES}
@@ -74,7 +74,7 @@ class Cell:
     @cached_property
     def operator(self) -> Operator:
         """The operator it names, asked of the registry once (KeyError if unknown)."""
-        return get(self.op)
+        return registry.get(self.op)
 
     @property
     def axis(self) -> str:

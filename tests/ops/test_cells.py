@@ -45,7 +45,7 @@ def test_axis_and_series_come_from_one_look_up(fixture_ops, monkeypatch):
     keys = (larger.series_key, wider.series_key, fused.point_series_key)
     asked = []
     real = registry.get
-    monkeypatch.setattr("benchctl.ops.cells.get", lambda name: asked.append(name) or real(name))
+    monkeypatch.setattr("benchctl.ops.registry.get", lambda name: asked.append(name) or real(name))
     cell = axpy(batch_size=4)
     assert cell.axis == real("axpy").axis == "batch_size" and cell.axis_value == 4.0
     assert cell.series_key == keys[0] != keys[1] and cell.point_series_key == keys[2]
