@@ -10,7 +10,7 @@ target and implementation), which everything that runs it takes."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from functools import cached_property
 from typing import Any, Mapping
 
@@ -50,7 +50,7 @@ class Cell:
 
     def with_params(self, **changes: Any) -> "Cell":
         """The same cell at other params (maxbatch's probes: one batch size after another)."""
-        return Cell(**{**self._fields(), "params": self.params.with_(**changes)})
+        return replace(self, params=self.params.with_(**changes))
 
     @property
     def params_json(self) -> str:
