@@ -25,7 +25,6 @@ def command(impls: str, devices: str, ops: tuple[str, ...], ops_dirs: tuple[str,
     from benchctl.sweep import words
 
     words.check(devices=devices)  # before torch is imported
-    from benchctl.ops import lookup
     from benchctl.sweep import request
     from benchctl.measure.check_child import run_checks_isolated
     from benchctl.measure.correctness import set_tf32
@@ -33,13 +32,11 @@ def command(impls: str, devices: str, ops: tuple[str, ...], ops_dirs: tuple[str,
 
     load_operators(ops_dirs, ops)
     set_tf32(tf32)
-    chosen_ops = request.select_ops(ops)
-    by_op = request.select_impls(chosen_ops, impls)
-    found = [(op, lookup.find(op, i)) for op in chosen_ops for i in by_op.get(op.name, [])]
-    selection = [(op, impl, d) for op, impl in found for d in words.parse_devices(devices) if d in impl.devices]
+    cells = request.cells(request.SweepRequest(impls=impls, devices=devices, ops=ops))
+    selection = request.selection(cells)
     if not selection:
         raise BenchError(f"nothing to check: no implementation among {impls!r} supports {devices!r}")
-    _build_first(selection)
+    _build_first(cells)
     rows = _collect(run_checks_isolated(selection, ops_dirs, tf32))
     if as_json:
         _render_json(rows)
@@ -75,15 +72,13 @@ def _collect(results) -> list:
     return rows
 
 
-def _build_first(selection) -> None:
-    """The same preflight as `run`: extensions are compiled now, with a line each, not silently inside the
-    first check; a build that fails is then reported by the checks as the reason they cannot run."""
+def _build_first(cells) -> None:
+    """The same preflight as `run`, on the cells `run` would time with the same words: extensions are
+    compiled now, with a line each, not silently inside the first check; a build that fails is then
+    reported by the checks as the reason they cannot run."""
     from benchctl import console
-    from benchctl.ops.cells import Cell
     from benchctl.sweep.preflight import Preflight
 
-    cells = [Cell.make(op.name, op.targets[0].name, impl.name, device, "float32", op.params)
-             for op, impl, device in selection]
     Preflight(cells).build_extensions(lambda msg: console.err.print(msg))
 
 

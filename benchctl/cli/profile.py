@@ -19,9 +19,10 @@ from benchctl.vocab import DEVICE_ALIASES, DTYPE_NAMES, PASSES, Pass
 
 def build_cell(op_name: str, impl: str, device: str, target: str | None, dtype: str,
                batch_size: int | None, pairs: tuple[str, ...], ops_dirs: tuple[str, ...]) -> Cell:
-    """The Cell `benchctl run` would time, from the command line; usage errors name the choices."""
+    """The Cell `benchctl run` would time with the same words (sweep/request.py); usage errors name the
+    choices."""
     from benchctl.ops import lookup, modifiers, registry
-    from benchctl.ops.cells import Cell
+    from benchctl.sweep import request
     from benchctl.errors import BenchError, UsageError
 
     try:
@@ -39,10 +40,10 @@ def build_cell(op_name: str, impl: str, device: str, target: str | None, dtype: 
     reason = lookup.find(op, impl).unavailable_reason(dev, dtype)
     if reason:
         raise BenchError(f"{op_name} {impl} is unavailable on {dev}: {reason}")
-    params = {**op.params, **parse_params(pairs, known=op.params, sweep=False)}
-    if batch_size is not None:
-        params["batch_size"] = batch_size
-    return Cell.make(op_name, target or targets[0], impl, dev, dtype, params)
+    return request.one_cell(request.SweepRequest(
+        impls=impl, devices=dev, ops=(op_name,), targets=(target or targets[0],), dtypes=(dtype,),
+        batch_sizes=() if batch_size is None else (batch_size,),
+        params=parse_params(pairs, known=op.params, sweep=False)))
 
 
 def _reps(n: int) -> str:

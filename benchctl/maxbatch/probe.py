@@ -35,6 +35,7 @@ class Prober:
     mem_limit: int | None
     timeout: float
     ops_dirs: Sequence[str]
+    cell: Cell  # the cell `run` would time with the same words; a probe is it at another batch size
 
     @staticmethod
     def create(op_name: str, impl_name: str, device: str, pass_name: str, target: str | None,
@@ -54,8 +55,14 @@ class Prober:
         target = target or op.targets[0].name
         op.target(target) if target in [t.name for t in op.targets] else _bad_target(op, target)
         limit = mem_limit if mem_limit or devices[0] == Device.CUDA else default_cpu_limit()
-        return Prober(op, impl, devices[0], pass_name, target, {**op.params, **params}, dtype, limit,
-                      timeout, ops_dirs)
+        unknown = [key for key in params if key not in op.params]
+        if unknown:
+            raise UsageError(f"{op.name} has no param {unknown[0]!r}; valid params: {', '.join(op.params)}")
+        cell = request.one_cell(request.SweepRequest(
+            impls=impl.name, devices=devices[0], ops=(op.name,), targets=(target,), dtypes=(dtype,),
+            passes=(pass_name,), params={k: v for k, v in params.items() if k != "batch_size"}))
+        return Prober(op, impl, devices[0], pass_name, target, dict(cell.params), dtype, limit, timeout,
+                      ops_dirs, cell)
 
     def limit_text(self) -> str:
         if self.device == Device.CUDA:
@@ -93,8 +100,7 @@ class Prober:
         return result, writer.dir
 
     def _cell(self, batch: int) -> Cell:
-        return Cell.make(self.op.name, self.target, self.impl.name, self.device, self.dtype,
-                         {**self.params, "batch_size": batch}, (self.pass_name,))
+        return self.cell.with_params(batch_size=batch)
 
     def _describe(self) -> dict[str, Any]:
         return {"op": self.op.name, "impl": self.impl.name, "device": self.device, "pass": self.pass_name,

@@ -11,7 +11,6 @@ is checked is what is timed.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Mapping
@@ -21,6 +20,7 @@ import torch
 from benchctl.measure import tamper
 from benchctl.ops import registry
 from benchctl.measure.passes import as_tuple, grad_outputs
+from benchctl.ops.params import Params
 from benchctl.ops.registry import Case, Implementation, Operator, Target
 
 # Max error relative to the reference's largest magnitude, per dtype.
@@ -133,14 +133,14 @@ def run_on(target: Target, impl: Implementation, inputs: dict[str, Any]) -> Run:
 
 
 @lru_cache(maxsize=8)
-def _reference(op_name: str, target_name: str, params_json: str, seed: int):
+def _reference(op_name: str, target_name: str, params: Params, seed: int):
     op = registry.get(op_name)
-    case = Case(json.loads(params_json), torch.float64, "cpu", seed)
+    case = Case(params.to_dict(), torch.float64, "cpu", seed)
     return run_once(op.target(target_name), op.implementations[op.reference], case)
 
 
 def reference(op: Operator, target: Target, params: Mapping[str, Any], seed: int = 0):
-    return _reference(op.name, target.name, json.dumps(dict(params), sort_keys=True), seed)
+    return _reference(op.name, target.name, params if isinstance(params, Params) else Params(params), seed)
 
 
 def check(op: Operator, target: Target, impl: Implementation, device: str, dtype: torch.dtype,

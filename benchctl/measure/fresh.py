@@ -49,7 +49,7 @@ def raw_inputs(resolved: Resolved, source: int, dtype: torch.dtype | None = None
                device: str | None = None) -> Inputs:
     """Data set `source` as the target makes it (before the implementation's `prepare`)."""
     cell = resolved.cell
-    case = Case(cell.params, dtype or cell.torch_dtype, device or cell.device, seed_of(cell.seed, source))
+    case = Case(cell.params.to_dict(), dtype or cell.torch_dtype, device or cell.device, seed_of(cell.seed, source))
     return resolved.target.make_inputs(case)
 
 

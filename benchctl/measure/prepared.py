@@ -50,7 +50,7 @@ class Prepared:
 
 def prepare(resolved: Resolved) -> Prepared:
     cell, target, impl = resolved.cell, resolved.target, resolved.impl
-    inputs = target.make_inputs(Case(cell.params, cell.torch_dtype, cell.device, cell.seed))
+    inputs = target.make_inputs(Case(cell.params.to_dict(), cell.torch_dtype, cell.device, cell.seed))
     if impl.prepare is not None:
         inputs = impl.prepare(inputs)
 

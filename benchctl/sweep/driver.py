@@ -10,7 +10,6 @@ it on whichever node has it.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any, Callable, Iterable, Protocol, Sequence
@@ -18,7 +17,7 @@ from typing import Any, Callable, Iterable, Protocol, Sequence
 from benchctl.measure.execute import GATE_COLUMNS
 from benchctl.measure.result import PassResult
 from benchctl.measure.stats import ci_half_width, join_messages
-from benchctl.ops import provenance, registry
+from benchctl.ops import provenance
 from benchctl.ops.cells import Cell
 from benchctl.results.schema import FIRST_CALL_COLUMNS, SPEEDUP_LIMIT
 from benchctl.vocab import Status, Stop
@@ -40,12 +39,6 @@ class Held:
 
     rows: Rows
     written: Any  # the writer's handle on them, withdrawn once better rows are written
-
-
-def series_key(cell: Cell, axis: str) -> tuple:
-    """Cells that differ only in the swept axis value form one series."""
-    others = {k: v for k, v in cell.params.items() if k != axis}
-    return (cell.op, cell.target, cell.impl, cell.device, cell.dtype, json.dumps(others, sort_keys=True))
 
 
 @dataclass
@@ -117,11 +110,11 @@ class Sweep:
         """Settled cells below their floor or far faster than their reference, measured once more, strictly."""
         references: dict[tuple, dict[str, dict[str, Any]]] = {}
         for i, held in self._written.items():
-            if self.cells[i].impl == registry.get(self.cells[i].op).reference:
-                references[recheck.point(self.cells[i])] = {r["pass"]: r for r in held.rows}
+            if self.cells[i].is_reference:
+                references[self.cells[i].point] = {r["pass"]: r for r in held.rows}
         for i, held in list(self._written.items()):
             cell = self.cells[i]
-            theirs = {} if cell.impl == registry.get(cell.op).reference else references.get(recheck.point(cell), {})
+            theirs = {} if cell.is_reference else references.get(cell.point, {})
             wanted = recheck.suspect_passes(held.rows, theirs, self.recheck_above)
             if wanted:
                 self.on_start(cell)
@@ -144,8 +137,7 @@ class Sweep:
                     self._replace(unsettled.pop(i), held.rows)
 
     def _measure(self, cell: Cell) -> Rows:
-        axis = registry.get(cell.op).axis
-        key = series_key(cell, axis)
+        axis, key = cell.axis, cell.series_key
         rows = self._rows(cell, key)
         if any(r.get("status") == Status.OOM for r in rows):
             self._skip[key] = f"skipped: an earlier {axis}={cell.params.get(axis)} ran out of memory"

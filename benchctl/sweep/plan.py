@@ -7,7 +7,6 @@ from typing import Any, Sequence
 
 from benchctl.errors import UsageError
 from benchctl.machine import allocator
-from benchctl.ops import registry
 from benchctl.ops.cells import Cell
 from benchctl.sweep.config import SweepConfig
 from benchctl.results.schema import SPEEDUP_LIMIT
@@ -99,7 +98,7 @@ class Plan:
 
     def references(self) -> dict[str, str]:
         """Each operator's reference implementation: the report's default baseline for speedups."""
-        return {op: registry.get(op).reference for op in dict.fromkeys(c.op for c in self.cells)}
+        return {c.op: c.operator.reference for c in self.cells}
 
     def tf32_mode(self) -> str:
         return next(name for name, value in TF32_MODES.items() if value is self.tf32)

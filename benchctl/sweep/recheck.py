@@ -14,16 +14,11 @@ from __future__ import annotations
 from typing import Any
 
 from benchctl.measure.stats import join_messages
-from benchctl.ops.cells import Cell
 from benchctl.results.schema import FIRST_CALL_COLUMNS
 from benchctl.results.summary import speedup
 from benchctl.vocab import Status
 
 Row = dict[str, Any]
-
-
-def point(cell: Cell) -> tuple:
-    return (cell.op, cell.target, cell.device, cell.dtype, cell.params_json)
 
 
 def speedup_over(row: Row, reference: Row | None) -> float | None:

@@ -1,4 +1,6 @@
-"""Config + command-line flags -> the list of cells to run, validated against the registry.
+"""Config + command-line flags -> the list of cells to run, validated against the registry: the one door
+from command-line words to cells, which run, check, profile and maxbatch all go through (`cells`,
+`expand`, `one_cell`), so the same words give the same cells whichever command reads them.
 
 IMPLS is `py`, `cpp`, `cuda`, an operator's own variant name, a comma list, or `all`; DEVICES is
 `cpu`, `gpu` (alias `cuda`), a comma list, or `all`. Cells come grouped by (operator, target,
@@ -17,7 +19,7 @@ from benchctl.ops.cells import DTYPES, Cell
 from benchctl.sweep.config import SweepConfig
 from benchctl.errors import UsageError
 from benchctl.measure.passes import PASSES
-from benchctl.ops.registry import Operator
+from benchctl.ops.registry import Implementation, Operator
 from benchctl.sweep.words import choices, parse_devices, split
 
 
@@ -105,9 +107,37 @@ def _check_targets(ops: Sequence[Operator], given: Sequence[str]) -> None:
 
 
 def expand(req: SweepRequest) -> list[Cell]:
-    """All cells of the sweep. Implementation x device pairs the implementation does not support are
-    left out (a CPU-only variant on cuda); pairs it supports but cannot run here stay in and are
-    recorded `unavailable` with the reason.
+    """`cells(req)`, or a usage error when the words name none."""
+    found = cells(req)
+    if not found:
+        raise UsageError(f"nothing to run: no implementation among {req.impls!r} supports {req.devices!r}")
+    return found
+
+
+def one_cell(req: SweepRequest) -> Cell:
+    """The one cell the words name (profile, maxbatch), as `run` would time it with the same words."""
+    found = expand(req)
+    if len(found) != 1:
+        raise UsageError(f"these words name {len(found)} cells, not one: give one value of each param")
+    return found[0]
+
+
+def selection(found: Sequence[Cell]) -> list[tuple[Operator, Implementation, str]]:
+    """The (operator, implementation, device) triples the cells cover (what `check` checks), by operator,
+    then implementation, then device, each in the order the words gave them."""
+    first: dict[Any, int] = {}
+    for cell in found:
+        for key in (("op", cell.op), ("impl", cell.op, cell.impl), ("device", cell.device)):
+            first.setdefault(key, len(first))
+    triples = {(c.op, c.impl, c.device): c for c in found}
+    ordered = sorted(triples, key=lambda t: (first["op", t[0]], first["impl", *t[:2]], first["device", t[2]]))
+    return [(triples[t].operator, lookup.find(triples[t].operator, t[1]), t[2]) for t in ordered]
+
+
+def cells(req: SweepRequest) -> list[Cell]:
+    """All cells of the sweep; none where no implementation asked for supports a device asked for.
+    Implementation x device pairs the implementation does not support are left out (a CPU-only variant
+    on cuda); pairs it supports but cannot run here stay in and are recorded `unavailable` with the reason.
 
     The implementations of one point (target, device, dtype, params) come one after the other, so a
     round measures the cells a speedup compares seconds apart, not a whole series apart: on a host whose
@@ -118,7 +148,7 @@ def expand(req: SweepRequest) -> list[Cell]:
     dtypes = choices(req.dtypes, req.config.dtypes or ("float32",), list(DTYPES), "dtype")
     passes = tuple(choices(req.passes, req.config.passes or PASSES, PASSES, "pass"))
     _check_targets(ops, req.targets)
-    cells = []
+    found = []
     for op in ops:
         valid = [t.name for t in op.targets]
         if req.targets:
@@ -127,23 +157,18 @@ def expand(req: SweepRequest) -> list[Cell]:
             targets = choices(req.config.targets.get(op.name, ()), valid, valid, f"{op.name} target")
         grid = param_grid(op, req) if targets else []
         for target, device, dtype, p in itertools.product(targets, devices, dtypes, grid):
-            cells += [Cell.make(op.name, target, impl, device, dtype, p, passes)
+            found += [Cell.make(op.name, target, impl, device, dtype, p, passes)
                       for impl in impls.get(op.name, []) if device in lookup.find(op, impl).devices]
-    if not cells:
-        raise UsageError(f"nothing to run: no implementation among {req.impls!r} supports {req.devices!r}")
-    return _with_partner(cells, req.pair_with) if req.pair_with else cells
+    return _with_partner(found, req.pair_with) if req.pair_with and found else found
 
 
 def _with_partner(cells: list[Cell], partner: str) -> list[Cell]:
     """Every cell whose point (operator, target, device, dtype, params) has a cell of `partner` is timed
     in alternation with it; the partner's own cells are timed alone, as without --pair-with."""
     partner = modifiers.canonical(partner)
-    points = {_point(c) for c in cells if c.impl == partner}
+    points = {c.point for c in cells if c.impl == partner}
     if not points:
         raise UsageError(f"--pair-with {partner}: it is not among the implementations run here; "
                          "list it in IMPLS too")
-    return [replace(c, paired_with=partner) if c.impl != partner and _point(c) in points else c for c in cells]
+    return [replace(c, paired_with=partner) if c.impl != partner and c.point in points else c for c in cells]
 
-
-def _point(cell: Cell) -> tuple:
-    return cell.op, cell.target, cell.device, cell.dtype, cell.params_json

@@ -19,7 +19,7 @@ from benchctl.machine.facts import environment
 from benchctl.measure.execute import Settings
 from benchctl.ops import registry
 from benchctl.ops.cells import Cell
-from benchctl.sweep.driver import Sweep, series_key
+from benchctl.sweep.driver import Sweep
 from benchctl.sweep.executors import Rows, WorkerProcess
 from benchctl.sweep.preflight import Preflight
 from benchctl.sweep.worker import settings_to_json
@@ -33,19 +33,8 @@ def group(cells: Sequence[Cell], by_point: bool = False) -> list[tuple[Cell, ...
     rounds go through a job's cells in order: each point's implementations side by side)."""
     groups: dict[tuple, list[Cell]] = {}
     for cell in cells:
-        key = series_key(cell, registry.get(cell.op).axis)
-        groups.setdefault(_without_impl(key) if by_point else key, []).append(cell)
-    return [tuple(sorted(g, key=lambda c: _axis_value(c))) for g in groups.values()]
-
-
-def _without_impl(key: tuple) -> tuple:
-    op, target, _impl, *rest = key
-    return (op, target, *rest)
-
-
-def _axis_value(cell: Cell) -> float:
-    value = cell.params.get(registry.get(cell.op).axis, 0)
-    return float(value) if isinstance(value, (int, float)) else 0.0
+        groups.setdefault(cell.point_series_key if by_point else cell.series_key, []).append(cell)
+    return [tuple(sorted(g, key=lambda c: c.axis_value)) for g in groups.values()]
 
 
 @dataclass(frozen=True)

@@ -122,8 +122,7 @@ def test_py_spy_arguments_and_files_with_a_stand_in(tmp_path: Path, monkeypatch:
         assert argv[0] == "record" and "--native" not in argv and argv[argv.index("--rate") + 1] == "77"
     manifest = json.loads((out / "profile.json").read_text())
     assert manifest["samples"]["timed"] == 65 and manifest["reps"] >= 1 and not manifest["native"]
-    assert manifest["pass"] == "forward" and manifest["cell"]["params_json"] == json.dumps(
-        {"C": 3, "H": 32, "W": 32, "batch_size": 2, "k": 5})
+    assert manifest["pass"] == "forward" and manifest["cell"]["params"] == {"C": 3, "H": 32, "W": 32, "batch_size": 2, "k": 5}
     assert manifest["top_self"][0]["samples"] == 30
     assert "fill_kernel" in result.output and "slice_backward" in result.output
 
