@@ -98,11 +98,10 @@ def pass_bytes(batch: int, backward: bool) -> float:
 def agree(versions: list[tuple[Callable, Callable]]) -> None:
     """Every version against the first: the seed's shape, and an odd one (borders) for k = 3, 5, 7, 9."""
     gen = torch.Generator(device="cuda").manual_seed(1)
-    shapes = [(2, C, H, W, K)] + [(3, 2, 13, 37, k) for k in (3, 5, 7, 9)]
-    for b, c, h, w, k in shapes:
-        make = lambda *shape: torch.randn(*shape, device="cuda", generator=gen)  # noqa: E731
+    make = lambda *shape: torch.randn(*shape, device="cuda", generator=gen)  # noqa: E731
+    (f0, b0), rest = versions[0], versions[1:]
+    for b, c, h, w, k in [(2, C, H, W, K)] + [(3, 2, 13, 37, k) for k in (3, 5, 7, 9)]:
         x, wt, g = make(b, c, h, w), make(b, k * k, h, w), make(b, c, h, w)
-        (f0, b0), rest = versions[0], versions[1:]
         for f1, b1 in rest:
             torch.testing.assert_close(f1(x, wt), f0(x, wt), rtol=1e-5, atol=1e-5)
             for got, want in zip(b1(g, x, wt), b0(g, x, wt)):

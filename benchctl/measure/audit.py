@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 import random
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 import torch
@@ -99,7 +99,7 @@ class Audit:
         self.key = pool.key
         sources = pool.sources()
         missing = [s for s in sources if s not in self.references]
-        self.references.update(zip(missing, reference_runs(self.resolved, pool, missing)))
+        self.references.update(zip(missing, map(_on_cpu64, reference_runs(self.resolved, pool, missing))))
         names = [k for k, t in pool.store.items() if isinstance(t, torch.Tensor) and t.requires_grad]
         for source in sources:
             self._expected(source, names)
@@ -205,11 +205,9 @@ class Audit:
 
     def _expected_anew(self, source: int, grad_names: list[str]) -> tuple[list[torch.Tensor | None], list[str]]:
         if source not in self.references:
-            self.references[source] = reference_run(self.resolved, fresh.Draw({}, source, self.key))
+            self.references[source] = _on_cpu64(reference_run(self.resolved, fresh.Draw({}, source, self.key)))
         run = self.references[source]
-        outs = [o.detach().to("cpu", torch.float64) for o in run.outs]
-        grads = [None if run.grads.get(n) is None else run.grads[n].detach().to("cpu", torch.float64)
-                 for n in grad_names]
+        outs, grads = list(run.outs), [run.grads.get(n) for n in grad_names]
         out_names, grad_labels = [f"output {i}" for i in range(len(outs))], [f"grad {n}" for n in grad_names]
         by_pass = {Pass.FORWARD: (outs, out_names), Pass.BACKWARD: (grads, grad_labels),
                    Pass.FORWARD_BACKWARD: (outs + grads, out_names + grad_labels)}
@@ -245,6 +243,13 @@ def reference_runs(resolved: Resolved, pool: fresh.InputPool, sources: list[int]
             inputs[pool.key] = pool.data[source].detach().to(dtype).requires_grad_(base[pool.key].requires_grad)
         runs.append(correctness.run_on(resolved.target, ref, inputs))
     return runs
+
+
+def _on_cpu64(run: correctness.Run) -> correctness.Run:
+    """A reference run as the checks compare with it: on the CPU in float64, made once per data set and cell
+    (the cell's passes share it), not once per pass."""
+    on_cpu = lambda t: None if t is None else t.detach().to("cpu", torch.float64)  # noqa: E731
+    return replace(run, outs=tuple(map(on_cpu, run.outs)), grads={n: on_cpu(g) for n, g in run.grads.items()})
 
 
 def _grad_names(draw: fresh.Draw) -> list[str]:

@@ -69,12 +69,11 @@ def error_message(exc: BaseException) -> str:
 
 def base_result(resolved: Resolved) -> PassResult:
     """What every row of the cell says of it, before a pass is named."""
-    cell, op = resolved.cell, resolved.op
-    params = cell.params
+    cell = resolved.cell
     return PassResult().with_(
         op=cell.op, target=cell.target, impl=cell.impl, device=cell.device, dtype=cell.dtype,
-        params=cell.params_json, axis=op.axis, axis_value=float(params.get(op.axis, 0)),
-        batch_size=params.get("batch_size"), allocator=allocator.current())
+        params=cell.params_json, axis=cell.axis, axis_value=cell.axis_value,
+        batch_size=cell.params.get("batch_size"), allocator=allocator.current())
 
 
 def each_pass(result: PassResult, passes: tuple[str, ...], **columns: Any) -> list[PassResult]:
@@ -224,7 +223,8 @@ def _time_watched(head: PassResult, prepared: Prepared, pass_name: str, settings
     row = row.with_(**trust.disturbance(m), **trust.said(row.message, m))
     peaks = settings.peaks.get(prepared.resolved.cell.device, {})
     row = row.with_(**rates.rates(prepared.resolved, prepared.setup(pass_name), pass_name, m.median, peaks))
-    return row.with_(**trust.below_floor(row.to_row(), rates.least_time(row.to_row(), peaks, prepared.resolved.cell)))
+    columns = row.to_row()
+    return row.with_(**trust.below_floor(columns, rates.least_time(columns, peaks, prepared.resolved.cell)))
 
 
 def _host_side(clock: Clock, start: int, message: str | None) -> dict[str, Any]:

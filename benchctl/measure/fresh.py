@@ -10,8 +10,10 @@ keyed by the inputs' objects or addresses hands back a result for other data, wh
 (audit.py). One small input is enough for that, and its copy costs about a microsecond; copying every
 input cost 9 us a call for lstm_cell and 43 us for grid_sample (a 3 MB image), as much as the calls.
 
-A copy costs wall time, never a sample. A cell whose inputs take over POOL_BYTES gets fresh objects only. What a call had is `Draw.source` (-1: the cell's own data), and
-`inputs_of` rebuilds it for the reference. A cell with no such input gets fresh objects only.
+A copy costs wall time, never a sample. A cell whose inputs take over POOL_BYTES, or that has no such
+input, gets fresh objects only. What a call had is `Draw.source` (-1: the cell's own data): the audit's
+references take the pool's own copy of each data set (`InputPool.data`), and `inputs_of` rebuilds a
+draw made without a pool.
 """
 
 from __future__ import annotations

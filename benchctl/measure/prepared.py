@@ -27,7 +27,7 @@ class Prepared:
     compile_s: float
     accumulate: bool = False  # the graph has leaves of its own: time backward(), see passes.py
     pool: fresh.InputPool | None = None
-    references: dict[int, correctness.Run] = field(default_factory=dict)  # audit.py's, by data set
+    references: dict[int, correctness.Run] = field(default_factory=dict)  # audit.py's, by data set, on the CPU in float64
     best_config: str | None = None  # Triton: the autotune configs its first call chose (untimed)
 
     def call(self) -> Any:
