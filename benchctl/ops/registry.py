@@ -71,8 +71,7 @@ def dtype_name(dtype: torch.dtype | str) -> str:
 
 
 def randn(case: Case, gen: torch.Generator, *shape: int, scale: float = 1.0, grad: bool = True) -> torch.Tensor:
-    """Seeded normal values drawn in float32 on the CPU (4x faster than float64, which holds them exactly),
-    so every dtype and device sees the same numbers."""
+    """Seeded normal values drawn in float32 on the CPU (float64 holds them), so every dtype sees the same numbers."""
     t = torch.randn(*shape, generator=gen, dtype=torch.float32).mul_(scale)
     return t.to(device=case.device, dtype=case.dtype).requires_grad_(grad)
 
