@@ -85,6 +85,7 @@ class Audit:
         self.references: dict[int, correctness.Run] = {}  # by data set: the pool's, shared by the point (prime)
         self.accumulate = accumulate  # gradients go to `.grad` (passes.py): only the outputs come back
         self.random = random.Random(os.urandom(16))  # seeded by the OS: the calls cannot know its choices
+        self.positions = torch.Generator().manual_seed(int.from_bytes(os.urandom(8), "little"))  # the same, for torch
         self.threads = threading.active_count()
         self.calls = 0
         self.kept: list[Kept] = []
@@ -176,7 +177,7 @@ class Audit:
         n = ref.numel()
         if mine is None or n <= CHECKED_ELEMENTS or mine.shape != ref.shape:
             return mine, ref
-        idx = torch.tensor([self.random.randrange(n) for _ in range(CHECKED_ELEMENTS)])
+        idx = torch.randint(n, (CHECKED_ELEMENTS,), generator=self.positions)
         return mine.detach().reshape(-1)[idx.to(mine.device)], ref.reshape(-1)[idx]
 
     def _exempt(self) -> bool:
