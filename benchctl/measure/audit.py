@@ -42,9 +42,7 @@ from benchctl.vocab import Pass
 KEPT = 2  # timed calls per pass whose outputs are checked against the reference
 STRICT_KEPT = 16  # in a re-check of a time too good to keep unexamined (sweep/recheck.py)
 SPOT_FIRST, SPOT_EVERY, SPOT_POINTS = 32, 64, 4
-# A kept call's output against the reference: every element up to this many, else this many at random (a
-# gradient of grid_sample at image size 4096 has 201M; comparing them all in float64 cost a second a call).
-CHECKED_ELEMENTS = 1 << 16
+CHECKED_ELEMENTS = 1 << 16  # of a kept call's output, else all (grid_sample's 201M-element gradient took 1 s)
 # The bar at the timed size, relative to the reference's largest magnitude: this check is for work skipped
 # (an output for other data, stale, unfilled or zero is off by the order of the values themselves), not
 # for precision, which the gate judges at the check size. Rounding grows with the size: honest float32

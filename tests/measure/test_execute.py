@@ -129,7 +129,7 @@ def test_the_tf32_setting_reaches_the_cell_and_survives_the_trip_to_a_worker(bui
     from dataclasses import replace
 
     from benchctl.measure import correctness
-    from benchctl.sweep.worker import settings_from_json, settings_to_json
+    from benchctl.sweep.worker_spec import settings_from_json, settings_to_json
 
     settings = settings_from_json(settings_to_json(replace(FAST, tf32=False)))
     assert settings.tf32 is False
