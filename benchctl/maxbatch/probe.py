@@ -14,6 +14,7 @@ from benchctl.measure.execute import Settings
 from benchctl.maxbatch.search import SearchResult, default_cpu_limit, search
 from benchctl.machine.facts import environment
 from benchctl.sweep.executors import WorkerProcess
+from benchctl.sweep.worker_spec import WorkerSpec
 from benchctl.sweep.driver import stamp
 from benchctl.results.storage import RunWriter, new_run_id
 from benchctl.measure.timing import Policy
@@ -74,8 +75,8 @@ class Prober:
         if build is not None:
             build(self.device)  # compilers must not run under the worker's memory limit
         settings = Settings(policy=PROBE_POLICY, check=False, measure_memory=False, probe_bandwidth=False)
-        worker = WorkerProcess(settings, ops_dirs=self.ops_dirs, timeout=self.timeout,
-                               mem_limit=self.mem_limit if self.device == Device.CPU else None)
+        worker = WorkerProcess(WorkerSpec(settings, self.ops_dirs, self.timeout,
+                                          mem_limit=self.mem_limit if self.device == Device.CPU else None))
         env = environment()
         writer = RunWriter(out, new_run_id(), {"environment": env, "maxbatch": self._describe()})
 

@@ -12,10 +12,13 @@ outside the clock, each right after its call (the clock keeps the result for thi
 - KEPT calls are picked at random among all the pass's calls (reservoir sampling, from the OS's random
   source, decided after each call returned), their outputs copied as they were on return and kept;
 - after sampling, each kept output must still equal its copy (an output filled in later, e.g. by a
-  thread, has changed), and the copy must match the operator's reference implementation run on the same
-  data (fresh.py says which data set each call had), at the cell's size, within `timed_tolerance`. The
-  reference runs on the cell's device in float32 (float64 for a float64 cell): at the timed size a float64
-  run of a large cell cost seconds and gigabytes, and the bar is for work skipped, not precision.
+  thread, has changed), hold no NaN or infinity, and match the operator's reference implementation run on
+  the same data (fresh.py says which data set each call had), at the cell's size, within
+  `timed_tolerance`: all its elements up to CHECKED_ELEMENTS, else that many at random positions, against
+  the reference's largest magnitude over all of them. The reference runs once per data set and point (its
+  implementations share it: point_data.py), on the cell's device in float32 (float64 for a float64 cell),
+  and is kept on the CPU in that dtype: at the timed size a float64 run, or a float64 copy, of a large
+  cell cost seconds and gigabytes, and the bar is for work skipped, not precision.
 
 A failure makes the pass `incorrect`, with what was found. The reference implementation's own cells are
 not checked against themselves.
@@ -39,6 +42,7 @@ from benchctl.vocab import Pass
 KEPT = 2  # timed calls per pass whose outputs are checked against the reference
 STRICT_KEPT = 16  # in a re-check of a time too good to keep unexamined (sweep/recheck.py)
 SPOT_FIRST, SPOT_EVERY, SPOT_POINTS = 32, 64, 4
+CHECKED_ELEMENTS = 1 << 16  # of a kept call's output, else all (grid_sample's 201M-element gradient took 1 s)
 # The bar at the timed size, relative to the reference's largest magnitude: this check is for work skipped
 # (an output for other data, stale, unfilled or zero is off by the order of the values themselves), not
 # for precision, which the gate judges at the check size. Rounding grows with the size: honest float32
@@ -74,12 +78,12 @@ def not_plain(tensors: list[torch.Tensor | None]) -> str:
 class Audit:
     """Watches one pass's calls (`drawn` before each, `finish` after the last) and judges them (`verdict`)."""
 
-    def __init__(self, resolved: Resolved, pass_name: str, take: Callable[[], Any], accumulate: bool = False,
-                 references: dict[int, correctness.Run] | None = None):
+    def __init__(self, resolved: Resolved, pass_name: str, take: Callable[[], Any], accumulate: bool = False):
         self.resolved, self.pass_name, self.take = resolved, pass_name, take
-        self.references = {} if references is None else references  # by data set, shared by a cell's passes
+        self.references: dict[int, correctness.Run] = {}  # by data set: the pool's, shared by the point (prime)
         self.accumulate = accumulate  # gradients go to `.grad` (passes.py): only the outputs come back
         self.random = random.Random(os.urandom(16))  # seeded by the OS: the calls cannot know its choices
+        self.positions = torch.Generator().manual_seed(int.from_bytes(os.urandom(8), "little"))  # the same, for torch
         self.threads = threading.active_count()
         self.calls = 0
         self.kept: list[Kept] = []
@@ -96,10 +100,10 @@ class Audit:
         lose: run from the first spot check, it left hoconv2d's forward passes at B=16 one or two samples."""
         if self._exempt():
             return
-        self.key = pool.key
+        self.key, self.references = pool.key, pool.references
         sources = pool.sources()
         missing = [s for s in sources if s not in self.references]
-        self.references.update(zip(missing, map(_on_cpu64, reference_runs(self.resolved, pool, missing))))
+        self.references.update(zip(missing, map(_on_cpu, reference_runs(self.resolved, pool, missing))))
         names = [k for k, t in pool.store.items() if isinstance(t, torch.Tensor) and t.requires_grad]
         for source in sources:
             self._expected(source, names)
@@ -157,9 +161,22 @@ class Audit:
             return False
         idx = [self.random.randrange(ref.numel()) for _ in range(SPOT_POINTS)]
         mine = got.detach().reshape(-1)[torch.tensor(idx, device=got.device)].to("cpu", torch.float64)
-        theirs = ref.reshape(-1)[torch.tensor(idx)]
-        scale = self.scales.get(id(ref)) or self.scales.setdefault(id(ref), float(ref.abs().max()) or 1.0)
-        return not bool(((mine - theirs).abs() <= tol * scale).all())
+        theirs = ref.reshape(-1)[torch.tensor(idx)].to(torch.float64)
+        return not bool(((mine - theirs).abs() <= tol * (self._scale(ref) or 1.0)).all())
+
+    def _scale(self, ref: torch.Tensor) -> float:
+        """The reference tensor's largest magnitude (what errors are measured against), once per tensor."""
+        if id(ref) not in self.scales:
+            self.scales[id(ref)] = float(ref.abs().max()) if ref.numel() else 0.0
+        return self.scales[id(ref)]
+
+    def _sampled(self, mine: torch.Tensor | None, ref: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor]:
+        """`mine` and `ref` whole, or at CHECKED_ELEMENTS random positions when they hold more."""
+        n = ref.numel()
+        if mine is None or n <= CHECKED_ELEMENTS or mine.shape != ref.shape:
+            return mine, ref
+        idx = torch.randint(n, (CHECKED_ELEMENTS,), generator=self.positions)
+        return mine.detach().reshape(-1)[idx.to(mine.device)], ref.reshape(-1)[idx]
 
     def _exempt(self) -> bool:
         """The reference implementation's own cells are not checked against themselves."""
@@ -191,7 +208,9 @@ class Audit:
         for name, mine, ref in zip(names, got, expected):
             if ref is None:
                 continue
-            c = correctness.agree(name, mine, ref, tol, name.startswith("output"))
+            if mine is not None and mine.is_floating_point() and not bool(torch.isfinite(mine).all()):
+                return f"{name}: non-finite values (at the timed size)"
+            c = correctness.agree(name, *self._sampled(mine, ref), tol, name.startswith("output"), self._scale(ref))
             if not c.passed:
                 return f"{name}: {c.reason} against the reference on the same inputs (at the timed size)"
         return ""
@@ -205,7 +224,7 @@ class Audit:
 
     def _expected_anew(self, source: int, grad_names: list[str]) -> tuple[list[torch.Tensor | None], list[str]]:
         if source not in self.references:
-            self.references[source] = _on_cpu64(reference_run(self.resolved, fresh.Draw({}, source, self.key)))
+            self.references[source] = _on_cpu(reference_run(self.resolved, fresh.Draw({}, source, self.key)))
         run = self.references[source]
         outs, grads = list(run.outs), [run.grads.get(n) for n in grad_names]
         out_names, grad_labels = [f"output {i}" for i in range(len(outs))], [f"grad {n}" for n in grad_names]
@@ -230,25 +249,32 @@ def reference_run(resolved: Resolved, draw: fresh.Draw) -> correctness.Run:
 
 
 def reference_runs(resolved: Resolved, pool: fresh.InputPool, sources: list[int]) -> list[correctness.Run]:
-    """The reference on each data set of `pool`: the cell's own data made once, its `key` from the pool."""
+    """The reference on each data set of `pool`: the cell's inputs as the target made them (`pool.raw`, in
+    the reference's dtype), its `key` from the pool's copy of the data set."""
     if not sources:
         return []
     dtype = torch.float64 if resolved.cell.torch_dtype == torch.float64 else torch.float32
-    base = fresh.raw_inputs(resolved, -1, dtype)
     ref = resolved.op.implementations[resolved.op.reference]
     runs = []
     for source in sources:
-        inputs = {k: fresh.fresh_view(v) for k, v in base.items()}  # new leaves: each run's own gradients
+        inputs = {k: _as(v, dtype) for k, v in pool.raw.items()}  # new leaves: each run's own gradients
         if pool.key is not None and source >= 0:
-            inputs[pool.key] = pool.data[source].detach().to(dtype).requires_grad_(base[pool.key].requires_grad)
-        runs.append(correctness.run_on(resolved.target, ref, inputs))
+            inputs[pool.key] = _as(pool.data[source], dtype).requires_grad_(pool.raw[pool.key].requires_grad)
+        runs.append(correctness.run_on(resolved.target, ref, inputs, watched=False))
     return runs
 
 
-def _on_cpu64(run: correctness.Run) -> correctness.Run:
-    """A reference run as the checks compare with it: on the CPU in float64, made once per data set and cell
-    (the cell's passes share it), not once per pass."""
-    on_cpu = lambda t: None if t is None else t.detach().to("cpu", torch.float64)  # noqa: E731
+def _as(t: Any, dtype: torch.dtype) -> Any:
+    """A new leaf over `t` (a copy where `dtype` is not its own), for a floating tensor; else `t`."""
+    if not isinstance(t, torch.Tensor) or not t.is_floating_point():
+        return t
+    return t.detach().to(dtype).requires_grad_(t.requires_grad)
+
+
+def _on_cpu(run: correctness.Run) -> correctness.Run:
+    """A reference run as the checks compare with it: on the CPU, in its own dtype, made once per data set
+    and point (the point's cells and passes share it)."""
+    on_cpu = lambda t: None if t is None else t.detach().to("cpu")  # noqa: E731
     return replace(run, outs=tuple(map(on_cpu, run.outs)), grads={n: on_cpu(g) for n, g in run.grads.items()})
 
 

@@ -69,8 +69,11 @@ SPIN_CYCLES_PER_S = 3e9  # above any GPU's SM clock, so a spin lasts at least as
 SPIN_FIRST_S = 1e-4  # before the first call's host time is known
 SPIN_MAX_S = 1e-3  # a host-bound call is timed at host speed anyway; longer spins only cost wall time
 # The device still busy this long after the call's own stream finished: the call left work on another
-# stream, and that work's time is added to the sample (a device-wide synchronise alone takes a few us).
+# stream, and that work's time is added to the sample. Measured as the host's wait in a device-wide
+# synchronise beyond what one costs with nothing to wait for (the 90th percentile of the idle ones so
+# far: a synchronise that yields its thread can take tens of us on an idle device).
 STRAY_MIN_S = 50e-6
+IDLE_QUANTILE = 0.9
 
 
 def gpu_spin(seconds: float) -> None:
@@ -96,7 +99,8 @@ class CudaEventClock:
 
     The end event times the call's own stream; a call that queued work on another stream and returned is
     caught by a device-wide synchronise after the end event's: the time the device stayed busy after the
-    event (over STRAY_MIN_S) is added to the sample and kept in `stray_per_call`.
+    event (the host's wait in it beyond an idle synchronise's, `idle_sync_s`; over STRAY_MIN_S) is added
+    to the sample and kept in `stray_per_call`.
 
     `event_factory`, `synchronize` and `spin` default to torch.cuda's; tests pass fakes. An optional
     `before` hook (e.g. an L2 flush) runs before the start event is recorded, so it is not timed.
@@ -122,6 +126,7 @@ class CudaEventClock:
         self.host_per_call: list[float] = []
         self.gpu_per_call: list[float] = []
         self.stray_per_call: list[float] = []
+        self.idle_sync_s: list[float] = []  # a device-wide synchronise's wait with nothing queued, per call
         self.result: Any = NOTHING
 
     def time(self, thunk: Thunk) -> float:
@@ -130,6 +135,7 @@ class CudaEventClock:
             self.before()
         start, end = self.event_factory(), self.event_factory()
         self.synchronize()  # nothing queued earlier may leak into this sample
+        self.idle_sync_s.append(self._synchronised())
         self.spin(min(2 * self.host_per_call[-1], SPIN_MAX_S) if self.host_per_call else SPIN_FIRST_S)
         start.record()
         issued = self.counter()
@@ -137,13 +143,21 @@ class CudaEventClock:
         returned = self.counter()
         end.record()
         end.synchronize()  # the call's own stream done ...
-        done = self.wall()
-        self.synchronize()  # ... then every stream: work the call left on another one is still its own
-        stray = (self.wall() - done) * 1e-9
+        stray = self._synchronised() - self._idle()  # ... then every stream: work left on another is the call's
         self.stray_per_call.append(stray if stray > STRAY_MIN_S else 0.0)
         self.host_per_call.append((returned - issued) * 1e-9)  # kept out of the events' window
         self.gpu_per_call.append(start.elapsed_time(end) * 1e-3 + self.stray_per_call[-1])  # elapsed_time: ms
         self.result = result  # freeing the output (and a forward's graph) is not part of the call
         return max(self.gpu_per_call[-1], self.host_per_call[-1])
+
+    def _synchronised(self) -> float:
+        """Seconds the host waited in a device-wide synchronise."""
+        start = self.wall()
+        self.synchronize()
+        return (self.wall() - start) * 1e-9
+
+    def _idle(self) -> float:
+        ordered = sorted(self.idle_sync_s)
+        return ordered[int(IDLE_QUANTILE * (len(ordered) - 1))]
 
     take = CpuClock.take

@@ -87,7 +87,10 @@ class CheckResult:
         return any(c.name == TAMPERED and not c.passed for c in self.comparisons)
 
 
-def agree(name: str, got: torch.Tensor | None, ref: torch.Tensor, tol: float, is_output: bool) -> Agreement:
+def agree(name: str, got: torch.Tensor | None, ref: torch.Tensor, tol: float, is_output: bool,
+          scale: float | None = None) -> Agreement:
+    """`got` against `ref`, its error relative to `scale` (the reference's largest magnitude: of `ref` itself
+    unless given, for a `ref` that is a sample of a larger tensor)."""
     if got is None:
         return Agreement(name, float("inf"), float("inf"), tol, False, "no gradient was computed")
     if tuple(got.shape) != tuple(ref.shape):
@@ -97,9 +100,10 @@ def agree(name: str, got: torch.Tensor | None, ref: torch.Tensor, tol: float, is
     if not torch.isfinite(got64).all():
         return Agreement(name, float("inf"), float("inf"), tol, False, "non-finite values")
     abs_err = float((got64 - ref).abs().max()) if ref.numel() else 0.0
-    scale = float(ref.abs().max()) if ref.numel() else 0.0
+    if scale is None:
+        scale = float(ref.abs().max()) if ref.numel() else 0.0
     rel_err = abs_err / scale if scale > 0 else abs_err
-    if is_output and ref.numel() and not got64.any() and scale > 0:
+    if is_output and ref.numel() and not got64.any() and bool(ref.any()):
         return Agreement(name, abs_err, rel_err, tol, False, "output is all zeros")
     passed = rel_err <= tol
     return Agreement(name, abs_err, rel_err, tol, passed, "" if passed else f"error {rel_err:.3g} > {tol:.3g}")
@@ -119,15 +123,16 @@ def run_once(target: Target, impl: Implementation, case: Case) -> Run:
     return run_on(target, impl, target.make_inputs(case))
 
 
-def run_on(target: Target, impl: Implementation, inputs: dict[str, Any]) -> Run:
-    """Outputs and input gradients of one forward+backward call on `inputs` (as the target makes them)."""
+def run_on(target: Target, impl: Implementation, inputs: dict[str, Any], watched: bool = True) -> Run:
+    """Outputs and input gradients of one forward+backward call on `inputs` (as the target makes them);
+    `watched`: what it did to its inputs is looked at too (tamper.py: a copy of every input)."""
     if impl.prepare is not None:
         inputs = impl.prepare(inputs)
-    before = tamper.snapshot(inputs)
+    before = tamper.snapshot(inputs) if watched else None
     outs = as_tuple(target.call(impl.fn, inputs))
-    problems = tamper.problems(inputs, before, outs)  # before backward, which may change the inputs
+    problems = tamper.problems(inputs, before, outs) if watched else []  # before backward, which may change them
     torch.autograd.backward(outs, grad_outputs(outs))
-    problems = problems or tamper.problems(inputs, before, ())
+    problems = problems or (tamper.problems(inputs, before, ()) if watched else [])
     grads = {name: t.grad for name, t in inputs.items() if isinstance(t, torch.Tensor) and t.requires_grad}
     return Run(tuple(o.detach() for o in outs), grads, tuple(problems))
 

@@ -12,8 +12,9 @@ input cost 9 us a call for lstm_cell and 43 us for grid_sample (a 3 MB image), a
 
 A copy costs wall time, never a sample. A cell whose inputs take over POOL_BYTES, or that has no such
 input, gets fresh objects only. What a call had is `Draw.source` (-1: the cell's own data): the audit's
-references take the pool's own copy of each data set (`InputPool.data`), and `inputs_of` rebuilds a
-draw made without a pool.
+references run on the cell's inputs as the target made them (`InputPool.raw`) with the pool's own copy
+of each data set (`InputPool.data`), and `inputs_of` rebuilds a draw made without a pool. The data sets
+and the references on them are the point's, shared by its implementations (point_data.py).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 
 import torch
 
+from benchctl.measure import point_data
 from benchctl.ops.cells import Resolved
 from benchctl.ops.registry import Case, Inputs
 
@@ -74,31 +76,34 @@ def fresh_view(t: Any) -> Any:
     return t.detach().requires_grad_(t.requires_grad)
 
 
-def _refreshable(store: Inputs, raw: Inputs, prepared: Inputs) -> list[str]:
-    """Floating inputs the implementation's `prepare` passes through unchanged, smallest first, those that
-    require grad before the others."""
+def _refreshable(store: Inputs, raw: Inputs) -> list[str]:
+    """Floating inputs the implementation's `prepare` passed through unchanged (`store` against `raw`),
+    smallest first, those that require grad before the others."""
     keys = [k for k, t in store.items() if isinstance(t, torch.Tensor) and t.is_floating_point() and t.numel()
-            and isinstance(raw.get(k), torch.Tensor) and isinstance(prepared.get(k), torch.Tensor)
-            and prepared[k].shape == t.shape and prepared[k].dtype == t.dtype and torch.equal(prepared[k], raw[k])]
+            and isinstance(raw.get(k), torch.Tensor) and raw[k].shape == t.shape and raw[k].dtype == t.dtype
+            and torch.equal(raw[k], t)]
     return sorted(keys, key=lambda k: (not store[k].requires_grad, store[k].numel()))
 
 
 class InputPool:
-    """The cell's storage (`store`: the inputs its first call had) and the data sets copied into its `key`."""
+    """The cell's storage (`store`: the inputs its first call had), the same inputs as the target made them
+    (`raw`: before the implementation's `prepare`), the data sets copied into its `key`, and the reference's
+    runs on them (`references`, by data set: audit.py fills it)."""
 
-    def __init__(self, resolved: Resolved, store: Inputs):
-        self.store = store
+    def __init__(self, resolved: Resolved, store: Inputs, raw: Inputs):
+        self.store, self.raw = store, raw
         self.key: str | None = None
         self.data: list[torch.Tensor] = []
         self.calls = 0
-        if tensor_bytes(store) > POOL_BYTES:
-            return
-        raws = [raw_inputs(resolved, j) for j in range(SOURCES)]
-        prepared = [resolved.impl.prepare(dict(raw)) if resolved.impl.prepare else raw for raw in raws]
-        keys = _refreshable(store, raws[0], prepared[0])
+        cell = resolved.cell
+        shared = point_data.of((*cell.point, cell.seed))
+        keys = _refreshable(store, raw) if tensor_bytes(store) <= POOL_BYTES else []
         if keys:
             self.key = keys[0]
-            self.data = [p[self.key].detach().clone() for p in prepared]
+            if self.key not in shared.data:
+                shared.data[self.key] = [raw_inputs(resolved, j)[self.key].detach().clone() for j in range(SOURCES)]
+            self.data = shared.data[self.key]
+        self.references = shared.references_for(self.key)
 
     def sources(self) -> list[int]:
         """The data sets the draws rotate over (-1 alone: the cell's own data, fresh objects only)."""

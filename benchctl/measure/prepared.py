@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 import torch
 
-from benchctl.measure import correctness, fresh
+from benchctl.measure import fresh
 from benchctl.measure.clocks import Thunk
 from benchctl.measure.passes import as_tuple, backward_from, drawn_setup, grad_outputs, has_own_leaves
 from benchctl.ops.cells import Resolved
@@ -26,8 +26,8 @@ class Prepared:
     grads: tuple[torch.Tensor, ...]
     compile_s: float
     accumulate: bool = False  # the graph has leaves of its own: time backward(), see passes.py
+    raw: Inputs = field(default_factory=dict)  # the inputs as the target made them, before the implementation's prepare
     pool: fresh.InputPool | None = None
-    references: dict[int, correctness.Run] = field(default_factory=dict)  # audit.py's, by data set, on the CPU in float64
     best_config: str | None = None  # Triton: the autotune configs its first call chose (untimed)
 
     def call(self) -> Any:
@@ -36,7 +36,7 @@ class Prepared:
 
     def setup(self, pass_name: str, on_draw: Callable[[fresh.Draw], None] | None = None) -> Callable[[], Thunk]:
         """Each repetition on fresh inputs (fresh.py); `on_draw` hears of each draw before its call."""
-        pool = self.pool or fresh.InputPool(self.resolved, self.inputs)
+        pool = self.pool or fresh.InputPool(self.resolved, self.inputs, self.raw or self.inputs)
         self.pool = pool
 
         def draw() -> tuple[Callable[[], Any], Inputs]:
@@ -50,9 +50,8 @@ class Prepared:
 
 def prepare(resolved: Resolved) -> Prepared:
     cell, target, impl = resolved.cell, resolved.target, resolved.impl
-    inputs = target.make_inputs(Case(cell.params.to_dict(), cell.torch_dtype, cell.device, cell.seed))
-    if impl.prepare is not None:
-        inputs = impl.prepare(inputs)
+    raw = target.make_inputs(Case(cell.params.to_dict(), cell.torch_dtype, cell.device, cell.seed))
+    inputs = impl.prepare(dict(raw)) if impl.prepare is not None else dict(raw)
 
     def call_on(args: Inputs) -> Any:
         return target.call(impl.fn, args)
@@ -65,4 +64,4 @@ def prepare(resolved: Resolved) -> Prepared:
     if cell.device == Device.CUDA:
         torch.cuda.synchronize()
     compile_s = time.perf_counter() - start
-    return Prepared(resolved, call_on, inputs, grads, compile_s, accumulate, best_config=best_config(impl.kernels))
+    return Prepared(resolved, call_on, inputs, grads, compile_s, accumulate, raw, best_config=best_config(impl.kernels))

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import re
 import sys
-import traceback
 import types
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +17,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import torch
 
-from benchctl.ops import paths, triton_support
+from benchctl.ops import import_errors, paths, triton_support
 from benchctl.vocab import DEVICES, Device
 
 BUILTIN_OPS_DIR = paths.IMPLEMENTATIONS_DIR
@@ -65,14 +63,20 @@ class Target:
     bwd_bytes: Callable[[Mapping[str, Any], int], float] = lambda p, itemsize: 0.0
 
 
+def _same_definition(old: Callable[..., Any], new: Callable[..., Any]) -> bool:
+    """`new` is `old`'s own definition run again (its module reloaded): it replaces it, no clash."""
+    where = lambda f: (f.__module__, f.__qualname__, f.__code__.co_filename, f.__code__.co_firstlineno)  # noqa: E731
+    return hasattr(old, "__code__") and hasattr(new, "__code__") and where(old) == where(new)
+
+
 def dtype_name(dtype: torch.dtype | str) -> str:
     """"float32" for torch.float32 or "float32"."""
     return str(dtype).removeprefix("torch.")
 
 
 def randn(case: Case, gen: torch.Generator, *shape: int, scale: float = 1.0, grad: bool = True) -> torch.Tensor:
-    """Seeded normal values drawn in float64 on the CPU, so every dtype and device sees the same numbers."""
-    t = torch.randn(*shape, generator=gen, dtype=torch.float64) * scale
+    """Seeded normal values drawn in float32 on the CPU (float64 holds them), so every dtype sees the same numbers."""
+    t = torch.randn(*shape, generator=gen, dtype=torch.float32).mul_(scale)
     return t.to(device=case.device, dtype=case.dtype).requires_grad_(grad)
 
 
@@ -155,7 +159,7 @@ class Operator:
             triton_support.use_interpreter_bench(kernels)
             doc = (fn.__doc__ or "").strip().splitlines()
             for variant, call in triton_support.config_variants(name, fn, kernels) if config_variants else [(name, fn)]:
-                if variant in self.implementations:
+                if variant in self.implementations and not _same_definition(self.implementations[variant].fn, call):
                     raise ValueError(f"{self.name}: implementation {variant!r} registered twice")
                 self.implementations[variant] = Implementation(
                     variant, call, tuple(devices), requires, prepare, opcheck, build, doc[0] if doc else "",
@@ -177,10 +181,6 @@ class Operator:
 _OPERATORS: dict[str, Operator] = {}
 _LOAD_ERRORS: dict[str, str] = {}
 _LOADED_FILES: set[Path] = set()
-COLLISION = re.compile(r"register the namespace (\S+?);.*registered at (.+?):\d+; latest registration was "
-                       r"registered at (.+?):\d+", re.S)
-
-
 def register(op: Operator) -> Operator:
     if op.name in _OPERATORS and _OPERATORS[op.name] is not op:
         raise ValueError(f"operator {op.name!r} is already registered (from {_OPERATORS[op.name].source})")
@@ -259,31 +259,10 @@ def _load_module(path: Path) -> None:
         spec.loader.exec_module(module)
     except Exception as exc:
         del sys.modules[mod_name]
-        _LOAD_ERRORS[str(path)] = _collision(str(exc)) or _described(exc, init)
+        _LOAD_ERRORS[str(path)] = import_errors.collision(str(exc)) or import_errors.described(exc, init)
         return
     for op in _OPERATORS.values():  # the file an operator came from: its code's repository (provenance.py)
         op.source = op.source or str(init)
-
-
-def _described(exc: Exception, source: Path) -> str:
-    """`SyntaxError at line 3: invalid syntax`: the error and the line of the operator file it came from."""
-    line = exc.lineno if isinstance(exc, SyntaxError) else None
-    if line is None:
-        frames = [f for f in traceback.extract_tb(exc.__traceback__) if Path(f.filename) == source]
-        line = frames[-1].lineno if frames else None
-    message = exc.msg if isinstance(exc, SyntaxError) else str(exc)
-    where = f" at line {line}" if line else ""
-    return f"{type(exc).__name__}{where}: {message}" if message else f"{type(exc).__name__}{where}"
-
-
-def _collision(message: str) -> str | None:
-    """torch.library's refusal of a second TORCH_LIBRARY block, as one line naming both files."""
-    found = COLLISION.search(message)
-    if not found:
-        return None
-    namespace, first, second = found.groups()
-    return (f"torch.library namespace {namespace} is defined by two operator files, {first} and {second}: "
-            "give each its own namespace, or ask for one of them with --op")
 
 
 def load_errors() -> dict[str, str]:

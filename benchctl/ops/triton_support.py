@@ -47,6 +47,11 @@ def not_installed(*args: Any, **kwargs: Any) -> Any:
     raise RuntimeError(missing() or "triton is not installed")
 
 
+def placeholder(op: Any) -> None:
+    """Registers `triton` on `op` where triton cannot be imported: unavailable, with why (`missing`)."""
+    op.implementation("triton", requires=lambda device: missing())(not_installed)
+
+
 def base_kernel(kernel: Any) -> Any:
     """The jitted (or interpreted) function under any `triton.autotune` / `triton.heuristics` wrappers."""
     while hasattr(kernel, "fn") and type(kernel).__name__ in ("Autotuner", "Heuristics"):

@@ -169,7 +169,7 @@ def _judged(cells: list[CellChange], threshold: float, alpha: float) -> list[Cel
     for i, q in zip(timed, adjusted([cells[i].p_value for i in timed])):
         c = cells[i]
         interval = (c.ratio_low, c.ratio_high) if c.ratio_low is not None else None
-        said = verdict(interval, q, threshold, alpha)
+        said = verdict(interval, q, threshold, alpha, c.ratio)
         reason = c.reason or machine_doubt(said, c.ratio, c.machine, threshold)
         if said in (Verdict.SLOWER, Verdict.FASTER) and reason:
             said = Verdict.UNSURE

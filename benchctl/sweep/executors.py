@@ -27,7 +27,7 @@ from benchctl.ops import namespaces
 from benchctl.ops.cells import Cell
 from benchctl.vocab import Status
 from benchctl.sweep import channel
-from benchctl.sweep.worker import settings_to_json
+from benchctl.sweep.worker_spec import WorkerSpec
 
 Rows = list[dict[str, Any]]
 STDERR_TAIL_LINES = 20  # a crash's header, its Python stack (about a dozen frames deep) and the modules line
@@ -57,13 +57,8 @@ class WorkerProcess:
     `fresh`: then no cell's timing depends on what ran before it in the same process (the allocator's
     state, for one: whether a large temporary reuses memory or faults in fresh pages)."""
 
-    settings: Settings
-    ops_dirs: Sequence[str] = ()
-    timeout: float | None = None
-    threads: int | None = None
-    mem_limit: int | None = None
+    spec: WorkerSpec
     fresh: bool = False
-    env: dict[str, str] = field(default_factory=dict)  # set for the worker, e.g. CUDA_VISIBLE_DEVICES
     oom_counter: Path | None = field(default_factory=oom.counter_file)  # the cgroup's oom_kill count
     _oom_kills: int | None = field(default=None, repr=False)
     _proc: subprocess.Popen | None = field(default=None, repr=False)
@@ -79,11 +74,9 @@ class WorkerProcess:
         # The worker imports this process's benchctl, whatever folder the run was started from.
         proc = subprocess.Popen(interpreter.module_command("benchctl.sweep.worker"), stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=self._stderr, text=True, start_new_session=True,
-                                env=interpreter.child_env(self.env))
+                                env=interpreter.child_env(self.spec.process_env()))
         self._key, self._seq = channel.new_key(), 0
-        setup = {"ops_dirs": [str(d) for d in self.ops_dirs], "settings": settings_to_json(self.settings),
-                 "threads": self.threads, "mem_limit": self.mem_limit, "key": self._key}
-        proc.stdin.write(json.dumps(setup) + "\n")
+        proc.stdin.write(json.dumps(self.spec.setup(self._key)) + "\n")
         proc.stdin.flush()
         self._proc, self._ops = proc, set()
         if not self._read_line(timeout=120):
@@ -101,7 +94,7 @@ class WorkerProcess:
             proc.stdin.flush()
         except BrokenPipeError:
             pass
-        line = self._read_line(self.timeout)
+        line = self._read_line(self.spec.timeout)
         if line:
             return self._opened(cell, line)
         status, message = self._failure(timed_out=line is None)
@@ -147,13 +140,13 @@ class WorkerProcess:
         self._proc = None
         tail = _tail(self._stderr)
         if timed_out:
-            return Status.TIMEOUT, f"no result within {self.timeout:g} s; killed. {tail}".strip()
+            return Status.TIMEOUT, f"no result within {self.spec.timeout:g} s; killed. {tail}".strip()
         if code == -signal.SIGKILL:
             return self._killed(tail)
         how = f"killed by signal {signal.Signals(-code).name}" if code < 0 else f"exited with code {code}"
         # Under a memory limit, a native allocation (a thread stack, a std::vector) can fail outside
         # torch's allocator and end the process; the message says it was memory.
-        status = Status.OOM if self.mem_limit and any(m in tail for m in OOM_MARKERS) else Status.CRASHED
+        status = Status.OOM if self.spec.mem_limit and any(m in tail for m in OOM_MARKERS) else Status.CRASHED
         return status, f"worker {how}. {tail}".strip()
 
     def _killed(self, tail: str) -> tuple[str, str]:
@@ -211,6 +204,10 @@ class Replicas:
         self._turns[key] = turn + 1
         process = turn % len(self.workers)
         return [PassResult.from_row(row).with_(process=process).to_row() for row in self.workers[process].run(cell)]
+
+    def renew(self) -> None:
+        """New worker processes from the next cell on (each starts again when next asked)."""
+        self.close()
 
     def close(self) -> None:
         for worker in self.workers:

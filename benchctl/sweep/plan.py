@@ -6,7 +6,6 @@ from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
 from benchctl.errors import UsageError
-from benchctl.machine import allocator
 from benchctl.ops.cells import Cell
 from benchctl.sweep.config import SweepConfig
 from benchctl.results.schema import SPEEDUP_LIMIT
@@ -17,6 +16,7 @@ from benchctl.sweep.cluster import RayCluster
 from benchctl.sweep.executors import InProcess, Replicas, WorkerProcess
 from benchctl.sweep.pool import Pool, local_gpus
 from benchctl.sweep.series import SeriesJob
+from benchctl.sweep.worker_spec import WorkerSpec
 from benchctl.measure.timing import Policy
 
 
@@ -115,18 +115,19 @@ class Plan:
     def local_executor(self) -> InProcess | WorkerProcess | Replicas:
         """Where cells run under the local executor: this process, one worker process at a time, or
         `processes` workers in turn."""
-        settings = self.settings()
         if self.in_process:
-            return InProcess(settings)
-        workers = [WorkerProcess(settings, ops_dirs=self.ops_dirs, timeout=self.timeout, threads=self.threads,
-                                 mem_limit=self.mem_limit, fresh=self.fresh_worker,
-                                 env=allocator.preload_env(self.allocator)) for _ in range(self.processes)]
+            return InProcess(self.settings())
+        spec = self.worker_spec()
+        workers = [WorkerProcess(spec, fresh=self.fresh_worker) for _ in range(self.processes)]
         return Replicas(workers) if self.processes > 1 else workers[0]
+
+    def worker_spec(self) -> WorkerSpec:
+        """What every worker of the run is started with (sweep/worker_spec.py)."""
+        return WorkerSpec(self.settings(), self.ops_dirs, self.timeout, self.threads, self.mem_limit, self.allocator)
 
     def series_job(self) -> SeriesJob:
         """The settings every series shares, for the fan-out executors."""
-        return SeriesJob((), self.settings(), tuple(map(str, self.ops_dirs)), self.rounds, self.timeout,
-                         self.threads, self.mem_limit, allocator=self.allocator, remeasure=self.remeasure)
+        return SeriesJob((), self.worker_spec(), self.rounds, remeasure=self.remeasure)
 
     def fanout(self) -> Pool | RayCluster | None:
         """The executor that fans series out (pool, ray), or None for the local one."""

@@ -65,7 +65,8 @@ class Pool:
         def on_a_gpu(s: Series) -> Rows:
             gpu = free.get()
             try:
-                return self.runner(replace(self.job, cells=s, env={**self.job.env, "CUDA_VISIBLE_DEVICES": gpu}))
+                return self.runner(replace(self.job, cells=s, spec=self.job.spec.with_(
+                    env={**self.job.spec.env, "CUDA_VISIBLE_DEVICES": gpu})))
             finally:
                 free.put(gpu)
 

@@ -8,22 +8,19 @@ returns the rows, stamped with the facts of the machine that ran them.
 from __future__ import annotations
 
 import atexit
-import json
 import socket
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 from benchctl.machine import allocator
 from benchctl.machine.facts import environment
-from benchctl.measure.execute import Settings
 from benchctl.ops import registry
 from benchctl.ops.cells import Cell
 from benchctl.sweep.driver import Sweep
 from benchctl.sweep.executors import Rows, WorkerProcess
 from benchctl.sweep.preflight import Preflight
-from benchctl.sweep.worker import settings_to_json
-from benchctl.vocab import Allocator
+from benchctl.sweep.worker_spec import WorkerSpec
 
 
 def group(cells: Sequence[Cell], by_point: bool = False) -> list[tuple[Cell, ...]]:
@@ -42,15 +39,9 @@ class SeriesJob:
     """Everything a node needs to run one series; plain data, so it pickles to another machine."""
 
     cells: tuple[Cell, ...]
-    settings: Settings
-    ops_dirs: tuple[str, ...] = ()
+    spec: WorkerSpec  # the worker the node runs the series in (its allocator preloaded from the node's own path)
     rounds: int = 1
-    timeout: float | None = None
-    threads: int | None = None
-    mem_limit: int | None = None
-    env: dict[str, str] = field(default_factory=dict)  # for the worker, e.g. CUDA_VISIBLE_DEVICES
     node_id: str | None = None  # the node's name in the rows (Ray's node id; else the host)
-    allocator: str = Allocator.SYSTEM  # preloaded on the node that runs the series (its own library path)
     remeasure: int = 0  # times a noisy cell is measured again at the end of its series
 
 
@@ -79,13 +70,10 @@ _LOCK = threading.Lock()
 def _worker(job: SeriesJob) -> WorkerProcess:
     """A worker process for the job's settings, kept for the next series with the same ones: starting
     one (importing torch) costs a second or more, as much as a small series takes."""
-    key = json.dumps([settings_to_json(job.settings), job.ops_dirs, job.timeout, job.threads, job.mem_limit,
-                      job.env, job.allocator], sort_keys=True, default=str)
+    key = job.spec.key()
     with _LOCK:
         if key not in _WORKERS:
-            _WORKERS[key] = WorkerProcess(job.settings, ops_dirs=job.ops_dirs, timeout=job.timeout,
-                                          threads=job.threads, mem_limit=job.mem_limit,
-                                          env={**allocator.preload_env(job.allocator), **job.env})
+            _WORKERS[key] = WorkerProcess(job.spec)
         return _WORKERS[key]
 
 
@@ -98,16 +86,16 @@ def close_workers() -> None:
 
 
 def run_series(job: SeriesJob) -> Rows:
-    registry.discover(job.ops_dirs, sorted({cell.op for cell in job.cells}))
+    registry.discover(job.spec.ops_dirs, sorted({cell.op for cell in job.cells}))
     node = job.node_id or socket.gethostname()
     preflight = Preflight(job.cells)
     preflight.build_extensions(lambda message: None)  # built here: this node's compiler and GPU arch
     blocked = {key: f"{reason} (on node {node})" for key, reason in preflight.build_failures.items()}
     try:
-        allocator.library(job.allocator)
+        allocator.library(job.spec.allocator)
     except allocator.AllocatorMissing as exc:
         blocked.update({(c.op, c.impl, c.device): f"{exc} (on node {node})" for c in job.cells})
-    env = {**environment(), "node_id": node, **({"threads": job.threads} if job.threads else {})}
+    env = {**environment(), "node_id": node, **({"threads": job.spec.threads} if job.spec.threads else {})}
     out = Collected()
     Sweep(job.cells, _worker(job), out, env, blocked=blocked, rounds=job.rounds, remeasure=job.remeasure).run()
     return out.rows

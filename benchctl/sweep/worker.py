@@ -16,20 +16,6 @@ import signal
 import sys
 import threading
 import time
-from dataclasses import asdict
-from typing import Any
-
-from benchctl.measure.timing import Policy
-
-
-def settings_to_json(settings: Any) -> dict[str, Any]:
-    return asdict(settings)
-
-
-def settings_from_json(data: dict[str, Any]):
-    from benchctl.measure.execute import Settings
-
-    return Settings(**{**data, "policy": Policy(**data["policy"])})
 
 
 def _limit_memory(extra_bytes: int | None) -> None:
@@ -70,22 +56,22 @@ def main() -> None:
     from benchctl.measure import seal
     from benchctl.measure.execute import run_cell
     from benchctl.sweep import channel
+    from benchctl.sweep.worker_spec import WorkerSpec
 
     seal.bind()  # the timing code as benchctl's own files made it, before any operator file is imported
 
     setup = json.loads(sys.stdin.readline())
     reply = channel.signer(setup.pop("key"))  # the key lives on only inside the signer's HMAC
-    if setup.get("threads"):
-        torch.set_num_threads(int(setup["threads"]))
-    ops_dirs = setup.get("ops_dirs", [])
-    settings = settings_from_json(setup["settings"])
+    spec = WorkerSpec.from_setup(setup)
+    if spec.threads:
+        torch.set_num_threads(spec.threads)
     # The limit is inherited by subprocesses, so a caller that sets one builds extensions beforehand.
-    _limit_memory(setup.get("mem_limit"))
+    _limit_memory(spec.mem_limit)
     proto.write(json.dumps({"ready": True}) + "\n")
     for seq, line in enumerate(sys.stdin):
         cell = Cell.from_json(line)
-        registry.discover(ops_dirs, [cell.op])  # only the operator the cell needs
-        proto.write(reply(seq, run_cell(cell, settings)) + "\n")
+        registry.discover(spec.ops_dirs, [cell.op])  # only the operator the cell needs
+        proto.write(reply(seq, run_cell(cell, spec.settings)) + "\n")
 
 
 if __name__ == "__main__":

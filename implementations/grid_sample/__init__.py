@@ -13,11 +13,8 @@ from typing import Any, Callable, Mapping
 import torch
 
 from benchctl.ops import triton_support
-from benchctl.ops.opcheck import small_opcheck
 from benchctl.ops.registry import Case, Inputs, Operator, Target, randn, register
 
-from . import ext
-from .py import grid_sample_imagegrad, grid_sample_py
 
 # Points sit at least this far (in pixels) from a cell edge, where the bilinear gradient jumps:
 # float32 rounding of a point must not move it to another cell than the float64 reference uses.
@@ -90,14 +87,11 @@ OP = register(
     )
 )
 
-OP.implementation("py", devices=("cpu", "cuda"))(grid_sample_py)
-OP.implementation("py-imagegrad", devices=("cpu", "cuda"))(grid_sample_imagegrad)
-for _name, _device in (("cpp", "cpu"), ("cuda", "cuda")):
-    OP.implementation(_name, devices=(_device,), requires=ext.EXT.requires, build=ext.EXT.build,
-                      prepare=ext.prepare, opcheck=small_opcheck(ext.opcheck, make_inputs, OPCHECK_MAX))(ext.grid_sample)
-if triton_support.missing():
-    OP.implementation("triton", requires=lambda device: triton_support.missing())(triton_support.not_installed)
-else:
-    from . import tri
+# The implementations register themselves with the decorator, as an operator file does: the pure-PyTorch
+# ones (py.py), the C++/CUDA extension's (ext.py), and Triton's where triton imports (tri.py).
+from . import py, ext  # noqa: E402,F401
 
-    OP.implementation("triton", kernels=tri.KERNELS)(tri.grid_sample_triton)
+if triton_support.missing():
+    triton_support.placeholder(OP)
+else:
+    from . import tri  # noqa: E402,F401

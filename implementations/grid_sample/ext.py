@@ -11,6 +11,9 @@ from __future__ import annotations
 import torch
 
 from benchctl.ops.extension import Extension
+from benchctl.ops.opcheck import small_opcheck
+
+from . import OP, OPCHECK_MAX, make_inputs
 
 OP_NAME = "grid_sample"
 FORWARD = "grid_sample_forward"
@@ -28,13 +31,6 @@ def _forward_fake(image: torch.Tensor, grid: torch.Tensor) -> torch.Tensor:
 
 def _backward_fake(grad_out: torch.Tensor, image: torch.Tensor, grid: torch.Tensor) -> torch.Tensor:
     return torch.empty_like(grid, memory_format=torch.contiguous_format)
-
-
-def grid_sample(image: torch.Tensor, grid: torch.Tensor) -> torch.Tensor:
-    """Our bilinear sampling: own forward, grid-only backward (the image is static)."""
-    if image.requires_grad and torch.is_grad_enabled():
-        raise ValueError("grid_sample (extension): the image must not require grad; it has no gradient here")
-    return EXT.op(FORWARD)(image, grid)
 
 
 def prepare(inputs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -60,3 +56,17 @@ def opcheck(inputs: dict[str, torch.Tensor]) -> None:
 EXT = Extension(OP_NAME, register=_register, anchor=FORWARD, namespace=OP_NAME)
 load = EXT.load
 requires = EXT.requires
+
+
+# The hooks of both implementations (`cpp`, `cuda`): one op, which dispatches by the inputs' device.
+HOOKS = {"requires": EXT.requires, "build": EXT.build, "prepare": prepare,
+         "opcheck": small_opcheck(opcheck, make_inputs, OPCHECK_MAX)}
+
+
+@OP.implementation("cuda", devices=("cuda",), **HOOKS)
+@OP.implementation("cpp", devices=("cpu",), **HOOKS)
+def grid_sample(image: torch.Tensor, grid: torch.Tensor) -> torch.Tensor:
+    """Our bilinear sampling: own forward, grid-only backward (the image is static)."""
+    if image.requires_grad and torch.is_grad_enabled():
+        raise ValueError("grid_sample (extension): the image must not require grad; it has no gradient here")
+    return EXT.op(FORWARD)(image, grid)

@@ -11,7 +11,10 @@ from __future__ import annotations
 import torch
 import triton
 import triton.language as tl
+
 from torch.library import triton_op, wrap_triton
+
+from . import OP
 
 BLOCK_P = 64
 
@@ -116,6 +119,7 @@ def _backward(ctx, grad_out):
 sample.register_autograd(_backward, setup_context=_setup_context)
 
 
+@OP.implementation("triton", kernels=KERNELS)
 def grid_sample_triton(image: torch.Tensor, grid: torch.Tensor) -> torch.Tensor:
     """Triton bilinear sampling with the grid-only backward (no image gradient is ever formed)."""
     if image.requires_grad and torch.is_grad_enabled():

@@ -15,11 +15,8 @@ import torch
 import torch.nn.functional as F
 
 from benchctl.ops import triton_support
-from benchctl.ops.opcheck import small_opcheck
 from benchctl.ops.registry import Case, Inputs, Operator, Target, randn, register
 
-from . import ext
-from .py import filter_py
 
 
 def _shape(p: Mapping[str, Any]) -> tuple[int, int, int, int, int]:
@@ -117,16 +114,11 @@ OP = register(
     )
 )
 
-OP.implementation("py", devices=("cpu", "cuda"))(filter_py)
-# `cpp`: fused vectorised loops on the CPU; `cuda`: a thread per element for the output and both
-# gradients, gather-form grad X (no atomics). One op, `hoconv2d::hoconv2d_filter`, dispatches to either.
-for _name, _device in (("cpp", "cpu"), ("cuda", "cuda")):
-    OP.implementation(_name, devices=(_device,), requires=ext.EXT.requires, build=ext.EXT.build,
-                      prepare=ext.EXT.prepare, opcheck=small_opcheck(ext.opcheck, filter_inputs, OPCHECK_MAX))(
-        ext.hoconv2d_filter)
-if triton_support.missing():
-    OP.implementation("triton", requires=lambda device: triton_support.missing())(triton_support.not_installed)
-else:
-    from . import tri
+# The implementations register themselves with the decorator, as an operator file does: the pure-PyTorch
+# ones (py.py), the C++/CUDA extension's (ext.py), and Triton's where triton imports (tri.py).
+from . import py, ext  # noqa: E402,F401
 
-    OP.implementation("triton", kernels=tri.KERNELS)(tri.filter_triton)
+if triton_support.missing():
+    triton_support.placeholder(OP)
+else:
+    from . import tri  # noqa: E402,F401

@@ -12,6 +12,9 @@ from typing import Any
 import torch
 
 from benchctl.ops.extension import Extension
+from benchctl.ops.opcheck import small_opcheck
+
+from . import OP, OPCHECK_MAX, filter_inputs
 
 OP_NAME = "hoconv2d"
 FORWARD = "hoconv2d_filter"
@@ -57,11 +60,6 @@ def _backward(ctx: Any, grad_out: torch.Tensor) -> tuple[torch.Tensor | None, to
         grad_weights if ctx.needs_input_grad[1] else None,
     )
 
-def hoconv2d_filter(x: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
-    """The per-pixel filter through the custom op (autograd goes through the fused backward op)."""
-    return EXT.op(FORWARD)(x, weights)
-
-
 def opcheck(inputs: dict[str, torch.Tensor]) -> None:
     """torch.library.opcheck on both ops with (small) filter inputs; raises on failure."""
     x, weights = inputs["x"], inputs["weights"]
@@ -75,3 +73,16 @@ def opcheck(inputs: dict[str, torch.Tensor]) -> None:
 EXT = Extension(OP_NAME, register=_register, anchor=FORWARD, namespace=OP_NAME)
 load = EXT.load
 requires = EXT.requires
+
+
+# `cpp`: fused vectorised loops on the CPU; `cuda`: a thread per element for the output and both
+# gradients, gather-form grad X (no atomics). One op, `hoconv2d::hoconv2d_filter`, dispatches to either.
+HOOKS = {"requires": EXT.requires, "build": EXT.build, "prepare": EXT.prepare,
+         "opcheck": small_opcheck(opcheck, filter_inputs, OPCHECK_MAX)}
+
+
+@OP.implementation("cuda", devices=("cuda",), **HOOKS)
+@OP.implementation("cpp", devices=("cpu",), **HOOKS)
+def hoconv2d_filter(x: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+    """The per-pixel filter through the custom op (autograd goes through the fused backward op)."""
+    return EXT.op(FORWARD)(x, weights)

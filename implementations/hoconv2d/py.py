@@ -7,7 +7,10 @@ import math
 import torch
 import torch.nn.functional as F
 
+from . import OP
 
+
+@OP.implementation("py", devices=("cpu", "cuda"))
 def filter_py(x: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
     """Pad-slice-multiply with autograd (the seed's Python version)."""
     k = math.isqrt(weights.shape[1])

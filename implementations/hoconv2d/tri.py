@@ -11,7 +11,10 @@ from __future__ import annotations
 import torch
 import triton
 import triton.language as tl
+
 from torch.library import triton_op, wrap_triton
+
+from . import OP
 
 BLOCK = 128  # pixels per program
 
@@ -126,6 +129,7 @@ def _backward(ctx, grad_out):
 hoconv_filter.register_autograd(_backward, setup_context=_setup)
 
 
+@OP.implementation("triton", kernels=KERNELS)
 def filter_triton(x: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
     """Triton per-pixel filter: tap loop forward, grad Wt and gather-form grad X backward."""
     return hoconv_filter(x, weights)

@@ -15,11 +15,8 @@ from typing import Any, Callable, Mapping
 
 
 from benchctl.ops import lookup, triton_support
-from benchctl.ops.opcheck import small_opcheck
 from benchctl.ops.registry import Case, Inputs, Operator, Output, Target, randn, register
 
-from . import compiled, ext
-from .py import lstm_cell_py
 
 ARGS = ("x", "h", "c", "w_ih", "w_hh", "b_ih", "b_hh")
 
@@ -105,17 +102,16 @@ OP = register(
     )
 )
 
-OP.implementation("py", devices=("cpu", "cuda"))(lstm_cell_py)
-OP.implementation("jit", devices=("cpu", "cuda"), requires=compiled.jit_requires)(compiled.lstm_cell_jit)
+# The implementations register themselves with the decorator, as an operator file does: the pure-PyTorch
+# ones (py.py; TorchScript's in compiled.py), the C++/CUDA extension's (ext.py), and Triton's where triton
+# imports (tri.py).
+from . import py, compiled  # noqa: E402,F401
+
 # torch.compile of py is the @compile modifier (`py@compile`); `compile` stays its name here, as in older results.
 lookup.alias(OP, "compile", "py@compile")
-for _name, _device in (("cpp", "cpu"), ("cuda", "cuda")):
-    OP.implementation(_name, devices=(_device,), requires=ext.EXT.requires, build=ext.EXT.build,
-                      prepare=ext.EXT.prepare, opcheck=small_opcheck(ext.opcheck, make_inputs, OPCHECK_MAX))(
-        ext.lstm_cell_ext)
-if triton_support.missing():
-    OP.implementation("triton", requires=lambda device: triton_support.missing())(triton_support.not_installed)
-else:
-    from . import tri
+from . import ext  # noqa: E402,F401
 
-    OP.implementation("triton", kernels=tri.KERNELS)(tri.lstm_cell_triton)
+if triton_support.missing():
+    triton_support.placeholder(OP)
+else:
+    from . import tri  # noqa: E402,F401

@@ -17,6 +17,7 @@ from typing import Callable, Hashable
 
 import torch
 
+from . import OP
 from .py import lstm_cell_py
 
 Fn = Callable[..., tuple[torch.Tensor, torch.Tensor]]
@@ -80,6 +81,7 @@ class _FirstCall:
 _JIT = _FirstCall(scripted, JIT_SETTLE_RUNS)
 
 
+@OP.implementation("jit", devices=("cpu", "cuda"), requires=jit_requires)
 def lstm_cell_jit(x: torch.Tensor, h: torch.Tensor, c: torch.Tensor, w_ih: torch.Tensor,
                   w_hh: torch.Tensor, b_ih: torch.Tensor, b_hh: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """TorchScript (torch.jit.script) of the py function; profiling executor specialises on first call."""

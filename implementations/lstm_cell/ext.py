@@ -15,18 +15,13 @@ from typing import Any
 import torch
 
 from benchctl.ops.extension import Extension
+from benchctl.ops.opcheck import small_opcheck
+
+from . import OP, OPCHECK_MAX, make_inputs
 
 OP_NAME = "lstm_cell"
 CELL, CELL_BACKWARD = "lstm_cell", "lstm_cell_backward"
 POINTWISE, POINTWISE_BACKWARD = "lstm_cell_pointwise", "lstm_cell_pointwise_backward"
-
-def lstm_cell_ext(x: torch.Tensor, h: torch.Tensor, c: torch.Tensor, w_ih: torch.Tensor,
-                  w_hh: torch.Tensor, b_ih: torch.Tensor, b_hh: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Fused C++/CUDA pointwise forward and backward around ATen matmuls."""
-    # .default: no overload lookup per call (~4 us of a ~270 us forward+backward)
-    h_new, c_new, _gates = EXT.op(CELL)(x, h, c, w_ih, w_hh, b_ih, b_hh)
-    return h_new, c_new
-
 
 def _check_cell(x: torch.Tensor, h: torch.Tensor, w_ih: torch.Tensor) -> None:
     torch._check(x.dim() == 2 and h.dim() == 2, lambda: "lstm_cell: x and h must be 2-D")
@@ -90,3 +85,18 @@ def _check(op: Any, args: list[torch.Tensor]) -> None:
 EXT = Extension(OP_NAME, register=_register, anchor=CELL, namespace=OP_NAME)
 load = EXT.load
 requires = EXT.requires
+
+
+# The hooks of both implementations (`cpp`, `cuda`): one op, which dispatches by the inputs' device.
+HOOKS = {"requires": EXT.requires, "build": EXT.build, "prepare": EXT.prepare,
+         "opcheck": small_opcheck(opcheck, make_inputs, OPCHECK_MAX)}
+
+
+@OP.implementation("cuda", devices=("cuda",), **HOOKS)
+@OP.implementation("cpp", devices=("cpu",), **HOOKS)
+def lstm_cell_ext(x: torch.Tensor, h: torch.Tensor, c: torch.Tensor, w_ih: torch.Tensor,
+                  w_hh: torch.Tensor, b_ih: torch.Tensor, b_hh: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Fused C++/CUDA pointwise forward and backward around ATen matmuls."""
+    # .default: no overload lookup per call (~4 us of a ~270 us forward+backward)
+    h_new, c_new, _gates = EXT.op(CELL)(x, h, c, w_ih, w_hh, b_ih, b_hh)
+    return h_new, c_new

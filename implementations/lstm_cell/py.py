@@ -7,7 +7,10 @@ from typing import Tuple
 
 import torch
 
+from . import OP
 
+
+@OP.implementation("py", devices=("cpu", "cuda"))
 def lstm_cell_py(
     x: torch.Tensor,
     h: torch.Tensor,

@@ -11,7 +11,10 @@ from __future__ import annotations
 import torch
 import triton
 import triton.language as tl
+
 from torch.library import triton_op, wrap_triton
+
+from . import OP
 
 CONFIGS = [triton.Config({"BLOCK": 32}, num_warps=1), triton.Config({"BLOCK": 128}, num_warps=4)]
 BWD_BLOCK = 64
@@ -119,6 +122,7 @@ def _backward(ctx, grad_h, grad_c, _grad_act):
 lstm_pointwise.register_autograd(_backward, setup_context=_setup)
 
 
+@OP.implementation("triton", kernels=KERNELS)
 def lstm_cell_triton(x: torch.Tensor, h: torch.Tensor, c: torch.Tensor, w_ih: torch.Tensor,
                      w_hh: torch.Tensor, b_ih: torch.Tensor, b_hh: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Torch matmuls + one fused Triton pointwise kernel each way (autotuned forward)."""

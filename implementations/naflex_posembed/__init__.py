@@ -12,11 +12,8 @@ from typing import Any, Callable, Mapping
 import torch
 
 from benchctl.ops import triton_support
-from benchctl.ops.opcheck import small_opcheck
 from benchctl.ops.registry import Case, Inputs, Operator, Target, randn, register
 
-from . import ext
-from .py import posembed_gridsample, posembed_loop
 
 MIN_SIDE = 4
 
@@ -95,14 +92,11 @@ OP = register(
     )
 )
 
-OP.implementation("loop", devices=("cpu", "cuda"))(posembed_loop)
-OP.implementation("gridsample", devices=("cpu", "cuda"))(posembed_gridsample)
-for _name, _device in (("cpp", "cpu"), ("cuda", "cuda")):
-    OP.implementation(_name, devices=(_device,), requires=ext.EXT.requires, build=ext.EXT.build,
-                      prepare=ext.EXT.prepare, opcheck=small_opcheck(ext.opcheck, make_inputs, OPCHECK_MAX))(ext.posembed)
-if triton_support.missing():
-    OP.implementation("triton", requires=lambda device: triton_support.missing())(triton_support.not_installed)
-else:
-    from . import tri
+# The implementations register themselves with the decorator, as an operator file does: the pure-PyTorch
+# ones (py.py), the C++/CUDA extension's (ext.py), and Triton's where triton imports (tri.py).
+from . import py, ext  # noqa: E402,F401
 
-    OP.implementation("triton", kernels=tri.KERNELS)(tri.posembed_triton)
+if triton_support.missing():
+    triton_support.placeholder(OP)
+else:
+    from . import tri  # noqa: E402,F401

@@ -13,6 +13,9 @@ from typing import Any
 import torch
 
 from benchctl.ops.extension import Extension
+from benchctl.ops.opcheck import small_opcheck
+
+from . import OP, OPCHECK_MAX, make_inputs
 
 OP_NAME = "naflex_posembed"
 FORWARD = "naflex_posembed_forward"
@@ -49,10 +52,6 @@ def _backward(ctx: Any, grad_out: torch.Tensor) -> tuple[torch.Tensor | None, ..
     return grad_x, grad_table, None, None
 
 
-def posembed(x: torch.Tensor, table: torch.Tensor, coords: torch.Tensor, sizes: torch.Tensor) -> torch.Tensor:
-    """Fused gather-interpolate-add; backward scatter-adds into the table gradient."""
-    return EXT.op(FORWARD)(x, table, coords, sizes)
-
 def opcheck(inputs: dict[str, torch.Tensor]) -> None:
     """torch.library.opcheck on the forward (x and table needing grad) and on the table backward."""
     load(inputs["x"].device.type)
@@ -66,3 +65,15 @@ def opcheck(inputs: dict[str, torch.Tensor]) -> None:
 EXT = Extension(OP_NAME, register=_register, anchor=FORWARD, namespace=OP_NAME)
 load = EXT.load
 requires = EXT.requires
+
+
+# The hooks of both implementations (`cpp`, `cuda`): one op, which dispatches by the inputs' device.
+HOOKS = {"requires": EXT.requires, "build": EXT.build, "prepare": EXT.prepare,
+         "opcheck": small_opcheck(opcheck, make_inputs, OPCHECK_MAX)}
+
+
+@OP.implementation("cuda", devices=("cuda",), **HOOKS)
+@OP.implementation("cpp", devices=("cpu",), **HOOKS)
+def posembed(x: torch.Tensor, table: torch.Tensor, coords: torch.Tensor, sizes: torch.Tensor) -> torch.Tensor:
+    """Fused gather-interpolate-add; backward scatter-adds into the table gradient."""
+    return EXT.op(FORWARD)(x, table, coords, sizes)

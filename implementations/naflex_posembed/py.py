@@ -5,11 +5,14 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from . import OP
+
 
 def _resize(table_nchw: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
     return F.interpolate(table_nchw, size=size, mode="bilinear", align_corners=False, antialias=False)[0]
 
 
+@OP.implementation("loop", devices=("cpu", "cuda"))
 def posembed_loop(x: torch.Tensor, table: torch.Tensor, coords: torch.Tensor, sizes: torch.Tensor) -> torch.Tensor:
     """Per-sample F.interpolate of the table in a Python loop, one resize per distinct size."""
     table_nchw = table.permute(2, 0, 1).unsqueeze(0)  # (1, D, Gh, Gw)
@@ -34,6 +37,7 @@ def _affine(sizes: torch.Tensor, out_h: int, out_w: int, dtype: torch.dtype) -> 
     return torch.stack([torch.stack([sx, zero, sx - 1], -1), torch.stack([zero, sy, sy - 1], -1)], 1)
 
 
+@OP.implementation("gridsample", devices=("cpu", "cuda"))
 def posembed_gridsample(
     x: torch.Tensor, table: torch.Tensor, coords: torch.Tensor, sizes: torch.Tensor
 ) -> torch.Tensor:

@@ -12,7 +12,10 @@ from __future__ import annotations
 import torch
 import triton
 import triton.language as tl
+
 from torch.library import triton_op, wrap_triton
+
+from . import OP
 
 BLOCK_T, BLOCK_D = 16, 64  # tokens x channels per program
 
@@ -122,6 +125,7 @@ def _backward(ctx, grad_out):
 posembed.register_autograd(_backward, setup_context=_setup)
 
 
+@OP.implementation("triton", kernels=KERNELS)
 def posembed_triton(x: torch.Tensor, table: torch.Tensor, coords: torch.Tensor, sizes: torch.Tensor) -> torch.Tensor:
     """Triton fused gather-interpolate-add; backward scatter-adds (atomics) into the table gradient."""
     return posembed(x, table, coords, sizes)

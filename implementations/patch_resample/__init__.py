@@ -40,23 +40,6 @@ def call(fn: Callable[..., torch.Tensor], inputs: Inputs) -> torch.Tensor:
     return fn(inputs["kernel"], inputs["pinv"])
 
 
-def resample_vmap(kernel: torch.Tensor, pinv: torch.Tensor) -> torch.Tensor:
-    """Nested torch.vmap over (Co, Ci) of a matrix-vector product per 2-D kernel (the seed's version)."""
-    new = math.isqrt(pinv.shape[0])
-
-    def one(k: torch.Tensor) -> torch.Tensor:
-        return (pinv @ k.reshape(-1)).reshape(new, new)
-
-    return torch.vmap(torch.vmap(one))(kernel)
-
-
-def resample_bmm(kernel: torch.Tensor, pinv: torch.Tensor) -> torch.Tensor:
-    """One reshape and one matmul: (Co, Ci, old*old) @ pinv.T."""
-    co, ci = kernel.shape[:2]
-    new = math.isqrt(pinv.shape[0])
-    return (kernel.reshape(co, ci, -1) @ pinv.T).reshape(co, ci, new, new)
-
-
 def _sizes(p: Mapping[str, Any]) -> tuple[int, int, int]:
     """(kernels, old*old, new*new)."""
     return p["out_channels"] * p["in_channels"], p["old_size"] ** 2, p["new_size"] ** 2
@@ -95,5 +78,21 @@ OP = register(
     )
 )
 
-OP.implementation("vmap", devices=("cpu", "cuda"))(resample_vmap)
-OP.implementation("bmm", devices=("cpu", "cuda"))(resample_bmm)
+
+@OP.implementation("vmap", devices=("cpu", "cuda"))
+def resample_vmap(kernel: torch.Tensor, pinv: torch.Tensor) -> torch.Tensor:
+    """Nested torch.vmap over (Co, Ci) of a matrix-vector product per 2-D kernel (the seed's version)."""
+    new = math.isqrt(pinv.shape[0])
+
+    def one(k: torch.Tensor) -> torch.Tensor:
+        return (pinv @ k.reshape(-1)).reshape(new, new)
+
+    return torch.vmap(torch.vmap(one))(kernel)
+
+
+@OP.implementation("bmm", devices=("cpu", "cuda"))
+def resample_bmm(kernel: torch.Tensor, pinv: torch.Tensor) -> torch.Tensor:
+    """One reshape and one matmul: (Co, Ci, old*old) @ pinv.T."""
+    co, ci = kernel.shape[:2]
+    new = math.isqrt(pinv.shape[0])
+    return (kernel.reshape(co, ci, -1) @ pinv.T).reshape(co, ci, new, new)

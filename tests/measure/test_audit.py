@@ -49,12 +49,12 @@ def test_a_stale_output_is_caught_by_the_first_spot_check_on_other_data(fixture_
 def test_prime_runs_every_data_sets_reference_before_the_clock_and_matches_a_late_run(fixture_ops):
     resolved = Cell.make("axpy", "op", "fused", "cpu", "float32", PARAMS).resolve()
     store = resolved.target.make_inputs(fresh.Case(resolved.cell.params, torch.float32, "cpu", resolved.cell.seed))
-    pool = fresh.InputPool(resolved, store)
+    pool = fresh.InputPool(resolved, store, dict(store))
     audit = Audit(resolved, "forward", take=lambda: None)
     audit.prime(pool)
     assert sorted(audit.references) == pool.sources() == [0, 1, 2]
     assert sorted(audit.expected) == [0, 1, 2]  # nothing is left for a spot check to compute mid-pass
     for source in pool.sources():  # the pool's data set, as the reference saw it, is the one a late run makes
         late = reference_run(resolved, fresh.Draw({}, source, pool.key))
-        torch.testing.assert_close(audit.references[source].outs[0], late.outs[0].double(), rtol=0, atol=0)
+        torch.testing.assert_close(audit.references[source].outs[0], late.outs[0], rtol=0, atol=0)
 

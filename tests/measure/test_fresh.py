@@ -12,7 +12,7 @@ PARAMS = {"batch_size": 4, "dim": 8, "alpha": 0.5}
 def test_each_draw_is_new_objects_over_one_storage_with_new_data(fixture_ops):
     resolved = Cell.make("axpy", "op", "py", "cpu", "float32", PARAMS).resolve()
     prepared = prepare(resolved)
-    pool = fresh.InputPool(resolved, prepared.inputs)
+    pool = fresh.InputPool(resolved, prepared.inputs, prepared.raw)
     assert pool.key in ("x", "y")  # a floating input passed through prepare as it is
     draws = [pool.draw() for _ in range(7)]
     xs = [d.inputs["x"] for d in draws]

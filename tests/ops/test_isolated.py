@@ -48,6 +48,22 @@ def test_an_edited_header_in_a_subfolder_rebuilds(project):
     assert compiled(folder)
 
 
+def test_a_cache_entry_that_loaded_before_is_not_loaded_again_until_an_input_is_newer(project, monkeypatch):
+    folder = project / "one" / "csrc"
+    lib = Extension("tiny", sources=folder, operator="tiny").library("cpu")
+    assert not isolated.proven(lib)
+    assert isolated.build_library(lib).compiled and isolated.proven(lib)
+    children = []
+    real = isolated._ask
+    monkeypatch.setattr(isolated, "_ask", lambda *a, **k: children.append(1) or real(*a, **k))
+    assert isolated.build_library(lib).seconds == 0.0 and children == []  # no child started
+    header = folder / "sub" / "helper.h"
+    header.write_text(header.read_text())  # the same text, newer than the library: ninja would compile
+    assert not isolated.proven(lib)
+    isolated.build_library(lib)
+    assert children == [1] and isolated.proven(lib)
+
+
 def test_a_library_that_aborts_while_loading_makes_its_cells_unavailable(project):
     (project / "boom").mkdir()
     (project / "boom" / "boom.cpp").write_text(ABORTS)

@@ -88,6 +88,24 @@ def test_duplicate_implementation_name_is_refused():
         op.implementation("a")(lambda: None)
 
 
+def test_a_reloaded_module_registers_its_implementations_again_without_a_clash(tmp_path):
+    """An operator package's ext.py reloaded (as a second prepare may) runs its decorators again: the same
+    definition replaces itself; another function under a taken name is still refused."""
+    import importlib.util
+
+    op = Operator("reloaded", "r", {"batch_size": 1}, (Target("op", lambda c: {}, lambda f, i: f()),))
+    path = tmp_path / "impls.py"
+    path.write_text("def register(op):\n    @op.implementation('a')\n    def a():\n        return 1\n")
+    for _ in range(2):
+        spec = importlib.util.spec_from_file_location("reloaded_impls", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        module.register(op)
+    assert op.implementations["a"].fn() == 1
+    with pytest.raises(ValueError, match="registered twice"):
+        op.implementation("a")(lambda: 2)
+
+
 COLLIDING = """import torch
 from benchctl.ops.registry import Operator, Target, randn, register
 

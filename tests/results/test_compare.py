@@ -49,6 +49,16 @@ def test_noise_around_the_same_median_is_the_same():
     assert not result.regressions
 
 
+def test_samples_that_agree_beside_medians_that_do_not_are_unsure_not_same():
+    """One process in a slow mode: the row keeps that mode's median (pooling.py), 26% over the other run's,
+    while the pooled samples' interval is within 5%."""
+    base, new = row(samples=timed(10e-3, 1)), row(samples=timed(10e-3, 2))
+    new["median_s"] = 12.6e-3
+    (cell,) = compare.compare(frame([base]), frame([new])).cells
+    assert 0.95 < cell.ratio_low < cell.ratio_high < 1.05 and cell.ratio == pytest.approx(1.26, rel=0.02)
+    assert cell.verdict == "unsure"
+
+
 @pytest.mark.parametrize("facts, reason", [
     ({"stop": "disturbed"}, "disturbed"),
     ({"noisy": True}, "noisy"),

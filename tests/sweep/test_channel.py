@@ -10,6 +10,7 @@ from benchctl.measure.execute import Settings
 from benchctl.measure.result import UnknownColumn
 from benchctl.ops.cells import Cell
 from benchctl.sweep.executors import WorkerProcess, restate
+from benchctl.sweep.worker_spec import WorkerSpec
 
 
 def test_a_signed_reply_opens_with_its_key_and_number_only():
@@ -47,7 +48,7 @@ def test_restate_recomputes_the_statistics_and_rejects_a_median_its_samples_do_n
 def test_a_reply_with_a_column_the_schema_does_not_list_is_an_error_row(fixture_ops):
     with pytest.raises(UnknownColumn, match="'medain_s'"):
         restate({"status": "ok", "samples_s": [1.0], "median_s": 1.0, "medain_s": 1.0})
-    worker = WorkerProcess(Settings(), oom_counter=None)
+    worker = WorkerProcess(WorkerSpec(Settings()), oom_counter=None)
     worker._key = channel.new_key()
     cell = Cell.make("faulty", "op", "py", "cpu", "float32", {"batch_size": 4, "dim": 8}, passes=("forward",))
     line = channel.signer(worker._key)(0, [{"pass": "forward", "status": "ok", "medain_s": 1.0}])

@@ -27,6 +27,7 @@ from benchctl.sweep.cluster import RayCluster  # noqa: E402
 from benchctl.sweep.plan import Plan  # noqa: E402
 from benchctl.sweep.series import SeriesJob, group  # noqa: E402
 from benchctl.sweep.session import Session  # noqa: E402
+from benchctl.sweep.worker_spec import WorkerSpec
 
 FAST = Settings(policy=Policy(warmup=0, warmup_time=0, min_samples=2, max_samples=3, min_time=0, max_time=1),
                 probe_bandwidth=False)
@@ -49,7 +50,7 @@ def cells(impl: str, sizes=(2, 4), passes=("forward",)) -> list[Cell]:
 
 def run(tmp_path, cluster, fixture_ops_dir, cell_list, **kw) -> tuple[Session, object]:
     plan = Plan(cell_list, ops_dirs=(str(fixture_ops_dir),), executor="ray", address=cluster.address, timeout=60)
-    fanout = RayCluster(SeriesJob((), FAST, ops_dirs=(str(fixture_ops_dir),), timeout=60), cluster.address, **kw)
+    fanout = RayCluster(SeriesJob((), WorkerSpec(FAST, (str(fixture_ops_dir),), timeout=60)), cluster.address, **kw)
     fanout.start(group(cell_list))
     session = Session.open(plan, tmp_path, fanout=fanout)
     return session, storage
@@ -117,7 +118,7 @@ def test_a_node_removed_mid_sweep_loses_nothing(tmp_path, cluster, fixture_ops, 
 def test_bad_input_is_one_line_and_runs_nothing(tmp_path, cluster, fixture_ops, fixture_ops_dir):
     gpu = [Cell.make("faulty", "op", "py", "cuda", "float32", {"batch_size": 2, "dim": 8}, ("forward",))]
     with pytest.raises(UsageError, match="no GPU"):
-        RayCluster(SeriesJob((), FAST), cluster.address).start(group(gpu))
+        RayCluster(SeriesJob((), WorkerSpec(FAST)), cluster.address).start(group(gpu))
     proc = subprocess.run([sys.executable, "-m", "benchctl", "run", "py", "cpu", "--op", "faulty", "--ops-dir",
                            str(fixture_ops_dir), "--executor", "ray", "--address", "127.0.0.1:1",
                            "--out", str(tmp_path)], capture_output=True, text=True, timeout=300)

@@ -13,6 +13,7 @@ from benchctl.sweep.executors import WorkerProcess
 from benchctl.sweep.driver import Sweep
 from benchctl.results.storage import RunWriter
 from benchctl.measure.timing import Policy
+from benchctl.sweep.worker_spec import WorkerSpec
 
 # No bandwidth probe: its buffer (64 to 256 MiB, machine/membw.py) would count against the memory limit
 # that the out-of-memory test sets.
@@ -27,8 +28,8 @@ def cells(impl, batches):
 FIXTURE_OPS = Path(__file__).resolve().parents[1] / "fixtures" / "ops"
 
 
-def sweep(tmp_path, impl, batches, **worker_kw):
-    worker = WorkerProcess(FAST, ops_dirs=[str(FIXTURE_OPS)], **worker_kw)
+def sweep(tmp_path, impl, batches, timeout=None, mem_limit=None, **worker_kw):
+    worker = WorkerProcess(WorkerSpec(FAST, [str(FIXTURE_OPS)], timeout, mem_limit=mem_limit), **worker_kw)
     writer = RunWriter(tmp_path, storage.new_run_id(), {})
     try:
         Sweep(cells(impl, batches), worker, writer, {"host": "test"}).run()

@@ -11,6 +11,7 @@ from benchctl.measure.timing import Policy
 from benchctl.ops.cells import Cell
 from benchctl.sweep.pool import Pool, visible_gpus
 from benchctl.sweep.series import SeriesJob, group
+from benchctl.sweep.worker_spec import WorkerSpec
 
 FAST = Settings(policy=Policy(warmup=0, warmup_time=0, min_samples=2, max_samples=3, min_time=0, max_time=1),
                 probe_bandwidth=False)
@@ -28,12 +29,12 @@ def test_gpu_series_run_side_by_side_one_per_gpu_and_cpu_series_alone(fixture_op
         start = time.monotonic()
         time.sleep(0.2)
         with lock:
-            spans.append((job.cells[0].impl, job.env.get("CUDA_VISIBLE_DEVICES"), start, time.monotonic()))
+            spans.append((job.cells[0].impl, job.spec.env.get("CUDA_VISIBLE_DEVICES"), start, time.monotonic()))
         return []
 
     series = group(cells("py") + cells("wrong") + cells("zeros") + cells("scratch"))
     gpu_like = {"py", "wrong", "zeros"}  # stand-ins for GPU series: no GPU here
-    pool = Pool(SeriesJob((), FAST), gpus=["0", "1"], runner=fake_runner, is_gpu=lambda s: s[0].impl in gpu_like)
+    pool = Pool(SeriesJob((), WorkerSpec(FAST)), gpus=["0", "1"], runner=fake_runner, is_gpu=lambda s: s[0].impl in gpu_like)
     delivered = []
     pool.run(series, lambda s, rows: delivered.append(s[0].impl))
     assert sorted(delivered) == ["py", "scratch", "wrong", "zeros"]
@@ -49,7 +50,7 @@ def test_gpu_series_run_side_by_side_one_per_gpu_and_cpu_series_alone(fixture_op
 
 
 def test_a_real_pool_of_cpu_series_lands_every_row(fixture_ops, fixture_ops_dir):
-    job = SeriesJob((), FAST, ops_dirs=(str(fixture_ops_dir),), timeout=120)
+    job = SeriesJob((), WorkerSpec(FAST, (str(fixture_ops_dir),), timeout=120))
     rows = []
     Pool(job, gpus=[]).run(group(cells("py") + cells("segfault", (4, 8))), lambda s, r: rows.extend(r))
     got = sorted((r["impl"], r["batch_size"], r["status"]) for r in rows)

@@ -10,6 +10,7 @@ from benchctl.ops.build import BuildError
 from benchctl.ops.cells import Cell
 from benchctl.ops.registry import Case, Operator, Target, randn
 from benchctl.sweep.series import SeriesJob, group, run_series
+from benchctl.sweep.worker_spec import WorkerSpec
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +61,7 @@ def test_with_rounds_a_job_holds_every_implementation_of_its_points_and_their_ro
 
 
 def test_a_build_that_fails_on_the_node_gives_unavailable_rows_naming_it(toy):
-    rows = run_series(SeriesJob((cell("ext", 2), cell("ext", 4)), Settings(), node_id="node-7"))
+    rows = run_series(SeriesJob((cell("ext", 2), cell("ext", 4)), WorkerSpec(Settings()), node_id="node-7"))
     assert [r["status"] for r in rows] == ["unavailable"] * 6  # two cells, three passes
     assert all("building series_toy failed" in r["message"] and "(on node node-7)" in r["message"] for r in rows)
     assert {r["node_id"] for r in rows} == {"node-7"}

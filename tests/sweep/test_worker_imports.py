@@ -10,6 +10,7 @@ from benchctl.measure.execute import Settings
 from benchctl.measure.timing import Policy
 from benchctl.ops.cells import Cell
 from benchctl.sweep.executors import WorkerProcess
+from benchctl.sweep.worker_spec import WorkerSpec
 
 FAST = Settings(policy=Policy(warmup=0, warmup_time=0.0, min_samples=2, min_time=0.0, max_time=0.5),
                 measure_memory=False, probe_bandwidth=False)
@@ -26,7 +27,7 @@ def other_benchctl(folder: Path) -> None:
 def test_a_worker_started_beside_another_benchctl_imports_the_parents(tmp_path, monkeypatch, fixture_ops_dir):
     other_benchctl(tmp_path)
     monkeypatch.chdir(tmp_path)
-    worker = WorkerProcess(FAST, ops_dirs=[str(fixture_ops_dir)])
+    worker = WorkerProcess(WorkerSpec(FAST, [str(fixture_ops_dir)]))
     try:
         rows = worker.run(Cell.make("axpy", "op", "py", "cpu", "float32", {"batch_size": 2, "dim": 3, "alpha": 0.5}))
     finally:
@@ -48,7 +49,7 @@ def test_operators_whose_libraries_clash_never_share_a_worker(monkeypatch):
 
     monkeypatch.setattr(namespaces, "declared_clashes", lambda: ["clash"])
     monkeypatch.setattr(namespaces, "apart", lambda clashes: {frozenset({"muladd", "lltm"})})
-    worker = WorkerProcess(FAST)
+    worker = WorkerProcess(WorkerSpec(FAST))
     worker._ops = {"muladd"}
     assert worker._may_share("muladd") and worker._may_share("other")
     assert not worker._may_share("lltm")
