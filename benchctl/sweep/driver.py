@@ -15,7 +15,6 @@ from datetime import datetime, timezone
 from typing import Any, Callable, Iterable, Protocol, Sequence
 
 from benchctl.measure.execute import GATE_COLUMNS
-from benchctl.measure.pooling import MODES_APART
 from benchctl.measure.result import PassResult
 from benchctl.measure.stats import ci_half_width, join_messages
 from benchctl.ops import provenance
@@ -127,7 +126,6 @@ class Sweep:
         passed it). Each pass keeps the first measurement that settles, else the one whose median is known
         best."""
         for attempt in range(1, self.remeasure + 1):
-            self._renew_if_apart(unsettled)
             for i in list(unsettled):
                 self.on_start(self.cells[i])
                 held = unsettled[i]
@@ -137,14 +135,6 @@ class Sweep:
                 held.rows = _best_of(held.rows, fresh, attempt)
                 if not noisy(held.rows):
                     self._replace(unsettled.pop(i), held.rows)
-
-    def _renew_if_apart(self, unsettled: dict[int, Held]) -> None:
-        """New worker processes before a re-measurement when a cell's processes disagreed: a process that
-        landed in a slower mode stays in it for its life (a 0.3 ms matmul chain read 1.5-1.8x in one of three
-        processes, for all three passes), so measuring again in it would find it again."""
-        renew = getattr(self.executor, "renew", None)  # executors that keep worker processes (Replicas)
-        if renew is not None and any(apart(held.rows) for held in unsettled.values()):
-            renew()
 
     def _measure(self, cell: Cell) -> Rows:
         axis, key = cell.axis, cell.series_key
@@ -170,11 +160,6 @@ def noisy(rows: Rows) -> bool:
     machine was slower than calibrated (its canary)."""
     return any(r.get("status") == Status.OK and (r.get("noisy") or r.get("stop") == Stop.DISTURBED
                                                  or slow_machine(r)) for r in rows)
-
-
-def apart(rows: Rows) -> bool:
-    """Some pass's worker processes disagree by more than two modes of one process would (pooling.py)."""
-    return any((r.get("process_spread") or 0.0) > MODES_APART for r in rows)
 
 
 def _never_settled(row: dict[str, Any]) -> dict[str, Any]:

@@ -205,10 +205,6 @@ class Replicas:
         process = turn % len(self.workers)
         return [PassResult.from_row(row).with_(process=process).to_row() for row in self.workers[process].run(cell)]
 
-    def renew(self) -> None:
-        """New worker processes from the next cell on (each starts again when next asked)."""
-        self.close()
-
     def close(self) -> None:
         for worker in self.workers:
             worker.close()

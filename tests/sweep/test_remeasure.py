@@ -175,25 +175,3 @@ def test_a_remeasure_keeps_what_the_first_call_compiled(builtin_ops):
     row = out.rows[-1]
     assert row["remeasured"] == 1 and row["ci_hi_s"] == 1.006  # the settled re-measurement's times ...
     assert (row["compile_s"], row["recompiles"]) == (4.0, 1)  # ... and the first call's compilation
-
-
-class Replicated(Scripted):
-    """Scripted rows whose worker processes disagree by `spread`; `renew` is counted."""
-
-    def __init__(self, script, spread):
-        super().__init__(script)
-        self.spread, self.renewed = spread, []
-
-    def run(self, cell: Cell) -> list[dict]:
-        return [{**row, "process_spread": self.spread} for row in super().run(cell)]
-
-    def renew(self) -> None:
-        self.renewed.append(len(self.calls))
-
-
-def test_processes_that_disagree_are_replaced_before_the_cell_is_measured_again(builtin_ops):
-    for spread, renewed in ((0.52, [2]), (0.02, [])):
-        cells = [Cell.make("hoconv2d", "filter", "py", "cpu", "float32", {"batch_size": b}) for b in (1, 2)]
-        executor = Replicated({1: [(False, 0.005)], 2: [(True, 0.08), (False, 0.006)]}, spread)
-        Sweep(cells, executor, Collected(), {"host": "h"}, remeasure=1).run()
-        assert executor.calls == [1, 2, 2] and executor.renewed == renewed  # once, before measuring again
