@@ -83,7 +83,7 @@ class Audit:
         self.references: dict[int, correctness.Run] = {}  # by data set: the pool's, shared by the point (prime)
         self.accumulate = accumulate  # gradients go to `.grad` (passes.py): only the outputs come back
         self.random = random.Random(os.urandom(16))  # seeded by the OS: the calls cannot know its choices
-        self.positions = torch.Generator().manual_seed(int.from_bytes(os.urandom(8), "little"))  # the same, for torch
+        self.positions = torch.Generator().manual_seed(int.from_bytes(os.urandom(8), "little"))  # elements checked
         self.threads = threading.active_count()
         self.calls = 0
         self.kept: list[Kept] = []
@@ -159,9 +159,7 @@ class Audit:
     def _off(self, got: torch.Tensor, ref: torch.Tensor, tol: float) -> bool:
         if not ref.numel():
             return False
-        idx = [self.random.randrange(ref.numel()) for _ in range(SPOT_POINTS)]
-        mine = got.detach().reshape(-1)[torch.tensor(idx, device=got.device)].to("cpu", torch.float64)
-        theirs = ref.reshape(-1)[torch.tensor(idx)].to(torch.float64)
+        mine, theirs = (t.to("cpu", torch.float64) for t in self._at_random(got, ref, SPOT_POINTS))
         return not bool(((mine - theirs).abs() <= tol * (self._scale(ref) or 1.0)).all())
 
     def _scale(self, ref: torch.Tensor) -> float:
@@ -172,10 +170,13 @@ class Audit:
 
     def _sampled(self, mine: torch.Tensor | None, ref: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor]:
         """`mine` and `ref` whole, or at CHECKED_ELEMENTS random positions when they hold more."""
-        n = ref.numel()
-        if mine is None or n <= CHECKED_ELEMENTS or mine.shape != ref.shape:
+        if mine is None or ref.numel() <= CHECKED_ELEMENTS or mine.shape != ref.shape:
             return mine, ref
-        idx = torch.randint(n, (CHECKED_ELEMENTS,), generator=self.positions)
+        return self._at_random(mine, ref, CHECKED_ELEMENTS)
+
+    def _at_random(self, mine: torch.Tensor, ref: torch.Tensor, count: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Both tensors' elements at the same `count` random positions, drawn from the OS-seeded generator."""
+        idx = torch.randint(ref.numel(), (count,), generator=self.positions)
         return mine.detach().reshape(-1)[idx.to(mine.device)], ref.reshape(-1)[idx]
 
     def _exempt(self) -> bool:

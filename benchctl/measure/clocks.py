@@ -70,10 +70,11 @@ SPIN_FIRST_S = 1e-4  # before the first call's host time is known
 SPIN_MAX_S = 1e-3  # a host-bound call is timed at host speed anyway; longer spins only cost wall time
 # The device still busy this long after the call's own stream finished: the call left work on another
 # stream, and that work's time is added to the sample. Measured as the host's wait in a device-wide
-# synchronise beyond what one costs with nothing to wait for (the 90th percentile of the idle ones so
-# far: a synchronise that yields its thread can take tens of us on an idle device).
+# synchronise beyond what one costs with nothing to wait for (the 90th percentile of the last IDLE_WINDOW
+# idle ones: a synchronise that yields its thread can take tens of us on an idle device; a window, so the
+# percentile costs the same at the 10,000th call as at the 10th).
 STRAY_MIN_S = 50e-6
-IDLE_QUANTILE = 0.9
+IDLE_QUANTILE, IDLE_WINDOW = 0.9, 128
 
 
 def gpu_spin(seconds: float) -> None:
@@ -157,7 +158,7 @@ class CudaEventClock:
         return (self.wall() - start) * 1e-9
 
     def _idle(self) -> float:
-        ordered = sorted(self.idle_sync_s)
+        ordered = sorted(self.idle_sync_s[-IDLE_WINDOW:])
         return ordered[int(IDLE_QUANTILE * (len(ordered) - 1))]
 
     take = CpuClock.take

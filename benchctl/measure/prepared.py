@@ -4,7 +4,7 @@ timed calls rotate over (fresh.py)."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import torch
@@ -23,10 +23,10 @@ class Prepared:
     resolved: Resolved
     call_on: Callable[[Inputs], Any]  # the implementation called on one set of inputs
     inputs: Inputs  # the cell's own inputs, which the first call had; the timed calls' data is copied in
+    raw: Inputs  # the same inputs as the target made them, before the implementation's prepare
     grads: tuple[torch.Tensor, ...]
     compile_s: float
     accumulate: bool = False  # the graph has leaves of its own: time backward(), see passes.py
-    raw: Inputs = field(default_factory=dict)  # the inputs as the target made them, before the implementation's prepare
     pool: fresh.InputPool | None = None
     best_config: str | None = None  # Triton: the autotune configs its first call chose (untimed)
 
@@ -36,7 +36,7 @@ class Prepared:
 
     def setup(self, pass_name: str, on_draw: Callable[[fresh.Draw], None] | None = None) -> Callable[[], Thunk]:
         """Each repetition on fresh inputs (fresh.py); `on_draw` hears of each draw before its call."""
-        pool = self.pool or fresh.InputPool(self.resolved, self.inputs, self.raw or self.inputs)
+        pool = self.pool or fresh.InputPool(self.resolved, self.inputs, self.raw)
         self.pool = pool
 
         def draw() -> tuple[Callable[[], Any], Inputs]:
@@ -64,4 +64,4 @@ def prepare(resolved: Resolved) -> Prepared:
     if cell.device == Device.CUDA:
         torch.cuda.synchronize()
     compile_s = time.perf_counter() - start
-    return Prepared(resolved, call_on, inputs, grads, compile_s, accumulate, raw, best_config=best_config(impl.kernels))
+    return Prepared(resolved, call_on, inputs, raw, grads, compile_s, accumulate, best_config=best_config(impl.kernels))
