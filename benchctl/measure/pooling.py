@@ -5,8 +5,14 @@ medians with their spread.
 Rounds that disagree by more than MODES_APART are not averaged: the sorted round medians are split at
 their widest gap into a fast and a slow mode, the result gives both (`mode_fast_s`, `mode_slow_s`) and says
 so, and its median is the median of the mode that holds most samples (the slow one on a tie), never a
-value between the two that no call took. Where the modes' page faults per call differ, the message gives
-both: the mode with more is the one whose calls got fresh memory from the OS.
+value between the two that no call took; whether it is noisy is judged on that mode's samples. Where the
+modes' page faults per call differ, the message gives both: the mode with more is the one whose calls got
+fresh memory from the OS.
+
+A process measured in several rounds (a re-measurement adds one round in each) counts by its fastest
+round: a VM's slow phase lasts seconds and slows a round, while a process that landed in a slower mode
+stays in it for its whole life, so it is slow in every round and still shows in the spread between
+processes (docs/measuring.md, "Slow phases").
 """
 
 from __future__ import annotations
@@ -34,9 +40,9 @@ def pooled(results: Results) -> PassResult:
     flags = [f for r in results for f in _flags(r)]
     stats = first.with_(samples_s=samples, disturbed=flags).statistics()
     medians = [r.median_s for r in results]
-    noisy = is_noisy(stats)
+    modes = _modes(results)
+    noisy = is_noisy({**stats, **modes})
     merged = first.with_(**stats, samples_s=samples, rounds=len(results), noisy=noisy,
-                         message=noisy_message(stats) if noisy else "",
                          **_disturbance(results, flags, flags.count(False), noisy),
                          round_spread=_spread(medians), round_medians_s=medians,
                          peak_mem_bytes=_max_of(r.peak_mem_bytes for r in results),
@@ -47,24 +53,22 @@ def pooled(results: Results) -> PassResult:
                          canary_s=_median_of(r.canary_s for r in results),
                          canary_ratio=_median_of(r.canary_ratio for r in results),
                          wall_s=sum(r.wall_s or 0.0 for r in results))
-    merged = merged.with_(**_pair_statistics(results, samples))
-    modes = _modes(results)
-    if modes:
-        modes["message"] = join_messages(merged.message, modes["message"])
-    merged = merged.with_(**modes)
+    said = join_messages(noisy_message({**stats, **modes}) if noisy else "", modes.pop("message", ""))
+    merged = merged.with_(**_pair_statistics(results, samples), **modes, message=said)
     return merged.with_(**_rates(first, merged.median_s))
 
 
 def processes(results: Results) -> dict[str, Any]:
-    """Rounds measured in several worker processes (run --processes): each process's median of its clean
-    samples, and the spread between them (slowest / fastest - 1), which verdicts hold a change against."""
+    """Rounds measured in several worker processes (run --processes): each process's median, that of its
+    fastest round, and the spread between them (slowest / fastest - 1), which verdicts hold a change against."""
     by_process: dict[int, list[float]] = {}
     for result in results:
-        if result.process is not None:
-            by_process.setdefault(int(result.process), []).extend(result.clean())
+        clean = result.clean()
+        if result.process is not None and clean:
+            by_process.setdefault(int(result.process), []).append(statistics.median(clean))
     if len(by_process) < 2:
         return {}
-    medians = [statistics.median(by_process[p]) for p in sorted(by_process)]
+    medians = [min(by_process[p]) for p in sorted(by_process)]
     spread = max(medians) / min(medians) - 1 if min(medians) > 0 else None
     return {"processes": len(medians), "process_medians_s": medians, "process_spread": spread}
 

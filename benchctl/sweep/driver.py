@@ -3,7 +3,9 @@ written as each cell finishes. After an out-of-memory cell, the larger sizes of 
 recorded `skipped`. A cell whose median did not settle (noisy), that the machine disturbed (too few
 clean samples: measure/interference.py), or that ran while the machine was slow (machine/canary.py), is
 measured again at the end of the sweep, up to `remeasure` times, when whatever disturbed it may have
-passed; it keeps the flag only if it never settles. A time too good to keep unexamined (below its floor, or
+passed; it keeps the flag only if it never settles. A cell whose rounds split into two modes (a slow phase
+of the machine took one process's turn) is measured again too, one more round in each process, pooled
+with the rounds it has: each process then counts by its fastest round (measure/pooling.py). A time too good to keep unexamined (below its floor, or
 far faster than the reference) is re-checked strictly first (recheck.py). The session runs it on this machine; a series job runs
 it on whichever node has it.
 """
@@ -39,6 +41,7 @@ class Held:
 
     rows: Rows
     written: Any  # the writer's handle on them, withdrawn once better rows are written
+    rounds: list[Rows] = field(default_factory=list)  # the rounds measured so far, each as it came
 
 
 @dataclass
@@ -96,9 +99,9 @@ class Sweep:
 
     def _finish(self, i: int, rounds_rows: list[Rows], unsettled: dict[int, Held]) -> None:
         merged = merge(rounds_rows)
-        if self.remeasure and self.rounds == self.processes and noisy(merged):
+        if self.remeasure and self.rounds == self.processes and _unsettled(merged):
             rows = [PassResult.from_row(r).with_(remeasured=0).to_row() for r in merged]
-            unsettled[i] = Held(rows, self.writer.write(stamp(rows, self.env)))
+            unsettled[i] = Held(rows, self.writer.write(stamp(rows, self.env)), rounds_rows)
         else:
             self._written[i] = Held(merged, self.writer.write(stamp(merged, self.env)))
 
@@ -123,17 +126,19 @@ class Sweep:
 
     def _remeasure(self, unsettled: dict[int, Held]) -> None:
         """Measure each noisy cell's unsettled passes again, up to `remeasure` times, without its gate (it
-        passed it). Each pass keeps the first measurement that settles, else the one whose median is known
-        best."""
+        passed it). A pass whose rounds split pools the new rounds with its own; any other keeps the first
+        measurement that settles, else the one whose median is known best."""
         for attempt in range(1, self.remeasure + 1):
             for i in list(unsettled):
                 self.on_start(self.cells[i])
                 held = unsettled[i]
-                wanted = tuple(r["pass"] for r in held.rows if noisy([r]))
+                wanted = tuple(r["pass"] for r in held.rows if _unsettled([r]))
                 again = replace(self.cells[i], passes=wanted, checked=True)
-                fresh = merge([self.executor.run(again) for _ in range(self.processes)])
-                held.rows = _best_of(held.rows, fresh, attempt)
-                if not noisy(held.rows):
+                fresh = [self.executor.run(again) for _ in range(self.processes)]
+                pooled = _pooled(held.rounds + fresh) if any(map(_split, held.rows)) else {}
+                held.rows = _best_of(held.rows, merge(fresh), pooled, attempt)
+                held.rounds += fresh
+                if not _unsettled(held.rows):
                     self._replace(unsettled.pop(i), held.rows)
 
     def _measure(self, cell: Cell) -> Rows:
@@ -162,6 +167,21 @@ def noisy(rows: Rows) -> bool:
                                                  or slow_machine(r)) for r in rows)
 
 
+def _split(row: dict[str, Any]) -> bool:
+    """Its rounds split into two modes (measure/pooling.py)."""
+    return row.get("status") == Status.OK and row.get("mode_slow_s") is not None
+
+
+def _unsettled(rows: Rows) -> bool:
+    """Some pass is noisy, or its rounds split: more rounds at the end of the sweep may settle it."""
+    return noisy(rows) or any(map(_split, rows))
+
+
+def _pooled(rounds: list[Rows]) -> dict[str, dict[str, Any]]:
+    """Each pass's rounds pooled, by pass, where every round of it ran."""
+    return {r["pass"]: r for r in merge(rounds) if r.get("status") == Status.OK}
+
+
 def _never_settled(row: dict[str, Any]) -> dict[str, Any]:
     if not (noisy([row]) and row.get("remeasured")):
         return row
@@ -169,19 +189,21 @@ def _never_settled(row: dict[str, Any]) -> dict[str, Any]:
     return PassResult.from_row(row).with_(message=join_messages(row.get("message"), said)).to_row()
 
 
-def _best_of(kept: Rows, fresh: Rows, attempt: int) -> Rows:
-    """Per pass, the re-measurement where it ran and settled or narrowed the median's interval, else the
-    row kept; every pass measured again says how often. A re-measurement keeps the gate's findings and what
-    the first call compiled."""
+def _best_of(kept: Rows, fresh: Rows, pooled: dict[str, dict[str, Any]], attempt: int) -> Rows:
+    """Per pass: where its rounds split, all its rounds pooled; else the re-measurement where it ran and
+    settled or narrowed the median's interval, else the row kept; every pass measured again says how often.
+    A re-measurement keeps the gate's findings and what the first call compiled."""
     again = {r["pass"]: r for r in fresh if r.get("status") == Status.OK}
     out = []
     for row in kept:
-        if not noisy([row]):
+        if not _unsettled([row]):
             out.append(row)
             continue
         new = again.get(row["pass"])
         chosen = PassResult.from_row(row)
-        if new is not None and (_undisturbed(new) > _undisturbed(row)
+        if _split(row) and row["pass"] in pooled:
+            chosen = PassResult.from_row(pooled[row["pass"]])
+        elif new is not None and (_undisturbed(new) > _undisturbed(row)
                                 or _undisturbed(new) == _undisturbed(row) and _spread(new) < _spread(row)):
             chosen = PassResult.from_row(new).keeping(chosen, (*GATE_COLUMNS, *FIRST_CALL_COLUMNS))
         out.append(chosen.with_(remeasured=attempt).to_row())

@@ -113,6 +113,21 @@ def test_merge_pools_clean_samples_and_the_processes_they_came_from():
     assert "process" not in merged.to_row() and merged.to_row()["pass"] == "forward"
 
 
+def test_a_process_measured_in_several_rounds_counts_by_its_fastest_round():
+    """A slow phase of the VM slowed one round of process 1 by 1.6x; its other round was not."""
+    def one(process: int, median: float) -> PassResult:
+        return PassResult(pass_="forward", status="ok", samples_s=[median] * 5, median_s=median, process=process)
+
+    merged = PassResult.merge([one(0, 0.316), one(1, 0.499), one(2, 0.315), one(0, 0.320), one(1, 0.318),
+                               one(2, 0.317)])
+    assert merged.process_medians_s == pytest.approx([0.316, 0.318, 0.315])
+    assert merged.process_spread == pytest.approx(0.318 / 0.315 - 1)
+    assert merged.mode_slow_s == pytest.approx(0.499) and merged.median_s == pytest.approx(0.317)
+    assert not merged.noisy  # the majority mode's samples agree
+    slow_process = PassResult.merge([one(0, 0.316), one(1, 0.499), one(0, 0.320), one(1, 0.501)])
+    assert slow_process.process_spread == pytest.approx(0.499 / 0.316 - 1)  # slow in every round: it shows
+
+
 def test_a_misspelt_column_raises_where_it_is_given():
     with pytest.raises(UnknownColumn, match="'medain_s'"):
         PassResult.from_row({"pass": "forward", "medain_s": 1.0})

@@ -1,6 +1,8 @@
 """A noisy cell is measured again at the end of the sweep and keeps its flag only if it never settles
 (a scripted executor stands in for the worker)."""
 
+import pytest
+
 from benchctl.ops.cells import Cell
 from benchctl.results import storage
 from benchctl.sweep.driver import Sweep
@@ -175,3 +177,37 @@ def test_a_remeasure_keeps_what_the_first_call_compiled(builtin_ops):
     row = out.rows[-1]
     assert row["remeasured"] == 1 and row["ci_hi_s"] == 1.006  # the settled re-measurement's times ...
     assert (row["compile_s"], row["recompiles"]) == (4.0, 1)  # ... and the first call's compilation
+
+
+class Phased:
+    """Each call answers the next scripted median of one pass, from worker process (call number) % 3."""
+
+    def __init__(self, medians):
+        self.medians = list(medians)
+        self.calls = 0
+
+    def run(self, cell: Cell) -> list[dict]:
+        median, process = self.medians.pop(0), self.calls % 3
+        self.calls += 1
+        return [{"op": cell.op, "impl": cell.impl, "batch_size": 1, "pass": "forward", "status": "ok",
+                 "median_s": median, "samples_s": [median] * 12, "disturbed": [False] * 12, "stop": "converged",
+                 "process": process, "noisy": False, "message": ""}]
+
+
+def test_rounds_in_two_modes_are_measured_again_and_pooled_each_process_by_its_fastest_round(builtin_ops):
+    """A slow phase of the machine took process 1's turn (1.6x); its next turn ran at full speed."""
+    cells = [Cell.make("hoconv2d", "filter", "py", "cpu", "float32", {"batch_size": 1})]
+    executor, out = Phased([0.316, 0.499, 0.315, 0.32, 0.318, 0.317]), Collected()
+    Sweep(cells, executor, out, {"host": "h"}, remeasure=1, rounds=3, processes=3).run()
+    (row,) = out.rows
+    assert executor.calls == 6 and row["remeasured"] == 1 and row["rounds"] == 6
+    assert row["process_medians_s"] == [0.316, 0.318, 0.315] and row["mode_slow_s"] == 0.499
+    assert row["median_s"] == pytest.approx(0.317) and row["process_spread"] == pytest.approx(0.318 / 0.315 - 1)
+
+
+def test_rounds_that_agree_are_not_measured_again(builtin_ops):
+    cells = [Cell.make("hoconv2d", "filter", "py", "cpu", "float32", {"batch_size": 1})]
+    executor, out = Phased([0.316, 0.318, 0.315]), Collected()
+    Sweep(cells, executor, out, {"host": "h"}, remeasure=1, rounds=3, processes=3).run()
+    (row,) = out.rows
+    assert executor.calls == 3 and "remeasured" not in row and row.get("mode_slow_s") is None

@@ -51,7 +51,10 @@ def test_merge_pools_samples_and_recomputes_stats_and_rates():
     assert m["pct_of_peak"] == pytest.approx(20.0)  # the bound is 0.4 s; 0.4 / 2.0
     assert m["page_faults"] == 20.0 and m["sys_s"] == 0.375 and m["peak_mem_bytes"] == 7.0
     assert m["host_s"] == pytest.approx(1.0) and m["mem_gbps"] == 25.0
-    assert m["noisy"] and m["message"].startswith("noisy: the median is known to +-50.0% only (IQR 50% of it")
+    # two modes (1 s and 2 s): the median is the majority's, and so is the judgement of noise
+    assert not m["noisy"] and m["message"].startswith("rounds disagree: 1e+03 ms in round(s) 1, 2e+03 ms")
+    [scattered] = merge([[row([1.0, 1.3, 0.8, 1.2])], [row([0.9, 1.25, 0.85, 1.1])]])  # one mode, wide
+    assert scattered["noisy"] and scattered["message"].startswith("noisy: the median is known to +-")
 
 
 def test_rounds_in_two_modes_give_both_and_the_majority_median():
