@@ -97,6 +97,23 @@ def test_a_change_the_machine_made_is_unsure():
     assert (cell.verdict, cell.reason) == ("unsure", "the machine changed speed between the runs (canary -20%)")
 
 
+def test_a_canary_within_its_own_noise_holds_the_change_against_it_and_the_gpu_clock_does_not_move():
+    """Both runs in the same phase of the machine, their canaries 10% apart (as two rows of one slow phase
+    read): a 1.3x change is still 1.18x once divided by it; a 1.12x change is the canary's 10%. The SM clock
+    is read, not timed: 10% apart is another machine."""
+    base = frame([row(samples=timed(10e-3, 1), canary_s=300e-6, mem_gbps=30.0)])
+    new = frame([row(samples=timed(13e-3, 2), canary_s=330e-6, mem_gbps=30.0)])
+    (cell,) = compare.compare(base, new).cells
+    assert (cell.verdict, cell.reason) == ("slower", None)
+    near = frame([row(samples=timed(11.2e-3, 2), canary_s=330e-6, mem_gbps=30.0)])
+    (cell,) = compare.compare(base, near).cells
+    assert (cell.verdict, cell.reason) == ("unsure", "the machine was slower (+10%)")
+    gpu = frame([row(samples=timed(10e-3, 1), device="cuda", sm_clock_mhz=1980.0)])
+    gpu_new = frame([row(samples=timed(13e-3, 2), device="cuda", sm_clock_mhz=1800.0)])
+    (cell,) = compare.compare(gpu, gpu_new).cells
+    assert (cell.verdict, cell.reason) == ("unsure", "the machine changed speed between the runs (sm clock +10%)")
+
+
 def test_a_change_must_hold_in_machine_normalised_time():
     """The canary steady, the memory 1.2x slower in NEW: a 1.2x slower memory-bound cell is the memory's doing,
     while a 1.44x slower one is still 1.2x slower once divided by it."""
