@@ -44,6 +44,9 @@ def _ints(text: str | None) -> tuple[int, ...]:
 @click.option("--remeasure", type=click.IntRange(min=0),
               help="Times a cell whose median did not settle is measured again at the end of the sweep "
                    "(default 1; 0 with --quick, which flags it instead: a fast look).")
+@click.option("--settle", type=click.FloatRange(min=0), default=60.0, show_default=True,
+              help="Seconds in all the sweep may wait, before re-measuring a cell the machine's canary says ran "
+                   "on a slow machine, for the machine to return to its calibrated speed (0: no wait).")
 @click.option("--recheck-above", type=click.FloatRange(min=1),
               help="A pass this many times faster than the reference implementation is measured once more, "
                    "strictly (fresh inputs, more timed outputs checked), before it is kept (default 50).")
@@ -76,7 +79,7 @@ def _ints(text: str | None) -> tuple[int, ...]:
 @click.option("--gpu-kind", "gpu_kinds", help="ray: comma list of accelerator types, e.g. H100,A100; GPU "
               "series run once on each.")
 def command(impls, devices, ops, ops_dirs, config, targets, batch_sizes, params, dtypes, passes, min_time,
-            max_time, warmup_time, ci_target, remeasure, recheck_above, rounds, processes, pair_with, threads, out, quick, timeout,
+            max_time, warmup_time, ci_target, remeasure, settle, recheck_above, rounds, processes, pair_with, threads, out, quick, timeout,
             flush_l2, cuda_graph, tf32, fresh_worker, in_process, allocator, executor, address, gpu_kinds) -> None:
     """Time IMPLS (py, cpp, cuda, a variant, a comma list, all) on DEVICES (cpu, gpu, all)."""
     from benchctl.sweep import words
@@ -97,7 +100,7 @@ def command(impls, devices, ops, ops_dirs, config, targets, batch_sizes, params,
     cells = expand(request)
     check_writable(Path(out))
     plan = Plan(cells, cfg, min_time=min_time, max_time=max_time, warmup_time=warmup_time, ci_target=ci_target,
-                remeasure=_remeasure(remeasure, quick), threads=threads, flush_l2=flush_l2, cuda_graph=cuda_graph,
+                remeasure=_remeasure(remeasure, quick), settle=settle, threads=threads, flush_l2=flush_l2, cuda_graph=cuda_graph,
                 tf32=tf32, timeout=timeout, in_process=in_process, ops_dirs=ops_dirs,
                 rounds=rounds, processes=_processes(processes, quick, in_process, executor, fresh_worker),
                 fresh_worker=fresh_worker, allocator=allocator, executor=executor, address=address,
@@ -193,7 +196,10 @@ def _progress_run(session) -> None:
                                                  str(bad[0].get("message") or "")))
             bar.update(task, advance=1, current=cell.label())
 
-        session.run(on_start=lambda c: bar.update(task, current=c.label()), on_done=done)
+        def wait(ratio: float) -> None:
+            bar.update(task, current=f"waiting for the machine: its canary reads {ratio:.2f}x its calibrated time")
+
+        session.run(on_start=lambda c: bar.update(task, current=c.label()), on_done=done, on_wait=wait)
 
 
 def _render_summary(writer) -> None:

@@ -7,6 +7,10 @@ for a CPU. Nothing inside one measurement's samples shows it: they move together
 around each pass (`canary_s`) against its calibrated time (`benchctl env --calibrate`) says whether the
 pass ran on the machine that was calibrated, and `compare` holds a change against how much the canary
 moved between the two runs. The memory side has its own probe (membw.py, `mem_gbps`).
+
+The 2-core VM has a slow phase: the canary 1.34-1.54x its calibrated time, a chain of 64x64 matmuls
+1.5-1.6x, for seconds or for minutes. A cell measured in one is measured again at the end of the sweep,
+and the sweep first waits a while for the machine to return to speed (`wait_for_speed`, run --settle).
 """
 
 from __future__ import annotations
@@ -14,11 +18,15 @@ from __future__ import annotations
 import functools
 import statistics
 import time
+from typing import Callable
 
 import torch
 
+from benchctl.results.schema import SLOW_PHASE
+
 SHAPE = (64, 256, 1024)  # (m, k, n) of the matmul: 33.6 MFLOP, a fraction of a millisecond
 CALLS = 9  # timed calls per reading; its median is the reading
+POLL_S = 1.0  # seconds between readings while waiting for the machine to return to speed
 
 
 @functools.lru_cache(maxsize=1)
@@ -45,3 +53,18 @@ def slowdown(canary_s: float | None, calibrated_s: float | None) -> float | None
     if not canary_s or not calibrated_s:
         return None
     return canary_s / calibrated_s
+
+
+def wait_for_speed(calibrated_s: float, limit_s: float, on_wait: Callable[[float], None] = lambda ratio: None,
+                   read: Callable[[], float] = canary, sleep: Callable[[float], None] = time.sleep,
+                   clock: Callable[[], float] = time.monotonic) -> tuple[float, float]:
+    """Reads the canary every POLL_S until it is within SLOW_PHASE of its calibrated time, for `limit_s`
+    at most, telling `on_wait` each slow reading's ratio; the last ratio read and the seconds waited."""
+    start = clock()
+    while True:
+        ratio = read() / calibrated_s
+        waited = clock() - start
+        if ratio <= 1 + SLOW_PHASE or waited >= limit_s:
+            return ratio, waited
+        on_wait(ratio)
+        sleep(min(POLL_S, limit_s - waited))

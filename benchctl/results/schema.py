@@ -15,6 +15,9 @@ import pyarrow as pa
 
 SCHEMA_VERSION = 1
 CANARY_SLOW = 0.05  # a canary (machine/canary.py) more than this share over its calibrated time: the machine was slow
+# ... more than this share over it, or two rows' canaries this far apart: the VM in a slow phase, another
+# machine (docs/measuring.md, "Slow phases": at speed, within 15%; in a slow phase, 1.34-1.54x)
+SLOW_PHASE = 0.15
 SPEEDUP_LIMIT = 50.0  # a pass this many times faster than its reference is re-checked (sweep/recheck.py)
 
 # Facts of the machine and software stamped on every row (machine/facts.py gathers them), with the

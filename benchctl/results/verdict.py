@@ -39,7 +39,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from benchctl.results.schema import CANARY_SLOW
+from benchctl.results.schema import CANARY_SLOW, SLOW_PHASE
 from benchctl.vocab import Stop, Verdict
 
 # Why a change the samples call real is still `unsure`.
@@ -49,10 +49,9 @@ MACHINE_SLOWER, MACHINE_FASTER = "the machine was slower", "the machine was fast
 MACHINE_CHANGED = "the machine changed speed between the runs"
 # The probes of the processor's own speed (not the memory's), and how far apart two rows' readings of it
 # say the runs ran on machines of different speed. The SM clock is read, not timed: CANARY_SLOW. The
-# canary is timed, and a 2-core VM is either at speed or in a slow phase (the canary 1.34-1.54x its
-# calibrated time, a 64x64 matmul chain 1.5-1.6x): rows of the same phase read canaries up to 15% apart,
-# rows of different phases 16-40% (docs/measuring.md, "Slow phases").
-MACHINE_MOVED = {"canary": 0.15, "sm clock": CANARY_SLOW}
+# canary is timed, and a 2-core VM is either at speed or in a slow phase: rows of the same phase read
+# canaries up to 15% apart, rows of different phases 16-40% (docs/measuring.md, "Slow phases").
+MACHINE_MOVED = {"canary": SLOW_PHASE, "sm clock": CANARY_SLOW}
 # A side measured in one process: a change within this share is not judged (docs/measuring.md, "A/A runs").
 ONE_PROCESS_BOUND = 1.0
 CONFIDENCE = 0.95

@@ -3,7 +3,8 @@ written as each cell finishes. After an out-of-memory cell, the larger sizes of 
 recorded `skipped`. A cell whose median did not settle (noisy), that the machine disturbed (too few
 clean samples: measure/interference.py), or that ran while the machine was slow (machine/canary.py), is
 measured again at the end of the sweep, up to `remeasure` times, when whatever disturbed it may have
-passed; it keeps the flag only if it never settles. A cell whose rounds split into two modes (a slow phase
+passed (a cell that ran on a slow machine first waits for it to return to speed: `settle`); it keeps
+the flag only if it never settles. A cell whose rounds split into two modes (a slow phase
 of the machine took one process's turn) is measured again too, one more round in each process, pooled
 with the rounds it has: each process then counts by its fastest round (measure/pooling.py). A time too good to keep unexamined (below its floor, or
 far faster than the reference) is re-checked strictly first (recheck.py). The session runs it on this machine; a series job runs
@@ -69,6 +70,7 @@ class Sweep:
     remeasure: int = 0  # times a noisy cell is measured again at the end (one round per process only)
     processes: int = 1  # the executor's worker processes (Replicas): a re-measurement asks each of them
     recheck_above: float = SPEEDUP_LIMIT  # a speedup over the reference above this is re-checked
+    settle: Callable[[], None] = lambda: None  # waits for a slow machine to return to speed (machine/canary.py)
     _skip: dict[tuple, str] = field(default_factory=dict)
     _written: dict[int, Held] = field(default_factory=dict)  # settled cells as written, for the re-check
 
@@ -132,6 +134,8 @@ class Sweep:
             for i in list(unsettled):
                 self.on_start(self.cells[i])
                 held = unsettled[i]
+                if any(map(slow_machine, held.rows)):
+                    self.settle()
                 wanted = tuple(r["pass"] for r in held.rows if _unsettled([r]))
                 again = replace(self.cells[i], passes=wanted, checked=True)
                 fresh = [self.executor.run(again) for _ in range(self.processes)]

@@ -46,6 +46,7 @@ class Plan:
     warmup_time: float | None = None
     ci_target: float | None = None  # None: the config's, else the timing policy's default
     remeasure: int = 1  # times a noisy cell is measured again at the end of the sweep
+    settle: float = 60.0  # seconds in all the sweep may wait for a slow machine to return to speed, then re-measure
     recheck_above: float = SPEEDUP_LIMIT  # a speedup over the reference above this is re-checked (sweep/recheck.py)
     threads: int | None = None
     flush_l2: bool = False
@@ -108,7 +109,8 @@ class Plan:
         settings = self.settings()
         return {"cells": len(self.cells), "rounds": self.rounds, "processes": self.processes,
                 "config": self.config.path,
-                "ci_target": settings.policy.ci_target, "remeasure": self.remeasure, "recheck_above": self.recheck_above,
+                "ci_target": settings.policy.ci_target, "remeasure": self.remeasure, "settle_s": self.settle,
+                "recheck_above": self.recheck_above,
                 "peaks": settings.peaks, "references": self.references(), "tf32": self.tf32_mode(),
                 "executor": self.executor, "allocator": self.allocator, **({"gpu_kinds": list(self.gpu_kinds)} if self.gpu_kinds else {})}
 

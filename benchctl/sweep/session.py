@@ -13,10 +13,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-from benchctl.machine import load
+from benchctl.machine import canary, load
 from benchctl.machine.facts import environment, memory_setup
 from benchctl.ops.cells import Cell
 from benchctl.results import compaction
+from benchctl.results.schema import SLOW_PHASE
 from benchctl.results.storage import RunWriter, new_run_id
 from benchctl.sweep.cluster import RayCluster
 from benchctl.sweep.driver import Sweep
@@ -49,19 +50,34 @@ class Session:
         return Session(plan, RunWriter(out, new_run_id(), meta), dict(blocked or {}), fanout)
 
     def run(self, on_start: Callable[[Cell], None] = lambda cell: None,
-            on_done: Callable[[Cell, Rows], None] = lambda cell, rows: None) -> None:
-        """The sweep, with the other processes' load sampled all through it into the metadata (`timeline`)."""
+            on_done: Callable[[Cell, Rows], None] = lambda cell, rows: None,
+            on_wait: Callable[[float], None] = lambda ratio: None) -> None:
+        """The sweep, with the other processes' load sampled all through it into the metadata (`timeline`);
+        `on_wait` hears each slow canary while the sweep waits for the machine (its ratio to calibrated)."""
         timeline = load.Timeline()
         self.writer.meta["timeline_started"] = datetime.now(timezone.utc).isoformat()
         self.writer.meta["timeline"] = timeline.samples  # written with the metadata at the end, as it stands
+        self.writer.meta["settled"] = []  # each wait for the machine to return to speed
         with timeline:
-            self._run(on_start, on_done)
+            self._run(on_start, on_done, on_wait)
 
-    def _run(self, on_start: Callable[[Cell], None], on_done: Callable[[Cell, Rows], None]) -> None:
+    def settle(self, on_wait: Callable[[float], None] = lambda ratio: None) -> None:
+        """Waits for the machine to return to its calibrated speed, within what is left of plan.settle (a
+        machine that did not return is not waited for again); the wait goes into the metadata."""
+        calibrated = self.plan.settings().peaks.get("cpu", {}).get("canary_s")
+        waits = self.writer.meta["settled"]
+        left = self.plan.settle - sum(w["waited_s"] for w in waits)
+        if not calibrated or left <= 0 or any(w["canary_ratio"] > 1 + SLOW_PHASE for w in waits):
+            return
+        ratio, waited = canary.wait_for_speed(calibrated, left, on_wait)
+        waits.append({"at": datetime.now(timezone.utc).isoformat(), "waited_s": waited, "canary_ratio": ratio})
+
+    def _run(self, on_start: Callable[[Cell], None], on_done: Callable[[Cell, Rows], None],
+             on_wait: Callable[[float], None]) -> None:
         _stop_on_signals()
         try:
             if self.fanout is None:
-                self._run_here(on_start, on_done)
+                self._run_here(on_start, on_done, on_wait)
             else:
                 self._fan_out(self.fanout, on_done)
         except KeyboardInterrupt:
@@ -75,13 +91,15 @@ class Session:
         if self.fanout is not None:  # a part per series: many small files on a cluster
             compaction.compact(self.writer.dir)
 
-    def _run_here(self, on_start: Callable[[Cell], None], on_done: Callable[[Cell, Rows], None]) -> None:
+    def _run_here(self, on_start: Callable[[Cell], None], on_done: Callable[[Cell, Rows], None],
+                  on_wait: Callable[[float], None]) -> None:
         executor = self.plan.local_executor()
         env = {**environment(), **({"threads": self.plan.threads} if self.plan.threads else {})}
         try:
             Sweep(self.plan.cells, executor, self.writer, env, on_start=on_start, on_done=on_done,
                   blocked=self.blocked, rounds=self.plan.total_rounds, remeasure=self.plan.remeasure,
-                  processes=self.plan.processes, recheck_above=self.plan.recheck_above).run()
+                  processes=self.plan.processes, recheck_above=self.plan.recheck_above,
+                  settle=lambda: self.settle(on_wait)).run()
         finally:
             executor.close()
 
