@@ -1,6 +1,6 @@
-"""grid_sample: every implementation against the float64 reference (output and grid gradient, with
-the harness's own tolerances), the extension's gradcheck and opcheck, layouts, and the contract that
-no image gradient is ever formed or returned."""
+"""grid_sample: the implementations against the float64 reference at a mid-size case (only output and
+grid gradient compared, with a real margin), the extension's gradcheck and opcheck, layouts, and the
+contract that no image gradient is ever formed or returned."""
 
 from __future__ import annotations
 
@@ -38,10 +38,12 @@ def _check(name: str, params: dict[str, Any], dtype: torch.dtype, device: str = 
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-@pytest.mark.parametrize("params", CASES, ids=str)
 @pytest.mark.parametrize("name", ["py", "py-imagegrad", "cpp"])
-def test_matches_float64_reference(name: str, params: dict[str, Any], dtype: torch.dtype) -> None:
+def test_matches_float64_reference_with_real_margins(name: str, dtype: torch.dtype) -> None:
+    """At the mid-size case (the check cases are `check`'s: test_check_every_op.py), the comparisons
+    this operator owes and a margin well inside the harness's gate."""
     _available(name)
+    params = CASES[-1]
     for seed in (0, 1):
         result = _check(name, params, dtype, seed=seed)
         # Real margins: float32 lands far inside the 2e-4 gate, float64 at rounding level.

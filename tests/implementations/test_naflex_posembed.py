@@ -1,5 +1,5 @@
-"""naflex_posembed: every implementation against the float64 `loop` reference (output, x and table
-gradients, with the harness's own tolerances), `gridsample` agreeing with `loop`, padding tokens left
+"""naflex_posembed: the implementations against the float64 `loop` reference at a mid-size case (output,
+x and table gradients, with a real margin), `gridsample` agreeing with `loop`, padding tokens left
 alone, the extension's gradcheck and opcheck, and the seeded inputs."""
 
 from __future__ import annotations
@@ -44,10 +44,12 @@ def _run(name: str, inputs: dict[str, torch.Tensor]) -> list[torch.Tensor]:
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-@pytest.mark.parametrize("params", CASES, ids=str)
 @pytest.mark.parametrize("name", ["loop", "gridsample", "cpp"])
-def test_matches_float64_reference(name: str, params: dict[str, Any], dtype: torch.dtype) -> None:
+def test_matches_float64_reference_with_real_margins(name: str, dtype: torch.dtype) -> None:
+    """At the mid-size case (the check cases are `check`'s: test_check_every_op.py), the comparisons
+    this operator owes and a margin well inside the harness's gate."""
     _available(name)
+    params = CASES[-1]
     for seed in (0, 1):
         result = _check(name, params, dtype, seed=seed)
         assert result.max_rel_err < (2e-5 if dtype == torch.float32 else 1e-12)
