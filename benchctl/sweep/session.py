@@ -17,7 +17,6 @@ from benchctl.machine import canary, load
 from benchctl.machine.facts import environment, memory_setup
 from benchctl.ops.cells import Cell
 from benchctl.results import compaction
-from benchctl.results.schema import SLOW_PHASE
 from benchctl.results.storage import RunWriter, new_run_id
 from benchctl.sweep.cluster import RayCluster
 from benchctl.sweep.driver import Sweep
@@ -63,11 +62,11 @@ class Session:
 
     def settle(self, on_wait: Callable[[float], None] = lambda ratio: None) -> None:
         """Waits for the machine to return to its calibrated speed, within what is left of plan.settle (a
-        machine that did not return is not waited for again); the wait goes into the metadata."""
+        wait that ends with the machine still slow has spent it); the wait goes into the metadata."""
         calibrated = self.plan.settings().peaks.get("cpu", {}).get("canary_s")
         waits = self.writer.meta["settled"]
         left = self.plan.settle - sum(w["waited_s"] for w in waits)
-        if not calibrated or left <= 0 or any(w["canary_ratio"] > 1 + SLOW_PHASE for w in waits):
+        if not calibrated or left <= 0:
             return
         ratio, waited = canary.wait_for_speed(calibrated, left, on_wait)
         waits.append({"at": datetime.now(timezone.utc).isoformat(), "waited_s": waited, "canary_ratio": ratio})

@@ -211,3 +211,17 @@ def test_rounds_that_agree_are_not_measured_again(builtin_ops):
     Sweep(cells, executor, out, {"host": "h"}, remeasure=1, rounds=3, processes=3).run()
     (row,) = out.rows
     assert executor.calls == 3 and "remeasured" not in row and row.get("mode_slow_s") is None
+
+
+def test_a_cell_measured_on_a_slow_machine_waits_for_it_before_it_is_measured_again(builtin_ops):
+    script = {2: [("disturbed", 1.0, 0), ("converged", 1.0, 0)],
+              4: [("converged", 1.4, 0), ("converged", 1.02, 0)]}
+    cells = [Cell.make("hoconv2d", "filter", "py", "cpu", "float32", {"batch_size": b}) for b in script]
+    executor, out, settled = Stops(script), Collected(), []
+
+    def settle() -> None:
+        settled.append(list(executor.calls))  # what had been measured when the sweep waited
+
+    Sweep(cells, executor, out, {"host": "h"}, remeasure=1, settle=settle).run()
+    assert settled == [[2, 4, 2]]  # once, for batch 4 (its canary read 1.4x), not for the disturbed batch 2
+    assert {r["batch_size"]: r["canary_ratio"] for r in out.rows}[4] == 1.02

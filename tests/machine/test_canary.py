@@ -1,0 +1,42 @@
+"""Waiting for the machine to return to speed, on a fake canary and a fake clock."""
+
+from benchctl.machine import canary
+
+
+class Machine:
+    """A canary that reads `readings` in turn (seconds), on a clock that moves only when slept."""
+
+    def __init__(self, readings: list[float]):
+        self.readings = list(readings)
+        self.now = 0.0
+        self.slept: list[float] = []
+
+    def read(self) -> float:
+        return self.readings.pop(0)
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+def wait(machine: Machine, limit_s: float, heard: list[float]) -> tuple[float, float]:
+    return canary.wait_for_speed(1e-3, limit_s, heard.append, read=machine.read, sleep=machine.sleep,
+                                 clock=lambda: machine.now)
+
+
+def test_a_machine_back_at_speed_ends_the_wait_and_each_slow_reading_is_heard():
+    machine, heard = Machine([1.5e-3, 1.45e-3, 1.08e-3, 9e-3]), []
+    ratio, waited = wait(machine, 60.0, heard)
+    assert (ratio, waited) == (1.08, 2.0) and heard == [1.5, 1.45]
+    assert machine.slept == [canary.POLL_S, canary.POLL_S] and machine.readings == [9e-3]
+
+
+def test_a_machine_at_speed_is_not_waited_for():
+    machine, heard = Machine([1.14e-3]), []
+    assert wait(machine, 60.0, heard) == (1.14, 0.0) and heard == [] and machine.slept == []
+
+
+def test_the_wait_ends_at_its_limit_with_the_last_reading():
+    machine, heard = Machine([1.5e-3] * 10), []
+    ratio, waited = wait(machine, 2.5, heard)
+    assert ratio == 1.5 and waited == 2.5 and machine.slept == [1.0, 1.0, 0.5] and len(heard) == 3
