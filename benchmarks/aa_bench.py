@@ -72,18 +72,19 @@ def disturbed(base: Path, new: Path) -> tuple[int, int, int]:
 def pairs(kind: str, n: int, out: Path, processes: int | None, judge_only: bool) -> dict:
     counts: collections.Counter = collections.Counter()
     reasons: collections.Counter = collections.Counter()
-    walls, marked, unmarked, passes = [], 0, 0, 0
+    walls, marked, unmarked, passes, flagged = [], 0, 0, 0, 0
     for i in range(n):
         base, new = out / kind / f"{i}-a", out / kind / f"{i}-b"
         if not judge_only:
             walls += measure_pair(kind, base, new, processes)
         got, why = verdicts(base, new)
         counts.update(got)
+        flagged += bool(got.get("slower") or got.get("faster"))
         reasons.update(why)
         m, u, p = disturbed(base, new)
         marked, unmarked, passes = marked + m, unmarked + u, passes + p
         print(f"{kind} pair {i + 1}/{n}: {dict(got)} {dict(collections.Counter(why))}", file=sys.stderr, flush=True)
-    return {"kind": kind, "pairs": n, "verdicts": dict(counts), "reasons": dict(reasons),
+    return {"kind": kind, "pairs": n, "flagged": flagged, "verdicts": dict(counts), "reasons": dict(reasons),
             "disturbed_passes_in_b": f"{marked}/{passes}", "unmarked_off_in_b": f"{unmarked}/{passes}", "median_run_s": statistics.median(walls) if walls else 0}
 
 
@@ -109,14 +110,14 @@ def main() -> None:
     parser.add_argument("--kinds", default="quiet,busy,planted")
     parser.add_argument("--judge-only", action="store_true", help="compare the pairs already under --out again")
     args = parser.parse_args()
-    print("| pairs | n | slower | faster | same | unsure | why unsure | B's passes with samples set aside | "
-          "B's passes >5% off A, unmarked | run s |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("| pairs | n | pairs with a slower or faster pass | slower | faster | same | unsure | why unsure | "
+          "B's passes with samples set aside | B's passes >5% off A, unmarked | run s |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for kind in args.kinds.split(","):
         r = pairs(kind, args.pairs, args.out, args.processes, args.judge_only)
         v = r["verdicts"]
         why = ", ".join(f"{k} {n}" for k, n in sorted(r["reasons"].items(), key=lambda kv: -kv[1]))
-        print(f"| {kind} | {r['pairs']} | {v.get('slower', 0)} | {v.get('faster', 0)} | {v.get('same', 0)} | "
+        print(f"| {kind} | {r['pairs']} | {r['flagged']} | {v.get('slower', 0)} | {v.get('faster', 0)} | {v.get('same', 0)} | "
               f"{v.get('unsure', 0)} | {why} | {r['disturbed_passes_in_b']} | {r['unmarked_off_in_b']} | "
               f"{r['median_run_s']:.0f} |", flush=True)
 

@@ -9,10 +9,11 @@ value between the two that no call took; whether it is noisy is judged on that m
 modes' page faults per call differ, the message gives both: the mode with more is the one whose calls got
 fresh memory from the OS.
 
-A process measured in several rounds (a re-measurement adds one round in each) counts by its fastest
-round: a VM's slow phase lasts seconds and slows a round, while a process that landed in a slower mode
-stays in it for its whole life, so it is slow in every round and still shows in the spread between
-processes (docs/measuring.md, "Slow phases").
+A round more than MODES_APART slower than another round of the same worker process (a re-measurement
+adds one round in each) is set aside: its median stays in `round_medians_s`, the message names it, and
+its samples are not pooled. A slow phase of the VM lasts seconds and slows a round; a process that
+landed in a slower mode stays in it for its whole life, so it is slow in every round, keeps them, and
+shows in the spread between processes (docs/measuring.md, "Slow phases").
 """
 
 from __future__ import annotations
@@ -34,43 +35,63 @@ MODES_APART = 0.10  # round medians this far apart (slowest / fastest - 1) are t
 
 
 def pooled(results: Results) -> PassResult:
-    """The first round's result with every round's samples, and what they give."""
-    first = results[0]
-    samples = [s for r in results for s in r.samples_s]
-    flags = [f for r in results for f in _flags(r)]
+    """The first round's result with the samples of every round kept (not set aside), and what they give."""
+    first, aside = results[0], _slow_phase(results)
+    numbered = [(i, r) for i, r in enumerate(results, start=1) if i not in aside]
+    kept = [r for _, r in numbered]
+    samples = [s for r in kept for s in r.samples_s]
+    flags = [f for r in kept for f in _flags(r)]
     stats = first.with_(samples_s=samples, disturbed=flags).statistics()
     medians = [r.median_s for r in results]
-    modes = _modes(results)
+    modes = _modes(numbered)
     noisy = is_noisy({**stats, **modes})
     merged = first.with_(**stats, samples_s=samples, rounds=len(results), noisy=noisy,
-                         **_disturbance(results, flags, flags.count(False), noisy),
-                         round_spread=_spread(medians), round_medians_s=medians,
-                         peak_mem_bytes=_max_of(r.peak_mem_bytes for r in results),
-                         page_faults=_median_of(r.page_faults for r in results),
-                         sys_s=_median_of(r.sys_s for r in results),
-                         host_s=_median_of(r.host_s for r in results),
-                         mem_gbps=_median_of(r.mem_gbps for r in results),
-                         canary_s=_median_of(r.canary_s for r in results),
-                         canary_ratio=_median_of(r.canary_ratio for r in results),
+                         **_disturbance(kept, flags, flags.count(False), noisy),
+                         round_spread=_spread(medians), round_medians_s=medians, **processes(kept),
+                         peak_mem_bytes=_max_of(r.peak_mem_bytes for r in kept),
+                         page_faults=_median_of(r.page_faults for r in kept),
+                         sys_s=_median_of(r.sys_s for r in kept),
+                         host_s=_median_of(r.host_s for r in kept),
+                         mem_gbps=_median_of(r.mem_gbps for r in kept),
+                         canary_s=_median_of(r.canary_s for r in kept),
+                         canary_ratio=_median_of(r.canary_ratio for r in kept),
                          wall_s=sum(r.wall_s or 0.0 for r in results))
-    said = join_messages(noisy_message({**stats, **modes}) if noisy else "", modes.pop("message", ""))
-    merged = merged.with_(**_pair_statistics(results, samples), **modes, message=said)
+    said = join_messages(noisy_message({**stats, **modes}) if noisy else "", modes.pop("message", ""),
+                         _aside_message(aside))
+    merged = merged.with_(**_pair_statistics(kept, samples), **modes, message=said)
     return merged.with_(**_rates(first, merged.median_s))
 
 
 def processes(results: Results) -> dict[str, Any]:
-    """Rounds measured in several worker processes (run --processes): each process's median, that of its
-    fastest round, and the spread between them (slowest / fastest - 1), which verdicts hold a change against."""
+    """Rounds measured in several worker processes (run --processes): each process's median of its clean
+    samples, and the spread between them (slowest / fastest - 1), which verdicts hold a change against."""
     by_process: dict[int, list[float]] = {}
     for result in results:
-        clean = result.clean()
-        if result.process is not None and clean:
-            by_process.setdefault(int(result.process), []).append(statistics.median(clean))
+        if result.process is not None:
+            by_process.setdefault(int(result.process), []).extend(result.clean())
+    by_process = {p: samples for p, samples in by_process.items() if samples}
     if len(by_process) < 2:
         return {}
-    medians = [min(by_process[p]) for p in sorted(by_process)]
+    medians = [statistics.median(by_process[p]) for p in sorted(by_process)]
     spread = max(medians) / min(medians) - 1 if min(medians) > 0 else None
     return {"processes": len(medians), "process_medians_s": medians, "process_spread": spread}
+
+
+def _slow_phase(results: Results) -> set[int]:
+    """The rounds (numbered from 1) more than MODES_APART slower than the fastest round of their process."""
+    fastest: dict[int, float] = {}
+    for r in results:
+        if r.process is not None and r.median_s:
+            fastest[r.process] = min(r.median_s, fastest.get(r.process, r.median_s))
+    return {i for i, r in enumerate(results, start=1)
+            if r.process is not None and r.median_s and r.median_s > fastest[r.process] * (1 + MODES_APART)}
+
+
+def _aside_message(aside: set[int]) -> str:
+    if not aside:
+        return ""
+    return (f"round(s) {', '.join(map(str, sorted(aside)))} set aside: over {MODES_APART:.0%} slower than "
+            "another round of the same process (a slow phase of the machine)")
 
 
 def _spread(medians: list[float]) -> float | None:
@@ -104,11 +125,12 @@ def _pair_statistics(results: Results, samples: list[float]) -> dict[str, Any]:
     return {"partner_samples_s": partner, **paired_stats(samples, partner)}
 
 
-def _modes(results: Results) -> dict[str, Any]:
-    """Two modes when the rounds disagree: both medians, and the majority mode's statistics."""
-    ordered = sorted(enumerate(results, start=1), key=lambda pair: pair[1].median_s)
+def _modes(numbered: Sequence[tuple[int, PassResult]]) -> dict[str, Any]:
+    """Two modes when the rounds (with their numbers) disagree: both medians, and the majority mode's
+    statistics."""
+    ordered = sorted(numbered, key=lambda pair: pair[1].median_s)
     medians = [r.median_s for _, r in ordered]
-    if len(results) < 2 or medians[0] <= 0 or medians[-1] / medians[0] - 1 <= MODES_APART:
+    if len(ordered) < 2 or medians[0] <= 0 or medians[-1] / medians[0] - 1 <= MODES_APART:
         return {}
     cut = max(range(1, len(ordered)), key=lambda i: medians[i] / medians[i - 1])
     fast, slow = ordered[:cut], ordered[cut:]

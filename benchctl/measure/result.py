@@ -178,7 +178,7 @@ class PassResult:
         failed = next((r for r in results if not r.ok), None)
         if failed is not None or len(results) == 1:
             return (failed or results[0]).without(PROCESS).with_(rounds=len(results))
-        return pooling.pooled(results).without(PROCESS).with_(**pooling.processes(results))
+        return pooling.pooled(results).without(PROCESS)
 
 
 _FIELDS = tuple(f.name for f in fields(PassResult) if f.name != "given")

@@ -168,6 +168,20 @@ class Extension:
         self.load(device)
         return inputs
 
+    def implementations(self, op: Any, prepare: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+                        opcheck: Callable[[Any], None] | None = None) -> Callable[[Callable], Callable]:
+        """A decorator: the function is `op`'s `cpp` implementation on the CPU and its `cuda` one on CUDA (its
+        ops dispatch by the inputs' device to the library's .cpp or .cu kernels), with this extension's
+        `requires` and `build` hooks, and `prepare` (the extension's own unless given) and `opcheck`."""
+        hooks = {"requires": self.requires, "build": self.build, "prepare": prepare or self.prepare,
+                 "opcheck": opcheck}
+
+        def register(fn: Callable) -> Callable:
+            op.implementation("cpp", devices=("cpu",), **hooks)(fn)
+            return op.implementation("cuda", devices=("cuda",), **hooks)(fn)
+
+        return register
+
     def qualname(self, op: str) -> str:
         """`namespace::op`, the name torch.library's functions take (register_fake, register_autograd)."""
         return f"{self.namespace}::{op}"

@@ -126,7 +126,7 @@ def _facts(row: pd.Series) -> dict[str, Any]:
             for k in ("stop", "noisy", "processes", "process_spread")}
 
 
-def compare_cell(key: tuple, base: pd.Series, new: pd.Series) -> CellChange:
+def compare_cell(key: tuple, base: pd.Series, new: pd.Series, min_effect: float) -> CellChange:
     """One cell's figures; a timed cell's verdict is given once every cell's p-value is known."""
     statuses = {"base_status": base["status"], "new_status": new["status"]}
     if base["status"] != Status.OK or new["status"] != Status.OK:
@@ -141,7 +141,7 @@ def compare_cell(key: tuple, base: pd.Series, new: pd.Series) -> CellChange:
                       base_median_s=float(base["median_s"]), new_median_s=float(new["median_s"]), ratio=ratio,
                       ratio_low=interval[0] if interval else None, ratio_high=interval[1] if interval else None,
                       p_value=p, base_n=len(a), new_n=len(b),
-                      reason=doubt(ratio, [_facts(base), _facts(new)]) if math.isfinite(ratio) else None,
+                      reason=doubt(ratio, [_facts(base), _facts(new)], min_effect) if math.isfinite(ratio) else None,
                       machine=_machine_change(base, new))
 
 
@@ -209,7 +209,7 @@ def compare(base: pd.DataFrame, new: pd.DataFrame, threshold: float = 0.05, alph
     keys = KEY if across_hosts else (*KEY, MACHINE)
     a, b = _by_cell(base, keys), _by_cell(new, keys)
     cell = lambda k: k[:len(KEY)]  # noqa: E731
-    cells = _judged([compare_cell(cell(k), a[k], b[k]) for k in a if k in b], threshold, alpha)
+    cells = _judged([compare_cell(cell(k), a[k], b[k], threshold) for k in a if k in b], threshold, alpha)
     cells += [CellChange(*cell(k), verdict=Verdict.ONLY_IN_BASE, base_status=a[k]["status"]) for k in a if k not in b]
     cells += [CellChange(*cell(k), verdict=Verdict.ONLY_IN_NEW, new_status=b[k]["status"]) for k in b if k not in a]
     counts = {v: sum(c.verdict == v for c in cells) for v in VERDICTS}

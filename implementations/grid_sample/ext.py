@@ -55,16 +55,9 @@ def opcheck(inputs: dict[str, torch.Tensor]) -> None:
 
 EXT = Extension(OP_NAME, register=_register, anchor=FORWARD, namespace=OP_NAME)
 load = EXT.load
-requires = EXT.requires
 
 
-# The hooks of both implementations (`cpp`, `cuda`): one op, which dispatches by the inputs' device.
-HOOKS = {"requires": EXT.requires, "build": EXT.build, "prepare": prepare,
-         "opcheck": small_opcheck(opcheck, make_inputs, OPCHECK_MAX)}
-
-
-@OP.implementation("cuda", devices=("cuda",), **HOOKS)
-@OP.implementation("cpp", devices=("cpu",), **HOOKS)
+@EXT.implementations(OP, opcheck=small_opcheck(opcheck, make_inputs, OPCHECK_MAX), prepare=prepare)
 def grid_sample(image: torch.Tensor, grid: torch.Tensor) -> torch.Tensor:
     """Our bilinear sampling: own forward, grid-only backward (the image is static)."""
     if image.requires_grad and torch.is_grad_enabled():

@@ -72,17 +72,11 @@ def opcheck(inputs: dict[str, torch.Tensor]) -> None:
 
 EXT = Extension(OP_NAME, register=_register, anchor=FORWARD, namespace=OP_NAME)
 load = EXT.load
-requires = EXT.requires
 
 
 # `cpp`: fused vectorised loops on the CPU; `cuda`: a thread per element for the output and both
 # gradients, gather-form grad X (no atomics). One op, `hoconv2d::hoconv2d_filter`, dispatches to either.
-HOOKS = {"requires": EXT.requires, "build": EXT.build, "prepare": EXT.prepare,
-         "opcheck": small_opcheck(opcheck, filter_inputs, OPCHECK_MAX)}
-
-
-@OP.implementation("cuda", devices=("cuda",), **HOOKS)
-@OP.implementation("cpp", devices=("cpu",), **HOOKS)
+@EXT.implementations(OP, opcheck=small_opcheck(opcheck, filter_inputs, OPCHECK_MAX))
 def hoconv2d_filter(x: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
     """The per-pixel filter through the custom op (autograd goes through the fused backward op)."""
     return EXT.op(FORWARD)(x, weights)

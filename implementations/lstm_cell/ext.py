@@ -84,16 +84,9 @@ def _check(op: Any, args: list[torch.Tensor]) -> None:
 
 EXT = Extension(OP_NAME, register=_register, anchor=CELL, namespace=OP_NAME)
 load = EXT.load
-requires = EXT.requires
 
 
-# The hooks of both implementations (`cpp`, `cuda`): one op, which dispatches by the inputs' device.
-HOOKS = {"requires": EXT.requires, "build": EXT.build, "prepare": EXT.prepare,
-         "opcheck": small_opcheck(opcheck, make_inputs, OPCHECK_MAX)}
-
-
-@OP.implementation("cuda", devices=("cuda",), **HOOKS)
-@OP.implementation("cpp", devices=("cpu",), **HOOKS)
+@EXT.implementations(OP, opcheck=small_opcheck(opcheck, make_inputs, OPCHECK_MAX))
 def lstm_cell_ext(x: torch.Tensor, h: torch.Tensor, c: torch.Tensor, w_ih: torch.Tensor,
                   w_hh: torch.Tensor, b_ih: torch.Tensor, b_hh: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Fused C++/CUDA pointwise forward and backward around ATen matmuls."""

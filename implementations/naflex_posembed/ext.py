@@ -64,16 +64,9 @@ def opcheck(inputs: dict[str, torch.Tensor]) -> None:
 
 EXT = Extension(OP_NAME, register=_register, anchor=FORWARD, namespace=OP_NAME)
 load = EXT.load
-requires = EXT.requires
 
 
-# The hooks of both implementations (`cpp`, `cuda`): one op, which dispatches by the inputs' device.
-HOOKS = {"requires": EXT.requires, "build": EXT.build, "prepare": EXT.prepare,
-         "opcheck": small_opcheck(opcheck, make_inputs, OPCHECK_MAX)}
-
-
-@OP.implementation("cuda", devices=("cuda",), **HOOKS)
-@OP.implementation("cpp", devices=("cpu",), **HOOKS)
+@EXT.implementations(OP, opcheck=small_opcheck(opcheck, make_inputs, OPCHECK_MAX))
 def posembed(x: torch.Tensor, table: torch.Tensor, coords: torch.Tensor, sizes: torch.Tensor) -> torch.Tensor:
     """Fused gather-interpolate-add; backward scatter-adds into the table gradient."""
     return EXT.op(FORWARD)(x, table, coords, sizes)

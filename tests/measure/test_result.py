@@ -113,19 +113,21 @@ def test_merge_pools_clean_samples_and_the_processes_they_came_from():
     assert "process" not in merged.to_row() and merged.to_row()["pass"] == "forward"
 
 
-def test_a_process_measured_in_several_rounds_counts_by_its_fastest_round():
+def test_a_round_over_10_percent_slower_than_another_of_its_process_is_set_aside():
     """A slow phase of the VM slowed one round of process 1 by 1.6x; its other round was not."""
     def one(process: int, median: float) -> PassResult:
         return PassResult(pass_="forward", status="ok", samples_s=[median] * 5, median_s=median, process=process)
 
     merged = PassResult.merge([one(0, 0.316), one(1, 0.499), one(2, 0.315), one(0, 0.320), one(1, 0.318),
                                one(2, 0.317)])
-    assert merged.process_medians_s == pytest.approx([0.316, 0.318, 0.315])
-    assert merged.process_spread == pytest.approx(0.318 / 0.315 - 1)
-    assert merged.mode_slow_s == pytest.approx(0.499) and merged.median_s == pytest.approx(0.317)
-    assert not merged.noisy  # the majority mode's samples agree
+    assert merged.rounds == 6 and merged.round_medians_s == [0.316, 0.499, 0.315, 0.320, 0.318, 0.317]
+    assert merged.n == 25 and 0.499 not in merged.samples_s and merged.mode_slow_s is None
+    assert merged.process_medians_s == pytest.approx([0.318, 0.318, 0.316])
+    assert merged.median_s == pytest.approx(0.317) and not merged.noisy
+    assert merged.message.startswith("round(s) 2 set aside: over 10% slower than another round of the same")
     slow_process = PassResult.merge([one(0, 0.316), one(1, 0.499), one(0, 0.320), one(1, 0.501)])
-    assert slow_process.process_spread == pytest.approx(0.499 / 0.316 - 1)  # slow in every round: it shows
+    assert slow_process.n == 20  # slow in every round: its rounds are kept, and the spread shows it
+    assert slow_process.process_spread == pytest.approx(0.5 / 0.318 - 1)
 
 
 def test_a_misspelt_column_raises_where_it_is_given():

@@ -64,6 +64,7 @@ def test_samples_that_agree_beside_medians_that_do_not_are_unsure_not_same():
     ({"noisy": True}, "noisy"),
     ({"processes": None, "process_spread": None}, "one process"),
     ({"process_spread": 0.25}, "within the spread between processes"),
+    ({"process_spread": 0.15}, "within the spread between processes"),  # 1.2 is not past 1.15 by 5%
 ])
 def test_a_change_the_samples_call_real_is_unsure_when_a_side_cannot_be_trusted(facts, reason):
     base = frame([row(samples=timed(10e-3, 1))])
@@ -153,7 +154,10 @@ def test_a_significant_change_below_the_threshold_does_not_count():
     base, new = timed(10e-3, 1, noise=0.002), timed(10.2e-3, 2, noise=0.002)
     (cell,) = compare.compare(frame([row(samples=base)]), frame([row(samples=new)]), threshold=0.05).cells
     assert cell.p_value < 0.05 and cell.verdict == "same"  # a real 2% is within the minimum effect
-    (cell,) = compare.compare(frame([row(samples=base)]), frame([row(samples=new)]), threshold=0.01).cells
+    # with a 1% minimum effect, and past the spread between processes (0.5%) by that
+    steady = {"process_spread": 0.005}
+    (cell,) = compare.compare(frame([row(samples=base, **steady)]), frame([row(samples=new, **steady)]),
+                              threshold=0.01).cells
     assert cell.verdict == "slower"
 
 
