@@ -25,7 +25,8 @@ Samples agree with each other far better than two runs do: a process can land in
 its whole life, and a VM changes speed from minute to minute, so an A/A comparison of two runs whose
 samples are all clean still gave `slower`, +67%, p = 6.5e-61. So `slower` and `faster` need more than
 the samples (`doubt`): both sides settled (not `disturbed`, not noisy), and a change beyond the spread
-between the worker processes of each side (`process_spread`, from a run with --processes); a side measured
+between the worker processes of each side (`process_spread`, from a run with --processes) by the minimum
+effect; a side measured
 in one process has no such spread, and its change must exceed ONE_PROCESS_BOUND instead. And the machine
 (`machine_doubt`): its compute canary and its GPU's SM clock as close in the two rows as MACHINE_MOVED says,
 and the change, divided by how much slower (or faster) the machine ran in NEW by each probe (the
