@@ -4,11 +4,12 @@ recorded `skipped`. A cell whose median did not settle (noisy), that the machine
 clean samples: measure/interference.py), or that ran while the machine was slow (machine/canary.py), is
 measured again at the end of the sweep, up to `remeasure` times, when whatever disturbed it may have
 passed (a cell that ran on a slow machine first waits for it to return to speed: `settle`); it keeps
-the flag only if it never settles. A cell whose rounds split into two modes (a slow phase
-of the machine took one process's turn) is measured again too, one more round in each process, pooled
-with the rounds it has: each process then counts by its fastest round (measure/pooling.py). A time too good to keep unexamined (below its floor, or
-far faster than the reference) is re-checked strictly first (recheck.py). The session runs it on this machine; a series job runs
-it on whichever node has it.
+the flag only if it never settles. A cell whose rounds split into two modes (a slow phase of the machine
+took one process's turn) is measured again too, one more round in each process, pooled with the rounds
+it has, where a round over 10% slower than another of its process is set aside (measure/pooling.py). A
+time too good to keep unexamined (below its floor, or far faster than the reference) is re-checked
+strictly first (recheck.py). The session runs it on this machine; a series job runs it on whichever node
+has it.
 """
 
 from __future__ import annotations
