@@ -32,13 +32,24 @@ def _shifted(ptr, y, x, dy, dx, height, width, m):
 
 
 @triton.jit
-def hoconv_fwd(x_ptr, w_ptr, out_ptr, channels, height, width, k, ACC: tl.constexpr, BLOCK: tl.constexpr):
-    bc = tl.program_id(0)
-    b = bc // channels
+def _pixels(height, width, BLOCK: tl.constexpr):
+    """This program's BLOCK pixels of an (H, W) plane (grid axis 1): flat index, mask, row, column, and
+    the plane's size."""
     pix = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
-    m = pix < height * width
-    y, x = pix // width, pix % width
-    plane = height * width
+    return pix, pix < height * width, pix // width, pix % width, height * width
+
+
+@triton.jit
+def _plane_pixels(channels, height, width, BLOCK: tl.constexpr):
+    """This program's plane of the (B * C) planes (grid axis 0), its batch, and its pixels (`_pixels`)."""
+    bc = tl.program_id(0)
+    pix, m, y, x, plane = _pixels(height, width, BLOCK)
+    return bc, bc // channels, pix, m, y, x, plane
+
+
+@triton.jit
+def hoconv_fwd(x_ptr, w_ptr, out_ptr, channels, height, width, k, ACC: tl.constexpr, BLOCK: tl.constexpr):
+    bc, b, pix, m, y, x, plane = _plane_pixels(channels, height, width, BLOCK)
     acc = tl.zeros([BLOCK], dtype=ACC)
     for t in range(k * k):
         wt = tl.load(w_ptr + (b * k * k + t) * plane + pix, mask=m, other=0.0).to(ACC)
@@ -50,10 +61,7 @@ def hoconv_fwd(x_ptr, w_ptr, out_ptr, channels, height, width, k, ACC: tl.conste
 @triton.jit
 def hoconv_bwd_weights(g_ptr, x_ptr, gw_ptr, channels, height, width, k, ACC: tl.constexpr, BLOCK: tl.constexpr):
     b = tl.program_id(0)
-    pix = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
-    m = pix < height * width
-    y, x = pix // width, pix % width
-    plane = height * width
+    pix, m, y, x, plane = _pixels(height, width, BLOCK)
     for t in range(k * k):
         acc = tl.zeros([BLOCK], dtype=ACC)
         for c in range(channels):
@@ -66,12 +74,7 @@ def hoconv_bwd_weights(g_ptr, x_ptr, gw_ptr, channels, height, width, k, ACC: tl
 
 @triton.jit
 def hoconv_bwd_x(g_ptr, w_ptr, gx_ptr, channels, height, width, k, ACC: tl.constexpr, BLOCK: tl.constexpr):
-    bc = tl.program_id(0)
-    b = bc // channels
-    pix = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
-    m = pix < height * width
-    y, x = pix // width, pix % width
-    plane = height * width
+    bc, b, pix, m, y, x, plane = _plane_pixels(channels, height, width, BLOCK)
     acc = tl.zeros([BLOCK], dtype=ACC)
     for t in range(k * k):
         # X[y, x] fed out[y - (i - k//2), x - (j - k//2)] through tap t = i*k + j of that pixel.
