@@ -31,6 +31,13 @@ def _tanh(x):
 
 
 @triton.jit
+def _row_columns(hidden, BLOCK: tl.constexpr):
+    """This program's batch row (grid axis 0), its BLOCK columns of the hidden size (axis 1), their mask."""
+    col = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    return tl.program_id(0), col, col < hidden
+
+
+@triton.jit
 def _gate(pre_ptr, bi_ptr, bh_ptr, row, k, col, m, hidden, ACC: tl.constexpr):
     """Gate k's pre-activation with both biases added."""
     z = tl.load(pre_ptr + row * 4 * hidden + k * hidden + col, mask=m).to(ACC)
@@ -41,9 +48,7 @@ def _gate(pre_ptr, bi_ptr, bh_ptr, row, k, col, m, hidden, ACC: tl.constexpr):
 @triton.jit
 def lstm_pointwise_fwd(pre_ptr, bi_ptr, bh_ptr, c_ptr, h_out, c_out, act_ptr, hidden,
                        ACC: tl.constexpr, BLOCK: tl.constexpr):
-    row = tl.program_id(0)
-    col = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
-    m = col < hidden
+    row, col, m = _row_columns(hidden, BLOCK)
     i = tl.sigmoid(_gate(pre_ptr, bi_ptr, bh_ptr, row, 0, col, m, hidden, ACC))
     f = tl.sigmoid(_gate(pre_ptr, bi_ptr, bh_ptr, row, 1, col, m, hidden, ACC))
     g = _tanh(_gate(pre_ptr, bi_ptr, bh_ptr, row, 2, col, m, hidden, ACC))
@@ -61,9 +66,7 @@ def lstm_pointwise_fwd(pre_ptr, bi_ptr, bh_ptr, c_ptr, h_out, c_out, act_ptr, hi
 @triton.jit
 def lstm_pointwise_bwd(gh_ptr, gc_ptr, c_ptr, cn_ptr, act_ptr, dpre_ptr, dc_ptr, hidden,
                        ACC: tl.constexpr, BLOCK: tl.constexpr):
-    row = tl.program_id(0)
-    col = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
-    m = col < hidden
+    row, col, m = _row_columns(hidden, BLOCK)
     at = row * hidden + col
     base = row * 4 * hidden + col
     i = tl.load(act_ptr + base, mask=m).to(ACC)
