@@ -13,6 +13,9 @@ from benchctl.ops import registry
 
 # Every Ray a test starts listens on 127.0.0.1 only (Ray reads this when it is imported).
 os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+# No `benchctl run` a test starts waits for a slow machine (run --settle): a test's time must not hang on
+# the VM's speed; the wait itself is tested with a fake canary (tests/machine/test_canary.py).
+os.environ["BENCHCTL_SETTLE"] = "0"
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE_OPS = Path(__file__).resolve().parent / "fixtures" / "ops"
