@@ -11,7 +11,6 @@ from __future__ import annotations
 import torch
 import triton
 import triton.language as tl
-
 from torch.library import triton_op, wrap_triton
 
 from . import OP
