@@ -8,7 +8,8 @@ A version is a folder holding hoconv2d_cuda.cu and the headers it includes (`--o
 checkout's, extensions/). Each is built as its own library under a namespace of its own (`ab0`, `ab1`,
 ...) with the op schemas declared beside it, so all load side by side; they compile side by side, one
 process each. Every version's results must match the first's (the baseline), at the seed's shape and at
-an odd shape for k = 3, 5, 7 and 9. Then each round times every version on the same inputs (the order
+an odd shape for k = 3, 5, 7 and 9, with its outputs' memory filled with NaN before each call (so an
+element left unwritten fails); a version that does not match is named and left out. Then each round times every version on the same inputs (the order
 turning by one from round to round), each the mean of CUDA-event-timed calls, at the seed's sizes (C=3,
 224x224, k=5); the baseline/version ratio of each round is kept, and the median of those ratios is the
 figure. GB/s is the bytes each pass must move (the operator's declared bytes) over the median time.
@@ -95,17 +96,34 @@ def pass_bytes(batch: int, backward: bool) -> float:
     return 4.0 * ((3 * x + 2 * wt) if backward else (2 * x + wt))
 
 
-def agree(versions: list[tuple[Callable, Callable]]) -> None:
-    """Every version against the first: the seed's shape, and an odd one (borders) for k = 3, 5, 7, 9."""
+def poisoned(fn: Callable[[], object], sizes: list[int]) -> object:
+    """fn() after blocks of the outputs' sizes were filled with NaN and freed: the caching allocator hands
+    them to the outputs, so an element a kernel leaves unwritten reads NaN, not an earlier version's value."""
+    blocks = [torch.full((n,), float("nan"), device="cuda") for n in sizes]
+    del blocks
+    return fn()
+
+
+def agree(versions: list[tuple[Callable, Callable]], labels: list[str]) -> list[int]:
+    """The versions that match the first: the seed's shape, and an odd one (borders) for k = 3, 5, 7, 9.
+    A version that does not is named, with its first mismatch, and left out of the timing."""
     gen = torch.Generator(device="cuda").manual_seed(1)
     make = lambda *shape: torch.randn(*shape, device="cuda", generator=gen)  # noqa: E731
-    (f0, b0), rest = versions[0], versions[1:]
-    for b, c, h, w, k in [(2, C, H, W, K)] + [(3, 2, 13, 37, k) for k in (3, 5, 7, 9)]:
-        x, wt, g = make(b, c, h, w), make(b, k * k, h, w), make(b, c, h, w)
-        for f1, b1 in rest:
-            torch.testing.assert_close(f1(x, wt), f0(x, wt), rtol=1e-5, atol=1e-5)
-            for got, want in zip(b1(g, x, wt), b0(g, x, wt)):
-                torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+    (f0, b0), kept = versions[0], [0]
+    cases = [(2, C, H, W, K)] + [(3, 2, 13, 37, k) for k in (3, 5, 7, 9)]
+    inputs_ = [(make(b, c, h, w), make(b, k * k, h, w), make(b, c, h, w)) for b, c, h, w, k in cases]
+    for n, (f1, b1) in enumerate(versions[1:], start=1):
+        try:
+            for x, wt, g in inputs_:
+                torch.testing.assert_close(poisoned(lambda: f1(x, wt), [x.numel()]), f0(x, wt), rtol=1e-5, atol=1e-5)
+                got = poisoned(lambda: b1(g, x, wt), [x.numel(), wt.numel()])
+                for a, want in zip(got, b0(g, x, wt)):
+                    torch.testing.assert_close(a, want, rtol=1e-5, atol=1e-5)
+            kept.append(n)
+        except AssertionError as error:
+            print(f"v{n} ({labels[n]}) left out: it does not match v0 at x {tuple(x.shape)}, k*k {wt.shape[1]}: "
+                  + str(error).splitlines()[0])
+    return kept
 
 
 def rounds(calls: list[Callable[[], object]], count: int) -> list[list[float]]:
@@ -133,19 +151,20 @@ def main() -> None:
     if args.build_only:
         return
     versions = [load(files, n) for n, files in enumerate(sources)]
-    agree(versions)
     labels = [str(f) for f in args.versions] + (["own"] if args.own else [])
+    kept = agree(versions, labels)
     print(f"{torch.cuda.get_device_name()}, float32, C={C}, {H}x{W}, k={K}; {args.rounds} rounds of {CALLS} calls")
-    print("versions: " + ", ".join(f"v{n} = {label}" for n, label in enumerate(labels)))
+    print("versions: " + ", ".join(f"v{n} = {labels[n]}" for n in kept))
     print("| pass | B | version | ms | GB/s | v0/this (median of rounds) | range |")
     print("|---|---|---|---|---|---|---|")
     for batch in BATCHES:
         x, wt, g = inputs(batch)
         for name, backward in (("forward", False), ("backward", True)):
-            calls = [(lambda f=f: f(x, wt)) if not backward else (lambda b=b: b(g, x, wt)) for f, b in versions]
+            calls = [(lambda f=f: f(x, wt)) if not backward else (lambda b=b: b(g, x, wt))
+                     for f, b in (versions[n] for n in kept)]
             times = rounds(calls, args.rounds)
             gbs = pass_bytes(batch, backward) / 1e9
-            for n, series in enumerate(times):
+            for n, series in zip(kept, times):
                 ratios = [base / t for base, t in zip(times[0], series)]
                 median = statistics.median(series)
                 print(f"| {name} | {batch} | v{n} | {median * 1e3:.4g} | {gbs / median:.0f} | "

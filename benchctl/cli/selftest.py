@@ -12,7 +12,9 @@ import click
               help="Folder for the verdict (verdict.md) and the runs behind it.")
 @click.option("--step-timeout", default=1200.0, show_default=True, type=click.FloatRange(min=1),
               help="Seconds a step may run before it is stopped and counted failed.")
-def command(out: Path, step_timeout: float) -> None:
+@click.option("--resume", is_flag=True,
+              help="Keep the steps that passed in OUT's last self-test and run only the others.")
+def command(out: Path, step_timeout: float, resume: bool) -> None:
     """Run the GPU tests, `check all gpu`, quick GPU sweeps (eager, --flush-l2, --cuda-graph), `profile`
     with both profilers, `maxbatch` and the timer agreement on the GPU; write OUT/verdict.md. Without a
     GPU, say so in one line and exit 0."""
@@ -31,13 +33,15 @@ def command(out: Path, step_timeout: float) -> None:
     env = environment()
     machine = f"{env.get('gpu_name')}, driver {env.get('gpu_driver')}, torch {env.get('torch_version')}, " \
               f"CUDA {env.get('cuda_version')}, host {env.get('host')}"
-    path = out / "verdict.md"
+    path, saved = out / "verdict.md", out / "steps.json"
 
     def write(done: list[verdict.Outcome]) -> None:
+        verdict.save(saved, done)
         verdict.write(path, verdict.markdown(done, machine, figures.sweep_figures(done), pending=todo[len(done):]))
 
     outcomes = verdict.run_steps(todo, verdict.process_runner(step_timeout),
-                                 on_step=lambda step: console.err.print(f"selftest: {step.name} ..."), on_done=write)
+                                 on_step=lambda step: console.err.print(f"selftest: {step.name} ..."), on_done=write,
+                                 passed_before=verdict.passed(saved, todo) if resume else None)
     console.out.print(str(path))
     failed = [o.step.name for o in outcomes if not o.ok]
     if failed:

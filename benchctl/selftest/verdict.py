@@ -3,6 +3,7 @@ lines of a failure) and the figures of its sweeps, including the timer agreement
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -23,6 +24,7 @@ class Outcome:
     ok: bool
     seconds: float
     tail: str  # the last lines of its output
+    earlier: bool = False  # kept from an earlier self-test at the same folder (--resume), not run again
 
 
 Runner = Callable[[Sequence[str]], tuple[int, str]]
@@ -46,11 +48,16 @@ def process_runner(limit_s: float) -> Runner:
 
 def run_steps(steps: Sequence[Step], runner: Runner,
               on_step: Callable[[Step], None] = lambda step: None,
-              on_done: Callable[[list[Outcome]], None] = lambda outcomes: None) -> list[Outcome]:
+              on_done: Callable[[list[Outcome]], None] = lambda outcomes: None,
+              passed_before: dict[str, Outcome] | None = None) -> list[Outcome]:
     """Runs the steps in order; `on_done` sees the outcomes so far after each (the verdict is rewritten
-    then, so a self-test stopped midway still leaves what it found)."""
+    then, so a self-test stopped midway still leaves what it found). A step in `passed_before` keeps that
+    outcome and is not run again."""
     outcomes: list[Outcome] = []
     for step in steps:
+        if step.name in (passed_before or {}):
+            outcomes.append(passed_before[step.name])
+            continue
         on_step(step)
         began = time.monotonic()
         code, output = runner(step.argv)
@@ -58,6 +65,10 @@ def run_steps(steps: Sequence[Step], runner: Runner,
         outcomes.append(Outcome(step, code == 0, time.monotonic() - began, tail))
         on_done(outcomes)
     return outcomes
+
+
+def result(outcome: Outcome) -> str:
+    return "FAIL" if not outcome.ok else "pass (earlier run)" if outcome.earlier else "pass"
 
 
 def markdown(outcomes: Sequence[Outcome], machine: str, figures: Sequence[str] = (),
@@ -68,7 +79,7 @@ def markdown(outcomes: Sequence[Outcome], machine: str, figures: Sequence[str] =
     word = "FAIL" if passed < len(outcomes) else "UNFINISHED" if pending else "PASS"
     lines = [f"# GPU self-test: {word} ({passed} of {len(outcomes) + len(pending)} steps)",
              "", machine, "", "| step | result | seconds | what it proves |", "|---|---|---|---|"]
-    lines += [f"| {o.step.name} | {'pass' if o.ok else 'FAIL'} | {o.seconds:.0f} | {o.step.proves} |" for o in outcomes]
+    lines += [f"| {o.step.name} | {result(o)} | {o.seconds:.0f} | {o.step.proves} |" for o in outcomes]
     lines += [f"| {step.name} | not run yet | | {step.proves} |" for step in pending]
     for o in (o for o in outcomes if not o.ok):
         lines += ["", f"## {o.step.name} failed", "", "```", " ".join(o.step.argv), o.tail, "```"]
@@ -76,6 +87,20 @@ def markdown(outcomes: Sequence[Outcome], machine: str, figures: Sequence[str] =
     if figures or shown:
         lines += ["", "## Figures", "", *shown, *figures]
     return "\n".join(lines) + "\n"
+
+
+def save(path: Path, outcomes: Sequence[Outcome]) -> None:
+    """Each step's outcome, for a later `--resume` (the step itself is matched by name)."""
+    rows = [{"step": o.step.name, "ok": o.ok, "seconds": o.seconds, "tail": o.tail} for o in outcomes]
+    write(path, json.dumps(rows, indent=1))
+
+
+def passed(path: Path, steps: Sequence[Step]) -> dict[str, Outcome]:
+    """The steps that passed in the outcomes saved at `path` (none if there is no such file)."""
+    rows = json.loads(path.read_text()) if path.is_file() else []
+    by_name = {step.name: step for step in steps}
+    return {r["step"]: Outcome(by_name[r["step"]], True, r["seconds"], r["tail"], earlier=True)
+            for r in rows if r["ok"] and r["step"] in by_name}
 
 
 def write(path: Path, text: str) -> Path:

@@ -2,15 +2,18 @@
 // and the results do not depend on scheduling. Blocks are 32 columns by 8 rows of one plane; the outer
 // index (b, or b*k*k + tap for grad Wt) is the grid's z, so no thread divides a 64-bit index.
 //
-// - forward, k = 3, 5 or 7: one thread per pixel holds its k*k weights in registers and reuses them for
-//   every channel (forward_k_kernel); other k: the shared forward_at per channel.
-// - grad X: one thread per pixel, every channel, by the shared grad_x_at (per_pixel_kernel).
-// - grad Wt: one thread per weight, summing the channels, by the shared grad_wt_at (grad_wt_kernel).
+// For k = 3, 5 or 7 (and, in the backward, 1 to 4 channels), k and C are constants of the kernel:
+// - forward: one thread per pixel holds its k*k weights in registers and reuses them for every channel
+//   (forward_k_kernel);
+// - backward: one kernel, one thread per pixel for both gradients (backward_k_kernel). The block's tiles
+//   of G and X, with a halo of k/2, sit in shared memory (zero outside the image); grad Wt reads them for
+//   all k*k taps of its pixel; grad X takes taps outer and channels inner, so each weight is read once
+//   for all channels. Weights are loaded, and both gradients stored, as streamed data (evict first).
+// Other sizes run the per-element functions of hoconv2d.h (per_pixel_kernel, grad_wt_kernel).
 //
-// On an H100 at the seed's B=64 (benchmarks/README.md) the forward moved 2274 GB/s (76% of the
-// calibrated copy bandwidth) against 944 before; the backward 733 GB/s against 580. Register versions of
-// grad X and grad Wt (k*k weights, or k*k sums, per thread) were slower: ncu showed them limited by
-// registers to 12.5% occupancy. The op schemas come from the CPU library.
+// On an H100 at the seed's B=64 (benchmarks/README.md) the forward moves 76% of the calibrated copy
+// bandwidth and the backward 71% (0.355 ms, against 1.04 ms for the two kernels of hoconv2d.h's
+// functions it replaced). The op schemas come from the CPU library.
 #include <ATen/Dispatch.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/cuda/CUDAContext.h>
@@ -125,6 +128,83 @@ __global__ void forward_k_kernel(const T* __restrict__ x, const T* __restrict__ 
   }
 }
 
+// Loads of data read once (the weights) and stores of data written once (the gradients): streamed
+// past the caches (evict first), so that L1 keeps the tiles that are read again.
+template <typename T>
+__device__ __forceinline__ T load_once(const T* p) { return __ldcs(p); }
+template <typename T>
+__device__ __forceinline__ void store_once(T* p, T v) { __stcs(p, v); }
+
+// grad X and grad Wt of one pixel per thread, k = K and C = CH fixed. The block first copies its tiles
+// of G and X with a halo of P = K/2 into shared memory (zeros outside the image), then:
+//   grad Wt[b,t,h,w] = sum_c G[b,c,h,w] * X[b,c,h+i-P,w+j-P]   (tiles only),
+//   grad X[b,c,h,w]  = sum_t Wt[b,t,h-i+P,w-j+P] * G[b,c,h-i+P,w-j+P]   (taps outer: one weight, CH channels).
+// Sums run in the order of grad_wt_at and grad_x_at (one partial sum per kernel row). Registers are
+// capped so that 4 blocks fit an SM (64 per thread): uncapped, the compiler took 72 and fit 3, and the
+// kernel was 19% slower on an H100 (more loads in flight beat the registers it gave up).
+template <typename T, int K, int CH>
+__global__ void __launch_bounds__(kTileW * kTileH, 4) backward_k_kernel(const T* __restrict__ g, const T* __restrict__ x, const T* __restrict__ wt,
+                                  T* __restrict__ gx, T* __restrict__ gwt, Shape s) {
+  constexpr int P = K / 2, TH = kTileH + 2 * P, TW = kTileW + 2 * P;
+  __shared__ T gt[CH][TH][TW];
+  __shared__ T xt[CH][TH][TW];
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const int w = blockIdx.x * kTileW + tx, h = blockIdx.y * kTileH + ty;
+  const int H = static_cast<int>(s.height), W = static_cast<int>(s.width);
+  const int64_t plane = s.plane();
+  for (int64_t b = blockIdx.z; b < s.batch; b += gridDim.z) {
+    const T* gb = g + b * CH * plane;
+    const T* xb = x + b * CH * plane;
+    for (int n = ty * kTileW + tx; n < CH * TH * TW; n += kTileW * kTileH) {
+      const int c = n / (TH * TW), r = (n / TW) % TH, q = n % TW;
+      const int yy = blockIdx.y * kTileH + r - P, xx = blockIdx.x * kTileW + q - P;
+      const bool in = yy >= 0 && yy < H && xx >= 0 && xx < W;
+      gt[c][r][q] = in ? gb[c * plane + yy * W + xx] : T(0);
+      xt[c][r][q] = in ? xb[c * plane + yy * W + xx] : T(0);
+    }
+    __syncthreads();
+    if (w < W && h < H) {  // no return before the barriers: every thread copies its share of the tiles
+      const int pos = h * W + w;
+      const T* wb = wt + b * (K * K) * plane;
+      T* gwb = gwt + b * (K * K) * plane + pos;
+#pragma unroll
+      for (int i = 0; i < K; ++i) {
+#pragma unroll
+        for (int j = 0; j < K; ++j) {
+          T acc = T(0);  // a tap that reads padding reads the tile's zeros
+#pragma unroll
+          for (int c = 0; c < CH; ++c) acc += gt[c][ty + P][tx + P] * xt[c][ty + i][tx + j];
+          store_once(gwb + (i * K + j) * plane, acc);
+        }
+      }
+      T out[CH];
+#pragma unroll
+      for (int c = 0; c < CH; ++c) out[c] = T(0);
+#pragma unroll
+      for (int i = 0; i < K; ++i) {
+        const int hh = h - i + P;
+        T row[CH];
+#pragma unroll
+        for (int c = 0; c < CH; ++c) row[c] = T(0);
+#pragma unroll
+        for (int j = 0; j < K; ++j) {
+          const int ww = w - j + P;
+          if (hh >= 0 && hh < H && ww >= 0 && ww < W) {
+            const T wv = load_once(wb + (i * K + j) * plane + hh * W + ww);
+#pragma unroll
+            for (int c = 0; c < CH; ++c) row[c] += wv * gt[c][ty + 2 * P - i][tx + 2 * P - j];
+          }
+        }
+#pragma unroll
+        for (int c = 0; c < CH; ++c) out[c] += row[c];
+      }
+#pragma unroll
+      for (int c = 0; c < CH; ++c) store_once(gx + (b * CH + c) * plane + pos, out[c]);
+    }
+    __syncthreads();  // the next batch's tiles overwrite these
+  }
+}
+
 // k = 3, 5, 7 with planes that an int indexes: `fn` gets k as a constant; else false.
 template <typename Fn>
 bool with_fixed_k(const Shape& s, Fn fn) {
@@ -135,6 +215,20 @@ bool with_fixed_k(const Shape& s, Fn fn) {
     case 7: fn(std::integral_constant<int, 7>{}); return true;
     default: return false;
   }
+}
+
+// k = 3, 5, 7 and C = 1 to 4 with planes that an int indexes: `fn` gets both as constants; else false.
+template <typename Fn>
+bool with_fixed_k_c(const Shape& s, Fn fn) {
+  if (s.channels < 1 || s.channels > 4) return false;
+  return with_fixed_k(s, [&](auto k) {
+    switch (s.channels) {
+      case 1: fn(k, std::integral_constant<int, 1>{}); break;
+      case 2: fn(k, std::integral_constant<int, 2>{}); break;
+      case 3: fn(k, std::integral_constant<int, 3>{}); break;
+      default: fn(k, std::integral_constant<int, 4>{}); break;
+    }
+  });
 }
 
 }  // namespace
@@ -172,14 +266,22 @@ std::tuple<at::Tensor, at::Tensor> filter_backward_cuda(const at::Tensor& grad_o
   const dim3 block(kTileW, kTileH);
   AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "hoconv2d_filter_backward_cuda", [&] {
     const scalar_t* gp = g.const_data_ptr<scalar_t>();
+    const scalar_t* xp = x.const_data_ptr<scalar_t>();
+    const scalar_t* wp = wt.const_data_ptr<scalar_t>();
+    scalar_t* gxp = gx.mutable_data_ptr<scalar_t>();
+    scalar_t* gwp = gwt.mutable_data_ptr<scalar_t>();
+    const bool fixed = gx.numel() > 0 && with_fixed_k_c(s, [&](auto k, auto c) {
+      backward_k_kernel<scalar_t, decltype(k)::value, decltype(c)::value>
+          <<<tile_grid(s, s.batch), block, 0, stream>>>(gp, xp, wp, gxp, gwp, s);
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+    });
+    if (fixed) return;
     if (gx.numel() > 0) {
-      per_pixel_kernel<<<tile_grid(s, s.batch), block, 0, stream>>>(
-          gp, wt.const_data_ptr<scalar_t>(), gx.mutable_data_ptr<scalar_t>(), s, GradXAt{});
+      per_pixel_kernel<<<tile_grid(s, s.batch), block, 0, stream>>>(gp, wp, gxp, s, GradXAt{});
       C10_CUDA_KERNEL_LAUNCH_CHECK();
     }
     if (gwt.numel() > 0) {
-      grad_wt_kernel<scalar_t><<<tile_grid(s, s.batch * s.taps()), block, 0, stream>>>(
-          gp, x.const_data_ptr<scalar_t>(), gwt.mutable_data_ptr<scalar_t>(), s);
+      grad_wt_kernel<scalar_t><<<tile_grid(s, s.batch * s.taps()), block, 0, stream>>>(gp, xp, gwp, s);
       C10_CUDA_KERNEL_LAUNCH_CHECK();
     }
   });

@@ -68,11 +68,17 @@ BENCHCTL_HD inline bool corners_of(const int64_t* coords, const int64_t* sizes, 
                           grid_w, c);
 }
 
+// The interpolated value from the four corners' values of one channel.
+template <typename T>
+BENCHCTL_HD inline T blend(const Corners<T>& c, T v0, T v1, T v2, T v3) {
+  return c.w[0] * v0 + c.w[1] * v1 + c.w[2] * v2 + c.w[3] * v3;
+}
+
 // The interpolated table value of channel d (table rows are D long).
 template <typename T>
 BENCHCTL_HD inline T interp(const T* table, const Corners<T>& c, int64_t dim, int64_t d) {
-  return c.w[0] * table[c.row[0] * dim + d] + c.w[1] * table[c.row[1] * dim + d] +
-         c.w[2] * table[c.row[2] * dim + d] + c.w[3] * table[c.row[3] * dim + d];
+  return blend(c, table[c.row[0] * dim + d], table[c.row[1] * dim + d], table[c.row[2] * dim + d],
+               table[c.row[3] * dim + d]);
 }
 
 }  // namespace naflex_posembed

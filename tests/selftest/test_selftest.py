@@ -48,6 +48,23 @@ def test_the_verdict_is_rewritten_after_each_step_and_says_unfinished_until_the_
     assert seen[1].startswith("# GPU self-test: PASS (2 of 2 steps)") and "not run yet" not in seen[1]
 
 
+def test_resume_keeps_the_steps_that_passed_and_runs_the_failed_and_unrun_ones_again(tmp_path):
+    todo = [steps.Step("GPU tests", ("tests",), "t"), steps.Step("check all gpu", ("check",), "c"),
+            steps.Step("maxbatch", ("maxbatch",), "m")]
+    saved = tmp_path / "steps.json"
+    first = verdict.run_steps(todo[:2], runner=lambda argv: (0 if argv == ("tests",) else 124, "first"))
+    verdict.save(saved, first)  # stopped after two steps: one passed, one timed out
+    ran = []
+    outcomes = verdict.run_steps(todo, runner=lambda argv: ran.append(argv) or (0, "second"),
+                                 passed_before=verdict.passed(saved, todo))
+    assert ran == [("check",), ("maxbatch",)]
+    assert [(o.ok, o.earlier, o.tail) for o in outcomes] == [(True, True, "first"), (True, False, "second"),
+                                                               (True, False, "second")]
+    text = verdict.markdown(outcomes, "H100")
+    assert text.startswith("# GPU self-test: PASS (3 of 3 steps)") and "| GPU tests | pass (earlier run) |" in text
+    assert verdict.passed(tmp_path / "none.json", todo) == {}
+
+
 def test_a_step_past_its_time_limit_fails_and_its_whole_process_group_is_stopped(tmp_path):
     pid_file = tmp_path / "grandchild.pid"
     script = ("import subprocess, sys, time; print('started', flush=True); "
