@@ -9,7 +9,7 @@ import click
 
 @click.command("selftest")
 @click.option("--out", default="results/selftest", show_default=True, type=click.Path(file_okay=False, path_type=Path),
-              help="Folder for the verdict (verdict.md) and the runs behind it.")
+              help="Folder for the verdict (verdict.md), each step's output (logs/) and the runs behind it.")
 @click.option("--step-timeout", default=1200.0, show_default=True, type=click.FloatRange(min=1),
               help="Seconds a step may run before it is stopped and counted failed.")
 @click.option("--resume", is_flag=True,
@@ -39,7 +39,7 @@ def command(out: Path, step_timeout: float, resume: bool) -> None:
         verdict.save(saved, done)
         verdict.write(path, verdict.markdown(done, machine, figures.sweep_figures(done), pending=todo[len(done):]))
 
-    outcomes = verdict.run_steps(todo, verdict.process_runner(step_timeout),
+    outcomes = verdict.run_steps(todo, verdict.process_runner(step_timeout, out / "logs"),
                                  on_step=lambda step: console.err.print(f"selftest: {step.name} ..."), on_done=write,
                                  passed_before=verdict.passed(saved, todo) if resume else None)
     console.out.print(str(path))

@@ -27,22 +27,40 @@ class Outcome:
     earlier: bool = False  # kept from an earlier self-test at the same folder (--resume), not run again
 
 
-Runner = Callable[[Sequence[str]], tuple[int, str]]
+Runner = Callable[[Step], tuple[int, str]]
 
 
-def process_runner(limit_s: float) -> Runner:
-    """Runs a step in its own process group; past `limit_s` the whole group (the workers a sweep started
-    too) is killed and the step fails saying so, so one hung step cannot stop the rest."""
-    def run(argv: Sequence[str]) -> tuple[int, str]:
-        child = subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                 start_new_session=True)
-        try:
-            output = child.communicate(timeout=limit_s)[0]
-            return child.returncode, output
-        except subprocess.TimeoutExpired:
-            os.killpg(child.pid, signal.SIGKILL)
-            output = child.communicate()[0]
-            return TIMED_OUT, f"{output}\nselftest: timed out after {limit_s:.0f} s"
+def log_name(step: Step) -> str:
+    return "".join(ch if ch.isalnum() else "-" for ch in step.name.lower()) + ".log"
+
+
+def stop_with(child: subprocess.Popen) -> None:
+    """The self-test is stopped from outside (SIGTERM, as timeout(1) sends): its step's process group goes
+    with it, so no GPU work of the step runs on beside whatever runs next."""
+    os.killpg(child.pid, signal.SIGKILL)
+    raise SystemExit(128 + signal.SIGTERM)
+
+
+def process_runner(limit_s: float, logs: Path) -> Runner:
+    """Runs a step in its own process group, its output going to logs/<step>.log as it comes (a self-test
+    stopped from outside still leaves how far each step got); past `limit_s` the whole group (the workers
+    a sweep started too) is killed and the step fails saying so, so one hung step cannot stop the rest."""
+    def run(step: Step) -> tuple[int, str]:
+        logs.mkdir(parents=True, exist_ok=True)
+        with open(logs / log_name(step), "w+") as log:
+            child = subprocess.Popen(list(step.argv), stdout=log, stderr=subprocess.STDOUT, text=True,
+                                     start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+            before = signal.signal(signal.SIGTERM, lambda *_: stop_with(child))
+            try:
+                code, note = child.wait(timeout=limit_s), ""
+            except subprocess.TimeoutExpired:
+                os.killpg(child.pid, signal.SIGKILL)
+                child.wait()
+                code, note = TIMED_OUT, f"\nselftest: timed out after {limit_s:.0f} s"
+            finally:
+                signal.signal(signal.SIGTERM, before)
+            log.seek(0)
+            return code, log.read() + note
     return run
 
 
@@ -60,7 +78,7 @@ def run_steps(steps: Sequence[Step], runner: Runner,
             continue
         on_step(step)
         began = time.monotonic()
-        code, output = runner(step.argv)
+        code, output = runner(step)
         tail = "\n".join(output.strip().splitlines()[-TAIL_LINES:])
         outcomes.append(Outcome(step, code == 0, time.monotonic() - began, tail))
         on_done(outcomes)

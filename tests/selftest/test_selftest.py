@@ -2,6 +2,8 @@
 sweeps from runs on disk, and the one line it gives where there is no GPU."""
 
 import json
+import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -31,7 +33,7 @@ def test_the_verdict_says_pass_or_fail_with_the_failures_tail_and_the_timer_figu
             steps.Step("timer agreement", ("timer",), "agrees", shows_output=True)]
     answers = {"benchctl check": (0, "all passed"), "benchctl maxbatch": (1, "a\nb\nerror: out of memory at 8"),
                "timer": (0, "| hoconv2d | forward | 1.0 | 1.01 | 0.990 |")}
-    outcomes = verdict.run_steps(todo, runner=lambda argv: answers[" ".join(argv)])
+    outcomes = verdict.run_steps(todo, runner=lambda step: answers[" ".join(step.argv)])
     text = verdict.markdown(outcomes, "H100, driver 580")
     assert text.startswith("# GPU self-test: FAIL (2 of 3 steps)")
     assert "| maxbatch | FAIL |" in text and "error: out of memory at 8" in text
@@ -41,7 +43,7 @@ def test_the_verdict_says_pass_or_fail_with_the_failures_tail_and_the_timer_figu
 def test_the_verdict_is_rewritten_after_each_step_and_says_unfinished_until_the_last(tmp_path):
     todo = [steps.Step("check all gpu", ("check",), "checks"), steps.Step("maxbatch", ("maxbatch",), "fits")]
     seen = []
-    verdict.run_steps(todo, runner=lambda argv: (0, "ok"),
+    verdict.run_steps(todo, runner=lambda step: (0, "ok"),
                       on_done=lambda done: seen.append(verdict.markdown(done, "H200", pending=todo[len(done):])))
     assert seen[0].startswith("# GPU self-test: UNFINISHED (1 of 2 steps)")
     assert "| maxbatch | not run yet | | fits |" in seen[0]
@@ -52,10 +54,10 @@ def test_resume_keeps_the_steps_that_passed_and_runs_the_failed_and_unrun_ones_a
     todo = [steps.Step("GPU tests", ("tests",), "t"), steps.Step("check all gpu", ("check",), "c"),
             steps.Step("maxbatch", ("maxbatch",), "m")]
     saved = tmp_path / "steps.json"
-    first = verdict.run_steps(todo[:2], runner=lambda argv: (0 if argv == ("tests",) else 124, "first"))
+    first = verdict.run_steps(todo[:2], runner=lambda step: (0 if step.argv == ("tests",) else 124, "first"))
     verdict.save(saved, first)  # stopped after two steps: one passed, one timed out
     ran = []
-    outcomes = verdict.run_steps(todo, runner=lambda argv: ran.append(argv) or (0, "second"),
+    outcomes = verdict.run_steps(todo, runner=lambda step: ran.append(step.argv) or (0, "second"),
                                  passed_before=verdict.passed(saved, todo))
     assert ran == [("check",), ("maxbatch",)]
     assert [(o.ok, o.earlier, o.tail) for o in outcomes] == [(True, True, "first"), (True, False, "second"),
@@ -70,21 +72,48 @@ def test_a_step_past_its_time_limit_fails_and_its_whole_process_group_is_stopped
     script = ("import subprocess, sys, time; print('started', flush=True); "
               f"p = subprocess.Popen(['sleep', '60']); open({str(pid_file)!r}, 'w').write(str(p.pid)); time.sleep(60)")
     began = time.monotonic()
-    code, output = verdict.process_runner(limit_s=2)([sys.executable, "-c", script])
+    code, output = verdict.process_runner(2, tmp_path)(steps.Step("sleeper", (sys.executable, "-c", script), ""))
     assert code == verdict.TIMED_OUT and time.monotonic() - began < 20
     assert "started" in output and output.endswith("selftest: timed out after 2 s")
-    grandchild = int(pid_file.read_text())
+    assert_gone(int(pid_file.read_text()))
+
+
+def assert_gone(pid: int) -> None:
     for _ in range(50):  # killed by the group signal; reaped by init shortly after
-        if not Path(f"/proc/{grandchild}").exists() or "Z" in Path(f"/proc/{grandchild}/stat").read_text().split()[2]:
+        if not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"the step's own child {pid} outlived the time limit")
+
+
+def test_a_self_test_stopped_from_outside_stops_its_steps_whole_process_group(tmp_path):
+    pid_file = tmp_path / "grandchild.pid"
+    step = ("import subprocess, time; "
+            f"p = subprocess.Popen(['sleep', '60']); open({str(pid_file)!r}, 'w').write(str(p.pid)); time.sleep(60)")
+    parent = ("import sys; from pathlib import Path; from benchctl.selftest import steps, verdict; "
+              f"verdict.process_runner(60, Path({str(tmp_path)!r}))(steps.Step('s', (sys.executable, '-c', {step!r}), ''))")
+    selftest = subprocess.Popen([sys.executable, "-c", parent])
+    for _ in range(100):
+        if pid_file.exists() and pid_file.read_text():
             break
         time.sleep(0.1)
-    else:
-        raise AssertionError(f"the step's own child {grandchild} outlived the time limit")
+    selftest.send_signal(signal.SIGTERM)  # as timeout(1) stops it
+    assert selftest.wait(timeout=20) == 128 + signal.SIGTERM
+    assert_gone(int(pid_file.read_text()))
 
 
-def test_a_step_in_time_gives_its_exit_status_and_output():
-    code, output = verdict.process_runner(limit_s=30)([sys.executable, "-c", "print('hi'); raise SystemExit(3)"])
+def test_a_step_in_time_gives_its_exit_status_and_output_and_leaves_its_log(tmp_path):
+    step = steps.Step("check all gpu", (sys.executable, "-c", "print('hi'); raise SystemExit(3)"), "")
+    code, output = verdict.process_runner(30, tmp_path / "logs")(step)
     assert (code, output) == (3, "hi\n")
+    assert (tmp_path / "logs" / "check-all-gpu.log").read_text() == "hi\n"
+
+
+def test_a_step_stopped_from_outside_leaves_what_it_printed_in_its_log(tmp_path):
+    script = "import time; print('checked hoconv2d cuda gpu in 3.1 s'); time.sleep(60)"
+    runner = verdict.process_runner(1, tmp_path)  # the step's own limit stands in for a stop from outside
+    runner(steps.Step("check all gpu", (sys.executable, "-c", script), ""))
+    assert (tmp_path / "check-all-gpu.log").read_text().startswith("checked hoconv2d cuda gpu in 3.1 s")
 
 
 def row(impl, median, **kw):
