@@ -5,13 +5,30 @@ Each library builds and loads in a child process, so a library that aborts the p
 
 from __future__ import annotations
 
-from typing import Callable
+import os
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, Sequence
 
 import click
 
 from benchctl.cli.options import load_operators, ops_dir_option
 
 MakeLibrary = Callable[[str], object]  # kind -> benchctl.ops.library.Library (raises BuildError)
+BuildOp = Callable[[str, MakeLibrary], list[str]]  # (label, make) -> the kinds that failed
+
+
+def default_jobs() -> int:
+    """Operators built at once: one per two cores (each compile is mostly one compiler process), one on a
+    machine of two cores or fewer, so a build never competes with itself there."""
+    return max(1, (os.cpu_count() or 1) // 2)
+
+
+def build_all(chosen: Sequence[tuple[str, MakeLibrary]], build_op: BuildOp, jobs: int) -> list[tuple[str, str]]:
+    """(label, kind) of every library that failed; `jobs` operators at once (each its own child processes),
+    an operator's libraries in order (its CUDA kernels load after the CPU library that defines the ops)."""
+    with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(chosen)))) as pool:
+        failed = pool.map(lambda entry: build_op(*entry), chosen)
+        return [(label, kind) for (label, _), kinds in zip(chosen, failed) for kind in kinds]
 
 
 def _kinds(cuda: bool) -> tuple[str, ...]:
@@ -57,8 +74,10 @@ def _build_op(label: str, make: MakeLibrary, kinds: tuple[str, ...], verbose: bo
 @click.argument("ops", nargs=-1)
 @click.option("--cuda/--no-cuda", default=False, help="Also build the CUDA libraries (needs nvcc).")
 @click.option("--verbose", is_flag=True, help="Show the compiler's commands and output.")
+@click.option("--jobs", type=click.IntRange(min=1), default=None,
+              help="Operators to build at once (default: one per two cores).")
 @ops_dir_option
-def command(ops: tuple[str, ...], cuda: bool, verbose: bool, ops_dirs: tuple[str, ...]) -> None:
+def command(ops: tuple[str, ...], cuda: bool, verbose: bool, jobs: int | None, ops_dirs: tuple[str, ...]) -> None:
     """Compile the C++ (and with --cuda, CUDA) extensions of OPS (default: all that have sources),
     benchctl's own and those your operator files in --ops-dir declare."""
     from benchctl import console
@@ -73,7 +92,7 @@ def command(ops: tuple[str, ...], cuda: bool, verbose: bool, ops_dirs: tuple[str
     chosen = list(dict.fromkeys(chosen))
     for clash in namespaces.clashes(folders[label] for label, _ in chosen):
         console.warn(clash.line())
-    failed = [(label, kind) for label, make in chosen for kind in _build_op(label, make, _kinds(cuda), verbose)]
+    failed = build_all(chosen, lambda label, make: _build_op(label, make, _kinds(cuda), verbose), jobs or default_jobs())
     if failed:
         names = ", ".join(f"{op} ({kind})" for op, kind in failed)
         raise BenchError(f"{len(failed)} librar{'y' if len(failed) == 1 else 'ies'} failed to build: {names}")

@@ -3,6 +3,7 @@ compile error shown as one line plus the compiler's error lines."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
@@ -46,6 +47,21 @@ def test_compile_error_shows_the_compiler_lines(tmp_path: Path, monkeypatch: pyt
     assert "error: building benchctl_broken_cli_cpu failed" in result.stderr
     assert "undeclared_name_in_broken_cpp" in result.stderr
     assert "1 library failed to build: broken_cli (cpu)" in result.stderr
+
+
+def test_operators_build_side_by_side_up_to_jobs_and_every_failure_is_named() -> None:
+    from benchctl.cli import build as build_cli
+
+    together = threading.Barrier(2, timeout=10)  # passes only if two builds run at once
+    def build_op(label, make):
+        together.wait()
+        return ["cuda"] if label == "b" else []
+    chosen = [("a", None), ("b", None)]
+    assert build_cli.build_all(chosen, build_op, jobs=2) == [("b", "cuda")]
+    order = []
+    assert build_cli.build_all(chosen, lambda label, make: order.append(label) or [], jobs=1) == []
+    assert order == ["a", "b"]
+    assert build_cli.default_jobs() >= 1
 
 
 def test_help_lists_the_options() -> None:
