@@ -143,6 +143,8 @@ def main() -> None:
     parser.add_argument("--own", action="store_true", help="add the checkout's own kernels as the last version")
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--build-only", action="store_true", help="compile every version, then stop")
+    parser.add_argument("--once", type=int, metavar="B",
+                        help="call each version's forward and backward once at batch B, then stop (for ncu)")
     args = parser.parse_args()
     names = [f.name for f in OWN]
     sources = [[folder / n for n in names] for folder in args.versions] + ([OWN] if args.own else [])
@@ -151,9 +153,19 @@ def main() -> None:
     if args.build_only:
         return
     versions = [load(files, n) for n, files in enumerate(sources)]
+    if args.once:
+        x, wt, g = inputs(args.once)
+        for f, b in versions:
+            f(x, wt), b(g, x, wt)
+        torch.cuda.synchronize()
+        return
     labels = [str(f) for f in args.versions] + (["own"] if args.own else [])
-    kept = agree(versions, labels)
-    print(f"{torch.cuda.get_device_name()}, float32, C={C}, {H}x{W}, k={K}; {args.rounds} rounds of {CALLS} calls")
+    table(versions, agree(versions, labels), labels, args.rounds)
+
+
+def table(versions: list[tuple[Callable, Callable]], kept: list[int], labels: list[str], count: int) -> None:
+    """The Markdown table of the kept versions: each pass and batch timed in `count` turning rounds."""
+    print(f"{torch.cuda.get_device_name()}, float32, C={C}, {H}x{W}, k={K}; {count} rounds of {CALLS} calls")
     print("versions: " + ", ".join(f"v{n} = {labels[n]}" for n in kept))
     print("| pass | B | version | ms | GB/s | v0/this (median of rounds) | range |")
     print("|---|---|---|---|---|---|---|")
@@ -162,14 +174,13 @@ def main() -> None:
         for name, backward in (("forward", False), ("backward", True)):
             calls = [(lambda f=f: f(x, wt)) if not backward else (lambda b=b: b(g, x, wt))
                      for f, b in (versions[n] for n in kept)]
-            times = rounds(calls, args.rounds)
+            times = rounds(calls, count)
             gbs = pass_bytes(batch, backward) / 1e9
             for n, series in zip(kept, times):
                 ratios = [base / t for base, t in zip(times[0], series)]
                 median = statistics.median(series)
                 print(f"| {name} | {batch} | v{n} | {median * 1e3:.4g} | {gbs / median:.0f} | "
                       f"{statistics.median(ratios):.3f} | {min(ratios):.3f}-{max(ratios):.3f} |")
-
 
 if __name__ == "__main__":
     main()

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Every GPU figure of benchmarks/README.md ("The CUDA kernels at the GPU's floor") and the self-test, in
+# one run that can be stopped and started again: a part that finished is skipped the next time (on the
+# same machine), and the self-test resumes after its last passed step.
+#
+#   BUDGET=540 bash benchmarks/gpu_checks.sh     # seconds this run may take; results under $OUT
+#
+# Parts, most wanted first: build, the hoconv2d A/B of its backward versions, calibration, ncu of the old
+# and new backward, the seed-size sweeps, the self-test, then CUDA-graph sweeps of the host-bound passes.
+export PYTHONUNBUFFERED=1 BENCHCTL_SETTLE=0 TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0}
+OUT=${OUT:-results/gpu}; G=${WORK:-/tmp/gpu}; mkdir -p $OUT $G; START=$(date +%s); BUDGET=${BUDGET:-540}
+PY=${PYTHON:-python3}
+left() { echo $(( BUDGET - ($(date +%s) - START) )); }
+part() {  # part NAME CAP COMMAND...: at most CAP seconds, and never past the budget
+  local name=$1 cap=$2; shift 2
+  [ -e $G/done.$name ] && return 0
+  local l=$(left); local t=$(( l - 12 < cap ? l - 12 : cap ))
+  if [ $t -lt 25 ]; then echo "== $name: skipped, $l s left"; return 0; fi
+  echo "== $name (cap $t s, $l s left)"
+  timeout $t "$@" > $G/$name.txt 2>&1; local rc=$?
+  echo "rc=$rc after $(( $(date +%s) - START )) s" >> $G/$name.txt
+  [ $rc -eq 0 ] && touch $G/done.$name
+  tail -${TAILN:-14} $G/$name.txt
+}
+pack() { cp $G/*.txt $OUT/ 2>/dev/null; cp $G/st/verdict.md $OUT/ 2>/dev/null
+         tar czf $OUT/gpu.tgz --exclude='*.svg' -C $G . 2>/dev/null; }
+trap pack EXIT
+V=""
+for n in 0 1 2 3 4 5 6 7; do  # the backward versions of benchmarks/hoconv2d_variants
+  d=$G/b$n; V="$V $d"; mkdir -p $d
+  cp extensions/hoconv2d/hoconv2d.h extensions/hoconv2d/hoconv2d_checks.h extensions/common/benchctl_hd.h $d
+  (echo "#define VARIANT $n"; cat benchmarks/hoconv2d_variants/hoconv2d_backward_cuda.cu) > $d/hoconv2d_cuda.cu
+done
+if [ ! -e $G/info.txt ]; then
+  { nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.sm,temperature.gpu --format=csv
+    $PY -c "import torch, triton; print(torch.__version__, torch.version.cuda, triton.__version__)"; } > $G/info.txt 2>&1
+  ($PY -m benchctl build --cuda > $G/build.txt 2>&1) &
+  ($PY benchmarks/hoconv2d_cuda_ab_bench.py $V --own --build-only > $G/abbuild.txt 2>&1) &
+  wait; echo "built after $(( $(date +%s) - START )) s" >> $G/info.txt
+fi
+cat $G/info.txt
+M="--min-time 0.3 --max-time 1"
+TAILN=40 part ab 120 $PY benchmarks/hoconv2d_cuda_ab_bench.py $V --own --rounds 9
+TAILN=12 part calibrate 80 $PY -m benchctl env --calibrate
+NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+[ -n "$NCU" ] && TAILN=30 part ncu 70 $NCU --section SpeedOfLight --section Occupancy --section MemoryWorkloadAnalysis \
+  -k "regex:grad_wt|per_pixel|backward_k|forward_k" -c 6 $PY benchmarks/hoconv2d_cuda_ab_bench.py $G/b0 --own --once 64
+part hoconv2d 120 $PY -m benchctl run py,cuda,triton gpu --op hoconv2d --target filter --batch-sizes 16,64 $M --out $G/seed
+part naflex 120 $PY -m benchctl run loop,cuda,triton gpu --op naflex_posembed --batch-sizes 64,256 $M --out $G/seed
+TAILN=20 part selftest 900 $PY -m benchctl selftest --out $G/st --step-timeout 300 --resume
+for op in "naflex_posembed --batch-sizes 64,256" "lstm_cell --param H=1024 --batch-sizes 64,256" \
+          "grid_sample --param image_size=1024,4096"; do
+  part graph-${op%% *} 90 $PY -m benchctl run cuda,triton gpu --op $op $M --cuda-graph --out $G/graph
+done
+echo "== end after $(( $(date +%s) - START )) s"
