@@ -15,6 +15,7 @@ LOG_FILE = "commits.jsonl"  # one line per commit measured: its verdict, and the
 
 @dataclass(frozen=True)
 class Spec:
+    """What a bisect measures at each commit: one operator's implementation on one device, and where."""
     op: str
     impl: str
     device: str

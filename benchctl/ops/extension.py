@@ -24,7 +24,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import torch
 
@@ -92,9 +92,13 @@ def _declaring_operator(depth: int = 2) -> str:
 @dataclass(frozen=True)
 class Extension:
     name: str  # the library names derive from it: benchctl_<name>_cpu (benchctl_<operator>_<name>_cpu)
-    # fake (meta) and autograd kernels, registered from Python with torch.library once per process
+    # The Python side of the ops, registered with torch.library once per process: op name -> fake (meta)
+    # kernel, op name -> (backward, setup_context), and anything else in a function of your own.
+    fakes: Mapping[str, Callable] = field(default_factory=dict, compare=False)
+    autograd: Mapping[str, tuple[Callable, Callable]] = field(default_factory=dict, compare=False)
     register: Callable[[], None] | None = None
-    anchor: str = ""  # an op the library defines, in `namespace`: it carries the "registered" flag
+    anchor: str = ""  # an op the library defines, in `namespace`: it carries the "registered" flag (default:
+    # the first op of `fakes` or `autograd`)
     namespace: str = "benchctl"
     sources: Path | None = None  # the folder of the .cpp/.cu files (and subfolders); default extensions/<name>
     python_module: bool = False  # a pybind11 module instead of custom ops
@@ -147,7 +151,7 @@ class Extension:
         """Build if needed and load the libraries for `device` in this process, then register the Python
         kernels once; the seconds it took. The CUDA library loads its CPU library first (the op schemas)."""
         seconds = build.build_library(self.library(_kind(device))).seconds
-        if self.register is not None:
+        if self.register is not None or self.fakes or self.autograd:
             self._register_once()
         return seconds
 
@@ -194,8 +198,13 @@ class Extension:
         """The flag lives on torch's op object, which torch keeps for the whole process, so a second import
         of an operator module (under another name, from a test) does not register twice, which
         torch.library refuses."""
-        packet = getattr(getattr(torch.ops, self.namespace), self.anchor)
+        packet = getattr(getattr(torch.ops, self.namespace), self.anchor or next(iter({**self.fakes, **self.autograd})))
         if getattr(packet, "_benchctl_python_kernels", False):
             return
-        self.register()
+        for op, fake in self.fakes.items():
+            torch.library.register_fake(self.qualname(op))(fake)
+        for op, (backward, setup_context) in self.autograd.items():
+            torch.library.register_autograd(self.qualname(op), backward, setup_context=setup_context)
+        if self.register is not None:
+            self.register()
         packet._benchctl_python_kernels = True

@@ -22,6 +22,7 @@ OPENS = re.compile(r"^\s*TORCH_LIBRARY\s*\(\s*(\w+)\s*,", re.M)  # not _FRAGMENT
 
 @dataclass(frozen=True)
 class Opening:
+    """One `TORCH_LIBRARY(namespace, ...)` block: which operator's sources open it, and in which file."""
     operator: str
     namespace: str
     file: Path
@@ -29,6 +30,7 @@ class Opening:
 
 @dataclass(frozen=True)
 class Clash:
+    """Two operators opening the same namespace: one process can load only one of them."""
     first: Opening
     second: Opening
 

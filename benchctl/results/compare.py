@@ -59,6 +59,7 @@ class CellChange:
 
 @dataclass(frozen=True)
 class EnvDifference:
+    """A fact of the environment (torch, driver, CPU...) that differs between BASE and NEW."""
     field: str
     base: str
     new: str
@@ -66,6 +67,7 @@ class EnvDifference:
 
 @dataclass(frozen=True)
 class Comparison:
+    """BASE against NEW: every cell's change and verdict, what differs in their machines, and the rules used."""
     cells: tuple[CellChange, ...]
     env_differences: tuple[EnvDifference, ...] = ()
     threshold: float = 0.05

@@ -20,6 +20,7 @@ TIMED_OUT = 124  # the exit status a step gets when it ran past its time limit (
 
 @dataclass(frozen=True)
 class Outcome:
+    """How one step of the self-test ended."""
     step: Step
     ok: bool
     seconds: float

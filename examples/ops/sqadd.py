@@ -16,22 +16,22 @@ from benchctl.ops.extension import Extension
 from benchctl.ops.registry import Case, Operator, Target, randn, register
 
 
-def _register() -> None:
-    """The Python side of the custom op: its fake kernel (shapes only) and its autograd formula."""
-    torch.library.register_fake(EXT.qualname("sqadd"))(lambda x, y: torch.empty_like(x))
-
-    def setup_context(ctx, inputs, output):
-        ctx.save_for_backward(inputs[0])
-
-    def backward(ctx, grad):
-        (x,) = ctx.saved_tensors
-        return 2 * x * grad, grad
-
-    torch.library.register_autograd(EXT.qualname("sqadd"), backward, setup_context=setup_context)
+# The Python side of the custom op: its fake kernel (shapes only) and its autograd formula.
+def _fake(x, y):
+    return torch.empty_like(x)
 
 
-EXT = Extension("sqadd", register=_register, anchor="sqadd", namespace="sqadd_ext",
-                sources=Path(__file__).parent / "sqadd")
+def _setup_context(ctx, inputs, output):
+    ctx.save_for_backward(inputs[0])
+
+
+def _backward(ctx, grad):
+    (x,) = ctx.saved_tensors
+    return 2 * x * grad, grad
+
+
+EXT = Extension("sqadd", namespace="sqadd_ext", sources=Path(__file__).parent / "sqadd",
+                fakes={"sqadd": _fake}, autograd={"sqadd": (_backward, _setup_context)})
 
 
 def make_inputs(case: Case) -> dict[str, torch.Tensor]:

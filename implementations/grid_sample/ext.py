@@ -20,11 +20,6 @@ FORWARD = "grid_sample_forward"
 BACKWARD = "grid_sample_grid_backward"
 
 
-def _register() -> None:
-    torch.library.register_fake(EXT.qualname(FORWARD))(_forward_fake)
-    torch.library.register_fake(EXT.qualname(BACKWARD))(_backward_fake)
-
-
 def _forward_fake(image: torch.Tensor, grid: torch.Tensor) -> torch.Tensor:
     return image.new_empty((image.shape[0], image.shape[1], grid.shape[1], grid.shape[2]))
 
@@ -53,7 +48,7 @@ def opcheck(inputs: dict[str, torch.Tensor]) -> None:
     torch.library.opcheck(EXT.op(BACKWARD), (grad_out, image, grid.detach()))
 
 
-EXT = Extension(OP_NAME, register=_register, anchor=FORWARD, namespace=OP_NAME)
+EXT = Extension(OP_NAME, namespace=OP_NAME, fakes={FORWARD: _forward_fake, BACKWARD: _backward_fake})
 load = EXT.load
 
 

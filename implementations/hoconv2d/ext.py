@@ -21,12 +21,6 @@ FORWARD = "hoconv2d_filter"
 BACKWARD = "hoconv2d_filter_backward"
 
 
-def _register() -> None:
-    torch.library.register_fake(EXT.qualname(FORWARD))(_forward_fake)
-    torch.library.register_fake(EXT.qualname(BACKWARD))(_backward_fake)
-    torch.library.register_autograd(EXT.qualname(FORWARD), _backward, setup_context=_setup_context)
-
-
 def _check_shapes(x: torch.Tensor, weights: torch.Tensor) -> None:
     torch._check(x.dim() == 4 and weights.dim() == 4, lambda: "hoconv2d: x and weights must be 4-D")
     torch._check(weights.shape[0] == x.shape[0], lambda: "hoconv2d: batch sizes differ")
@@ -70,7 +64,8 @@ def opcheck(inputs: dict[str, torch.Tensor]) -> None:
     torch.library.opcheck(EXT.op(BACKWARD), (grad_out, x.detach(), weights.detach()))
 
 
-EXT = Extension(OP_NAME, register=_register, anchor=FORWARD, namespace=OP_NAME)
+EXT = Extension(OP_NAME, namespace=OP_NAME, fakes={FORWARD: _forward_fake, BACKWARD: _backward_fake},
+                autograd={FORWARD: (_backward, _setup_context)})
 load = EXT.load
 
 

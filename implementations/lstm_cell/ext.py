@@ -53,13 +53,6 @@ def _fake_pointwise_backward(grad_h: torch.Tensor, grad_c: torch.Tensor, c: torc
     return c.new_empty(gates.shape), c.new_empty(c.shape), c.new_empty(gates.shape[1])
 
 
-def _register() -> None:
-    fakes = {CELL: _fake_cell, CELL_BACKWARD: _fake_cell_backward, POINTWISE: _fake_pointwise,
-             POINTWISE_BACKWARD: _fake_pointwise_backward}
-    for name, fake in fakes.items():
-        torch.library.register_fake(EXT.qualname(name))(fake)
-
-
 def opcheck(inputs: dict[str, torch.Tensor]) -> None:
     """torch.library.opcheck on all four ops with (small) cell inputs; raises on the first failure."""
     from . import ARGS  # the package imports this module, so import at call time
@@ -82,7 +75,9 @@ def _check(op: Any, args: list[torch.Tensor]) -> None:
     torch.library.opcheck(op, tuple(args))  # raises OpCheckError naming the failing test
 
 
-EXT = Extension(OP_NAME, register=_register, anchor=CELL, namespace=OP_NAME)
+EXT = Extension(OP_NAME, namespace=OP_NAME, fakes={CELL: _fake_cell, CELL_BACKWARD: _fake_cell_backward,
+                                                  POINTWISE: _fake_pointwise,
+                                                  POINTWISE_BACKWARD: _fake_pointwise_backward})
 load = EXT.load
 
 

@@ -22,12 +22,6 @@ FORWARD = "naflex_posembed_forward"
 BACKWARD = "naflex_posembed_table_backward"
 
 
-def _register() -> None:
-    torch.library.register_fake(EXT.qualname(FORWARD))(_forward_fake)
-    torch.library.register_fake(EXT.qualname(BACKWARD))(_backward_fake)
-    torch.library.register_autograd(EXT.qualname(FORWARD), _backward, setup_context=_setup_context)
-
-
 def _forward_fake(x: torch.Tensor, table: torch.Tensor, coords: torch.Tensor, sizes: torch.Tensor) -> torch.Tensor:
     return torch.empty_like(x, memory_format=torch.contiguous_format)
 
@@ -62,7 +56,8 @@ def opcheck(inputs: dict[str, torch.Tensor]) -> None:
     torch.library.opcheck(EXT.op(BACKWARD), (x, table, coords, sizes))
 
 
-EXT = Extension(OP_NAME, register=_register, anchor=FORWARD, namespace=OP_NAME)
+EXT = Extension(OP_NAME, namespace=OP_NAME, fakes={FORWARD: _forward_fake, BACKWARD: _backward_fake},
+                autograd={FORWARD: (_backward, _setup_context)})
 load = EXT.load
 
 
