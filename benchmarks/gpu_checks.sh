@@ -26,7 +26,7 @@ pack() { cp $G/*.txt $OUT/ 2>/dev/null; cp $G/st/verdict.md $OUT/ 2>/dev/null
          tar czf $OUT/gpu.tgz --exclude='*.svg' -C $G . 2>/dev/null; }
 trap pack EXIT
 V=""
-for n in 0 1 2 3 4 5 6 7; do  # the backward versions of benchmarks/hoconv2d_variants
+for n in 0 1 2 3 4 5 6 7 8 9 10; do  # the backward versions of benchmarks/hoconv2d_variants
   d=$G/b$n; V="$V $d"; mkdir -p $d
   cp extensions/hoconv2d/hoconv2d.h extensions/hoconv2d/hoconv2d_checks.h extensions/common/benchctl_hd.h $d
   (echo "#define VARIANT $n"; cat benchmarks/hoconv2d_variants/hoconv2d_backward_cuda.cu) > $d/hoconv2d_cuda.cu

@@ -9,6 +9,11 @@
 //   5: 4 + the block's tiles of G and X (with their halo) in shared memory
 //   6: 5 with registers capped for 4 blocks of 256 threads per SM (__launch_bounds__(256, 4))
 //   7: 3 with registers capped for 3 blocks per SM (__launch_bounds__(256, 3))
+// Prepared after the third pass, not yet measured:
+//   8: 6 with blocks of 32 x 16 pixels (512 threads, 2 blocks per SM): a halo of 20x36 for 16x32 pixels
+//      instead of 12x36 for 8x32 (1.41x the tile's reads instead of 1.69x)
+//   9: 6 with registers capped for 5 blocks per SM (51 a thread)
+//  10: 6 without the streamed loads and stores (what the hints are worth in the tiled kernel)
 #ifndef VARIANT
 #define VARIANT 6
 #endif
@@ -138,11 +143,11 @@ bool with_fixed_k(const Shape& s, Fn fn) {
   }
 }
 
-// ---- backward versions (VARIANT 1-7); k and the channel count C fixed at compile time ----
+// ---- backward versions (VARIANT 1-10); k and the channel count C fixed at compile time ----
 
 template <typename T>
 __device__ __forceinline__ T load_once(const T* p) {  // read once: streamed past L1 (evict first)
-#if VARIANT >= 4 && VARIANT <= 6
+#if (VARIANT >= 4 && VARIANT <= 6) || VARIANT == 8 || VARIANT == 9
   return __ldcs(p);
 #else
   return *p;
@@ -150,7 +155,7 @@ __device__ __forceinline__ T load_once(const T* p) {  // read once: streamed pas
 }
 template <typename T>
 __device__ __forceinline__ void store_once(T* p, T v) {
-#if VARIANT >= 4 && VARIANT <= 6
+#if (VARIANT >= 4 && VARIANT <= 6) || VARIANT == 8 || VARIANT == 9
   __stcs(p, v);
 #else
   *p = v;
@@ -241,11 +246,18 @@ __global__ void grad_wt_k_kernel(const T* __restrict__ g, const T* __restrict__ 
 #else
 #define FUSED_BOUNDS
 #endif
-#if VARIANT == 6
+#if VARIANT == 6 || VARIANT == 10
 #define TILE_BOUNDS __launch_bounds__(kTileW * kTileH, 4)
+#elif VARIANT == 8
+#define TILE_BOUNDS __launch_bounds__(kTileW * 16, 2)
+#elif VARIANT == 9
+#define TILE_BOUNDS __launch_bounds__(kTileW * kTileH, 5)
 #else
 #define TILE_BOUNDS
 #endif
+// The rows of a block of the tiled kernel (float only in 8: float64's tiles for k = 7 would pass 48 KB).
+template <typename T>
+__host__ __device__ constexpr int tile_rows() { return VARIANT == 8 && sizeof(T) == 4 ? 16 : kTileH; }
 
 template <typename T, int K, int CH>
 __global__ void FUSED_BOUNDS backward_k_kernel(const T* __restrict__ g, const T* __restrict__ x, const T* __restrict__ wt,
@@ -266,20 +278,21 @@ __global__ void FUSED_BOUNDS backward_k_kernel(const T* __restrict__ g, const T*
 template <typename T, int K, int CH>
 __global__ void TILE_BOUNDS backward_tile_kernel(const T* __restrict__ g, const T* __restrict__ x, const T* __restrict__ wt,
                                      T* __restrict__ gx, T* __restrict__ gwt, Shape s) {
-  constexpr int P = K / 2, TH = kTileH + 2 * P, TW = kTileW + 2 * P;
+  constexpr int kRows = tile_rows<T>();
+  constexpr int P = K / 2, TH = kRows + 2 * P, TW = kTileW + 2 * P;
   __shared__ T gt[CH][TH][TW];
   __shared__ T xt[CH][TH][TW];
   const int tx = threadIdx.x, ty = threadIdx.y;
-  const int w = blockIdx.x * kTileW + tx, h = blockIdx.y * kTileH + ty;
+  const int w = blockIdx.x * kTileW + tx, h = blockIdx.y * kRows + ty;
   const int H = static_cast<int>(s.height), W = static_cast<int>(s.width);
   const bool inside = w < W && h < H;
   const int64_t plane = s.plane();
   for (int64_t b = blockIdx.z; b < s.batch; b += gridDim.z) {
     const T* gb = g + b * CH * plane;
     const T* xb = x + b * CH * plane;
-    for (int n = ty * kTileW + tx; n < CH * TH * TW; n += kTileW * kTileH) {
+    for (int n = ty * kTileW + tx; n < CH * TH * TW; n += kTileW * kRows) {
       const int c = n / (TH * TW), r = (n / TW) % TH, q = n % TW;
-      const int yy = blockIdx.y * kTileH + r - P, xx = blockIdx.x * kTileW + q - P;
+      const int yy = blockIdx.y * kRows + r - P, xx = blockIdx.x * kTileW + q - P;
       const bool in = yy >= 0 && yy < H && xx >= 0 && xx < W;
       gt[c][r][q] = in ? gb[c * plane + yy * W + xx] : T(0);
       xt[c][r][q] = in ? xb[c * plane + yy * W + xx] : T(0);
@@ -384,8 +397,11 @@ std::tuple<at::Tensor, at::Tensor> filter_backward_cuda(const at::Tensor& grad_o
     const bool fixed = VARIANT >= 1 && gx.numel() > 0 && with_fixed_k_c(s, [&](auto k, auto c) {
       constexpr int K = decltype(k)::value, CH = decltype(c)::value;
       const dim3 grid = tile_grid(s, s.batch);
-      if (VARIANT == 5 || VARIANT == 6) {
-        backward_tile_kernel<scalar_t, K, CH><<<grid, block, 0, stream>>>(gp, xp, wp, gxp, gwp, s);
+      if (VARIANT == 5 || VARIANT == 6 || VARIANT >= 8) {
+        constexpr int rows = tile_rows<scalar_t>();
+        const dim3 rows_grid(grid.x, static_cast<unsigned>((s.height + rows - 1) / rows), grid.z);
+        backward_tile_kernel<scalar_t, K, CH><<<rows_grid, dim3(kTileW, rows), 0, stream>>>(
+            gp, xp, wp, gxp, gwp, s);
       } else if (VARIANT >= 3) {
         backward_k_kernel<scalar_t, K, CH><<<grid, block, 0, stream>>>(gp, xp, wp, gxp, gwp, s);
       } else {
