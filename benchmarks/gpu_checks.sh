@@ -44,7 +44,7 @@ TAILN=40 part ab 120 $PY benchmarks/hoconv2d_cuda_ab_bench.py $V --own --rounds 
 TAILN=12 part calibrate 80 $PY -m benchctl env --calibrate
 NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 [ -n "$NCU" ] && TAILN=30 part ncu 70 $NCU --section SpeedOfLight --section Occupancy --section MemoryWorkloadAnalysis \
-  -k "regex:grad_wt|per_pixel|backward_k|forward_k" -c 6 $PY benchmarks/hoconv2d_cuda_ab_bench.py $G/b0 --own --once 64
+  -k "regex:grad_wt|per_pixel|backward_k|forward_k" -c 6 $PY benchmarks/hoconv2d_cuda_ab_bench.py $V --own --once 64
 part hoconv2d 120 $PY -m benchctl run py,cuda,triton gpu --op hoconv2d --target filter --batch-sizes 16,64 $M --out $G/seed
 part naflex 120 $PY -m benchctl run loop,cuda,triton gpu --op naflex_posembed --batch-sizes 64,256 $M --out $G/seed
 TAILN=20 part selftest 900 $PY -m benchctl selftest --out $G/st --step-timeout 300 --resume
