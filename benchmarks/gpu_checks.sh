@@ -4,9 +4,11 @@
 # same machine), and the self-test resumes after its last passed step.
 #
 #   BUDGET=540 bash benchmarks/gpu_checks.sh     # seconds this run may take; results under $OUT
+#   VERSIONS="8 9 10" BUDGET=540 bash benchmarks/gpu_checks.sh   # A/B only these backward versions
 #
-# Parts, most wanted first: build, the hoconv2d A/B of its backward versions, calibration, ncu of the old
-# and new backward, the seed-size sweeps, the self-test, then CUDA-graph sweeps of the host-bound passes.
+# Parts, most wanted first: build, the self-test, calibration, CUDA-graph sweeps of the passes that are
+# host-bound without a graph, the hoconv2d A/B of its backward versions (the checkout last), ncu of the
+# first and last of them, then the seed-size sweeps.
 export PYTHONUNBUFFERED=1 BENCHCTL_SETTLE=0 TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0}
 OUT=${OUT:-results/gpu}; G=${WORK:-/tmp/gpu}; mkdir -p $OUT $G; START=$(date +%s); BUDGET=${BUDGET:-540}
 PY=${PYTHON:-python3}
@@ -26,7 +28,7 @@ pack() { cp $G/*.txt $OUT/ 2>/dev/null; cp $G/st/verdict.md $OUT/ 2>/dev/null
          tar czf $OUT/gpu.tgz --exclude='*.svg' -C $G . 2>/dev/null; }
 trap pack EXIT
 V=""
-for n in 0 1 2 3 4 5 6 7 8 9 10; do  # the backward versions of benchmarks/hoconv2d_variants
+for n in ${VERSIONS:-0 1 2 3 4 5 6 7 8 9 10}; do  # the backward versions of benchmarks/hoconv2d_variants
   d=$G/b$n; V="$V $d"; mkdir -p $d
   cp extensions/hoconv2d/hoconv2d.h extensions/hoconv2d/hoconv2d_checks.h extensions/common/benchctl_hd.h $d
   (echo "#define VARIANT $n"; cat benchmarks/hoconv2d_variants/hoconv2d_backward_cuda.cu) > $d/hoconv2d_cuda.cu
@@ -40,16 +42,16 @@ if [ ! -e $G/info.txt ]; then
 fi
 cat $G/info.txt
 M="--min-time 0.3 --max-time 1"
-TAILN=40 part ab 120 $PY benchmarks/hoconv2d_cuda_ab_bench.py $V --own --rounds 9
+TAILN=20 part selftest 900 $PY -m benchctl selftest --out $G/st --step-timeout 240 --resume
 TAILN=12 part calibrate 80 $PY -m benchctl env --calibrate
+for op in "naflex_posembed --batch-sizes 64,256" "lstm_cell --param H=1024 --batch-sizes 64,256" \
+          "grid_sample --param image_size=1024,4096"; do
+  part graph-${op%% *} 90 $PY -m benchctl run cuda,triton gpu --op $op $M --cuda-graph --out $G/graph
+done
+TAILN=40 part ab 120 $PY benchmarks/hoconv2d_cuda_ab_bench.py $V --own --rounds 9
 NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 [ -n "$NCU" ] && TAILN=30 part ncu 70 $NCU --section SpeedOfLight --section Occupancy --section MemoryWorkloadAnalysis \
   -k "regex:grad_wt|per_pixel|backward_k|forward_k" -c 6 $PY benchmarks/hoconv2d_cuda_ab_bench.py $V --own --once 64
 part hoconv2d 120 $PY -m benchctl run py,cuda,triton gpu --op hoconv2d --target filter --batch-sizes 16,64 $M --out $G/seed
 part naflex 120 $PY -m benchctl run loop,cuda,triton gpu --op naflex_posembed --batch-sizes 64,256 $M --out $G/seed
-TAILN=20 part selftest 900 $PY -m benchctl selftest --out $G/st --step-timeout 300 --resume
-for op in "naflex_posembed --batch-sizes 64,256" "lstm_cell --param H=1024 --batch-sizes 64,256" \
-          "grid_sample --param image_size=1024,4096"; do
-  part graph-${op%% *} 90 $PY -m benchctl run cuda,triton gpu --op $op $M --cuda-graph --out $G/graph
-done
 echo "== end after $(( $(date +%s) - START )) s"
