@@ -87,6 +87,10 @@ class CudaGraphClock:
     def host_per_call(self) -> list[float]:
         return self.events.host_per_call
 
+    @property
+    def stray_per_call(self) -> list[float]:
+        return self.events.stray_per_call
+
     def time(self, thunk: Thunk) -> float:
         if self.current is None or self.current[0] is not thunk:
             self.current = None  # the last pass's graph and its pool go before the next capture

@@ -85,6 +85,21 @@ def test_a_call_that_cannot_be_captured_is_an_error_row_that_says_so(builtin_ops
     assert row["message"].startswith("GraphCaptureError: cannot be captured in a CUDA graph: RuntimeError")
 
 
+def test_a_captured_pass_keeps_the_events_host_side_in_its_row(builtin_ops):
+    """The graph clock hands on its events' records: the row's host time and stray time come from them."""
+    from benchctl.measure.execute import prepare
+    from benchctl.ops.cells import Cell
+
+    cell = Cell.make("hoconv2d", "filter", "py", "cpu", "float32", {"batch_size": 1, "C": 3, "H": 8, "W": 8, "k": 3})
+    clock = CudaGraphClock(events([float(i) for i in range(2000)]), lambda thunk: thunk)  # 1 ms a replay
+    settings = Settings(probe_bandwidth=False, policy=Policy(warmup=1, warmup_time=0, min_samples=5, min_time=0,
+                                                             max_samples=5, ci_target=0))
+    row = _time_pass(PassResult(), prepare(cell.resolve()), "forward", settings, clock).to_row()
+    assert row["status"] == "ok", row["message"]
+    assert row["median_s"] == pytest.approx(0.001) and row["host_s"] == 0.0  # the fake counter never moves
+    assert clock.stray_per_call == clock.events.stray_per_call and len(clock.stray_per_call) == 6
+
+
 def test_the_backward_thunk_reuses_one_graph_so_it_can_be_replayed():
     x = torch.randn(4, requires_grad=True)
     calls = []
@@ -171,3 +186,17 @@ def test_capture_of_a_backward_on_a_gpu_replays_its_gradient():
     torch.cuda.synchronize()
     (grad,) = replay.__self__.kept
     assert torch.allclose(grad, 2 * x.detach())
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("graph", [False, True], ids=["eager", "cuda-graph"])
+def test_a_gpu_cell_runs_to_ok_rows_with_their_host_side(builtin_ops, graph):
+    """The whole path a sweep takes on a GPU, eager and as graph replays: every pass ok, host time kept."""
+    from benchctl.measure.execute import run_cell
+    from benchctl.ops.cells import Cell
+
+    cell = Cell.make("hoconv2d", "filter", "cuda", "cuda", "float32", {"batch_size": 2, "C": 3, "H": 32, "W": 32, "k": 5})
+    policy = Policy(warmup=2, warmup_time=0.1, min_samples=5, min_time=0, max_samples=5, ci_target=0)
+    rows = run_cell(cell, Settings(probe_bandwidth=False, cuda_graph=graph, policy=policy))
+    assert [r["status"] for r in rows] == ["ok"] * len(rows) and rows, [r["message"] for r in rows]
+    assert all(r["host_s"] > 0 and r["median_s"] > 0 for r in rows)
