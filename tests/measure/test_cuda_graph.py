@@ -100,6 +100,25 @@ def test_a_captured_pass_keeps_the_events_host_side_in_its_row(builtin_ops):
     assert clock.stray_per_call == clock.events.stray_per_call and len(clock.stray_per_call) == 6
 
 
+def test_a_watched_gpu_pass_runs_on_fakes_to_an_ok_row_with_the_gpu_s_clock(builtin_ops, monkeypatch):
+    """What a `--cuda-graph` sweep does to a pass on a GPU, run here on fakes: the pass timed as graph
+    replays over fake events, watched by a clock guard over a fake NVML; the row comes out ok, with the
+    GPU's clock and the host side."""
+    from benchctl.machine.gpu_clocks import ClockGuard
+    from benchctl.measure import execute
+    from benchctl.ops.cells import Cell
+    from gpu_fakes import FakeNvml
+
+    monkeypatch.setattr(execute.gpu_clocks, "guard", lambda device: ClockGuard(FakeNvml(clocks=[1980, 1400])))
+    cell = Cell.make("hoconv2d", "filter", "py", "cpu", "float32", {"batch_size": 1, "C": 3, "H": 8, "W": 8, "k": 3})
+    clock = CudaGraphClock(events([float(i) for i in range(10**4)]), lambda thunk: thunk)  # 1 ms a replay
+    policy = Policy(warmup=1, warmup_time=0, min_samples=5, min_time=0, max_samples=5, ci_target=0)
+    settings = Settings(probe_bandwidth=False, measure_memory=False, policy=policy)
+    row = _time_pass(PassResult(), execute.prepare(cell.resolve()), "forward", settings, clock, watch=True).to_row()
+    assert row["status"] == "ok" and row["median_s"] == pytest.approx(0.001) and row["host_s"] == 0.0
+    assert row["sm_clock_mhz"] == 1400 and row["throttled"]  # the guard's samples after its first
+
+
 def test_the_backward_thunk_reuses_one_graph_so_it_can_be_replayed():
     x = torch.randn(4, requires_grad=True)
     calls = []
