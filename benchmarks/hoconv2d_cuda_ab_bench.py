@@ -41,8 +41,8 @@ TORCH_LIBRARY(ab{n}, m) {{
 """
 # The namespace a version's kernels attach to (`hoconv2d` now, `benchctl` in older versions), renamed per version.
 NAMESPACE = re.compile(r"(TORCH_LIBRARY_IMPL)\(\w+,")
-OWN = [EXTENSIONS_DIR / "hoconv2d" / name for name in ("hoconv2d_cuda.cu", "hoconv2d.h", "hoconv2d_checks.h")]
-OWN.append(EXTENSIONS_DIR / "common" / "benchctl_hd.h")
+OWN = [EXTENSIONS_DIR / "hoconv2d" / "hoconv2d_cuda.cu", *sorted((EXTENSIONS_DIR / "hoconv2d").glob("*.h")),
+       EXTENSIONS_DIR / "common" / "benchctl_hd.h"]
 
 
 def stage(files: list[Path], n: int) -> Path:

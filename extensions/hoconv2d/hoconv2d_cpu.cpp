@@ -597,6 +597,8 @@ std::tuple<at::Tensor, at::Tensor> filter_backward_cpu(const at::Tensor& grad_ou
 TORCH_LIBRARY(hoconv2d, m) {
   m.def("hoconv2d_filter(Tensor x, Tensor weights) -> Tensor");
   m.def("hoconv2d_filter_backward(Tensor grad_out, Tensor x, Tensor weights) -> (Tensor, Tensor)");
+  // The CUDA backward's tile math on the CPU, for the tests (hoconv2d_tile_cpu.cpp).
+  m.def("hoconv2d_filter_backward_tiled(Tensor grad_out, Tensor x, Tensor weights) -> (Tensor, Tensor)");
 }
 
 TORCH_LIBRARY_IMPL(hoconv2d, CPU, m) {

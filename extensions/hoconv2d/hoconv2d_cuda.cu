@@ -9,6 +9,7 @@
 //   of G and X, with a halo of k/2, sit in shared memory (zero outside the image); grad Wt reads them for
 //   all k*k taps of its pixel; grad X takes taps outer and channels inner, so each weight is read once
 //   for all channels. Weights are loaded, and both gradients stored, as streamed data (evict first).
+//   Its math is hoconv2d_tile.h's, which the CPU library runs too (hoconv2d_filter_backward_tiled).
 // Other sizes run the per-element functions of hoconv2d.h (per_pixel_kernel, grad_wt_kernel).
 //
 // On an H100 at the seed's B=64 (benchmarks/README.md) the forward moves 76% of the calibrated copy
@@ -23,17 +24,15 @@
 #include <torch/library.h>
 
 #include <algorithm>
-#include <limits>
 #include <tuple>
-#include <type_traits>
 
 #include "hoconv2d.h"
 #include "hoconv2d_checks.h"
+#include "hoconv2d_tile.h"
 
 namespace hoconv2d {
 namespace {
 
-constexpr int kTileW = 32, kTileH = 8;
 constexpr int64_t kMaxGrid = 65535;  // the grid's y and z limit; z is walked in strides past it
 
 dim3 tile_grid(const Shape& s, int64_t outer) {
@@ -135,19 +134,14 @@ __device__ __forceinline__ T load_once(const T* p) { return __ldcs(p); }
 template <typename T>
 __device__ __forceinline__ void store_once(T* p, T v) { __stcs(p, v); }
 
-// grad X and grad Wt of one pixel per thread, k = K and C = CH fixed. The block first copies its tiles
-// of G and X with a halo of P = K/2 into shared memory (zeros outside the image), then:
-//   grad Wt[b,t,h,w] = sum_c G[b,c,h,w] * X[b,c,h+i-P,w+j-P]   (tiles only),
-//   grad X[b,c,h,w]  = sum_t Wt[b,t,h-i+P,w-j+P] * G[b,c,h-i+P,w-j+P]   (taps outer: one weight, CH channels).
-// Sums run in the order of grad_wt_at and grad_x_at (one partial sum per kernel row). Registers are
-// capped so that 4 blocks fit an SM (64 per thread): uncapped, the compiler took 72 and fit 3, and the
-// kernel was 19% slower on an H100 (more loads in flight beat the registers it gave up).
+// grad X and grad Wt of one pixel per thread, k = K and C = CH fixed: the block copies its tiles of G and
+// X into shared memory, then each thread runs hoconv2d_tile.h's math for its pixel. Registers are capped
+// so that 4 blocks fit an SM (64 per thread): uncapped, the compiler took 72 and fit 3, and the kernel
+// was 19% slower on an H100 (more loads in flight beat the registers it gave up).
 template <typename T, int K, int CH>
 __global__ void __launch_bounds__(kTileW * kTileH, 4) backward_k_kernel(const T* __restrict__ g, const T* __restrict__ x, const T* __restrict__ wt,
                                   T* __restrict__ gx, T* __restrict__ gwt, Shape s) {
-  constexpr int P = K / 2, TH = kTileH + 2 * P, TW = kTileW + 2 * P;
-  __shared__ T gt[CH][TH][TW];
-  __shared__ T xt[CH][TH][TW];
+  __shared__ Tiles<T, K, CH> tiles;
   const int tx = threadIdx.x, ty = threadIdx.y;
   const int w = blockIdx.x * kTileW + tx, h = blockIdx.y * kTileH + ty;
   const int H = static_cast<int>(s.height), W = static_cast<int>(s.width);
@@ -155,80 +149,23 @@ __global__ void __launch_bounds__(kTileW * kTileH, 4) backward_k_kernel(const T*
   for (int64_t b = blockIdx.z; b < s.batch; b += gridDim.z) {
     const T* gb = g + b * CH * plane;
     const T* xb = x + b * CH * plane;
-    for (int n = ty * kTileW + tx; n < CH * TH * TW; n += kTileW * kTileH) {
-      const int c = n / (TH * TW), r = (n / TW) % TH, q = n % TW;
-      const int yy = blockIdx.y * kTileH + r - P, xx = blockIdx.x * kTileW + q - P;
-      const bool in = yy >= 0 && yy < H && xx >= 0 && xx < W;
-      gt[c][r][q] = in ? gb[c * plane + yy * W + xx] : T(0);
-      xt[c][r][q] = in ? xb[c * plane + yy * W + xx] : T(0);
+    for (int n = ty * kTileW + tx; n < Tiles<T, K, CH>::kElements; n += kTileW * kTileH) {
+      fill_tile_element(tiles, gb, xb, H, W, plane, blockIdx.y * kTileH, blockIdx.x * kTileW, n);
     }
     __syncthreads();
     if (w < W && h < H) {  // no return before the barriers: every thread copies its share of the tiles
       const int pos = h * W + w;
       const T* wb = wt + b * (K * K) * plane;
       T* gwb = gwt + b * (K * K) * plane + pos;
-#pragma unroll
-      for (int i = 0; i < K; ++i) {
-#pragma unroll
-        for (int j = 0; j < K; ++j) {
-          T acc = T(0);  // a tap that reads padding reads the tile's zeros
-#pragma unroll
-          for (int c = 0; c < CH; ++c) acc += gt[c][ty + P][tx + P] * xt[c][ty + i][tx + j];
-          store_once(gwb + (i * K + j) * plane, acc);
-        }
-      }
+      grad_wt_tile(tiles, ty, tx, [&](int tap, T v) { store_once(gwb + tap * plane, v); });
       T out[CH];
-#pragma unroll
-      for (int c = 0; c < CH; ++c) out[c] = T(0);
-#pragma unroll
-      for (int i = 0; i < K; ++i) {
-        const int hh = h - i + P;
-        T row[CH];
-#pragma unroll
-        for (int c = 0; c < CH; ++c) row[c] = T(0);
-#pragma unroll
-        for (int j = 0; j < K; ++j) {
-          const int ww = w - j + P;
-          if (hh >= 0 && hh < H && ww >= 0 && ww < W) {
-            const T wv = load_once(wb + (i * K + j) * plane + hh * W + ww);
-#pragma unroll
-            for (int c = 0; c < CH; ++c) row[c] += wv * gt[c][ty + 2 * P - i][tx + 2 * P - j];
-          }
-        }
-#pragma unroll
-        for (int c = 0; c < CH; ++c) out[c] += row[c];
-      }
+      grad_x_tile(tiles, ty, tx, h, w, H, W,
+                  [&](int tap, int hh, int ww) { return load_once(wb + tap * plane + hh * W + ww); }, out);
 #pragma unroll
       for (int c = 0; c < CH; ++c) store_once(gx + (b * CH + c) * plane + pos, out[c]);
     }
     __syncthreads();  // the next batch's tiles overwrite these
   }
-}
-
-// k = 3, 5, 7 with planes that an int indexes: `fn` gets k as a constant; else false.
-template <typename Fn>
-bool with_fixed_k(const Shape& s, Fn fn) {
-  if (s.plane() > std::numeric_limits<int>::max()) return false;
-  switch (s.k) {
-    case 3: fn(std::integral_constant<int, 3>{}); return true;
-    case 5: fn(std::integral_constant<int, 5>{}); return true;
-    case 7: fn(std::integral_constant<int, 7>{}); return true;
-    default: return false;
-  }
-}
-
-// k = 3, 5, 7 and C = 1 to 4 with planes that an int indexes: `fn` gets both as constants; else false.
-template <typename Fn>
-bool with_fixed_k_c(const Shape& s, Fn fn) {
-  if (s.channels < 1 || s.channels > 4) return false;
-  return with_fixed_k(s, [&](auto k) {
-    switch (s.channels) {
-      case 1: fn(k, std::integral_constant<int, 1>{}); break;
-      case 2: fn(k, std::integral_constant<int, 2>{}); break;
-      case 3: fn(k, std::integral_constant<int, 3>{}); break;
-      default: fn(k, std::integral_constant<int, 4>{}); break;
-    }
-  });
 }
 
 }  // namespace

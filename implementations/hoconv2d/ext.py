@@ -19,6 +19,7 @@ from . import OP, OPCHECK_MAX, filter_inputs
 OP_NAME = "hoconv2d"
 FORWARD = "hoconv2d_filter"
 BACKWARD = "hoconv2d_filter_backward"
+TILED = "hoconv2d_filter_backward_tiled"  # the CUDA backward's tile math on the CPU, for the tests
 
 
 def _check_shapes(x: torch.Tensor, weights: torch.Tensor) -> None:
@@ -64,7 +65,7 @@ def opcheck(inputs: dict[str, torch.Tensor]) -> None:
     torch.library.opcheck(EXT.op(BACKWARD), (grad_out, x.detach(), weights.detach()))
 
 
-EXT = Extension(OP_NAME, namespace=OP_NAME, fakes={FORWARD: _forward_fake, BACKWARD: _backward_fake},
+EXT = Extension(OP_NAME, namespace=OP_NAME, fakes={FORWARD: _forward_fake, BACKWARD: _backward_fake, TILED: _backward_fake},
                 autograd={FORWARD: (_backward, _setup_context)})
 load = EXT.load
 

@@ -87,6 +87,28 @@ def test_shared_header_math_on_border_heavy_images(p: dict) -> None:
         torch.testing.assert_close(g, e, atol=1e-13, rtol=1e-13)
 
 
+TILED = [p for p in SHAPES if p["k"] in (3, 5, 7) and p["C"] <= 4]  # the tiled CUDA backward's sizes
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("p", TILED, ids=lambda p: "x".join(str(v) for v in p.values()))
+def test_the_cuda_backward_s_tile_math_run_on_the_cpu_matches_the_reference(p: dict, dtype: torch.dtype) -> None:
+    """hoconv2d_tile.h's functions, which the CUDA backward runs for these sizes, run block by block on
+    the CPU (images of one block and of many, edges cut mid-block, tiles reaching past every border)."""
+    inputs, (_, *expected, grad_out) = reference(p, dtype)
+    got = torch.ops.hoconv2d.hoconv2d_filter_backward_tiled(grad_out.to(dtype), inputs["x"].detach(),
+                                                            inputs["weights"].detach())
+    for name, g, e in zip(("grad_x", "grad_weights"), got, expected):
+        assert g.dtype == dtype and g.shape == e.shape, name
+        torch.testing.assert_close(g.double(), e, **TOL[dtype], msg=lambda m: f"{name}: {m}")
+
+
+def test_the_tiled_backward_refuses_sizes_the_cuda_kernel_does_not_tile() -> None:
+    x, wt = torch.zeros(1, 5, 6, 6), torch.zeros(1, 9, 6, 6)
+    with pytest.raises(RuntimeError, match="k = 3, 5 or 7 and 1 to 4 channels, got k = 3 and 5 channels"):
+        torch.ops.hoconv2d.hoconv2d_filter_backward_tiled(torch.zeros_like(x), x, wt)
+
+
 def test_module_target_gradients_flow_through_the_conv() -> None:
     p = params(2, 3, 12, 16, 5)
     inputs, (*expected, grad_out) = reference(p, torch.float64, MODULE)
