@@ -1,7 +1,7 @@
 """Versions of hoconv2d's CUDA kernels in one process on one GPU, timed in turning rounds.
 
     mkdir -p /tmp/old && for f in hoconv2d/hoconv2d_cuda.cu hoconv2d/hoconv2d.h hoconv2d/hoconv2d_checks.h \\
-        common/benchctl_hd.h; do git show HEAD~1:extensions/$f > /tmp/old/$(basename $f); done
+        hoconv2d/hoconv2d_tile.h common/benchctl_hd.h; do git show HEAD~1:extensions/$f > /tmp/old/$(basename $f); done
     .venv/bin/python benchmarks/hoconv2d_cuda_ab_bench.py /tmp/old --own
 
 A version is a folder holding hoconv2d_cuda.cu and the headers it includes (`--own` adds the

@@ -1,0 +1,25 @@
+"""The benchmark scripts' own logic that a GPU run depends on, checked here so that no GPU time is lost to it."""
+
+import importlib.util
+import re
+from pathlib import Path
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+INCLUDE = re.compile(r'^#include "([^"]+)"', re.M)
+
+
+def _module(name: str):
+    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_cuda_ab_bench_stages_every_header_the_checkout_s_kernels_include(tmp_path, monkeypatch):
+    """`--own` builds the checkout's hoconv2d_cuda.cu from one folder: each header it includes, and each
+    header those include, must be staged beside it."""
+    bench = _module("hoconv2d_cuda_ab_bench")
+    monkeypatch.setattr(bench.tempfile, "gettempdir", lambda: str(tmp_path))
+    staged = bench.stage(bench.OWN, 0)
+    wanted = {name for f in staged.iterdir() for name in INCLUDE.findall(f.read_text())}
+    assert "hoconv2d_tile.h" in wanted and wanted <= {f.name for f in staged.iterdir()}
