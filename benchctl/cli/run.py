@@ -207,12 +207,13 @@ def _render_summary(writer) -> None:
     from benchctl import console
     from benchctl.ops import registry
     from benchctl.results import storage
-    from benchctl.results.summary import absent_devices, summary_tables
+    from benchctl.results.summary import absent_devices, host_bound_line, summary_tables
 
     df = storage.load_run(writer.dir)
     refs = {name: op.reference for name, op in registry.operators().items()}
     for t in summary_tables(df, refs):
         console.out.print(console.table(t.title, t.columns, t.rows))
-    for absent in absent_devices(df):
-        console.out.print(absent.line())
+    for line in [a.line() for a in absent_devices(df)] + [host_bound_line(df)]:
+        if line:
+            console.out.print(line)
     console.out.print(f"results: {writer.dir}")

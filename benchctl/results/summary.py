@@ -11,7 +11,7 @@ import pandas as pd
 
 from benchctl.results import storage
 from benchctl.results.schema import CANARY_SLOW
-from benchctl.vocab import Status, Stop
+from benchctl.vocab import Device, Status, Stop, TimingMode
 
 # A call whose system CPU time (all threads) is at least this share of its median is marked "os": most
 # of what was measured is the kernel, e.g. zero-filling fresh pages, not the implementation's own work.
@@ -196,6 +196,27 @@ def slow_machine(row: Mapping[str, Any]) -> bool:
 
 def _below(value: float | None, share: float, typical: float | None) -> bool:
     return value is not None and typical is not None and not pd.isna(value) and value < share * typical
+
+
+def host_bound(rows: pd.DataFrame, suffix: str = "") -> pd.Series:
+    """Rows whose host took at least HOST_BOUND of the median to issue the call (the tables' `host` mark);
+    `suffix` picks a merged frame's columns."""
+    host, median = f"host_s{suffix}", f"median_s{suffix}"
+    if host not in rows:
+        return pd.Series(False, index=rows.index)
+    return (rows[host].fillna(0) >= HOST_BOUND * rows[median]) & (rows[median] > 0)
+
+
+def host_bound_line(rows: pd.DataFrame) -> str | None:
+    """A line under the tables where GPU passes timed eagerly were host-bound: their times are the host
+    issuing each call, which a faster kernel would not change; CUDA graphs time the kernels alone."""
+    mode = rows["timing_mode"] if "timing_mode" in rows else pd.Series(None, index=rows.index, dtype=object)
+    eager = rows[(rows["status"] == Status.OK) & (rows["device"] == Device.CUDA) & (mode != TimingMode.CUDA_GRAPH)]
+    count = int(host_bound(eager).sum())
+    if not count:
+        return None
+    return (f"{count} of {len(eager)} GPU passes were host-bound (host): their times are the host issuing each "
+            "call (Python, dispatch, launches), not the kernels; run again with --cuda-graph to time the kernels")
 
 
 def _share_at_least(row: dict, column: str, share: float) -> bool:

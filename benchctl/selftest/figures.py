@@ -8,7 +8,7 @@ from typing import Sequence
 import pandas as pd
 
 from benchctl.results import storage
-from benchctl.results.summary import HOST_BOUND
+from benchctl.results.summary import host_bound
 from benchctl.selftest.steps import EAGER
 from benchctl.selftest.verdict import Outcome
 from benchctl.vocab import Device, Status
@@ -30,21 +30,13 @@ def _ok(rows: pd.DataFrame) -> pd.DataFrame:
     return rows[(rows["status"] == Status.OK) & (rows["device"] == Device.CUDA)]
 
 
-def _host_bound(rows: pd.DataFrame, suffix: str = "") -> pd.Series:
-    """Passes whose host took most of the time to issue them (the end-of-run table's `host` mark);
-    `suffix` picks a merged frame's columns."""
-    if f"host_s{suffix}" not in rows:
-        return pd.Series(False, index=rows.index)
-    return rows[f"host_s{suffix}"].fillna(0) >= HOST_BOUND * rows[f"median_s{suffix}"]
-
-
 def _run_line(name: str, rows: pd.DataFrame) -> str:
     ok = _ok(rows)
     clock = ok["sm_clock_mhz"].dropna() if "sm_clock_mhz" in ok else pd.Series(dtype=float)
     throttled = int(ok["throttled"].fillna(False).astype(bool).sum()) if "throttled" in ok else 0
     said = f"median SM clock {clock.median():.0f} MHz, {throttled} throttled" if len(clock) else "no NVML clock samples"
     return (f"- {name}: {len(ok)} of {len(rows)} passes ok, {int(ok['noisy'].fillna(False).sum())} noisy, "
-            f"{int(_host_bound(ok).sum())} host-bound; {said}")
+            f"{int(host_bound(ok).sum())} host-bound; {said}")
 
 
 def _ratio_line(name: str, rows: pd.DataFrame, eager: pd.DataFrame) -> str:
@@ -52,7 +44,7 @@ def _ratio_line(name: str, rows: pd.DataFrame, eager: pd.DataFrame) -> str:
     if both.empty:
         return f"- {name} against eager: no cell ran in both"
     ratio = both["median_s"] / both["median_s_eager"]
-    kernels = ratio[~_host_bound(both, "_eager")]
+    kernels = ratio[~host_bound(both, "_eager")]
     # Where the host sets the pace, an L2 flush or a graph changes the host's time, not the kernels'.
     said = (f"; over the {len(kernels)} GPU-bound in eager: {kernels.median():.3f}" if len(kernels)
             else "; every pass was host-bound in eager, so this compares host overhead, not kernels")

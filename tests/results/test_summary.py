@@ -6,7 +6,7 @@ import pandas as pd
 
 import pytest
 
-from benchctl.results.summary import absent_devices, speedup, speedup_label, summary_tables
+from benchctl.results.summary import absent_devices, host_bound_line, speedup, speedup_label, summary_tables
 
 
 def rows():
@@ -50,6 +50,15 @@ def test_a_gpu_cell_whose_host_side_takes_most_of_it_is_marked():
     assert small.rows[0] == ("forward", "py", "4 host", "10")  # B=2: 2 of 10 ms, GPU-bound
     assert small.rows[1][2] == "1 (4.0x)"
     assert "host: host-bound" in small.title
+
+
+def test_host_bound_gpu_passes_get_a_line_that_points_to_cuda_graphs():
+    df = rows().assign(device="cuda", host_s=[0.0038, 0.002, 0.0009, None, 0.45])  # 3 of the 4 ok: host-bound
+    assert host_bound_line(df) == ("3 of 4 GPU passes were host-bound (host): their times are the host issuing "
+                                   "each call (Python, dispatch, launches), not the kernels; run again with "
+                                   "--cuda-graph to time the kernels")
+    assert host_bound_line(df.assign(timing_mode="cuda_graph")) is None  # graph replays: the kernels' time
+    assert host_bound_line(df.assign(host_s=0.0001)) is None and host_bound_line(rows()) is None  # none; a CPU run
 
 
 def test_a_cell_measured_while_the_machines_memory_bandwidth_was_low_is_marked():
