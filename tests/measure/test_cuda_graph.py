@@ -85,21 +85,6 @@ def test_a_call_that_cannot_be_captured_is_an_error_row_that_says_so(builtin_ops
     assert row["message"].startswith("GraphCaptureError: cannot be captured in a CUDA graph: RuntimeError")
 
 
-def test_a_captured_pass_keeps_the_events_host_side_in_its_row(builtin_ops):
-    """The graph clock hands on its events' records: the row's host time and stray time come from them."""
-    from benchctl.measure.execute import prepare
-    from benchctl.ops.cells import Cell
-
-    cell = Cell.make("hoconv2d", "filter", "py", "cpu", "float32", {"batch_size": 1, "C": 3, "H": 8, "W": 8, "k": 3})
-    clock = CudaGraphClock(events([float(i) for i in range(2000)]), lambda thunk: thunk)  # 1 ms a replay
-    settings = Settings(probe_bandwidth=False, policy=Policy(warmup=1, warmup_time=0, min_samples=5, min_time=0,
-                                                             max_samples=5, ci_target=0))
-    row = _time_pass(PassResult(), prepare(cell.resolve()), "forward", settings, clock).to_row()
-    assert row["status"] == "ok", row["message"]
-    assert row["median_s"] == pytest.approx(0.001) and row["host_s"] == 0.0  # the fake counter never moves
-    assert clock.stray_per_call == clock.events.stray_per_call and len(clock.stray_per_call) == 6
-
-
 def test_a_watched_gpu_pass_runs_on_fakes_to_an_ok_row_with_the_gpu_s_clock(builtin_ops, monkeypatch):
     """What a `--cuda-graph` sweep does to a pass on a GPU, run here on fakes: the pass timed as graph
     replays over fake events, watched by a clock guard over a fake NVML; the row comes out ok, with the
@@ -117,6 +102,7 @@ def test_a_watched_gpu_pass_runs_on_fakes_to_an_ok_row_with_the_gpu_s_clock(buil
     row = _time_pass(PassResult(), execute.prepare(cell.resolve()), "forward", settings, clock, watch=True).to_row()
     assert row["status"] == "ok" and row["median_s"] == pytest.approx(0.001) and row["host_s"] == 0.0
     assert row["sm_clock_mhz"] == 1400 and row["throttled"]  # the guard's samples after its first
+    assert clock.stray_per_call is clock.events.stray_per_call and len(clock.stray_per_call) == 6  # warm-up + 5
 
 
 def test_the_backward_thunk_reuses_one_graph_so_it_can_be_replayed():
