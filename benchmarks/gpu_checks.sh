@@ -9,9 +9,16 @@
 # Parts, most wanted first: build, the self-test, calibration, CUDA-graph sweeps of the passes that are
 # host-bound without a graph, the hoconv2d A/B of its backward versions (the checkout last), ncu of the
 # first and last of them, then the seed-size sweeps.
-export PYTHONUNBUFFERED=1 BENCHCTL_SETTLE=0 TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0}
+#
+# A GPU machine that reaches no network gets the wheels it lacks from .whl/ (not in git), made beforehand
+# where PyPI is at hand:  pip download py-spy ruptures --only-binary=:all: --python-version 3.12 --no-deps -d .whl
+export PYTHONUNBUFFERED=1 BENCHCTL_SETTLE=0 TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0} MAX_JOBS=${MAX_JOBS:-$(nproc)}
 OUT=${OUT:-results/gpu}; G=${WORK:-/tmp/gpu}; mkdir -p $OUT $G; START=$(date +%s); BUDGET=${BUDGET:-540}
 PY=${PYTHON:-python3}
+if ls .whl/*.whl > /dev/null 2>&1; then
+  [ -d /tmp/site ] || $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl > /dev/null 2>&1
+  export PYTHONPATH=/tmp/site:$PWD${PYTHONPATH:+:$PYTHONPATH} PATH=/tmp/site/bin:$PATH
+fi
 left() { echo $(( BUDGET - ($(date +%s) - START) )); }
 part() {  # part NAME CAP COMMAND...: at most CAP seconds, and never past the budget
   local name=$1 cap=$2; shift 2
