@@ -139,8 +139,9 @@ __device__ __forceinline__ void store_once(T* p, T v) { __stcs(p, v); }
 // so that 4 blocks fit an SM (64 per thread): uncapped, the compiler took 72 and fit 3, and the kernel
 // was 19% slower on an H100 (more loads in flight beat the registers it gave up).
 template <typename T, int K, int CH>
-__global__ void __launch_bounds__(kTileW * kTileH, 4) backward_k_kernel(const T* __restrict__ g, const T* __restrict__ x, const T* __restrict__ wt,
-                                  T* __restrict__ gx, T* __restrict__ gwt, Shape s) {
+__global__ void __launch_bounds__(kTileW * kTileH, 4)
+    backward_k_kernel(const T* __restrict__ g, const T* __restrict__ x, const T* __restrict__ wt,
+                      T* __restrict__ gx, T* __restrict__ gwt, Shape s) {
   __shared__ Tiles<T, K, CH> tiles;
   const int tx = threadIdx.x, ty = threadIdx.y;
   const int w = blockIdx.x * kTileW + tx, h = blockIdx.y * kTileH + ty;

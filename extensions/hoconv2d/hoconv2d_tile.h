@@ -17,12 +17,6 @@
 #include "benchctl_hd.h"
 #include "hoconv2d.h"
 
-#ifdef __CUDACC__
-#define HOCONV2D_UNROLL _Pragma("unroll")
-#else
-#define HOCONV2D_UNROLL
-#endif
-
 namespace hoconv2d {
 
 constexpr int kTileW = 32, kTileH = 8;
@@ -53,12 +47,12 @@ BENCHCTL_HD inline void fill_tile_element(Tiles<T, K, CH>& t, const T* gb, const
 template <typename T, int K, int CH, typename Store>
 BENCHCTL_HD inline void grad_wt_tile(const Tiles<T, K, CH>& t, int ty, int tx, Store store) {
   constexpr int P = K / 2;
-  HOCONV2D_UNROLL
+  BENCHCTL_UNROLL
   for (int i = 0; i < K; ++i) {
-    HOCONV2D_UNROLL
+    BENCHCTL_UNROLL
     for (int j = 0; j < K; ++j) {
       T acc = T(0);
-      HOCONV2D_UNROLL
+      BENCHCTL_UNROLL
       for (int c = 0; c < CH; ++c) acc += t.g[c][ty + P][tx + P] * t.x[c][ty + i][tx + j];
       store(i * K + j, acc);
     }
@@ -72,24 +66,24 @@ template <typename T, int K, int CH, typename Load>
 BENCHCTL_HD inline void grad_x_tile(const Tiles<T, K, CH>& t, int ty, int tx, int h, int w, int H, int W,
                                     Load load, T (&out)[CH]) {
   constexpr int P = K / 2;
-  HOCONV2D_UNROLL
+  BENCHCTL_UNROLL
   for (int c = 0; c < CH; ++c) out[c] = T(0);
-  HOCONV2D_UNROLL
+  BENCHCTL_UNROLL
   for (int i = 0; i < K; ++i) {
     const int hh = h - i + P;
     T row[CH];
-    HOCONV2D_UNROLL
+    BENCHCTL_UNROLL
     for (int c = 0; c < CH; ++c) row[c] = T(0);
-    HOCONV2D_UNROLL
+    BENCHCTL_UNROLL
     for (int j = 0; j < K; ++j) {
       const int ww = w - j + P;
       if (hh >= 0 && hh < H && ww >= 0 && ww < W) {
         const T wv = load(i * K + j, hh, ww);
-        HOCONV2D_UNROLL
+        BENCHCTL_UNROLL
         for (int c = 0; c < CH; ++c) row[c] += wv * t.g[c][ty + 2 * P - i][tx + 2 * P - j];
       }
     }
-    HOCONV2D_UNROLL
+    BENCHCTL_UNROLL
     for (int c = 0; c < CH; ++c) out[c] += row[c];
   }
 }

@@ -65,7 +65,8 @@ def opcheck(inputs: dict[str, torch.Tensor]) -> None:
     torch.library.opcheck(EXT.op(BACKWARD), (grad_out, x.detach(), weights.detach()))
 
 
-EXT = Extension(OP_NAME, namespace=OP_NAME, fakes={FORWARD: _forward_fake, BACKWARD: _backward_fake, TILED: _backward_fake},
+EXT = Extension(OP_NAME, namespace=OP_NAME,
+                fakes={FORWARD: _forward_fake, BACKWARD: _backward_fake, TILED: _backward_fake},
                 autograd={FORWARD: (_backward, _setup_context)})
 load = EXT.load
 

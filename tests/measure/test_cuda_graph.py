@@ -200,7 +200,8 @@ def test_a_gpu_cell_runs_to_ok_rows_with_their_host_side(builtin_ops, graph):
     from benchctl.measure.execute import run_cell
     from benchctl.ops.cells import Cell
 
-    cell = Cell.make("hoconv2d", "filter", "cuda", "cuda", "float32", {"batch_size": 2, "C": 3, "H": 32, "W": 32, "k": 5})
+    params = {"batch_size": 2, "C": 3, "H": 32, "W": 32, "k": 5}
+    cell = Cell.make("hoconv2d", "filter", "cuda", "cuda", "float32", params)
     policy = Policy(warmup=2, warmup_time=0.1, min_samples=5, min_time=0, max_samples=5, ci_target=0)
     rows = run_cell(cell, Settings(probe_bandwidth=False, cuda_graph=graph, policy=policy))
     assert [r["status"] for r in rows] == ["ok"] * len(rows) and rows, [r["message"] for r in rows]
