@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, NamedTuple, Sequence
 
 import numpy as np
 import pandas as pd
@@ -57,8 +57,7 @@ class CellChange:
     machine: dict[str, float] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class EnvDifference:
+class EnvDifference(NamedTuple):
     """A fact of the environment (torch, driver, CPU...) that differs between BASE and NEW."""
     field: str
     base: str
@@ -102,7 +101,7 @@ class Comparison:
         return {
             "threshold": self.threshold, "alpha": self.alpha, "counts": self.counts, "warnings": self.warnings(),
             "bandwidth_gbps": {"base": self.bandwidth[0], "new": self.bandwidth[1]},
-            "env_differences": [asdict(d) for d in self.env_differences],
+            "env_differences": [d._asdict() for d in self.env_differences],
             # "pass" as in the results files (the field cannot be named so in Python)
             "cells": [{("pass" if k == "pass_name" else k): _json_safe(v) for k, v in asdict(c).items()}
                       for c in self.ordered()],

@@ -22,10 +22,14 @@ TIMED_OUT = 124  # the exit status a step gets when it ran past its time limit (
 class Outcome:
     """How one step of the self-test ended."""
     step: Step
-    ok: bool
+    code: int  # its exit status: 0 passed, TIMED_OUT ran past its limit
     seconds: float
     tail: str  # the last lines of its output
     earlier: bool = False  # kept from an earlier self-test at the same folder (--resume), not run again
+
+    @property
+    def ok(self) -> bool:
+        return self.code == 0
 
 
 Runner = Callable[[Step], tuple[int, str]]
@@ -81,13 +85,15 @@ def run_steps(steps: Sequence[Step], runner: Runner,
         began = time.monotonic()
         code, output = runner(step)
         tail = "\n".join(output.strip().splitlines()[-TAIL_LINES:])
-        outcomes.append(Outcome(step, code == 0, time.monotonic() - began, tail))
+        outcomes.append(Outcome(step, code, time.monotonic() - began, tail))
         on_done(outcomes)
     return outcomes
 
 
 def result(outcome: Outcome) -> str:
-    return "FAIL" if not outcome.ok else "pass (earlier run)" if outcome.earlier else "pass"
+    if not outcome.ok:
+        return "FAIL (timed out)" if outcome.code == TIMED_OUT else "FAIL"
+    return "pass (earlier run)" if outcome.earlier else "pass"
 
 
 def markdown(outcomes: Sequence[Outcome], machine: str, figures: Sequence[str] = (),
@@ -118,7 +124,7 @@ def passed(path: Path, steps: Sequence[Step]) -> dict[str, Outcome]:
     """The steps that passed in the outcomes saved at `path` (none if there is no such file)."""
     rows = json.loads(path.read_text()) if path.is_file() else []
     by_name = {step.name: step for step in steps}
-    return {r["step"]: Outcome(by_name[r["step"]], True, r["seconds"], r["tail"], earlier=True)
+    return {r["step"]: Outcome(by_name[r["step"]], 0, r["seconds"], r["tail"], earlier=True)
             for r in rows if r["ok"] and r["step"] in by_name}
 
 

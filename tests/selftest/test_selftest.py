@@ -56,6 +56,7 @@ def test_resume_keeps_the_steps_that_passed_and_runs_the_failed_and_unrun_ones_a
     saved = tmp_path / "steps.json"
     first = verdict.run_steps(todo[:2], runner=lambda step: (0 if step.argv == ("tests",) else 124, "first"))
     verdict.save(saved, first)  # stopped after two steps: one passed, one timed out
+    assert "| check all gpu | FAIL (timed out) |" in verdict.markdown(first, "H100")
     ran = []
     outcomes = verdict.run_steps(todo, runner=lambda step: ran.append(step.argv) or (0, "second"),
                                  passed_before=verdict.passed(saved, todo))
@@ -129,8 +130,8 @@ def test_the_figures_compare_cuda_graph_with_eager_on_the_same_cells(tmp_path):
         writer = RunWriter(tmp_path / name, "run", {})
         writer.write(rows)
         writer.finish()
-    outcomes = [verdict.Outcome(steps.Step("quick GPU sweep", (), "", str(tmp_path / "eager")), True, 1.0, ""),
-                verdict.Outcome(steps.Step("quick GPU sweep --cuda-graph", (), "", str(tmp_path / "graph")), True, 1.0, "")]
+    outcomes = [verdict.Outcome(steps.Step("quick GPU sweep", (), "", str(tmp_path / "eager")), 0, 1.0, ""),
+                verdict.Outcome(steps.Step("quick GPU sweep --cuda-graph", (), "", str(tmp_path / "graph")), 0, 1.0, "")]
     lines = figures.sweep_figures(outcomes)
     assert lines[0] == "- quick GPU sweep: 2 of 2 passes ok, 0 noisy, 1 host-bound; median SM clock 1980 MHz, 0 throttled"
     assert lines[2] == ("- quick GPU sweep --cuda-graph against eager, same cells: median time ratio 0.625 "
@@ -142,7 +143,7 @@ def test_a_comparison_of_host_bound_passes_only_says_it_compares_host_overhead(t
         writer = RunWriter(tmp_path / name, "run", {})
         writer.write([row("cuda", median, host_s=0.95e-3)])
         writer.finish()
-    outcomes = [verdict.Outcome(steps.Step(name, (), "", str(tmp_path / folder)), True, 1.0, "")
+    outcomes = [verdict.Outcome(steps.Step(name, (), "", str(tmp_path / folder)), 0, 1.0, "")
                 for name, folder in ((steps.EAGER, "eager"), ("quick GPU sweep --flush-l2", "flush"))]
     lines = figures.sweep_figures(outcomes)
     assert lines[0].endswith("0 noisy, 1 host-bound; no NVML clock samples")
