@@ -11,14 +11,13 @@ is checked is what is timed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Mapping
 
 import torch
 
 from benchctl.measure import tamper
-from benchctl.ops import registry
 from benchctl.measure.passes import as_tuple, grad_outputs
 from benchctl.ops.params import Params
 from benchctl.ops.registry import Case, Implementation, Operator, Target
@@ -137,15 +136,26 @@ def run_on(target: Target, impl: Implementation, inputs: dict[str, Any], watched
     return Run(tuple(o.detach() for o in outs), grads, tuple(problems))
 
 
+@dataclass(frozen=True)
+class _Reference:
+    """What a reference run is cached by (names, params, seed); it carries the target and implementation
+    it runs, so the registry is not asked again."""
+    op: str
+    target_name: str
+    params: Params
+    seed: int
+    target: Target = field(compare=False)
+    impl: Implementation = field(compare=False)
+
+
 @lru_cache(maxsize=8)
-def _reference(op_name: str, target_name: str, params: Params, seed: int):
-    op = registry.get(op_name)
-    case = Case(params.to_dict(), torch.float64, "cpu", seed)
-    return run_once(op.target(target_name), op.implementations[op.reference], case)
+def _reference(key: _Reference) -> Run:
+    return run_once(key.target, key.impl, Case(key.params.to_dict(), torch.float64, "cpu", key.seed))
 
 
-def reference(op: Operator, target: Target, params: Mapping[str, Any], seed: int = 0):
-    return _reference(op.name, target.name, params if isinstance(params, Params) else Params(params), seed)
+def reference(op: Operator, target: Target, params: Mapping[str, Any], seed: int = 0) -> Run:
+    return _reference(_Reference(op.name, target.name, params if isinstance(params, Params) else Params(params),
+                                 seed, target, op.implementations[op.reference]))
 
 
 def check(op: Operator, target: Target, impl: Implementation, device: str, dtype: torch.dtype,

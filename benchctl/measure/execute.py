@@ -222,9 +222,9 @@ def _time_watched(head: PassResult, prepared: Prepared, pass_name: str, settings
     row = row.with_(**_host_side(clock, host_before + len(m.warmup_s), row.message), threads=torch.get_num_threads())
     row = row.with_(**trust.disturbance(m), **trust.said(row.message, m))
     peaks = settings.peaks.get(prepared.resolved.cell.device, {})
-    row = row.with_(**rates.rates(prepared.resolved, prepared.setup(pass_name), pass_name, m.median, peaks))
-    columns = row.to_row()
-    return row.with_(**trust.below_floor(columns, rates.least_time(columns, peaks, prepared.resolved.cell)))
+    found, least_s = rates.rates(prepared.resolved, prepared.setup(pass_name), pass_name, m.median, peaks)
+    row = row.with_(**found)
+    return row.with_(**trust.below_floor(row.to_row(), least_s))
 
 
 def _host_side(clock: Clock, start: int, message: str | None) -> dict[str, Any]:

@@ -15,11 +15,11 @@ from benchctl.vocab import TF32_PEAK, Device, Pass
 
 
 def rates(resolved: Resolved, setup: Callable[[], Thunk], pass_name: str, median: float,
-          peaks: dict[str, Any]) -> dict[str, Any]:
+          peaks: dict[str, Any]) -> tuple[dict[str, Any], float | None]:
     """FLOPs (as torch counts them in a call of `setup`'s thunk, else the operator's formula: flops.py) and
     bytes (the formula) -> GFLOP/s, GB/s and % of the roofline bound, whose bandwidth is that of the cache
     level the pass's bytes fit in (machine/caches.py) and whose FLOP/s is this device's calibrated matmul
-    rate in the pass's dtype."""
+    rate in the pass's dtype; and the least time the pass could take here (least_time)."""
     cell, target = resolved.cell, resolved.target
     params, size = cell.params, cell.torch_dtype.itemsize
     fwd = (target.flops(params), target.bytes(params, size))
@@ -31,12 +31,13 @@ def rates(resolved: Resolved, setup: Callable[[], Thunk], pass_name: str, median
                            "flops_source": "counted" if torch_count else "declared" if declared else None}
     if median > 0:
         out.update(per_second(flops_done, nbytes, median))
-    level, gflops = caches.level_for(nbytes, caches.levels(peaks)), matmul_peak(peaks, cell)
+    ceilings = caches.levels(peaks)
+    level, gflops = caches.level_for(nbytes, ceilings), matmul_peak(peaks, cell)
     bound = max(nbytes / (level.gbps * 1e9) if level else 0.0, flops_done / (gflops * 1e9) if gflops else 0.0)
     if bound > 0 and median > 0:
         out["pct_of_peak"] = 100.0 * bound / median
         out["peak_level"] = level.name if level else None
-    return out
+    return out, least_time(flops_done, nbytes, ceilings, gflops)
 
 
 def per_second(flops: float | None, nbytes: float | None, median: float) -> dict[str, float]:
@@ -49,13 +50,13 @@ def per_second(flops: float | None, nbytes: float | None, median: float) -> dict
     return out
 
 
-def least_time(row: dict[str, Any], peaks: dict[str, Any], cell: Cell) -> float | None:
+def least_time(flops: float | None, nbytes: float | None, ceilings: list[caches.Level],
+               gflops: float | None) -> float | None:
     """The least time any implementation could take: its bytes at the fastest level calibrated (declared
     bytes count re-reads that a cache may serve), or its FLOPs at the calibrated peak, whichever is longer."""
-    fastest = max((lv.gbps for lv in caches.levels(peaks)), default=None)
-    gflops = matmul_peak(peaks, cell)
-    least = max((row.get("bytes") or 0.0) / (fastest * 1e9) if fastest else 0.0,
-                (row.get("flops") or 0.0) / (gflops * 1e9) if gflops else 0.0)
+    fastest = max((lv.gbps for lv in ceilings), default=None)
+    least = max((nbytes or 0.0) / (fastest * 1e9) if fastest else 0.0,
+                (flops or 0.0) / (gflops * 1e9) if gflops else 0.0)
     return least or None
 
 
