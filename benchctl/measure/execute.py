@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import gc
 import json
-import statistics
 import traceback
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
@@ -189,8 +188,7 @@ def _watched(clock: Clock, clocks: gpu_clocks.ClockGuard | None) -> interference
 def _time_watched(head: PassResult, prepared: Prepared, pass_name: str, settings: Settings, clock: Clock,
                   partner: Prepared | None, watch: bool, clocks: gpu_clocks.ClockGuard | None) -> PassResult:
     row = head.with_(pass_=pass_name, compile_s=prepared.compile_s, best_config=prepared.best_config)
-    usage = getattr(clock, "usage_per_call", None)
-    before, host_before = len(usage or ()), len(getattr(clock, "host_per_call", ()))
+    recorded = _recorded(clock)
     probe = trust.probe if settings.probe_bandwidth and prepared.resolved.cell.device == Device.CPU else None
     try:
         audited = _audit(prepared, pass_name, clock)
@@ -212,27 +210,33 @@ def _time_watched(head: PassResult, prepared: Prepared, pass_name: str, settings
     if wrong:
         return row.with_(status=Status.INCORRECT, message=wrong)
     row = row.with_(status=Status.OK, samples_s=list(m.samples), noisy=m.noisy, stop=m.stop, peak_mem_bytes=mem,
-                    wall_s=m.wall_s, **m.stats, **paired)
-    if probe:
-        row = row.with_(**trust.machine_around(bandwidth_before, bandwidth_after, settings.peaks.get("cpu", {})))
+                    wall_s=m.wall_s, threads=torch.get_num_threads(), **m.stats, **paired)
     if clocks:
         row = row.with_(**clocks.summary())
-    if usage is not None:
-        row = row.with_(**trust.os_work(usage[before + len(m.warmup_s):]))
-    row = row.with_(**_host_side(clock, host_before + len(m.warmup_s), row.message), threads=torch.get_num_threads())
-    row = row.with_(**trust.disturbance(m), **trust.said(row.message, m))
-    peaks = settings.peaks.get(prepared.resolved.cell.device, {})
-    found, least_s = rates.rates(prepared.resolved, prepared.setup(pass_name), pass_name, m.median, peaks)
+    found, least_s = rates.rates(prepared.resolved, prepared.setup(pass_name), pass_name, m.median,
+                                 settings.peaks.get(prepared.resolved.cell.device, {}))
     row = row.with_(**found)
-    return row.with_(**trust.below_floor(row.to_row(), least_s))
+    around = trust.Around(probes=(bandwidth_before, bandwidth_after) if probe else None,
+                          cpu_peaks=settings.peaks.get(Device.CPU, {}), **_calls(clock, m, recorded))
+    return row.with_(**trust.judged(row.to_row(), m, around, least_s))
 
 
-def _host_side(clock: Clock, start: int, message: str | None) -> dict[str, Any]:
-    """A GPU clock's sampled calls from `start`: their median host time, and work left on other streams."""
-    host = getattr(clock, "host_per_call", None)
-    if not host:
-        return {}
-    return {"host_s": statistics.median(host[start:]), **trust.stray(clock.stray_per_call[start:], message)}
+def _recorded(clock: Clock) -> tuple[int, int]:
+    """How many calls' OS work and host times the clock has recorded so far."""
+    return len(getattr(clock, "usage_per_call", None) or ()), len(getattr(clock, "host_per_call", None) or ())
+
+
+def _calls(clock: Clock, m: Measurement, recorded: tuple[int, int]) -> dict[str, Any]:
+    """What the clock recorded of the pass's sampled calls (after `recorded`, and its warm-up's): their OS
+    work on a CPU, their host time and work left on other streams on a GPU."""
+    usage, host = getattr(clock, "usage_per_call", None), getattr(clock, "host_per_call", None)
+    out: dict[str, Any] = {}
+    if usage is not None:
+        out["usage"] = usage[recorded[0] + len(m.warmup_s):]
+    if host:
+        start = recorded[1] + len(m.warmup_s)
+        out.update(host=host[start:], stray=clock.stray_per_call[start:])
+    return out
 
 
 def _time_paired(setup: Callable[[], Thunk], clock: Clock, partner: Prepared, pass_name: str, settings: Settings,

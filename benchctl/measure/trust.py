@@ -6,7 +6,8 @@ and a median under the pass's floor, which no implementation can beat.
 from __future__ import annotations
 
 import statistics
-from typing import Any, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
 
 from benchctl.machine import canary, membw
 from benchctl.measure.clocks import OsUsage
@@ -22,7 +23,8 @@ def probe() -> tuple[float, float]:
     return membw.probe(), canary.canary()
 
 
-def machine_around(before: tuple[float, float], after: tuple[float, float], peaks: dict[str, Any]) -> dict[str, Any]:
+def machine_around(before: tuple[float, float], after: tuple[float, float],
+                   peaks: Mapping[str, Any]) -> dict[str, Any]:
     """The machine's memory bandwidth and compute canary around a pass (the means of the readings before and
     after it), and the canary against its calibrated time."""
     canary_s = (before[1] + after[1]) / 2
@@ -49,27 +51,53 @@ def disturbance(m: Measurement) -> dict[str, Any]:
     return {"disturbed": list(m.disturbed), "disturbed_share": m.disturbed_share, **wait}
 
 
-def said(message: str | None, m: Measurement) -> dict[str, str]:
-    """The row's message with what makes its median doubtful added: disturbed, noisy."""
+def doubts(m: Measurement) -> str:
+    """What makes the median doubtful: disturbed, noisy (empty where nothing does)."""
     disturbed = m.stop == Stop.DISTURBED
-    text = join_messages(message, disturbed_message(m.disturbed, m.readings, m.median, m.watched) if disturbed
-                         else None, noisy_message(m.stats) if m.noisy else None)
-    return {"message": text} if text else {}
+    return join_messages(disturbed_message(m.disturbed, m.readings, m.median, m.watched) if disturbed else None,
+                         noisy_message(m.stats) if m.noisy else None)
 
 
-def stray(per_call: Sequence[float], message: str | None) -> dict[str, str]:
-    """The message where sampled GPU calls left work on another stream (clocks.CudaEventClock): their
-    samples count that work, up to the moment the whole device was idle."""
+def stray(per_call: Sequence[float]) -> str:
+    """What to say where sampled GPU calls left work on another stream (clocks.CudaEventClock): their
+    samples count that work, up to the moment the whole device was idle (empty where none did)."""
     count = sum(1 for s in per_call if s > 0)
     if not count:
-        return {}
-    said = (f"{count} of {len(per_call)} calls left work on another stream after the call's own finished "
+        return ""
+    return (f"{count} of {len(per_call)} calls left work on another stream after the call's own finished "
             f"(median {statistics.median(s for s in per_call if s > 0) * 1e6:.0f} us): timed to the whole "
             "device's end")
-    return {"message": join_messages(message, said)}
 
 
-def below_floor(row: dict[str, Any], least_s: float | None) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Around:
+    """What was recorded around a pass's sampled calls: the probes before and after it (CPU), the OS's
+    work of each call (CPU clock), and each call's host time and work left on other streams (GPU clock)."""
+    probes: tuple[tuple[float, float], tuple[float, float]] | None = None
+    cpu_peaks: Mapping[str, Any] = field(default_factory=dict)
+    usage: Sequence[OsUsage] | None = None
+    host: Sequence[float] = ()
+    stray: Sequence[float] = ()
+
+
+def judged(columns: Mapping[str, Any], m: Measurement, around: Around, least_s: float | None) -> dict[str, Any]:
+    """What an ok pass's row (`columns`: its statistics and rates) adds of whether it can be trusted: the
+    machine and the OS around it, the host side of its GPU calls, the samples set aside, its message with
+    each doubt, and below_floor where its median beats the least time the pass can take here."""
+    out = disturbance(m)
+    if around.probes:
+        out.update(machine_around(*around.probes, around.cpu_peaks))
+    if around.usage is not None:
+        out.update(os_work(around.usage))
+    if around.host:
+        out["host_s"] = statistics.median(around.host)
+    message = join_messages(columns.get("message"), stray(around.stray), doubts(m))
+    if message:
+        out["message"] = message
+    return {**out, **below_floor({**columns, **out}, least_s)}
+
+
+def below_floor(row: Mapping[str, Any], least_s: float | None) -> dict[str, Any]:
     """A median more than FLOOR_MARGIN under the least time the pass can take here (`least_s`: its bytes at
     the fastest calibrated bandwidth, or its FLOPs at the calibrated peak) cannot be a record: the call
     skipped work, or the clock missed it. The row keeps its samples, with status below_floor and a message."""
