@@ -30,7 +30,7 @@ from typing import Callable
 import pandas as pd
 
 from benchctl.results import storage
-from benchctl.results.summary import speedup
+from benchctl.analysis.summary import speedup
 
 
 Line = dict  # one line of the table, as cells() gives it

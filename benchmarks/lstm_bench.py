@@ -26,7 +26,7 @@ import torch.utils.benchmark as tb
 
 from benchctl.ops import registry
 from benchctl.ops.registry import Case
-from benchctl.results import summary
+from benchctl.analysis import summary
 
 IMPLS = ("py", "jit", "compile", "cpp", "cuda")
 PASSES = ("fwd", "bwd", "fwd+bwd")

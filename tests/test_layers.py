@@ -15,7 +15,7 @@ def test_import_contracts_are_kept():
 
 
 def test_results_and_report_load_without_torch():
-    code = ("import sys, benchctl.results.storage, benchctl.results.compare, benchctl.results.summary, "
+    code = ("import sys, benchctl.results.storage, benchctl.analysis.compare, benchctl.analysis.summary, "
             "benchctl.report.page, benchctl.report.charts; assert 'torch' not in sys.modules, 'torch imported'")
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from benchctl.bisect.spec import Spec
 from benchctl.errors import BenchError
-from benchctl.results import compare, storage
+from benchctl.analysis import compare
+from benchctl.results import storage
 from benchctl.vocab import CommitVerdict, Verdict
 
 TRIES = 2  # an unsure commit is measured again once before it is skipped

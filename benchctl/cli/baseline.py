@@ -25,7 +25,8 @@ def command() -> None:
 def save(name: str, run: Path | None, root: Path) -> None:
     """Keep RUN (default: the latest run under --root) as baseline NAME for its machine kind."""
     from benchctl import console
-    from benchctl.results import baselines, storage
+    from benchctl.analysis import baselines
+    from benchctl.results import storage
 
     run = run or storage.latest_run(root)
     if run is None:
@@ -39,7 +40,7 @@ def save(name: str, run: Path | None, root: Path) -> None:
 def list_baselines(root: Path) -> None:
     """The saved baselines: name, machine kind, run, when saved."""
     from benchctl import console
-    from benchctl.results import baselines
+    from benchctl.analysis import baselines
 
     rows = [(b["name"], b["kind"], b["run"], b["saved"]) for b in baselines.saved(root)]
     if not rows:

@@ -67,7 +67,7 @@ def command(runs: tuple[Path, ...], baseline_name: str | None, root: Path, thres
     lies within it; unsure otherwise. "change" shows the ratio and its interval, in percent.
     """
     from benchctl import console
-    from benchctl.results import compare
+    from benchctl.analysis import compare
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -88,7 +88,7 @@ def command(runs: tuple[Path, ...], baseline_name: str | None, root: Path, thres
 
 def _sides(runs: tuple[Path, ...], baseline_name: str | None, root: Path, across_hosts: bool):
     """(path, rows, run metadata) of BASE and of NEW."""
-    from benchctl.results import baselines, compare
+    from benchctl.analysis import baselines, compare
 
     wanted = 1 if baseline_name else 2
     if len(runs) != wanted:

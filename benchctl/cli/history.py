@@ -34,7 +34,7 @@ def command(runs, root, ops, impls, passes, devices, threshold, alpha, out_dir, 
     from benchctl import console
     from benchctl.errors import UsageError
     from benchctl.report import history_page
-    from benchctl.results import history, steps
+    from benchctl.analysis import history, steps
     from benchctl.vocab import DEVICE_ALIASES
 
     with warnings.catch_warnings(record=True) as caught:

@@ -207,7 +207,7 @@ def _render_summary(writer) -> None:
     from benchctl import console
     from benchctl.ops import registry
     from benchctl.results import storage
-    from benchctl.results.summary import absent_devices, host_bound_line, summary_tables
+    from benchctl.analysis.summary import absent_devices, host_bound_line, summary_tables
 
     df = storage.load_run(writer.dir)
     refs = {name: op.reference for name, op in registry.operators().items()}

@@ -18,7 +18,7 @@ import pandas as pd
 
 from benchctl.report import compile_marks
 from benchctl.report.speedups import ci_bars, paired_intervals, speedups
-from benchctl.results.summary import axis_value_text
+from benchctl.analysis.summary import axis_value_text
 from benchctl.vocab import DEVICES, FAILED, PASS_LABELS, PASSES, Device, Pass, Status
 
 if TYPE_CHECKING:

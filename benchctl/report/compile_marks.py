@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from benchctl.results.summary import recompiled
+from benchctl.analysis.summary import recompiled
 from benchctl.vocab import Status
 
 if TYPE_CHECKING:

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 
 from benchctl.report.charts import LINESTYLES, figure_grid, impl_colors, panel_title
-from benchctl.results.history import Point, Series
-from benchctl.results.steps import Step
+from benchctl.analysis.history import Point, Series
+from benchctl.analysis.steps import Step
 from benchctl.vocab import Verdict
 
 if TYPE_CHECKING:

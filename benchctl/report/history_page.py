@@ -17,9 +17,9 @@ from benchctl.report.history_chart import history_figure
 from benchctl.report.render import CSS, slug
 from benchctl.results.commits import Commit
 from benchctl.results import storage
-from benchctl.results.compare import KEY, machine_kinds
-from benchctl.results.history import Series
-from benchctl.results.steps import Step
+from benchctl.analysis.compare import KEY, machine_kinds
+from benchctl.analysis.history import Series
+from benchctl.analysis.steps import Step
 
 FOLDER = "history"  # the page's folder under the results root, beside the run folders
 CHART_KEY = ("op", "target", "device", "pass")
@@ -112,7 +112,7 @@ def _img(paths: list[Path], out_dir: Path, title: str) -> str:
 def for_run(run_dir: Path, threshold: float = 0.05, alpha: float = 0.05) -> Path | None:
     """The history page of a run's cells, built beside the run folders from the runs of the same machine
     kind in its results folder (those cells only); None when the run is the only one of its kind there."""
-    from benchctl.results import history, steps
+    from benchctl.analysis import history, steps
 
     root = Path(run_dir).resolve().parent
     rows = history.load([root])

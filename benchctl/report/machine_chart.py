@@ -17,7 +17,7 @@ import pandas as pd
 
 from benchctl.report.charts import figure_grid
 from benchctl.results.schema import CANARY_SLOW
-from benchctl.results.summary import MEM_SLOW, probed
+from benchctl.analysis.summary import MEM_SLOW, probed
 from benchctl.vocab import Stop
 
 if TYPE_CHECKING:

@@ -17,8 +17,8 @@ from benchctl.report import charts, machine_chart, roofline
 from benchctl.report.render import render_html, render_markdown, slug
 from benchctl.report.tables import environment, failure_table, op_table
 from benchctl.results import storage
-from benchctl.results.compare import KEY, machine_kinds
-from benchctl.results.summary import absent_devices, present
+from benchctl.analysis.compare import KEY, machine_kinds
+from benchctl.analysis.summary import absent_devices, present
 from benchctl.errors import UsageError
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from benchctl.results import storage
-from benchctl.results.summary import speedup
+from benchctl.analysis.summary import speedup
 from benchctl.vocab import Status
 
 CELL_KEY = ["target", "device", "dtype", "params", "pass"]  # one cell of the sweep, across impls

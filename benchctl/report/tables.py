@@ -12,7 +12,7 @@ from benchctl.report import charts, compile_marks
 from benchctl.report.speedups import speedups
 from benchctl.results import storage
 from benchctl.results.schema import ENV_FIELDS
-from benchctl.results.summary import axis_value_text, probed
+from benchctl.analysis.summary import axis_value_text, probed
 from benchctl.vocab import DEVICES, FAILED, PASS_LABELS, PASSES, Stop
 
 # The environment table: the run, the facts of the machine (results/schema.py), and the run's own.

@@ -8,7 +8,7 @@ from typing import Sequence
 import pandas as pd
 
 from benchctl.results import storage
-from benchctl.results.summary import host_bound
+from benchctl.analysis.summary import host_bound
 from benchctl.selftest.steps import EAGER
 from benchctl.selftest.verdict import Outcome
 from benchctl.vocab import Device, Status

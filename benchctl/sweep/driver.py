@@ -25,7 +25,7 @@ from benchctl.ops import provenance
 from benchctl.ops.cells import Cell
 from benchctl.results.schema import FIRST_CALL_COLUMNS, SPEEDUP_LIMIT
 from benchctl.vocab import Status, Stop
-from benchctl.results.summary import slow_machine
+from benchctl.analysis.summary import slow_machine
 from benchctl.sweep import recheck
 from benchctl.sweep.executors import Executor, Rows, failure_rows
 from benchctl.sweep.rounds import all_ok, merge

@@ -15,7 +15,7 @@ from typing import Any
 
 from benchctl.measure.stats import join_messages
 from benchctl.results.schema import FIRST_CALL_COLUMNS
-from benchctl.results.summary import speedup
+from benchctl.analysis.summary import speedup
 from benchctl.vocab import Status
 
 Row = dict[str, Any]

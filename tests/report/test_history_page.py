@@ -11,7 +11,7 @@ import matplotlib.image
 import pytest
 
 from benchctl.report import history_page, page as report
-from benchctl.results import history, steps
+from benchctl.analysis import history, steps
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
 from history_runs import COMMITS, STEP_AT, write_history  # noqa: E402

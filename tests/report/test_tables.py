@@ -14,7 +14,7 @@ def test_a_percentage_of_peak_names_its_ceiling_and_says_when_it_beats_it():
 
 
 def test_swept_values_are_written_as_people_write_them():
-    from benchctl.results.summary import axis_value_text
+    from benchctl.analysis.summary import axis_value_text
 
     assert axis_value_text(1048576.0) == "1048576" and axis_value_text(2**30) == "1073741824"
     assert axis_value_text(0.25) == "0.25" and axis_value_text(1e-7) == "0.0000001"

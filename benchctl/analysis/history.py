@@ -17,7 +17,7 @@ import pandas as pd
 
 from benchctl.errors import UsageError
 from benchctl.results import commits, storage
-from benchctl.results.compare import KEY, machine_kinds
+from benchctl.analysis.compare import KEY, machine_kinds
 from benchctl.results.schema import params_text
 from benchctl.vocab import Status
 

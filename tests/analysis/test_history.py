@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from benchctl.results import history, steps
+from benchctl.analysis import history, steps
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
 from history_runs import COMMITS, NOISY_AT, STEP_AT, write_history  # noqa: E402

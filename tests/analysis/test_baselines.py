@@ -5,7 +5,8 @@ import json
 import pytest
 
 from benchctl.errors import UsageError
-from benchctl.results import baselines, storage
+from benchctl.analysis import baselines
+from benchctl.results import storage
 
 
 def write_run(root, run_id, cpu, gpu=None, processes=3):

@@ -9,8 +9,9 @@ import pandas as pd
 import pytest
 
 from benchctl.errors import UsageError
-from benchctl.results import compare
-from benchctl.results import storage, verdict
+from benchctl.analysis import compare
+from benchctl.analysis import verdict
+from benchctl.results import storage
 
 
 def timed(median: float, seed: int, n: int = 30, noise: float = 0.03) -> list[float]:

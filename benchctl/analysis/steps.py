@@ -21,8 +21,8 @@ import pandas as pd
 import ruptures as rpt
 from ruptures.base import BaseCost
 
-from benchctl.results import compare
-from benchctl.results.history import Point, Series
+from benchctl.analysis import compare
+from benchctl.analysis.history import Point, Series
 from benchctl.results.schema import clean_samples
 from benchctl.vocab import Stop
 

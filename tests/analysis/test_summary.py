@@ -6,7 +6,7 @@ import pandas as pd
 
 import pytest
 
-from benchctl.results.summary import absent_devices, host_bound_line, speedup, speedup_label, summary_tables
+from benchctl.analysis.summary import absent_devices, host_bound_line, speedup, speedup_label, summary_tables
 
 
 def rows():
@@ -84,13 +84,13 @@ def test_a_device_where_nothing_ran_is_one_line_not_tables():
 
 
 def test_a_large_slowdown_never_reads_zero():
-    from benchctl.results.summary import speedup_text
+    from benchctl.analysis.summary import speedup_text
 
     assert speedup_text(4.04) == "4.0x" and speedup_text(0.96) == "0.96x" and speedup_text(0.0329) == "0.033x"
 
 
 def test_a_param_left_unset_is_left_out_of_the_table_title():
-    from benchctl.results.summary import _others
+    from benchctl.analysis.summary import _others
     assert _others('{"H": 64, "I": null, "batch_size": 16}', "batch_size") == "H=64"
 
 

@@ -15,8 +15,8 @@ import pandas as pd
 from benchctl.errors import UsageError
 from benchctl.results import storage
 from benchctl.results.schema import ENV_FIELDS, clean_samples
-from benchctl.results.summary import probed
-from benchctl.results.verdict import adjusted, doubt, machine_doubt, mann_whitney_p, ratio_interval, verdict
+from benchctl.analysis.summary import probed
+from benchctl.analysis.verdict import adjusted, doubt, machine_doubt, mann_whitney_p, ratio_interval, verdict
 from benchctl.vocab import BROKEN, Device, Status, Verdict
 
 KEY = ("op", "target", "impl", "device", "dtype", "params", "pass")
