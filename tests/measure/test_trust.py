@@ -1,0 +1,45 @@
+"""trust.judged: what an ok pass's row says of whether its number can be trusted, from one record of what
+was recorded around the pass."""
+
+import pytest
+
+from benchctl.measure import trust
+from benchctl.measure.clocks import OsUsage
+from benchctl.measure.stats import summarize
+from benchctl.measure.timing import Measurement
+from benchctl.vocab import Status
+
+SAMPLES = (1.0e-3,) * 8  # enough for a 95% interval of the median, and not noisy
+
+
+def _measured(samples=SAMPLES, **kw) -> Measurement:
+    return Measurement(samples, stats=summarize(list(samples)), **kw)
+
+
+def test_a_gpu_pass_gets_its_median_host_time_and_says_which_calls_left_work_on_another_stream():
+    around = trust.Around(host=(2e-4, 1e-4, 3e-4, 1e-4, 1e-4), stray=(0.0, 0.0, 4e-5, 0.0, 6e-5))
+    found = trust.judged({"median_s": 1e-3, "message": "timed alone: x"}, _measured(), around, None)
+    assert found["host_s"] == pytest.approx(1e-4)
+    assert found["message"] == ("timed alone: x; 2 of 5 calls left work on another stream after the call's own "
+                                "finished (median 50 us): timed to the whole device's end")
+    assert "status" not in found and "page_faults" not in found
+
+
+def test_a_cpu_pass_gets_the_machine_and_the_os_around_it_and_no_message_where_nothing_is_doubtful():
+    usage = [OsUsage(faults=f, sys_s=s) for f, s in [(2, 1e-5), (4, 3e-5), (3, 2e-5)]]
+    around = trust.Around(probes=((30.0, 2e-4), (40.0, 4e-4)), cpu_peaks={"canary_s": 2e-4}, usage=usage)
+    found = trust.judged({"median_s": 1e-3}, _measured(), around, None)
+    assert found["mem_gbps"] == 35.0 and found["canary_s"] == pytest.approx(3e-4)
+    assert found["canary_ratio"] == pytest.approx(1.5)
+    assert found["page_faults"] == 3.0 and found["sys_s"] == pytest.approx(2e-5)
+    assert "message" not in found and "host_s" not in found
+
+
+def test_a_median_under_the_least_time_is_below_floor_and_its_message_keeps_what_came_before():
+    around = trust.Around(host=(1e-4,) * 5, stray=(0.0, 0.0, 0.0, 0.0, 5e-5))
+    found = trust.judged({"median_s": 1e-3, "bytes": 4e9, "flops": 0.0}, _measured(), around, 2e-3)
+    assert found["status"] == Status.BELOW_FLOOR
+    first, second = found["message"].split("; ")
+    assert first.startswith("1 of 5 calls left work on another stream")
+    assert second.startswith("below the floor: 1 ms, while moving 4e+03 MB")
+    assert trust.judged({"median_s": 1e-3}, _measured(), trust.Around(), 1.05e-3) == {}  # within the margin
