@@ -7,13 +7,14 @@ from typing import Sequence
 
 import pandas as pd
 
-from benchctl.results import storage
+from benchctl.analysis.compare import KEY
 from benchctl.analysis.summary import host_bound
+from benchctl.results import storage
 from benchctl.selftest.steps import EAGER
 from benchctl.selftest.verdict import Outcome
 from benchctl.vocab import Device, Status
 
-CELL = ["op", "target", "impl", "dtype", "params", "pass"]
+CELL = [k for k in KEY if k != "device"]  # a cell's key within the one GPU's runs
 
 
 def sweep_figures(outcomes: Sequence[Outcome]) -> list[str]:
