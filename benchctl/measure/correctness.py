@@ -140,7 +140,7 @@ def run_on(target: Target, impl: Implementation, inputs: dict[str, Any], watched
 class _Reference:
     """What a reference run is cached by (names, params, seed); it carries the target and implementation
     it runs, so the registry is not asked again."""
-    op: str
+    op_name: str
     target_name: str
     params: Params
     seed: int
