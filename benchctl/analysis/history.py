@@ -85,8 +85,7 @@ def series(rows: pd.DataFrame) -> list[Series]:
     if timed.empty:
         return []
     timed = timed.assign(**{k: timed[k].fillna("").astype(str) for k in KEY}, _machine=machine_kinds(timed))
-    timed = timed.sort_values(["run_id", "timestamp"], kind="stable").drop_duplicates([*KEY, "_machine", "run_id"],
-                                                                                     keep="last")
+    timed = storage.latest(timed, [*KEY, "_machine", "run_id"])
     out = [_series(tuple(key[:-1]), key[-1], part) for key, part in timed.groupby([*KEY, "_machine"], sort=True)]
     return out
 

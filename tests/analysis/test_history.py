@@ -65,6 +65,16 @@ def test_machine_kinds_are_separate_series_and_filters_apply(written):
     assert history.select(rows, impl=["cpp"]).empty
 
 
+def test_a_run_that_measured_a_cell_twice_gives_the_row_it_wrote_last(written):
+    root, _ = written
+    rows = history.load(root=root)
+    (before,) = history.series(rows)
+    run, median = before.points[STEP_AT].run_id, before.points[STEP_AT].median_s
+    again = rows[rows["run_id"] == run].assign(median_s=3 * median)  # written after the first
+    (s,) = history.series(storage_concat(rows, again))
+    assert len(s.points) == COMMITS and s.points[STEP_AT].median_s == pytest.approx(3 * median)
+
+
 def test_commit_messages_come_from_the_repository(written):
     root, shas = written
     said = history.messages(history.series(history.load(root=root)))
