@@ -14,12 +14,12 @@ import pandas as pd
 
 from benchctl.errors import UsageError
 from benchctl.results import storage
-from benchctl.results.schema import ENV_FIELDS, clean_samples
+from benchctl.results.schema import CELL_COLUMNS, ENV_FIELDS, clean_samples
 from benchctl.analysis.summary import probed
 from benchctl.analysis.verdict import adjusted, doubt, machine_doubt, mann_whitney_p, ratio_interval, verdict
 from benchctl.vocab import BROKEN, Device, Status, Verdict
 
-KEY = ("op", "target", "impl", "device", "dtype", "params", "pass")
+KEY = (*CELL_COLUMNS, "pass")
 # Facts whose difference makes two runs' timings incomparable (not the commit: that is what changed).
 COMPARED_ENV = tuple(name for name in ENV_FIELDS if name not in ("git_sha", "node_id"))
 MACHINE = "machine"  # the kind of processor a cell ran on: its GPU's name on cuda, its CPU's on cpu

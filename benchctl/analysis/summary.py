@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from benchctl.results import storage
-from benchctl.results.schema import CANARY_SLOW
+from benchctl.results.schema import CANARY_SLOW, CELL_COLUMNS
 from benchctl.vocab import Device, Status, Stop, TimingMode
 
 # A call whose system CPU time (all threads) is at least this share of its median is marked "os": most
@@ -96,7 +96,7 @@ def absent_devices(rows: pd.DataFrame) -> list[Absent]:
     found = []
     for device, group in rows.groupby("device", sort=True):
         if len(group) and (group["status"] == Status.UNAVAILABLE).all():
-            cells = group.drop_duplicates(["op", "target", "impl", "params", "dtype"])
+            cells = group.drop_duplicates(list(CELL_COLUMNS))
             reason = group["message"].fillna("").mode()
             found.append(Absent(str(device), len(cells), str(reason.iloc[0]) if len(reason) else ""))
     return found

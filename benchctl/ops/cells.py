@@ -63,7 +63,8 @@ class Cell:
 
     @cached_property
     def identity(self) -> tuple[str, ...]:
-        """What names the cell in a run's rows: a repeated cell is the same cell."""
+        """What names the cell in a run's rows (results/schema.py's CELL_COLUMNS, in order): a repeated cell
+        is the same cell."""
         return self.op, self.target, self.impl, self.device, self.dtype, self.params.text
 
     @cached_property

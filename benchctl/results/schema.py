@@ -26,6 +26,9 @@ ENV_FIELDS = {"host": "host", "node_id": "node", "torch_version": "torch", "cuda
               "cpu_name": "CPU", "gpu_name": "GPU", "gpu_driver": "driver", "threads": "threads",
               "allocator": "allocator", "git_sha": "git"}
 
+# The columns that name a cell (ops/cells.py's Cell.identity); a row is one cell's one pass.
+CELL_COLUMNS = ("op", "target", "impl", "device", "dtype", "params")
+
 # Column -> arrow type. Every row carries all of them (missing values are null).
 COLUMNS: dict[str, pa.DataType] = {
     "schema_version": pa.int32(),
@@ -75,7 +78,8 @@ COLUMNS: dict[str, pa.DataType] = {
     "noisy": pa.bool_(),  # the median did not settle: its interval is wider than +-1% of it
     "stop": pa.string(),  # a vocab.Stop: why sampling ended (converged, max_time, ...)
     "timing_mode": pa.string(),  # a vocab.TimingMode: eager, or cuda_graph
-    "rechecked": pa.bool_(),  # measured again strictly: below its floor, or far faster than its reference (sweep/recheck.py)
+    # measured again strictly: below its floor, or far faster than its reference (sweep/recheck.py)
+    "rechecked": pa.bool_(),
     "remeasured": pa.int32(),  # times the cell was measured again late in the sweep because it was noisy
     "wall_s": pa.float64(),  # wall clock the pass's warm-up and sampling took, untimed setup included
     "rounds": pa.int32(),  # interleaved rounds the samples were pooled from (run --rounds)
@@ -123,7 +127,7 @@ COLUMNS: dict[str, pa.DataType] = {
     "tolerance": pa.float64(),
     "check_params": pa.string(),
 }
-assert set(ENV_FIELDS) <= set(COLUMNS)
+assert set(ENV_FIELDS) <= set(COLUMNS) and set(CELL_COLUMNS) <= set(COLUMNS)
 # What a cell's first call did (its compilation): a measurement taken again later keeps the first one's.
 FIRST_CALL_COLUMNS = ("compile_s", "recompiles", "recompiles_total", "graph_breaks", "graph_break_reason",
                       "dynamic_shapes")

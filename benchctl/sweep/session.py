@@ -18,6 +18,7 @@ from benchctl.machine.facts import environment, memory_setup
 from benchctl.ops.cells import Cell
 from benchctl.results import compaction
 from benchctl.results.storage import RunWriter, new_run_id
+from benchctl.results.schema import CELL_COLUMNS
 from benchctl.sweep.cluster import RayCluster
 from benchctl.sweep.driver import Sweep
 from benchctl.sweep.executors import Rows
@@ -119,7 +120,7 @@ class Session:
 
 
 def _same_cell(row: dict[str, Any], cell: Cell) -> bool:
-    return (row.get("impl"), row.get("params"), row.get("dtype")) == (cell.impl, cell.params_json, cell.dtype)
+    return tuple(row.get(c) for c in CELL_COLUMNS) == cell.identity
 
 
 def _stop_on_signals() -> None:

@@ -40,6 +40,14 @@ def test_the_identity_is_the_same_for_the_same_cell_built_two_ways(fixture_ops):
     assert axpy("fused").point == made.point and axpy("fused").identity != made.identity
 
 
+def test_its_rows_name_it_by_the_schemas_cell_columns(fixture_ops):
+    from benchctl.measure.execute import base_result
+    from benchctl.results.schema import CELL_COLUMNS
+
+    row = base_result(axpy().resolve()).to_row()
+    assert tuple(row[c] for c in CELL_COLUMNS) == axpy().identity
+
+
 def test_axis_and_series_come_from_one_look_up(fixture_ops, monkeypatch):
     larger, wider, fused = axpy(batch_size=8), axpy(dim=5), axpy("fused", batch_size=8)
     keys = (larger.series_key, wider.series_key, fused.point_series_key)
