@@ -27,7 +27,7 @@ from benchctl.measure.clocks import CpuClock
 from benchctl.measure.timing import Policy, measure
 from benchctl.ops import registry
 from benchctl.ops.cells import Cell
-from benchctl.results.schema import PASSES
+from benchctl.vocab import PASSES
 
 CELLS = [("hoconv2d", "filter", "cpp", {"batch_size": 4}),
          ("hoconv2d", "filter", "py", {"batch_size": 4}),

@@ -2,7 +2,10 @@
 
 import importlib.util
 import re
+import sys
 from pathlib import Path
+
+import pytest
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 INCLUDE = re.compile(r'^#include "([^"]+)"', re.M)
@@ -13,6 +16,17 @@ def _module(name: str):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in BENCHMARKS.glob("*.py")))
+def test_every_benchmark_script_loads(name, monkeypatch):
+    """What each script imports from benchctl is still there (a renamed or moved name fails here, not on a
+    GPU machine whose minutes are counted)."""
+    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, name, module)  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    assert callable(module.main)
 
 
 def test_the_cuda_ab_bench_stages_every_header_the_checkout_s_kernels_include(tmp_path, monkeypatch):
