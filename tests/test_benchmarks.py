@@ -11,9 +11,11 @@ BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 INCLUDE = re.compile(r'^#include "([^"]+)"', re.M)
 
 
-def _module(name: str):
+def _module(name: str, monkeypatch):
+    """benchmarks/NAME.py loaded as a module (registered while the test runs: its dataclasses look it up)."""
     spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, name, module)
     spec.loader.exec_module(module)
     return module
 
@@ -22,17 +24,13 @@ def _module(name: str):
 def test_every_benchmark_script_loads(name, monkeypatch):
     """What each script imports from benchctl is still there (a renamed or moved name fails here, not on a
     GPU machine whose minutes are counted)."""
-    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, name, module)  # its dataclasses look their module up there
-    spec.loader.exec_module(module)
-    assert callable(module.main)
+    assert callable(_module(name, monkeypatch).main)
 
 
 def test_the_cuda_ab_bench_stages_every_header_the_checkout_s_kernels_include(tmp_path, monkeypatch):
     """`--own` builds the checkout's hoconv2d_cuda.cu from one folder: each header it includes, and each
     header those include, must be staged beside it."""
-    bench = _module("hoconv2d_cuda_ab_bench")
+    bench = _module("hoconv2d_cuda_ab_bench", monkeypatch)
     monkeypatch.setattr(bench.tempfile, "gettempdir", lambda: str(tmp_path))
     staged = bench.stage(bench.OWN, 0)
     wanted = {name for f in staged.iterdir() for name in INCLUDE.findall(f.read_text())}
