@@ -57,8 +57,8 @@ def held_back(nvml: Any, mask: int) -> list[str]:
 
 @dataclass
 class ClockGuard:
-    """Samples one GPU at `start()`, at `tick()` (between timed calls) and at `stop()`; `summary()` gives
-    the row's fields."""
+    """Samples one GPU when its `with` block opens, at `tick()` (between timed calls) and when it closes;
+    closing it leaves the row's columns in `readings` (none where NVML gave no sample)."""
 
     nvml: Any
     index: int = 0
@@ -66,6 +66,7 @@ class ClockGuard:
     samples: list[tuple[int, int, int]] = field(default_factory=list)  # (SM MHz, deg C, reasons mask)
     _last: float = 0.0  # time.monotonic() of the last sample
     unreadable: bool = False  # NVML refused a reading: no more samples
+    readings: dict[str, Any] = field(default_factory=dict)  # the row's columns, once the block has closed
 
     def __post_init__(self) -> None:
         self.handle = self.nvml.nvmlDeviceGetHandleByIndex(self.index)
@@ -103,8 +104,9 @@ class ClockGuard:
 
     def __exit__(self, *exc: object) -> None:
         self.sample()
+        self.readings = self._summary()
 
-    def summary(self) -> dict[str, Any]:
+    def _summary(self) -> dict[str, Any]:
         if not self.samples:
             return {}
         clocks = [s[0] for s in self.samples]

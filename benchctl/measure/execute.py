@@ -212,7 +212,7 @@ def _time_watched(head: PassResult, prepared: Prepared, pass_name: str, settings
     row = row.with_(status=Status.OK, samples_s=list(m.samples), noisy=m.noisy, stop=m.stop, peak_mem_bytes=mem,
                     wall_s=m.wall_s, threads=torch.get_num_threads(), **m.stats, **paired)
     if clocks:
-        row = row.with_(**clocks.summary())
+        row = row.with_(**clocks.readings)
     found, least_s = rates.rates(prepared.resolved, prepared.setup(pass_name), pass_name, m.median,
                                  settings.peaks.get(prepared.resolved.cell.device, {}))
     row = row.with_(**found)

@@ -38,6 +38,14 @@ class SweepConfig:
     params: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     targets: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
+    def params_of(self, op: str) -> dict[str, Any]:
+        """The params this config sets for operator `op` (none: the operator's own)."""
+        return dict(self.params.get(op, {}))
+
+    def targets_of(self, op: str) -> tuple[str, ...]:
+        """The targets this config times of operator `op` (none: all of them)."""
+        return self.targets.get(op, ())
+
 
 def load_config(path: str | Path) -> SweepConfig:
     path = Path(path)

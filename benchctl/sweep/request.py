@@ -68,7 +68,7 @@ def param_grid(op: Operator, req: SweepRequest) -> list[dict[str, Any]]:
     values: dict[str, Any] = dict(op.params)
     if req.quick:
         values.update(op.quick)
-    overrides = dict(req.config.params.get(op.name, {}))
+    overrides = req.config.params_of(op.name)
     overrides.update({k: v for k, v in req.params.items() if k in op.params})
     if req.batch_sizes and "batch_size" in op.params:
         overrides["batch_size"] = list(req.batch_sizes)
@@ -154,7 +154,7 @@ def cells(req: SweepRequest) -> list[Cell]:
         if req.targets:
             targets = [t for t in req.targets if t in valid]
         else:
-            targets = choices(req.config.targets.get(op.name, ()), valid, valid, f"{op.name} target")
+            targets = choices(req.config.targets_of(op.name), valid, valid, f"{op.name} target")
         grid = param_grid(op, req) if targets else []
         for target, device, dtype, p in itertools.product(targets, devices, dtypes, grid):
             found += [Cell.make(op.name, target, impl, device, dtype, p, passes)

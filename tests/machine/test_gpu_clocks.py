@@ -15,12 +15,18 @@ def guarded(nvml) -> dict:
         for _ in range(5):  # five timed calls, a tick after each
             time.sleep(0.002)
             guard.tick()
-    return guard.summary()
+    return guard.readings
 
 
 def test_a_pass_at_full_clock_is_not_throttled():
     row = guarded(FakeNvml(clocks=[1980], temps=[55, 61, 58]))
     assert row == {"sm_clock_mhz": 1980.0, "gpu_temp_c": 61.0, "throttled": False, "throttle_reasons": ""}
+
+
+def test_the_readings_are_the_rows_once_the_block_has_closed():
+    with ClockGuard(FakeNvml(clocks=[1980])) as guard:
+        assert guard.readings == {}  # a pass still running has no clock columns yet
+    assert guard.readings["sm_clock_mhz"] == 1980.0 and len(guard.samples) == 2
 
 
 def test_a_clock_below_90_percent_of_its_maximum_is_throttled():
