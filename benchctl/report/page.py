@@ -6,7 +6,7 @@ several), a section per operator and target with its charts and tables, then the
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -14,6 +14,7 @@ from typing import Any, Mapping, Sequence
 import pandas as pd
 
 from benchctl.report import charts, machine_chart, roofline
+from benchctl.report.contents import Report, Section
 from benchctl.report.render import render_html, render_markdown, slug
 from benchctl.report.tables import environment, failure_table, op_table
 from benchctl.results import storage
@@ -21,40 +22,12 @@ from benchctl.analysis.compare import KEY, machine_kinds
 from benchctl.analysis.summary import absent_devices, present
 from benchctl.errors import UsageError
 
+
 @dataclass(frozen=True)
 class Loaded:
     rows: pd.DataFrame
     metas: list[dict[str, Any]]  # the metadata of every run folder the rows came from
     folders: list[Path]
-
-
-@dataclass(frozen=True)
-class Section:
-    """One operator (and target): its charts, its table, its failed cells."""
-
-    op: str
-    target: str
-    title: str
-    baseline: str
-    note: str  # why the baseline is not the one asked for, or ""
-    figures: dict[str, list[Path]]  # kind (time / speedup / roofline) -> [png, svg]
-    table: pd.DataFrame
-    failures: pd.DataFrame
-    absent: tuple[str, ...] = ()  # one line per device where nothing could run, instead of empty panels
-
-
-@dataclass(frozen=True)
-class Report:
-    out_dir: Path
-    sections: list[Section]
-    environment: list[dict[str, str]]
-    statuses: dict[str, int]
-    generated: str
-    files: list[Path] = field(default_factory=list)
-    superseded: int = 0  # cells measured again in a later run: only the latest is shown
-    machine: list[Path] = field(default_factory=list)  # the memory bandwidth probes over the run [png, svg]
-    load: list[Path] = field(default_factory=list)  # other processes' load and the canary over the run [png, svg]
-    history: Path | None = None  # the history page of these cells across runs (report/history_page.py)
 
 
 def load_results(paths: Sequence[Path | str], root: Path | str = "results") -> Loaded:

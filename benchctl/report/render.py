@@ -9,14 +9,12 @@ import html
 import os
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pandas as pd
 
+from benchctl.report.contents import Report
 from benchctl.report.tables import BANDWIDTH, ENV_COLUMNS
-
-if TYPE_CHECKING:
-    from benchctl.report.page import Report
 
 
 def slug(*parts: str) -> str:

@@ -1,0 +1,41 @@
+"""What a report holds: a section per operator and target (its charts, its table, its failed cells) and the
+run's environment. page.py builds it from the rows; render.py writes it as the pages."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+
+@dataclass(frozen=True)
+class Section:
+    """One operator (and target): its charts, its table, its failed cells."""
+
+    op: str
+    target: str
+    title: str
+    baseline: str
+    note: str  # why the baseline is not the one asked for, or ""
+    figures: dict[str, list[Path]]  # kind (time / speedup / roofline) -> [png, svg]
+    table: pd.DataFrame
+    failures: pd.DataFrame
+    absent: tuple[str, ...] = ()  # one line per device where nothing could run, instead of empty panels
+
+
+@dataclass(frozen=True)
+class Report:
+    """The whole report: its sections, the run's environment and status counts, and the figures of the
+    machine over the run."""
+
+    out_dir: Path
+    sections: list[Section]
+    environment: list[dict[str, str]]
+    statuses: dict[str, int]
+    generated: str
+    files: list[Path] = field(default_factory=list)
+    superseded: int = 0  # cells measured again in a later run: only the latest is shown
+    machine: list[Path] = field(default_factory=list)  # the memory bandwidth probes over the run [png, svg]
+    load: list[Path] = field(default_factory=list)  # other processes' load and the canary over the run [png, svg]
+    history: Path | None = None  # the history page of these cells across runs (report/history_page.py)
