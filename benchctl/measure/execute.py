@@ -80,14 +80,15 @@ def each_pass(result: PassResult, passes: tuple[str, ...], **columns: Any) -> li
     return [result.with_(pass_=p, **columns) for p in passes]
 
 
-def run_cell(cell: Cell, settings: Settings = Settings(), clock: Clock | None = None) -> list[dict[str, Any]]:
+def run_cell(cell: Cell, settings: Settings = Settings(), clock: Clock | None = None) -> list[PassResult]:
+    """The cell's result of each of its passes."""
     resolved = cell.resolve()
     if not isinstance(resolved.impl.fn, CompiledFn) or resolved.unavailable_reason():
-        return [r.to_row() for r in _run_resolved(resolved, settings, clock)]
+        return _run_resolved(resolved, settings, clock)
     finish = resolved.impl.fn.watch()  # what torch.compile compiled for the cell (ops/compile_watch.py)
     results = _run_resolved(resolved, settings, clock)
     extra = finish()
-    return [r.with_(**extra).to_row() for r in results]
+    return [r.with_(**extra) for r in results]
 
 
 def _run_resolved(resolved: Resolved, settings: Settings, clock: Clock | None) -> list[PassResult]:
@@ -218,7 +219,7 @@ def _time_watched(head: PassResult, prepared: Prepared, pass_name: str, settings
     row = row.with_(**found)
     around = trust.Around(probes=(bandwidth_before, bandwidth_after) if probe else None,
                           cpu_peaks=settings.peaks.get(Device.CPU, {}), **_calls(clock, m, recorded))
-    return row.with_(**trust.judged(row.to_row(), m, around, least_s))
+    return row.with_(**trust.judged(row, m, around, least_s))
 
 
 def _recorded(clock: Clock) -> tuple[int, int]:

@@ -2,14 +2,16 @@
 there alone; a column the schema does not know is an error where a result is made or changed, not where
 parquet writes it.
 
-`to_row()` gives the row as storage and the worker's channel carry it: the columns given, each once,
-explicit nulls included. `merge()` pools one pass's rounds (run --rounds, --processes, a re-measurement)
-into one result, its statistics and rates recomputed from the pooled samples (pooling.py).
+It is a read-only mapping of the columns given (explicit nulls included), so whatever reads rows reads it
+as one; `to_row()` gives them as the plain dict that storage and the worker's channel carry. `merge()`
+pools one pass's rounds (run --rounds, --processes, a re-measurement) into one result, its statistics and
+rates recomputed from the pooled samples (pooling.py).
 """
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Iterator, Mapping
+from typing import Any, Sequence
 
 from benchctl.measure import pooling
 from benchctl.measure.stats import summarize
@@ -25,10 +27,10 @@ class UnknownColumn(ValueError):
     """A result given a column results/schema.py does not list (a misspelt name)."""
 
 
-class PassResult:
+class PassResult(Mapping[str, Any]):
     """One pass's result: the columns given (explicit nulls included), read as attributes by column name
-    (`pass_` for the column `pass`); a column given but unset, or not given, reads None. Immutable: every
-    change gives a new result."""
+    (`pass_` for the column `pass`), where a column not given reads None, or as a mapping by column name,
+    where it is missing. Immutable: every change gives a new result."""
 
     __slots__ = ("_columns",)
 
@@ -40,6 +42,15 @@ class PassResult:
         if column not in _KNOWN:
             raise AttributeError(f"PassResult has no column {name!r}")
         return self._columns.get(column)
+
+    def __getitem__(self, column: str) -> Any:
+        return self._columns[column]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._columns)
+
+    def __len__(self) -> int:
+        return len(self._columns)
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("PassResult is immutable: use with_()")
@@ -96,6 +107,7 @@ class PassResult:
         return pooling.pooled(results).without(PROCESS)
 
 
+Results = list[PassResult]  # a cell's results, one per pass
 _KNOWN = frozenset(COLUMNS) | {PROCESS}
 
 

@@ -9,7 +9,7 @@ change that breaks a reader bumps SCHEMA_VERSION, while loaders keep reading old
 from __future__ import annotations
 
 import json
-from typing import Sequence
+from typing import Any, Sequence
 
 import pyarrow as pa
 
@@ -25,6 +25,9 @@ SPEEDUP_LIMIT = 50.0  # a pass this many times faster than its reference is re-c
 ENV_FIELDS = {"host": "host", "node_id": "node", "torch_version": "torch", "cuda_version": "CUDA",
               "cpu_name": "CPU", "gpu_name": "GPU", "gpu_driver": "driver", "threads": "threads",
               "allocator": "allocator", "git_sha": "git"}
+
+Row = dict[str, Any]  # a row as storage writes it and the worker's channel carries it: column -> value
+Rows = list[Row]
 
 # The columns that name a cell (ops/cells.py's Cell.identity); a row is one cell's one pass.
 CELL_COLUMNS = ("op", "target", "impl", "device", "dtype", "params")

@@ -16,7 +16,8 @@ from typing import Any, Callable, Sequence
 
 from benchctl.errors import UsageError
 from benchctl.ops.cells import Cell
-from benchctl.sweep.executors import Rows, failure_rows
+from benchctl.results.schema import Rows
+from benchctl.sweep.executors import failed
 from benchctl.sweep.series import SeriesJob, run_series
 from benchctl.vocab import Device, Status
 
@@ -174,4 +175,4 @@ class RayCluster:
                 where = nodes()
             except ray.exceptions.RayError:
                 where = []
-            return [r for cell in series for r in failure_rows(cell, Status.LOST, lost_message(exc, where))]
+            return [r.to_row() for cell in series for r in failed(cell, Status.LOST, lost_message(exc, where))]

@@ -19,31 +19,31 @@ from datetime import datetime, timezone
 from typing import Any, Callable, Iterable, Protocol, Sequence
 
 from benchctl.measure.execute import GATE_COLUMNS
-from benchctl.measure.result import PassResult
+from benchctl.measure.result import PassResult, Results
 from benchctl.measure.stats import ci_half_width, join_messages
 from benchctl.ops import provenance
 from benchctl.ops.cells import Cell
-from benchctl.results.schema import FIRST_CALL_COLUMNS, SPEEDUP_LIMIT
+from benchctl.results.schema import FIRST_CALL_COLUMNS, SPEEDUP_LIMIT, Rows
 from benchctl.vocab import Status, Stop
 from benchctl.analysis.summary import slow_machine
 from benchctl.sweep import recheck
-from benchctl.sweep.executors import Executor, Rows, failure_rows
+from benchctl.sweep.executors import Executor, failed
 from benchctl.sweep.rounds import all_ok, merge
 
 
 class Writer(Protocol):
-    def write(self, rows: Sequence[dict[str, Any]]) -> Any: ...  # a handle on what it wrote
+    def write(self, rows: Rows) -> Any: ...  # a handle on what it wrote
 
     def withdraw(self, written: Any) -> None: ...  # rows written before, now superseded
 
 
 @dataclass
 class Held:
-    """A noisy cell's rows, written at once (so a kill keeps them) and kept to be measured again."""
+    """A cell's results as written: a noisy cell's at once (so a kill keeps them), kept to be measured again."""
 
-    rows: Rows
-    written: Any  # the writer's handle on them, withdrawn once better rows are written
-    rounds: list[Rows] = field(default_factory=list)  # the rounds measured so far, each as it came
+    results: Results
+    written: Any  # the writer's handle on their rows, withdrawn once better ones are written
+    rounds: list[Results] = field(default_factory=list)  # the rounds measured so far, each as it came
 
 
 @dataclass
@@ -76,7 +76,7 @@ class Sweep:
     _written: dict[int, Held] = field(default_factory=dict)  # settled cells as written, for the re-check
 
     def run(self) -> None:
-        measured: dict[int, list[Rows]] = {i: [] for i in range(len(self.cells))}
+        measured: dict[int, list[Results]] = {i: [] for i in range(len(self.cells))}
         unsettled: dict[int, Held] = {}
         try:
             for r in range(self.rounds):
@@ -85,47 +85,47 @@ class Sweep:
                         self.on_done(cell, [])
                         continue
                     self.on_start(cell)
-                    rows = self._measure(cell)
-                    measured[i].append(rows)
-                    self.on_done(cell, stamp(rows, self.env))
-                    if r == self.rounds - 1 or not all_ok(rows):
+                    results = self._measure(cell)
+                    measured[i].append(results)
+                    self.on_done(cell, stamp(results, self.env))
+                    if r == self.rounds - 1 or not all_ok(results):
                         self._finish(i, measured.pop(i), unsettled)
             self._recheck()
             self._remeasure(unsettled)
         finally:
-            for rounds_rows in measured.values():
-                if rounds_rows:
-                    self._write(rounds_rows)
+            for rounds in measured.values():
+                if rounds:
+                    self.writer.write(stamp(merge(rounds), self.env))
             for held in unsettled.values():
-                if any(r.get("remeasured") for r in held.rows):  # else the rows written are these
-                    self._replace(held, [_never_settled(r) for r in held.rows])
+                if any(r.remeasured for r in held.results):  # else the rows written are these
+                    self._replace(held, [_never_settled(r) for r in held.results])
 
-    def _finish(self, i: int, rounds_rows: list[Rows], unsettled: dict[int, Held]) -> None:
-        merged = merge(rounds_rows)
+    def _finish(self, i: int, rounds: list[Results], unsettled: dict[int, Held]) -> None:
+        merged = merge(rounds)
         if self.remeasure and self.rounds == self.processes and _unsettled(merged):
-            rows = [PassResult.from_row(r).with_(remeasured=0).to_row() for r in merged]
-            unsettled[i] = Held(rows, self.writer.write(stamp(rows, self.env)), rounds_rows)
+            results = [r.with_(remeasured=0) for r in merged]
+            unsettled[i] = Held(results, self.writer.write(stamp(results, self.env)), rounds)
         else:
             self._written[i] = Held(merged, self.writer.write(stamp(merged, self.env)))
 
-    def _replace(self, held: Held, rows: Rows) -> None:
-        self.writer.write(stamp(rows, self.env))
+    def _replace(self, held: Held, results: Results) -> None:
+        self.writer.write(stamp(results, self.env))
         self.writer.withdraw(held.written)
 
     def _recheck(self) -> None:
         """Settled cells below their floor or far faster than their reference, measured once more, strictly."""
-        references: dict[tuple, dict[str, dict[str, Any]]] = {}
+        references: dict[tuple, dict[str, PassResult]] = {}
         for i, held in self._written.items():
             if self.cells[i].is_reference:
-                references[self.cells[i].point] = {r["pass"]: r for r in held.rows}
+                references[self.cells[i].point] = {r.pass_: r for r in held.results}
         for i, held in list(self._written.items()):
             cell = self.cells[i]
             theirs = {} if cell.is_reference else references.get(cell.point, {})
-            wanted = recheck.suspect_passes(held.rows, theirs, self.recheck_above)
+            wanted = recheck.suspect_passes(held.results, theirs, self.recheck_above)
             if wanted:
                 self.on_start(cell)
                 again = self.executor.run(replace(cell, passes=wanted, checked=False, strict=True))
-                self._replace(held, recheck.judged(held.rows, again, theirs))
+                self._replace(held, recheck.judged(held.results, again, theirs))
 
     def _remeasure(self, unsettled: dict[int, Held]) -> None:
         """Measure each noisy cell's unsettled passes again, up to `remeasure` times, without its gate (it
@@ -135,98 +135,93 @@ class Sweep:
             for i in list(unsettled):
                 self.on_start(self.cells[i])
                 held = unsettled[i]
-                if any(map(slow_machine, held.rows)):
+                if any(map(slow_machine, held.results)):
                     self.settle()
-                wanted = tuple(r["pass"] for r in held.rows if _unsettled([r]))
+                wanted = tuple(r.pass_ for r in held.results if _unsettled([r]))
                 again = replace(self.cells[i], passes=wanted, checked=True)
                 fresh = [self.executor.run(again) for _ in range(self.processes)]
-                pooled = _pooled(held.rounds + fresh) if any(map(_split, held.rows)) else {}
-                held.rows = _best_of(held.rows, merge(fresh), pooled, attempt)
+                pooled = _pooled(held.rounds + fresh) if any(map(_split, held.results)) else {}
+                held.results = _best_of(held.results, merge(fresh), pooled, attempt)
                 held.rounds += fresh
-                if not _unsettled(held.rows):
-                    self._replace(unsettled.pop(i), held.rows)
+                if not _unsettled(held.results):
+                    self._replace(unsettled.pop(i), held.results)
 
-    def _measure(self, cell: Cell) -> Rows:
+    def _measure(self, cell: Cell) -> Results:
         axis, key = cell.axis, cell.series_key
-        rows = self._rows(cell, key)
-        if any(r.get("status") == Status.OOM for r in rows):
+        results = self._results(cell, key)
+        if any(r.status == Status.OOM for r in results):
             self._skip[key] = f"skipped: an earlier {axis}={cell.params.get(axis)} ran out of memory"
-        return rows
+        return results
 
-    def _write(self, rounds_rows: list[Rows]) -> None:
-        self.writer.write(stamp(merge(rounds_rows), self.env))
-
-    def _rows(self, cell: Cell, key: tuple) -> Rows:
+    def _results(self, cell: Cell, key: tuple) -> Results:
         blocked = self.blocked.get((cell.op, cell.impl, cell.device))
         if blocked:
-            return failure_rows(cell, Status.UNAVAILABLE, blocked)
+            return failed(cell, Status.UNAVAILABLE, blocked)
         if key in self._skip:
-            return failure_rows(cell, Status.SKIPPED, self._skip[key])
+            return failed(cell, Status.SKIPPED, self._skip[key])
         return self.executor.run(cell)
 
 
-def noisy(rows: Rows) -> bool:
+def noisy(results: Results) -> bool:
     """Some pass of the cell ran but its median did not settle, too few of its samples were clean, or the
     machine was slower than calibrated (its canary)."""
-    return any(r.get("status") == Status.OK and (r.get("noisy") or r.get("stop") == Stop.DISTURBED
-                                                 or slow_machine(r)) for r in rows)
+    return any(r.ok and (r.noisy or r.stop == Stop.DISTURBED or slow_machine(r)) for r in results)
 
 
-def _split(row: dict[str, Any]) -> bool:
+def _split(result: PassResult) -> bool:
     """Its rounds split into two modes (measure/pooling.py)."""
-    return row.get("status") == Status.OK and row.get("mode_slow_s") is not None
+    return result.ok and result.mode_slow_s is not None
 
 
-def _unsettled(rows: Rows) -> bool:
+def _unsettled(results: Results) -> bool:
     """Some pass is noisy, or its rounds split: more rounds at the end of the sweep may settle it."""
-    return noisy(rows) or any(map(_split, rows))
+    return noisy(results) or any(map(_split, results))
 
 
-def _pooled(rounds: list[Rows]) -> dict[str, dict[str, Any]]:
+def _pooled(rounds: list[Results]) -> dict[str, PassResult]:
     """Each pass's rounds pooled, by pass, where every round of it ran."""
-    return {r["pass"]: r for r in merge(rounds) if r.get("status") == Status.OK}
+    return {r.pass_: r for r in merge(rounds) if r.ok}
 
 
-def _never_settled(row: dict[str, Any]) -> dict[str, Any]:
-    if not (noisy([row]) and row.get("remeasured")):
-        return row
-    said = f"measured again {row['remeasured']} time(s) late in the sweep, never settled"
-    return PassResult.from_row(row).with_(message=join_messages(row.get("message"), said)).to_row()
+def _never_settled(result: PassResult) -> PassResult:
+    if not (noisy([result]) and result.remeasured):
+        return result
+    said = f"measured again {result.remeasured} time(s) late in the sweep, never settled"
+    return result.with_(message=join_messages(result.message, said))
 
 
-def _best_of(kept: Rows, fresh: Rows, pooled: dict[str, dict[str, Any]], attempt: int) -> Rows:
+def _best_of(kept: Results, fresh: Results, pooled: dict[str, PassResult], attempt: int) -> Results:
     """Per pass: where its rounds split, all its rounds pooled; else the re-measurement where it ran and
-    settled or narrowed the median's interval, else the row kept; every pass measured again says how often.
-    A re-measurement keeps the gate's findings and what the first call compiled."""
-    again = {r["pass"]: r for r in fresh if r.get("status") == Status.OK}
+    settled or narrowed the median's interval, else the result kept; every pass measured again says how
+    often. A re-measurement keeps the gate's findings and what the first call compiled."""
+    again = {r.pass_: r for r in fresh if r.ok}
     out = []
-    for row in kept:
-        if not _unsettled([row]):
-            out.append(row)
+    for result in kept:
+        if not _unsettled([result]):
+            out.append(result)
             continue
-        new = again.get(row["pass"])
-        chosen = PassResult.from_row(row)
-        if _split(row) and row["pass"] in pooled:
-            chosen = PassResult.from_row(pooled[row["pass"]])
-        elif new is not None and (_undisturbed(new) > _undisturbed(row)
-                                or _undisturbed(new) == _undisturbed(row) and _spread(new) < _spread(row)):
-            chosen = PassResult.from_row(new).keeping(chosen, (*GATE_COLUMNS, *FIRST_CALL_COLUMNS))
-        out.append(chosen.with_(remeasured=attempt).to_row())
+        new, chosen = again.get(result.pass_), result
+        if _split(result) and result.pass_ in pooled:
+            chosen = pooled[result.pass_]
+        elif new is not None and (_undisturbed(new) > _undisturbed(result) or _undisturbed(new) == _undisturbed(result)
+                                  and _spread(new) < _spread(result)):
+            chosen = new.keeping(result, (*GATE_COLUMNS, *FIRST_CALL_COLUMNS))
+        out.append(chosen.with_(remeasured=attempt))
     return out
 
 
-def _undisturbed(row: dict[str, Any]) -> bool:
-    return row.get("stop") != Stop.DISTURBED and not slow_machine(row)
+def _undisturbed(result: PassResult) -> bool:
+    return result.stop != Stop.DISTURBED and not slow_machine(result)
 
 
-def _spread(row: dict[str, Any]) -> float:
+def _spread(result: PassResult) -> float:
     """The confidence interval of a pass's median, relative to it."""
-    return ci_half_width(row) if row.get("ci_hi_s") is not None else float("inf")
+    return ci_half_width(result) if result.ci_hi_s is not None else float("inf")
 
 
-def stamp(rows: Iterable[dict[str, Any]], env: dict[str, Any]) -> Rows:
-    """The environment facts, the measured code's commit and the time on every row (a row's own facts,
-    e.g. threads, win)."""
+def stamp(results: Iterable[PassResult], env: dict[str, Any]) -> Rows:
+    """The rows to write: each result's columns with the environment facts, the measured code's commit and
+    the time (a result's own facts win, e.g. threads)."""
     now = datetime.now(timezone.utc).isoformat()
-    return [{**env, **provenance.code_facts(r.get("op")), **{k: v for k, v in r.items() if v is not None},
-             "timestamp": now} for r in rows]
+    return [{**env, **provenance.code_facts(r.op), **{k: v for k, v in r.items() if v is not None},
+             "timestamp": now} for r in results]

@@ -22,20 +22,20 @@ from benchctl import interpreter
 from benchctl.errors import BenchError
 from benchctl.machine import oom
 from benchctl.measure.execute import Settings, base_result, each_pass, run_cell
-from benchctl.measure.result import PassResult, UnknownColumn
+from benchctl.measure.result import PassResult, Results, UnknownColumn
 from benchctl.ops import namespaces
 from benchctl.ops.cells import Cell
+from benchctl.results.schema import Row
 from benchctl.vocab import Status
 from benchctl.sweep import channel
 from benchctl.sweep.worker_spec import WorkerSpec
 
-Rows = list[dict[str, Any]]
 STDERR_TAIL_LINES = 20  # a crash's header, its Python stack (about a dozen frames deep) and the modules line
 OOM_MARKERS = ("Cannot allocate memory", "Resource temporarily unavailable", "std::bad_alloc", "MemoryError")
 
 
 class Executor(Protocol):
-    def run(self, cell: Cell) -> Rows: ...
+    def run(self, cell: Cell) -> Results: ...
 
     def close(self) -> None: ...
 
@@ -44,7 +44,7 @@ class InProcess:
     def __init__(self, settings: Settings):
         self.settings = settings
 
-    def run(self, cell: Cell) -> Rows:
+    def run(self, cell: Cell) -> Results:
         return run_cell(cell, self.settings)
 
     def close(self) -> None:
@@ -83,7 +83,7 @@ class WorkerProcess:
             raise BenchError(f"worker failed to start: {self._failure(timed_out=True)[1]}")
         return proc
 
-    def run(self, cell: Cell) -> Rows:
+    def run(self, cell: Cell) -> Results:
         if not self._may_share(cell.op):
             self.close()
         proc = self._proc if self._proc and self._proc.poll() is None else self._start()
@@ -98,23 +98,23 @@ class WorkerProcess:
         if line:
             return self._opened(cell, line)
         status, message = self._failure(timed_out=line is None)
-        return failure_rows(cell, status, message)
+        return failed(cell, status, message)
 
-    def _opened(self, cell: Cell, line: str) -> Rows:
+    def _opened(self, cell: Cell, line: str) -> Results:
         """The reply's rows, restated; a reply the worker did not write ends the worker, as an error."""
         try:
             rows = channel.opened(line, self._key, self._seq)
         except channel.Forged as exc:
             self.close()
-            return failure_rows(cell, Status.ERROR, f"the worker's reply was rejected: {exc}; the measured code "
-                                                    "wrote to benchctl's channel")
+            return failed(cell, Status.ERROR, f"the worker's reply was rejected: {exc}; the measured code "
+                                              "wrote to benchctl's channel")
         self._seq += 1
         if self.fresh:
             self.close()
         try:
             return [restate(row) for row in rows]
         except UnknownColumn as exc:
-            return failure_rows(cell, Status.ERROR, f"the worker's reply was rejected: {exc}")
+            return failed(cell, Status.ERROR, f"the worker's reply was rejected: {exc}")
 
     def _may_share(self, op: str) -> bool:
         """Whether `op` may run in the worker that ran the operators before it: not when their C++
@@ -174,18 +174,18 @@ def end_group(proc: subprocess.Popen) -> None:
         pass  # nothing left in it
 
 
-def restate(row: dict[str, Any]) -> dict[str, Any]:
-    """A row's statistics recomputed from its samples, so none comes from the process the measured code ran
-    in; a row whose statistics disagree with its samples is an error."""
+def restate(row: Row) -> PassResult:
+    """The result a worker's row says, its statistics recomputed from its samples, so none comes from the
+    process the measured code ran in; a row whose statistics disagree with its samples is an error."""
     result = PassResult.from_row(row)
     if not result.samples_s or result.median_s is None:
-        return row
+        return result
     stats = result.statistics()
     off = abs(stats["median_s"] - result.median_s) > 1e-9 * max(stats["median_s"], 1e-12) + 1e-15
     if off and result.ok:
         said = f"the worker's median {result.median_s:.6g} s is not its samples' ({stats['median_s']:.6g} s)"
-        return result.with_(**stats, status=Status.ERROR, message=said).to_row()
-    return result.with_(**stats).to_row()
+        return result.with_(**stats, status=Status.ERROR, message=said)
+    return result.with_(**stats)
 
 
 @dataclass
@@ -198,12 +198,12 @@ class Replicas:
     workers: Sequence[WorkerProcess]
     _turns: dict[str, int] = field(default_factory=dict, repr=False)
 
-    def run(self, cell: Cell) -> Rows:
+    def run(self, cell: Cell) -> Results:
         key = cell.to_json()
         turn = self._turns.get(key, 0)
         self._turns[key] = turn + 1
         process = turn % len(self.workers)
-        return [PassResult.from_row(row).with_(process=process).to_row() for row in self.workers[process].run(cell)]
+        return [r.with_(process=process) for r in self.workers[process].run(cell)]
 
     def close(self) -> None:
         for worker in self.workers:
@@ -218,5 +218,6 @@ def _tail(stream: Any) -> str:
     return " | ".join(lines[-STDERR_TAIL_LINES:])
 
 
-def failure_rows(cell: Cell, status: str, message: str) -> Rows:
-    return [r.to_row() for r in each_pass(base_result(cell.resolve()), cell.passes, status=status, message=message)]
+def failed(cell: Cell, status: str, message: str) -> Results:
+    """The cell's results where it did not run: each pass with `status` and `message`."""
+    return each_pass(base_result(cell.resolve()), cell.passes, status=status, message=message)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
 from benchctl.ops.cells import Cell
-from benchctl.sweep.executors import Rows
+from benchctl.results.schema import Rows
 from benchctl.sweep.series import SeriesJob, close_workers, run_series
 from benchctl.vocab import Device
 

@@ -11,54 +11,50 @@ re-checks speedups (it has every implementation's rows); the fan-out executors r
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Mapping
 
+from benchctl.measure.result import PassResult, Results
 from benchctl.measure.stats import join_messages
 from benchctl.results.schema import FIRST_CALL_COLUMNS
 from benchctl.analysis.summary import speedup
 from benchctl.vocab import Status
 
-Row = dict[str, Any]
+ByPass = Mapping[str, PassResult]  # a cell's results by pass
 
 
-def speedup_over(row: Row, reference: Row | None) -> float | None:
+def speedup_over(result: PassResult, reference: PassResult | None) -> float | None:
     """summary.speedup where both passes ran and have medians, else None."""
-    if reference is None or reference.get("status") != Status.OK or row.get("status") != Status.OK:
+    if reference is None or not reference.ok or not result.ok:
         return None
-    return speedup(reference, row) if row.get("median_s") and reference.get("median_s") else None
+    return speedup(reference, result) if result.median_s and reference.median_s else None
 
 
-def suspect_passes(rows: list[Row], references: dict[str, Row], limit: float) -> tuple[str, ...]:
+def suspect_passes(results: Results, references: ByPass, limit: float) -> tuple[str, ...]:
     """The passes to re-check: below the floor, or over `limit` times faster than the reference's pass."""
-    return tuple(r["pass"] for r in rows if r.get("status") == Status.BELOW_FLOOR
-                 or (speedup_over(r, references.get(r["pass"])) or 0.0) > limit)
+    return tuple(r.pass_ for r in results if r.status == Status.BELOW_FLOOR
+                 or (speedup_over(r, references.get(r.pass_)) or 0.0) > limit)
 
 
-def judged(kept: list[Row], again: list[Row], references: dict[str, Row]) -> list[Row]:
-    """Each pass's row after its re-check (`again`); passes not re-checked stay as they were."""
-    by_pass = {r["pass"]: r for r in again}
-    return [_first_call_kept(row, _judge(row, by_pass[row["pass"]], references.get(row["pass"])))
-            if row["pass"] in by_pass else row for row in kept]
+def judged(kept: Results, again: Results, references: ByPass) -> Results:
+    """Each pass's result after its re-check (`again`), keeping what its first call compiled (the re-check
+    finds the cell's code compiled already); passes not re-checked stay as they were."""
+    by_pass = {r.pass_: r for r in again}
+    return [_judge(result, by_pass[result.pass_], references.get(result.pass_)).keeping(result, FIRST_CALL_COLUMNS)
+            if result.pass_ in by_pass else result for result in kept]
 
 
-def _first_call_kept(row: Row, judged: Row) -> Row:
-    """A re-check finds the cell's code compiled already: the row keeps what its first call compiled."""
-    return {**judged, **{k: row[k] for k in FIRST_CALL_COLUMNS if k in row}}
-
-
-def _judge(row: Row, new: Row, reference: Row | None) -> Row:
-    status = new.get("status")
-    if status not in (Status.OK, Status.BELOW_FLOOR):
-        said = f"re-checked on fresh inputs: {new.get('message') or status}"
-        return {**new, "rechecked": True, "message": said}
-    if row.get("status") == Status.BELOW_FLOOR and status == Status.BELOW_FLOOR:
-        return {**row, "rechecked": True,
-                "message": join_messages(row.get("message"), "re-checked on fresh inputs: still below the floor")}
-    if row.get("status") == Status.BELOW_FLOOR:  # the re-check is not below: the first was not the call's time
-        return {**new, "rechecked": True, "message": join_messages(new.get("message"), "re-checked on fresh "
-                                                                   "inputs after a time below the floor")}
-    if status == Status.BELOW_FLOOR:
-        return {**new, "rechecked": True}
+def _judge(first: PassResult, new: PassResult, reference: PassResult | None) -> PassResult:
+    """The re-check's verdict on `first`."""
+    if new.status not in (Status.OK, Status.BELOW_FLOOR):
+        return new.with_(rechecked=True, message=f"re-checked on fresh inputs: {new.message or new.status}")
+    if first.status == Status.BELOW_FLOOR and new.status == Status.BELOW_FLOOR:
+        return first.with_(rechecked=True, message=join_messages(first.message, "re-checked on fresh inputs: "
+                                                                                "still below the floor"))
+    if first.status == Status.BELOW_FLOOR:  # the re-check is not below: the first was not the call's time
+        return new.with_(rechecked=True, message=join_messages(new.message, "re-checked on fresh inputs after a "
+                                                                            "time below the floor"))
+    if new.status == Status.BELOW_FLOOR:
+        return new.with_(rechecked=True)
     ratio = speedup_over(new, reference)
     said = f"re-checked on fresh inputs: {ratio:.0f}x the reference holds" if ratio else "re-checked on fresh inputs"
-    return {**row, "rechecked": True, "message": join_messages(row.get("message"), said)}
+    return first.with_(rechecked=True, message=join_messages(first.message, said))

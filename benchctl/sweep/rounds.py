@@ -13,13 +13,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import Any, Sequence
+from typing import Sequence
 
-from benchctl.measure.result import PassResult
+from benchctl.measure.result import PassResult, Results
 from benchctl.measure.timing import Policy
-from benchctl.vocab import Status
-
-Rows = list[dict[str, Any]]
 
 
 def per_round(policy: Policy, rounds: int) -> Policy:
@@ -31,14 +28,14 @@ def per_round(policy: Policy, rounds: int) -> Policy:
                    max_samples=max(2, math.ceil(policy.max_samples / rounds)))
 
 
-def all_ok(rows: Rows) -> bool:
-    return all(r.get("status") == Status.OK for r in rows)
+def all_ok(results: Results) -> bool:
+    return all(r.ok for r in results)
 
 
-def merge(rounds_rows: Sequence[Rows]) -> Rows:
-    """One row per pass from one cell's rows of each round (in round order)."""
-    by_pass: dict[str, list[PassResult]] = {}
-    for rows in rounds_rows:
-        for row in rows:
-            by_pass.setdefault(row["pass"], []).append(PassResult.from_row(row))
-    return [PassResult.merge(results).to_row() for results in by_pass.values()]
+def merge(rounds: Sequence[Results]) -> Results:
+    """One result per pass from one cell's results of each round (in round order)."""
+    by_pass: dict[str, Results] = {}
+    for results in rounds:
+        for result in results:
+            by_pass.setdefault(result.pass_, []).append(result)
+    return [PassResult.merge(each) for each in by_pass.values()]

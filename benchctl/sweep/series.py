@@ -11,14 +11,15 @@ import atexit
 import socket
 import threading
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Sequence
 
 from benchctl.machine import allocator
 from benchctl.machine.facts import environment
 from benchctl.ops import registry
 from benchctl.ops.cells import Cell
 from benchctl.sweep.driver import Sweep
-from benchctl.sweep.executors import Rows, WorkerProcess
+from benchctl.results.schema import Rows
+from benchctl.sweep.executors import WorkerProcess
 from benchctl.sweep.preflight import Preflight
 from benchctl.sweep.worker_spec import WorkerSpec
 
@@ -51,7 +52,7 @@ class Collected:
     def __init__(self) -> None:
         self.batches: list[Rows] = []
 
-    def write(self, rows: Sequence[dict[str, Any]]) -> Rows:
+    def write(self, rows: Rows) -> Rows:
         self.batches.append(list(rows))
         return self.batches[-1]
 

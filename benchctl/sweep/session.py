@@ -18,10 +18,9 @@ from benchctl.machine.facts import environment, memory_setup
 from benchctl.ops.cells import Cell
 from benchctl.results import compaction
 from benchctl.results.storage import RunWriter, new_run_id
-from benchctl.results.schema import CELL_COLUMNS
+from benchctl.results.schema import CELL_COLUMNS, Rows
 from benchctl.sweep.cluster import RayCluster
 from benchctl.sweep.driver import Sweep
-from benchctl.sweep.executors import Rows
 from benchctl.sweep.plan import Plan
 from benchctl.sweep.pool import Pool
 from benchctl.sweep.series import group

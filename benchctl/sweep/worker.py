@@ -71,7 +71,7 @@ def main() -> None:
     for seq, line in enumerate(sys.stdin):
         cell = Cell.from_json(line)
         registry.discover(spec.ops_dirs, [cell.op])  # only the operator the cell needs
-        proto.write(reply(seq, run_cell(cell, spec.settings)) + "\n")
+        proto.write(reply(seq, [r.to_row() for r in run_cell(cell, spec.settings)]) + "\n")
 
 
 if __name__ == "__main__":

@@ -84,7 +84,7 @@ def test_the_rows_storage_writes_are_the_results_rows(hoconv_rows, tmp_path):
 def test_merge_of_two_real_rounds_gives_the_pooled_samples_median_and_interval(builtin_ops):
     cell = Cell.make("hoconv2d", "filter", "py", "cpu", "float32", SMALL, passes=("forward",))
     rounds = [run_cell(replace(cell, checked=True), FAST) for _ in range(2)]
-    merged = PassResult.merge([PassResult.from_row(rows[0]) for rows in rounds])
+    merged = PassResult.merge([rows[0] for rows in rounds])
     samples = [s for rows in rounds for s in rows[0]["samples_s"]]
     flags = [f for rows in rounds for f in rows[0].get("disturbed") or [False] * len(rows[0]["samples_s"])]
     clean = [s for s, f in zip(samples, flags) if not f] or samples
@@ -136,7 +136,7 @@ def test_a_misspelt_column_raises_where_it_is_given():
     with pytest.raises(UnknownColumn, match="'gflop'"):
         PassResult(pass_="forward").with_(gflop=1.0)
     with pytest.raises(UnknownColumn, match="'sample_s'"):
-        merge([[{"pass": "forward", "status": "ok", "sample_s": [1.0]}]])
+        PassResult(pass_="forward").without("sample_s")
 
 
 def test_a_row_has_the_columns_given_explicit_nulls_included_and_every_measured_column_is_a_field():

@@ -1,6 +1,7 @@
 """Times too good to keep unexamined are measured once more, strictly, and the re-check decides the row
 (a scripted executor stands in for the worker)."""
 
+from benchctl.measure.result import PassResult
 from benchctl.ops.cells import Cell
 from benchctl.sweep import recheck
 from benchctl.sweep.driver import Sweep
@@ -14,11 +15,11 @@ class Scripted:
         self.script = {impl: list(m) for impl, m in script.items()}
         self.asked: list[Cell] = []
 
-    def run(self, cell: Cell) -> list[dict]:
+    def run(self, cell: Cell) -> list[PassResult]:
         self.asked.append(cell)
         status, median, message = self.script[cell.impl].pop(0)
-        return [{"op": cell.op, "impl": cell.impl, "batch_size": 1, "pass": p, "status": status, "median_s": median,
-                 "ci_lo_s": median, "ci_hi_s": median, "noisy": False, "message": message} for p in cell.passes]
+        return [PassResult(op=cell.op, impl=cell.impl, batch_size=1, pass_=p, status=status, median_s=median,
+                           ci_lo_s=median, ci_hi_s=median, noisy=False, message=message) for p in cell.passes]
 
 
 def sweep(script):
@@ -56,8 +57,8 @@ def test_a_time_below_the_floor_stays_flagged_when_the_recheck_agrees(builtin_op
 
 
 def test_suspect_passes_compare_with_the_reference_pass_by_pass():
-    rows = [{"pass": "forward", "status": "ok", "median_s": 1.0}, {"pass": "backward", "status": "ok", "median_s": 1.0}]
-    refs = {"forward": {"status": "ok", "median_s": 51.0}, "backward": {"status": "ok", "median_s": 49.0}}
+    rows = [PassResult(pass_=p, status="ok", median_s=1.0) for p in ("forward", "backward")]
+    refs = {"forward": PassResult(status="ok", median_s=51.0), "backward": PassResult(status="ok", median_s=49.0)}
     assert recheck.suspect_passes(rows, refs, 50.0) == ("forward",)
     assert recheck.suspect_passes(rows, {}, 50.0) == ()
 
@@ -71,8 +72,7 @@ def test_a_rechecked_compiled_cell_keeps_what_its_first_call_compiled(builtin_op
             rows = super().run(cell)
             if cell.impl == "py":
                 return rows
-            return [{**r, "compile_s": 3.0 if first else 0.01, "recompiles": int(first), "graph_breaks": 0}
-                    for r in rows]
+            return [r.with_(compile_s=3.0 if first else 0.01, recompiles=int(first), graph_breaks=0) for r in rows]
 
     script = {"py": [("ok", 0.1, "")], "py@compile": [("ok", 0.001, ""), ("ok", 0.0011, "")]}
     cells = [Cell.make("hoconv2d", "filter", impl, "cpu", "float32", {"batch_size": 1}, passes=("forward",))

@@ -3,6 +3,7 @@
 
 import pytest
 
+from benchctl.measure.result import PassResult
 from benchctl.ops.cells import Cell
 from benchctl.results import storage
 from benchctl.sweep.driver import Sweep
@@ -16,13 +17,13 @@ class Scripted:
         self.script = {b: list(m) for b, m in script.items()}
         self.calls: list[int] = []
 
-    def run(self, cell: Cell) -> list[dict]:
+    def run(self, cell: Cell) -> list[PassResult]:
         batch = cell.params["batch_size"]
         self.calls.append(batch)
         noisy, half = self.script[batch].pop(0)
-        return [{"op": cell.op, "impl": cell.impl, "batch_size": batch, "pass": "forward", "status": "ok",
-                 "median_s": 1.0, "ci_lo_s": 1.0 - half, "ci_hi_s": 1.0 + half, "noisy": noisy,
-                 "message": "noisy: ..." if noisy else ""}]
+        return [PassResult(op=cell.op, impl=cell.impl, batch_size=batch, pass_="forward", status="ok",
+                           median_s=1.0, ci_lo_s=1.0 - half, ci_hi_s=1.0 + half, noisy=noisy,
+                           message="noisy: ..." if noisy else "")]
 
 
 
@@ -59,13 +60,13 @@ class PerPass:
     def __init__(self):
         self.asked: list[tuple[str, ...]] = []
 
-    def run(self, cell: Cell) -> list[dict]:
+    def run(self, cell: Cell) -> list[PassResult]:
         self.asked.append(cell.passes)
         again = len(self.asked) > 1
         median = 2.0 if again else 1.0
-        return [{"op": cell.op, "impl": cell.impl, "batch_size": 1, "pass": p, "status": "ok", "median_s": median,
-                 "ci_lo_s": median * 0.99, "ci_hi_s": median * (1.01 if p == "forward" or again else 1.2),
-                 "noisy": p == "backward" and not again} for p in cell.passes]
+        return [PassResult(op=cell.op, impl=cell.impl, batch_size=1, pass_=p, status="ok", median_s=median,
+                           ci_lo_s=median * 0.99, ci_hi_s=median * (1.01 if p == "forward" or again else 1.2),
+                           noisy=p == "backward" and not again) for p in cell.passes]
 
 
 def test_only_the_passes_that_did_not_settle_are_measured_again(builtin_ops):
@@ -86,10 +87,10 @@ class Gated(PerPass):
         super().__init__()
         self.checked: list[bool] = []
 
-    def run(self, cell: Cell) -> list[dict]:
+    def run(self, cell: Cell) -> list[PassResult]:
         self.checked.append(cell.checked)
         gate = {} if cell.checked else {"correct": True, "max_abs_err": 3e-7, "tolerance": 1e-5}
-        return [{**row, **gate} for row in super().run(cell)]
+        return [result.with_(**gate) for result in super().run(cell)]
 
 
 def test_a_remeasure_skips_the_gate_and_keeps_its_findings(builtin_ops):
@@ -126,14 +127,14 @@ class Stops:
         self.script = {b: list(m) for b, m in script.items()}
         self.calls: list[int] = []
 
-    def run(self, cell: Cell) -> list[dict]:
+    def run(self, cell: Cell) -> list[PassResult]:
         batch = cell.params["batch_size"]
         self.calls.append(batch)
         stop, canary, process = self.script[batch].pop(0)
-        return [{"op": cell.op, "impl": cell.impl, "batch_size": batch, "pass": "forward", "status": "ok",
-                 "median_s": 1.0, "ci_lo_s": 0.995, "ci_hi_s": 1.005, "noisy": False, "stop": stop,
-                 "samples_s": [1.0] * 12, "disturbed": [False] * 12, "canary_ratio": canary, "process": process,
-                 "message": ""}]
+        return [PassResult(op=cell.op, impl=cell.impl, batch_size=batch, pass_="forward", status="ok",
+                           median_s=1.0, ci_lo_s=0.995, ci_hi_s=1.005, noisy=False, stop=stop,
+                           samples_s=[1.0] * 12, disturbed=[False] * 12, canary_ratio=canary, process=process,
+                           message="")]
 
 
 def test_disturbed_and_slow_machine_cells_are_measured_again_and_the_clean_measurement_kept(builtin_ops):
@@ -168,8 +169,8 @@ def test_a_remeasure_keeps_what_the_first_call_compiled(builtin_ops):
         def run(self, cell):
             first = not self.calls
             rows = super().run(cell)
-            return [{**r, "compile_s": 4.0 if first else 0.01, "recompiles": 1 if first else 0,
-                     "recompiles_total": 3} for r in rows]
+            return [r.with_(compile_s=4.0 if first else 0.01, recompiles=1 if first else 0, recompiles_total=3)
+                    for r in rows]
 
     cells = [Cell.make("hoconv2d", "filter", "py", "cpu", "float32", {"batch_size": 2})]
     executor, out = Compiling({2: [(True, 0.08), (False, 0.006)]}), Collected()
@@ -186,12 +187,12 @@ class Phased:
         self.medians = list(medians)
         self.calls = 0
 
-    def run(self, cell: Cell) -> list[dict]:
+    def run(self, cell: Cell) -> list[PassResult]:
         median, process = self.medians.pop(0), self.calls % 3
         self.calls += 1
-        return [{"op": cell.op, "impl": cell.impl, "batch_size": 1, "pass": "forward", "status": "ok",
-                 "median_s": median, "samples_s": [median] * 12, "disturbed": [False] * 12, "stop": "converged",
-                 "process": process, "noisy": False, "message": ""}]
+        return [PassResult(op=cell.op, impl=cell.impl, batch_size=1, pass_="forward", status="ok",
+                           median_s=median, samples_s=[median] * 12, disturbed=[False] * 12, stop="converged",
+                           process=process, noisy=False, message="")]
 
 
 def test_rounds_in_two_modes_are_measured_again_and_a_slow_phases_round_set_aside(builtin_ops):

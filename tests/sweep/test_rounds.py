@@ -7,6 +7,7 @@ import statistics
 
 import pytest
 
+from benchctl.measure.result import PassResult
 from benchctl.results import storage
 from benchctl.ops.cells import Cell
 from benchctl.sweep.rounds import merge, per_round
@@ -19,7 +20,7 @@ def row(samples, status="ok", **extra):
     med = statistics.median(samples) if samples else None
     base = {"op": "toy", "impl": "py", "pass": "forward", "status": status, "samples_s": list(samples),
             "median_s": med, "n": len(samples), "flops": 2e9, "bytes": 4e9}
-    return {**base, **extra}
+    return PassResult.from_row({**base, **extra})
 
 
 def test_per_round_divides_the_budget():
@@ -72,7 +73,7 @@ def test_rounds_in_two_modes_give_both_and_the_majority_median():
 
 
 def test_merge_keeps_passes_apart_and_a_quiet_merge_has_no_message():
-    one = [row([1.0] * 3), {**row([3.0] * 3), "pass": "backward"}]  # 6 samples a pass: enough for an interval
+    one = [row([1.0] * 3), row([3.0] * 3).with_(pass_="backward")]  # 6 samples a pass: enough for an interval
     rounds = [one, one]
     merged = merge(rounds)
     assert [(m["pass"], m["median_s"], m["round_spread"], m["message"]) for m in merged] == [
@@ -97,7 +98,7 @@ class Scripted:
         result = answer(len([c for c in self.calls if c == cell.impl])) if callable(answer) else answer
         if isinstance(result, BaseException):
             raise result
-        return [{**r, "impl": cell.impl} for r in result]
+        return [r.with_(impl=cell.impl) for r in result]
 
     def close(self):
         pass

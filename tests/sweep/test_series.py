@@ -38,6 +38,7 @@ def test_cells_group_into_series_ascending_along_the_axis(toy):
 
 
 def test_with_rounds_a_job_holds_every_implementation_of_its_points_and_their_rounds_alternate(toy):
+    from benchctl.measure.result import PassResult
     from benchctl.sweep.driver import Sweep
     from benchctl.sweep.series import Collected
 
@@ -52,7 +53,7 @@ def test_with_rounds_a_job_holds_every_implementation_of_its_points_and_their_ro
 
         def run(self, c):
             self.asked.append((c.impl, c.params["batch_size"]))
-            return [{"impl": c.impl, "pass": p, "status": "ok", "median_s": 1.0, "samples_s": [1.0]} for p in c.passes]
+            return [PassResult(impl=c.impl, pass_=p, status="ok", median_s=1.0, samples_s=[1.0]) for p in c.passes]
 
     worker = Recording()
     Sweep(jobs[0], worker, Collected(), {}, rounds=2).run()
