@@ -203,11 +203,16 @@ def _best_of(kept: Results, fresh: Results, pooled: dict[str, PassResult], attem
         new, chosen = again.get(result.pass_), result
         if _split(result) and result.pass_ in pooled:
             chosen = pooled[result.pass_]
-        elif new is not None and (_undisturbed(new) > _undisturbed(result) or _undisturbed(new) == _undisturbed(result)
-                                  and _spread(new) < _spread(result)):
+        elif new is not None and _better(new, result):
             chosen = new.keeping(result, (*GATE_COLUMNS, *FIRST_CALL_COLUMNS))
         out.append(chosen.with_(remeasured=attempt))
     return out
+
+
+def _better(new: PassResult, kept: PassResult) -> bool:
+    """The machine left `new` alone and not `kept`; or it treated both alike and `new`'s median is known
+    more narrowly."""
+    return (_undisturbed(new), -_spread(new)) > (_undisturbed(kept), -_spread(kept))
 
 
 def _undisturbed(result: PassResult) -> bool:

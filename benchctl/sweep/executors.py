@@ -101,7 +101,7 @@ class WorkerProcess:
         return failed(cell, status, message)
 
     def _opened(self, cell: Cell, line: str) -> Results:
-        """The reply's rows, restated; a reply the worker did not write ends the worker, as an error."""
+        """The reply's rows as results, restated; a reply the worker did not write ends the worker, as an error."""
         try:
             rows = channel.opened(line, self._key, self._seq)
         except channel.Forged as exc:

@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from benchctl.cli import cli
+from benchctl.measure.result import PassResult
 from benchctl.ops import provenance, registry
 from benchctl.results import storage
 from benchctl.sweep.driver import stamp
@@ -41,7 +42,7 @@ def test_a_user_operator_carries_its_repository_commit(repo):
     facts = provenance.code_facts("provenance_probe")
     assert facts["code_sha"] == git(repo, "rev-parse", "HEAD") and facts["code_dirty"] is False
     assert Path(facts["code_repo"]) == repo.resolve() and facts["code_time"].startswith("20")
-    (row,) = stamp([{"op": "provenance_probe", "impl": "py"}], {"git_sha": "abc"})
+    (row,) = stamp([PassResult(op="provenance_probe", impl="py")], {"git_sha": "abc"})
     assert row["code_sha"] == facts["code_sha"] and row["git_sha"] == "abc"
 
 
