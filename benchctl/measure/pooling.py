@@ -1,6 +1,7 @@
-"""One pass's rounds pooled into one result (PassResult.merge): the samples of every round, the statistics
-and rates recomputed from them, what the machine did meanwhile, and the rounds' and worker processes'
-medians with their spread.
+"""One pass's rounds pooled (PassResult.merge): the columns that the samples of every round give, their
+statistics and rates recomputed, what the machine did meanwhile, and the rounds' and worker processes'
+medians with their spread. Each round is read as a row (a mapping of its columns), so pooling needs no
+more of a result than its columns.
 
 Rounds that disagree by more than MODES_APART are not averaged: the sorted round medians are split at
 their widest gap into a fast and a slow mode, the result gives both (`mode_fast_s`, `mode_slow_s`) and says
@@ -19,56 +20,53 @@ shows in the spread between processes (docs/measuring.md, "Slow phases").
 from __future__ import annotations
 
 import statistics
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from benchctl.measure import rates
 from benchctl.measure.paired import paired_stats
 from benchctl.measure.stats import is_noisy, join_messages, noisy_message, summarize
 from benchctl.measure.timing import Policy, too_disturbed
+from benchctl.results.schema import clean_samples
 from benchctl.vocab import Stop
 
-if TYPE_CHECKING:
-    from benchctl.measure.result import PassResult
-
-Results = Sequence["PassResult"]
+Row = Mapping[str, Any]  # one round's result, read by column
+Rounds = Sequence[Row]
 MODES_APART = 0.10  # round medians this far apart (slowest / fastest - 1) are two modes, not noise
 
 
-def pooled(results: Results) -> PassResult:
-    """The first round's result with the samples of every round kept (not set aside), and what they give."""
-    first, aside = results[0], _slow_phase(results)
-    numbered = [(i, r) for i, r in enumerate(results, start=1) if i not in aside]
+MEDIAN_OF_ROUNDS = ("page_faults", "sys_s", "host_s", "mem_gbps", "canary_s", "canary_ratio")
+
+
+def pooled(rounds: Rounds) -> dict[str, Any]:
+    """The columns the samples of every round kept (not set aside) give, to set on the first round's."""
+    aside = _slow_phase(rounds)
+    numbered = [(i, r) for i, r in enumerate(rounds, start=1) if i not in aside]
     kept = [r for _, r in numbered]
-    samples = [s for r in kept for s in r.samples_s]
+    samples = [s for r in kept for s in r["samples_s"]]
     flags = [f for r in kept for f in _flags(r)]
-    stats = first.with_(samples_s=samples, disturbed=flags).statistics()
-    medians = [r.median_s for r in results]
+    stats = summarize(clean_samples(samples, flags))
+    medians = [r["median_s"] for r in rounds]
     modes = _modes(numbered)
     noisy = is_noisy({**stats, **modes})
-    merged = first.with_(**stats, samples_s=samples, rounds=len(results), noisy=noisy,
-                         **_disturbance(kept, flags, flags.count(False), noisy),
-                         round_spread=_spread(medians), round_medians_s=medians, **processes(kept),
-                         peak_mem_bytes=_max_of(r.peak_mem_bytes for r in kept),
-                         page_faults=_median_of(r.page_faults for r in kept),
-                         sys_s=_median_of(r.sys_s for r in kept),
-                         host_s=_median_of(r.host_s for r in kept),
-                         mem_gbps=_median_of(r.mem_gbps for r in kept),
-                         canary_s=_median_of(r.canary_s for r in kept),
-                         canary_ratio=_median_of(r.canary_ratio for r in kept),
-                         wall_s=sum(r.wall_s or 0.0 for r in results))
     said = join_messages(noisy_message({**stats, **modes}) if noisy else "", modes.pop("message", ""),
                          _aside_message(aside))
-    merged = merged.with_(**_pair_statistics(kept, samples), **modes, message=said)
-    return merged.with_(**_rates(first, merged.median_s))
+    columns = {**stats, "samples_s": samples, "rounds": len(rounds), "noisy": noisy,
+               **_disturbance(kept, flags, flags.count(False), noisy),
+               "round_spread": _spread(medians), "round_medians_s": medians, **processes(kept),
+               "peak_mem_bytes": _max_of(r.get("peak_mem_bytes") for r in kept),
+               **{c: _median_of(r.get(c) for r in kept) for c in MEDIAN_OF_ROUNDS},
+               "wall_s": sum(r.get("wall_s") or 0.0 for r in rounds),
+               **_pair_statistics(kept, samples), **modes, "message": said}
+    return {**columns, **_rates(rounds[0], columns["median_s"])}
 
 
-def processes(results: Results) -> dict[str, Any]:
+def processes(rounds: Rounds) -> dict[str, Any]:
     """Rounds measured in several worker processes (run --processes): each process's median of its clean
     samples, and the spread between them (slowest / fastest - 1), which verdicts hold a change against."""
     by_process: dict[int, list[float]] = {}
-    for result in results:
-        if result.process is not None:
-            by_process.setdefault(int(result.process), []).extend(result.clean())
+    for r in rounds:
+        if r.get("process") is not None:
+            by_process.setdefault(int(r["process"]), []).extend(_clean(r))
     by_process = {p: samples for p, samples in by_process.items() if samples}
     if len(by_process) < 2:
         return {}
@@ -77,14 +75,14 @@ def processes(results: Results) -> dict[str, Any]:
     return {"processes": len(medians), "process_medians_s": medians, "process_spread": spread}
 
 
-def _slow_phase(results: Results) -> set[int]:
+def _slow_phase(rounds: Rounds) -> set[int]:
     """The rounds (numbered from 1) more than MODES_APART slower than the fastest round of their process."""
     fastest: dict[int, float] = {}
-    for r in results:
-        if r.process is not None and r.median_s:
-            fastest[r.process] = min(r.median_s, fastest.get(r.process, r.median_s))
-    return {i for i, r in enumerate(results, start=1)
-            if r.process is not None and r.median_s and r.median_s > fastest[r.process] * (1 + MODES_APART)}
+    timed = [(i, r["process"], r["median_s"]) for i, r in enumerate(rounds, start=1)
+             if r.get("process") is not None and r.get("median_s")]
+    for _, process, median in timed:
+        fastest[process] = min(median, fastest.get(process, median))
+    return {i for i, process, median in timed if median > fastest[process] * (1 + MODES_APART)}
 
 
 def _aside_message(aside: set[int]) -> str:
@@ -98,43 +96,48 @@ def _spread(medians: list[float]) -> float | None:
     return max(medians) / min(medians) - 1 if len(medians) > 1 and min(medians) > 0 else None
 
 
-def _flags(result: PassResult) -> list[bool]:
-    """A result's per-sample disturbed flags (none set where its samples were not watched)."""
-    return list(result.disturbed or [False] * len(result.samples_s))
+def _flags(r: Row) -> list[bool]:
+    """A round's per-sample disturbed flags (none set where its samples were not watched)."""
+    return list(r.get("disturbed") or [False] * len(r["samples_s"]))
 
 
-def _disturbance(results: Results, flags: list[bool], clean: int, noisy: bool) -> dict[str, Any]:
+def _clean(r: Row) -> list[float]:
+    """A round's samples its worker did not set aside."""
+    return clean_samples(r["samples_s"], r.get("disturbed"))
+
+
+def _disturbance(rounds: Rounds, flags: list[bool], clean: int, noisy: bool) -> dict[str, Any]:
     """The pooled flags, their share, the rounds' median wait, and `disturbed` as the stop where the pooled
     clean samples are too few or the median did not settle with many set aside."""
-    if not any(r.disturbed for r in results):
+    if not any(r.get("disturbed") for r in rounds):
         return {}
     share = sum(flags) / len(flags)
     out: dict[str, Any] = {"disturbed": flags, "disturbed_share": share,
-                           "wait_s": _median_of(r.wait_s for r in results)}
+                           "wait_s": _median_of(r.get("wait_s") for r in rounds)}
     if too_disturbed(clean, share, Stop.MAX_TIME if noisy else Stop.CONVERGED, Policy()):
         out["stop"] = Stop.DISTURBED
     return out
 
 
-def _pair_statistics(results: Results, samples: list[float]) -> dict[str, Any]:
+def _pair_statistics(rounds: Rounds, samples: list[float]) -> dict[str, Any]:
     """Timed in alternation with a partner every round: its samples pooled as the own are (the pairs stay
     aligned) and the paired speedup taken over all the pairs."""
-    if not all(r.partner_samples_s for r in results):
+    if not all(r.get("partner_samples_s") for r in rounds):
         return {}
-    partner = [s for r in results for s in r.partner_samples_s]
+    partner = [s for r in rounds for s in r["partner_samples_s"]]
     return {"partner_samples_s": partner, **paired_stats(samples, partner)}
 
 
-def _modes(numbered: Sequence[tuple[int, PassResult]]) -> dict[str, Any]:
+def _modes(numbered: Sequence[tuple[int, Row]]) -> dict[str, Any]:
     """Two modes when the rounds (with their numbers) disagree: both medians, and the majority mode's
     statistics."""
-    ordered = sorted(numbered, key=lambda pair: pair[1].median_s)
-    medians = [r.median_s for _, r in ordered]
+    ordered = sorted(numbered, key=lambda pair: pair[1]["median_s"])
+    medians = [r["median_s"] for _, r in ordered]
     if len(ordered) < 2 or medians[0] <= 0 or medians[-1] / medians[0] - 1 <= MODES_APART:
         return {}
     cut = max(range(1, len(ordered)), key=lambda i: medians[i] / medians[i - 1])
     fast, slow = ordered[:cut], ordered[cut:]
-    fast_stats, slow_stats = (summarize([s for _, r in part for s in r.clean()]) for part in (fast, slow))
+    fast_stats, slow_stats = (summarize([s for _, r in part for s in _clean(r)]) for part in (fast, slow))
     majority = fast_stats if fast_stats["n"] > slow_stats["n"] else slow_stats
     # n, min and max stay the pooled ones, as do the samples
     kept = {k: v for k, v in majority.items() if k not in ("n", "min_s", "max_s")}
@@ -149,7 +152,7 @@ def _modes(numbered: Sequence[tuple[int, PassResult]]) -> dict[str, Any]:
 def _faults(fast: list, slow: list) -> str:
     """The two modes' page faults per call, where they differ: the mode with more got fresh memory from the
     OS each call, as a loop that frees and allocates its tensors again does under that allocator."""
-    counts = [[r.page_faults for _, r in part if r.page_faults is not None] for part in (fast, slow)]
+    counts = [[r["page_faults"] for _, r in part if r.get("page_faults") is not None] for part in (fast, slow)]
     if not all(counts):
         return ""
     fast_faults, slow_faults = (statistics.median(c) for c in counts)
@@ -158,13 +161,13 @@ def _faults(fast: list, slow: list) -> str:
     return f" ({fast_faults:.0f} and {slow_faults:.0f} page faults per call)"
 
 
-def _rates(first: PassResult, median: float) -> dict[str, Any]:
+def _rates(first: Row, median: float) -> dict[str, Any]:
     """GFLOP/s, GB/s and % of peak at the pooled median (the roofline bound is the same each round)."""
     if median <= 0:
         return {}
-    out = rates.per_second(first.flops, first.bytes, median)
-    if first.pct_of_peak is not None:
-        out["pct_of_peak"] = first.pct_of_peak * first.median_s / median
+    out = rates.per_second(first.get("flops"), first.get("bytes"), median)
+    if first.get("pct_of_peak") is not None:
+        out["pct_of_peak"] = first["pct_of_peak"] * first["median_s"] / median
     return out
 
 

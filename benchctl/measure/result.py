@@ -104,7 +104,7 @@ class PassResult(Mapping[str, Any]):
         failed = next((r for r in results if not r.ok), None)
         if failed is not None or len(results) == 1:
             return (failed or results[0]).without(PROCESS).with_(rounds=len(results))
-        return pooling.pooled(results).without(PROCESS)
+        return results[0].with_(**pooling.pooled(results)).without(PROCESS)
 
 
 Results = list[PassResult]  # a cell's results, one per pass
