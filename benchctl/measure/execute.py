@@ -257,9 +257,9 @@ def _time_paired(setup: Callable[[], Thunk], clock: Clock, partner: Prepared, pa
     if other is None:
         return m, {"message": f"timed alone: over {PAIRS_UP_TO:g}x from {cell.impl} in the warm-up, "
                               "too far to pair"}
-    either = [a or b for a, b in zip(m.disturbed, other.disturbed)]
-    return m, {"paired_with": cell.impl, "partner_samples_s": list(other.samples),
-               **paired_stats(m.samples, other.samples, either)}
+    aside = {"partner_disturbed": list(other.disturbed)} if other.disturbed else {}
+    return m, {"paired_with": cell.impl, "partner_samples_s": list(other.samples), **aside,
+               **paired_stats(m.samples, other.samples, m.disturbed, other.disturbed)}
 
 
 def make_clock(device: str, flush_l2: bool = False, cuda_graph: bool = False) -> Clock:

@@ -60,18 +60,22 @@ def measure_paired(setup: Callable[[], Thunk], partner: Callable[[], Thunk], clo
     return own.measurement(warm, wall), other.measurement(partner_warm, wall)
 
 
-def paired_stats(own: Sequence[float], partner: Sequence[float],
-                 set_aside: Sequence[bool] = ()) -> dict[str, float]:
+def paired_stats(own: Sequence[float], partner: Sequence[float], own_aside: Sequence[bool] = (),
+                 partner_aside: Sequence[bool] = ()) -> dict[str, float]:
     """How many times faster `own` is than `partner`, from samples taken in pairs: the median of the
     pairs' own ratios (partner / own) and its confidence interval. A machine that slows down for a
     moment slows both samples of the pairs it reaches, so their ratios stay put where two medians
-    taken apart would move. Pairs flagged in `set_aside` (either side disturbed) are left out, unless
-    that leaves none."""
+    taken apart would move. A pair with either side set aside (its watch's flags; none where a side
+    was not watched) is left out, unless that leaves none."""
     ratios = np.asarray(partner, dtype=np.float64) / np.asarray(own, dtype=np.float64)
-    keep = ~np.asarray(set_aside, dtype=bool) if len(set_aside) == len(ratios) else np.ones(len(ratios), bool)
+    keep = ~(_flags(own_aside, len(ratios)) | _flags(partner_aside, len(ratios)))
     ratios = ratios[keep] if keep.any() else ratios
     lo, hi = median_ci(ratios)
     return {"paired_speedup": float(np.median(ratios)), "paired_ci_lo": lo, "paired_ci_hi": hi}
+
+
+def _flags(aside: Sequence[bool], n: int) -> np.ndarray:
+    return np.asarray(aside, dtype=bool) if len(aside) == n else np.zeros(n, bool)
 
 
 def far_apart(own: Sequence[float], partner: Sequence[float]) -> bool:

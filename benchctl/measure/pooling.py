@@ -56,7 +56,7 @@ def pooled(rounds: Rounds) -> dict[str, Any]:
                "peak_mem_bytes": _max_of(r.get("peak_mem_bytes") for r in kept),
                **{c: _median_of(r.get(c) for r in kept) for c in MEDIAN_OF_ROUNDS},
                "wall_s": sum(r.get("wall_s") or 0.0 for r in rounds),
-               **_pair_statistics(kept, samples), **modes, "message": said}
+               **_pair_statistics(kept, samples, flags), **modes, "message": said}
     return {**columns, **_rates(rounds[0], columns["median_s"])}
 
 
@@ -119,13 +119,15 @@ def _disturbance(rounds: Rounds, flags: list[bool], clean: int, noisy: bool) -> 
     return out
 
 
-def _pair_statistics(rounds: Rounds, samples: list[float]) -> dict[str, Any]:
-    """Timed in alternation with a partner every round: its samples pooled as the own are (the pairs stay
-    aligned) and the paired speedup taken over all the pairs."""
+def _pair_statistics(rounds: Rounds, samples: list[float], flags: list[bool]) -> dict[str, Any]:
+    """Timed in alternation with a partner every round: its samples and their flags pooled as the own are
+    (the pairs stay aligned), and the paired speedup taken over all the pairs neither side set aside."""
     if not all(r.get("partner_samples_s") for r in rounds):
         return {}
     partner = [s for r in rounds for s in r["partner_samples_s"]]
-    return {"partner_samples_s": partner, **paired_stats(samples, partner)}
+    partner_flags = [f for r in rounds for f in r.get("partner_disturbed") or [False] * len(r["partner_samples_s"])]
+    aside = {"partner_disturbed": partner_flags} if any(r.get("partner_disturbed") for r in rounds) else {}
+    return {"partner_samples_s": partner, **aside, **paired_stats(samples, partner, flags, partner_flags)}
 
 
 def _modes(numbered: Sequence[tuple[int, Row]]) -> dict[str, Any]:

@@ -83,6 +83,14 @@ def test_paired_stats_divide_the_pairs_not_the_medians():
     assert stats["paired_speedup"] == 3.0 and stats["paired_ci_lo"] == stats["paired_ci_hi"] == 3.0
 
 
+def test_a_pair_with_either_side_set_aside_is_left_out_unless_that_leaves_none():
+    own, partner = [1.0, 1.0, 1.0, 1.0], [2.0, 9.0, 2.0, 7.0]  # pairs 2 and 4: one side stalled
+    assert paired_stats(own, partner)["paired_speedup"] == 4.5
+    assert paired_stats(own, partner, [False, True, False, False], [False, False, False, True])["paired_speedup"] == 2.0
+    assert paired_stats(own, partner, [], [False, True, False, True])["paired_speedup"] == 2.0  # own side unwatched
+    assert paired_stats(own, partner, [True] * 4)["paired_speedup"] == 4.5  # none left: all of them
+
+
 def test_calls_far_apart_in_their_warm_up_are_not_paired_and_the_own_is_sampled_alone():
     machine = Machine(fast_calls=10**6)
     policy = Policy(warmup=3, warmup_min_time=0.0, warmup_time=1e9, min_samples=20, max_samples=20, min_time=0.0,

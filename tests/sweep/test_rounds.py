@@ -39,6 +39,14 @@ def test_merge_pools_the_partners_samples_with_the_own_and_takes_the_speedup_ove
     assert "paired_speedup" not in alone
 
 
+def test_merge_leaves_out_the_pairs_either_side_set_aside_in_any_round():
+    rounds = [[row([1.0, 1.0], disturbed=[False, True], paired_with="py", partner_samples_s=[2.0, 9.0])],
+              [row([1.0, 1.0], paired_with="py", partner_samples_s=[2.0, 8.0], partner_disturbed=[False, True])]]
+    [m] = merge(rounds)
+    assert m["paired_speedup"] == 2.0  # the pairs 9/1 and 8/1 are left out, not their medians' 5.0
+    assert m["partner_disturbed"] == [False, False, False, True] and m["disturbed"] == [False, True, False, False]
+
+
 def test_merge_pools_samples_and_recomputes_stats_and_rates():
     rounds = [[row([1.0, 1.0, 1.0], pct_of_peak=40.0, page_faults=10.0, sys_s=0.5, peak_mem_bytes=5.0,
                    host_s=0.9, mem_gbps=30.0)],
