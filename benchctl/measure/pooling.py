@@ -3,6 +3,9 @@ statistics and rates recomputed, what the machine did meanwhile, and the rounds'
 medians with their spread. Each round is read as a row (a mapping of its columns), so pooling needs no
 more of a result than its columns.
 
+What a round's message says of the call itself (timed alone, work left on another stream) is kept, once;
+the doubts its samples gave (noisy, disturbed) are derived anew from the pooled samples.
+
 Rounds that disagree by more than MODES_APART are not averaged: the sorted round medians are split at
 their widest gap into a fast and a slow mode, the result gives both (`mode_fast_s`, `mode_slow_s`) and says
 so, and its median is the median of the mode that holds most samples (the slow one on a tie), never a
@@ -24,7 +27,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from benchctl.measure import rates
 from benchctl.measure.paired import paired_stats
-from benchctl.measure.stats import is_noisy, join_messages, noisy_message, summarize
+from benchctl.measure.stats import DISTURBED, is_noisy, join_messages, noisy_message, notes, summarize
 from benchctl.measure.timing import Policy, too_disturbed
 from benchctl.results.schema import clean_samples
 from benchctl.vocab import Stop
@@ -48,10 +51,12 @@ def pooled(rounds: Rounds) -> dict[str, Any]:
     medians = [r["median_s"] for r in rounds]
     modes = _modes(numbered)
     noisy = is_noisy({**stats, **modes})
-    said = join_messages(noisy_message({**stats, **modes}) if noisy else "", modes.pop("message", ""),
+    disturbance = _disturbance(kept, flags, flags.count(False), noisy)
+    said = join_messages(*dict.fromkeys(note for r in kept for note in notes(r.get("message"))),
+                         _disturbed_message(flags) if disturbance.get("stop") == Stop.DISTURBED else "",
+                         noisy_message({**stats, **modes}) if noisy else "", modes.pop("message", ""),
                          _aside_message(aside))
-    columns = {**stats, "samples_s": samples, "rounds": len(rounds), "noisy": noisy,
-               **_disturbance(kept, flags, flags.count(False), noisy),
+    columns = {**stats, "samples_s": samples, "rounds": len(rounds), "noisy": noisy, **disturbance,
                "round_spread": _spread(medians), "round_medians_s": medians, **processes(kept),
                "peak_mem_bytes": _max_of(r.get("peak_mem_bytes") for r in kept),
                **{c: _median_of(r.get(c) for r in kept) for c in MEDIAN_OF_ROUNDS},
@@ -83,6 +88,12 @@ def _slow_phase(rounds: Rounds) -> set[int]:
     for _, process, median in timed:
         fastest[process] = min(median, fastest.get(process, median))
     return {i for i, process, median in timed if median > fastest[process] * (1 + MODES_APART)}
+
+
+def _disturbed_message(flags: list[bool]) -> str:
+    n, aside = len(flags), sum(flags)
+    return (f"{DISTURBED}{aside} of {n} samples ({aside / n:.0%}) set aside over the rounds, {n - aside} clean "
+            "sample(s) left")
 
 
 def _aside_message(aside: set[int]) -> str:

@@ -14,6 +14,7 @@ from benchctl.vocab import Device
 
 CI_LEVEL = 0.95  # the confidence interval of the median that rows record
 CI_TARGET = 0.01  # converged: that interval within +-1% of the median
+NOISY, DISTURBED = "noisy: ", "disturbed: "  # how the doubts a pass's samples give begin (the messages below)
 
 
 def _rank(n: int) -> int:
@@ -54,9 +55,9 @@ def is_noisy(stats: dict[str, float], target: float = CI_TARGET) -> bool:
 
 def noisy_message(stats: dict[str, float]) -> str:
     if stats.get("n", CI_MIN_SAMPLES) < CI_MIN_SAMPLES:
-        return (f"noisy: {stats['n']} sample(s), too few for a {CI_LEVEL:.0%} interval of the median "
+        return (f"{NOISY}{stats['n']} sample(s), too few for a {CI_LEVEL:.0%} interval of the median "
                 f"(it takes {CI_MIN_SAMPLES})")
-    return (f"noisy: the median is known to +-{ci_half_width(stats):.1%} only "
+    return (f"{NOISY}the median is known to +-{ci_half_width(stats):.1%} only "
             f"(IQR {stats['iqr_s'] / stats['median_s']:.0%} of it, {stats['n']} samples)")
 
 
@@ -69,12 +70,19 @@ def disturbed_message(disturbed: Sequence[bool], readings: Sequence[float], medi
     how = (f"ran below 90% of the SM clock (median {statistics.median(hit):.0f} MHz)" if device == Device.CUDA else
            f"waited for a CPU (median wait {statistics.median(hit) * 1e3:.3g} ms per call, the median call "
            f"{median_s * 1e3:.3g} ms)")
-    return f"disturbed: {set_aside} of {n} samples ({set_aside / n:.0%}) {how}; {n - set_aside} clean sample(s) left"
+    return f"{DISTURBED}{set_aside} of {n} samples ({set_aside / n:.0%}) {how}, {n - set_aside} clean sample(s) left"
 
 
 def join_messages(*messages: str | None) -> str:
     """A row's messages as one, in order, the empty ones left out."""
     return "; ".join(filter(None, messages))
+
+
+def notes(message: str | None) -> list[str]:
+    """A row's message without the doubts its samples give (noisy, disturbed): what it says of the call
+    itself (timed alone, work left on another stream, ...), which pooled rounds keep while they derive
+    the doubts anew."""
+    return [part for part in (message or "").split("; ") if part and not part.startswith((NOISY, DISTURBED))]
 
 
 def summarize(samples: list[float] | tuple[float, ...]) -> dict[str, float]:

@@ -47,6 +47,20 @@ def test_merge_leaves_out_the_pairs_either_side_set_aside_in_any_round():
     assert m["partner_disturbed"] == [False, False, False, True] and m["disturbed"] == [False, True, False, False]
 
 
+def test_merge_keeps_what_the_rounds_say_of_the_call_once_and_derives_the_doubts_anew():
+    stray = "2 of 6 calls left work on another stream after the call's own finished (median 80 us)"
+    rounds = [[row([1.0] * 6, message=f"timed alone: x cannot run here; {stray}; noisy: the median is known to "
+                                      "+-3.0% only (IQR 5% of it, 6 samples)")],
+              [row([1.0] * 6, message=f"{stray}; disturbed: 1 of 6 samples (17%) waited for a CPU, 5 clean sample(s) "
+                                      "left")]]
+    [m] = merge(rounds)
+    assert m["message"] == f"timed alone: x cannot run here; {stray}"  # 12 equal samples: settled, not noisy
+    flags = [True] * 5 + [False]
+    [m] = merge([[row([1.0] * 6, disturbed=flags)], [row([1.0] * 6, disturbed=flags)]])
+    assert m["stop"] == "disturbed"
+    assert m["message"].startswith("disturbed: 10 of 12 samples (83%) set aside over the rounds, 2 clean sample(s)")
+
+
 def test_merge_pools_samples_and_recomputes_stats_and_rates():
     rounds = [[row([1.0, 1.0, 1.0], pct_of_peak=40.0, page_faults=10.0, sys_s=0.5, peak_mem_bytes=5.0,
                    host_s=0.9, mem_gbps=30.0)],
