@@ -59,7 +59,7 @@ def pooled(rounds: Rounds) -> dict[str, Any]:
     columns = {**stats, "samples_s": samples, "rounds": len(rounds), "noisy": noisy, **disturbance,
                "round_spread": _spread(medians), "round_medians_s": medians, **processes(kept),
                "peak_mem_bytes": _max_of(r.get("peak_mem_bytes") for r in kept),
-               **{c: _median_of(r.get(c) for r in kept) for c in MEDIAN_OF_ROUNDS},
+               **{c: _median_of(r.get(c) for r in kept) for c in MEDIAN_OF_ROUNDS}, **_clocks(kept),
                "wall_s": sum(r.get("wall_s") or 0.0 for r in rounds),
                **_pair_statistics(kept, samples, flags), **modes, "message": said}
     return {**columns, **_rates(rounds[0], columns["median_s"])}
@@ -128,6 +128,17 @@ def _disturbance(rounds: Rounds, flags: list[bool], clean: int, noisy: bool) -> 
     if too_disturbed(clean, share, Stop.MAX_TIME if noisy else Stop.CONVERGED, Policy()):
         out["stop"] = Stop.DISTURBED
     return out
+
+
+def _clocks(rounds: Rounds) -> dict[str, Any]:
+    """GPU: the rounds' median SM clock and highest temperature, and throttled where any round was, with
+    each reason any round gave (a throttled round is not hidden by the others)."""
+    if all(r.get("sm_clock_mhz") is None for r in rounds):
+        return {}
+    reasons = dict.fromkeys(x for r in rounds for x in (r.get("throttle_reasons") or "").split(", ") if x)
+    return {"sm_clock_mhz": _median_of(r.get("sm_clock_mhz") for r in rounds),
+            "gpu_temp_c": _max_of(r.get("gpu_temp_c") for r in rounds),
+            "throttled": any(r.get("throttled") for r in rounds), "throttle_reasons": ", ".join(reasons)}
 
 
 def _pair_statistics(rounds: Rounds, samples: list[float], flags: list[bool]) -> dict[str, Any]:

@@ -61,6 +61,17 @@ def test_merge_keeps_what_the_rounds_say_of_the_call_once_and_derives_the_doubts
     assert m["message"].startswith("disturbed: 10 of 12 samples (83%) set aside over the rounds, 2 clean sample(s)")
 
 
+def test_merge_says_throttled_where_any_round_was():
+    calm = {"sm_clock_mhz": 1980.0, "gpu_temp_c": 60.0, "throttled": False, "throttle_reasons": ""}
+    hot = {"sm_clock_mhz": 1500.0, "gpu_temp_c": 84.0, "throttled": True,
+           "throttle_reasons": "SwThermalSlowdown, SM clock 1500 of 1980 MHz"}
+    [m] = merge([[row([1.0] * 6, **calm)], [row([1.0] * 6, **hot)], [row([1.0] * 6, **calm)]])
+    assert (m["sm_clock_mhz"], m["gpu_temp_c"], m["throttled"]) == (1980.0, 84.0, True)
+    assert m["throttle_reasons"] == "SwThermalSlowdown, SM clock 1500 of 1980 MHz"
+    [cpu] = merge([[row([1.0] * 6)], [row([1.0] * 6)]])
+    assert "throttled" not in cpu
+
+
 def test_merge_pools_samples_and_recomputes_stats_and_rates():
     rounds = [[row([1.0, 1.0, 1.0], pct_of_peak=40.0, page_faults=10.0, sys_s=0.5, peak_mem_bytes=5.0,
                    host_s=0.9, mem_gbps=30.0)],
