@@ -118,16 +118,19 @@ def _clean(r: Row) -> list[float]:
 
 
 def _disturbance(rounds: Rounds, flags: list[bool], clean: int, noisy: bool) -> dict[str, Any]:
-    """The pooled flags, their share, the rounds' median wait, and `disturbed` as the stop where the pooled
-    clean samples are too few or the median did not settle with many set aside."""
+    """The pooled flags, their share, the rounds' median wait, and the stop judged on the pooled samples:
+    `disturbed` where their clean ones are too few or the median did not settle with many set aside; else
+    a round that stopped disturbed does not speak for the pool, and the first round that did not does."""
     if not any(r.get("disturbed") for r in rounds):
         return {}
     share = sum(flags) / len(flags)
-    out: dict[str, Any] = {"disturbed": flags, "disturbed_share": share,
-                           "wait_s": _median_of(r.get("wait_s") for r in rounds)}
-    if too_disturbed(clean, share, Stop.MAX_TIME if noisy else Stop.CONVERGED, Policy()):
-        out["stop"] = Stop.DISTURBED
-    return out
+    stop = Stop.MAX_TIME if noisy else Stop.CONVERGED
+    if too_disturbed(clean, share, stop, Policy()):
+        stop = Stop.DISTURBED
+    else:
+        stop = next((r["stop"] for r in rounds if r.get("stop") not in (None, Stop.DISTURBED)), stop)
+    return {"disturbed": flags, "disturbed_share": share, "wait_s": _median_of(r.get("wait_s") for r in rounds),
+            "stop": stop}
 
 
 def _clocks(rounds: Rounds) -> dict[str, Any]:

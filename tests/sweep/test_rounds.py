@@ -56,9 +56,16 @@ def test_merge_keeps_what_the_rounds_say_of_the_call_once_and_derives_the_doubts
     [m] = merge(rounds)
     assert m["message"] == f"timed alone: x cannot run here; {stray}"  # 12 equal samples: settled, not noisy
     flags = [True] * 5 + [False]
-    [m] = merge([[row([1.0] * 6, disturbed=flags)], [row([1.0] * 6, disturbed=flags)]])
+    [m] = merge([[row([1.0] * 6, disturbed=flags, stop="disturbed")] for _ in range(2)])
     assert m["stop"] == "disturbed"
     assert m["message"].startswith("disturbed: 10 of 12 samples (83%) set aside over the rounds, 2 clean sample(s)")
+
+
+def test_a_round_that_stopped_disturbed_does_not_speak_for_a_pool_with_clean_samples_enough():
+    one_bad = [row([1.0] * 6, disturbed=[True] * 5 + [False], stop="disturbed"),
+               row([1.0] * 6, disturbed=[False] * 6, stop="converged")]
+    [m] = merge([[one_bad[0]], [one_bad[1]]])
+    assert m["stop"] == "converged" and m["disturbed_share"] == 5 / 12 and "disturbed" not in m["message"]
 
 
 def test_merge_says_throttled_where_any_round_was():
