@@ -35,9 +35,7 @@ from benchctl.vocab import Stop
 Row = Mapping[str, Any]  # one round's result, read by column
 Rounds = Sequence[Row]
 MODES_APART = 0.10  # round medians this far apart (slowest / fastest - 1) are two modes, not noise
-
-
-MEDIAN_OF_ROUNDS = ("page_faults", "sys_s", "host_s", "mem_gbps", "canary_s", "canary_ratio")
+MEDIAN_OF_ROUNDS = ("page_faults", "sys_s", "host_s", "mem_gbps", "canary_s", "canary_ratio")  # per call: pooled
 
 
 def pooled(rounds: Rounds) -> dict[str, Any]:
