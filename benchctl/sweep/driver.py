@@ -124,7 +124,7 @@ class Sweep:
             wanted = recheck.suspect_passes(held.results, theirs, self.recheck_above)
             if wanted:
                 self.on_start(cell)
-                again = self.executor.run(replace(cell, passes=wanted, checked=False, strict=True))
+                again = merge([self.executor.run(replace(cell, passes=wanted, checked=False, strict=True))])
                 self._replace(held, recheck.judged(held.results, again, theirs))
 
     def _remeasure(self, unsettled: dict[int, Held]) -> None:

@@ -3,6 +3,7 @@
 
 from benchctl.measure.result import PassResult
 from benchctl.ops.cells import Cell
+from benchctl.results import storage
 from benchctl.sweep import recheck
 from benchctl.sweep.driver import Sweep
 from benchctl.sweep.series import Collected
@@ -43,6 +44,22 @@ def test_a_speedup_whose_recheck_fails_takes_the_rechecks_row(builtin_ops):
     _, rows = sweep({"py": [("ok", 0.1, "")], "cpp": [("ok", 0.0001, ""), ("incorrect", None, "timed call 3 of 9: ...")]})
     assert rows["cpp"]["status"] == "incorrect" and rows["cpp"]["rechecked"] is True
     assert rows["cpp"]["message"] == "re-checked on fresh inputs: timed call 3 of 9: ..."
+
+
+def test_a_recheck_by_one_of_several_worker_processes_writes_a_row_storage_takes(builtin_ops):
+    class Replicated(Scripted):
+        """Each answer says which worker process measured it, as run --processes' workers do."""
+
+        def run(self, cell):
+            return [r.with_(process=len(self.asked) % 2) for r in super().run(cell)]
+
+    cells = [Cell.make("hoconv2d", "filter", impl, "cpu", "float32", {"batch_size": 1}, passes=("forward",))
+             for impl in ("py", "cpp")]
+    out = Collected()
+    script = {"py": [("ok", 0.1, "")], "cpp": [("ok", 0.0001, ""), ("incorrect", None, "timed call 3 of 9: ...")]}
+    Sweep(cells, Replicated(script), out, {"host": "h"}).run()
+    assert storage.to_table(out.rows).num_rows == 2  # no `process` left in a row: it names no column
+    assert [r["status"] for r in out.rows] == ["ok", "incorrect"]
 
 
 def test_a_speedup_under_the_limit_is_not_rechecked(builtin_ops):
