@@ -29,7 +29,7 @@ from benchctl.measure import rates
 from benchctl.measure.paired import paired_stats
 from benchctl.measure.stats import DISTURBED, is_noisy, join_messages, noisy_message, notes, summarize
 from benchctl.measure.timing import Policy, too_disturbed
-from benchctl.results.schema import clean_samples
+from benchctl.results.schema import PAIRED_COLUMNS, clean_samples
 from benchctl.vocab import Stop
 
 Row = Mapping[str, Any]  # one round's result, read by column
@@ -144,9 +144,13 @@ def _clocks(rounds: Rounds) -> dict[str, Any]:
 
 def _pair_statistics(rounds: Rounds, samples: list[float], flags: list[bool]) -> dict[str, Any]:
     """Timed in alternation with a partner every round: its samples and their flags pooled as the own are
-    (the pairs stay aligned), and the paired speedup taken over all the pairs neither side set aside."""
-    if not all(r.get("partner_samples_s") for r in rounds):
+    (the pairs stay aligned), and the paired speedup taken over all the pairs neither side set aside. Timed
+    alone in some round (too far from the partner in its warm-up): the pooled samples are not pairs, and
+    the row says nothing of pairs (a round's note says why)."""
+    if not any(r.get("partner_samples_s") for r in rounds):
         return {}
+    if not all(r.get("partner_samples_s") for r in rounds):
+        return dict.fromkeys(PAIRED_COLUMNS)
     partner = [s for r in rounds for s in r["partner_samples_s"]]
     partner_flags = [f for r in rounds for f in r.get("partner_disturbed") or [False] * len(r["partner_samples_s"])]
     aside = {"partner_disturbed": partner_flags} if any(r.get("partner_disturbed") for r in rounds) else {}

@@ -135,6 +135,9 @@ assert set(ENV_FIELDS) <= set(COLUMNS) and set(CELL_COLUMNS) <= set(COLUMNS)
 # What a cell's first call did (its compilation): a measurement taken again later keeps the first one's.
 FIRST_CALL_COLUMNS = ("compile_s", "recompiles", "recompiles_total", "graph_breaks", "graph_break_reason",
                       "dynamic_shapes")
+# What a pass timed in alternation with a partner says of the pairs (run --pair-with).
+PAIRED_COLUMNS = ("paired_with", "partner_samples_s", "partner_disturbed", "paired_speedup", "paired_ci_lo",
+                  "paired_ci_hi")
 
 
 def clean_samples(samples: Sequence[float], disturbed: Sequence[bool] | None) -> list[float]:

@@ -79,6 +79,15 @@ def test_merge_says_throttled_where_any_round_was():
     assert "throttled" not in cpu
 
 
+def test_a_pass_timed_alone_in_one_round_is_not_paired_once_pooled():
+    alone = "timed alone: over 10x from py in the warm-up, too far to pair"
+    rounds = [[row([1.0] * 6, paired_with="py", partner_samples_s=[9.0] * 6, paired_speedup=9.0)],
+              [row([1.0] * 6, message=alone)]]
+    [m] = merge(rounds)
+    assert m.paired_with is None and m.partner_samples_s is None and m.paired_speedup is None
+    assert m["message"] == alone and len(m["samples_s"]) == 12
+
+
 def test_merge_pools_samples_and_recomputes_stats_and_rates():
     rounds = [[row([1.0, 1.0, 1.0], pct_of_peak=40.0, page_faults=10.0, sys_s=0.5, peak_mem_bytes=5.0,
                    host_s=0.9, mem_gbps=30.0)],
