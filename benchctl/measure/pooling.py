@@ -32,8 +32,8 @@ from benchctl.measure.timing import Policy, too_disturbed
 from benchctl.results.schema import PAIRED_COLUMNS, clean_samples
 from benchctl.vocab import Stop
 
-Row = Mapping[str, Any]  # one round's result, read by column
-Rounds = Sequence[Row]
+Round = Mapping[str, Any]  # one round's result (a PassResult), read by column
+Rounds = Sequence[Round]
 MODES_APART = 0.10  # round medians this far apart (slowest / fastest - 1) are two modes, not noise
 MEDIAN_OF_ROUNDS = ("page_faults", "sys_s", "host_s", "mem_gbps", "canary_s", "canary_ratio")  # per call: pooled
 
@@ -105,12 +105,12 @@ def _spread(medians: list[float]) -> float | None:
     return max(medians) / min(medians) - 1 if len(medians) > 1 and min(medians) > 0 else None
 
 
-def _flags(r: Row) -> list[bool]:
+def _flags(r: Round) -> list[bool]:
     """A round's per-sample disturbed flags (none set where its samples were not watched)."""
     return list(r.get("disturbed") or [False] * len(r["samples_s"]))
 
 
-def _clean(r: Row) -> list[float]:
+def _clean(r: Round) -> list[float]:
     """A round's samples its worker did not set aside."""
     return clean_samples(r["samples_s"], r.get("disturbed"))
 
@@ -157,7 +157,7 @@ def _pair_statistics(rounds: Rounds, samples: list[float], flags: list[bool]) ->
     return {"partner_samples_s": partner, **aside, **paired_stats(samples, partner, flags, partner_flags)}
 
 
-def _modes(numbered: Sequence[tuple[int, Row]]) -> dict[str, Any]:
+def _modes(numbered: Sequence[tuple[int, Round]]) -> dict[str, Any]:
     """Two modes when the rounds (with their numbers) disagree: both medians, and the majority mode's
     statistics."""
     ordered = sorted(numbered, key=lambda pair: pair[1]["median_s"])
@@ -190,7 +190,7 @@ def _faults(fast: list, slow: list) -> str:
     return f" ({fast_faults:.0f} and {slow_faults:.0f} page faults per call)"
 
 
-def _rates(first: Row, median: float) -> dict[str, Any]:
+def _rates(first: Round, median: float) -> dict[str, Any]:
     """GFLOP/s, GB/s and % of peak at the pooled median (the roofline bound is the same each round)."""
     if median <= 0:
         return {}

@@ -96,7 +96,7 @@ COLUMNS: dict[str, pa.DataType] = {
     "paired_with": pa.string(),  # run --pair-with: the implementation timed sample by sample in alternation
     "partner_samples_s": pa.list_(pa.float64()),  # ... its samples, sample i taken next to samples_s[i]
     "partner_disturbed": pa.list_(pa.bool_()),  # ... which its watch set aside (as `disturbed` does the own)
-    "paired_speedup": pa.float64(),  # median of the pairs' ratios (partner / own) neither side set aside: times faster
+    "paired_speedup": pa.float64(),  # median ratio (partner / own) of the pairs kept: times faster than it
     "paired_ci_lo": pa.float64(),  # the 95% confidence interval of paired_speedup
     "paired_ci_hi": pa.float64(),
     "compile_s": pa.float64(),  # duration of the first (warm-up) call: build, JIT, caches
