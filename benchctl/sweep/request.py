@@ -106,6 +106,15 @@ def _check_targets(ops: Sequence[Operator], given: Sequence[str]) -> None:
             raise UsageError(f"unknown target {name!r}; choose from {', '.join(sorted(known))}")
 
 
+def _check_params(ops: Sequence[Operator], given: Mapping[str, Any]) -> None:
+    """A --param goes to the operators that have it; one that none of them has is a typo, not a no-op
+    (the sweep would time the defaults under the name the user meant to change)."""
+    known = {key for op in ops for key in op.params}
+    for key in given:
+        if key not in known:
+            raise UsageError(f"no operator here has param {key!r}; choose from {', '.join(sorted(known))}")
+
+
 def expand(req: SweepRequest) -> list[Cell]:
     """`cells(req)`, or a usage error when the words name none."""
     found = cells(req)
@@ -148,6 +157,7 @@ def cells(req: SweepRequest) -> list[Cell]:
     dtypes = choices(req.dtypes, req.config.dtypes or ("float32",), list(DTYPES), "dtype")
     passes = tuple(choices(req.passes, req.config.passes or PASSES, PASSES, "pass"))
     _check_targets(ops, req.targets)
+    _check_params(ops, req.params)
     found = []
     for op in ops:
         valid = [t.name for t in op.targets]

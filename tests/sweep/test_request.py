@@ -35,6 +35,7 @@ def test_implementations_not_supporting_a_device_are_left_out(fixture_ops):
     ({"passes": ("sideways",)}, "unknown pass 'sideways'"),
     ({"targets": ("sideways",)}, "unknown target 'sideways'; choose from filter, module"),
     ({"params": {"H": "big"}}, "param H takes numbers, got 'big'"),
+    ({"params": {"hidden": 64}}, "no operator here has param 'hidden'; choose from C, H, W, batch_size, k"),
 ])
 def test_bad_requests_name_the_problem_and_the_choices(builtin_ops, kwargs, message):
     req = SweepRequest(**{"impls": "py", "devices": "cpu", "ops": ("hoconv2d",), **kwargs})
