@@ -193,8 +193,9 @@ def _progress_run(session) -> None:
         def done(cell, rows) -> None:
             bad = [r for r in rows if r["status"] not in (Status.OK, Status.UNAVAILABLE)]
             if bad:
-                bar.console.print(console.styled(f"{cell.label()}: {bad[0]['status']} ", "yellow",
-                                                 str(bad[0].get("message") or "")))
+                status, message = bad[0]["status"], str(bad[0].get("message") or "")
+                head = f"{cell.label()}: " + ("" if message.startswith(status) else f"{status} ")
+                bar.console.print(console.styled(head, "yellow", message))
             bar.update(task, advance=1, current=cell.label())
 
         def wait(ratio: float) -> None:
