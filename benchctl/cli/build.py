@@ -73,11 +73,15 @@ def _build_op(label: str, make: MakeLibrary, kinds: tuple[str, ...], verbose: bo
 @click.command("build")
 @click.argument("ops", nargs=-1)
 @click.option("--cuda/--no-cuda", default=False, help="Also build the CUDA libraries (needs nvcc).")
+@click.option("--resources", is_flag=True,
+              help="Then show each CUDA kernel's registers, spills and shared memory, per architecture, as ptxas "
+                   "reports them (compiles the .cu sources once more; implies --cuda).")
 @click.option("--verbose", is_flag=True, help="Show the compiler's commands and output.")
 @click.option("--jobs", type=click.IntRange(min=1), default=None,
               help="Operators to build at once (default: one per two cores).")
 @ops_dir_option
-def command(ops: tuple[str, ...], cuda: bool, verbose: bool, jobs: int | None, ops_dirs: tuple[str, ...]) -> None:
+def command(ops: tuple[str, ...], cuda: bool, resources: bool, verbose: bool, jobs: int | None,
+            ops_dirs: tuple[str, ...]) -> None:
     """Compile the C++ (and with --cuda, CUDA) extensions of OPS (default: all that have sources),
     benchctl's own and those your operator files in --ops-dir declare."""
     from benchctl import console
@@ -92,10 +96,40 @@ def command(ops: tuple[str, ...], cuda: bool, verbose: bool, jobs: int | None, o
     chosen = list(dict.fromkeys(chosen))
     for clash in namespaces.clashes(folders[label] for label, _ in chosen):
         console.warn(clash.line())
-    failed = build_all(chosen, lambda label, make: _build_op(label, make, _kinds(cuda), verbose), jobs or default_jobs())
+    kinds = _kinds(cuda or resources)
+    failed = build_all(chosen, lambda label, make: _build_op(label, make, kinds, verbose), jobs or default_jobs())
+    if resources:
+        _show_resources([entry for entry in chosen if entry[0] not in {label for label, _ in failed}])
     if failed:
         names = ", ".join(f"{op} ({kind})" for op, kind in failed)
         raise BenchError(f"{len(failed)} librar{'y' if len(failed) == 1 else 'ies'} failed to build: {names}")
+
+
+def _show_resources(built: Sequence[tuple[str, MakeLibrary]]) -> None:
+    """A table per CUDA library: its kernels by architecture, spills in yellow."""
+    from rich.text import Text
+
+    from benchctl import console
+    from benchctl.ops import build, resources
+
+    columns = ("kernel", "arch", "registers", "warps by registers", "spill stores / loads B", "stack B",
+               "shared B", "barriers")
+    for label, make in built:
+        try:
+            lib = make("cuda")
+        except build.BuildError:  # no .cu sources
+            continue
+        with console.err.status(f"reading {lib.name}'s kernels from ptxas ..."):
+            kernels = resources.of_library(lib)
+        readable = resources.names([k.kernel for k in kernels])
+        rows = [(readable[k.kernel], k.arch, k.registers, _share(k.occupancy_limit()),
+                 Text(f"{k.spill_stores} / {k.spill_loads}", style="yellow" if k.spills else ""),
+                 k.stack, k.shared, k.barriers) for k in kernels]
+        console.out.print(console.table(f"{label}: CUDA kernels as ptxas compiled them", columns, rows))
+
+
+def _share(value: float | None) -> str:
+    return "" if value is None else f"{value:.0%}"
 
 
 def _extensions(ops_dirs: tuple[str, ...], ops: tuple[str, ...] = ()):

@@ -80,3 +80,22 @@ def test_an_extension_declared_beside_a_users_operator_file_builds_and_checks() 
     result = CliRunner().invoke(cli, ["check", "cpp", "cpu", "--op", "sqadd", "--ops-dir", examples])
     assert result.exit_code == 0, result.output
     assert result.stdout.count("pass") == 4  # float32, float64, gradcheck, opcheck
+
+
+def test_resources_builds_the_cuda_library_then_shows_each_kernels_registers_and_spills(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from benchctl.cli import build as build_cli
+    from benchctl.ops import resources
+    from tests.ops.test_resources import PTXAS
+
+    kinds_built = []
+    monkeypatch.setattr(build_cli, "_build_op", lambda label, make, kinds, verbose: kinds_built.append(kinds) or [])
+    monkeypatch.setattr(resources, "of_library", lambda lib: resources.parse(PTXAS) if lib.kind == "cuda" else [])
+    result = CliRunner().invoke(cli, ["build", "hoconv2d", "--resources"])
+    assert result.exit_code == 0, result.output
+    assert kinds_built == [("cpu", "cuda")]  # --resources implies --cuda
+    assert "hoconv2d: CUDA kernels as ptxas compiled them" in result.stdout
+    rows = [[cell.strip() for cell in line.split("│")[1:-1]] for line in result.stdout.splitlines()
+            if "backward_k_kernel<float, 7, 4>" in line]
+    assert rows == [["backward_k_kernel<float, 7, 4>", "sm_80", "64", "50%", "16 / 16", "16", "17024", "1"],
+                    ["backward_k_kernel<float, 7, 4>", "sm_90", "64", "50%", "12 / 12", "16", "17024", "1"]]
