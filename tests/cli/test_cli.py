@@ -180,6 +180,14 @@ def test_check_fails_on_a_wrong_implementation_and_names_it(fixture_ops_dir):
     assert "pass" in result.output  # py passed
 
 
+def test_run_names_an_incorrect_cell_with_its_status_once(fixture_ops_dir, tmp_path):
+    result = invoke("run", "wrong", "cpu", "--op", "faulty", "--ops-dir", str(fixture_ops_dir), "--batch-sizes", "2",
+                    "--passes", "forward", "--out", str(tmp_path))
+    assert result.exit_code == 0, result.output
+    assert "faulty/op wrong cpu float32 [batch_size=2,dim=8]: incorrect vs float64 reference: output:" in result.output
+    assert "incorrect incorrect" not in result.output
+
+
 def test_check_passes_on_correct_implementations(fixture_ops_dir):
     result = invoke("check", "py", "cpu", "--op", "faulty", "--ops-dir", str(fixture_ops_dir))
     assert result.exit_code == 0, result.output
