@@ -45,9 +45,21 @@ OWN = [EXTENSIONS_DIR / "hoconv2d" / "hoconv2d_cuda.cu", *sorted((EXTENSIONS_DIR
        EXTENSIONS_DIR / "common" / "benchctl_hd.h"]
 
 
+def version_files(folder: Path) -> list[Path]:
+    """A version's hoconv2d_cuda.cu and those of the checkout's headers it has (an older version lacks
+    the newer ones, e.g. hoconv2d_tile.h, and includes none of them)."""
+    if not (folder / OWN[0].name).is_file():
+        raise SystemExit(f"{folder}: no {OWN[0].name} there")
+    return [folder / f.name for f in OWN if (folder / f.name).is_file()]
+
+
+def stage_dir(n: int) -> Path:
+    return Path(tempfile.gettempdir()) / "benchctl-cuda-ab" / f"v{n}"
+
+
 def stage(files: list[Path], n: int) -> Path:
     """Version n's sources, renamed to namespace ab<n>, in its build folder (rewritten only when changed)."""
-    build = Path(tempfile.gettempdir()) / "benchctl-cuda-ab" / f"v{n}"
+    build = stage_dir(n)
     build.mkdir(parents=True, exist_ok=True)
     texts = {f.name: NAMESPACE.sub(f"\\1(ab{n},", f.read_text()) for f in files}
     texts["schema.cpp"] = SCHEMA.format(n=n)
@@ -143,15 +155,19 @@ def main() -> None:
     parser.add_argument("--own", action="store_true", help="add the checkout's own kernels as the last version")
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--build-only", action="store_true", help="compile every version, then stop")
+    parser.add_argument("--resources", action="store_true",
+                        help="compile every version, then show ptxas's registers, spills and shared memory of "
+                             "its float32 kernels at the seed's k and C, and stop (no GPU needed)")
     parser.add_argument("--once", type=int, metavar="B",
                         help="call the first and the last version's forward and backward once at batch B, then "
                              "stop (for ncu; give it the versions the A/B had, so their builds are reused)")
     args = parser.parse_args()
-    names = [f.name for f in OWN]
-    sources = [[folder / n for n in names] for folder in args.versions] + ([OWN] if args.own else [])
+    sources = [version_files(folder) for folder in args.versions] + ([OWN] if args.own else [])
     with multiprocessing.get_context("spawn").Pool(len(sources)) as pool:
         pool.starmap(build, [(files, n) for n, files in enumerate(sources)])
-    if args.build_only:
+    if args.resources:
+        show_resources(len(sources), [str(f) for f in args.versions] + (["own"] if args.own else []))
+    if args.build_only or args.resources:
         return
     versions = [load(files, n) for n, files in enumerate(sources)]
     if args.once:
@@ -162,6 +178,23 @@ def main() -> None:
         return
     labels = [str(f) for f in args.versions] + (["own"] if args.own else [])
     table(versions, agree(versions, labels), labels, args.rounds)
+
+
+def show_resources(count: int, labels: list[str]) -> None:
+    """What ptxas gave each version's float32 backward kernels at k=5, C=3 (and those not fixed to a k)."""
+    from benchctl.ops import resources
+
+    seed = re.compile(rf"^(?!forward).*<float(, {K}(, {C})?|, hoconv2d::GradXAt)?>$")  # the backward's kernels
+    print("| version | kernel | arch | registers | warps | spill stores / loads B | shared B |")
+    print("|---|---|---|---|---|---|---|")
+    for n in range(count):
+        where = stage_dir(n)
+        kernels = resources.of_build(where, [where / "hoconv2d_cuda.cu"], f"v{n}")
+        names = resources.names([k.kernel for k in kernels])
+        for k in kernels:
+            if seed.search(names[k.kernel]):
+                print(f"| v{n} ({labels[n]}) | {names[k.kernel]} | {k.arch} | {k.registers} | "
+                      f"{k.occupancy_limit():.0%} | {k.spill_stores} / {k.spill_loads} | {k.shared} |")
 
 
 def table(versions: list[tuple[Callable, Callable]], kept: list[int], labels: list[str], count: int) -> None:

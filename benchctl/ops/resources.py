@@ -106,15 +106,22 @@ def short(demangled: str) -> str:
 
 def of_library(lib: Library) -> list[KernelResources]:
     """The kernels of a built CUDA library, compiled again with its build's command and --resource-usage."""
-    ninja = lib.build_dir / "build.ninja"
-    if lib.kind != "cuda" or not ninja.is_file():
-        raise BenchError(f"{lib.name} is not built: run `benchctl build --cuda` first")
+    if lib.kind != "cuda":
+        raise BenchError(f"{lib.name} has no CUDA kernels")
+    return of_build(lib.build_dir, [s for s in lib.sources if s.suffix == ".cu"], lib.name)
+
+
+def of_build(folder: Path, sources: list[Path], name: str) -> list[KernelResources]:
+    """The kernels of `sources`, compiled with the CUDA command line of the torch build in `folder`."""
+    ninja = folder / "build.ninja"
+    if not ninja.is_file():
+        raise BenchError(f"{name} is not built: run `benchctl build --cuda` first")
     settings = _variables(ninja.read_text())
     command = [settings["nvcc"], *shlex.split(settings.get("cuda_cflags", "")),
                *shlex.split(settings.get("cuda_post_cflags", "")), "--resource-usage"]
     found: list[KernelResources] = []
     with tempfile.TemporaryDirectory() as tmp:
-        for source in (s for s in lib.sources if s.suffix == ".cu"):
+        for source in sources:
             run = subprocess.run([*command, "-c", str(source), "-o", str(Path(tmp) / "kernels.o")],
                                  capture_output=True, text=True)
             if run.returncode != 0:
