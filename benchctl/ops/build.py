@@ -159,6 +159,8 @@ def _build_error(lib: Library, exc: Exception) -> BuildError:
     extra = getattr(exc, "output", None)
     if isinstance(extra, bytes):
         output += "\n" + extra.decode(errors="replace")
+    if exc.__cause__ is not None:  # torch's "Could not load this library" hides the loader's reason there
+        output += "\n" + str(exc.__cause__)
     log = lib.build_dir / "build.log"
     log.write_text(output)
     lines = compiler_error_lines(output)
@@ -169,9 +171,10 @@ def _build_error(lib: Library, exc: Exception) -> BuildError:
 
 
 def compiler_error_lines(output: str) -> list[str]:
-    """The compiler's and linker's error lines, without ninja's and torch's own wrapping lines."""
+    """The compiler's and linker's error lines, without ninja's and torch's own wrapping lines, and the
+    loader's where the library built but did not load (a symbol it needs is defined in no source of it)."""
     wrapper = re.compile(r"^(FAILED:|ninja: build stopped|Error building extension|subprocess)")
-    found = [l for l in output.splitlines() if re.search(r"error|undefined reference", l, re.I)]
+    found = [l for l in output.splitlines() if re.search(r"error|undefined (reference|symbol)", l, re.I)]
     return [l for l in found if not wrapper.match(l.strip())] or found
 
 

@@ -198,3 +198,14 @@ def test_the_cxx_runtime_linked_is_the_one_this_process_mapped(tmp_path: Path) -
     assert toolchain.loaded_library("libstdc++.so", tmp_path / "absent") is None
     if sys.platform.startswith("linux"):  # torch links libstdc++, so this process has it mapped
         assert any("libstdc++.so" in flag for flag in toolchain.ldflags())
+
+
+def test_a_library_that_builds_but_does_not_load_names_the_missing_symbol(tmp_root: Path) -> None:
+    """The link of a shared library leaves undefined symbols for the loader: the error is the loader's."""
+    folder = tmp_root / "half_defined"
+    folder.mkdir()
+    (folder / "half.cpp").write_text("int defined_elsewhere(int);\nint half(int x) { return defined_elsewhere(x); }\n")
+    with pytest.raises(build.BuildError) as caught:
+        build.build_library(build.library("half_defined", "cpu", tmp_root))
+    assert "(1 error line)" in caught.value.summary
+    assert "undefined symbol" in caught.value.compiler_lines and "defined_elsewhere" in caught.value.compiler_lines
