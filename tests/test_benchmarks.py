@@ -47,7 +47,8 @@ def test_the_cuda_ab_bench_takes_a_version_folder_as_gpu_checks_makes_it(tmp_pat
     version.mkdir()
     for path in copied:
         (version / Path(path).name).write_text((BENCHMARKS.parent / path).read_text())
-    (version / "hoconv2d_cuda.cu").write_text((BENCHMARKS / "hoconv2d_variants" / "hoconv2d_backward_cuda.cu").read_text())
+    variants = BENCHMARKS / "hoconv2d_variants" / "hoconv2d_backward_cuda.cu"
+    (version / "hoconv2d_cuda.cu").write_text(variants.read_text())
     files = bench.version_files(version)
     assert [f.name for f in files] == ["hoconv2d_cuda.cu", "hoconv2d.h", "hoconv2d_checks.h", "benchctl_hd.h"]
     included = set(INCLUDE.findall(files[0].read_text()))

@@ -20,7 +20,8 @@ from benchctl.vocab import PASSES, Pass
 @click.option("--target", help="Operator target (default: its first).")
 @click.option("--param", "params", multiple=True, help="KEY=VALUE operator param.")
 @click.option("--dtype", default="float32", show_default=True)
-@click.option("--mem-limit", help="CPU: address-space limit of the worker, e.g. 2G (default: half of free RAM).")
+@click.option("--mem-limit", help="CPU: the address space the worker may map for the operator, above what it "
+                                  "maps once its threads have started, e.g. 2G (default: half of free RAM).")
 @click.option("--start", default=1, show_default=True, type=click.IntRange(min=1))
 @click.option("--limit", default=1 << 14, show_default=True, type=click.IntRange(min=1))
 @click.option("--timeout", default=600.0, show_default=True, help="Seconds per probe.")

@@ -161,8 +161,10 @@ class WatchedClock:
         return sample
 
     def flush(self) -> None:
-        """Closes the open window: its calls are judged together."""
-        if self._open is None:
+        """Closes the open window: its calls are judged together. A window whose call raised (out of
+        memory, say) has no call to judge, and closing it must not hide that call's error."""
+        if self._open is None or self._calls == 0:
+            self._open = None
             return
         wall = (self.counter() - self._open[1]) * 1e-9
         disturbed, reading = self.meter.judge(self._open[0], wall, self._calls)

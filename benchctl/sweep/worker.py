@@ -23,10 +23,25 @@ def _limit_memory(extra_bytes: int | None) -> None:
     so an allocation past it fails in this process instead of driving the machine into swap."""
     if not extra_bytes:
         return
+    _grow()
     with open("/proc/self/statm") as f:
         mapped = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
     limit = mapped + int(extra_bytes)
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+def _grow() -> None:
+    """What the process maps for itself on its first cell, mapped before the limit is set above it: torch's
+    intra-op threads (their stacks and malloc arenas) and the modules a first backward imports (autograd
+    imports sympy). Left to the first cell, under the limit, they took most of it (16 threads: 1 row of
+    64 MiB fitted under 640 MiB, 10 once they had started first), or failed the first backward that had
+    room for its tensors but not for the import."""
+    import torch
+
+    x = torch.ones(64, 1 << 16, requires_grad=True)  # an elementwise op and a reduction over every thread
+    out = (x * 2).sum(dim=1)
+    torch.autograd.grad(out, [x], torch.ones_like(out))
+    torch.ones(256, 256) @ torch.ones(256, 256)
 
 
 def _exit_with_parent(poll_s: float = 1.0) -> None:

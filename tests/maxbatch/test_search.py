@@ -39,13 +39,13 @@ def test_real_search_under_a_memory_limit(tmp_path, fixture_ops, fixture_ops_dir
     from benchctl.results import storage
     from benchctl.cli import cli
 
-    # `hog` needs 64 MiB per batch row; 640 MiB of address space holds 9 rows at most, less the
-    # process's own growth (thread stacks, arenas).
+    # `hog` needs 64 MiB per batch row: 640 MiB of address space above what the worker maps once its
+    # threads have started holds 10 rows at most (the worker's slack keeps the small tensors beside them).
     result = CliRunner().invoke(cli, ["maxbatch", "faulty", "hog", "cpu", "--mem-limit", "640M", "--ops-dir",
                                       str(fixture_ops_dir), "--out", str(tmp_path), "--limit", "64"])
     assert result.exit_code == 0, result.output
     meta = storage.run_meta(storage.latest_run(tmp_path))["maxbatch"]
-    assert 6 <= meta["largest_ok"] <= 9 and meta["smallest_failed"] == meta["largest_ok"] + 1
+    assert 6 <= meta["largest_ok"] <= 10 and meta["smallest_failed"] == meta["largest_ok"] + 1
     assert f"largest batch = {meta['largest_ok']}" in result.output
     df = storage.load_run(storage.latest_run(tmp_path))
     assert set(df["status"]) == {"ok", "oom"}

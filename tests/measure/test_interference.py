@@ -117,6 +117,21 @@ def test_the_watched_clock_passes_on_what_its_clock_records():
     assert len(clock.usage_per_call) == 1
 
 
+def test_a_call_that_raises_in_an_open_window_keeps_its_error_when_the_clock_closes():
+    """An out-of-memory in the first timed call left a window with no call; closing it divided by zero,
+    and that error replaced the out-of-memory one in the row."""
+    clock = watched(Machine([(1e-3, 0.0)]), read_cost_s=1e-4)
+
+    def out_of_memory():
+        raise MemoryError("no room")
+    with pytest.raises(MemoryError, match="no room"):
+        try:
+            clock.time(out_of_memory)
+        finally:
+            clock.close()
+    assert clock.disturbed == [] and clock.readings == []
+
+
 class Gpu:
     """A fake GPU clock (NVML's SM clock, scripted per reading) beside a fake machine's calls."""
 

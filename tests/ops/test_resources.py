@@ -104,6 +104,7 @@ def test_the_seed_sized_hoconv2d_kernels_do_not_spill() -> None:
     listed = os.environ.get(toolchain.ARCH_ENV, toolchain.DEFAULT_ARCH_LIST)
     arches = {f"sm_{a.replace('.', '')}" for a in re.findall(r"\d+\.\d+", listed)}
     assert {k.arch for k in kernels} == arches
-    seed = [k for k in kernels if readable[k.kernel] in ("backward_k_kernel<float, 5, 3>", "forward_k_kernel<float, 5>")]
+    seed_names = ("backward_k_kernel<float, 5, 3>", "forward_k_kernel<float, 5>")
+    seed = [k for k in kernels if readable[k.kernel] in seed_names]
     assert len(seed) == 2 * len(arches)
     assert all(not k.spills and k.registers <= 64 for k in seed), seed

@@ -28,8 +28,9 @@ def cells(impl, batches):
 FIXTURE_OPS = Path(__file__).resolve().parents[1] / "fixtures" / "ops"
 
 
-def sweep(tmp_path, impl, batches, timeout=None, mem_limit=None, **worker_kw):
-    worker = WorkerProcess(WorkerSpec(FAST, [str(FIXTURE_OPS)], timeout, mem_limit=mem_limit), **worker_kw)
+def sweep(tmp_path, impl, batches, timeout=None, mem_limit=None, threads=None, **worker_kw):
+    spec = WorkerSpec(FAST, [str(FIXTURE_OPS)], timeout, threads=threads, mem_limit=mem_limit)
+    worker = WorkerProcess(spec, **worker_kw)
     writer = RunWriter(tmp_path, storage.new_run_id(), {})
     try:
         Sweep(cells(impl, batches), worker, writer, {"host": "test"}).run()
@@ -108,3 +109,10 @@ def test_fresh_worker_starts_a_process_per_cell(tmp_path, fixture_ops, monkeypat
     assert statuses(reused) == [(4, "ok"), (2, "ok")] and len(starts) == 1
     fresh = sweep(tmp_path / "fresh", "segfault", [4, 2], timeout=120, fresh=True)
     assert statuses(fresh) == [(4, "ok"), (2, "ok")] and len(set(starts)) == 3
+
+
+def test_a_memory_limit_is_the_operators_not_the_thread_pools(tmp_path, fixture_ops):
+    """16 intra-op threads map stacks and malloc arenas of their own: started under the limit they took
+    most of it (one 64 MiB row fitted under 512 MiB); started before it, the limit is the operator's."""
+    df = sweep(tmp_path, "hog", [1, 4], timeout=120, mem_limit=512 * 1024**2, threads=16)
+    assert statuses(df) == [(1, "ok"), (4, "ok")]
