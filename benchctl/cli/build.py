@@ -99,7 +99,8 @@ def command(ops: tuple[str, ...], cuda: bool, resources: bool, verbose: bool, jo
     kinds = _kinds(cuda or resources)
     failed = build_all(chosen, lambda label, make: _build_op(label, make, kinds, verbose), jobs or default_jobs())
     if resources:
-        _show_resources([entry for entry in chosen if entry[0] not in {label for label, _ in failed}])
+        broken = {label for label, _ in failed}
+        _show_resources([entry for entry in chosen if entry[0] not in broken])
     if failed:
         names = ", ".join(f"{op} ({kind})" for op, kind in failed)
         raise BenchError(f"{len(failed)} librar{'y' if len(failed) == 1 else 'ies'} failed to build: {names}")

@@ -27,7 +27,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from benchctl.measure import rates
 from benchctl.measure.paired import paired_stats
-from benchctl.measure.stats import DISTURBED, is_noisy, join_messages, noisy_message, notes, summarize
+from benchctl.measure.stats import is_noisy, join_messages, noisy_message, notes, set_aside_message, summarize
 from benchctl.measure.timing import Policy, too_disturbed
 from benchctl.results.schema import PAIRED_COLUMNS, clean_samples
 from benchctl.vocab import Stop
@@ -51,7 +51,8 @@ def pooled(rounds: Rounds) -> dict[str, Any]:
     noisy = is_noisy({**stats, **modes})
     disturbance = _disturbance(kept, flags, flags.count(False), noisy)
     said = join_messages(*dict.fromkeys(note for r in kept for note in notes(r.get("message"))),
-                         _disturbed_message(flags) if disturbance.get("stop") == Stop.DISTURBED else "",
+                         set_aside_message(flags, "set aside over the rounds")
+                         if disturbance.get("stop") == Stop.DISTURBED else "",
                          noisy_message({**stats, **modes}) if noisy else "", modes.pop("message", ""),
                          _aside_message(aside))
     columns = {**stats, "samples_s": samples, "rounds": len(rounds), "noisy": noisy, **disturbance,
@@ -88,12 +89,6 @@ def _slow_phase(rounds: Rounds) -> set[int]:
     return {i for i, process, median in timed if median > fastest[process] * (1 + MODES_APART)}
 
 
-def _disturbed_message(flags: list[bool]) -> str:
-    n, aside = len(flags), sum(flags)
-    return (f"{DISTURBED}{aside} of {n} samples ({aside / n:.0%}) set aside over the rounds, {n - aside} clean "
-            "sample(s) left")
-
-
 def _aside_message(aside: set[int]) -> str:
     if not aside:
         return ""
@@ -105,9 +100,10 @@ def _spread(medians: list[float]) -> float | None:
     return max(medians) / min(medians) - 1 if len(medians) > 1 and min(medians) > 0 else None
 
 
-def _flags(r: Round) -> list[bool]:
-    """A round's per-sample disturbed flags (none set where its samples were not watched)."""
-    return list(r.get("disturbed") or [False] * len(r["samples_s"]))
+def _flags(r: Round, flags: str = "disturbed", samples: str = "samples_s") -> list[bool]:
+    """A round's per-sample flags of the samples set aside (none set where its samples were not watched);
+    the partner's with `partner_disturbed`, `partner_samples_s`."""
+    return list(r.get(flags) or [False] * len(r[samples]))
 
 
 def _clean(r: Round) -> list[float]:
@@ -152,7 +148,7 @@ def _pair_statistics(rounds: Rounds, samples: list[float], flags: list[bool]) ->
     if not all(r.get("partner_samples_s") for r in rounds):
         return dict.fromkeys(PAIRED_COLUMNS)
     partner = [s for r in rounds for s in r["partner_samples_s"]]
-    partner_flags = [f for r in rounds for f in r.get("partner_disturbed") or [False] * len(r["partner_samples_s"])]
+    partner_flags = [f for r in rounds for f in _flags(r, "partner_disturbed", "partner_samples_s")]
     aside = {"partner_disturbed": partner_flags} if any(r.get("partner_disturbed") for r in rounds) else {}
     return {"partner_samples_s": partner, **aside, **paired_stats(samples, partner, flags, partner_flags)}
 

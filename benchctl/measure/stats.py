@@ -65,11 +65,16 @@ def disturbed_message(disturbed: Sequence[bool], readings: Sequence[float], medi
                       device: str = "cpu") -> str:
     """Why a pass is `disturbed`: how many samples the machine did not give what they asked for, and by how
     much (on a CPU the wait for a core per call, on a GPU the SM clock)."""
-    n, set_aside = len(disturbed), sum(disturbed)
     hit = [r for r, d in zip(readings, disturbed) if d] or [0.0]
     how = (f"ran below 90% of the SM clock (median {statistics.median(hit):.0f} MHz)" if device == Device.CUDA else
            f"waited for a CPU (median wait {statistics.median(hit) * 1e3:.3g} ms per call, the median call "
            f"{median_s * 1e3:.3g} ms)")
+    return set_aside_message(disturbed, how)
+
+
+def set_aside_message(disturbed: Sequence[bool], how: str) -> str:
+    """`disturbed: ` and how many samples were set aside, `how`, and how many clean ones are left."""
+    n, set_aside = len(disturbed), sum(disturbed)
     return f"{DISTURBED}{set_aside} of {n} samples ({set_aside / n:.0%}) {how}, {n - set_aside} clean sample(s) left"
 
 
