@@ -17,7 +17,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import torch
 
-from benchctl.ops import import_errors, paths, triton_support
+from benchctl.ops import import_errors, param_rules, paths, triton_support
 from benchctl.vocab import DEVICES, Device
 
 BUILTIN_OPS_DIR = paths.IMPLEMENTATIONS_DIR
@@ -138,6 +138,8 @@ class Operator:
     check_params: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
     # Extra (params, ...) shapes for `benchctl check`: odd sizes, edge cases.
     check_cases: tuple[Mapping[str, Any], ...] = ()
+    # The values a param takes beyond its type (param_rules.py): {"k": (positive, odd)}.
+    rules: dict[str, tuple[param_rules.Rule, ...]] = field(default_factory=dict)
     implementations: dict[str, Implementation] = field(default_factory=dict)
     source: str = ""
 
@@ -181,7 +183,10 @@ class Operator:
 _OPERATORS: dict[str, Operator] = {}
 _LOAD_ERRORS: dict[str, str] = {}
 _LOADED_FILES: set[Path] = set()
+
+
 def register(op: Operator) -> Operator:
+    param_rules.check_definition(op.name, op.params, op.rules)
     if op.name in _OPERATORS and _OPERATORS[op.name] is not op:
         raise ValueError(f"operator {op.name!r} is already registered (from {_OPERATORS[op.name].source})")
     _OPERATORS[op.name] = op

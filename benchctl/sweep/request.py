@@ -14,7 +14,7 @@ import itertools
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
-from benchctl.ops import lookup, modifiers, registry
+from benchctl.ops import lookup, modifiers, param_rules, registry
 from benchctl.ops.cells import DTYPES, Cell
 from benchctl.sweep.config import SweepConfig
 from benchctl.errors import UsageError
@@ -82,21 +82,13 @@ def param_grid(op: Operator, req: SweepRequest) -> list[dict[str, Any]]:
     return sorted(combos, key=lambda p: [p[k] for k in axes if isinstance(p[k], (int, float))])
 
 
-def _is_number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
 def _validate(op: Operator, axes: Mapping[str, list[Any]]) -> None:
-    for key, vals in axes.items():
-        if not vals:
-            raise UsageError(f"{op.name}: param {key} has an empty list")
-        default = op.params[key]
-        numeric = _is_number(default[0] if isinstance(default, list) and default else default)
-        for v in vals:
-            if numeric and not _is_number(v):
-                raise UsageError(f"{op.name}: param {key} takes numbers, got {v!r}")
-            if key == "batch_size" and (not isinstance(v, int) or v <= 0):
-                raise UsageError(f"{op.name}: batch size must be a positive integer, got {v!r}")
+    empty = [key for key, vals in axes.items() if not vals]
+    if empty:
+        raise UsageError(f"{op.name}: param {empty[0]} has an empty list")
+    wrong = param_rules.check(op.name, op.params, op.rules, axes)
+    if wrong:
+        raise UsageError(wrong)
 
 
 def _check_targets(ops: Sequence[Operator], given: Sequence[str]) -> None:

@@ -1,5 +1,6 @@
 import torch
 
+from benchctl.ops.param_rules import sizes
 from benchctl.ops.registry import Operator, Target, randn, register
 
 
@@ -10,7 +11,7 @@ def make_inputs(case):
 OP = register(Operator(
     name="silu", description="x * sigmoid(x)", params={"batch_size": 64, "dim": 4096},
     targets=(Target("op", make_inputs, bytes=lambda p, size: 2 * p["batch_size"] * p["dim"] * size),),
-    quick={"batch_size": [8, 64]}, check_cases=({"batch_size": 3, "dim": 5},),
+    quick={"batch_size": [8, 64]}, check_cases=({"batch_size": 3, "dim": 5},), rules=sizes("dim"),
 ))
 
 

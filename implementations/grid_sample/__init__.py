@@ -13,6 +13,7 @@ from typing import Any, Callable, Mapping
 import torch
 
 from benchctl.ops import triton_support
+from benchctl.ops.param_rules import sizes
 from benchctl.ops.registry import Case, Inputs, Operator, Target, randn, register
 
 
@@ -74,6 +75,7 @@ OP = register(
         params={"batch_size": 4, "C": 3, "image_size": 256, "points": 64},
         quick={"image_size": [256, 1024, 4096]},
         axis="image_size",
+        rules=sizes("C", "image_size", "points"),
         reference="py",
         targets=(Target("sample", make_inputs, call, flops=fwd_flops, bytes=fwd_bytes,
                         bwd_flops=bwd_flops, bwd_bytes=bwd_bytes),),

@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from benchctl.ops import triton_support
+from benchctl.ops.param_rules import odd, positive, sizes
 from benchctl.ops.registry import Case, Inputs, Operator, Target, randn, register
 
 
@@ -95,6 +96,7 @@ OP = register(
         params={"batch_size": 8, "C": 3, "H": 224, "W": 224, "k": 5},
         quick={"batch_size": [1, 2, 4]},
         axis="batch_size",
+        rules={**sizes("C", "H", "W"), "k": (positive, odd)},  # the filter is centred on its pixel
         reference="py",
         targets=(
             Target("module", module_inputs, call_module,

@@ -15,6 +15,7 @@ from typing import Any, Callable, Mapping
 
 
 from benchctl.ops import lookup, triton_support
+from benchctl.ops.param_rules import sizes
 from benchctl.ops.registry import Case, Inputs, Operator, Output, Target, randn, register
 
 
@@ -89,6 +90,7 @@ OP = register(
                    bwd_flops=bwd_flops, bwd_bytes=bwd_bytes),
         ),
         axis="batch_size",
+        rules=sizes("H", "I"),
         reference="py",
         quick={"batch_size": [16, 64, 256], "H": 64},
         # Fewer rows keep the float64 reference cheap; H stays, so the kernels see the timed width.

@@ -12,6 +12,7 @@ from typing import Any, Callable, Mapping
 import torch
 
 from benchctl.ops import triton_support
+from benchctl.ops.param_rules import sizes
 from benchctl.ops.registry import Case, Inputs, Operator, Target, randn, register
 
 
@@ -79,6 +80,7 @@ OP = register(
         params={"batch_size": 64, "D": 768, "grid": 32},
         quick={"batch_size": [8, 16, 32]},
         axis="batch_size",
+        rules=sizes("D", "grid"),
         reference="loop",
         targets=(Target("add", make_inputs, call, flops=flops, bytes=fwd_bytes,
                         bwd_flops=lambda p: _valid_tokens(p) * p["D"] * 8, bwd_bytes=bwd_bytes),),

@@ -15,6 +15,7 @@ from typing import Any, Callable, Mapping
 import torch
 import torch.nn.functional as F
 
+from benchctl.ops.param_rules import sizes
 from benchctl.ops.registry import Case, Inputs, Operator, Target, randn, register
 
 
@@ -66,6 +67,7 @@ OP = register(
         params={"out_channels": 768, "in_channels": 3, "old_size": 32, "new_size": 16},
         quick={"new_size": [8, 12, 16, 24]},
         axis="new_size",
+        rules=sizes("out_channels", "in_channels", "old_size", "new_size"),
         reference="bmm",
         targets=(Target("resample", make_inputs, call, flops=flops, bytes=fwd_bytes,
                         bwd_flops=flops, bwd_bytes=bwd_bytes),),

@@ -30,11 +30,14 @@ def test_implementations_not_supporting_a_device_are_left_out(fixture_ops):
     ({"impls": "nope"}, "unknown implementation 'nope'"),
     ({"devices": "tpu"}, "unknown device 'tpu'"),
     ({"ops": ("nope",)}, "unknown operator 'nope'"),
-    ({"batch_sizes": (0,)}, "batch size must be a positive integer"),
+    ({"batch_sizes": (0,)}, "param batch_size must be a positive integer, got 0"),
     ({"dtypes": ("float8",)}, "unknown dtype 'float8'"),
     ({"passes": ("sideways",)}, "unknown pass 'sideways'"),
     ({"targets": ("sideways",)}, "unknown target 'sideways'; choose from filter, module"),
     ({"params": {"H": "big"}}, "param H takes numbers, got 'big'"),
+    ({"params": {"H": 1.5}}, "param H takes integers, got 1.5"),  # the input factory would make H=1 of it
+    ({"params": {"H": [16, 0]}}, "param H must be at least 1, got 0"),
+    ({"params": {"k": 4}}, "param k must be odd, got 4"),
     ({"params": {"hidden": 64}}, "no operator here has param 'hidden'; choose from C, H, W, batch_size, k"),
 ])
 def test_bad_requests_name_the_problem_and_the_choices(builtin_ops, kwargs, message):

@@ -1,0 +1,86 @@
+"""What values an operator's params take. A value the operator cannot mean (a zero or negative size, an even
+filter width where the filter is centred) is refused before any cell is made, with the rule it breaks.
+
+Two rules hold for every operator: a param whose default is an integer takes integers (`H=1.5` would be timed
+as whatever the input factory makes of it, under a row that says 1.5), and a batch size is a positive integer.
+The rest an operator declares, param by param: `Operator(..., rules={"k": (positive, odd)})`, or
+`rules=sizes("C", "H", "W")` for params that are all sizes. A None value (a default meaning "derive it") is
+never checked.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping, Sequence
+
+Rule = Callable[[Any], "str | None"]  # the rule a value breaks, in words ("must be odd"), or None
+
+
+def at_least(low: float) -> Rule:
+    def rule(value: Any) -> str | None:
+        if not _is_number(value):
+            return "takes numbers"
+        return None if value >= low else f"must be at least {low}"
+
+    return rule
+
+
+positive = at_least(1)
+
+
+def odd(value: Any) -> str | None:
+    return None if isinstance(value, int) and value % 2 == 1 else "must be odd"
+
+
+def sizes(*names: str) -> dict[str, tuple[Rule, ...]]:
+    """Rules for params that are all sizes (positive)."""
+    return {name: (positive,) for name in names}
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _typed(key: str, default: Any, value: Any) -> str | None:
+    """What a value of `key` must be, given its default's type (a list default: its first element's)."""
+    if isinstance(default, list):
+        default = default[0] if default else None
+    if key == "batch_size" and not (_is_int(value) and value > 0):
+        return "must be a positive integer"
+    if _is_int(default) and not _is_int(value):
+        return "takes integers" if _is_number(value) else "takes numbers"
+    if _is_number(default) and not _is_number(value):
+        return "takes numbers"
+    return None
+
+
+def broken(key: str, default: Any, rules: Sequence[Rule], value: Any) -> str | None:
+    """The first rule `value` of param `key` breaks, in words, or None when it keeps them all."""
+    if value is None:
+        return None
+    return _typed(key, default, value) or next((r for r in (rule(value) for rule in rules) if r), None)
+
+
+def check(op_name: str, defaults: Mapping[str, Any], rules: Mapping[str, Sequence[Rule]],
+          values: Mapping[str, Sequence[Any]]) -> str | None:
+    """The first value of `values` (param -> its values) that breaks a rule, as an error line, or None."""
+    for key, vals in values.items():
+        for value in vals:
+            reason = broken(key, defaults.get(key), rules.get(key, ()), value)
+            if reason:
+                return f"{op_name}: param {key} {reason}, got {value!r}"
+    return None
+
+
+def check_definition(op_name: str, defaults: Mapping[str, Any], rules: Mapping[str, Sequence[Rule]]) -> None:
+    """Raises ValueError where an operator's own definition is wrong: a rule for a param it does not have, or a
+    default that breaks its rule."""
+    unknown = set(rules) - set(defaults)
+    if unknown:
+        raise ValueError(f"{op_name}: rules for params it does not have: {', '.join(sorted(unknown))}")
+    wrong = check(op_name, defaults, rules, {k: v if isinstance(v, list) else [v] for k, v in defaults.items()})
+    if wrong:
+        raise ValueError(f"{wrong} (its own default)")

@@ -1,0 +1,64 @@
+"""The values a param takes: the type its default gives it, a batch size's sign, and an operator's own rules."""
+
+import pytest
+
+from benchctl.ops import param_rules
+from benchctl.ops.param_rules import at_least, odd, positive, sizes
+from benchctl.ops.registry import Operator, register
+
+DEFAULTS = {"batch_size": 4, "k": 5, "alpha": 0.5, "I": None, "mode": "fast"}
+RULES = {"k": (positive, odd), "I": (positive,)}
+
+
+@pytest.mark.parametrize("key, value, reason", [
+    ("k", 1.5, "takes integers"),
+    ("k", "big", "takes numbers"),
+    ("k", True, "takes numbers"),  # a bool is not a size, though Python counts it an int
+    ("k", 0, "must be at least 1"),
+    ("k", 4, "must be odd"),
+    ("batch_size", 0, "must be a positive integer"),
+    ("batch_size", 2.0, "must be a positive integer"),
+    ("alpha", "x", "takes numbers"),
+    ("I", 0, "must be at least 1"),
+    ("I", "x", "takes numbers"),
+])
+def test_a_value_that_breaks_a_rule_says_which(key, value, reason):
+    assert param_rules.broken(key, DEFAULTS[key], RULES.get(key, ()), value) == reason
+
+
+@pytest.mark.parametrize("key, value", [
+    ("k", 7), ("k", [3]), ("batch_size", 1), ("alpha", -1.5), ("alpha", 2), ("I", None), ("I", 9), ("mode", "x"),
+])
+def test_a_value_that_keeps_the_rules_passes(key, value):
+    value = value[0] if isinstance(value, list) else value
+    assert param_rules.broken(key, DEFAULTS[key], RULES.get(key, ()), value) is None
+
+
+def test_check_names_the_operator_the_param_and_the_first_bad_value():
+    line = param_rules.check("op", DEFAULTS, RULES, {"batch_size": [1, 2], "k": [3, 5, 6, 8]})
+    assert line == "op: param k must be odd, got 6"
+    assert param_rules.check("op", DEFAULTS, RULES, {"k": [3, 5]}) is None
+
+
+def test_sizes_and_at_least():
+    assert sizes("H", "W") == {"H": (positive,), "W": (positive,)}
+    assert at_least(2)(1) == "must be at least 2" and at_least(2)(2) is None
+    assert odd(3) is None and odd(-2) == "must be odd"
+
+
+@pytest.mark.parametrize("rules, message", [
+    ({"nope": (positive,)}, "rules for params it does not have: nope"),
+    ({"dim": (odd,)}, "param dim must be odd, got 8 \\(its own default\\)"),
+])
+def test_an_operator_whose_rules_do_not_fit_its_params_is_not_registered(rules, message):
+    op = Operator("ruled", "x", params={"batch_size": 2, "dim": 8}, targets=(), rules=rules)
+    with pytest.raises(ValueError, match=message):
+        register(op)
+
+
+def test_every_builtin_operator_declares_its_sizes(builtin_ops):
+    """A zero-sized or odd-shaped request is refused before it makes tensors; the built-in operators say which
+    of their params are sizes (every param whose default is an int)."""
+    for op in builtin_ops.values():
+        ints = {k for k, v in op.params.items() if isinstance(v, int) and k != "batch_size"}
+        assert ints <= set(op.rules), (op.name, ints - set(op.rules))
