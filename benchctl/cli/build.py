@@ -74,8 +74,9 @@ def _build_op(label: str, make: MakeLibrary, kinds: tuple[str, ...], verbose: bo
 @click.argument("ops", nargs=-1)
 @click.option("--cuda/--no-cuda", default=False, help="Also build the CUDA libraries (needs nvcc).")
 @click.option("--resources", is_flag=True,
-              help="Then show each CUDA kernel's registers, spills and shared memory, per architecture, as ptxas "
-                   "reports them (compiles the .cu sources once more; implies --cuda).")
+              help="Then show each CUDA and Triton kernel's registers, spills and shared memory, per architecture, "
+                   "as ptxas reports them (compiles the .cu sources once more, and the Triton kernels ahead of "
+                   "time; no GPU needed; implies --cuda).")
 @click.option("--verbose", is_flag=True, help="Show the compiler's commands and output.")
 @click.option("--jobs", type=click.IntRange(min=1), default=None,
               help="Operators to build at once (default: one per two cores).")
@@ -89,10 +90,12 @@ def command(ops: tuple[str, ...], cuda: bool, resources: bool, verbose: bool, jo
     from benchctl.ops import namespaces
 
     known, folders = _extensions(ops_dirs, ops)
-    unknown = [op for op in ops if op not in known]
+    triton = _triton_ops(ops_dirs, ops) if resources else []
+    unknown = [op for op in ops if op not in known and op not in triton]
     if unknown:
-        raise UsageError(f"no extension sources for {', '.join(unknown)}; choose from: {', '.join(known)}")
-    chosen = [entry for op in (ops or known) for entry in known[op]]
+        what = "extension sources or Triton kernels" if resources else "extension sources"
+        raise UsageError(f"no {what} for {', '.join(unknown)}; choose from: {', '.join({**known, **dict.fromkeys(triton)})}")
+    chosen = [entry for op in (ops or known) if op in known for entry in known[op]]
     chosen = list(dict.fromkeys(chosen))
     for clash in namespaces.clashes(folders[label] for label, _ in chosen):
         console.warn(clash.line())
@@ -101,6 +104,7 @@ def command(ops: tuple[str, ...], cuda: bool, resources: bool, verbose: bool, jo
     if resources:
         broken = {label for label, _ in failed}
         _show_resources([entry for entry in chosen if entry[0] not in broken])
+        _show_triton_resources([op for op in (ops or triton) if op in triton], ops_dirs)
     if failed:
         names = ", ".join(f"{op} ({kind})" for op, kind in failed)
         raise BenchError(f"{len(failed)} librar{'y' if len(failed) == 1 else 'ies'} failed to build: {names}")
@@ -108,13 +112,9 @@ def command(ops: tuple[str, ...], cuda: bool, resources: bool, verbose: bool, jo
 
 def _show_resources(built: Sequence[tuple[str, MakeLibrary]]) -> None:
     """A table per CUDA library: its kernels by architecture, spills in yellow."""
-    from rich.text import Text
-
     from benchctl import console
     from benchctl.ops import build, resources
 
-    columns = ("kernel", "arch", "registers", "warps by registers", "spill stores / loads B", "stack B",
-               "shared B", "barriers")
     for label, make in built:
         try:
             lib = make("cuda")
@@ -123,10 +123,42 @@ def _show_resources(built: Sequence[tuple[str, MakeLibrary]]) -> None:
         with console.err.status(f"reading {lib.name}'s kernels from ptxas ..."):
             kernels = resources.of_library(lib)
         readable = resources.names([k.kernel for k in kernels])
-        rows = [(readable[k.kernel], k.arch, k.registers, _share(k.occupancy_limit()),
-                 Text(f"{k.spill_stores} / {k.spill_loads}", style="yellow" if k.spills else ""),
-                 k.stack, k.shared, k.barriers) for k in kernels]
-        console.out.print(console.table(f"{label}: CUDA kernels as ptxas compiled them", columns, rows))
+        console.out.print(_kernel_table(f"{label}: CUDA kernels as ptxas compiled them", "warps by registers",
+                                        [(readable[k.kernel], k) for k in kernels]))
+
+
+def _triton_ops(ops_dirs: tuple[str, ...], ops: tuple[str, ...]) -> list[str]:
+    """The operators (of OPS, when named) with an implementation that launches Triton kernels."""
+    from benchctl.ops import registry
+
+    found = registry.discover(ops_dirs, only=ops)
+    return [name for name in (ops or sorted(found))
+            if name in found and any(i.kernels for i in found[name].implementations.values())]
+
+
+def _show_triton_resources(ops: Sequence[str], ops_dirs: tuple[str, ...]) -> None:
+    """A table per operator with Triton kernels: each kernel and config, compiled for each architecture."""
+    from benchctl import console
+    from benchctl.ops import triton_resources
+
+    for op in ops:
+        with console.err.status(f"compiling {op}'s Triton kernels ahead of time ..."):
+            kernels = triton_resources.of_operator(op, ops_dirs)
+        console.out.print(_kernel_table(f"{op}: Triton kernels as Triton compiled them (float32, default params)",
+                                        "occupancy limit", [(f"{impl}: {k.kernel}", k) for impl, k in kernels]))
+
+
+def _kernel_table(title: str, occupancy: str, kernels: Sequence[tuple[str, object]]):
+    """(name, KernelResources) rows: registers, the warps they leave room for, spills in yellow, stack, shared."""
+    from rich.text import Text
+
+    from benchctl import console
+
+    columns = ("kernel", "arch", "registers", occupancy, "spill stores / loads B", "stack B", "shared B", "barriers")
+    rows = [(name, k.arch, k.registers, _share(k.occupancy_limit()),
+             Text(f"{k.spill_stores} / {k.spill_loads}", style="yellow" if k.spills else ""), k.stack, k.shared,
+             k.barriers) for name, k in kernels]
+    return console.table(title, columns, rows)
 
 
 def _share(value: float | None) -> str:

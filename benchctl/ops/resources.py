@@ -26,6 +26,11 @@ REGISTERS_PER_SM = 65536  # every architecture from sm_70 to sm_120
 REGISTER_UNIT = 256  # registers are given to a warp in blocks of 256
 MAX_WARPS = {"sm_70": 64, "sm_75": 32, "sm_80": 64, "sm_86": 48, "sm_87": 48, "sm_89": 48, "sm_90": 64,
              "sm_100": 64, "sm_120": 48}  # resident warps per SM (CUDA C Programming Guide, compute capabilities)
+# Where a kernel's block size is known (a Triton kernel's num_warps), whole blocks count, and these limit them
+# too: resident blocks per SM, and the shared memory an SM has (KiB), of which each block reserves 1 KiB.
+MAX_BLOCKS = {"sm_70": 32, "sm_75": 16, "sm_80": 32, "sm_86": 16, "sm_87": 16, "sm_89": 24, "sm_90": 32}
+SHARED_PER_SM_KIB = {"sm_70": 96, "sm_75": 64, "sm_80": 164, "sm_86": 100, "sm_87": 164, "sm_89": 100, "sm_90": 228}
+BLOCK_RESERVED_SHARED = 1024
 
 _ENTRY = re.compile(r"Compiling entry function '([^']+)' for '(sm_\w+)'")
 _FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
@@ -42,21 +47,28 @@ class KernelResources:
     spill_stores: int  # bytes a thread writes to local memory for want of registers
     spill_loads: int
     stack: int  # bytes of stack frame a thread
-    shared: int  # bytes of static shared memory a block
+    shared: int  # bytes of shared memory a block: static (CUDA, ptxas) or what it is launched with (Triton)
     barriers: int
+    warps_per_block: int = 0  # known for a Triton kernel (num_warps); 0: unknown (ptxas does not see the launch)
 
     @property
     def spills(self) -> bool:
         return self.spill_stores > 0 or self.spill_loads > 0
 
     def occupancy_limit(self) -> float | None:
-        """The share of the SM's warps that can be resident by registers alone (before block size and
-        shared memory lower it), or None for an architecture not in MAX_WARPS."""
+        """The share of the SM's warps that can be resident: by registers alone where the block size is unknown
+        (a CUDA kernel: block size and shared memory lower it further), in whole blocks where it is known, also
+        limited by blocks per SM and shared memory; None for an architecture not in MAX_WARPS."""
         most = MAX_WARPS.get(self.arch)
         if most is None:
             return None
         per_warp = -(-self.registers * 32 // REGISTER_UNIT) * REGISTER_UNIT
-        return min(most, REGISTERS_PER_SM // max(per_warp, 1)) / most
+        by_registers = min(most, REGISTERS_PER_SM // max(per_warp, 1))
+        block = self.warps_per_block
+        if not block or self.arch not in MAX_BLOCKS:
+            return by_registers / most
+        by_shared = SHARED_PER_SM_KIB[self.arch] * 1024 // (self.shared + BLOCK_RESERVED_SHARED)
+        return min(MAX_BLOCKS[self.arch], by_registers // block, by_shared) * block / most
 
 
 def parse(text: str) -> list[KernelResources]:

@@ -99,3 +99,31 @@ def test_resources_builds_the_cuda_library_then_shows_each_kernels_registers_and
             if "backward_k_kernel<float, 7, 4>" in line]
     assert rows == [["backward_k_kernel<float, 7, 4>", "sm_80", "64", "50%", "16 / 16", "16", "17024", "1"],
                     ["backward_k_kernel<float, 7, 4>", "sm_90", "64", "50%", "12 / 12", "16", "17024", "1"]]
+
+
+def test_resources_shows_each_triton_kernel_config_with_its_occupancy_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    from benchctl.cli import build as build_cli
+    from benchctl.ops import resources, triton_resources
+    from benchctl.ops.resources import KernelResources
+
+    monkeypatch.setattr(build_cli, "_build_op", lambda label, make, kinds, verbose: [])
+    monkeypatch.setattr(resources, "of_library", lambda lib: [])
+    asked = []
+    narrow = KernelResources("lstm_pointwise_fwd BLOCK=32 w1", "sm_90", 33, 0, 0, 0, 0, 0, warps_per_block=1)
+    spilt = KernelResources("lstm_pointwise_bwd BLOCK=64 w4", "sm_90", 32, 8, 8, 8, 0, 0, warps_per_block=4)
+    monkeypatch.setattr(triton_resources, "of_operator",
+                        lambda op, dirs: asked.append(op) or [("triton", narrow), ("triton", spilt)])
+    result = CliRunner().invoke(cli, ["build", "lstm_cell", "--resources"])
+    assert result.exit_code == 0, result.output
+    assert asked == ["lstm_cell"]
+    assert "lstm_cell: Triton kernels as Triton compiled them (float32, default params)" in result.stdout
+    rows = [[cell.strip() for cell in line.split("│")[1:-1]] for line in result.stdout.splitlines() if "triton:" in line]
+    assert rows == [["triton: lstm_pointwise_fwd BLOCK=32 w1", "sm_90", "33", "50%", "0 / 0", "0", "0", "0"],
+                    ["triton: lstm_pointwise_bwd BLOCK=64 w4", "sm_90", "32", "100%", "8 / 8", "8", "0", "0"]]
+
+
+def test_resources_of_a_name_with_neither_sources_nor_triton_kernels_is_a_usage_error() -> None:
+    result = CliRunner().invoke(cli, ["build", "nope", "--resources"])
+    assert result.exit_code == 2
+    assert "no extension sources or Triton kernels for nope; choose from:" in result.output
+    assert "lstm_cell" in result.output and "Traceback" not in result.output

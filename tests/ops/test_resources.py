@@ -59,6 +59,21 @@ def test_the_warps_registers_leave_room_for_follow_the_allocation_unit(registers
     assert kernel.occupancy_limit() == pytest.approx(share)
 
 
+@pytest.mark.parametrize("registers, warps, shared, arch, share", [
+    (33, 1, 0, "sm_90", 32 / 64),  # registers leave room for 51 warps, but an SM holds 32 blocks of one warp
+    (40, 4, 0, "sm_90", 48 / 64),  # 51 warps by registers: 12 whole blocks of 4
+    (40, 4, 100 * 1024, "sm_90", 8 / 64),  # 228 KiB hold 2 blocks of 100 KiB (+1 KiB each)
+    (32, 8, 0, "sm_86", 48 / 48),
+    (32, 1, 0, "sm_86", 16 / 48),  # 16 blocks an SM there
+    (112, 4, 2048, "sm_80", 16 / 64),  # 18 warps by registers: 4 blocks
+    (33, 1, 0, "sm_120", 48 / 48),  # no block limits known there: registers alone
+])
+def test_a_known_block_size_counts_whole_blocks_limited_by_blocks_and_shared_memory(
+        registers, warps, shared, arch, share) -> None:
+    kernel = KernelResources("k", arch, registers, 0, 0, 0, shared, 0, warps_per_block=warps)
+    assert kernel.occupancy_limit() == pytest.approx(share)
+
+
 def test_an_architecture_without_known_limits_has_no_share() -> None:
     assert KernelResources("k", "sm_53", 32, 0, 0, 0, 0, 0).occupancy_limit() is None
 

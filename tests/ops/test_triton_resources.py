@@ -1,0 +1,69 @@
+"""Triton kernels compiled ahead of time for a GPU architecture, without a GPU: each launch an implementation
+makes is noted (not run), bound and compiled by Triton for each architecture, and read back from ptxas."""
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from benchctl.ops import triton_resources, triton_support
+
+triton = pytest.importorskip("triton")
+
+TRITON_OPS = Path(__file__).resolve().parents[1] / "fixtures" / "triton_ops"
+
+
+@pytest.mark.parametrize("text, archs", [
+    ("8.0;9.0", [80, 90]),
+    ("9.0+PTX 8.6", [86, 90]),
+    ("9.0a;9.0", [90]),
+    ("", []),
+])
+def test_the_architectures_are_torchs_arch_list(text, archs):
+    assert triton_resources.archs(text) == archs
+
+
+def test_launches_are_noted_under_every_config_and_nothing_runs():
+    from benchctl.ops import registry
+
+    registry.discover([TRITON_OPS], only=["spilly"])
+    impl = registry.get("spilly").implementations["triton"]
+    x = torch.ones(2, 300)
+    out: list[torch.Tensor] = []
+    launches = triton_resources.noted_launches(impl.kernels, lambda: out.append(impl.fn(x)))
+    assert [(k.__name__, kw["BLOCK"], kw["num_warps"]) for k, _, kw in launches] == [("cube", 256, 4), ("cube", 4096, 1)]
+    assert all(args[0] is x and args[2] == 600 for _, args, _ in launches)
+    assert torch.equal(out[0], torch.zeros_like(x))  # the kernel did not write
+    assert "run" not in vars(impl.kernels[0]) and "run" not in vars(impl.kernels[0].fn)  # patches taken off
+    if triton_support.interpreted(impl.kernels):  # launches run again: Triton's interpreter, blocks of 256
+        assert torch.allclose(impl.fn(x).flatten()[:256], torch.sigmoid(torch.tensor(1.0)) + 256)
+
+
+def test_each_config_is_compiled_for_each_architecture_and_a_capped_one_spills():
+    found = triton_resources.of_operator("spilly", [str(TRITON_OPS)])
+    kernels = {(k.kernel, k.arch): k for impl, k in found}
+    assert {impl for impl, _ in found} == {"triton"}
+    assert sorted(kernels) == [("cube BLOCK=256 w4", "sm_80"), ("cube BLOCK=256 w4", "sm_90"),
+                               ("cube BLOCK=4096 w1", "sm_80"), ("cube BLOCK=4096 w1", "sm_90")]
+    roomy, capped = kernels[("cube BLOCK=256 w4", "sm_90")], kernels[("cube BLOCK=4096 w1", "sm_90")]
+    assert not roomy.spills and 0 < roomy.registers <= 64 and roomy.warps_per_block == 4
+    # maxnreg=32 on 4096 values a thread: at 32 registers, kilobytes go to local memory
+    assert capped.registers == 32 and capped.spill_stores > 1000 and capped.spill_loads > 1000
+    assert roomy.shared > 0  # tl.sum's cross-warp step: shared memory Triton launches it with
+
+
+def test_an_operator_whose_kernels_cannot_be_compiled_says_why_in_one_line(tmp_path):
+    bad = (TRITON_OPS / "spilly.py").read_text().replace('name="spilly"', 'name="badly"').replace(
+        "x * x * tl.sigmoid(x)", "x * undefined_name")
+    (tmp_path / "badly.py").write_text(bad)
+    with pytest.raises(Exception, match="compiling badly's Triton kernels failed: .*undefined_name"):
+        triton_resources.of_operator("badly", [str(tmp_path)])
+
+
+@pytest.mark.parametrize("op", ["grid_sample", "hoconv2d", "lstm_cell", "naflex_posembed"])
+def test_no_builtin_triton_kernel_spills_at_the_default_params(op):
+    """A guard, as for the CUDA kernels: every config of every built-in Triton kernel, float32, sm_80 and
+    sm_90, keeps its values in registers at the operator's default size."""
+    found = triton_resources.of_operator(op)
+    assert found and {k.arch for _, k in found} == {"sm_80", "sm_90"}
+    assert [k.kernel for _, k in found if k.spills] == []
