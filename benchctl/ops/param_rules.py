@@ -75,12 +75,14 @@ def check(op_name: str, defaults: Mapping[str, Any], rules: Mapping[str, Sequenc
     return None
 
 
-def check_definition(op_name: str, defaults: Mapping[str, Any], rules: Mapping[str, Sequence[Rule]]) -> None:
+def check_definition(op_name: str, defaults: Mapping[str, Any], rules: Mapping[str, Sequence[Rule]],
+                     cases: Sequence[Mapping[str, Any]] = ()) -> None:
     """Raises ValueError where an operator's own definition is wrong: a rule for a param it does not have, or a
-    default that breaks its rule."""
+    default or check case that breaks a rule."""
     unknown = set(rules) - set(defaults)
     if unknown:
         raise ValueError(f"{op_name}: rules for params it does not have: {', '.join(sorted(unknown))}")
-    wrong = check(op_name, defaults, rules, {k: v if isinstance(v, list) else [v] for k, v in defaults.items()})
-    if wrong:
-        raise ValueError(f"{wrong} (its own default)")
+    for where, values in [("its own default", defaults), *(("a check case", case) for case in cases)]:
+        wrong = check(op_name, defaults, rules, {k: v if isinstance(v, list) else [v] for k, v in values.items()})
+        if wrong:
+            raise ValueError(f"{wrong} ({where})")

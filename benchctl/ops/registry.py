@@ -186,7 +186,7 @@ _LOADED_FILES: set[Path] = set()
 
 
 def register(op: Operator) -> Operator:
-    param_rules.check_definition(op.name, op.params, op.rules)
+    param_rules.check_definition(op.name, op.params, op.rules, op.check_cases)
     if op.name in _OPERATORS and _OPERATORS[op.name] is not op:
         raise ValueError(f"operator {op.name!r} is already registered (from {_OPERATORS[op.name].source})")
     _OPERATORS[op.name] = op

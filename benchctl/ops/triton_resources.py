@@ -1,5 +1,5 @@
-"""What each Triton kernel of an operator asks of an SM, per GPU architecture, without a GPU: the figures a
-launched kernel's `n_regs` and `n_spills` give on a GPU, known before it ever runs.
+"""What each Triton kernel of an operator asks of an SM, per GPU architecture, without a GPU: its registers and
+spills (what a launched kernel's `n_regs` and `n_spills` tell on a GPU, after the fact), known before it runs.
 
 Triton compiles a kernel when it is first launched, for the argument types (and alignments, and the ints it
 specialises on) of that launch. So a child process imports the operator with Triton's interpreter off, runs
@@ -100,6 +100,7 @@ def _forward_backward(op: Any, impl: Any) -> None:
     params = {k: (v[0] if isinstance(v, list) else v) for k, v in op.params.items()}
     for target in op.targets:
         inputs = target.make_inputs(Case(params, torch.float32, "cpu"))
+        inputs = impl.prepare(inputs) if impl.prepare else inputs
         out = target.call(impl.fn, inputs)
         outs = [o for o in (out if isinstance(out, tuple) else (out,)) if o.requires_grad]
         if outs:
@@ -107,7 +108,7 @@ def _forward_backward(op: Any, impl: Any) -> None:
 
 
 def _label(kernel: Any, constexprs: dict[Any, Any], options: Any) -> str:
-    """`lstm_pointwise_fwd BLOCK=128 ACC=fp32 w4`: the kernel, the constants it was compiled for, its warps."""
+    """`lstm_pointwise_fwd ACC=fp32 BLOCK=128 w4`: the kernel, the constants it was compiled for, its warps."""
     import triton.language as tl
 
     names = kernel.arg_names

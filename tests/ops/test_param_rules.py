@@ -46,12 +46,13 @@ def test_sizes_and_at_least():
     assert odd(3) is None and odd(-2) == "must be odd"
 
 
-@pytest.mark.parametrize("rules, message", [
-    ({"nope": (positive,)}, "rules for params it does not have: nope"),
-    ({"dim": (odd,)}, "param dim must be odd, got 8 \\(its own default\\)"),
+@pytest.mark.parametrize("rules, cases, message", [
+    ({"nope": (positive,)}, (), "rules for params it does not have: nope"),
+    ({"dim": (odd,)}, (), "param dim must be odd, got 8 \\(its own default\\)"),
+    ({"dim": (positive,)}, ({"batch_size": 1, "dim": 0},), "param dim must be at least 1, got 0 \\(a check case\\)"),
 ])
-def test_an_operator_whose_rules_do_not_fit_its_params_is_not_registered(rules, message):
-    op = Operator("ruled", "x", params={"batch_size": 2, "dim": 8}, targets=(), rules=rules)
+def test_an_operator_whose_rules_do_not_fit_its_params_is_not_registered(rules, cases, message):
+    op = Operator("ruled", "x", params={"batch_size": 2, "dim": 8}, targets=(), rules=rules, check_cases=cases)
     with pytest.raises(ValueError, match=message):
         register(op)
 
