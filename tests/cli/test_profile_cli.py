@@ -127,13 +127,20 @@ def test_py_spy_arguments_and_files_with_a_stand_in(tmp_path: Path, monkeypatch:
     assert "fill_kernel" in result.output and "slice_backward" in result.output
 
 
-def test_child_failure_is_one_line(tmp_path: Path, one_thread: None) -> None:
-    # A negative height fails in the child, while it builds the inputs.
-    result = invoke("profile", *SMALL, "--param", "H=-3", "--profiler", "torch", "--duration", "0.2",
-                    "--out", str(tmp_path / "p"))
+def test_child_failure_is_one_line(tmp_path: Path, one_thread: None, fixture_ops_dir: Path) -> None:
+    # A negative size fails in the child, while it builds the inputs (faulty declares no rules for its params).
+    result = invoke("profile", "faulty", "py", "cpu", "--ops-dir", str(fixture_ops_dir), "--param", "dim=-3",
+                    "--profiler", "torch", "--duration", "0.2", "--out", str(tmp_path / "p"))
     assert result.exit_code == 1
     line = one_line(result.output)
-    assert "hoconv2d/filter py cpu" in line and "RuntimeError" in line
+    assert "faulty/op py cpu" in line and "RuntimeError" in line and "negative dimension" in line
+
+
+def test_a_param_its_operator_rules_out_stops_before_the_child(tmp_path: Path) -> None:
+    result = invoke("profile", *SMALL, "--param", "H=-3", "--out", str(tmp_path / "p"))
+    assert result.exit_code == 2
+    assert one_line(result.output) == "error: hoconv2d: param H must be at least 1, got -3"
+    assert not (tmp_path / "p").exists()
 
 
 @pytest.mark.parametrize("args, needle", [
