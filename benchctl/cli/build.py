@@ -94,7 +94,8 @@ def command(ops: tuple[str, ...], cuda: bool, resources: bool, verbose: bool, jo
     unknown = [op for op in ops if op not in known and op not in triton]
     if unknown:
         what = "extension sources or Triton kernels" if resources else "extension sources"
-        raise UsageError(f"no {what} for {', '.join(unknown)}; choose from: {', '.join({**known, **dict.fromkeys(triton)})}")
+        choices = ", ".join(dict.fromkeys([*known, *triton]))
+        raise UsageError(f"no {what} for {', '.join(unknown)}; choose from: {choices}")
     chosen = [entry for op in (ops or known) if op in known for entry in known[op]]
     chosen = list(dict.fromkeys(chosen))
     for clash in namespaces.clashes(folders[label] for label, _ in chosen):
@@ -103,11 +104,20 @@ def command(ops: tuple[str, ...], cuda: bool, resources: bool, verbose: bool, jo
     failed = build_all(chosen, lambda label, make: _build_op(label, make, kinds, verbose), jobs or default_jobs())
     if resources:
         broken = {label for label, _ in failed}
-        _show_resources([entry for entry in chosen if entry[0] not in broken])
-        _show_triton_resources([op for op in (ops or triton) if op in triton], ops_dirs)
+        _show_all_resources([entry for entry in chosen if entry[0] not in broken],
+                            [op for op in (ops or triton) if op in triton], ops_dirs)
     if failed:
         names = ", ".join(f"{op} ({kind})" for op, kind in failed)
         raise BenchError(f"{len(failed)} librar{'y' if len(failed) == 1 else 'ies'} failed to build: {names}")
+
+
+def _show_all_resources(built: Sequence[tuple[str, MakeLibrary]], triton: Sequence[str],
+                        ops_dirs: tuple[str, ...]) -> None:
+    """By name: a library's CUDA kernels, then the Triton kernels of the operator of that name."""
+    for name in sorted({label for label, _ in built} | set(triton)):
+        _show_resources([entry for entry in built if entry[0] == name])
+        if name in triton:
+            _show_triton_resources([name], ops_dirs)
 
 
 def _show_resources(built: Sequence[tuple[str, MakeLibrary]]) -> None:
