@@ -154,7 +154,7 @@ def _show_triton_resources(ops: Sequence[str], ops_dirs: tuple[str, ...]) -> Non
     for op in ops:
         with console.err.status(f"compiling {op}'s Triton kernels ahead of time ..."):
             kernels = triton_resources.of_operator(op, ops_dirs)
-        console.out.print(_kernel_table(f"{op}: Triton kernels as Triton compiled them (float32, default params)",
+        console.out.print(_kernel_table(f"{op}: Triton kernels as Triton compiled them (default params)",
                                         "occupancy limit", [(f"{impl}: {k.kernel}", k) for impl, k in kernels]))
 
 

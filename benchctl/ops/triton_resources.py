@@ -3,11 +3,12 @@ spills (what a launched kernel's `n_regs` and `n_spills` tell on a GPU, after th
 
 Triton compiles a kernel when it is first launched, for the argument types (and alignments, and the ints it
 specialises on) of that launch. So a child process imports the operator with Triton's interpreter off, runs
-each Triton implementation once, forward and backward, on CPU tensors of float32 at the operator's default
-params, with every kernel's launch replaced by a note of its arguments (the kernels do nothing; the torch
-code around them runs). Each launch noted, under every config of an autotuned kernel, is then bound and
-compiled by Triton's own machinery for each architecture of TORCH_CUDA_ARCH_LIST, and Triton's ptxas reads
-the PTX back with `-v`. Shared memory is what the kernel launches with (Triton allocates it at launch).
+each Triton implementation once, forward and backward, on CPU tensors of float32 (or the first of bfloat16,
+float16 and float64 it supports) at the operator's default params, with every kernel's launch replaced by a
+note of its arguments (the kernels do nothing; the torch code around them runs). Each launch noted, under
+every config of an autotuned kernel, is then bound and compiled by Triton's own machinery for each
+architecture of TORCH_CUDA_ARCH_LIST, and Triton's ptxas reads the PTX back with `-v`. Shared memory is
+what the kernel launches with (Triton allocates it at launch).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ def archs(text: str) -> list[int]:
 
 
 def of_operator(op: str, ops_dirs: Sequence[str] = ()) -> list[tuple[str, KernelResources]]:
-    """(implementation, kernel) for every Triton kernel `op`'s implementations launch, per architecture."""
+    """("IMPL DTYPE", kernel) for every Triton kernel `op`'s implementations launch, per architecture."""
     arch_list = os.environ.get(toolchain.ARCH_ENV, toolchain.DEFAULT_ARCH_LIST)
     request = {"op": op, "ops_dirs": list(ops_dirs), "archs": archs(arch_list)}
     proc = subprocess.run(interpreter.module_command(MODULE), input=json.dumps(request), capture_output=True,
@@ -91,15 +92,22 @@ def noted_launches(kernels: Sequence[Any], call: Any) -> list[Launch]:
     return launches
 
 
+def dtype_of(impl: Any) -> Any:
+    """The dtype an implementation's kernels are compiled for: float32, else the first other it supports."""
+    import torch
+
+    return impl.first_dtype((torch.float32, torch.bfloat16, torch.float16, torch.float64))
+
+
 def _forward_backward(op: Any, impl: Any) -> None:
-    """One forward and backward of `impl` on CPU float32 tensors at the operator's default params, per target."""
+    """One forward and backward of `impl` on CPU tensors (`dtype_of`) at the operator's default params, per target."""
     import torch
 
     from benchctl.ops.registry import Case
 
     params = {k: (v[0] if isinstance(v, list) else v) for k, v in op.params.items()}
     for target in op.targets:
-        inputs = target.make_inputs(Case(params, torch.float32, "cpu"))
+        inputs = target.make_inputs(Case(params, dtype_of(impl), "cpu"))
         inputs = impl.prepare(inputs) if impl.prepare else inputs
         out = target.call(impl.fn, inputs)
         outs = [o for o in (out if isinstance(out, tuple) else (out,)) if o.requires_grad]
@@ -131,8 +139,11 @@ def compile_launch(launch: Launch, arch: int) -> KernelResources:
     bound, specialization, options = create_function_from_signature(kernel.signature, kernel.params, backend)(
         *args, **kwargs)
     options, signature, constexprs, attrs = kernel._pack_args(backend, kwargs, bound, specialization, options)
-    compiled = triton.compile(ASTSource(kernel, signature, constexprs, attrs), target=target,
-                              options=options.__dict__)
+    try:
+        compiled = triton.compile(ASTSource(kernel, signature, constexprs, attrs), target=target,
+                                  options=options.__dict__)
+    except Exception as exc:
+        raise BenchError(f"{kernel.__name__} for sm_{arch}: {one_line(exc)}") from exc
     ptx = compiled.asm["ptx"]
     sm = re.search(r"\.target\s+(\w+)", ptx).group(1)  # sm_90a on Hopper: what ptxas must be asked for
     with tempfile.TemporaryDirectory() as tmp:
@@ -150,22 +161,38 @@ def compile_launch(launch: Launch, arch: int) -> KernelResources:
                            options.num_warps)
 
 
+def one_line(exc: BaseException) -> str:
+    """The error at the root of `exc`'s causes in one line, with the kernel line Triton's CompilationError
+    names (its own text is the kernel's source and a caret; the reason is in what it wraps)."""
+    chain = [exc]
+    while (nxt := chain[-1].__cause__ or chain[-1].__context__) is not None and len(chain) < 20:
+        chain.append(nxt)
+    compile_errors = [e for e in chain if type(e).__name__ == "CompilationError"]
+    where = str(compile_errors[0]).split("\n", 1)[0].removeprefix("at ").rstrip(":") if compile_errors else ""
+    root = chain[-1]
+    lines = [line for line in str(root).strip().splitlines() if line.strip() not in ("", "^")]
+    text = (lines[-1] if len(lines) > 1 else "") if root in compile_errors else (lines or [""])[0]
+    return f"{type(root).__name__}: {text}" + (f" (kernel line {where})" if where else "")
+
+
 def _serve(request: dict[str, Any]) -> list[dict[str, Any]]:
     from dataclasses import asdict
 
     from benchctl.ops import registry
+    from benchctl.ops.registry import dtype_name
 
     op = registry.discover(request["ops_dirs"], only=[request["op"]])[request["op"]]
-    seen: set[int] = set()
-    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    seen: set[tuple[Any, ...]] = set()
+    rows: dict[tuple[str, str, str], dict[str, Any]] = {}
     for impl in op.implementations.values():
-        if not impl.kernels or all(id(k) in seen for k in impl.kernels):
+        dtype = dtype_name(dtype_of(impl))
+        if not impl.kernels or (dtype, *map(id, impl.kernels)) in seen:
             continue  # no Triton, or a config variant of kernels compiled already (every config is)
-        seen.update(id(k) for k in impl.kernels)
+        seen.add((dtype, *map(id, impl.kernels)))
         for launch in noted_launches(impl.kernels, lambda: _forward_backward(op, impl)):
             for arch in request["archs"]:
                 k = compile_launch(launch, arch)
-                rows.setdefault((k.kernel, k.arch), {"impl": impl.name, **asdict(k)})
+                rows.setdefault((dtype, k.kernel, k.arch), {"impl": f"{impl.name} {dtype}", **asdict(k)})
     return list(rows.values())
 
 
@@ -175,8 +202,10 @@ def main() -> None:
     request = json.loads(sys.stdin.readline())
     try:
         reply: dict[str, Any] = {"kernels": _serve(request)}
-    except Exception as exc:  # the reason, in one line: a kernel Triton cannot compile, an input it cannot make
-        reply = {"error": f"{type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[-1]}"}
+    except BenchError as exc:
+        reply = {"error": str(exc)}
+    except Exception as exc:  # the reason, in one line: an input it cannot make, an implementation that raises
+        reply = {"error": one_line(exc)}
     proto.write(json.dumps(reply) + "\n")
     proto.flush()
 

@@ -114,17 +114,17 @@ def test_resources_shows_each_triton_kernel_config_with_its_occupancy_limit(monk
     narrow = KernelResources("lstm_pointwise_fwd BLOCK=32 w1", "sm_90", 33, 0, 0, 0, 0, 0, warps_per_block=1)
     spilt = KernelResources("lstm_pointwise_bwd BLOCK=64 w4", "sm_90", 32, 8, 8, 8, 0, 0, warps_per_block=4)
     monkeypatch.setattr(triton_resources, "of_operator",
-                        lambda op, dirs: asked.append(op) or [("triton", narrow), ("triton", spilt)])
+                        lambda op, dirs: asked.append(op) or [("triton float32", narrow), ("triton float32", spilt)])
     result = CliRunner().invoke(cli, ["build", "lstm_cell", "hoconv2d", "--resources"])
     assert result.exit_code == 0, result.output
     assert asked == ["hoconv2d", "lstm_cell"]
     titles = [line.strip() for line in result.stdout.splitlines() if "kernels as" in line]
     assert titles == [f"{op}: {what}" for op in ("hoconv2d", "lstm_cell") for what in (
-        "CUDA kernels as ptxas compiled them", "Triton kernels as Triton compiled them (float32, default params)")]
+        "CUDA kernels as ptxas compiled them", "Triton kernels as Triton compiled them (default params)")]
     rows = [[cell.strip() for cell in line.split("│")[1:-1]] for line in result.stdout.splitlines()
-            if "triton:" in line]
-    assert rows == 2 * [["triton: lstm_pointwise_fwd BLOCK=32 w1", "sm_90", "33", "50%", "0 / 0", "0", "0", "0"],
-                        ["triton: lstm_pointwise_bwd BLOCK=64 w4", "sm_90", "32", "100%", "8 / 8", "8", "0", "0"]]
+            if "triton float32:" in line]
+    assert rows == 2 * [["triton float32: lstm_pointwise_fwd BLOCK=32 w1", "sm_90", "33", "50%", "0 / 0", "0", "0", "0"],
+                        ["triton float32: lstm_pointwise_bwd BLOCK=64 w4", "sm_90", "32", "100%", "8 / 8", "8", "0", "0"]]
 
 
 def test_resources_of_a_name_with_neither_sources_nor_triton_kernels_is_a_usage_error() -> None:

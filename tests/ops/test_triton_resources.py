@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from benchctl.errors import BenchError
 from benchctl.ops import triton_resources, triton_support
 
 triton = pytest.importorskip("triton")
@@ -40,10 +41,10 @@ def test_launches_are_noted_under_every_config_and_nothing_runs():
         assert torch.allclose(impl.fn(x).flatten()[:256], torch.sigmoid(torch.tensor(1.0)) + 256)
 
 
-def test_each_config_is_compiled_for_each_architecture_and_a_capped_one_spills():
+def test_each_config_and_dtype_is_compiled_for_each_architecture_and_a_capped_one_spills():
     found = triton_resources.of_operator("spilly", [str(TRITON_OPS)])
-    kernels = {(k.kernel, k.arch): k for impl, k in found}
-    assert {impl for impl, _ in found} == {"triton"}
+    assert {impl for impl, _ in found} == {"triton float32", "triton-half bfloat16"}
+    kernels = {(k.kernel, k.arch): k for impl, k in found if impl == "triton float32"}
     assert sorted(kernels) == [("cube BLOCK=256 w4", "sm_80"), ("cube BLOCK=256 w4", "sm_90"),
                                ("cube BLOCK=4096 w1", "sm_80"), ("cube BLOCK=4096 w1", "sm_90")]
     roomy, capped = kernels[("cube BLOCK=256 w4", "sm_90")], kernels[("cube BLOCK=4096 w1", "sm_90")]
@@ -51,14 +52,21 @@ def test_each_config_is_compiled_for_each_architecture_and_a_capped_one_spills()
     # maxnreg=32 on 4096 values a thread: at 32 registers, kilobytes go to local memory
     assert capped.registers == 32 and capped.spill_stores > 1000 and capped.spill_loads > 1000
     assert roomy.shared > 0  # tl.sum's cross-warp step: shared memory Triton launches it with
+    # the bfloat16-only implementation launches the same kernel: compiled apart, for its own dtype
+    half = {k.kernel: k for impl, k in found if impl == "triton-half bfloat16" and k.arch == "sm_90"}
+    assert sorted(half) == ["cube BLOCK=256 w4", "cube BLOCK=4096 w1"] and half["cube BLOCK=4096 w1"].spills
 
 
-def test_an_operator_whose_kernels_cannot_be_compiled_says_why_in_one_line(tmp_path):
-    bad = (TRITON_OPS / "spilly.py").read_text().replace('name="spilly"', 'name="badly"').replace(
-        "x * x * tl.sigmoid(x)", "x * undefined_name")
-    (tmp_path / "badly.py").write_text(bad)
-    with pytest.raises(Exception, match="compiling badly's Triton kernels failed: .*undefined_name"):
-        triton_resources.of_operator("badly", [str(tmp_path)])
+@pytest.mark.parametrize("name, broken, reason", [
+    ("badly", "undefined_name(x)", r"cube for sm_80: NameError: undefined_name is not defined \(kernel line 4:\d+\)$"),
+    # its bfloat16 implementation reaches tl.sigmoid, which takes fp32 and fp64 only
+    ("halfway", "tl.sigmoid(x)", r"cube for sm_80: ValueError: Expected dtype .* but got bf16 \(kernel line 4:\d+\)$"),
+])
+def test_a_kernel_triton_cannot_compile_says_why_and_where_in_one_line(tmp_path, name, broken, reason):
+    text = (TRITON_OPS / "spilly.py").read_text().replace('name="spilly"', f'name="{name}"')
+    (tmp_path / f"{name}.py").write_text(text.replace("tl.sigmoid(x.to(tl.float32))", broken))
+    with pytest.raises(BenchError, match=f"^compiling {name}'s Triton kernels failed: {reason}"):
+        triton_resources.of_operator(name, [str(tmp_path)])
 
 
 @pytest.mark.parametrize("op", ["grid_sample", "hoconv2d", "lstm_cell", "naflex_posembed"])
