@@ -102,22 +102,35 @@ def command(ops: tuple[str, ...], cuda: bool, resources: bool, verbose: bool, jo
         console.warn(clash.line())
     kinds = _kinds(cuda or resources)
     failed = build_all(chosen, lambda label, make: _build_op(label, make, kinds, verbose), jobs or default_jobs())
+    unread = []
     if resources:
         broken = {label for label, _ in failed}
-        _show_all_resources([entry for entry in chosen if entry[0] not in broken],
-                            [op for op in (ops or triton) if op in triton], ops_dirs)
+        unread = _show_all_resources([entry for entry in chosen if entry[0] not in broken],
+                                     [op for op in (ops or triton) if op in triton], ops_dirs)
     if failed:
         names = ", ".join(f"{op} ({kind})" for op, kind in failed)
         raise BenchError(f"{len(failed)} librar{'y' if len(failed) == 1 else 'ies'} failed to build: {names}")
+    if unread:
+        raise BenchError(f"the kernels of {', '.join(unread)} could not be read (above)")
 
 
 def _show_all_resources(built: Sequence[tuple[str, MakeLibrary]], triton: Sequence[str],
-                        ops_dirs: tuple[str, ...]) -> None:
-    """By name: a library's CUDA kernels, then the Triton kernels of the operator of that name."""
+                        ops_dirs: tuple[str, ...]) -> list[str]:
+    """By name: a library's CUDA kernels, then the Triton kernels of the operator of that name. One that cannot
+    be read is an error line, and the others still show; returns the names that could not be read."""
+    from benchctl import console
+    from benchctl.errors import BenchError
+
+    unread = []
     for name in sorted({label for label, _ in built} | set(triton)):
-        _show_resources([entry for entry in built if entry[0] == name])
-        if name in triton:
-            _show_triton_resources([name], ops_dirs)
+        try:
+            _show_resources([entry for entry in built if entry[0] == name])
+            if name in triton:
+                _show_triton_resources([name], ops_dirs)
+        except BenchError as exc:
+            console.error(str(exc))
+            unread.append(name)
+    return unread
 
 
 def _show_resources(built: Sequence[tuple[str, MakeLibrary]]) -> None:

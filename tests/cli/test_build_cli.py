@@ -132,3 +132,24 @@ def test_resources_of_a_name_with_neither_sources_nor_triton_kernels_is_a_usage_
     assert result.exit_code == 2
     assert "no extension sources or Triton kernels for nope; choose from:" in result.output
     assert "lstm_cell" in result.output and "Traceback" not in result.output
+
+
+def test_an_operator_whose_kernels_cannot_be_read_does_not_hide_the_others(monkeypatch: pytest.MonkeyPatch) -> None:
+    from benchctl.cli import build as build_cli
+    from benchctl.errors import BenchError
+    from benchctl.ops import resources, triton_resources
+    from benchctl.ops.resources import KernelResources
+
+    def of_operator(op: str, dirs: tuple[str, ...]) -> list:
+        if op == "hoconv2d":
+            raise BenchError("compiling hoconv2d's Triton kernels failed: hoconv_fwd for sm_80: NameError: x")
+        return [("triton float32", KernelResources("lstm_pointwise_bwd w4", "sm_90", 30, 0, 0, 0, 0, 0, 4))]
+
+    monkeypatch.setattr(build_cli, "_build_op", lambda label, make, kinds, verbose: [])
+    monkeypatch.setattr(resources, "of_library", lambda lib: [])
+    monkeypatch.setattr(triton_resources, "of_operator", of_operator)
+    result = CliRunner().invoke(cli, ["build", "hoconv2d", "lstm_cell", "--resources"])
+    assert result.exit_code == 1
+    assert "error: compiling hoconv2d's Triton kernels failed: hoconv_fwd for sm_80: NameError: x" in result.output
+    assert "lstm_pointwise_bwd w4" in result.stdout  # the operator after it still shows
+    assert result.output.strip().endswith("error: the kernels of hoconv2d could not be read (above)")
