@@ -123,8 +123,9 @@ def test_resources_shows_each_triton_kernel_config_with_its_occupancy_limit(monk
         "CUDA kernels as ptxas compiled them", "Triton kernels as Triton compiled them (default params)")]
     rows = [[cell.strip() for cell in line.split("│")[1:-1]] for line in result.stdout.splitlines()
             if "triton float32:" in line]
-    assert rows == 2 * [["triton float32: lstm_pointwise_fwd BLOCK=32 w1", "sm_90", "33", "50%", "0 / 0", "0", "0", "0"],
-                        ["triton float32: lstm_pointwise_bwd BLOCK=64 w4", "sm_90", "32", "100%", "8 / 8", "8", "0", "0"]]
+    narrow_row = ["triton float32: lstm_pointwise_fwd BLOCK=32 w1", "sm_90", "33", "50%", "0 / 0", "0", "0", "0"]
+    spilt_row = ["triton float32: lstm_pointwise_bwd BLOCK=64 w4", "sm_90", "32", "100%", "8 / 8", "8", "0", "0"]
+    assert rows == 2 * [narrow_row, spilt_row]
 
 
 def test_resources_of_a_name_with_neither_sources_nor_triton_kernels_is_a_usage_error() -> None:
