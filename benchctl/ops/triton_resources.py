@@ -99,15 +99,15 @@ def dtype_of(impl: Any) -> Any:
     return impl.first_dtype((torch.float32, torch.bfloat16, torch.float16, torch.float64))
 
 
-def _forward_backward(op: Any, impl: Any) -> None:
-    """One forward and backward of `impl` on CPU tensors (`dtype_of`) at the operator's default params, per target."""
+def forward_backward(op: Any, impl: Any, device: str = "cpu") -> None:
+    """One forward and backward of `impl` (at `dtype_of` it) at the operator's default params, per target."""
     import torch
 
     from benchctl.ops.registry import Case
 
     params = {k: (v[0] if isinstance(v, list) else v) for k, v in op.params.items()}
     for target in op.targets:
-        inputs = target.make_inputs(Case(params, dtype_of(impl), "cpu"))
+        inputs = target.make_inputs(Case(params, dtype_of(impl), device))
         inputs = impl.prepare(inputs) if impl.prepare else inputs
         out = target.call(impl.fn, inputs)
         outs = [o for o in (out if isinstance(out, tuple) else (out,)) if o.requires_grad]
@@ -189,7 +189,7 @@ def _serve(request: dict[str, Any]) -> list[dict[str, Any]]:
         if not impl.kernels or (dtype, *map(id, impl.kernels)) in seen:
             continue  # no Triton, or a config variant of kernels compiled already (every config is)
         seen.add((dtype, *map(id, impl.kernels)))
-        for launch in noted_launches(impl.kernels, lambda: _forward_backward(op, impl)):
+        for launch in noted_launches(impl.kernels, lambda: forward_backward(op, impl)):
             for arch in request["archs"]:
                 k = compile_launch(launch, arch)
                 rows.setdefault((dtype, k.kernel, k.arch), {"impl": f"{impl.name} {dtype}", **asdict(k)})

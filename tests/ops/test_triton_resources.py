@@ -76,3 +76,27 @@ def test_no_builtin_triton_kernel_spills_at_the_default_params(op):
     found = triton_resources.of_operator(op)
     assert found and {k.arch for _, k in found} == {"sm_80", "sm_90"}
     assert [k.kernel for _, k in found if k.spills] == []
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("op_name", ["grid_sample", "hoconv2d", "lstm_cell", "naflex_posembed"])
+def test_compiled_ahead_each_kernel_has_the_registers_it_launches_with_on_this_gpu(builtin_ops, op_name, monkeypatch):
+    """The figures `build --resources` gives without a GPU are the ones a launched kernel reports (n_regs), for
+    this GPU's architecture, at the same params, dtype and config."""
+    major, minor = torch.cuda.get_device_capability()
+    monkeypatch.setenv("TORCH_CUDA_ARCH_LIST", f"{major}.{minor}")
+    ahead = {(k.kernel.split()[0], k.warps_per_block): k.registers
+             for impl, k in triton_resources.of_operator(op_name) if impl == "triton float32"}
+    op = builtin_ops[op_name]
+    impl = op.implementations["triton"]
+    triton_resources.forward_backward(op, impl, "cuda")
+    torch.cuda.synchronize()
+    launched: dict[tuple[str, int], set[int]] = {}
+    for kernel in impl.kernels:
+        for cache in triton_support.base_kernel(kernel).device_caches.values():
+            for compiled in cache[0].values():  # every specialisation this process compiled, every config
+                compiled._init_handles()
+                launched.setdefault((compiled.name, compiled.metadata.num_warps), set()).add(compiled.n_regs)
+    both = [key for key in ahead if key in launched]
+    assert {name for name, _ in both} == {name for name, _ in ahead}, (ahead, launched)
+    assert [(key, ahead[key]) for key in both if ahead[key] not in launched[key]] == [], launched
