@@ -33,15 +33,47 @@ def _compiled_reference(op) -> list:
     return [lookup.find(op, f"{op.reference}{modifiers.MARK}{modifiers.COMPILE}")]
 
 
+def param_rows(ops: dict) -> list[dict]:
+    """A row per (operator, param): its default, its --quick value, what it takes, whether it is the charts' axis."""
+    from benchctl.ops import param_rules
+
+    return [{"operator": op.name, "param": key, "default": value, "quick": op.quick.get(key, ""),
+             "takes": param_rules.describe(key, value, op.rules.get(key, ())), "axis": key == op.axis}
+            for op in ops.values() for key, value in op.params.items()]
+
+
+def _show_params(ops: dict, as_json: bool) -> None:
+    from benchctl import console
+
+    rows = param_rows(ops)
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    cols = ("operator", "param", "default", "quick", "takes")
+    cells = [[f"{r['param']} (axis)" if c == "param" and r["axis"] else
+              "" if c == "quick" and r[c] == "" else _text(r[c]) for c in cols] for r in rows]
+    console.out.print(console.table("benchctl params (set with --param KEY=VALUE, KEY=1,2,3 to sweep)", cols, cells))
+
+
+def _text(value) -> str:
+    if value is None:
+        return "unset"  # the operator derives it (lstm_cell's I: the same as H)
+    return json.dumps(value) if isinstance(value, list) else str(value)
+
+
 @click.command("list")
 @ops_dir_option
+@click.option("--params", "show_params", is_flag=True,
+              help="Each operator's params instead: default, --quick value and what values it takes.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def command(ops_dirs: tuple[str, ...], as_json: bool) -> None:
-    """Operators, implementations, and why any is unavailable here."""
+def command(ops_dirs: tuple[str, ...], show_params: bool, as_json: bool) -> None:
+    """Operators, implementations, and why any is unavailable here (--params: their params)."""
     from benchctl import console
 
     from benchctl.ops import namespaces, registry
 
+    if show_params:
+        return _show_params(load_operators(ops_dirs, warn=False), as_json)
     rows = availability_rows(load_operators(ops_dirs, warn=False), registry.load_errors())
     for clash in namespaces.declared_clashes():  # read from the sources: nothing is loaded
         console.warn(clash.line())

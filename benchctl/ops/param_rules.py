@@ -21,6 +21,7 @@ def at_least(low: float) -> Rule:
             return "takes numbers"
         return None if value >= low else f"must be at least {low}"
 
+    rule.words = f"at least {low}"  # type: ignore[attr-defined]
     return rule
 
 
@@ -28,12 +29,18 @@ positive = at_least(1)
 
 
 def odd(value: Any) -> str | None:
+    """odd"""
     return None if isinstance(value, int) and value % 2 == 1 else "must be odd"
 
 
+def integer(value: Any) -> str | None:
+    """integers"""
+    return None if _is_int(value) else "takes integers"
+
+
 def sizes(*names: str) -> dict[str, tuple[Rule, ...]]:
-    """Rules for params that are all sizes (positive)."""
-    return {name: (positive,) for name in names}
+    """Rules for params that are all sizes (positive integers, whatever their default)."""
+    return {name: (integer, positive) for name in names}
 
 
 def _is_int(value: Any) -> bool:
@@ -44,10 +51,14 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def _scalar(default: Any) -> Any:
+    """A list default (a swept param) stands for its first element's type."""
+    return (default[0] if default else None) if isinstance(default, list) else default
+
+
 def _typed(key: str, default: Any, value: Any) -> str | None:
-    """What a value of `key` must be, given its default's type (a list default: its first element's)."""
-    if isinstance(default, list):
-        default = default[0] if default else None
+    """What a value of `key` must be, given its default's type."""
+    default = _scalar(default)
     if key == "batch_size" and not (_is_int(value) and value > 0):
         return "must be a positive integer"
     if _is_int(default) and not _is_int(value):
@@ -55,6 +66,27 @@ def _typed(key: str, default: Any, value: Any) -> str | None:
     if _is_number(default) and not _is_number(value):
         return "takes numbers"
     return None
+
+
+def _kind(key: str, default: Any) -> str:
+    """What values a param takes by its default's type, in words."""
+    default = _scalar(default)
+    if key == "batch_size":
+        return "positive integers"
+    if _is_int(default):
+        return "integers"
+    return "numbers" if _is_number(default) else ""
+
+
+def words(rule: Rule) -> str:
+    """A rule in words: its `words`, else its docstring's first line, else its name."""
+    doc = (getattr(rule, "__doc__", None) or "").strip().splitlines()
+    return getattr(rule, "words", None) or (doc[0] if doc else getattr(rule, "__name__", "a rule"))
+
+
+def describe(key: str, default: Any, rules: Sequence[Rule]) -> str:
+    """What param `key` takes, in words: "integers, at least 1, odd"."""
+    return ", ".join(dict.fromkeys(w for w in [_kind(key, default), *map(words, rules)] if w))
 
 
 def broken(key: str, default: Any, rules: Sequence[Rule], value: Any) -> str | None:

@@ -33,6 +33,20 @@ def test_list_json_has_reasons(example_ops_dir):
         assert mine[("py", "cuda")]["available"] is False and "CUDA" in mine[("py", "cuda")]["reason"]
 
 
+def test_list_params_says_what_each_param_takes():
+    result = invoke("list", "--params")
+    assert result.exit_code == 0, result.output
+    rows = {tuple(c.strip() for c in line.split("│")[1:3]): [c.strip() for c in line.split("│")[3:-1]]
+            for line in result.stdout.splitlines() if line.count("│") == 6}
+    assert rows[("hoconv2d", "k")] == ["5", "", "integers, at least 1, odd"]
+    assert rows[("hoconv2d", "batch_size (axis)")] == ["8", "[1, 2, 4]", "positive integers"]
+    assert rows[("lstm_cell", "I")] == ["unset", "", "integers, at least 1"]
+    data = json.loads(invoke("list", "--params", "--json").stdout)
+    grid = {r["param"]: r for r in data if r["operator"] == "grid_sample"}
+    assert grid["image_size"] == {"operator": "grid_sample", "param": "image_size", "default": 256,
+                                  "quick": [256, 1024, 4096], "takes": "integers, at least 1", "axis": True}
+
+
 def test_env_json_has_the_facts():
     facts = json.loads(invoke("env", "--json").stdout)
     assert facts["torch_version"] == torch.__version__ and facts["threads"] >= 1

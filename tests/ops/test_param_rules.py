@@ -5,11 +5,11 @@ from pathlib import Path
 import pytest
 
 from benchctl.ops import param_rules
-from benchctl.ops.param_rules import at_least, odd, positive, sizes
+from benchctl.ops.param_rules import at_least, integer, odd, positive, sizes
 from benchctl.ops.registry import BUILTIN_OPS_DIR, Operator, register
 
 DEFAULTS = {"batch_size": 4, "k": 5, "alpha": 0.5, "I": None, "mode": "fast"}
-RULES = {"k": (positive, odd), "I": (positive,)}
+RULES = {"k": (positive, odd), "I": sizes("I")["I"]}
 
 
 @pytest.mark.parametrize("key, value, reason", [
@@ -22,7 +22,8 @@ RULES = {"k": (positive, odd), "I": (positive,)}
     ("batch_size", 2.0, "must be a positive integer"),
     ("alpha", "x", "takes numbers"),
     ("I", 0, "must be at least 1"),
-    ("I", "x", "takes numbers"),
+    ("I", "x", "takes integers"),
+    ("I", 2.5, "takes integers"),  # no default to give its type: the size rule does
 ])
 def test_a_value_that_breaks_a_rule_says_which(key, value, reason):
     assert param_rules.broken(key, DEFAULTS[key], RULES.get(key, ()), value) == reason
@@ -43,7 +44,7 @@ def test_check_names_the_operator_the_param_and_the_first_bad_value():
 
 
 def test_sizes_and_at_least():
-    assert sizes("H", "W") == {"H": (positive,), "W": (positive,)}
+    assert sizes("H", "W") == {"H": (integer, positive), "W": (integer, positive)}
     assert at_least(2)(1) == "must be at least 2" and at_least(2)(2) is None
     assert odd(3) is None and odd(-2) == "must be odd"
 
@@ -67,3 +68,14 @@ def test_every_builtin_operator_declares_its_sizes(builtin_ops):
     for op in builtin:
         ints = {k for k, v in op.params.items() if isinstance(v, int) and k != "batch_size"}
         assert ints <= set(op.rules), (op.name, ints - set(op.rules))
+
+
+@pytest.mark.parametrize("key, rules, said", [
+    ("k", (positive, odd), "integers, at least 1, odd"),
+    ("batch_size", (), "positive integers"),
+    ("I", sizes("I")["I"], "integers, at least 1"),  # said once, though both the default and the rule say it
+    ("alpha", (at_least(0),), "numbers, at least 0"),
+    ("mode", (lambda v: None,), "<lambda>"),
+])
+def test_what_a_param_takes_reads_as_words(key, rules, said):
+    assert param_rules.describe(key, DEFAULTS[key], rules) == said
