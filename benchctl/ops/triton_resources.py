@@ -189,7 +189,11 @@ def _serve(request: dict[str, Any]) -> list[dict[str, Any]]:
         if not impl.kernels or (dtype, *map(id, impl.kernels)) in seen:
             continue  # no Triton, or a config variant of kernels compiled already (every config is)
         seen.add((dtype, *map(id, impl.kernels)))
-        for launch in noted_launches(impl.kernels, lambda: forward_backward(op, impl)):
+        launches = noted_launches(impl.kernels, lambda: forward_backward(op, impl))
+        if not launches:
+            raise BenchError(f"{impl.name} launched none of its Triton kernels on CPU tensors, so there is nothing "
+                             "to compile (an implementation that launches them only on a GPU cannot be read here)")
+        for launch in launches:
             for arch in request["archs"]:
                 k = compile_launch(launch, arch)
                 rows.setdefault((dtype, k.kernel, k.arch), {"impl": f"{impl.name} {dtype}", **asdict(k)})

@@ -69,6 +69,15 @@ def test_a_kernel_triton_cannot_compile_says_why_and_where_in_one_line(tmp_path,
         triton_resources.of_operator(name, [str(tmp_path)])
 
 
+def test_an_implementation_that_launches_nothing_on_cpu_tensors_says_so(tmp_path):
+    text = (TRITON_OPS / "spilly.py").read_text().replace('name="spilly"', 'name="gpuonly"')
+    launch = '    cube[lambda meta: (triton.cdiv(n, meta["BLOCK"]),)](x, y, n)\n'
+    assert launch in text
+    (tmp_path / "gpuonly.py").write_text(text.replace(launch, '    if x.is_cuda:\n    ' + launch))
+    with pytest.raises(BenchError, match="failed: triton launched none of its Triton kernels on CPU tensors"):
+        triton_resources.of_operator("gpuonly", [str(tmp_path)])
+
+
 @pytest.mark.parametrize("op", ["grid_sample", "hoconv2d", "lstm_cell", "naflex_posembed"])
 def test_no_builtin_triton_kernel_spills_at_the_default_params(op):
     """A guard, as for the CUDA kernels: every config of every built-in Triton kernel, float32, sm_80 and
