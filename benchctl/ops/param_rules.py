@@ -93,7 +93,7 @@ def broken(key: str, default: Any, rules: Sequence[Rule], value: Any) -> str | N
     """The first rule `value` of param `key` breaks, in words, or None when it keeps them all."""
     if value is None:
         return None
-    return _typed(key, default, value) or next((r for r in (rule(value) for rule in rules) if r), None)
+    return _typed(key, default, value) or next(filter(None, (rule(value) for rule in rules)), None)
 
 
 def check(op_name: str, defaults: Mapping[str, Any], rules: Mapping[str, Sequence[Rule]],
