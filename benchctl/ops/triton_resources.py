@@ -78,17 +78,16 @@ def noted_launches(kernels: Sequence[Any], call: Any) -> list[Launch]:
     from benchctl.ops import triton_support
 
     launches: list[Launch] = []
-    patched = [triton_support.base_kernel(k) for k in kernels] + triton_support.autotuners(kernels)
-    for k in triton_support.autotuners(kernels):
-        k.run = _every_config(k)
-    for k in kernels:
-        base = triton_support.base_kernel(k)
+    bases, tuners = [triton_support.base_kernel(k) for k in kernels], triton_support.autotuners(kernels)
+    for tuner in tuners:
+        tuner.run = _every_config(tuner)
+    for base in bases:
         base.run = _noting(launches, base)
     try:
         call()
     finally:
-        for k in patched:
-            vars(k).pop("run", None)
+        for k in [*bases, *tuners]:
+            vars(k).pop("run", None)  # the class's own run again
     return launches
 
 
