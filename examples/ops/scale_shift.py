@@ -5,6 +5,7 @@ Run it with:  benchctl run all cpu --ops-dir examples/ops --op scale_shift
 
 import torch
 
+from benchctl.ops.param_rules import sizes
 from benchctl.ops.registry import Case, Operator, Target, randn, register
 
 
@@ -26,6 +27,7 @@ OP = register(Operator(
     ),),
     reference="py",
     check_cases=({"batch_size": 3, "dim": 5},),
+    rules=sizes("dim"),
 ))
 
 

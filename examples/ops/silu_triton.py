@@ -3,6 +3,7 @@ import triton
 import triton.language as tl
 from torch.library import triton_op, wrap_triton
 
+from benchctl.ops.param_rules import sizes
 from benchctl.ops.registry import Operator, Target, randn, register
 
 
@@ -14,7 +15,7 @@ OP = register(Operator(
     name="silu_triton", description="x * sigmoid(x), in Python and in Triton",
     params={"batch_size": 64, "dim": 4096},
     targets=(Target("op", make_inputs, bytes=lambda p, size: 2 * p["batch_size"] * p["dim"] * size),),
-    quick={"batch_size": [8, 64]}, check_cases=({"batch_size": 3, "dim": 5},),
+    quick={"batch_size": [8, 64]}, check_cases=({"batch_size": 3, "dim": 5},), rules=sizes("dim"),
 ))
 
 @triton.autotune(configs=[triton.Config({"BLOCK": 256}, num_warps=2),

@@ -13,6 +13,7 @@ from pathlib import Path
 import torch
 
 from benchctl.ops.extension import Extension
+from benchctl.ops.param_rules import sizes
 from benchctl.ops.registry import Case, Operator, Target, randn, register
 
 
@@ -59,6 +60,7 @@ OP = register(Operator(
     ),),
     reference="py",
     check_cases=({"batch_size": 3, "dim": 5},),
+    rules=sizes("dim"),
 ))
 
 
