@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import TextIO
 
 ROOT = Path(__file__).resolve().parents[1]  # the folder that holds this benchctl/
 
@@ -23,6 +24,14 @@ def command(*args: str) -> list[str]:
 def module_command(module: str, *args: str) -> list[str]:
     """`python -P -m MODULE ARGS`, with this interpreter."""
     return command("-m", module, *args)
+
+
+def reply_channel(buffering: int = -1) -> TextIO:
+    """In a child: the stdout its parent reads replies from, kept apart. Everything else printed to stdout
+    (a compiler's output, the measured code's prints) goes to stderr from here on, never onto a reply line."""
+    proto = os.fdopen(os.dup(sys.stdout.fileno()), "w", buffering=buffering)
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    return proto
 
 
 def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:

@@ -50,8 +50,7 @@ def _show_params(ops: dict, as_json: bool) -> None:
         click.echo(json.dumps(rows, indent=2))
         return
     cols = ("operator", "param", "default", "quick", "takes")
-    cells = [[f"{r['param']} (axis)" if c == "param" and r["axis"] else
-              "" if c == "quick" and r[c] == "" else _text(r[c]) for c in cols] for r in rows]
+    cells = [[f"{r['param']} (axis)" if c == "param" and r["axis"] else _text(r[c]) for c in cols] for r in rows]
     console.out.print(console.table("benchctl params (set with --param KEY=VALUE, KEY=1,2,3 to sweep)", cols, cells))
 
 

@@ -10,7 +10,6 @@ Implementations without an extension are checked in this process, as before.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -67,8 +66,7 @@ def _in_child(items: Selection, ops_dirs: Sequence[str], tf32: bool | None) -> I
 
 
 def main() -> None:
-    proto = os.fdopen(os.dup(sys.stdout.fileno()), "w", buffering=1)
-    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # what the checked code prints: never on a row line
+    proto = interpreter.reply_channel(buffering=1)  # what the checked code prints: never on a row line
     from benchctl.measure.correctness import set_tf32
     from benchctl.ops import registry
 

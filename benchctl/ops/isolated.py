@@ -10,7 +10,6 @@ library are `unavailable` with it and the rest of the sweep goes on.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -103,8 +102,7 @@ def _serve(request: dict[str, Any]) -> dict[str, Any]:
 
 
 def main() -> None:
-    proto = os.fdopen(os.dup(sys.stdout.fileno()), "w")
-    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # compiler output, prints: never on the reply line
+    proto = interpreter.reply_channel()  # compiler output, prints: never on the reply line
     reply = _serve(json.loads(sys.stdin.readline()))
     proto.write(json.dumps(reply) + "\n")
     proto.flush()

@@ -25,10 +25,15 @@ CFLAGS = ("-O3", "-march=native", "-fno-math-errno", *OPENMP_FLAGS)
 CUDA_CFLAGS = ("-O3", "--use_fast_math")
 
 
+def arch_list() -> str:
+    """The GPU architectures CUDA code is compiled for (TORCH_CUDA_ARCH_LIST, or benchctl's default)."""
+    return os.environ.get(ARCH_ENV, DEFAULT_ARCH_LIST)
+
+
 def flags(kind: str) -> tuple[str, ...]:
     if kind != "cuda":
         return CFLAGS + ldflags()
-    return CFLAGS + ldflags() + CUDA_CFLAGS + (os.environ.get(ARCH_ENV, DEFAULT_ARCH_LIST),)
+    return CFLAGS + ldflags() + CUDA_CFLAGS + (arch_list(),)
 
 
 @functools.lru_cache(maxsize=1)
@@ -127,4 +132,4 @@ def compiler_identity() -> str:
 
 def cache_key() -> str:
     """Everything of the toolchain a library's cache folder is keyed on, besides its sources."""
-    return "\n".join([torch.__version__, cpu_signature(), compiler_identity(), os.environ.get(ARCH_ENV, DEFAULT_ARCH_LIST)])
+    return "\n".join([torch.__version__, cpu_signature(), compiler_identity(), arch_list()])

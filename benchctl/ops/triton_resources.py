@@ -45,8 +45,7 @@ def archs(text: str) -> list[int]:
 
 def of_operator(op: str, ops_dirs: Sequence[str] = ()) -> list[tuple[str, KernelResources]]:
     """("IMPL DTYPE", kernel) for every Triton kernel `op`'s implementations launch, per architecture."""
-    arch_list = os.environ.get(toolchain.ARCH_ENV, toolchain.DEFAULT_ARCH_LIST)
-    request = {"op": op, "ops_dirs": list(ops_dirs), "archs": archs(arch_list)}
+    request = {"op": op, "ops_dirs": list(ops_dirs), "archs": archs(toolchain.arch_list())}
     proc = subprocess.run(interpreter.module_command(MODULE), input=json.dumps(request), capture_output=True,
                           text=True, env=interpreter.child_env({INTERPRET_ENV: "0"}))
     lines = proc.stdout.strip().splitlines()
@@ -200,8 +199,7 @@ def _serve(request: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def main() -> None:
-    proto = os.fdopen(os.dup(sys.stdout.fileno()), "w")
-    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # prints: never on the reply line
+    proto = interpreter.reply_channel()
     request = json.loads(sys.stdin.readline())
     try:
         reply: dict[str, Any] = {"kernels": _serve(request)}

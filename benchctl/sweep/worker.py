@@ -17,6 +17,8 @@ import sys
 import threading
 import time
 
+from benchctl import interpreter
+
 
 def _limit_memory(extra_bytes: int | None) -> None:
     """Address-space limit above what the process maps now (torch and the libraries already loaded),
@@ -61,8 +63,7 @@ def main() -> None:
     # A segfault or abort leaves the Python stack on stderr (this thread's: not the parent watcher's); the
     # row carries the tail.
     faulthandler.enable(all_threads=False)
-    proto = os.fdopen(os.dup(sys.stdout.fileno()), "w", buffering=1)
-    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    proto = interpreter.reply_channel(buffering=1)
 
     import torch
 
