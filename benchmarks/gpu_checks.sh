@@ -6,9 +6,9 @@
 #   BUDGET=540 bash benchmarks/gpu_checks.sh     # seconds this run may take; results under $OUT
 #   VERSIONS="0 1 2 3 4 5 6 7 8 9 10" BUDGET=540 bash benchmarks/gpu_checks.sh   # A/B these backward versions
 #
-# Parts, most wanted first: build, the self-test, calibration, CUDA-graph sweeps of the passes that are
-# host-bound without a graph, the hoconv2d A/B of its backward versions (the checkout last), ncu of the
-# first and last of them, then the seed-size sweeps.
+# Parts, most wanted first: build, the self-test, the hoconv2d A/B of its backward versions (the checkout
+# last), calibration, CUDA-graph sweeps of the passes that are host-bound without a graph, the seed-size
+# sweeps, then ncu of the backward versions.
 #
 # A GPU machine that reaches no network gets the wheels it lacks from .whl/ (not in git), made beforehand
 # where PyPI is at hand:  pip download py-spy ruptures --only-binary=:all: --python-version 3.12 --no-deps -d .whl
@@ -31,8 +31,11 @@ part() {  # part NAME CAP COMMAND...: at most CAP seconds, and never past the bu
   [ $rc -eq 0 ] && touch $G/done.$name
   tail -${TAILN:-14} $G/$name.txt
 }
-pack() { cp $G/*.txt $OUT/ 2>/dev/null; cp $G/st/verdict.md $OUT/ 2>/dev/null
-         tar czf $OUT/gpu.tgz --exclude='*.svg' -C $G . 2>/dev/null; }
+# At most 8 files come back from a device call: the verdict, and one archive of the logs and runs (no builds,
+# no flame graphs or traces).
+pack() { cp $G/st/verdict.md $OUT/ 2>/dev/null
+         tar czf $OUT/gpu.tgz --exclude='*.svg' --exclude='trace.json' --exclude='speedscope.json' --exclude='*.so' \
+           --exclude='*.o' --exclude='build' -C $G . 2>/dev/null; }
 trap pack EXIT
 V=""
 # The backward versions of benchmarks/hoconv2d_variants; by default v6 (the kernel last measured, 0.355 ms
@@ -52,15 +55,15 @@ fi
 cat $G/info.txt
 M="--min-time 0.3 --max-time 1"
 TAILN=20 part selftest 900 $PY -m benchctl selftest --out $G/st --step-timeout 240 --resume
+TAILN=40 part ab 120 $PY benchmarks/hoconv2d_cuda_ab_bench.py $V --own --rounds 9
 TAILN=12 part calibrate 80 $PY -m benchctl env --calibrate
 for op in "naflex_posembed --batch-sizes 64,256" "lstm_cell --param H=1024 --batch-sizes 64,256" \
           "grid_sample --param image_size=1024,4096"; do
   part graph-${op%% *} 90 $PY -m benchctl run cuda,triton gpu --op $op $M --cuda-graph --out $G/graph
 done
-TAILN=40 part ab 120 $PY benchmarks/hoconv2d_cuda_ab_bench.py $V --own --rounds 9
+part hoconv2d 120 $PY -m benchctl run py,cuda,triton gpu --op hoconv2d --target filter --batch-sizes 16,64 $M --out $G/seed
+part naflex 120 $PY -m benchctl run loop,cuda,triton gpu --op naflex_posembed --batch-sizes 64,256 $M --out $G/seed
 NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 [ -n "$NCU" ] && TAILN=30 part ncu 70 $NCU --section SpeedOfLight --section Occupancy --section MemoryWorkloadAnalysis \
   -k "regex:grad_wt|per_pixel|backward_k|forward_k" -c 6 $PY benchmarks/hoconv2d_cuda_ab_bench.py $V --own --once 64
-part hoconv2d 120 $PY -m benchctl run py,cuda,triton gpu --op hoconv2d --target filter --batch-sizes 16,64 $M --out $G/seed
-part naflex 120 $PY -m benchctl run loop,cuda,triton gpu --op naflex_posembed --batch-sizes 64,256 $M --out $G/seed
 echo "== end after $(( $(date +%s) - START )) s"
