@@ -44,11 +44,27 @@ def command(op_name, impl_name, device, pass_name, target, params, dtype, mem_li
     prober = Prober.create(op_name, impl_name, device, pass_name, target, parse_params(params), dtype,
                            limit_bytes, timeout, ops_dirs)
     with console.err.status(f"probing {op_name} {impl_name} on {device} ...") as status:
-        result, run_dir = prober.run(Path(out), start, limit,
-                                     lambda b, ok: status.update(f"batch {b}: {'fits' if ok else 'fails'}"))
+        result, run_dir = prober.run(Path(out), start, limit, _progress(status))
     probes = ", ".join(f"{b}{'' if ok else ' (fails)'}" for b, ok in result.probes)
     console.out.print(f"probes: {probes}")
     note = " (search limit reached)" if result.capped else ""
     console.out.print(f"{op_name} {impl_name} on {device} ({pass_name}, memory limit "
                       f"{prober.limit_text()}): largest batch = {result.largest_ok}{note}", style="bold")
     console.out.print(f"results: {run_dir}")
+
+
+def _progress(status):
+    """Each probe's line as it ends (a log or CI shows no spinner, and a probe at the GPU's limit takes tens
+    of seconds), the spinner naming the last."""
+    import time
+
+    from benchctl import console
+
+    started = [time.monotonic()]
+
+    def say(batch: int, fits: bool) -> None:
+        line = f"batch {batch}: {'fits' if fits else 'fails'} ({time.monotonic() - started[0]:.1f} s)"
+        console.err.print(line)
+        status.update(line)
+        started[0] = time.monotonic()
+    return say

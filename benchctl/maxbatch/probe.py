@@ -20,8 +20,13 @@ from benchctl.results.storage import RunWriter, new_run_id
 from benchctl.measure.timing import Policy
 from benchctl.vocab import Device, Status
 
-# One repetition after one warm-up call is enough to know whether a size fits.
-PROBE_POLICY = Policy(warmup=0, min_samples=1, max_samples=1, min_time=0.0, max_time=0.0)
+# One repetition after the first call is enough to know whether a size fits. Nothing else is run beside
+# the call: no correctness gate, and no audit, whose reference at the probed size and kept outputs (with
+# their copies) take memory of their own. With them, hoconv2d's cuda probe at B=4096 on an H100 had 53 GiB
+# allocated when a backward asked for 19 GiB more, and failed; one call there needs about 48 GiB (inputs
+# 21.4 GiB, output and gradients 26). The search found the harness's limit, not the implementation's.
+PROBE_SETTINGS = Settings(policy=Policy(warmup=0, min_samples=1, max_samples=1, min_time=0.0, max_time=0.0),
+                          check=False, audit=False, measure_memory=False, probe_bandwidth=False)
 
 
 @dataclass
@@ -74,8 +79,7 @@ class Prober:
         build = extension.isolated_build(self.impl)  # an Extension's builds and loads in a child process
         if build is not None:
             build(self.device)  # compilers must not run under the worker's memory limit
-        settings = Settings(policy=PROBE_POLICY, check=False, measure_memory=False, probe_bandwidth=False)
-        worker = WorkerProcess(WorkerSpec(settings, self.ops_dirs, self.timeout,
+        worker = WorkerProcess(WorkerSpec(PROBE_SETTINGS, self.ops_dirs, self.timeout,
                                           mem_limit=self.mem_limit if self.device == Device.CPU else None))
         env = environment()
         writer = RunWriter(out, new_run_id(), {"environment": env, "maxbatch": self._describe()})

@@ -21,7 +21,10 @@ outside the clock, each right after its call (the clock keeps the result for thi
   cell cost seconds and gigabytes, and the bar is for work skipped, not precision.
 
 A failure makes the pass `incorrect`, with what was found. The reference implementation's own cells are
-not checked against themselves.
+not checked against themselves. A reference that cannot run at the timed size (out of memory, most often: a
+plain composition of torch ops can need several times the memory of the kernel it checks, and it runs
+while the call's outputs are held) is no fault of the implementation: the outputs are then not compared
+with it, the pass keeps its other checks, and its row says so (`unchecked`).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from typing import Any, Callable
 
 import torch
 
+from benchctl.errors import error_message
 from benchctl.measure import correctness, fresh
 from benchctl.measure.clocks import NOTHING
 from benchctl.ops.cells import Resolved
@@ -93,6 +97,7 @@ class Audit:
         self.size = STRICT_KEPT if resolved.cell.strict else KEPT
         self.expected: dict[int, tuple[list[torch.Tensor | None], list[str]]] = {}
         self.scales: dict[int, float] = {}  # a reference tensor's largest magnitude, by id
+        self.unchecked = ""  # why the outputs are not compared with the reference's, where it could not run
 
     def prime(self, pool: fresh.InputPool) -> None:
         """Every data set's reference, before the pass's clock starts. A reference run at the timed size
@@ -103,7 +108,11 @@ class Audit:
         self.key, self.references = pool.key, pool.references
         sources = pool.sources()
         missing = [s for s in sources if s not in self.references]
-        self.references.update(zip(missing, map(_on_cpu, reference_runs(self.resolved, pool, missing))))
+        try:
+            self.references.update(zip(missing, map(_on_cpu, reference_runs(self.resolved, pool, missing))))
+        except Exception as exc:
+            self.unchecked = _cannot_compare(exc)
+            return
         names = [k for k, t in pool.store.items() if isinstance(t, torch.Tensor) and t.requires_grad]
         for source in sources:
             self._expected(source, names)
@@ -147,6 +156,8 @@ class Audit:
         if self._exempt() or (self.calls > SPOT_FIRST and self.random.randrange(SPOT_EVERY)):
             return ""
         expected, names = self._expected(draw.source, _grad_names(draw))
+        if self.unchecked:
+            return ""
         if len(expected) != len(tensors[:len(expected)]):
             return f"timed call {self.calls}: returned {len(tensors)} tensors, the reference {len(expected)}"
         tol = timed_tolerance(self.resolved.cell.torch_dtype, self.resolved.cell.device)
@@ -201,6 +212,8 @@ class Audit:
 
     def _wrong(self, kept: Kept) -> str:
         expected, names = self._expected(kept.source, kept.names)
+        if self.unchecked:
+            return _non_finite(kept)
         got = kept.copy[:len(expected)] if self.accumulate else kept.copy
         if len(expected) != len(got):
             return f"returned {len(got)} tensors, the reference {len(expected)}"
@@ -224,8 +237,14 @@ class Audit:
         return self.expected[source]
 
     def _expected_anew(self, source: int, grad_names: list[str]) -> tuple[list[torch.Tensor | None], list[str]]:
+        if self.unchecked:
+            return [], []
         if source not in self.references:
-            self.references[source] = _on_cpu(reference_run(self.resolved, fresh.Draw({}, source, self.key)))
+            try:
+                self.references[source] = _on_cpu(reference_run(self.resolved, fresh.Draw({}, source, self.key)))
+            except Exception as exc:
+                self.unchecked = _cannot_compare(exc)
+                return [], []
         run = self.references[source]
         outs, grads = list(run.outs), [run.grads.get(n) for n in grad_names]
         out_names, grad_labels = [f"output {i}" for i in range(len(outs))], [f"grad {n}" for n in grad_names]
@@ -277,6 +296,19 @@ def _on_cpu(run: correctness.Run) -> correctness.Run:
     and point (the point's cells and passes share it)."""
     on_cpu = lambda t: None if t is None else t.detach().to("cpu")  # noqa: E731
     return replace(run, outs=tuple(map(on_cpu, run.outs)), grads={n: on_cpu(g) for n, g in run.grads.items()})
+
+
+def _cannot_compare(exc: Exception) -> str:
+    """The row's note where the reference could not run at the timed size (it is the reference's failure,
+    not the implementation's: the pass keeps its other checks)."""
+    return f"timed outputs not compared with the reference, which failed at this size: {error_message(exc)}"
+
+
+def _non_finite(kept: Kept) -> str:
+    for i, t in enumerate(kept.copy):
+        if t is not None and t.is_floating_point() and not bool(torch.isfinite(t).all()):
+            return f"tensor {i} of what it returned: non-finite values (at the timed size)"
+    return ""
 
 
 def _grad_names(draw: fresh.Draw) -> list[str]:

@@ -11,7 +11,7 @@ from typing import Iterator, Sequence
 import torch
 
 from benchctl.measure import correctness
-from benchctl.measure.execute import error_message
+from benchctl.errors import error_message
 from benchctl.ops.registry import Case, Implementation, Operator, dtype_name
 from benchctl.vocab import Device, Status
 

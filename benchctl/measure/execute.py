@@ -10,12 +10,12 @@ from __future__ import annotations
 import contextlib
 import gc
 import json
-import traceback
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 import torch
 
+from benchctl.errors import error_message
 from benchctl.measure import audit, correctness, interference, orphans, rates, seal, trust
 from benchctl.machine import allocator, gpu_clocks
 from benchctl.ops.cells import Cell, Resolved
@@ -40,6 +40,10 @@ class Settings:
     flush_l2: bool = False
     cuda_graph: bool = False  # GPU: time replays of the call captured in a CUDA graph (cuda_graph.py)
     measure_memory: bool = True
+    # Check the timed calls' outputs (audit.py). Off only where nothing timed is a record: maxbatch's probes,
+    # whose question is whether one call fits, and whose answer the audit's references and kept copies
+    # would make the harness's rather than the implementation's.
+    audit: bool = True
     # CPU: memory bandwidth and the compute canary before and after each pass (membw.py, canary.py)
     probe_bandwidth: bool = True
     tf32: bool | None = None  # GPU float32 in TF32: on, off, or torch's default (None)
@@ -56,14 +60,6 @@ def is_oom(exc: BaseException) -> bool:
 
 def status_of(exc: BaseException) -> str:
     return Status.OOM if is_oom(exc) else Status.ERROR
-
-
-def error_message(exc: BaseException) -> str:
-    """The exception's own first line plus where it came from (never swallowed)."""
-    where = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
-    first = (str(exc).strip().splitlines() or [""])[0][:300]
-    loc = f" ({where.filename.rsplit('/', 1)[-1]}:{where.lineno})" if where else ""
-    return f"{type(exc).__name__}: {first}{loc}"
 
 
 def base_result(resolved: Resolved) -> PassResult:
@@ -192,7 +188,7 @@ def _time_watched(head: PassResult, prepared: Prepared, pass_name: str, settings
     recorded = _recorded(clock)
     probe = trust.probe if settings.probe_bandwidth and prepared.resolved.cell.device == Device.CPU else None
     try:
-        audited = _audit(prepared, pass_name, clock)
+        audited = _audit(prepared, pass_name, clock) if settings.audit else None
         setup = _setup(prepared, pass_name, clock, audited)
         if audited and prepared.pool:
             audited.prime(prepared.pool)
@@ -210,6 +206,8 @@ def _time_watched(head: PassResult, prepared: Prepared, pass_name: str, settings
         return row.with_(status=status_of(exc), message=error_message(exc))
     if wrong:
         return row.with_(status=Status.INCORRECT, message=wrong)
+    if audited and audited.unchecked:
+        paired = {**paired, "message": join_messages(paired.get("message", row.message), audited.unchecked)}
     row = row.with_(status=Status.OK, samples_s=list(m.samples), noisy=m.noisy, stop=m.stop, peak_mem_bytes=mem,
                     wall_s=m.wall_s, threads=torch.get_num_threads(), **m.stats, **paired)
     if clocks:

@@ -24,6 +24,7 @@ from typing import Any, Callable, ContextManager
 
 import torch
 
+from benchctl.errors import error_message
 from benchctl.measure import execute
 from benchctl.ops import registry
 from benchctl.ops.cells import Cell
@@ -169,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         result = run(args)
     except Exception as exc:  # reported to the parent as one line, never lost with the child's stderr
-        result = {"status": execute.status_of(exc), "error": execute.error_message(exc)}
+        result = {"status": execute.status_of(exc), "error": error_message(exc)}
     Path(args.summary).write_text(json.dumps(result))
     return 0 if result["status"] == Status.OK else 1
 

@@ -1,5 +1,7 @@
 """maxbatch: the search logic on a fake probe, sizes, and a real search under a memory limit."""
 
+import re
+
 import pytest
 
 from benchctl.maxbatch.search import parse_size, search
@@ -47,5 +49,7 @@ def test_real_search_under_a_memory_limit(tmp_path, fixture_ops, fixture_ops_dir
     meta = storage.run_meta(storage.latest_run(tmp_path))["maxbatch"]
     assert 6 <= meta["largest_ok"] <= 10 and meta["smallest_failed"] == meta["largest_ok"] + 1
     assert f"largest batch = {meta['largest_ok']}" in result.output
+    for batch, fits in meta["probes"]:  # each probe's line as it ends: a log shows no spinner
+        assert re.search(rf"^batch {batch}: {'fits' if fits else 'fails'} \(\d+\.\d s\)$", result.output, re.M)
     df = storage.load_run(storage.latest_run(tmp_path))
     assert set(df["status"]) == {"ok", "oom"}

@@ -1,5 +1,8 @@
 """The audit of a pass's timed outputs, driven by hand: spot checks, kept calls, and a static output buffer."""
 
+import re
+from dataclasses import replace
+
 import torch
 
 from benchctl.measure import fresh
@@ -58,3 +61,45 @@ def test_prime_runs_every_data_sets_reference_before_the_clock_and_matches_a_lat
         late = reference_run(resolved, fresh.Draw({}, source, pool.key))
         torch.testing.assert_close(audit.references[source].outs[0], late.outs[0], rtol=0, atol=0)
 
+
+
+def reference_out_of_memory(monkeypatch, fixture_ops):
+    """axpy's reference (py) fails as a reference too large for the device does."""
+    op = fixture_ops["axpy"]
+
+    def too_large(x, y, alpha):
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 19.14 GiB")
+
+    monkeypatch.setitem(op.implementations, op.reference, replace(op.implementations[op.reference], fn=too_large))
+
+
+def test_a_reference_that_cannot_run_at_the_timed_size_is_not_the_implementations_failure(monkeypatch, fixture_ops):
+    reference_out_of_memory(monkeypatch, fixture_ops)
+    params = {**PARAMS, "alpha": 0.25}  # a point of its own: a point's references are shared (point_data.py)
+    resolved = Cell.make("axpy", "op", "fused", "cpu", "float32", params).resolve()
+    store = resolved.target.make_inputs(fresh.Case(resolved.cell.params, torch.float32, "cpu", resolved.cell.seed))
+    primed = Audit(resolved, "forward", take=lambda: None)
+    primed.prime(fresh.InputPool(resolved, store, dict(store)))  # before the clock, as a small cell's is
+    for said in (primed.unchecked, drive_unchecked(right)):
+        assert said.startswith("timed outputs not compared with the reference, which failed at this size: "
+                               "OutOfMemoryError: CUDA out of memory. Tried to allocate 19.14 GiB (test_audit.py:")
+
+
+def test_without_the_reference_a_kept_output_is_still_held_to_finite_values(monkeypatch, fixture_ops):
+    reference_out_of_memory(monkeypatch, fixture_ops)
+    said = drive(lambda raw, buf: right(raw, buf) / 0.0)  # the kept calls are drawn at random
+    assert re.fullmatch(r"timed call \d+ of 40: tensor 0 of what it returned: non-finite values \(at the timed size\)",
+                        said), said
+
+
+def drive_unchecked(returns):
+    """`drive`, but what the audit says it could not check, where its verdict found nothing wrong."""
+    resolved = Cell.make("axpy", "op", "fused", "cpu", "float32", PARAMS).resolve()
+    box = []
+    audit = Audit(resolved, "forward", take=lambda: box.pop())
+    for i in range(8):
+        raw = fresh.inputs_of(resolved, fresh.Draw({}, i % 3, "x"))
+        audit.drawn(fresh.Draw(raw, i % 3, "x"))
+        box.append(returns(raw, None))
+    assert audit.verdict() == ""
+    return audit.unchecked

@@ -253,3 +253,23 @@ def test_a_partner_far_slower_in_the_warm_up_leaves_the_cell_timed_alone_and_say
     [row] = run_cell(cell, FAST)
     assert row["status"] == "ok" and "paired_speedup" not in row and row["n"] >= 3
     assert row["message"].startswith("timed alone: over 10x from scratch in the warm-up")
+
+
+def test_a_reference_too_large_for_the_timed_size_leaves_the_pass_ok_and_says_it_was_not_compared(
+        monkeypatch, fixture_ops):
+    op = fixture_ops["axpy"]
+    ref = op.implementations[op.reference]
+
+    def small_only(x, y, alpha):  # the gate's float64 run fits; the audit's, in the cell's float32, does not
+        if x.dtype == torch.float32:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 19.14 GiB")
+        return ref.fn(x, y, alpha)
+
+    monkeypatch.setitem(op.implementations, op.reference, replace(ref, fn=small_only))
+    cell = Cell.make("axpy", "op", "fused", "cpu", "float32", {"batch_size": 64, "dim": 8, "alpha": 0.75})
+    audited, unaudited = run_cell(cell, FAST), run_cell(cell, replace(FAST, audit=False))
+    assert [r["status"] for r in audited + unaudited] == ["ok"] * 6
+    assert all(r["correct"] is True for r in audited)  # the gate's reference ran
+    for r in audited:
+        assert "timed outputs not compared with the reference, which failed at this size: OutOfMemoryError" in r["message"]
+    assert not any("reference" in (r["message"] or "") for r in unaudited)  # maxbatch's probes: no audit at all
