@@ -6,10 +6,13 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-# Two operators' quick sweeps, each pass sampled for at most 0.3 s: the sweeps prove that each timing mode
-# runs and gives ok rows, so they need not converge. On an H100 their host-bound passes ran to the default
-# limits, 90 passes in 140 s a sweep, and the self-test did not fit in a 15-minute GPU session.
-QUICK = ["--quick", "--op", "hoconv2d", "--op", "grid_sample", "--max-time", "0.3", "--warmup-time", "0.2"]
+# Quick sweeps, each pass sampled for at most 0.3 s: the sweeps prove that each timing mode runs and gives
+# ok rows, so they need not converge. On an H100 their host-bound passes ran to the default limits, 90
+# passes in 140 s a sweep, and the self-test did not fit in a 15-minute GPU session; sampled so, two
+# operators' sweep took 73-84 s there (the build and references around the passes). Eager timing sweeps two
+# operators; --flush-l2 and --cuda-graph, compared with it cell by cell, the seed's kernel alone.
+QUICK = ["--quick", "--max-time", "0.3", "--warmup-time", "0.2"]
+EAGER_OPS, MODE_OPS = ("hoconv2d", "grid_sample"), ("hoconv2d",)
 EAGER = "quick GPU sweep"  # the sweep the others are compared with
 
 
@@ -26,11 +29,15 @@ def benchctl(*args: str) -> tuple[str, ...]:
     return (sys.executable, "-m", "benchctl", *args)
 
 
+def ops(names: tuple[str, ...]) -> list[str]:
+    return [word for name in names for word in ("--op", name)]
+
+
 def steps(out: Path, tests: Path | None) -> list[Step]:
     """Every step, in order; the GPU tests only where the test suite is at hand (a checkout)."""
     sweep = lambda name, *flags: Step(  # noqa: E731
         " ".join([EAGER, *flags]),
-        benchctl("run", "all", "gpu", *QUICK, "--out", str(out / name), *flags),
+        benchctl("run", "all", "gpu", *QUICK, *ops(MODE_OPS if flags else EAGER_OPS), "--out", str(out / name), *flags),
         "CUDA-event timing, host_s, peak CUDA memory" if not flags else f"timing with {' '.join(flags)}",
         str(out / name))
     found = [Step("GPU tests", (sys.executable, "-m", "pytest", "-q", "-m", "gpu", str(tests)),
