@@ -16,8 +16,9 @@ from benchctl.errors import UsageError
 from benchctl.results import storage
 from benchctl.results.schema import CELL_COLUMNS, ENV_FIELDS, clean_samples
 from benchctl.analysis.summary import probed
-from benchctl.analysis.verdict import adjusted, doubt, machine_doubt, mann_whitney_p, ratio_interval, verdict
-from benchctl.vocab import BROKEN, Device, Status, Verdict
+from benchctl.analysis.verdict import (adjusted, doubt, machine_doubt, mann_whitney_p, ratio_interval,
+                                      TIMED_APART, timed_apart, verdict)
+from benchctl.vocab import BROKEN, Device, Status, TimingMode, Verdict
 
 KEY = (*CELL_COLUMNS, "pass")
 # Facts whose difference makes two runs' timings incomparable (not the commit: that is what changed).
@@ -122,9 +123,9 @@ def _listed(value: Any) -> list:
 
 
 def _facts(row: pd.Series) -> dict[str, Any]:
-    """What verdict.doubt reads of a side."""
+    """What verdict.doubt and verdict.timed_apart read of a side."""
     return {k: (None if np.isscalar(row.get(k)) and pd.isna(row.get(k)) else row.get(k))
-            for k in ("stop", "noisy", "processes", "process_spread")}
+            for k in ("stop", "noisy", "processes", "process_spread", "timing_mode", "flush_l2")}
 
 
 def compare_cell(key: tuple, base: pd.Series, new: pd.Series, min_effect: float) -> CellChange:
@@ -142,8 +143,13 @@ def compare_cell(key: tuple, base: pd.Series, new: pd.Series, min_effect: float)
                       base_median_s=float(base["median_s"]), new_median_s=float(new["median_s"]), ratio=ratio,
                       ratio_low=interval[0] if interval else None, ratio_high=interval[1] if interval else None,
                       p_value=p, base_n=len(a), new_n=len(b),
-                      reason=doubt(ratio, [_facts(base), _facts(new)], min_effect) if math.isfinite(ratio) else None,
+                      reason=_reason(ratio, _facts(base), _facts(new), min_effect),
                       machine=_machine_change(base, new))
+
+
+def _reason(ratio: float, base: dict, new: dict, min_effect: float) -> str | None:
+    """Why the cell's change cannot be called slower or faster, whatever its samples say (verdict.py)."""
+    return timed_apart(base, new) or (doubt(ratio, [base, new], min_effect) if math.isfinite(ratio) else None)
 
 
 PROBES = {"canary": ("canary_s", False), "memory": ("mem_gbps", True), "sm clock": ("sm_clock_mhz", True)}
@@ -172,10 +178,20 @@ def _judged(cells: list[CellChange], threshold: float, alpha: float) -> list[Cel
         interval = (c.ratio_low, c.ratio_high) if c.ratio_low is not None else None
         said = verdict(interval, q, threshold, alpha, c.ratio)
         reason = c.reason or machine_doubt(said, c.ratio, c.machine, threshold)
-        if said in (Verdict.SLOWER, Verdict.FASTER) and reason:
+        if reason and (said in (Verdict.SLOWER, Verdict.FASTER) or reason.startswith(TIMED_APART)):
             said = Verdict.UNSURE
         cells[i] = replace(c, p_adjusted=q, verdict=said, reason=reason if said == Verdict.UNSURE else None)
     return cells
+
+
+def timing_kinds(rows: pd.DataFrame) -> pd.Series:
+    """How each row's calls were timed, where not eager on a warm cache: ` (cuda_graph)`, ` (L2 flushed)`,
+    ` (cuda_graph, L2 flushed)`, else "" (a history keeps each apart: verdict.timed_apart)."""
+    column = lambda name: rows[name] if name in rows else pd.Series(None, index=rows.index, dtype=object)  # noqa: E731
+    modes = column("timing_mode").where(column("timing_mode") != TimingMode.EAGER).fillna("").astype(str)
+    flushed = column("flush_l2").map(lambda v: "L2 flushed" if v is True or v is np.True_ else "")
+    words = [", ".join(w for w in pair if w) for pair in zip(modes, flushed)]
+    return pd.Series([f" ({w})" if w else "" for w in words], index=rows.index, dtype=object)
 
 
 def machine_kinds(rows: pd.DataFrame) -> pd.Series:

@@ -17,7 +17,7 @@ import pandas as pd
 
 from benchctl.errors import UsageError
 from benchctl.results import commits, storage
-from benchctl.analysis.compare import KEY, machine_kinds
+from benchctl.analysis.compare import KEY, machine_kinds, timing_kinds
 from benchctl.results.schema import params_text
 from benchctl.vocab import Status
 
@@ -79,12 +79,13 @@ def select(rows: pd.DataFrame, **wanted: Sequence[str]) -> pd.DataFrame:
 
 
 def series(rows: pd.DataFrame) -> list[Series]:
-    """One series per cell and machine kind, from the timed rows; a run that measured a cell twice gives
-    its last row."""
+    """One series per cell, machine kind and way of timing (eager, CUDA-graph replays, L2 flushed), from
+    the timed rows; a run that measured a cell twice gives its last row."""
     timed = rows[rows["status"] == Status.OK].copy()
     if timed.empty:
         return []
-    timed = timed.assign(**{k: timed[k].fillna("").astype(str) for k in KEY}, _machine=machine_kinds(timed))
+    timed = timed.assign(**{k: timed[k].fillna("").astype(str) for k in KEY},
+                         _machine=machine_kinds(timed) + timing_kinds(timed))
     timed = storage.latest(timed, [*KEY, "_machine", "run_id"])
     out = [_series(tuple(key[:-1]), key[-1], part) for key, part in timed.groupby([*KEY, "_machine"], sort=True)]
     return out

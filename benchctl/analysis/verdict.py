@@ -48,6 +48,7 @@ DISTURBED, NOISY, ONE_PROCESS = "disturbed", "noisy", "one process"
 WITHIN_SPREAD = "within the spread between processes"
 MACHINE_SLOWER, MACHINE_FASTER = "the machine was slower", "the machine was faster"
 MACHINE_CHANGED = "the machine changed speed between the runs"
+TIMED_APART = "timed differently"  # no verdict at all, not even `same`: the two times measure different things
 # The probes of the processor's own speed (not the memory's), and how far apart two rows' readings of it
 # say the runs ran on machines of different speed. The SM clock is read, not timed: CANARY_SLOW. The
 # canary is timed, and a 2-core VM is either at speed or in a slow phase: rows of the same phase read
@@ -128,6 +129,26 @@ def doubt(ratio: float, sides: Sequence[dict], min_effect: float) -> str | None:
     # past it by the minimum effect: three processes' range understates the next three's (one A/A pair
     # read 1.37x against a spread of 37%)
     return WITHIN_SPREAD if change <= math.log1p(spread) + math.log1p(min_effect) else None
+
+
+def timed_apart(base: Mapping, new: Mapping) -> str | None:
+    """Why two rows' times cannot be held against each other: their calls were timed differently (eager
+    against CUDA-graph replays, which leave the host out; a warm L2 against one flushed before each call).
+    A row from before `flush_l2` was recorded leaves the flush unknown, and unjudged."""
+    a, b = _timing(base), _timing(new)
+    if a[0] == b[0] and (None in (a[1], b[1]) or a[1] == b[1]):
+        return None
+    return f"{TIMED_APART}: {_timing_words(a)} in BASE, {_timing_words(b)} in NEW"
+
+
+def _timing(row: Mapping) -> tuple[str, bool | None]:
+    mode, flushed = row.get("timing_mode"), row.get("flush_l2")
+    return (mode if isinstance(mode, str) and mode else "eager",
+            bool(flushed) if isinstance(flushed, (bool, np.bool_)) else None)
+
+
+def _timing_words(timing: tuple[str, bool | None]) -> str:
+    return timing[0] + (", L2 flushed" if timing[1] else "")
 
 
 def _present(value: object) -> float:

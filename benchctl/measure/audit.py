@@ -32,13 +32,13 @@ from __future__ import annotations
 import os
 import random
 import threading
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import torch
 
-from benchctl.errors import error_message
 from benchctl.measure import correctness, fresh
+from benchctl.measure.references import cannot_compare, on_cpu, reference_run, reference_runs
 from benchctl.measure.clocks import NOTHING
 from benchctl.ops.cells import Resolved
 from benchctl.vocab import Pass
@@ -109,9 +109,9 @@ class Audit:
         sources = pool.sources()
         missing = [s for s in sources if s not in self.references]
         try:
-            self.references.update(zip(missing, map(_on_cpu, reference_runs(self.resolved, pool, missing))))
+            self.references.update(zip(missing, map(on_cpu, reference_runs(self.resolved, pool, missing))))
         except Exception as exc:
-            self.unchecked = _cannot_compare(exc)
+            self.unchecked = cannot_compare(exc)
             return
         names = [k for k, t in pool.store.items() if isinstance(t, torch.Tensor) and t.requires_grad]
         for source in sources:
@@ -241,9 +241,9 @@ class Audit:
             return [], []
         if source not in self.references:
             try:
-                self.references[source] = _on_cpu(reference_run(self.resolved, fresh.Draw({}, source, self.key)))
+                self.references[source] = on_cpu(reference_run(self.resolved, fresh.Draw({}, source, self.key)))
             except Exception as exc:
-                self.unchecked = _cannot_compare(exc)
+                self.unchecked = cannot_compare(exc)
                 return [], []
         run = self.references[source]
         outs, grads = list(run.outs), [run.grads.get(n) for n in grad_names]
@@ -259,49 +259,6 @@ class Audit:
 
 def timed_tolerance(dtype: torch.dtype, device: str) -> float:
     return max(TIMED_FACTOR * correctness.tolerance(dtype, device), TIMED_MIN)
-
-
-def reference_run(resolved: Resolved, draw: fresh.Draw) -> correctness.Run:
-    """The reference implementation, forward and backward, on what a call drew, at the cell's size."""
-    cell, op = resolved.cell, resolved.op
-    dtype = torch.float64 if cell.torch_dtype == torch.float64 else torch.float32
-    return correctness.run_on(resolved.target, op.implementations[op.reference], fresh.inputs_of(resolved, draw, dtype))
-
-
-def reference_runs(resolved: Resolved, pool: fresh.InputPool, sources: list[int]) -> list[correctness.Run]:
-    """The reference on each data set of `pool`: the cell's inputs as the target made them (`pool.raw`, in
-    the reference's dtype), its `key` from the pool's copy of the data set."""
-    if not sources:
-        return []
-    dtype = torch.float64 if resolved.cell.torch_dtype == torch.float64 else torch.float32
-    ref = resolved.op.implementations[resolved.op.reference]
-    runs = []
-    for source in sources:
-        inputs = {k: _as(v, dtype) for k, v in pool.raw.items()}  # new leaves: each run's own gradients
-        if pool.key is not None and source >= 0:
-            inputs[pool.key] = _as(pool.data[source], dtype).requires_grad_(pool.raw[pool.key].requires_grad)
-        runs.append(correctness.run_on(resolved.target, ref, inputs, watched=False))
-    return runs
-
-
-def _as(t: Any, dtype: torch.dtype) -> Any:
-    """A new leaf over `t` (a copy where `dtype` is not its own), for a floating tensor; else `t`."""
-    if not isinstance(t, torch.Tensor) or not t.is_floating_point():
-        return t
-    return t.detach().to(dtype).requires_grad_(t.requires_grad)
-
-
-def _on_cpu(run: correctness.Run) -> correctness.Run:
-    """A reference run as the checks compare with it: on the CPU, in its own dtype, made once per data set
-    and point (the point's cells and passes share it)."""
-    on_cpu = lambda t: None if t is None else t.detach().to("cpu")  # noqa: E731
-    return replace(run, outs=tuple(map(on_cpu, run.outs)), grads={n: on_cpu(g) for n, g in run.grads.items()})
-
-
-def _cannot_compare(exc: Exception) -> str:
-    """The row's note where the reference could not run at the timed size (it is the reference's failure,
-    not the implementation's: the pass keeps its other checks)."""
-    return f"timed outputs not compared with the reference, which failed at this size: {error_message(exc)}"
 
 
 def _non_finite(kept: Kept) -> str:

@@ -109,13 +109,18 @@ def _run_resolved(resolved: Resolved, settings: Settings, clock: Clock | None) -
     kids = orphans.children()  # after every first call: a compiler's worker pool started there is no orphan
     watch = clock is None  # a clock given (a test's fake) is not watched
     clock = clock or make_clock(cell.device, settings.flush_l2, settings.cuda_graph)
-    mode = TimingMode.CUDA_GRAPH if isinstance(clock, CudaGraphClock) else TimingMode.EAGER
-    head = base.with_(**gate, timing_mode=mode)
+    head = base.with_(**gate, **_timing(clock, cell.device, settings.flush_l2))
     results = [_time_pass(head, prepared, p, settings, clock, partner, watch) for p in cell.passes]
     left = orphans.left_running(kids)
     if left:
         results = [r.with_(status=Status.ERROR, message=left) for r in results]
     return [r.with_(message=join_messages(r.message, unpaired)) for r in results] if unpaired else results
+
+
+def _timing(clock: Clock, device: str, flush_l2: bool) -> dict[str, Any]:
+    """How the calls were timed, as every row says it: a pass is compared only with passes timed alike."""
+    mode = TimingMode.CUDA_GRAPH if isinstance(clock, CudaGraphClock) else TimingMode.EAGER
+    return {"timing_mode": mode, **({"flush_l2": flush_l2} if device == Device.CUDA else {})}
 
 
 def _partner(resolved: Resolved) -> tuple[Prepared | None, str]:

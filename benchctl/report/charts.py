@@ -18,6 +18,7 @@ import pandas as pd
 
 from benchctl.report import compile_marks
 from benchctl.report.speedups import ci_bars, paired_intervals, speedups
+from benchctl.analysis.compare import timing_kinds
 from benchctl.analysis.summary import axis_value_text
 from benchctl.vocab import DEVICES, FAILED, PASS_LABELS, PASSES, Device, Pass, Status
 
@@ -215,13 +216,20 @@ def _panel_figure(df: pd.DataFrame, title: str, subtitle: str,
     colors = impl_colors(df["impl"])
     styles = {g: LINESTYLES[i % len(LINESTYLES)] for i, g in enumerate(sorted(df["group"].unique()))}
     for (r, device), (c, pass_name) in product(enumerate(devices), enumerate(passes)):
-        ax = axes[r][c]
-        draw(ax, df[(df["device"] == device) & (df["pass"] == pass_name)], colors, styles)
+        ax, panel = axes[r][c], df[(df["device"] == device) & (df["pass"] == pass_name)]
+        draw(ax, panel, colors, styles)
         scale_x(ax, str(df["axis"].iloc[0]), df["axis_value"].to_numpy(dtype=float))
-        ax.set_title(panel_title(device, pass_name))
+        ax.set_title(panel_title(device, pass_name) + timed_as(panel))
         ax.grid(True, which="both", alpha=0.3)
     finish(fig, axes, title, subtitle)
     return fig
+
+
+def timed_as(panel: pd.DataFrame) -> str:
+    """How a panel's times were taken, where not eager on a warm cache (` (cuda_graph)`): a graph replay
+    leaves the host out and reads several times faster, so a chart must say which it shows."""
+    kinds = set(timing_kinds(panel)) if len(panel) else set()
+    return kinds.pop() if len(kinds) == 1 else " (timed in several ways)" if kinds else ""
 
 
 def floors(cell: pd.DataFrame) -> pd.DataFrame:

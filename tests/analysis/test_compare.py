@@ -137,6 +137,24 @@ def test_a_gpu_change_is_confirmed_on_the_same_sm_clock():
     assert (cell.verdict, cell.reason) == ("unsure", "the machine changed speed between the runs (sm clock +20%)")
 
 
+@pytest.mark.parametrize("base_timing, new_timing, said", [
+    ({"timing_mode": "eager", "flush_l2": False}, {"timing_mode": "cuda_graph", "flush_l2": False},
+     "timed differently: eager in BASE, cuda_graph in NEW"),
+    ({"timing_mode": "eager", "flush_l2": False}, {"timing_mode": "eager", "flush_l2": True},
+     "timed differently: eager in BASE, eager, L2 flushed in NEW"),
+    ({"timing_mode": "eager", "flush_l2": False}, {"timing_mode": "eager", "flush_l2": False}, None),
+    ({}, {"timing_mode": "eager", "flush_l2": True}, None),  # a row from before the flush was recorded
+])
+def test_passes_timed_differently_get_no_verdict(base_timing, new_timing, said):
+    """On an H100, hoconv2d's cuda forward at B=4 read 0.119 ms eager (the host's issue time) and 0.0145 ms
+    as CUDA-graph replays: the same code, 8x apart. Neither `faster` nor `same` would be true."""
+    for new_ms, unjudged in ((1.45e-3, "faster"), (11.9e-3, "same")):
+        base = frame([row(samples=timed(11.9e-3, 1), device="cuda", **base_timing)])
+        new = frame([row(samples=timed(new_ms, 2), device="cuda", **new_timing)])
+        (cell,) = compare.compare(base, new).cells
+        assert (cell.verdict, cell.reason) == (("unsure", said) if said else (unjudged, None))
+
+
 def test_compare_judges_the_clean_samples_only():
     samples = timed(10e-3, 1)
     flagged = samples + [50e-3] * 10  # ten samples that waited for a CPU, kept in the row

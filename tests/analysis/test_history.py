@@ -65,6 +65,18 @@ def test_machine_kinds_are_separate_series_and_filters_apply(written):
     assert history.select(rows, impl=["cpp"]).empty
 
 
+def test_each_way_of_timing_is_a_series_of_its_own(written):
+    """CUDA-graph replays leave out the host's issue time (8x on an H100 for hoconv2d's cuda forward at B=4):
+    a history mixing them with eager rows would show a step no commit made."""
+    root, _ = written
+    rows = history.load(root=root).assign(device="cuda", gpu_name="H100", timing_mode="eager", flush_l2=False)
+    graph = rows.assign(timing_mode="cuda_graph", run_id=rows["run_id"] + "-g", median_s=rows["median_s"] / 8)
+    flushed = rows.assign(flush_l2=True, run_id=rows["run_id"] + "-f")
+    found = history.series(storage_concat(rows, graph, flushed))
+    assert sorted(s.machine for s in found) == ["H100", "H100 (L2 flushed)", "H100 (cuda_graph)"]
+    assert all(len(s.points) == COMMITS for s in found)
+
+
 def test_a_run_that_measured_a_cell_twice_gives_the_row_it_wrote_last(written):
     root, _ = written
     rows = history.load(root=root)

@@ -6,7 +6,8 @@ from dataclasses import replace
 import torch
 
 from benchctl.measure import fresh
-from benchctl.measure.audit import Audit, reference_run
+from benchctl.measure.audit import Audit
+from benchctl.measure.references import reference_run
 from benchctl.ops.cells import Cell
 
 PARAMS = {"batch_size": 4, "dim": 8, "alpha": 0.5}

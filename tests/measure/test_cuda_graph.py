@@ -105,6 +105,16 @@ def test_a_watched_gpu_pass_runs_on_fakes_to_an_ok_row_with_the_gpu_s_clock(buil
     assert clock.stray_per_call is clock.events.stray_per_call and len(clock.stray_per_call) == 6  # warm-up + 5
 
 
+def test_every_row_says_how_its_calls_were_timed():
+    from benchctl.measure.clocks import CpuClock
+    from benchctl.measure.execute import _timing
+
+    graph = CudaGraphClock(events([0.0, 1.0]), lambda thunk: thunk)
+    assert _timing(graph, "cuda", True) == {"timing_mode": "cuda_graph", "flush_l2": True}
+    assert _timing(graph.events, "cuda", False) == {"timing_mode": "eager", "flush_l2": False}
+    assert _timing(CpuClock(), "cpu", False) == {"timing_mode": "eager"}  # a CPU has no L2 flush
+
+
 def test_the_backward_thunk_reuses_one_graph_so_it_can_be_replayed():
     x = torch.randn(4, requires_grad=True)
     calls = []
@@ -206,3 +216,4 @@ def test_a_gpu_cell_runs_to_ok_rows_with_their_host_side(builtin_ops, graph):
     rows = run_cell(cell, Settings(probe_bandwidth=False, cuda_graph=graph, policy=policy))
     assert [r["status"] for r in rows] == ["ok"] * len(rows) and rows, [r["message"] for r in rows]
     assert all(r["host_s"] > 0 and r["median_s"] > 0 for r in rows)
+    assert {(r["timing_mode"], r["flush_l2"]) for r in rows} == {("cuda_graph" if graph else "eager", False)}

@@ -83,6 +83,16 @@ def test_timing_figure_has_a_panel_per_device_and_pass_and_a_line_per_implementa
     np.testing.assert_allclose(py.get_ydata(), [10 * b / 8 for b in BATCHES], rtol=0.05)  # milliseconds
 
 
+def test_a_gpu_panel_says_when_its_times_are_graph_replays_or_cold_cache():
+    rows = sweep()
+    for r in rows:
+        if r["device"] == "cuda":
+            r.update(timing_mode="cuda_graph" if r["pass"] == "forward" else "eager",
+                     flush_l2=r["pass"] == "backward" and r["impl"] != "py")
+    titles = {ax.get_title() for ax in plotting.timing_figure(frame(rows), "hoconv2d / module").axes}
+    assert titles == {"CPU forward", "CPU backward", "GPU forward (cuda_graph)", "GPU backward (timed in several ways)"}
+
+
 def test_failed_cells_are_marked_with_their_status():
     rows = sweep(devices=("cuda",)) + [make_row("py", "cuda", "forward", 128, status="oom")]
     fig = plotting.timing_figure(frame(rows), "t")
