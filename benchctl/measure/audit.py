@@ -10,7 +10,8 @@ outside the clock, each right after its call (the clock keeps the result for thi
   elements of each output, at random positions, compared with the reference's on the same data (a stale
   or skipped call is caught at once, cheaply: the reference runs once per data set and cell);
 - KEPT calls are picked at random among all the pass's calls (reservoir sampling, from the OS's random
-  source, decided after each call returned), their outputs copied as they were on return and kept;
+  source, decided after each call returned), their outputs copied as they were on return (into host
+  memory) and kept;
 - after sampling, each kept output must still equal its copy (an output filled in later, e.g. by a
   thread, has changed), hold no NaN or infinity, and match the operator's reference implementation run on
   the same data (fresh.py says which data set each call had), at the cell's size, within
@@ -274,16 +275,19 @@ def _grad_names(draw: fresh.Draw) -> list[str]:
 
 
 def _copy(t: torch.Tensor | None) -> torch.Tensor | None:
-    return None if t is None else t.detach().clone()
+    """A kept output as it was on return, in host memory: on the GPU each kept call's copy would take as much
+    device memory as its outputs again (hoconv2d's backward at B=2048: 12 GiB), and a cell near the GPU's
+    limit would run out of memory for the harness's sake."""
+    return None if t is None else t.detach().to("cpu", copy=True)
 
 
 def _changed(kept: Kept) -> str:
     for held, copy in zip(kept.held, kept.copy):
-        if held is not None and not torch.equal(held.detach(), copy) and not _same_nan(held, copy):
+        now = None if held is None else held.detach().to(copy.device)
+        if now is not None and not torch.equal(now, copy) and not _same_nan(now, copy):
             return "its output changed after the call returned (work done after the clock stopped)"
     return ""
 
 
 def _same_nan(a: torch.Tensor, b: torch.Tensor) -> bool:
-    a = a.detach()
     return bool(((a == b) | (a.isnan() & b.isnan())).all()) if a.is_floating_point() else False
