@@ -18,7 +18,7 @@ from benchctl.results.schema import CELL_COLUMNS, ENV_FIELDS, clean_samples
 from benchctl.analysis.summary import probed
 from benchctl.analysis.verdict import (adjusted, doubt, machine_doubt, mann_whitney_p, ratio_interval,
                                       TIMED_APART, timed_apart, verdict)
-from benchctl.vocab import BROKEN, Device, Status, TimingMode, Verdict
+from benchctl.vocab import BROKEN, Device, Status, Verdict
 
 KEY = (*CELL_COLUMNS, "pass")
 # Facts whose difference makes two runs' timings incomparable (not the commit: that is what changed).
@@ -182,16 +182,6 @@ def _judged(cells: list[CellChange], threshold: float, alpha: float) -> list[Cel
             said = Verdict.UNSURE
         cells[i] = replace(c, p_adjusted=q, verdict=said, reason=reason if said == Verdict.UNSURE else None)
     return cells
-
-
-def timing_kinds(rows: pd.DataFrame) -> pd.Series:
-    """How each row's calls were timed, where not eager on a warm cache: ` (cuda_graph)`, ` (L2 flushed)`,
-    ` (cuda_graph, L2 flushed)`, else "" (a history keeps each apart: verdict.timed_apart)."""
-    column = lambda name: rows[name] if name in rows else pd.Series(None, index=rows.index, dtype=object)  # noqa: E731
-    modes = column("timing_mode").where(column("timing_mode") != TimingMode.EAGER).fillna("").astype(str)
-    flushed = column("flush_l2").map(lambda v: "L2 flushed" if v is True or v is np.True_ else "")
-    words = [", ".join(w for w in pair if w) for pair in zip(modes, flushed)]
-    return pd.Series([f" ({w})" if w else "" for w in words], index=rows.index, dtype=object)
 
 
 def machine_kinds(rows: pd.DataFrame) -> pd.Series:

@@ -17,7 +17,8 @@ import pandas as pd
 
 from benchctl.errors import UsageError
 from benchctl.results import commits, storage
-from benchctl.analysis.compare import KEY, machine_kinds, timing_kinds
+from benchctl.analysis.compare import KEY, machine_kinds
+from benchctl.analysis.verdict import timing_kinds
 from benchctl.results.schema import params_text
 from benchctl.vocab import Status
 

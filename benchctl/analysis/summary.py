@@ -11,6 +11,7 @@ import pandas as pd
 
 from benchctl.results import storage
 from benchctl.results.schema import CANARY_SLOW, CELL_COLUMNS
+from benchctl.analysis.verdict import timing_kinds
 from benchctl.vocab import Device, Status, Stop, TimingMode
 
 # A call whose system CPU time (all threads) is at least this share of its median is marked "os": most
@@ -120,16 +121,17 @@ def _fmt_ms(seconds: float) -> str:
 
 
 def summary_tables(df: pd.DataFrame, references: dict[str, str]) -> list[SummaryTable]:
-    """One table per (operator, target, other params, device, dtype): a row per pass x implementation,
-    a column per sweep value; each cell is `median ms (speedup x)`, or the status when it did not run.
+    """One table per (operator, target, other params, device, way of timing, dtype): a row per pass x
+    implementation, a column per sweep value; each cell is `median ms (speedup x)`, or the status when it did
+    not run.
     Devices where nothing ran get no table (absent_devices gives their one line)."""
     tables = []
     df = present(df, absent_devices(df))
-    df = df.assign(others=[_others(p, a) for p, a in zip(df["params"], df["axis"])])
+    df = df.assign(others=[_others(p, a) for p, a in zip(df["params"], df["axis"])], timed=timing_kinds(df))
     typical = probed(df).groupby("device")["mem_gbps"].median()
-    keys = ["op", "target", "others", "device", "dtype"]
+    keys = ["op", "target", "others", "device", "timed", "dtype"]
     for key, group in df.groupby(keys, sort=False):
-        op, target, others, device, dtype = key
+        op, target, others, device, timed, dtype = key
         ref = references.get(op, "py")
         values = sorted(group["axis_value"].dropna().unique())
         axis = group["axis"].iloc[0]
@@ -142,7 +144,7 @@ def summary_tables(df: pd.DataFrame, references: dict[str, str]) -> list[Summary
             by_value = {v: r for v, r in zip(g["axis_value"], g.to_dict("records"))}
             rows.append((pass_name, impl, *(_cell(by_value.get(v), base.get(v), impl == ref, typical.get(device))
                                             for v in values)))
-        title = (f"{op}/{target} {others} on {device} ({dtype}): median ms (speedup vs {ref}, ±: its 95% "
+        title = (f"{op}/{target} {others} on {device}{timed} ({dtype}): median ms (speedup vs {ref}, ±: its 95% "
                  "interval where paired; ~ noisy; dist: disturbed, too few clean samples; slow: the machine's canary "
                  f"over {CANARY_SLOW:.0%} slower than calibrated; os: mostly OS time; host: host-bound; "
                  "mem: machine's memory bandwidth low; recomp: torch.compile recompiled for it)")

@@ -39,9 +39,10 @@ import math
 from typing import Mapping, Sequence
 
 import numpy as np
+import pandas as pd
 
 from benchctl.results.schema import CANARY_SLOW, SLOW_PHASE
-from benchctl.vocab import Stop, Verdict
+from benchctl.vocab import Stop, TimingMode, Verdict
 
 # Why a change the samples call real is still `unsure`.
 DISTURBED, NOISY, ONE_PROCESS = "disturbed", "noisy", "one process"
@@ -139,6 +140,14 @@ def timed_apart(base: Mapping, new: Mapping) -> str | None:
     if a[0] == b[0] and (None in (a[1], b[1]) or a[1] == b[1]):
         return None
     return f"{TIMED_APART}: {_timing_words(a)} in BASE, {_timing_words(b)} in NEW"
+
+
+def timing_kinds(rows: pd.DataFrame) -> pd.Series:
+    """How each row's calls were timed, in words, where not eager on a warm cache (` (cuda_graph)`,
+    ` (eager, L2 flushed)`), else "": what a history's series, a chart's panel and a table's title add."""
+    facts = rows.reindex(columns=["timing_mode", "flush_l2"]).astype(object).to_dict("records")
+    words = [_timing_words(_timing(row)) for row in facts]
+    return pd.Series([f" ({w})" if w != TimingMode.EAGER else "" for w in words], index=rows.index, dtype=object)
 
 
 def _timing(row: Mapping) -> tuple[str, bool | None]:

@@ -18,7 +18,7 @@ import pandas as pd
 
 from benchctl.report import compile_marks
 from benchctl.report.speedups import ci_bars, paired_intervals, speedups
-from benchctl.analysis.compare import timing_kinds
+from benchctl.analysis.verdict import timing_kinds
 from benchctl.analysis.summary import axis_value_text
 from benchctl.vocab import DEVICES, FAILED, PASS_LABELS, PASSES, Device, Pass, Status
 

@@ -73,7 +73,7 @@ def test_each_way_of_timing_is_a_series_of_its_own(written):
     graph = rows.assign(timing_mode="cuda_graph", run_id=rows["run_id"] + "-g", median_s=rows["median_s"] / 8)
     flushed = rows.assign(flush_l2=True, run_id=rows["run_id"] + "-f")
     found = history.series(storage_concat(rows, graph, flushed))
-    assert sorted(s.machine for s in found) == ["H100", "H100 (L2 flushed)", "H100 (cuda_graph)"]
+    assert sorted(s.machine for s in found) == ["H100", "H100 (cuda_graph)", "H100 (eager, L2 flushed)"]
     assert all(len(s.points) == COMMITS for s in found)
 
 

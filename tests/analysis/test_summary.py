@@ -89,6 +89,14 @@ def test_a_large_slowdown_never_reads_zero():
     assert speedup_text(4.04) == "4.0x" and speedup_text(0.96) == "0.96x" and speedup_text(0.0329) == "0.033x"
 
 
+def test_a_table_says_when_its_gpu_times_are_graph_replays_and_keeps_them_apart_from_eager_ones():
+    eager = rows().assign(device="cuda", timing_mode="eager", flush_l2=False)
+    graph = eager.assign(timing_mode="cuda_graph", median_s=eager["median_s"] / 8)
+    titles = sorted(t.title.split(":")[0] for t in summary_tables(pd.concat([eager, graph]), {"lstm_cell": "py"}))
+    assert titles == ["lstm_cell/cell H=256 on cuda (cuda_graph) (float32)", "lstm_cell/cell H=256 on cuda (float32)",
+                      "lstm_cell/cell H=64 on cuda (cuda_graph) (float32)", "lstm_cell/cell H=64 on cuda (float32)"]
+
+
 def test_a_param_left_unset_is_left_out_of_the_table_title():
     from benchctl.analysis.summary import _others
     assert _others('{"H": 64, "I": null, "batch_size": 16}', "batch_size") == "H=64"
