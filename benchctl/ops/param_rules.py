@@ -84,9 +84,13 @@ def words(rule: Rule) -> str:
     return getattr(rule, "words", None) or (doc[0] if doc else getattr(rule, "__name__", "a rule"))
 
 
+UNSET = "or null (unset)"  # a param whose default is None: `--param I=null` asks for the default again
+
+
 def describe(key: str, default: Any, rules: Sequence[Rule]) -> str:
     """What param `key` takes, in words: "integers, at least 1, odd"."""
-    return ", ".join(dict.fromkeys(w for w in [_kind(key, default), *map(words, rules)] if w))
+    said = ", ".join(dict.fromkeys(w for w in [_kind(key, default), *map(words, rules)] if w))
+    return f"{said} {UNSET}" if said and default is None else said
 
 
 def broken(key: str, default: Any, rules: Sequence[Rule], value: Any) -> str | None:
@@ -103,7 +107,8 @@ def check(op_name: str, defaults: Mapping[str, Any], rules: Mapping[str, Sequenc
         for value in vals:
             reason = broken(key, defaults.get(key), rules.get(key, ()), value)
             if reason:
-                return f"{op_name}: param {key} {reason}, got {value!r}"
+                unset = "; null leaves it unset" if key in defaults and defaults[key] is None else ""
+                return f"{op_name}: param {key} {reason}, got {value!r}{unset}"
     return None
 
 

@@ -40,7 +40,7 @@ def test_list_params_says_what_each_param_takes():
             for line in result.stdout.splitlines() if line.count("│") == 6}
     assert rows[("hoconv2d", "k")] == ["5", "", "integers, at least 1, odd"]
     assert rows[("hoconv2d", "batch_size (axis)")] == ["8", "[1, 2, 4]", "positive integers"]
-    assert rows[("lstm_cell", "I")] == ["unset", "", "integers, at least 1"]
+    assert rows[("lstm_cell", "I")] == ["unset", "", "integers, at least 1 or null (unset)"]
     data = json.loads(invoke("list", "--params", "--json").stdout)
     grid = {r["param"]: r for r in data if r["operator"] == "grid_sample"}
     assert grid["image_size"] == {"operator": "grid_sample", "param": "image_size", "default": 256,
@@ -159,7 +159,7 @@ def test_pair_with_times_the_other_implementation_in_alternation_through_a_worke
     (["run", "py", "tpu"], "unknown device 'tpu'"),
     (["run", "py", "cpu", "--op", "nope"], "unknown operator 'nope'"),
     (["run", "py", "cpu", "--op", "hoconv2d", "--batch-sizes", "0"], "batch_size must be a positive integer"),
-    (["run", "py", "cpu", "--op", "lstm_cell", "--param", "I=0"], "lstm_cell: param I must be at least 1, got 0"),
+    (["run", "py", "cpu", "--op", "lstm_cell", "--param", "I=0"], "lstm_cell: param I must be at least 1, got 0; null leaves it unset"),
     (["run", "py", "cpu", "--config", "missing.toml"], "config file not found"),
     (["run", "py", "cpu", "--rounds", "0"], "0 is not in the range x>=1"),
     (["run", "cpp", "cpu", "--op", "hoconv2d", "--pair-with", "py"], "--pair-with py: it is not among the"),

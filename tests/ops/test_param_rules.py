@@ -41,6 +41,8 @@ def test_check_names_the_operator_the_param_and_the_first_bad_value():
     line = param_rules.check("op", DEFAULTS, RULES, {"batch_size": [1, 2], "k": [3, 5, 6, 8]})
     assert line == "op: param k must be odd, got 6"
     assert param_rules.check("op", DEFAULTS, RULES, {"k": [3, 5]}) is None
+    assert param_rules.check("op", DEFAULTS, {"I": sizes("I")["I"]}, {"I": ["None"]}) == (
+        "op: param I takes integers, got 'None'; null leaves it unset")  # its default is None: `I=null` asks for it
 
 
 def test_sizes_and_at_least():
@@ -73,7 +75,7 @@ def test_every_builtin_operator_declares_its_sizes(builtin_ops):
 @pytest.mark.parametrize("key, rules, said", [
     ("k", (positive, odd), "integers, at least 1, odd"),
     ("batch_size", (), "positive integers"),
-    ("I", sizes("I")["I"], "integers, at least 1"),  # said once, though both the default and the rule say it
+    ("I", sizes("I")["I"], "integers, at least 1 or null (unset)"),  # "integers" once, from the rule; None default
     ("alpha", (at_least(0),), "numbers, at least 0"),
     ("mode", (lambda v: None,), "<lambda>"),
 ])
