@@ -96,6 +96,11 @@ class Comparison:
         if base and new and abs(new / base - 1) > BANDWIDTH_CHANGE:
             out.append(f"the machine's memory bandwidth differed: {base:.1f} GB/s in base, {new:.1f} GB/s in new "
                        "(median of the probes); memory-bound cells move with it, whatever the code did")
+        apart = sorted({c.reason for c in self.cells if c.reason and c.reason.startswith(TIMED_APART)})
+        if apart:
+            count = sum(1 for c in self.cells if c.reason in apart)
+            out.append(f"{count} of {len(self.cells)} cells were {'; '.join(apart)}: they get no verdict; time both "
+                       "runs the same way (--cuda-graph, --flush-l2) to compare them")
         return out
 
     def to_dict(self) -> dict[str, Any]:

@@ -151,8 +151,12 @@ def test_passes_timed_differently_get_no_verdict(base_timing, new_timing, said):
     for new_ms, unjudged in ((1.45e-3, "faster"), (11.9e-3, "same")):
         base = frame([row(samples=timed(11.9e-3, 1), device="cuda", **base_timing)])
         new = frame([row(samples=timed(new_ms, 2), device="cuda", **new_timing)])
-        (cell,) = compare.compare(base, new).cells
+        result = compare.compare(base, new)
+        (cell,) = result.cells
         assert (cell.verdict, cell.reason) == (("unsure", said) if said else (unjudged, None))
+        assert [w for w in result.warnings() if "timed" in w] == ([
+            f"1 of 1 cells were {said}: they get no verdict; time both runs the same way (--cuda-graph, "
+            "--flush-l2) to compare them"] if said else [])
 
 
 def test_compare_judges_the_clean_samples_only():
