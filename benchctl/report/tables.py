@@ -13,6 +13,7 @@ from benchctl.report.speedups import speedups
 from benchctl.results import storage
 from benchctl.results.schema import ENV_FIELDS
 from benchctl.analysis.summary import axis_value_text, probed
+from benchctl.analysis.verdict import timing_kinds
 from benchctl.vocab import DEVICES, FAILED, PASS_LABELS, PASSES, Stop
 
 # The environment table: the run, the facts of the machine (results/schema.py), and the run's own.
@@ -94,7 +95,7 @@ def op_table(rows: pd.DataFrame, baseline: str) -> pd.DataFrame:
     axis = str(df["axis"].dropna().iloc[0]) if df["axis"].notna().any() else "axis"
     df = _chart_order(df)
     table = pd.DataFrame({
-        "device": df["device"].map(lambda d: charts.DEVICE_LABELS.get(d, d)),
+        "device": df["device"].map(lambda d: charts.DEVICE_LABELS.get(d, d)) + timing_kinds(df),
         "pass": df["pass"].map(lambda p: PASS_LABELS.get(p, p)),
         "params": df["group"], axis: df["axis_value"].map(_fmt_value), "impl": df["impl"],
         "status": [_status(st, n, sp) for st, n, sp in zip(df["status"], df["noisy"], _column(df, "stop"))],
@@ -132,7 +133,7 @@ def failure_table(rows: pd.DataFrame) -> pd.DataFrame:
     df, _ = charts.with_groups(rows)
     df = _chart_order(df[df["status"].isin(FAILED) | df["status"].isna()])
     return pd.DataFrame({
-        "device": df["device"].map(lambda d: charts.DEVICE_LABELS.get(d, d)),
+        "device": df["device"].map(lambda d: charts.DEVICE_LABELS.get(d, d)) + timing_kinds(df),
         "pass": df["pass"].map(lambda p: PASS_LABELS.get(p, p)),
         "params": df["group"], "axis": [f"{a}={_fmt_value(v)}" for a, v in zip(df["axis"], df["axis_value"])],
         "impl": df["impl"], "status": df["status"].fillna("missing"), "message": df["message"].fillna(""),

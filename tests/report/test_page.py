@@ -106,6 +106,14 @@ def test_table_has_medians_speedups_and_correctness(run_dir):
     assert len(failed) == 1 and failed["median ms"].iloc[0] == ""
 
 
+def test_the_table_names_a_gpu_row_timed_as_graph_replays(run_dir):
+    rows = report.load_results([run_dir]).rows
+    gpu = rows["device"] == "cuda"
+    rows = rows.assign(timing_mode=np.where(gpu, "cuda_graph", "eager"), flush_l2=np.where(gpu, False, None))
+    devices = set(report.op_table(rows[rows["op"] == "hoconv2d"], "py")["device"])
+    assert devices == {"CPU", "GPU (cuda_graph)"}
+
+
 def test_table_flags_noisy_cells_and_shows_peak_memory_and_os_work(tmp_path):
     rows = [{**row("py", "cpu", "forward", 8), "noisy": True, "peak_mem_bytes": 3 * 2**20, "page_faults": 9768.0,
              "sys_s": 0.0415},
