@@ -6,9 +6,10 @@
 #   BUDGET=540 bash benchmarks/gpu_checks.sh     # seconds this run may take; results under $OUT
 #   VERSIONS="0 1 2 3 4 5 6 7 8 9 10" BUDGET=540 bash benchmarks/gpu_checks.sh   # A/B these backward versions
 #
-# Parts, most wanted first: build, the self-test, the hoconv2d A/B of its backward versions (the checkout
-# last), calibration, CUDA-graph sweeps of the passes that are host-bound without a graph, the seed-size
-# sweeps, then ncu of the backward versions.
+# Parts, most wanted first: build, the hoconv2d A/B of its backward versions (the checkout last; about 100 s,
+# its own CUDA events and its own check of every version against v0), the self-test (about 9 minutes on an
+# H100: in the last two sessions it took all the device time after the build), calibration, CUDA-graph sweeps of
+# the passes that are host-bound without a graph, the seed-size sweeps, then ncu of the backward versions.
 #
 # A GPU machine that reaches no network gets the wheels it lacks from .whl/ (not in git), made beforehand
 # where PyPI is at hand:  pip download py-spy ruptures --only-binary=:all: --python-version 3.12 --no-deps -d .whl
@@ -54,8 +55,8 @@ if [ ! -e $G/info.txt ]; then
 fi
 cat $G/info.txt
 M="--min-time 0.3 --max-time 1"
-TAILN=20 part selftest 900 $PY -m benchctl selftest --out $G/st --step-timeout 240 --resume
 TAILN=40 part ab 120 $PY benchmarks/hoconv2d_cuda_ab_bench.py $V --own --rounds 9
+TAILN=20 part selftest 900 $PY -m benchctl selftest --out $G/st --step-timeout 240 --resume
 TAILN=12 part calibrate 80 $PY -m benchctl env --calibrate
 for op in "naflex_posembed --batch-sizes 64,256" "lstm_cell --param H=1024 --batch-sizes 64,256" \
           "grid_sample --param image_size=1024,4096"; do
