@@ -184,11 +184,17 @@ def _check_and_build(preflight) -> None:
 
 
 def _progress_run(session) -> None:
+    """The cells as they run: a bar in a terminal; in a log, a line per cell with its wall time."""
+    import time
+
     from benchctl import console
     from benchctl.vocab import Status
 
+    total = len(session.plan.cells) * session.plan.total_rounds
     with console.progress() as bar:
-        task = bar.add_task("cells", total=len(session.plan.cells) * session.plan.total_rounds, current="")
+        task = bar.add_task("cells", total=total, current="")
+        lines = not bar.console.is_terminal  # a log (CI, a GPU machine) keeps no bar: a line per cell instead
+        count, started = [0], [time.monotonic()]
 
         def done(cell, rows) -> None:
             bad = [r for r in rows if r["status"] not in (Status.OK, Status.UNAVAILABLE)]
@@ -196,10 +202,17 @@ def _progress_run(session) -> None:
                 status, message = bad[0]["status"], str(bad[0].get("message") or "")
                 head = f"{cell.label()}: " + ("" if message.startswith(status) else f"{status} ")
                 bar.console.print(console.styled(head, "yellow", message))
+            count[0] += 1
+            if lines:
+                bar.console.print(f"cell {count[0]}/{total} {cell.label()} ({time.monotonic() - started[0]:.1f} s)")
+                started[0] = time.monotonic()
             bar.update(task, advance=1, current=cell.label())
 
         def wait(ratio: float) -> None:
-            bar.update(task, current=f"waiting for the machine: its canary reads {ratio:.2f}x its calibrated time")
+            said = f"waiting for the machine: its canary reads {ratio:.2f}x its calibrated time"
+            if lines:
+                bar.console.print(said)
+            bar.update(task, current=said)
 
         session.run(on_start=lambda c: bar.update(task, current=c.label()), on_done=done, on_wait=wait)
 

@@ -1,6 +1,7 @@
 """The command line through click's CliRunner: list, env, run, check, and what bad input gets."""
 
 import json
+import re
 
 import pandas as pd
 import pytest
@@ -68,6 +69,10 @@ def test_run_py_cpu_writes_parquet_with_all_passes(tmp_path):
         assert n == (len(s) if set_aside == len(s) else len(s) - set_aside)
         assert set_aside < len(s) or stop == Stop.DISTURBED
     assert "speedup vs py" in result.output
+    # outside a terminal each cell's line as it ends: a log keeps no progress bar
+    done = re.findall(r"^cell (\d+)/(\d+) hoconv2d/(\w+) py cpu float32 \[.*\] \(\d+\.\d s\)$", result.output, re.M)
+    assert [int(n) for n, _, _ in done] == list(range(1, len(done) + 1)) and {t for _, t, _ in done} == {str(len(done))}
+    assert len(done) % 4 == 0 and {target for _, _, target in done} == {"module", "filter"}  # 2 targets x 2 batches
 
 
 def test_a_busy_machine_is_warned_about_and_recorded(tmp_path, monkeypatch):
