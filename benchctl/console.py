@@ -8,7 +8,8 @@ are applied with `rich.text.Text` spans instead, never by formatting text into m
 from __future__ import annotations
 
 import sys
-from typing import Iterable, Sequence
+import time
+from typing import Callable, Iterable, Sequence
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -41,6 +42,18 @@ def progress() -> Progress:
         console=err,
         transient=False,
     )
+
+
+def lap() -> Callable[[], float]:
+    """A stopwatch for the lines of long work: each call gives the seconds since the last (the first: since
+    it was made)."""
+    last = [time.monotonic()]
+
+    def seconds() -> float:
+        now = time.monotonic()
+        since, last[0] = now - last[0], now
+        return since
+    return seconds
 
 
 def styled(prefix: str, style: str, message: str) -> Text:

@@ -56,15 +56,12 @@ def command(op_name, impl_name, device, pass_name, target, params, dtype, mem_li
 def _progress(status):
     """Each probe's line as it ends (a log or CI shows no spinner, and a probe at the GPU's limit takes tens
     of seconds), the spinner naming the last."""
-    import time
-
     from benchctl import console
 
-    started = [time.monotonic()]
+    since = console.lap()
 
     def say(batch: int, fits: bool) -> None:
-        line = f"batch {batch}: {'fits' if fits else 'fails'} ({time.monotonic() - started[0]:.1f} s)"
+        line = f"batch {batch}: {'fits' if fits else 'fails'} ({since():.1f} s)"
         console.err.print(line)
         status.update(line)
-        started[0] = time.monotonic()
     return say

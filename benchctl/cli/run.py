@@ -185,8 +185,6 @@ def _check_and_build(preflight) -> None:
 
 def _progress_run(session) -> None:
     """The cells as they run: a bar in a terminal; in a log, a line per cell with its wall time."""
-    import time
-
     from benchctl import console
     from benchctl.vocab import Status
 
@@ -194,7 +192,7 @@ def _progress_run(session) -> None:
     with console.progress() as bar:
         task = bar.add_task("cells", total=total, current="")
         lines = not bar.console.is_terminal  # a log (CI, a GPU machine) keeps no bar: a line per cell instead
-        count, started = [0], [time.monotonic()]
+        count, since = [0], console.lap()
 
         def done(cell, rows) -> None:
             bad = [r for r in rows if r["status"] not in (Status.OK, Status.UNAVAILABLE)]
@@ -204,8 +202,7 @@ def _progress_run(session) -> None:
                 bar.console.print(console.styled(head, "yellow", message))
             count[0] += 1
             if lines:
-                bar.console.print(f"cell {count[0]}/{total} {cell.label()} ({time.monotonic() - started[0]:.1f} s)")
-                started[0] = time.monotonic()
+                bar.console.print(f"cell {count[0]}/{total} {cell.label()} ({since():.1f} s)")
             bar.update(task, advance=1, current=cell.label())
 
         def wait(ratio: float) -> None:

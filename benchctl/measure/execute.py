@@ -89,7 +89,10 @@ def run_cell(cell: Cell, settings: Settings = Settings(), clock: Clock | None = 
 
 def _run_resolved(resolved: Resolved, settings: Settings, clock: Clock | None) -> list[PassResult]:
     cell = resolved.cell
-    base = base_result(resolved)
+    timing = _timing(clock, cell.device, settings)
+    # a GPU row says how the run times it, timed or not: a graph run's tables and charts hold its failures
+    # beside its times (a CPU has one way of timing, said by the rows that were timed)
+    base = base_result(resolved).with_(**(timing if cell.device == Device.CUDA else {}))
     correctness.set_tf32(settings.tf32)
     reason = resolved.unavailable_reason()
     if reason:
@@ -109,7 +112,7 @@ def _run_resolved(resolved: Resolved, settings: Settings, clock: Clock | None) -
     kids = orphans.children()  # after every first call: a compiler's worker pool started there is no orphan
     watch = clock is None  # a clock given (a test's fake) is not watched
     clock = clock or make_clock(cell.device, settings.flush_l2, settings.cuda_graph)
-    head = base.with_(**gate, **_timing(clock, cell.device, settings.flush_l2))
+    head = base.with_(**gate, **timing)
     results = [_time_pass(head, prepared, p, settings, clock, partner, watch) for p in cell.passes]
     left = orphans.left_running(kids)
     if left:
@@ -117,10 +120,12 @@ def _run_resolved(resolved: Resolved, settings: Settings, clock: Clock | None) -
     return [r.with_(message=join_messages(r.message, unpaired)) for r in results] if unpaired else results
 
 
-def _timing(clock: Clock, device: str, flush_l2: bool) -> dict[str, Any]:
-    """How the calls were timed, as every row says it: a pass is compared only with passes timed alike."""
-    mode = TimingMode.CUDA_GRAPH if isinstance(clock, CudaGraphClock) else TimingMode.EAGER
-    return {"timing_mode": mode, **({"flush_l2": flush_l2} if device == Device.CUDA else {})}
+def _timing(clock: Clock | None, device: str, settings: Settings) -> dict[str, Any]:
+    """How the cell's calls are timed (by the clock given, else by the one make_clock will make), as its rows
+    say it: a pass is compared, tabled and charted only with passes timed alike."""
+    graph = isinstance(clock, CudaGraphClock) if clock is not None else settings.cuda_graph and device == Device.CUDA
+    mode = TimingMode.CUDA_GRAPH if graph else TimingMode.EAGER
+    return {"timing_mode": mode, **({"flush_l2": settings.flush_l2} if device == Device.CUDA else {})}
 
 
 def _partner(resolved: Resolved) -> tuple[Prepared | None, str]:

@@ -228,7 +228,7 @@ def _panel_figure(df: pd.DataFrame, title: str, subtitle: str,
 def timed_as(panel: pd.DataFrame) -> str:
     """How a panel's times were taken, where not eager on a warm cache (` (cuda_graph)`): a graph replay
     leaves the host out and reads several times faster, so a chart must say which it shows."""
-    kinds = set(timing_kinds(panel)) if len(panel) else set()
+    kinds = set(timing_kinds(panel))
     return kinds.pop() if len(kinds) == 1 else " (timed in several ways)" if kinds else ""
 
 

@@ -13,8 +13,8 @@ from benchctl.ops.cells import Cell
 PARAMS = {"batch_size": 4, "dim": 8, "alpha": 0.5}
 
 
-def drive(returns, calls=40):
-    """An Audit of axpy's `fused` forward whose calls return `returns(raw_inputs, buffer)`."""
+def watched(returns, calls=40):
+    """An Audit of axpy's `fused` forward, after `calls` calls that returned `returns(raw_inputs, buffer)`."""
     resolved = Cell.make("axpy", "op", "fused", "cpu", "float32", PARAMS).resolve()
     box = []
     audit = Audit(resolved, "forward", take=lambda: box.pop())
@@ -23,7 +23,12 @@ def drive(returns, calls=40):
         raw = fresh.inputs_of(resolved, fresh.Draw({}, i % 3, "x"))  # as a pool refreshing x draws them
         audit.drawn(fresh.Draw(raw, i % 3, "x"))
         box.append(returns(raw, buf))
-    return audit.verdict()
+    return audit
+
+
+def drive(returns, calls=40):
+    """What the audit says of those calls."""
+    return watched(returns, calls).verdict()
 
 
 def right(raw, buf):
@@ -94,13 +99,7 @@ def test_without_the_reference_a_kept_output_is_still_held_to_finite_values(monk
 
 
 def drive_unchecked(returns):
-    """`drive`, but what the audit says it could not check, where its verdict found nothing wrong."""
-    resolved = Cell.make("axpy", "op", "fused", "cpu", "float32", PARAMS).resolve()
-    box = []
-    audit = Audit(resolved, "forward", take=lambda: box.pop())
-    for i in range(8):
-        raw = fresh.inputs_of(resolved, fresh.Draw({}, i % 3, "x"))
-        audit.drawn(fresh.Draw(raw, i % 3, "x"))
-        box.append(returns(raw, None))
+    """What the audit says it could not check, where its verdict found nothing wrong."""
+    audit = watched(returns, 8)
     assert audit.verdict() == ""
     return audit.unchecked

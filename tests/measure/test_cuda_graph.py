@@ -105,14 +105,21 @@ def test_a_watched_gpu_pass_runs_on_fakes_to_an_ok_row_with_the_gpu_s_clock(buil
     assert clock.stray_per_call is clock.events.stray_per_call and len(clock.stray_per_call) == 6  # warm-up + 5
 
 
-def test_every_row_says_how_its_calls_were_timed():
+def test_every_row_says_how_its_calls_were_timed(builtin_ops):
     from benchctl.measure.clocks import CpuClock
-    from benchctl.measure.execute import _timing
+    from benchctl.measure.execute import _timing, run_cell
+    from benchctl.ops.cells import Cell
 
     graph = CudaGraphClock(events([0.0, 1.0]), lambda thunk: thunk)
-    assert _timing(graph, "cuda", True) == {"timing_mode": "cuda_graph", "flush_l2": True}
-    assert _timing(graph.events, "cuda", False) == {"timing_mode": "eager", "flush_l2": False}
-    assert _timing(CpuClock(), "cpu", False) == {"timing_mode": "eager"}  # a CPU has no L2 flush
+    assert _timing(graph, "cuda", Settings(flush_l2=True)) == {"timing_mode": "cuda_graph", "flush_l2": True}
+    assert _timing(graph.events, "cuda", Settings()) == {"timing_mode": "eager", "flush_l2": False}
+    assert _timing(CpuClock(), "cpu", Settings()) == {"timing_mode": "eager"}  # a CPU has no L2 flush
+    # the untimed rows too (without a GPU: unavailable), so a graph run's tables and charts hold its failures
+    # beside its times
+    cell = Cell.make("hoconv2d", "filter", "cuda", "cuda", "float32", {"batch_size": 1, "C": 3, "H": 8, "W": 8, "k": 3})
+    quick = Policy(warmup=1, warmup_time=0, min_samples=3, min_time=0, max_samples=3, ci_target=0)
+    rows = [r.to_row() for r in run_cell(cell, Settings(cuda_graph=True, policy=quick, probe_bandwidth=False))]
+    assert {(r["timing_mode"], r["flush_l2"]) for r in rows} == {("cuda_graph", False)}
 
 
 def test_the_backward_thunk_reuses_one_graph_so_it_can_be_replayed():
