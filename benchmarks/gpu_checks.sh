@@ -6,10 +6,12 @@
 #   BUDGET=540 bash benchmarks/gpu_checks.sh     # seconds this run may take; results under $OUT
 #   VERSIONS="0 1 2 3 4 5 6 7 8 9 10" BUDGET=540 bash benchmarks/gpu_checks.sh   # A/B these backward versions
 #
-# Parts, most wanted first: build, the hoconv2d A/B of its backward versions (the checkout last; about 100 s,
-# its own CUDA events and its own check of every version against v0), the self-test (about 9 minutes on an
-# H100: in the last two sessions it took all the device time after the build), calibration, CUDA-graph sweeps of
-# the passes that are host-bound without a graph, the seed-size sweeps, then ncu of the backward versions.
+# Parts, most wanted first: build, calibration, each operator's CUDA and Triton kernels at the seed's largest
+# size (eager, then as CUDA-graph replays: eager, lstm_cell's, grid_sample's and naflex's backward passes are
+# host-bound), the hoconv2d A/B of its backward versions (the checkout last; about 100 s, its own CUDA events
+# and its own check of every version against v0), the self-test (about 9 minutes on an H100; a verdict is
+# committed for the H100 already), then ncu of the backward versions. Whatever ran, floor.md comes back with
+# the table of those kernels against the calibrated floor (floor_table.py).
 #
 # A GPU machine that reaches no network gets the wheels it lacks from .whl/ (not in git), made beforehand
 # where PyPI is at hand:  pip download py-spy ruptures --only-binary=:all: --python-version 3.12 --no-deps -d .whl
@@ -35,6 +37,7 @@ part() {  # part NAME CAP COMMAND...: at most CAP seconds, and never past the bu
 # At most 8 files come back from a device call: the verdict, and one archive of the logs and runs (no builds,
 # no flame graphs or traces).
 pack() { cp $G/st/verdict.md $OUT/ 2>/dev/null
+         $PY benchmarks/floor_table.py $G/seed > $OUT/floor.md 2>&1
          tar czf $OUT/gpu.tgz --exclude='*.svg' --exclude='trace.json' --exclude='speedscope.json' --exclude='*.so' \
            --exclude='*.o' --exclude='build' -C $G . 2>/dev/null; }
 trap pack EXIT
@@ -55,15 +58,18 @@ if [ ! -e $G/info.txt ]; then
 fi
 cat $G/info.txt
 M="--min-time 0.3 --max-time 1"
+TAILN=12 part calibrate 80 $PY -m benchctl env --calibrate
+# The seed's largest size of each operator (configs/seed-*.toml; hoconv2d's B=64 is the one its issue names).
+SEED=("hoconv2d --target filter --batch-sizes 64" "naflex_posembed --batch-sizes 512"
+      "lstm_cell --param H=1024 --batch-sizes 1024" "grid_sample --param image_size=4096")
+for mode in eager cuda-graph; do
+  for op in "${SEED[@]}"; do
+    part $mode-${op%% *} 90 $PY -m benchctl run cuda,triton gpu --op $op $M --out $G/seed \
+      $([ $mode = eager ] || echo --cuda-graph)
+  done
+done
 TAILN=40 part ab 120 $PY benchmarks/hoconv2d_cuda_ab_bench.py $V --own --rounds 9
 TAILN=20 part selftest 900 $PY -m benchctl selftest --out $G/st --step-timeout 240 --resume
-TAILN=12 part calibrate 80 $PY -m benchctl env --calibrate
-for op in "naflex_posembed --batch-sizes 64,256" "lstm_cell --param H=1024 --batch-sizes 64,256" \
-          "grid_sample --param image_size=1024,4096"; do
-  part graph-${op%% *} 90 $PY -m benchctl run cuda,triton gpu --op $op $M --cuda-graph --out $G/graph
-done
-part hoconv2d 120 $PY -m benchctl run py,cuda,triton gpu --op hoconv2d --target filter --batch-sizes 16,64 $M --out $G/seed
-part naflex 120 $PY -m benchctl run loop,cuda,triton gpu --op naflex_posembed --batch-sizes 64,256 $M --out $G/seed
 NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 [ -n "$NCU" ] && TAILN=30 part ncu 70 $NCU --section SpeedOfLight --section Occupancy --section MemoryWorkloadAnalysis \
   -k "regex:grad_wt|per_pixel|backward_k|forward_k" -c 6 $PY benchmarks/hoconv2d_cuda_ab_bench.py $V --own --once 64

@@ -55,3 +55,56 @@ def test_the_cuda_ab_bench_takes_a_version_folder_as_gpu_checks_makes_it(tmp_pat
     assert included <= {f.name for f in files}
     with pytest.raises(SystemExit, match="no hoconv2d_cuda.cu there"):
         bench.version_files(tmp_path)
+
+
+def _gpu_row(impl: str, pass_name: str, median: float, host: float, mode: str = "eager", **kw) -> dict:
+    nbytes = 398.2e6 if pass_name == "forward" else 757.9e6  # hoconv2d filter's at B=64
+    return {"op": "hoconv2d", "target": "filter", "impl": impl, "device": kw.pop("device", "cuda"),
+            "dtype": "float32", "params": '{"batch_size": 64}', "axis": "batch_size", "axis_value": 64.0,
+            "pass": pass_name, "status": kw.pop("status", "ok"), "median_s": median, "host_s": host,
+            "timing_mode": mode, "flush_l2": False, "bytes": nbytes, "gbps": nbytes / median * 1e-9,
+            "pct_of_peak": 100 * nbytes / 3000e9 / median, "peak_level": "DRAM", **kw}
+
+
+def test_the_floor_table_holds_each_gpu_pass_against_the_calibrated_floor(tmp_path, monkeypatch):
+    """The #42 table from a run as `run` stores it: the copy bandwidth from the run's calibration, a pass at
+    the goal and one under it, a host-bound pass that never meets it (its time is the host's), each way of
+    timing a line of its own; other devices, implementations and failed passes left out."""
+    from benchctl.results import storage
+
+    table = _module("floor_table", monkeypatch)
+    writer = storage.RunWriter(tmp_path, "20261127-000000-aaaaaa", {"environment": {"peaks": {"cuda": {"gbps": 3000}}}})
+    writer.write([_gpu_row("cuda", "backward", 0.355e-3, 0.02e-3), _gpu_row("triton", "backward", 0.895e-3, 0.03e-3),
+                  _gpu_row("cuda", "forward", 0.2e-3, 0.19e-3),
+                  _gpu_row("cuda", "forward", 0.17e-3, 0.01e-3, "cuda_graph"),
+                  _gpu_row("cuda", "forward_backward", 1e-3, 0, status="error"), _gpu_row("py", "forward", 2e-3, 0),
+                  _gpu_row("cpp", "forward", 5e-3, 0, device="cpu")])
+    writer.finish()
+    folders = storage.run_folders([tmp_path])
+    rows, metas = storage.load_run(folders[0]), storage.run_metas(folders)
+    copy = table.copy_bandwidth(rows, metas, "cuda")
+    lines = table.floor_rows(rows, copy, ["cuda", "triton"], "cuda")
+    assert copy == 3000
+    assert [line[2:5] + line[7:] for line in lines] == [
+        ("forward", "cuda", "cuda_graph", "2342", "78%", "78% (DRAM)", "yes"),
+        ("forward", "cuda", "eager", "1991", "66%", "66% (DRAM)", "host"),
+        ("backward", "cuda", "eager", "2135", "71%", "71% (DRAM)", "yes"),
+        ("backward", "triton", "eager", "847", "28%", "28% (DRAM)", "no")]
+    assert lines[0][:2] == ("hoconv2d/filter", "batch_size=64") and lines[2][5:7] == ("757.9", "0.355")
+    assert table.markdown(lines).splitlines()[0].startswith("| operator | params | pass | impl | timed | MB |")
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="on a GPU these cells would run")
+def test_the_gpu_checks_seed_sweeps_name_params_the_operators_take(tmp_path):
+    """Each seed-size sweep of gpu_checks.sh, as `run` parses it here: it gets as far as finding no GPU, so
+    no operator, target or param of it was renamed under it."""
+    from click.testing import CliRunner
+
+    from benchctl.cli import cli
+
+    script = (BENCHMARKS / "gpu_checks.sh").read_text()
+    seeds = re.findall(r'"([a-z_0-9]+ --[^"]+)"', script[script.index("SEED=("):])
+    assert [s.split()[0] for s in seeds] == ["hoconv2d", "naflex_posembed", "lstm_cell", "grid_sample"]
+    for seed in seeds:
+        result = CliRunner().invoke(cli, ["run", "cuda,triton", "gpu", "--op", *seed.split(), "--out", str(tmp_path)])
+        assert result.exit_code != 0 and "nothing can run here: no CUDA device" in result.output, seed
