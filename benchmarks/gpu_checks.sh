@@ -49,6 +49,10 @@ for n in ${VERSIONS:-6 8 9 10}; do
   cp extensions/hoconv2d/hoconv2d.h extensions/hoconv2d/hoconv2d_checks.h extensions/common/benchctl_hd.h $d
   (echo "#define VARIANT $n"; cat benchmarks/hoconv2d_variants/hoconv2d_backward_cuda.cu) > $d/hoconv2d_cuda.cu
 done
+# The checkout with its forward capped at 48 registers for 5 blocks an SM (uncapped: 56, 4 blocks; no spill
+# either way at k=5): its forward against the others', which are all the uncapped one.
+d=$G/f5; V="$V $d"; mkdir -p $d; cp extensions/hoconv2d/*.h extensions/common/benchctl_hd.h $d
+(echo "#define HOCONV2D_FORWARD_BLOCKS 5"; cat extensions/hoconv2d/hoconv2d_cuda.cu) > $d/hoconv2d_cuda.cu
 if [ ! -e $G/info.txt ]; then
   { nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.sm,temperature.gpu --format=csv
     $PY -c "import torch, triton; print(torch.__version__, torch.version.cuda, triton.__version__)"; } > $G/info.txt 2>&1

@@ -92,9 +92,17 @@ __global__ void grad_wt_kernel(const T* __restrict__ g, const T* __restrict__ x,
   }
 }
 
+// Uncapped, the forward takes 56 registers at k=5 (float, sm_90): 4 blocks of 256 threads an SM. A version of
+// benchmarks/hoconv2d_cuda_ab_bench.py may define HOCONV2D_FORWARD_BLOCKS to cap them for that many blocks.
+#ifdef HOCONV2D_FORWARD_BLOCKS
+#define FORWARD_BOUNDS __launch_bounds__(kTileW * kTileH, HOCONV2D_FORWARD_BLOCKS)
+#else
+#define FORWARD_BOUNDS
+#endif
+
 // out[b,c,h,w] for k fixed at compile time: the pixel's k*k weights are read once, into registers.
 template <typename T, int K>
-__global__ void forward_k_kernel(const T* __restrict__ x, const T* __restrict__ wt, T* __restrict__ out,
+__global__ void FORWARD_BOUNDS forward_k_kernel(const T* __restrict__ x, const T* __restrict__ wt, T* __restrict__ out,
                                  Shape s) {
   constexpr int P = K / 2;
   const int w = blockIdx.x * kTileW + threadIdx.x, h = blockIdx.y * kTileH + threadIdx.y;
