@@ -33,7 +33,6 @@ from __future__ import annotations
 import os
 import random
 import threading
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import torch
@@ -41,6 +40,7 @@ import torch
 from benchctl.measure import correctness, fresh
 from benchctl.measure.references import cannot_compare, on_cpu, reference_run, reference_runs
 from benchctl.measure.clocks import NOTHING
+from benchctl.measure.kept import Kept
 from benchctl.ops.cells import Resolved
 from benchctl.vocab import Pass
 
@@ -53,17 +53,11 @@ CHECKED_ELEMENTS = 1 << 16  # of a kept call's output, else all (grid_sample's 2
 # for precision, which the gate judges at the check size. Rounding grows with the size: honest float32
 # cells at timed sizes read up to 2.3e-4 against float64 (grid_sample at 4096), above the gate's 2e-4.
 TIMED_FACTOR, TIMED_MIN = 10.0, 1e-2
+# A pass that ran out of memory while the kept outputs were held (two calls' outputs beside the call) is timed
+# again holding none (execute.py): its copies are still compared with the reference, and its row says this.
+NOT_HELD = ("timed again without holding its kept outputs (out of memory with them held): an output changed "
+            "after its call returned would not be seen")
 PLAIN = (torch.Tensor, torch.nn.Parameter)
-
-
-@dataclass
-class Kept:
-    call: int
-    source: int
-    held: list[torch.Tensor | None]  # the output objects themselves
-    copy: list[torch.Tensor | None]  # as they were when the call returned
-    names: list[str]  # the gradients' input names, in the order the pass returns them
-    ptrs: set[int] = field(default_factory=set)  # the held outputs' storage addresses
 
 
 def flat(result: Any) -> list[torch.Tensor | None]:
@@ -83,8 +77,10 @@ def not_plain(tensors: list[torch.Tensor | None]) -> str:
 class Audit:
     """Watches one pass's calls (`drawn` before each, `finish` after the last) and judges them (`verdict`)."""
 
-    def __init__(self, resolved: Resolved, pass_name: str, take: Callable[[], Any], accumulate: bool = False):
+    def __init__(self, resolved: Resolved, pass_name: str, take: Callable[[], Any], accumulate: bool = False,
+                 hold: bool = True):
         self.resolved, self.pass_name, self.take = resolved, pass_name, take
+        self.hold = hold  # the kept calls' outputs themselves, to see them change later; else their copies only
         self.references: dict[int, correctness.Run] = {}  # by data set: the pool's, shared by the point (prime)
         self.accumulate = accumulate  # gradients go to `.grad` (passes.py): only the outputs come back
         self.random = random.Random(os.urandom(16))  # seeded by the OS: the calls cannot know its choices
@@ -139,9 +135,7 @@ class Audit:
         self.problem = self.problem or not_plain(tensors) or self._threads() or self._spot(draw, tensors)
         slot = len(self.kept) if len(self.kept) < self.size else self.random.randrange(self.calls)
         if slot < self.size and not self.problem:
-            kept = Kept(self.calls, draw.source, tensors, [_copy(t) for t in tensors], _grad_names(draw),
-                        {t.data_ptr() for t in tensors if t is not None} - {0})
-            self.kept[slot:slot + 1] = [kept]
+            self.kept[slot:slot + 1] = [Kept.of(self.calls, draw.source, tensors, _grad_names(draw), self.hold)]
 
     def _let_go_of_reused(self, tensors: list[torch.Tensor | None]) -> None:
         """A held output whose storage a later call returned again is a static buffer the implementation
@@ -150,7 +144,7 @@ class Audit:
         ptrs = {t.data_ptr() for t in tensors if t is not None}
         for kept in self.kept:
             if kept.ptrs & ptrs:
-                kept.held, kept.ptrs = [None] * len(kept.held), set()
+                kept.let_go()
 
     def _spot(self, draw: fresh.Draw, tensors: list[torch.Tensor | None]) -> str:
         """A few elements of this call's outputs against the reference's, on the first calls and then at random."""
@@ -200,13 +194,21 @@ class Audit:
         return (f"a timed call left a thread running after it returned ({self.threads} threads before the pass, "
                 f"{now} after the call): its work would not be timed") if now > self.threads else ""
 
+    def holding(self) -> bool:
+        """Whether any call's outputs are held (what a pass out of memory lets go of: execute.py)."""
+        return any(t is not None for kept in self.kept for t in kept.held)
+
+    def notes(self) -> str:
+        """What the row of a pass judged ok says of what could not be checked, or ''."""
+        return "; ".join(n for n in (self.unchecked, "" if self.hold else NOT_HELD) if n)
+
     def verdict(self) -> str:
         """Why the pass's timed outputs cannot be trusted, or ''."""
         self.finish()
         if self.problem or self._exempt():
             return self.problem
         for kept in self.kept:
-            found = _changed(kept) or self._wrong(kept)
+            found = kept.changed() or self._wrong(kept)
             if found:
                 return f"timed call {kept.call} of {self.calls}: {found}"
         return ""
@@ -214,7 +216,7 @@ class Audit:
     def _wrong(self, kept: Kept) -> str:
         expected, names = self._expected(kept.source, kept.names)
         if self.unchecked:
-            return _non_finite(kept)
+            return kept.non_finite()
         got = kept.copy[:len(expected)] if self.accumulate else kept.copy
         if len(expected) != len(got):
             return f"returned {len(got)} tensors, the reference {len(expected)}"
@@ -262,32 +264,6 @@ def timed_tolerance(dtype: torch.dtype, device: str) -> float:
     return max(TIMED_FACTOR * correctness.tolerance(dtype, device), TIMED_MIN)
 
 
-def _non_finite(kept: Kept) -> str:
-    for i, t in enumerate(kept.copy):
-        if t is not None and t.is_floating_point() and not bool(torch.isfinite(t).all()):
-            return f"tensor {i} of what it returned: non-finite values (at the timed size)"
-    return ""
-
-
 def _grad_names(draw: fresh.Draw) -> list[str]:
     """The inputs whose gradients a backward returns, in its order (passes.grad_inputs)."""
     return [k for k, t in draw.inputs.items() if isinstance(t, torch.Tensor) and t.requires_grad]
-
-
-def _copy(t: torch.Tensor | None) -> torch.Tensor | None:
-    """A kept output as it was on return, in host memory: on the GPU each kept call's copy would take as much
-    device memory as its outputs again (hoconv2d's backward at B=2048: 12 GiB), and a cell near the GPU's
-    limit would run out of memory for the harness's sake."""
-    return None if t is None else t.detach().to("cpu", copy=True)
-
-
-def _changed(kept: Kept) -> str:
-    for held, copy in zip(kept.held, kept.copy):
-        now = None if held is None else held.detach().to(copy.device)
-        if now is not None and not torch.equal(now, copy) and not _same_nan(now, copy):
-            return "its output changed after the call returned (work done after the clock stopped)"
-    return ""
-
-
-def _same_nan(a: torch.Tensor, b: torch.Tensor) -> bool:
-    return bool(((a == b) | (a.isnan() & b.isnan())).all()) if a.is_floating_point() else False

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import json
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
@@ -17,6 +16,7 @@ import torch
 
 from benchctl.errors import error_message
 from benchctl.measure import audit, correctness, interference, orphans, rates, seal, trust
+from benchctl.measure.gate import checked
 from benchctl.machine import allocator, gpu_clocks
 from benchctl.ops.cells import Cell, Resolved
 from benchctl.ops.compiling import CompiledFn
@@ -29,9 +29,6 @@ from benchctl.measure.stats import join_messages
 from benchctl.measure.timing import Measurement, Policy, measure
 from benchctl.measure.cuda_graph import CudaGraphClock, repeatable_thunk
 from benchctl.vocab import Device, Status, TimingMode
-
-SECOND_SEED = 1  # the gate checks at the cell's seed and at seed + SECOND_SEED
-
 
 @dataclass(frozen=True)
 class Settings:
@@ -100,7 +97,7 @@ def _run_resolved(resolved: Resolved, settings: Settings, clock: Clock | None) -
     gc.collect()  # the whole heap, once per cell; each pass collects only what is new (timing.measure)
     try:
         prepared = prepare(resolved)  # first: its first call is the compile time a user pays once
-        gate = _gate(resolved) if settings.check and not cell.checked else {}
+        gate = checked(resolved) if settings.check and not cell.checked else {}
         if gate.get("correct") is False:
             return each_pass(base.with_(**gate), cell.passes, status=Status.INCORRECT)
         changed = seal.broken()
@@ -144,31 +141,6 @@ def _partner(resolved: Resolved) -> tuple[Prepared | None, str]:
         return None, f"timed alone: {cell.paired_with} failed ({error_message(exc)})"
 
 
-# What the gate adds to a cell's rows (besides a message when it fails).
-GATE_COLUMNS = ("correct", "max_abs_err", "max_rel_err", "tolerance", "check_params")
-
-
-def _gate(resolved: Resolved) -> dict[str, Any]:
-    """Correctness gate: compare with the float64 reference at the operator's check params, at the cell's
-    seed and at a second one (a result right only for the inputs it was checked on fails)."""
-    cell = resolved.cell
-    params = resolved.op.params_for_check(cell.params)
-    for seed in (cell.seed, cell.seed + SECOND_SEED):
-        result = correctness.check(resolved.op, resolved.target, resolved.impl, cell.device, cell.torch_dtype,
-                                   params, seed)
-        if not result.passed:
-            break
-    found = (result.passed, result.max_abs_err, result.max_rel_err, result.tolerance,
-             json.dumps(params, sort_keys=True))
-    return {**dict(zip(GATE_COLUMNS, found)),
-            "message": "" if result.passed else _incorrect(result, seed if seed != cell.seed else None)}
-
-
-def _incorrect(result: correctness.CheckResult, seed: int | None) -> str:
-    what = "incorrect" if result.tampered else "incorrect vs float64 reference"
-    return f"{what}: {result.failures()}" + (f" (at seed {seed}; right at the check seed)" if seed is not None else "")
-
-
 def _time_pass(head: PassResult, prepared: Prepared, pass_name: str, settings: Settings, clock: Clock,
                partner: Prepared | None = None, watch: bool = False) -> PassResult:
     """One pass timed, its result `head` (the cell's) and what the pass found; with `watch`, on a clock
@@ -194,11 +166,29 @@ def _watched(clock: Clock, clocks: gpu_clocks.ClockGuard | None) -> interference
 
 def _time_watched(head: PassResult, prepared: Prepared, pass_name: str, settings: Settings, clock: Clock,
                   partner: Prepared | None, watch: bool, clocks: gpu_clocks.ClockGuard | None) -> PassResult:
+    """The pass timed. Where it ran out of memory while its audit held kept outputs, it is timed again holding
+    none: a batch that fits the implementation is not lost to the harness's checks (maxbatch probes without)."""
+    timed = _attempt(head, prepared, pass_name, settings, clock, partner, watch, clocks, hold=True)
+    if timed is not None:
+        return timed
+    gc.collect()  # the first attempt's held outputs, referenced no more
+    if prepared.resolved.cell.device == Device.CUDA:
+        torch.cuda.empty_cache()
+    again = _attempt(head, prepared, pass_name, settings, clock, partner, watch, clocks, hold=False)
+    assert again is not None  # nothing held: out of memory is its row
+    return again
+
+
+def _attempt(head: PassResult, prepared: Prepared, pass_name: str, settings: Settings, clock: Clock,
+             partner: Prepared | None, watch: bool, clocks: gpu_clocks.ClockGuard | None,
+             hold: bool) -> PassResult | None:
+    """The pass's row; None where it ran out of memory while the audit held kept outputs (`hold`)."""
     row = head.with_(pass_=pass_name, compile_s=prepared.compile_s, best_config=prepared.best_config)
     recorded = _recorded(clock)
     probe = trust.probe if settings.probe_bandwidth and prepared.resolved.cell.device == Device.CPU else None
+    audited = None
     try:
-        audited = _audit(prepared, pass_name, clock) if settings.audit else None
+        audited = _audit(prepared, pass_name, clock, hold) if settings.audit else None
         setup = _setup(prepared, pass_name, clock, audited)
         if audited and prepared.pool:
             audited.prime(prepared.pool)
@@ -209,24 +199,30 @@ def _time_watched(head: PassResult, prepared: Prepared, pass_name: str, settings
                 m, paired = measure(setup, clock, settings.policy, between=tick), {}
             else:
                 m, paired = _time_paired(setup, clock, partner, pass_name, settings, tick, watch, clocks)
-        bandwidth_after = probe() if probe else None
+        probes = (bandwidth_before, probe()) if probe else None
         wrong = audited.verdict() if audited else ""
         mem = peak_bytes(setup, prepared.resolved.cell.device) if settings.measure_memory else None
     except Exception as exc:
+        if status_of(exc) == Status.OOM and audited is not None and audited.holding():
+            return None
         return row.with_(status=status_of(exc), message=error_message(exc))
     if wrong:
         return row.with_(status=Status.INCORRECT, message=wrong)
-    if audited and audited.unchecked:
-        paired = {**paired, "message": join_messages(paired.get("message", row.message), audited.unchecked)}
+    if audited and audited.notes():
+        paired = {**paired, "message": join_messages(paired.get("message", row.message), audited.notes())}
     row = row.with_(status=Status.OK, samples_s=list(m.samples), noisy=m.noisy, stop=m.stop, peak_mem_bytes=mem,
                     wall_s=m.wall_s, threads=torch.get_num_threads(), **m.stats, **paired)
-    if clocks:
-        row = row.with_(**clocks.readings)
+    return _judged(row.with_(**clocks.readings) if clocks else row, prepared, pass_name, settings, m,
+                   trust.Around(probes=probes, cpu_peaks=settings.peaks.get(Device.CPU, {}),
+                                **_calls(clock, m, recorded)))
+
+
+def _judged(row: PassResult, prepared: Prepared, pass_name: str, settings: Settings, m: Measurement,
+            around: trust.Around) -> PassResult:
+    """An ok row with its rates and floors, and what the trust checks make of its time (trust.py)."""
     found, least_s = rates.rates(prepared.resolved, prepared.setup(pass_name), pass_name, m.median,
                                  settings.peaks.get(prepared.resolved.cell.device, {}))
     row = row.with_(**found)
-    around = trust.Around(probes=(bandwidth_before, bandwidth_after) if probe else None,
-                          cpu_peaks=settings.peaks.get(Device.CPU, {}), **_calls(clock, m, recorded))
     return row.with_(**trust.judged(row, m, around, least_s))
 
 
@@ -277,10 +273,10 @@ def make_clock(device: str, flush_l2: bool = False, cuda_graph: bool = False) ->
     return CudaGraphClock(events) if cuda_graph else events
 
 
-def _audit(prepared: Prepared, pass_name: str, clock: Clock) -> audit.Audit | None:
+def _audit(prepared: Prepared, pass_name: str, clock: Clock, hold: bool) -> audit.Audit | None:
     """The check of the pass's timed outputs (audit.py), where the clock hands the calls' results back."""
     take = getattr(interference.unwrapped(clock), "take", None)
-    return audit.Audit(prepared.resolved, pass_name, take, prepared.accumulate) if take else None
+    return audit.Audit(prepared.resolved, pass_name, take, prepared.accumulate, hold) if take else None
 
 
 def _setup(prepared: Prepared, pass_name: str, clock: Clock, audited: audit.Audit | None = None) -> Callable[[], Thunk]:

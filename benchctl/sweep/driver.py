@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any, Callable, Iterable, Protocol, Sequence
 
-from benchctl.measure.execute import GATE_COLUMNS
+from benchctl.measure.gate import GATE_COLUMNS
 from benchctl.measure.result import PassResult, Results
 from benchctl.measure.stats import ci_half_width, join_messages
 from benchctl.ops import provenance

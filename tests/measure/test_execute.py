@@ -273,3 +273,41 @@ def test_a_reference_too_large_for_the_timed_size_leaves_the_pass_ok_and_says_it
     for r in audited:
         assert "timed outputs not compared with the reference, which failed at this size: OutOfMemoryError" in r["message"]
     assert not any("reference" in (r["message"] or "") for r in unaudited)  # maxbatch's probes: no audit at all
+
+
+def _short_of_memory(monkeypatch, op, fails) -> None:
+    """axpy's `fused` out of memory where `fails(earlier outputs alive, calls so far)` (as a GPU near its limit
+    is, with the outputs the audit holds beside a call)."""
+    impl, alive, calls = op.implementations["fused"], __import__("weakref").WeakSet(), []
+
+    def fused(x, y, alpha):
+        if fails(len(alive), len(calls)):
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 12.00 GiB")
+        out = impl.fn(x, y, alpha)
+        alive.add(out)
+        calls.append(1)
+        return out
+
+    monkeypatch.setitem(op.implementations, "fused", replace(impl, fn=fused))
+
+
+def _axpy_forward() -> Cell:
+    return Cell.make("axpy", "op", "fused", "cpu", "float32", {"batch_size": 64, "dim": 8, "alpha": 0.75},
+                     ("forward",))
+
+
+def test_a_pass_out_of_memory_for_the_outputs_its_audit_holds_is_timed_again_holding_none(monkeypatch, fixture_ops):
+    """maxbatch probes without the audit, so a batch it found to fit must not be lost to the two kept outputs
+    the audit holds: the pass is timed again, their copies still checked, and its row says what was not."""
+    [held] = run_cell(_axpy_forward(), FAST)  # with room for them, nothing is said
+    assert held["status"] == "ok" and "kept outputs" not in (held["message"] or "")
+    _short_of_memory(monkeypatch, fixture_ops["axpy"], lambda alive, calls: alive >= 2)
+    [row] = run_cell(_axpy_forward(), FAST)
+    assert row["status"] == "ok" and row["n"] >= 3 and row["correct"] is True
+    assert "timed again without holding its kept outputs (out of memory with them held)" in row["message"]
+
+
+def test_a_pass_out_of_memory_with_nothing_held_stays_oom(monkeypatch, fixture_ops):
+    _short_of_memory(monkeypatch, fixture_ops["axpy"], lambda alive, calls: calls >= 1)  # after the first call
+    [row] = run_cell(replace(_axpy_forward(), checked=True), FAST)
+    assert row["status"] == "oom" and "CUDA out of memory" in row["message"]
