@@ -72,7 +72,7 @@ for mode in eager cuda-graph; do
       $([ $mode = eager ] || echo --cuda-graph)
   done
 done
-TAILN=40 part ab 120 $PY benchmarks/hoconv2d_cuda_ab_bench.py $V --own --rounds 9
+TAILN=40 part ab 150 $PY benchmarks/hoconv2d_cuda_ab_bench.py $V --own --rounds 9
 TAILN=20 part selftest 900 $PY -m benchctl selftest --out $G/st --step-timeout 240 --resume
 NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 [ -n "$NCU" ] && TAILN=30 part ncu 70 $NCU --section SpeedOfLight --section Occupancy --section MemoryWorkloadAnalysis \
