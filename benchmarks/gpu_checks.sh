@@ -37,7 +37,7 @@ part() {  # part NAME CAP COMMAND...: at most CAP seconds, and never past the bu
 # At most 8 files come back from a device call: the verdict, and one archive of the logs and runs (no builds,
 # no flame graphs or traces).
 pack() { cp $G/st/verdict.md $OUT/ 2>/dev/null
-         $PY benchmarks/floor_table.py $G/seed > $OUT/floor.md 2>&1
+         $PY benchmarks/floor_table.py $G/seed --impls cuda,triton,triton-channels > $OUT/floor.md 2>&1
          tar czf $OUT/gpu.tgz --exclude='*.svg' --exclude='trace.json' --exclude='speedscope.json' --exclude='*.so' \
            --exclude='*.o' --exclude='build' -C $G . 2>/dev/null; }
 trap pack EXIT
@@ -63,12 +63,15 @@ fi
 cat $G/info.txt
 M="--min-time 0.3 --max-time 1"
 TAILN=12 part calibrate 80 $PY -m benchctl env --calibrate
-# The seed's largest size of each operator (configs/seed-*.toml; hoconv2d's B=64 is the one its issue names).
-SEED=("hoconv2d --target filter --batch-sizes 64" "naflex_posembed --batch-sizes 512"
-      "lstm_cell --param H=1024 --batch-sizes 1024" "grid_sample --param image_size=4096")
+# The implementations timed and the seed's largest size of each operator (configs/seed-*.toml; hoconv2d's
+# B=64 is the one its issue names).
+SEED=("cuda,triton,triton-channels hoconv2d --target filter --batch-sizes 64"
+      "cuda,triton naflex_posembed --batch-sizes 512" "cuda,triton lstm_cell --param H=1024 --batch-sizes 1024"
+      "cuda,triton grid_sample --param image_size=4096")
 for mode in eager cuda-graph; do
-  for op in "${SEED[@]}"; do
-    part $mode-${op%% *} 90 $PY -m benchctl run cuda,triton gpu --op $op $M --out $G/seed \
+  for seed in "${SEED[@]}"; do
+    op=${seed#* }
+    part $mode-${op%% *} 90 $PY -m benchctl run ${seed%% *} gpu --op $op $M --out $G/seed \
       $([ $mode = eager ] || echo --cuda-graph)
   done
 done

@@ -117,10 +117,11 @@ OP = register(
 )
 
 # The implementations register themselves with the decorator, as an operator file does: the pure-PyTorch
-# ones (py.py), the C++/CUDA extension's (ext.py), and Triton's where triton imports (tri.py).
+# ones (py.py), the C++/CUDA extension's (ext.py), and Triton's where triton imports (tri.py, and
+# tri_channels.py: all of a sample's channels in one program).
 from . import py, ext  # noqa: E402,F401
 
 if triton_support.missing():
     triton_support.placeholder(OP)
 else:
-    from . import tri  # noqa: E402,F401
+    from . import tri, tri_channels  # noqa: E402,F401

@@ -16,12 +16,16 @@ from benchctl.ops.cells import Cell
 pytestmark = pytest.mark.skipif(triton_support.missing() is not None, reason="triton is not installed")
 TARGETS = [("lstm_cell", "cell"), ("naflex_posembed", "add"), ("grid_sample", "sample"),
            ("hoconv2d", "filter"), ("hoconv2d", "module")]
+# hoconv2d's check cases (by index) and two channel counts past a power of two, for `triton-channels`
+CHANNEL_CASES = [0, 1, 2, {"batch_size": 2, "C": 5, "H": 7, "W": 13, "k": 5},
+                 {"batch_size": 1, "C": 9, "H": 5, "W": 6, "k": 3}]
 FAST = Settings(policy=Policy(warmup=1, warmup_time=0.0, min_samples=3, min_time=0.0, max_time=1.0))
 
 
-def _check(ops, op_name, target, device, dtype, params):
+def _check(ops, op_name, target, device, dtype, params, impl="triton"):
     op = ops[op_name]
-    return correctness.check(op, op.target(target), op.implementations["triton"], device, dtype, params)
+    params = op.check_cases[params] if isinstance(params, int) else params
+    return correctness.check(op, op.target(target), op.implementations[impl], device, dtype, params)
 
 
 @pytest.mark.parametrize("op_name, target", TARGETS)
@@ -83,3 +87,31 @@ def test_the_triton_kernels_are_timed_on_the_gpu(builtin_ops, op_name, target, p
     assert all(r["correct"] and r["median_s"] > 0 and r["compile_s"] > 0 for r in rows)
     if op_name == "lstm_cell":  # its forward is autotuned over two block widths
         assert rows[0]["best_config"].startswith("BLOCK=") and "num_warps=" in rows[0]["best_config"]
+
+
+@pytest.mark.parametrize("case", CHANNEL_CASES)
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_triton_channels_tiles_every_channel_count_in_the_interpreter(builtin_ops, case, dtype):
+    """`triton-channels` takes all of a sample's channels in one program, padded to a power of two (5 -> a
+    tile of 8 with 3 masked, 9 -> 16) and fewer pixels for more channels: each tiling, on every check case
+    and past a power of two, forward and both gradients against the float64 reference."""
+    impl = builtin_ops["hoconv2d"].implementations["triton-channels"]
+    assert triton_support.interpreted(impl.kernels)
+    channels = (builtin_ops["hoconv2d"].check_cases[case] if isinstance(case, int) else case)["C"]
+    tile = __import__("sys").modules[impl.fn.__module__].tile
+    assert tile(channels) == {1: (1, 128), 2: (2, 128), 3: (4, 128), 5: (8, 64), 9: (16, 32)}[channels]
+    result = _check(builtin_ops, "hoconv2d", "filter", "cpu", dtype, case, "triton-channels")
+    assert result.passed, result.failures()
+    assert {c.name for c in result.comparisons} >= {"output", "grad x", "grad weights"}
+    assert result.max_rel_err <= correctness.TOLERANCE[dtype]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_triton_channels_matches_the_reference_and_is_timed_on_the_gpu(builtin_ops, dtype):
+    for case in CHANNEL_CASES:
+        result = _check(builtin_ops, "hoconv2d", "filter", "cuda", dtype, case, "triton-channels")
+        assert result.passed, (case, result.failures())
+    params = {"batch_size": 4, "C": 3, "H": 64, "W": 64, "k": 5}
+    rows = run_cell(Cell.make("hoconv2d", "filter", "triton-channels", "cuda", str(dtype).split(".")[1], params), FAST)
+    assert [r["status"] for r in rows] == ["ok"] * 3, [r.get("message") for r in rows]
