@@ -42,7 +42,7 @@ def _pixels(height, width, BLOCK: tl.constexpr):
 @triton.jit
 def _plane_pixels(channels, height, width, BLOCK: tl.constexpr):
     """This program's plane of the (B * C) planes (grid axis 0), its batch, and its pixels (`_pixels`)."""
-    bc = tl.program_id(0)
+    bc = tl.program_id(0).to(tl.int64)  # 64-bit offsets: the weights of B=2048 at 224x224, k=5, pass 2^31
     pix, m, y, x, plane = _pixels(height, width, BLOCK)
     return bc, bc // channels, pix, m, y, x, plane
 
@@ -60,7 +60,7 @@ def hoconv_fwd(x_ptr, w_ptr, out_ptr, channels, height, width, k, ACC: tl.conste
 
 @triton.jit
 def hoconv_bwd_weights(g_ptr, x_ptr, gw_ptr, channels, height, width, k, ACC: tl.constexpr, BLOCK: tl.constexpr):
-    b = tl.program_id(0)
+    b = tl.program_id(0).to(tl.int64)
     pix, m, y, x, plane = _pixels(height, width, BLOCK)
     for t in range(k * k):
         acc = tl.zeros([BLOCK], dtype=ACC)

@@ -6,7 +6,7 @@ they run close together). Here one program per (sample, block of pixels) holds a
 of every channel, as the CUDA kernels loop over channels with the weights in registers: each weight is
 loaded once for all channels. grad Wt loads the block's G once for all taps and sums G * shifted X over
 the channels tap by tap (a reduction across the tile); grad X is the gather form, so no atomics. Offsets
-are 64-bit (the weights of B=2048 at 224x224, k=5, pass 2^31 elements; tri.py's are 32-bit).
+are 64-bit, as in tri.py.
 """
 
 from __future__ import annotations
