@@ -27,7 +27,7 @@ from benchctl.results import storage
 from benchctl.results.schema import params_text
 from benchctl.vocab import PASSES, Status
 
-GOAL = 70.0  # % of the roofline bound (#42: 70% of the calibrated copy bandwidth, or of the FLOP ceiling)
+GOAL = 70.0  # % of the roofline bound: 70% of the calibrated copy bandwidth, or of the FLOP ceiling
 HEADER = ("operator", "params", "pass", "impl", "timed", "MB", "ms", "GB/s", "% of copy", "% of bound", "goal")
 
 

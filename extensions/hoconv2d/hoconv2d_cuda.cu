@@ -102,8 +102,8 @@ __global__ void grad_wt_kernel(const T* __restrict__ g, const T* __restrict__ x,
 
 // out[b,c,h,w] for k fixed at compile time: the pixel's k*k weights are read once, into registers.
 template <typename T, int K>
-__global__ void FORWARD_BOUNDS forward_k_kernel(const T* __restrict__ x, const T* __restrict__ wt, T* __restrict__ out,
-                                 Shape s) {
+__global__ void FORWARD_BOUNDS forward_k_kernel(const T* __restrict__ x, const T* __restrict__ wt,
+                                                T* __restrict__ out, Shape s) {
   constexpr int P = K / 2;
   const int w = blockIdx.x * kTileW + threadIdx.x, h = blockIdx.y * kTileH + threadIdx.y;
   if (w >= s.width || h >= s.height) return;
