@@ -120,16 +120,19 @@ def hoconv_filter_backward(grad_out: torch.Tensor, x: torch.Tensor,
     return grad_x, grad_w
 
 
-def _setup(ctx, inputs, output) -> None:
-    ctx.save_for_backward(*inputs)
+def with_backward(filter_op, backward_op) -> None:
+    """`backward_op(grad_out, x, weights)` as the autograd of the triton_op `filter_op(x, weights)`."""
+    def setup(ctx, inputs, output) -> None:
+        ctx.save_for_backward(*inputs)
+
+    def backward(ctx, grad_out):
+        x, weights = ctx.saved_tensors
+        return backward_op(grad_out, x, weights)
+
+    filter_op.register_autograd(backward, setup_context=setup)
 
 
-def _backward(ctx, grad_out):
-    x, weights = ctx.saved_tensors
-    return hoconv_filter_backward(grad_out, x, weights)
-
-
-hoconv_filter.register_autograd(_backward, setup_context=_setup)
+with_backward(hoconv_filter, hoconv_filter_backward)
 
 
 @OP.implementation("triton", kernels=KERNELS)

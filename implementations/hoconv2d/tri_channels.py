@@ -18,7 +18,7 @@ import triton.language as tl
 from torch.library import triton_op, wrap_triton
 
 from . import OP
-from .tri import _k, _setup, _shifted, compute_type
+from .tri import _k, _shifted, compute_type, with_backward
 
 TILE = 512  # elements of a program's [C_BLOCK, BLOCK] tile, at most: 128 pixels up to four channels
 
@@ -108,12 +108,7 @@ def filter_channels_backward(grad_out: torch.Tensor, x: torch.Tensor,
     return grad_x, grad_w
 
 
-def _backward(ctx, grad_out):
-    x, weights = ctx.saved_tensors
-    return filter_channels_backward(grad_out, x, weights)
-
-
-filter_channels.register_autograd(_backward, setup_context=_setup)
+with_backward(filter_channels, filter_channels_backward)
 
 
 @OP.implementation("triton-channels", kernels=KERNELS)
