@@ -1,5 +1,5 @@
 """The table of "The CUDA kernels at the GPU's floor" from `benchctl run` results: for every timed pass of
-the implementations asked for, its bytes, its median, GB/s, its share of the calibrated copy bandwidth, its
+the implementations asked for (every one by default), its bytes, its median, GB/s, its share of the calibrated copy bandwidth, its
 share of the roofline bound (`pct_of_peak`: the bytes at the bandwidth of the cache level they fit in, or
 the FLOPs at the calibrated peak where that is longer) and whether that share meets the goal.
 
@@ -31,11 +31,12 @@ GOAL = 70.0  # % of the roofline bound: 70% of the calibrated copy bandwidth, or
 HEADER = ("operator", "params", "pass", "impl", "timed", "MB", "ms", "GB/s", "% of copy", "% of bound", "goal")
 
 
-def floor_rows(rows: pd.DataFrame, copy_gbps: float | None, impls: Sequence[str], device: str,
+def floor_rows(rows: pd.DataFrame, copy_gbps: float | None, impls: Sequence[str] | None, device: str,
                goal: float = GOAL) -> list[tuple[str, ...]]:
-    """One line per ok pass of `impls` on `device`, cell by cell (the sweep axis in numeric order), then by
-    pass and implementation."""
-    ok = rows[(rows["status"] == Status.OK) & (rows["device"] == device) & rows["impl"].isin(impls)]
+    """One line per ok pass of `impls` (None: every implementation) on `device`, cell by cell (the sweep axis
+    in numeric order), then by pass and implementation."""
+    ok = rows[(rows["status"] == Status.OK) & (rows["device"] == device)]
+    ok = ok if impls is None else ok[ok["impl"].isin(impls)]
     ok = ok.assign(_timed=timing_kinds(ok).str.strip(" ()").replace("", "eager"), _host=host_bound(ok),
                    _pass=ok["pass"].map({p: i for i, p in enumerate(PASSES)}))
     ok = ok.sort_values(["op", "target", "axis_value", "params", "_pass", "impl", "_timed"])
@@ -70,7 +71,7 @@ def copy_bandwidth(rows: pd.DataFrame, metas: Sequence[dict[str, Any]], device: 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("runs", nargs="+", type=Path, help="run folders, or folders of runs")
-    parser.add_argument("--impls", default="cuda,triton", help="comma list of implementations (default cuda,triton)")
+    parser.add_argument("--impls", help="comma list of implementations (default: all)")
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--goal", type=float, default=GOAL, help="%% of the roofline bound a pass should reach")
     args = parser.parse_args()
@@ -79,7 +80,7 @@ def main() -> None:
         sys.exit(f"error: no runs in {', '.join(map(str, args.runs))}")
     rows, metas = pd.concat([storage.load_run(f) for f in folders], ignore_index=True), storage.run_metas(folders)
     copy = copy_bandwidth(rows, metas, args.device)
-    lines = floor_rows(rows, copy, args.impls.split(","), args.device, args.goal)
+    lines = floor_rows(rows, copy, args.impls.split(",") if args.impls else None, args.device, args.goal)
     print(f"copy bandwidth: {f'{copy:.0f} GB/s (calibrated)' if copy else 'not calibrated'}; goal: "
           f"{args.goal:.0f}% of the roofline bound; {len(lines)} passes from {len(folders)} runs\n")
     print(markdown(lines), end="")

@@ -37,7 +37,7 @@ part() {  # part NAME CAP COMMAND...: at most CAP seconds, and never past the bu
 # At most 8 files come back from a device call: the verdict, and one archive of the logs and runs (no builds,
 # no flame graphs or traces).
 pack() { cp $G/st/verdict.md $OUT/ 2>/dev/null
-         $PY benchmarks/floor_table.py $G/seed --impls cuda,triton,triton-channels > $OUT/floor.md 2>&1
+         $PY benchmarks/floor_table.py $G/seed > $OUT/floor.md 2>&1
          tar czf $OUT/gpu.tgz --exclude='*.svg' --exclude='trace.json' --exclude='speedscope.json' --exclude='*.so' \
            --exclude='*.o' --exclude='build' -C $G . 2>/dev/null; }
 trap pack EXIT

@@ -92,6 +92,7 @@ def test_the_floor_table_holds_each_gpu_pass_against_the_calibrated_floor(tmp_pa
         ("backward", "triton", "eager", "847", "28%", "28% (DRAM)", "no")]
     assert lines[0][:2] == ("hoconv2d/filter", "batch_size=64") and lines[2][5:7] == ("757.9", "0.355")
     assert table.markdown(lines).splitlines()[0].startswith("| operator | params | pass | impl | timed | MB |")
+    assert [line[3] for line in table.floor_rows(rows, copy, None, "cuda")] == ["cuda", "cuda", "py", "cuda", "triton"]
 
 
 @pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="on a GPU these cells would run")
