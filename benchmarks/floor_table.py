@@ -1,7 +1,7 @@
 """The table of "The CUDA kernels at the GPU's floor" from `benchctl run` results: for every timed pass of
-the implementations asked for (every one by default), its bytes, its median, GB/s, its share of the calibrated copy bandwidth, its
-share of the roofline bound (`pct_of_peak`: the bytes at the bandwidth of the cache level they fit in, or
-the FLOPs at the calibrated peak where that is longer) and whether that share meets the goal.
+the implementations asked for (every one by default), its bytes, its median, GB/s, its share of the calibrated
+copy bandwidth, its share of the roofline bound (`pct_of_peak`: the bytes at the bandwidth of the cache level
+they fit in, or the FLOPs at the calibrated peak where that is longer) and whether that share meets the goal.
 
     python benchmarks/floor_table.py RUN_DIR_OR_FOLDER... [--impls cuda,triton] [--device cuda] [--goal 70]
 

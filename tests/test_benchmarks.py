@@ -73,7 +73,8 @@ def test_the_floor_table_holds_each_gpu_pass_against_the_calibrated_floor(tmp_pa
     from benchctl.results import storage
 
     table = _module("floor_table", monkeypatch)
-    writer = storage.RunWriter(tmp_path, "20261127-000000-aaaaaa", {"environment": {"peaks": {"cuda": {"gbps": 3000}}}})
+    peaks = {"environment": {"peaks": {"cuda": {"gbps": 3000}}}}
+    writer = storage.RunWriter(tmp_path, "20261127-000000-aaaaaa", peaks)
     writer.write([_gpu_row("cuda", "backward", 0.355e-3, 0.02e-3), _gpu_row("triton", "backward", 0.895e-3, 0.03e-3),
                   _gpu_row("cuda", "forward", 0.2e-3, 0.19e-3),
                   _gpu_row("cuda", "forward", 0.17e-3, 0.01e-3, "cuda_graph"),
