@@ -67,9 +67,10 @@ def _gpu_row(impl: str, pass_name: str, median: float, host: float, mode: str = 
 
 
 def test_the_floor_table_holds_each_gpu_pass_against_the_calibrated_floor(tmp_path, monkeypatch):
-    """The floor table of the CUDA kernels from a run as `run` stores it: the copy bandwidth from the run's calibration, a pass at
-    the goal and one under it, a host-bound pass that never meets it (its time is the host's), each way of
-    timing a line of its own; other devices, implementations and failed passes left out."""
+    """The floor table of the CUDA kernels from a run as `run` stores it: the copy bandwidth from the run's
+    calibration, a pass at the goal and one under it, a host-bound pass that never meets it (its time is the
+    host's), each way of timing a line of its own; other devices, failed passes and the implementations not
+    asked for left out (every one where none is named)."""
     from benchctl.results import storage
 
     table = _module("floor_table", monkeypatch)
