@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 INCLUDE = re.compile(r'^#include "([^"]+)"', re.M)
@@ -97,7 +98,7 @@ def test_the_floor_table_holds_each_gpu_pass_against_the_calibrated_floor(tmp_pa
     assert [line[3] for line in table.floor_rows(rows, copy, None, "cuda")] == ["cuda", "cuda", "py", "cuda", "triton"]
 
 
-@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="on a GPU these cells would run")
+@pytest.mark.skipif(torch.cuda.is_available(), reason="on a GPU these cells would run")
 def test_the_gpu_checks_seed_sweeps_name_params_the_operators_take(tmp_path):
     """Each seed-size sweep of gpu_checks.sh, as `run` parses it here: it gets as far as finding no GPU, so
     no operator, target or param of it was renamed under it."""

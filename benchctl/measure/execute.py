@@ -208,8 +208,9 @@ def _attempt(head: PassResult, prepared: Prepared, pass_name: str, settings: Set
         return row.with_(status=status_of(exc), message=error_message(exc))
     if wrong:
         return row.with_(status=Status.INCORRECT, message=wrong)
-    if audited and audited.notes():
-        paired = {**paired, "message": join_messages(paired.get("message", row.message), audited.notes())}
+    notes = audited.notes() if audited else ""
+    if notes:
+        paired = {**paired, "message": join_messages(paired.get("message", row.message), notes)}
     row = row.with_(status=Status.OK, samples_s=list(m.samples), noisy=m.noisy, stop=m.stop, peak_mem_bytes=mem,
                     wall_s=m.wall_s, threads=torch.get_num_threads(), **m.stats, **paired)
     return _judged(row.with_(**clocks.readings) if clocks else row, prepared, pass_name, settings, m,

@@ -4,6 +4,8 @@ on every check case, then timed with their autotune config recorded."""
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 import torch
 
@@ -98,7 +100,7 @@ def test_triton_channels_tiles_every_channel_count_in_the_interpreter(builtin_op
     impl = builtin_ops["hoconv2d"].implementations["triton-channels"]
     assert triton_support.interpreted(impl.kernels)
     channels = (builtin_ops["hoconv2d"].check_cases[case] if isinstance(case, int) else case)["C"]
-    tile = __import__("sys").modules[impl.fn.__module__].tile
+    tile = sys.modules[impl.fn.__module__].tile
     assert tile(channels) == {1: (1, 128), 2: (2, 128), 3: (4, 128), 5: (8, 64), 9: (16, 32)}[channels]
     result = _check(builtin_ops, "hoconv2d", "filter", "cpu", dtype, case, "triton-channels")
     assert result.passed, result.failures()

@@ -2,6 +2,7 @@
 
 import json
 import statistics
+import weakref
 from dataclasses import replace
 
 import pytest
@@ -278,7 +279,7 @@ def test_a_reference_too_large_for_the_timed_size_leaves_the_pass_ok_and_says_it
 def _short_of_memory(monkeypatch, op, fails) -> None:
     """axpy's `fused` out of memory where `fails(earlier outputs alive, calls so far)` (as a GPU near its limit
     is, with the outputs the audit holds beside a call)."""
-    impl, alive, calls = op.implementations["fused"], __import__("weakref").WeakSet(), []
+    impl, alive, calls = op.implementations["fused"], weakref.WeakSet(), []
 
     def fused(x, y, alpha):
         if fails(len(alive), len(calls)):
