@@ -4,8 +4,9 @@ py-spy attaches to the child once it has built its cell (imports, inputs, the fi
 out of the profile and the first sample comes at once). Two py-spy processes attach to it together,
 because py-spy cannot convert between its formats and the flame graph is its own rendering: one writes
 collapsed stacks (`stacks.txt`, from which `benchctl.profile.stacks` makes the top-frames tables and the
-speedscope JSON), the other the flame graph SVG. The torch profiler runs in the child, which writes the
-Chrome trace and the top operators itself. Nothing here prints.
+speedscope JSON), the other the flame graph SVG. Both files then name the code the child generated at
+run time, from its perf map (`perf_map`). The torch profiler runs in the child, which writes the Chrome
+trace and the top operators itself. Nothing here prints.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 from benchctl import interpreter
 from benchctl.errors import BenchError
-from benchctl.profile.stacks import KEEP_ROWS, TopFrames, parse_collapsed, speedscope, top_frames
+from benchctl.profile import perf_map
+from benchctl.profile.stacks import KEEP_ROWS, Stacks, TopFrames, parse_collapsed, speedscope, top_frames
 from benchctl.vocab import Pass, Status
 
 if TYPE_CHECKING:  # cells imports torch, which the parent process has no need of
@@ -111,12 +113,14 @@ def _child_result(summary: Path, proc: subprocess.CompletedProcess[str], req: Pr
     return data
 
 
-def _record(py_spy: str, req: ProfileRequest, outputs: dict[str, Path], tmp: Path) -> dict[str, Any]:
-    """Start the child, attach one py-spy per format once it is ready, let it run; the child's summary."""
+def _record(py_spy: str, req: ProfileRequest, outputs: dict[str, Path],
+            tmp: Path) -> tuple[dict[str, Any], perf_map.JitSymbols]:
+    """Start the child, attach one py-spy per format once it is ready, let it run; the child's summary
+    and the names of the code it generated."""
     summary, err = tmp / "summary.json", tmp / "stderr.txt"  # a file: a pipe nobody reads fills and blocks
     with open(err, "w") as stderr:
         child = subprocess.Popen(child_command(req, summary, handshake=tmp), stdout=subprocess.DEVNULL,
-                                 stderr=stderr, env=interpreter.child_env())
+                                 stderr=stderr, env=interpreter.child_env(perf_map.child_env()))
         spies: list[subprocess.Popen[bytes]] = []
         try:
             _wait_ready(child, tmp / "ready")
@@ -134,13 +138,15 @@ def _record(py_spy: str, req: ProfileRequest, outputs: dict[str, Path], tmp: Pat
         finally:
             for proc in (child, *spies):
                 proc.kill()
+            child.wait()
+            symbols = perf_map.take(child.pid)
     said = err.read_text(errors="replace")
     data = _child_result(summary, subprocess.CompletedProcess([], child.returncode, "", said), req)
     missing = [fmt for fmt, output in outputs.items() if not output.exists()]
     if missing:
         raise BenchError(PTRACE_HINT if _PERMISSION.search(said) else
                          f"py-spy wrote no {missing[0]} file: {said.strip()[-300:]}")
-    return data
+    return data, symbols
 
 
 def _wait_ready(child: subprocess.Popen[bytes], ready: Path) -> None:
@@ -159,15 +165,25 @@ def profile_py_spy(req: ProfileRequest, out_dir: Path) -> ProfileResult:
                          "install it with `pip install py-spy`")
     out_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
-        data = _record(py_spy, req, {"raw": out_dir / FILES["stacks"], "flamegraph": out_dir / FILES["flamegraph"]},
-                       Path(tmp))
-    stacks = parse_collapsed((out_dir / FILES["stacks"]).read_text())
+        data, symbols = _record(py_spy, req, {"raw": out_dir / FILES["stacks"],
+                                              "flamegraph": out_dir / FILES["flamegraph"]}, Path(tmp))
+    stacks = _named(out_dir, symbols)
     name = f"{req.cell.label()} {req.pass_name}"
     (out_dir / FILES["speedscope"]).write_text(json.dumps(speedscope(stacks, name)))
     files = {k: FILES[k] for k in ("stacks", "flamegraph", "speedscope")}
     result = ProfileResult(out_dir, "py-spy", data["reps"], data["timed_s"], files, top_frames(stacks))
     write_manifest(req, result)
     return result
+
+
+def _named(out_dir: Path, symbols: perf_map.JitSymbols) -> Stacks:
+    """The stacks, with generated code named in them and in the flame graph (both files rewritten)."""
+    stacks_file, svg = out_dir / FILES["stacks"], out_dir / FILES["flamegraph"]
+    stacks = perf_map.name_stacks(parse_collapsed(stacks_file.read_text()), symbols)
+    if symbols.starts:
+        stacks_file.write_text("".join(f"{';'.join(stack)} {n}\n" for stack, n in stacks))
+        svg.write_text(perf_map.name_svg(svg.read_text(), symbols))
+    return stacks
 
 
 def profile_torch(req: ProfileRequest, out_dir: Path) -> ProfileResult:

@@ -18,6 +18,8 @@ TIMED_FRAME = "benchctl_timed_thunk"
 SETUP_FRAME = "benchctl_untimed_setup"
 HARNESS = "[benchctl harness]"
 NO_OP = "(no ATen op)"
+GENERATED = "generated code"  # the location of a frame named from a perf map (perf_map.py)
+NO_OP_GENERATED = "(in generated code; its op not unwound)"  # its caller's frames are lost below it
 KEEP_ROWS = 50
 PATH_SHARE = 0.95  # a frame on this share of the timed samples (outside the harness) is the way in
 _HARNESS_FILE = re.compile(r"(^|/)(benchctl/|click/|runpy\.py$|<frozen runpy>$)")
@@ -146,8 +148,9 @@ class _Tally:
         self.self_n[Frame(HARNESS, "", False) if not kept or is_harness(frames[-1]) else frames[-1]] += n
         self.total_n.update(dict.fromkeys(set(kept), n))  # once per sample, even when recursive
         ops = [m.group(1) for f in kept if (m := _ATEN_OP.match(f.function))]
-        self.op_self[ops[-1] if ops else NO_OP] += n
-        self.op_total.update(dict.fromkeys(set(ops) or {NO_OP}, n))
+        no_op = NO_OP_GENERATED if frames and frames[-1].location == GENERATED else NO_OP
+        self.op_self[ops[-1] if ops else no_op] += n
+        self.op_total.update(dict.fromkeys(set(ops) or {no_op}, n))
 
 
 def top_frames(stacks: Stacks, limit: int = KEEP_ROWS) -> TopFrames:

@@ -13,6 +13,7 @@ import torch
 from click.testing import CliRunner
 
 from benchctl.profile import profilers as profiling
+from benchctl.profile.stacks import GENERATED
 from benchctl.cli import cli
 
 SMALL = ["hoconv2d", "py", "cpu", "--target", "filter", "--batch-size", "2", "--param", "H=32", "--param", "W=32"]
@@ -54,6 +55,48 @@ def test_py_spy_profile_names_native_aten_frames(tmp_path: Path, one_thread: Non
     assert any(r["op"] == "slice_backward" and r["total_samples"] > 0 for r in manifest["top_ops_sampled"])
     assert not any("benchctl/" in r["location"] for r in manifest["top_total"])
     assert "Top frames by self time" in result.output and "at::" in result.output
+
+
+CONV_OP = """
+import torch
+from benchctl.ops.registry import Operator, Target, randn, register
+
+
+def make_inputs(case):
+    gen = case.generator()
+    return {"x": randn(case, gen, case.params["batch_size"], 3, 64, 64), "w": randn(case, gen, 16, 3, 5, 5)}
+
+
+OP = register(Operator(name="conv_generated", description="a convolution, as oneDNN runs it",
+                       params={"batch_size": 8}, targets=(Target("op", make_inputs),)))
+
+
+@OP.implementation("py", devices=("cpu",))
+def py(x, w):
+    return torch.nn.functional.conv2d(x, w, padding=2)
+"""
+
+
+@pytest.mark.skipif(profiling.find_py_spy() is None, reason="py-spy is not installed")
+@pytest.mark.skipif(not torch.backends.mkldnn.is_available(), reason="this torch has no oneDNN")
+def test_convolution_kernels_generated_at_run_time_are_named(tmp_path: Path, one_thread: None) -> None:
+    """A CPU convolution runs oneDNN kernels generated at run time; py-spy alone shows them as addresses
+    (`0x7f… (?)`), the child's perf map names them, and the map is removed."""
+    (tmp_path / "ops").mkdir()
+    (tmp_path / "ops" / "conv_generated.py").write_text(CONV_OP)
+    maps_before = set(Path("/tmp").glob("perf-*.map"))
+    out = tmp_path / "prof"
+    result = invoke("profile", "conv_generated", "py", "cpu", "--ops-dir", str(tmp_path / "ops"), "--pass",
+                    "backward", "--duration", "2", "--out", str(out))
+    assert result.exit_code == 0, result.output
+    manifest = json.loads((out / "profile.json").read_text())
+    generated = [r for r in manifest["top_self"] if r["location"] == GENERATED]
+    assert generated and all(r["function"].startswith("jit_") for r in generated), manifest["top_self"][:10]
+    unnamed = sum(r["samples"] for r in manifest["top_self"] if r["location"] == "?")
+    assert sum(r["samples"] for r in generated) > unnamed  # only addresses outside the map stay unnamed
+    assert f"({GENERATED})" in (out / "stacks.txt").read_text()
+    assert f"({GENERATED})" in (out / "flamegraph.svg").read_text()
+    assert set(Path("/tmp").glob("perf-*.map")) <= maps_before
 
 
 def test_torch_profiler_writes_trace_and_top_ops(tmp_path: Path, one_thread: None) -> None:
