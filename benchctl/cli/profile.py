@@ -14,6 +14,7 @@ if TYPE_CHECKING:  # imported inside the functions, so `benchctl --help` does no
     from benchctl.profile.stacks import TopFrames
 
 from benchctl.cli.options import parse_params
+from benchctl.profile.profilers import RATE_HZ
 from benchctl.vocab import DEVICE_ALIASES, DTYPE_NAMES, PASSES, Pass
 
 
@@ -90,9 +91,34 @@ def render_ops(ops: Sequence[dict[str, Any]], reps: int, rows: int) -> None:
         [[f(r) for _, f in shown] + [short_name(r["name"])] for r in ops[:rows]]))
 
 
+def render_slowdown(result: ProfileResult) -> None:
+    """What the profiler cost the loop, and a warning when that was enough to bend the shares."""
+    from benchctl import console
+    from benchctl.profile.profilers import SLOWED
+    from benchctl.profile.stacks import GENERATED
+
+    slowdown = result.slowdown
+    if slowdown is None or result.unprofiled_s is None:
+        return
+    console.out.print(f"a repetition took {result.timed_s / result.reps * 1e3:.4g} ms under {result.profiler}, "
+                      f"{slowdown:.1f}x the {result.unprofiled_s * 1e3:.4g} ms it took alone", highlight=False)
+    if slowdown < SLOWED:
+        return
+    why = ""
+    if result.top is not None and result.top.samples["timed"]:
+        generated = sum(r.samples for r in result.top.by_self if r.location == GENERATED)
+        share = 100.0 * generated / result.top.samples["timed"]
+        why = (f"; {share:.0f}% of the timed samples are in generated code, after each of which py-spy reads every "
+               "library's symbols again, with the loop stopped" if generated else "")
+    console.warn(f"the profiler slowed the loop {slowdown:.1f}x, so the shares below may overstate what it is slow "
+                 f"to sample{why}. Profile again with a lower --rate (e.g. --rate 20) until it is under "
+                 f"{SLOWED:g}x, or with --profiler torch")
+
+
 def render(result: ProfileResult, rows: int) -> None:
     from benchctl import console
 
+    render_slowdown(result)
     if result.top is not None:
         render_frames(result.top, result.reps, rows)
     if result.top_ops:
@@ -114,7 +140,8 @@ def render(result: ProfileResult, rows: int) -> None:
 @click.option("--dtype", type=click.Choice(DTYPE_NAMES), default="float32", show_default=True)
 @click.option("--duration", type=click.FloatRange(min=0.1), default=5.0, show_default=True,
               help="Seconds of the timing loop to profile.")
-@click.option("--rate", type=click.IntRange(min=1), default=200, show_default=True, help="py-spy samples/s.")
+@click.option("--rate", type=click.IntRange(min=1), default=RATE_HZ, show_default=True,
+              help="py-spy samples/s (each one stops the loop while py-spy reads its stacks).")
 @click.option("--native/--no-native", default=True, show_default=True, help="py-spy: C/C++ frames too.")
 @click.option("--profiler", type=click.Choice(["py-spy", "torch"]), default="py-spy", show_default=True)
 @click.option("--memory", is_flag=True, help="torch profiler: record memory per operator and the peak.")

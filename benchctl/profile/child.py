@@ -34,6 +34,8 @@ from benchctl.measure.timing import collector_off
 from benchctl.vocab import Device, Status
 
 Setup = Callable[[], Thunk]
+UNPROFILED_S = 1.0  # the loop timed without a profiler for this long (at least one repetition) ...
+UNPROFILED_REPS = 5  # ... or this many repetitions, whichever comes first
 
 
 def benchctl_untimed_setup(setup: Setup) -> Thunk:
@@ -134,12 +136,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     setup = prepared.setup(args.pass_name)
     setup()()  # warm-up outside the markers and the profiler: the allocator's caches settle
     _sync(cell.device)()
+    # The same loop before any profiler is attached: what a repetition costs without one, so the parent
+    # can say how much the profiler slowed it.
+    alone = run_loop(setup, UNPROFILED_S, _sync(cell.device), UNPROFILED_REPS)
+    unprofiled = {"unprofiled_reps": alone[0], "unprofiled_s": alone[1]}
     if args.ready:
         wait_for_go(Path(args.ready), Path(args.go))
     if args.torch_out:
-        return {"status": Status.OK, **torch_profile(prepared, args)}
+        return {"status": Status.OK, **unprofiled, **torch_profile(prepared, args)}
     reps, timed = run_loop(setup, args.duration, _sync(cell.device))
-    return {"status": Status.OK, "reps": reps, "timed_s": timed}
+    return {"status": Status.OK, **unprofiled, "reps": reps, "timed_s": timed}
 
 
 def wait_for_go(ready: Path, go: Path, patience_s: float = 120.0) -> None:

@@ -36,6 +36,8 @@ if TYPE_CHECKING:  # cells imports torch, which the parent process has no need o
 BUILD_GRACE_S = 1800  # generous: the child may first compile an extension
 ATTACH_S = 2.0  # py-spy's time to attach (it reads the symbols of torch's libraries first) before the loop starts
 TORCH_RANGE = "benchctl.timed"
+RATE_HZ = 100  # py-spy's own default; at 200/s, two py-spys on a 2-core machine slowed a loop 2.5x
+SLOWED = 2.0  # a profiled loop this many times slower than alone: its shares may not be the loop's own
 TORCH_MAX_REPS = 100  # each repetition adds every op to the Chrome trace: keep the file openable
 MANIFEST = "profile.json"
 FILES = {"stacks": "stacks.txt", "flamegraph": "flamegraph.svg", "speedscope": "speedscope.json",
@@ -51,7 +53,7 @@ class ProfileRequest:
     cell: Cell
     pass_name: str = Pass.FORWARD_BACKWARD
     duration_s: float = 5.0
-    rate_hz: int = 200
+    rate_hz: int = RATE_HZ
     native: bool = True
     memory: bool = False
     ops_dirs: tuple[str, ...] = ()
@@ -67,6 +69,14 @@ class ProfileResult:
     top: TopFrames | None = None
     top_ops: tuple[dict[str, Any], ...] = ()
     peak_mem_bytes: float | None = None
+    unprofiled_s: float | None = None  # one repetition's seconds in the same child, before the profiler came
+
+    @property
+    def slowdown(self) -> float | None:
+        """How many times longer a repetition took under the profiler than without it."""
+        if not self.unprofiled_s or not self.reps:
+            return None
+        return self.timed_s / self.reps / self.unprofiled_s
 
 
 def find_py_spy() -> str | None:
@@ -171,7 +181,8 @@ def profile_py_spy(req: ProfileRequest, out_dir: Path) -> ProfileResult:
     name = f"{req.cell.label()} {req.pass_name}"
     (out_dir / FILES["speedscope"]).write_text(json.dumps(speedscope(stacks, name)))
     files = {k: FILES[k] for k in ("stacks", "flamegraph", "speedscope")}
-    result = ProfileResult(out_dir, "py-spy", data["reps"], data["timed_s"], files, top_frames(stacks))
+    result = ProfileResult(out_dir, "py-spy", data["reps"], data["timed_s"], files, top_frames(stacks),
+                           unprofiled_s=_unprofiled(data))
     write_manifest(req, result)
     return result
 
@@ -193,9 +204,15 @@ def profile_torch(req: ProfileRequest, out_dir: Path) -> ProfileResult:
         data = _child_result(summary, _run(child_command(req, summary, out_dir), req), req)
     files = {k: FILES[k] for k in ("trace", "top_ops")}
     result = ProfileResult(out_dir, "torch", data["reps"], data["timed_s"], files,
-                           top_ops=tuple(data["top_ops"][:KEEP_ROWS]), peak_mem_bytes=data.get("peak_mem_bytes"))
+                           top_ops=tuple(data["top_ops"][:KEEP_ROWS]), peak_mem_bytes=data.get("peak_mem_bytes"),
+                           unprofiled_s=_unprofiled(data))
     write_manifest(req, result)
     return result
+
+
+def _unprofiled(data: dict[str, Any]) -> float | None:
+    reps = data.get("unprofiled_reps")
+    return data["unprofiled_s"] / reps if reps else None
 
 
 def write_manifest(req: ProfileRequest, result: ProfileResult) -> Path:
@@ -204,7 +221,8 @@ def write_manifest(req: ProfileRequest, result: ProfileResult) -> Path:
         "schema_version": 1, "profiler": result.profiler, "created": datetime.now().isoformat(timespec="seconds"),
         "cell": json.loads(req.cell.to_json()), "label": req.cell.label(), "pass": req.pass_name,
         "duration_s": req.duration_s, "rate_hz": req.rate_hz, "native": req.native, "memory": req.memory,
-        "reps": result.reps, "timed_s": result.timed_s, "files": result.files,
+        "reps": result.reps, "timed_s": result.timed_s, "unprofiled_s_per_rep": result.unprofiled_s,
+        "slowdown": result.slowdown, "files": result.files,
         "top_ops": list(result.top_ops), "peak_mem_bytes": result.peak_mem_bytes,
         **(result.top.to_dict() if result.top else {}),
     }

@@ -167,6 +167,11 @@ def test_py_spy_arguments_and_files_with_a_stand_in(tmp_path: Path, monkeypatch:
     assert manifest["samples"]["timed"] == 65 and manifest["reps"] >= 1 and not manifest["native"]
     assert manifest["pass"] == "forward" and manifest["cell"]["params"] == {"C": 3, "H": 32, "W": 32, "batch_size": 2, "k": 5}
     assert manifest["top_self"][0]["samples"] == 30
+    # The child timed the loop before the stand-in attached; the slowdown is the two per-repetition times.
+    assert manifest["unprofiled_s_per_rep"] > 0
+    per_rep = manifest["timed_s"] / manifest["reps"]
+    assert manifest["slowdown"] == pytest.approx(per_rep / manifest["unprofiled_s_per_rep"])
+    assert "it took alone" in result.output
     assert "fill_kernel" in result.output and "slice_backward" in result.output
 
 
@@ -225,3 +230,22 @@ def test_help_lists_the_options() -> None:
     for option in ("--pass", "--native / --no-native", "--profiler", "--duration", "--rate", "--out", "--memory"):
         assert option in result.output
     assert DTYPE_NAMES == tuple(DTYPES)  # names only, so --help does not import torch
+
+
+def test_a_loop_the_profiler_slowed_past_the_limit_is_a_warning_naming_generated_code(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from benchctl.cli.profile import render_slowdown
+    from benchctl.profile.stacks import FrameStat, TopFrames
+
+    frames = (FrameStat("k (generated code)", "k", GENERATED, True, 30, 60.0),
+              FrameStat("f (libtorch_cpu.so)", "f", "libtorch_cpu.so", True, 20, 40.0))
+    top = TopFrames({"total": 50, "timed": 50, "setup": 0, "startup": 0}, frames, frames, ())
+    slowed = profiling.ProfileResult(Path("p"), "py-spy", 2, 1.4, top=top, unprofiled_s=0.1)
+    render_slowdown(slowed)
+    said = capsys.readouterr()
+    assert "a repetition took 700 ms under py-spy, 7.0x the 100 ms it took alone" in said.out
+    assert "slowed the loop 7.0x" in said.err and "60% of the timed samples are in generated code" in said.err
+    assert "--rate" in said.err
+    render_slowdown(profiling.ProfileResult(Path("p"), "py-spy", 2, 0.3, top=top, unprofiled_s=0.1))
+    said = capsys.readouterr()
+    assert "1.5x the 100 ms" in said.out and not said.err  # under the limit: said, not warned

@@ -169,6 +169,15 @@ def test_manifest_round_trips(tmp_path: Path, top: TopFrames) -> None:
     assert loaded["pass"] == "backward" and loaded["reps"] == 7
     assert TopFrames.from_dict(loaded) == top
     assert Cell.from_json(json.dumps(loaded["cell"])) == cell
+    assert loaded["unprofiled_s_per_rep"] is None and loaded["slowdown"] is None  # not measured: not invented
+
+
+def test_slowdown_is_a_profiled_repetition_over_one_alone(tmp_path: Path) -> None:
+    result = profiling.ProfileResult(tmp_path, "py-spy", 4, 2.0, unprofiled_s=0.1)
+    assert result.slowdown == pytest.approx(5.0)  # 0.5 s a repetition under the profiler, 0.1 s alone
+    assert profiling.ProfileResult(tmp_path, "py-spy", 0, 0.0, unprofiled_s=0.1).slowdown is None
+    assert profiling._unprofiled({"unprofiled_reps": 4, "unprofiled_s": 0.6}) == pytest.approx(0.15)
+    assert profiling._unprofiled({}) is None
 
 
 def test_child_command_is_a_list_without_a_shell() -> None:
