@@ -102,7 +102,7 @@ def render_slowdown(result: ProfileResult) -> None:
         return
     console.out.print(f"a repetition took {result.timed_s / result.reps * 1e3:.4g} ms under {result.profiler}, "
                       f"{slowdown:.1f}x the {result.unprofiled_s * 1e3:.4g} ms it took alone", highlight=False)
-    if slowdown < SLOWED:
+    if not result.slowed:
         return
     why = ""
     if result.top is not None and result.top.samples["timed"]:
@@ -166,9 +166,10 @@ def command(op: str, impl: str, device: str, target: str | None, pass_name: str,
     if memory and profiler != "torch":
         raise UsageError("--memory needs --profiler torch (py-spy samples stacks, not allocations)")
     from benchctl.profile import profilers as profiling
+    from benchctl.results import storage
     cell = build_cell(op, impl, device, target, dtype, batch_size, params, ops_dirs)
     req = profiling.ProfileRequest(cell, pass_name, duration, rate, native, memory, tuple(ops_dirs))
     stamp = f"{datetime.now():%Y%m%d-%H%M%S}"
-    out = out_dir or Path("results/profiles") / f"{op}-{impl}-{cell.device}-{pass_name}-{stamp}"
+    out = out_dir or Path("results", storage.PROFILES_DIR, f"{op}-{impl}-{cell.device}-{pass_name}-{stamp}")
     run = profiling.profile_torch if profiler == "torch" else profiling.profile_py_spy
     render(run(req, out), top)

@@ -50,7 +50,7 @@ def command(results: tuple[Path, ...], out_dir: Path | None, ops: tuple[str, ...
             raise UsageError(str(exc)) from None
         history = history_page.for_run(loaded.folders[0]) if len(loaded.folders) == 1 else None
         built = page.build(loaded.rows, out_dir or page.default_out_dir(loaded.folders, root),
-                             loaded.metas, wanted, ops, history=history)
+                             loaded.metas, wanted, ops, history=history, profiles_root=root)
     for warning in caught:
         console.warn(str(warning.message))
     for line in storage.unfinished(loaded.metas):

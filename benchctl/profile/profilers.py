@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from benchctl import interpreter
 from benchctl.errors import BenchError
 from benchctl.profile import perf_map
+from benchctl.results import storage
 from benchctl.profile.stacks import KEEP_ROWS, Stacks, TopFrames, parse_collapsed, speedscope, top_frames
 from benchctl.vocab import Pass, Status
 
@@ -39,7 +40,7 @@ TORCH_RANGE = "benchctl.timed"
 RATE_HZ = 100  # py-spy's own default; at 200/s, two py-spys on a 2-core machine slowed a loop 2.5x
 SLOWED = 2.0  # a profiled loop this many times slower than alone: its shares may not be the loop's own
 TORCH_MAX_REPS = 100  # each repetition adds every op to the Chrome trace: keep the file openable
-MANIFEST = "profile.json"
+MANIFEST = storage.PROFILE_MANIFEST
 FILES = {"stacks": "stacks.txt", "flamegraph": "flamegraph.svg", "speedscope": "speedscope.json",
          "trace": "trace.json", "top_ops": "top_ops.csv"}
 _PERMISSION = re.compile(r"permission denied|operation not permitted|os error (1|13)\b|ptrace", re.I)
@@ -77,6 +78,11 @@ class ProfileResult:
         if not self.unprofiled_s or not self.reps:
             return None
         return self.timed_s / self.reps / self.unprofiled_s
+
+    @property
+    def slowed(self) -> bool:
+        """Slowed enough that its shares may not be the loop's own (SLOWED)."""
+        return self.slowdown is not None and self.slowdown >= SLOWED
 
 
 def find_py_spy() -> str | None:
@@ -222,7 +228,7 @@ def write_manifest(req: ProfileRequest, result: ProfileResult) -> Path:
         "cell": json.loads(req.cell.to_json()), "label": req.cell.label(), "pass": req.pass_name,
         "duration_s": req.duration_s, "rate_hz": req.rate_hz, "native": req.native, "memory": req.memory,
         "reps": result.reps, "timed_s": result.timed_s, "unprofiled_s_per_rep": result.unprofiled_s,
-        "slowdown": result.slowdown, "files": result.files,
+        "slowdown": result.slowdown, "slowed": result.slowed, "files": result.files,
         "top_ops": list(result.top_ops), "peak_mem_bytes": result.peak_mem_bytes,
         **(result.top.to_dict() if result.top else {}),
     }

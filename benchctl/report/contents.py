@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from benchctl.report.profiles import ProfileEntry
+
 
 @dataclass(frozen=True)
 class Section:
@@ -39,3 +41,4 @@ class Report:
     machine: list[Path] = field(default_factory=list)  # the memory bandwidth probes over the run [png, svg]
     load: list[Path] = field(default_factory=list)  # other processes' load and the canary over the run [png, svg]
     history: Path | None = None  # the history page of these cells across runs (report/history_page.py)
+    profiles: list[ProfileEntry] = field(default_factory=list)  # `benchctl profile`'s of these operators

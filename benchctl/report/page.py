@@ -13,7 +13,7 @@ from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
-from benchctl.report import charts, machine_chart, roofline
+from benchctl.report import charts, machine_chart, profiles, roofline
 from benchctl.report.contents import Report, Section
 from benchctl.report.render import render_html, render_markdown, slug
 from benchctl.report.tables import environment, failure_table, op_table
@@ -107,8 +107,10 @@ def stored_references(metas: Sequence[Mapping[str, Any]]) -> dict[str, str]:
 
 def build(rows: pd.DataFrame, out_dir: Path, metas: Sequence[Mapping[str, Any]] = (),
           baselines: Mapping[str, str] | None = None, ops: Sequence[str] = (),
-          peaks: Mapping[str, Mapping[str, float]] | None = None, history: Path | None = None) -> Report:
-    """Charts for every operator and target in `rows`, then index.html and summary.md in `out_dir`."""
+          peaks: Mapping[str, Mapping[str, float]] | None = None, history: Path | None = None,
+          profiles_root: Path | None = None) -> Report:
+    """Charts for every operator and target in `rows`, then index.html and summary.md in `out_dir`; with
+    `profiles_root`, the profiles of those operators found under it."""
     rows, superseded = latest_only(select_ops(rows, ops).assign(target=lambda d: d["target"].fillna("op").astype(str)))
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -125,7 +127,8 @@ def build(rows: pd.DataFrame, out_dir: Path, metas: Sequence[Mapping[str, Any]] 
     report = Report(out_dir, sections, environment(rows, metas), statuses,
                     datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), superseded=superseded,
                     machine=charts.save(machine, out_dir / "figures" / "machine-bandwidth") if machine else [],
-                    load=charts.save(load, out_dir / "figures" / "machine-load") if load else [], history=history)
+                    load=charts.save(load, out_dir / "figures" / "machine-load") if load else [], history=history,
+                    profiles=profiles.find(profiles_root, set(rows["op"])) if profiles_root is not None else [])
     pages = {out_dir / "index.html": render_html(report), out_dir / "summary.md": render_markdown(report)}
     for path, text in pages.items():
         path.write_text(text, encoding="utf-8")

@@ -14,6 +14,7 @@ from typing import Any
 import pandas as pd
 
 from benchctl.report.contents import Report
+from benchctl.report.profiles import ProfileEntry
 from benchctl.report.tables import BANDWIDTH, ENV_COLUMNS
 
 
@@ -60,7 +61,7 @@ def render_markdown(report: Report) -> str:
         out += ["", *(f"*{md_text(line)}*" for line in s.absent), "", _md_table(s.table), ""]
         if len(s.failures):
             out += [f"### Cells without a time ({len(s.failures)})", "", _md_table(s.failures), ""]
-    return "\n".join(out)
+    return "\n".join(out + _profiles_markdown(report))
 
 
 CSS = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1400px;padding:0 1em;color:#222}
@@ -83,14 +84,51 @@ def _html_table(table: pd.DataFrame) -> str:
 def _history_link(report: Report) -> list[str]:
     if report.history is None:
         return []
-    href = Path(os.path.relpath(report.history, report.out_dir)).as_posix()
+    href = _href(report, report.history)
     return [f'<p>These cells across runs and commits: <a href="{html.escape(href)}">history</a>.</p>']
+
+
+PROFILE_COLUMNS = ["cell", "pass", "profiler", "when", "profiler's cost", "most self time", "files"]
+PROFILES_TITLE = "Profiles"
+
+
+def _href(report: Report, path: Path) -> str:
+    return Path(os.path.relpath(path, report.out_dir)).as_posix()
+
+
+def _profile_cells(p: ProfileEntry) -> list[str]:
+    return [p.label, p.pass_name, p.profiler, p.created.replace("T", " "), p.cost, p.top]
+
+
+def _profiles_markdown(report: Report) -> list[str]:
+    if not report.profiles:
+        return []
+    rows = [[*map(md_text, _profile_cells(p)), " · ".join(f"[{role}]({_href(report, path)})"
+                                                         for role, path in p.files.items())] for p in report.profiles]
+    table = ["| " + " | ".join(PROFILE_COLUMNS) + " |", "|" + "---|" * len(PROFILE_COLUMNS),
+             *("| " + " | ".join(row) + " |" for row in rows)]
+    return [f"## {PROFILES_TITLE}", "", *table, ""]
+
+
+def _profiles_html(report: Report) -> list[str]:
+    if not report.profiles:
+        return []
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in PROFILE_COLUMNS)
+    rows = []
+    for p in report.profiles:
+        links = " · ".join(f'<a href="{html.escape(_href(report, path))}">{html.escape(role)}</a>'
+                           for role, path in p.files.items())
+        cells = "".join(f"<td>{html.escape(c)}</td>" for c in _profile_cells(p))
+        rows.append(f"<tr>{cells}<td>{links}</td></tr>")
+    return [f'<h2 id="{slug(PROFILES_TITLE)}">{PROFILES_TITLE}</h2>',
+            f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"]
 
 
 def render_html(report: Report) -> str:
     body = [f"<h1>benchctl report</h1><p>Generated {report.generated}. Cells: {html.escape(_status_line(report))}.</p>",
-            "<p>" + " · ".join(f'<a href="#{slug(s.title)}">{html.escape(s.title)}</a>'
-                               for s in report.sections) + "</p>",
+            "<p>" + " · ".join([f'<a href="#{slug(s.title)}">{html.escape(s.title)}</a>' for s in report.sections]
+                               + [f'<a href="#{slug(PROFILES_TITLE)}">{PROFILES_TITLE}</a>'] * bool(report.profiles))
+            + "</p>",
             *_history_link(report), "<h2>Environment</h2>", _html_table(_env_table(report))]
     if report.machine:
         body.append(_img(report, "memory bandwidth probes", report.machine, "machine"))
@@ -105,5 +143,6 @@ def render_html(report: Report) -> str:
         body.append(_html_table(s.table))
         if len(s.failures):
             body += [f"<h3>Cells without a time ({len(s.failures)})</h3>", _html_table(s.failures)]
+    body += _profiles_html(report)
     return (f"<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>benchctl report</title>"
             f"<style>{CSS}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")

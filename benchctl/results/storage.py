@@ -35,6 +35,8 @@ from benchctl.vocab import RunState
 RUN_FILE = "_run.json"  # leading underscore: parquet dataset readers skip it
 LEGACY_RUN_FILE = "run.json"  # what runs written before were called; still read
 REPORT_DIR = "_report"  # a run's report, inside its folder
+PROFILES_DIR = "profiles"  # `benchctl profile`'s folders, one per profile, inside the results folder
+PROFILE_MANIFEST = "profile.json"  # what was profiled, how, its files and tables (profile/profilers.py)
 
 
 class ResultsNotWritten(BenchError):

@@ -1,0 +1,81 @@
+"""The profiles of a report's operators (benchctl.report.profiles): manifests written by the profiler's own
+writer, found for the report's operators only, and linked from both pages."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from benchctl.ops.cells import Cell
+from benchctl.profile import profilers as profiling
+from benchctl.profile.stacks import parse_collapsed, top_frames
+from benchctl.report import page as report
+from benchctl.report import profiles
+from benchctl.results import storage
+from tests.report.test_page import row, write_run
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "profile_stacks.txt"
+TORCH_OPS = ({"name": "aten::fill_", "pct": 43.0}, {"name": "aten::convolution_backward", "pct": 21.2},
+             {"name": "aten::add_", "pct": 13.0}, {"name": "aten::mul", "pct": 4.0})
+
+
+def write_profile(root: Path, name: str, op: str, profiler: str, slowdown: float) -> Path:
+    """A manifest as `benchctl profile` writes it: 4 repetitions, 0.1 s each alone."""
+    cell = Cell.make(op, "module", "py", "cpu", "float32", {"batch_size": 8}, ("backward",))
+    top = top_frames(parse_collapsed(FIXTURE.read_text())) if profiler == "py-spy" else None
+    files = {"flamegraph": "flamegraph.svg", "speedscope": "speedscope.json"} if top else {"trace": "trace.json"}
+    result = profiling.ProfileResult(root / storage.PROFILES_DIR / name, profiler, 4, 0.4 * slowdown, files, top,
+                                     top_ops=() if top else TORCH_OPS, unprofiled_s=0.1)
+    result.out_dir.mkdir(parents=True)
+    return profiling.write_manifest(profiling.ProfileRequest(cell, "backward"), result)
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    write_profile(tmp_path, "a-spy", "hoconv2d", "py-spy", 7.0)
+    write_profile(tmp_path, "b-torch", "hoconv2d", "torch", 1.3)
+    write_profile(tmp_path, "c-other", "lstm_cell", "py-spy", 1.0)
+    (tmp_path / storage.PROFILES_DIR / "d-broken").mkdir()
+    (tmp_path / storage.PROFILES_DIR / "d-broken" / storage.PROFILE_MANIFEST).write_text("{not json")
+    return tmp_path
+
+
+def test_the_report_operators_profiles_with_their_top_operators(root: Path) -> None:
+    found = profiles.find(root, {"hoconv2d"})
+    assert sorted(p.profiler for p in found) == ["py-spy", "torch"]  # not lstm_cell's, not the broken file
+    spy = next(p for p in found if p.profiler == "py-spy")
+    # The fixture's ATen ops by self share: zero_ 30, mul_Tensor 15, copy_ 10 of 65 timed samples.
+    assert spy.top == "zero_ 46%, mul_Tensor 23%, copy_ 15%"
+    assert spy.slowdown == pytest.approx(7.0) and spy.slowed and spy.cost == "7.0x (shares may be bent)"
+    assert set(spy.files) == {"flame graph", "speedscope", storage.PROFILE_MANIFEST}
+    torch_profile = next(p for p in found if p.profiler == "torch")
+    assert torch_profile.top == "aten::fill_ 43%, aten::convolution_backward 21%, aten::add_ 13%"
+    assert torch_profile.cost == "1.3x" and not torch_profile.slowed
+    assert profiles.find(root / "nowhere", {"hoconv2d"}) == []
+
+
+def test_both_pages_link_each_profiles_files(root: Path) -> None:
+    run = write_run(root, "20240101-000000-aaaaaa", [row("py", "cpu", "backward", 8)])
+    loaded = report.load_results([run])
+    built = report.build(loaded.rows, root / "rep", loaded.metas, profiles_root=root)
+    assert len(built.profiles) == 2
+    page = (root / "rep" / "index.html").read_text()
+    hrefs = re.findall(r'href="([^"#]+)"', page)
+    spy = [h for h in hrefs if "a-spy" in h]
+    assert sorted(Path(h).name for h in spy) == ["flamegraph.svg", storage.PROFILE_MANIFEST, "speedscope.json"]
+    assert all((root / "rep" / h).resolve() == (root / storage.PROFILES_DIR / "a-spy" / Path(h).name).resolve()
+               for h in spy)
+    assert "7.0x (shares may be bent)" in page and 'href="#Profiles"' in page
+    summary = (root / "rep" / "summary.md").read_text()
+    assert "## Profiles" in summary and "[flame graph](../profiles/a-spy/flamegraph.svg)" in summary
+    assert "lstm_cell" not in summary
+
+
+def test_a_report_without_profiles_has_no_profiles_section(tmp_path: Path) -> None:
+    run = write_run(tmp_path, "20240101-000000-aaaaaa", [row("py", "cpu", "backward", 8)])
+    loaded = report.load_results([run])
+    report.build(loaded.rows, tmp_path / "rep", loaded.metas, profiles_root=tmp_path)
+    assert "Profiles" not in (tmp_path / "rep" / "index.html").read_text()
+    assert profiles.find(tmp_path, {"hoconv2d"}) == []
