@@ -97,19 +97,19 @@ def render_slowdown(result: ProfileResult) -> None:
     from benchctl.profile.profilers import SLOWED
     from benchctl.profile.stacks import GENERATED
 
-    slowdown = result.slowdown
-    if slowdown is None or result.unprofiled_s is None:
+    slowdown, alone = result.slowdown, result.unprofiled_s
+    if slowdown is None or alone is None:
         return
     console.out.print(f"a repetition took {result.timed_s / result.reps * 1e3:.4g} ms under {result.profiler}, "
-                      f"{slowdown:.1f}x the {result.unprofiled_s * 1e3:.4g} ms it took alone", highlight=False)
+                      f"{slowdown:.1f}x the {alone * 1e3:.4g} ms it took alone", highlight=False)
     if not result.slowed:
         return
     why = ""
     if result.top is not None and result.top.samples["timed"]:
         generated = sum(r.samples for r in result.top.by_self if r.location == GENERATED)
         share = 100.0 * generated / result.top.samples["timed"]
-        why = (f"; {share:.0f}% of the timed samples are in generated code, after each of which py-spy reads every "
-               "library's symbols again, with the loop stopped" if generated else "")
+        why = (f"; {share:.0f}% of the timed samples are in generated code, after each of which py-spy, finding no "
+               "file for the address, reloads the process's libraries with the loop stopped" if generated else "")
     console.warn(f"the profiler slowed the loop {slowdown:.1f}x, so the shares below may overstate what it is slow "
                  f"to sample{why}. Profile again with a lower --rate (e.g. --rate 20) until it is under "
                  f"{SLOWED:g}x, or with --profiler torch")

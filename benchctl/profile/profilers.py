@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any
 from benchctl import interpreter
 from benchctl.errors import BenchError
 from benchctl.profile import perf_map
-from benchctl.results import storage
 from benchctl.profile.stacks import KEEP_ROWS, Stacks, TopFrames, parse_collapsed, speedscope, top_frames
+from benchctl.results import storage
 from benchctl.vocab import Pass, Status
 
 if TYPE_CHECKING:  # cells imports torch, which the parent process has no need of
