@@ -4,7 +4,7 @@ py-spy attaches to the child once it has built its cell (imports, inputs, the fi
 out of the profile and the first sample comes at once). Two py-spy processes attach to it together,
 because py-spy cannot convert between its formats and the flame graph is its own rendering: one writes
 collapsed stacks (`stacks.txt`, from which `benchctl.profile.stacks` makes the top-frames tables and the
-speedscope JSON), the other the flame graph SVG. Both files then name the code the child generated at
+speedscope JSON), the other the flame graph SVG at a quarter of the rate. Both files then name the code the child generated at
 run time, from its perf map (`perf_map`). The torch profiler runs in the child, which writes the Chrome
 trace and the top operators itself. Nothing here prints.
 """
@@ -37,7 +37,8 @@ if TYPE_CHECKING:  # cells imports torch, which the parent process has no need o
 BUILD_GRACE_S = 1800  # generous: the child may first compile an extension
 ATTACH_S = 2.0  # py-spy's time to attach (it reads the symbols of torch's libraries first) before the loop starts
 TORCH_RANGE = "benchctl.timed"
-RATE_HZ = 100  # py-spy's own default; at 200/s, two py-spys on a 2-core machine slowed a loop 2.5x
+RATE_HZ = 100  # py-spy's own default; at 200/s, two py-spys on a 2-core machine slowed a loop 2.3-2.5x
+FLAMEGRAPH_SHARE = 4  # the flame graph's py-spy at a quarter of the rate: a loop slowed 1.55x, not 1.85x
 SLOWED = 2.0  # a profiled loop this many times slower than alone: its shares may not be the loop's own
 TORCH_MAX_REPS = 100  # each repetition adds every op to the Chrome trace: keep the file openable
 MANIFEST = storage.PROFILE_MANIFEST
@@ -141,7 +142,7 @@ def _record(py_spy: str, req: ProfileRequest, outputs: dict[str, Path],
         try:
             _wait_ready(child, tmp / "ready")
             for fmt, output in outputs.items() if child.poll() is None else ():
-                cmd = [py_spy, "record", "--pid", str(child.pid), "--format", fmt, "--rate", str(req.rate_hz),
+                cmd = [py_spy, "record", "--pid", str(child.pid), "--format", fmt, "--rate", str(_rate(req, fmt)),
                        "--output", str(output)] + ["--native"] * req.native
                 spies.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=stderr))
             time.sleep(ATTACH_S)
@@ -163,6 +164,12 @@ def _record(py_spy: str, req: ProfileRequest, outputs: dict[str, Path],
         raise BenchError(PTRACE_HINT if _PERMISSION.search(said) else
                          f"py-spy wrote no {missing[0]} file: {said.strip()[-300:]}")
     return data, symbols
+
+
+def _rate(req: ProfileRequest, fmt: str) -> int:
+    """The flame graph's py-spy samples at a fraction of the rate: each sample stops the loop, and the
+    tables come from the other one's."""
+    return max(1, req.rate_hz // FLAMEGRAPH_SHARE) if fmt == "flamegraph" else req.rate_hz
 
 
 def _wait_ready(child: subprocess.Popen[bytes], ready: Path) -> None:

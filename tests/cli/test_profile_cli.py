@@ -161,8 +161,10 @@ def test_py_spy_arguments_and_files_with_a_stand_in(tmp_path: Path, monkeypatch:
     assert sorted(c[c.index("--format") + 1] for c in calls) == ["flamegraph", "raw"]  # both attach together
     pids = {argv[argv.index("--pid") + 1] for argv in calls}
     assert len(pids) == 1 and pids.pop().isdigit()  # to the one child, after it built its cell
+    rates = {argv[argv.index("--format") + 1]: argv[argv.index("--rate") + 1] for argv in calls}
+    assert rates == {"raw": "77", "flamegraph": "19"}  # the tables' samples at the rate, the picture's at 1/4
     for argv in calls:
-        assert argv[0] == "record" and "--native" not in argv and argv[argv.index("--rate") + 1] == "77"
+        assert argv[0] == "record" and "--native" not in argv
     manifest = json.loads((out / "profile.json").read_text())
     assert manifest["samples"]["timed"] == 65 and manifest["reps"] >= 1 and not manifest["native"]
     assert manifest["pass"] == "forward" and manifest["cell"]["params"] == {"C": 3, "H": 32, "W": 32, "batch_size": 2, "k": 5}
