@@ -34,8 +34,7 @@ from benchctl.measure.timing import collector_off
 from benchctl.vocab import Device, Status
 
 Setup = Callable[[], Thunk]
-UNPROFILED_S = 1.0  # the loop timed without a profiler for this long (at least one repetition) ...
-UNPROFILED_REPS = 5  # ... or this many repetitions, whichever comes first
+UNPROFILED_S = 1.0  # the loop timed without a profiler for this long (at least one repetition)
 
 
 def benchctl_untimed_setup(setup: Setup) -> Thunk:
@@ -138,7 +137,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     _sync(cell.device)()
     # The same loop before any profiler is attached: what a repetition costs without one, so the parent
     # can say how much the profiler slowed it.
-    alone = run_loop(setup, UNPROFILED_S, _sync(cell.device), UNPROFILED_REPS)
+    alone = run_loop(setup, UNPROFILED_S, _sync(cell.device))
     unprofiled = {"unprofiled_reps": alone[0], "unprofiled_s": alone[1]}
     if args.ready:
         wait_for_go(Path(args.ready), Path(args.go))
