@@ -22,6 +22,7 @@ from benchctl.profile.stacks import GENERATED, Stacks
 JIT_PROFILE = "ONEDNN_JIT_PROFILE"
 LINUX_PERF_MAP = 2  # JIT_PROFILE's bit for a perf map (1 is VTune, 4 perf's jitdump)
 _ADDRESS = re.compile(r"0x([0-9a-f]+) \([^()]*\)")  # py-spy's frame for an address it has no symbol for
+_HEX = re.compile(r"(0x)?[0-9a-fA-F]+")
 _SERIAL = re.compile(r"\.\d+$")  # oneDNN numbers each kernel it generates: one name per kind of kernel
 
 
@@ -52,7 +53,7 @@ def parse(text: str) -> JitSymbols:
     spans = []
     for line in text.splitlines():
         parts = line.split(maxsplit=2)
-        if len(parts) == 3 and all(re.fullmatch(r"(0x)?[0-9a-fA-F]+", p) for p in parts[:2]):
+        if len(parts) == 3 and all(_HEX.fullmatch(p) for p in parts[:2]):
             start, size = int(parts[0], 16), int(parts[1], 16)
             spans.append((start, start + size, _SERIAL.sub("", parts[2].strip())))
     spans.sort()

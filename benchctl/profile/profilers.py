@@ -190,7 +190,7 @@ def profile_py_spy(req: ProfileRequest, out_dir: Path) -> ProfileResult:
     with tempfile.TemporaryDirectory() as tmp:
         data, symbols = _record(py_spy, req, {"raw": out_dir / FILES["stacks"],
                                               "flamegraph": out_dir / FILES["flamegraph"]}, Path(tmp))
-    stacks = _named(out_dir, symbols)
+    stacks = _stacks_named(out_dir, symbols)
     name = f"{req.cell.label()} {req.pass_name}"
     (out_dir / FILES["speedscope"]).write_text(json.dumps(speedscope(stacks, name)))
     files = {k: FILES[k] for k in ("stacks", "flamegraph", "speedscope")}
@@ -200,7 +200,7 @@ def profile_py_spy(req: ProfileRequest, out_dir: Path) -> ProfileResult:
     return result
 
 
-def _named(out_dir: Path, symbols: perf_map.JitSymbols) -> Stacks:
+def _stacks_named(out_dir: Path, symbols: perf_map.JitSymbols) -> Stacks:
     """The stacks, with generated code named in them and in the flame graph (both files rewritten)."""
     stacks_file, svg = out_dir / FILES["stacks"], out_dir / FILES["flamegraph"]
     stacks = perf_map.name_stacks(parse_collapsed(stacks_file.read_text()), symbols)

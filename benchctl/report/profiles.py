@@ -12,6 +12,7 @@ from typing import Any, Collection
 from benchctl.results import storage
 
 TOP = 3  # operators named per profile
+# The manifest's `files` keys worth a link (profile/profilers.py's FILES), and what the link says.
 FILE_ROLES = {"flamegraph": "flame graph", "speedscope": "speedscope", "trace": "Chrome trace"}
 
 
