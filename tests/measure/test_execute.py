@@ -161,7 +161,9 @@ def test_a_median_under_the_floor_is_below_floor_not_a_record(builtin_ops):
     assert row["status"] == "below_floor" and row["samples_s"] and row["median_s"] > 0
     floor_ms = row["bytes"] / 1e6 * 1e3
     assert row["pct_of_peak"] == pytest.approx(100 * floor_ms / 1e3 / row["median_s"])
-    assert row["message"].startswith("below the floor:") and f"{floor_ms:.3g} ms" in row["message"]
+    # a noisy or disturbed run's doubts come first; the floor's verdict is the last part, whatever came before
+    said = row["message"].split("; ")[-1]
+    assert said.startswith("below the floor:") and f"{floor_ms:.3g} ms" in said, row["message"]
     [row] = run_cell(cell, replace(FAST, peaks={"cpu": {"gbps": 1e6, "gflops": 1e9}}, probe_bandwidth=False))
     assert row["status"] == "ok" and row["pct_of_peak"] < 110  # a floor far under the time: fine
     # Declared bytes may count re-reads a cache serves: held against DRAM the pass looks impossible, held
