@@ -92,27 +92,43 @@ def render_ops(ops: Sequence[dict[str, Any]], reps: int, rows: int) -> None:
 
 
 def render_slowdown(result: ProfileResult) -> None:
-    """What the profiler cost the loop, and a warning when that was enough to bend the shares."""
+    """What the profiler cost the loop, split into its thread's own work and its time off the CPU, and a
+    warning when that was enough to bend the shares."""
     from benchctl import console
-    from benchctl.profile.profilers import SLOWED
-    from benchctl.profile.stacks import GENERATED
 
     slowdown, alone = result.slowdown, result.unprofiled_s
     if slowdown is None or alone is None:
         return
+    split = ("" if result.ran is None or result.off_cpu is None else
+             f": its thread ran {result.ran:.2f}x as long, and was off the CPU {result.off_cpu:.0%} of the time")
     console.out.print(f"a repetition took {result.timed_s / result.reps * 1e3:.4g} ms under {result.profiler}, "
-                      f"{slowdown:.1f}x the {alone * 1e3:.4g} ms it took alone", highlight=False)
-    if not result.slowed:
-        return
-    why = ""
+                      f"{slowdown:.1f}x the {alone * 1e3:.4g} ms it took alone{split}", highlight=False)
+    if result.slowed:
+        console.warn(_slowed_warning(result))
+
+
+def _slowed_warning(result: ProfileResult) -> str:
+    """Why the shares of a slowed profile may be bent, from what was measured, and what to do."""
+    from benchctl.profile.profilers import SLOWED
+    from benchctl.profile.stacks import GENERATED
+
+    why = []
+    if result.off_cpu is not None and result.off_cpu >= 1 - 1 / SLOWED:
+        why.append(f"the loop was off the CPU {result.off_cpu:.0%} of the time, mostly held stopped while py-spy read "
+                   "its stacks; py-spy spaces its samples at random, but takes one that falls due while it is busy "
+                   "as soon as it is free, so about that share of the samples came at py-spy's pace, not at random "
+                   "moments of the loop")
+    if result.ran is not None and result.ran >= SLOWED:
+        why.append(f"its thread ran {result.ran:.1f}x as long as alone: the profiler changed the work itself")
     if result.top is not None and result.top.samples["timed"]:
         generated = sum(r.samples for r in result.top.by_self if r.location == GENERATED)
-        share = 100.0 * generated / result.top.samples["timed"]
-        why = (f"; {share:.0f}% of the timed samples are in generated code, after each of which py-spy, finding no "
-               "file for the address, reloads the process's libraries with the loop stopped" if generated else "")
-    console.warn(f"the profiler slowed the loop {slowdown:.1f}x, so the shares below may overstate what it is slow "
-                 f"to sample{why}. Profile again with a lower --rate (e.g. --rate 20) until it is under "
-                 f"{SLOWED:g}x, or with --profiler torch")
+        if generated:
+            why.append(f"{100.0 * generated / result.top.samples['timed']:.0f}% of the timed samples are in generated "
+                       "code, after each of which py-spy, finding no file for the address, reloads the process's "
+                       "libraries with the loop stopped")
+    return (f"the profiler slowed the loop {result.slowdown:.1f}x, so the shares below may overstate what it is slow "
+            f"to sample{''.join('; ' + w for w in why)}. Profile again with a lower --rate (e.g. --rate 20) until "
+            f"it is under {SLOWED:g}x, or with --profiler torch")
 
 
 def render(result: ProfileResult, rows: int) -> None:

@@ -6,8 +6,9 @@ duration. The two steps run inside functions with distinctive names (`stacks.SET
 `stacks.TIMED_FRAME`) so the parent can tell samples in the timed thunk from samples in the untimed
 setup and in start-up (imports, the first compile call).
 
-Its result (repetitions, seconds, or the error) goes to the `--summary` JSON file rather than stdout,
-because under py-spy the exit status and output of the child are not passed back.
+Its result (repetitions, wall and CPU seconds, alone and under the profiler, or the error) goes to the
+`--summary` JSON file rather than stdout, because under py-spy the child's exit status and output are
+not passed back.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, ContextManager
+from typing import Any, Callable, ContextManager, NamedTuple
 
 import torch
 
@@ -48,22 +49,30 @@ def benchctl_timed_thunk(thunk: Thunk, sync: Callable[[], None]) -> None:
     sync()
 
 
+class Loop(NamedTuple):
+    """What `run_loop` did: repetitions, and the timed thunks' wall seconds and their thread's CPU seconds."""
+    reps: int
+    timed_s: float
+    cpu_s: float  # the calling thread's: none while a profiler holds it stopped or it waits for a core
+
+
 def run_loop(setup: Setup, duration_s: float, sync: Callable[[], None], max_reps: int | None = None,
-             timed_range: Callable[[], ContextManager[Any]] = contextlib.nullcontext) -> tuple[int, float]:
-    """Repeats setup + thunk until `duration_s` has passed (at least once); returns (reps, timed s).
+             timed_range: Callable[[], ContextManager[Any]] = contextlib.nullcontext) -> Loop:
+    """Repeats setup + thunk until `duration_s` has passed (at least once).
     The garbage collector is off as in `benchctl run`'s timing loop: on, its full collections (no Python
     frames that py-spy can read) took 1.5 s of a 2 s profile of hoconv2d's py backward."""
-    reps, timed = 0, 0.0
+    reps, timed, cpu = 0, 0.0, 0.0
     deadline = time.perf_counter() + duration_s
     with collector_off():
         while reps == 0 or (time.perf_counter() < deadline and (max_reps is None or reps < max_reps)):
             thunk = benchctl_untimed_setup(setup)
-            start = time.perf_counter()
+            start, ran = time.perf_counter(), time.thread_time()
             with timed_range():
                 benchctl_timed_thunk(thunk, sync)
             timed += time.perf_counter() - start
+            cpu += time.thread_time() - ran
             reps += 1
-    return reps, timed
+    return Loop(reps, timed, cpu)
 
 
 def _sync(device: str) -> Callable[[], None]:
@@ -107,8 +116,7 @@ def torch_profile(prepared: execute.Prepared, args: argparse.Namespace) -> dict[
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == Device.CUDA else [])
     setup = prepared.setup(args.pass_name)
     with profile(activities=activities, profile_memory=args.memory) as prof:
-        reps, timed = run_loop(setup, args.duration, _sync(device), TORCH_MAX_REPS,
-                               lambda: record_function(TORCH_RANGE))
+        loop = run_loop(setup, args.duration, _sync(device), TORCH_MAX_REPS, lambda: record_function(TORCH_RANGE))
     out = Path(args.torch_out)
     prof.export_chrome_trace(str(out / "trace.json"))
     rows = top_ops(prof.events())
@@ -116,7 +124,7 @@ def torch_profile(prepared: execute.Prepared, args: argparse.Namespace) -> dict[
         writer = csv.DictWriter(f, fieldnames=list(rows[0]) if rows else ["name"])
         writer.writeheader()
         writer.writerows(rows)
-    result: dict[str, Any] = {"reps": reps, "timed_s": timed, "top_ops": rows}
+    result: dict[str, Any] = {**loop._asdict(), "top_ops": rows}
     if args.memory:
         from benchctl.measure.memory import peak_bytes
 
@@ -138,13 +146,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     # The same loop before any profiler is attached: what a repetition costs without one, so the parent
     # can say how much the profiler slowed it.
     alone = run_loop(setup, UNPROFILED_S, _sync(cell.device))
-    unprofiled = {"unprofiled_reps": alone[0], "unprofiled_s": alone[1]}
+    unprofiled = {"unprofiled_reps": alone.reps, "unprofiled_s": alone.timed_s, "unprofiled_cpu_s": alone.cpu_s}
     if args.ready:
         wait_for_go(Path(args.ready), Path(args.go))
     if args.torch_out:
         return {"status": Status.OK, **unprofiled, **torch_profile(prepared, args)}
-    reps, timed = run_loop(setup, args.duration, _sync(cell.device))
-    return {"status": Status.OK, **unprofiled, "reps": reps, "timed_s": timed}
+    return {"status": Status.OK, **unprofiled, **run_loop(setup, args.duration, _sync(cell.device))._asdict()}
 
 
 def wait_for_go(ready: Path, go: Path, patience_s: float = 120.0) -> None:

@@ -72,6 +72,8 @@ class ProfileResult:
     top_ops: tuple[dict[str, Any], ...] = ()
     peak_mem_bytes: float | None = None
     unprofiled_s: float | None = None  # one repetition's seconds in the same child, before the profiler came
+    cpu_s: float | None = None  # the timed thunks' CPU seconds on the loop's thread, under the profiler
+    unprofiled_cpu_s: float | None = None  # one repetition's CPU seconds on that thread, alone
 
     @property
     def slowdown(self) -> float | None:
@@ -79,6 +81,23 @@ class ProfileResult:
         if not self.unprofiled_s or not self.reps:
             return None
         return self.timed_s / self.reps / self.unprofiled_s
+
+    @property
+    def ran(self) -> float | None:
+        """How many times longer the loop's thread ran (CPU time) a repetition under the profiler than
+        alone: over 1 where the profiler changed the work itself (caches, threads out of step)."""
+        if not self.unprofiled_cpu_s or not self.reps or self.cpu_s is None:
+            return None
+        return self.cpu_s / self.reps / self.unprofiled_cpu_s
+
+    @property
+    def off_cpu(self) -> float | None:
+        """The share of a profiled repetition's time its thread spent off the CPU beyond its share alone:
+        held stopped while py-spy read its stacks, or waiting for a core the profiler took."""
+        slowdown, ran = self.slowdown, self.ran
+        if slowdown is None or ran is None:
+            return None
+        return max(0.0, 1.0 - ran / slowdown)
 
     @property
     def slowed(self) -> bool:
@@ -195,7 +214,7 @@ def profile_py_spy(req: ProfileRequest, out_dir: Path) -> ProfileResult:
     (out_dir / FILES["speedscope"]).write_text(json.dumps(speedscope(stacks, name)))
     files = {k: FILES[k] for k in ("stacks", "flamegraph", "speedscope")}
     result = ProfileResult(out_dir, "py-spy", data["reps"], data["timed_s"], files, top_frames(stacks),
-                           unprofiled_s=_unprofiled(data))
+                           **_costs(data))
     write_manifest(req, result)
     return result
 
@@ -218,14 +237,16 @@ def profile_torch(req: ProfileRequest, out_dir: Path) -> ProfileResult:
     files = {k: FILES[k] for k in ("trace", "top_ops")}
     result = ProfileResult(out_dir, "torch", data["reps"], data["timed_s"], files,
                            top_ops=tuple(data["top_ops"][:KEEP_ROWS]), peak_mem_bytes=data.get("peak_mem_bytes"),
-                           unprofiled_s=_unprofiled(data))
+                           **_costs(data))
     write_manifest(req, result)
     return result
 
 
-def _unprofiled(data: dict[str, Any]) -> float | None:
-    reps = data.get("unprofiled_reps")
-    return data["unprofiled_s"] / reps if reps else None
+def _costs(data: dict[str, Any]) -> dict[str, float | None]:
+    """The child's summary as ProfileResult's cost fields: the loop alone per repetition, wall and CPU."""
+    reps = data["unprofiled_reps"]
+    return {"unprofiled_s": data["unprofiled_s"] / reps, "unprofiled_cpu_s": data["unprofiled_cpu_s"] / reps,
+            "cpu_s": data["cpu_s"]}
 
 
 def write_manifest(req: ProfileRequest, result: ProfileResult) -> Path:
@@ -235,7 +256,9 @@ def write_manifest(req: ProfileRequest, result: ProfileResult) -> Path:
         "cell": json.loads(req.cell.to_json()), "label": req.cell.label(), "pass": req.pass_name,
         "duration_s": req.duration_s, "rate_hz": req.rate_hz, "native": req.native, "memory": req.memory,
         "reps": result.reps, "timed_s": result.timed_s, "unprofiled_s_per_rep": result.unprofiled_s,
-        "slowdown": result.slowdown, "slowed": result.slowed, "files": result.files,
+        "slowdown": result.slowdown, "slowed": result.slowed, "cpu_s": result.cpu_s,
+        "unprofiled_cpu_s_per_rep": result.unprofiled_cpu_s, "ran": result.ran, "off_cpu": result.off_cpu,
+        "files": result.files,
         "top_ops": list(result.top_ops), "peak_mem_bytes": result.peak_mem_bytes,
         **(result.top.to_dict() if result.top else {}),
     }

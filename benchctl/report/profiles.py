@@ -25,13 +25,15 @@ class ProfileEntry:
     top: str  # the operators with the most self time, with their shares
     slowdown: float | None = None  # a profiled repetition over one alone
     slowed: bool = False  # enough that the shares may be bent
+    off_cpu: float | None = None  # the share of a profiled repetition its thread was held off the CPU
     files: dict[str, Path] = field(default_factory=dict)  # what FILE_ROLES names -> path, the manifest last
 
     @property
     def cost(self) -> str:
         if self.slowdown is None:
             return ""
-        return f"{self.slowdown:.1f}x" + (" (shares may be bent)" if self.slowed else "")
+        off = "" if self.off_cpu is None else f", {self.off_cpu:.0%} of it off the CPU"
+        return f"{self.slowdown:.1f}x{off}" + (" (shares may be bent)" if self.slowed else "")
 
 
 def _top(data: dict[str, Any]) -> str:
@@ -51,7 +53,7 @@ def entry(manifest: Path, ops: Collection[str]) -> ProfileEntry | None:
         files = {FILE_ROLES[role]: manifest.parent / name for role, name in data.get("files", {}).items()
                  if role in FILE_ROLES}
         return ProfileEntry(str(data["label"]), str(data["pass"]), str(data["profiler"]), str(data["created"]),
-                            _top(data), data.get("slowdown"), bool(data.get("slowed")),
+                            _top(data), data.get("slowdown"), bool(data.get("slowed")), data.get("off_cpu"),
                             {**files, storage.PROFILE_MANIFEST: manifest})
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None

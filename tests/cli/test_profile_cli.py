@@ -251,3 +251,22 @@ def test_a_loop_the_profiler_slowed_past_the_limit_is_a_warning_naming_generated
     render_slowdown(profiling.ProfileResult(Path("p"), "py-spy", 2, 0.3, top=top, unprofiled_s=0.1))
     said = capsys.readouterr()
     assert "1.5x the 100 ms" in said.out and not said.err  # under the limit: said, not warned
+
+
+def test_a_slowdown_says_how_much_was_the_threads_own_work_and_how_much_time_off_the_cpu(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from benchctl.cli.profile import render_slowdown
+
+    # 400 ms a repetition under py-spy, 100 ms alone; the thread ran 120 ms of it (100 ms alone)
+    held = profiling.ProfileResult(Path("p"), "py-spy", 2, 0.8, unprofiled_s=0.1, cpu_s=0.24, unprofiled_cpu_s=0.1)
+    render_slowdown(held)
+    said = capsys.readouterr()
+    assert "4.0x the 100 ms it took alone: its thread ran 1.20x as long, and was off the CPU 70% of the time" in said.out
+    assert "off the CPU 70% of the time, mostly held stopped while py-spy read its stacks" in said.err
+    assert "as long as alone" not in said.err  # its own work barely changed: not blamed
+    # the work itself changed: 2.5x the thread's time alone, with little time off the CPU
+    worked = profiling.ProfileResult(Path("p"), "torch", 2, 0.6, unprofiled_s=0.1, cpu_s=0.5, unprofiled_cpu_s=0.1)
+    render_slowdown(worked)
+    said = capsys.readouterr()
+    assert "its thread ran 2.5x as long as alone: the profiler changed the work itself" in said.err
+    assert "off the CPU 17% of the time" in said.out and "held stopped" not in said.err

@@ -6,6 +6,7 @@ from __future__ import annotations
 import gc
 import json
 import sys
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -130,10 +131,22 @@ def test_run_loop_repeats_setup_then_thunk() -> None:
         calls.append("setup")
         return lambda: calls.append("thunk")
 
-    reps, timed = profile_child.run_loop(setup, 0.0, lambda: None)
+    reps, timed, _ = profile_child.run_loop(setup, 0.0, lambda: None)
     assert (reps, calls) == (1, ["setup", "thunk"])  # at least once, even with no time
-    reps, _ = profile_child.run_loop(setup, 10.0, lambda: None, max_reps=4)
+    reps, _, _ = profile_child.run_loop(setup, 10.0, lambda: None, max_reps=4)
     assert reps == 4 and calls[2:] == ["setup", "thunk"] * 4
+
+
+def test_run_loop_counts_its_threads_cpu_time_apart_from_the_wall_time() -> None:
+    def spin() -> None:  # 20 ms on this thread's CPU clock, however long the wall clock takes
+        until = time.thread_time() + 0.02
+        while time.thread_time() < until:
+            pass
+
+    asleep = profile_child.run_loop(lambda: lambda: time.sleep(0.05), 10.0, lambda: None, max_reps=2)
+    assert asleep.timed_s >= 0.1 and asleep.cpu_s < 0.2 * asleep.timed_s  # asleep: off the CPU
+    busy = profile_child.run_loop(lambda: spin, 10.0, lambda: None, max_reps=2)
+    assert busy.cpu_s >= 0.04 and busy.timed_s >= 0.99 * busy.cpu_s  # the two clocks differ by microseconds
 
 
 def test_run_loop_keeps_the_garbage_collector_off_as_run_does() -> None:
@@ -176,8 +189,22 @@ def test_slowdown_is_a_profiled_repetition_over_one_alone(tmp_path: Path) -> Non
     result = profiling.ProfileResult(tmp_path, "py-spy", 4, 2.0, unprofiled_s=0.1)
     assert result.slowdown == pytest.approx(5.0)  # 0.5 s a repetition under the profiler, 0.1 s alone
     assert profiling.ProfileResult(tmp_path, "py-spy", 0, 0.0, unprofiled_s=0.1).slowdown is None
-    assert profiling._unprofiled({"unprofiled_reps": 4, "unprofiled_s": 0.6}) == pytest.approx(0.15)
-    assert profiling._unprofiled({}) is None
+    costs = profiling._costs({"unprofiled_reps": 4, "unprofiled_s": 0.6, "unprofiled_cpu_s": 0.4, "cpu_s": 1.0})
+    assert costs == pytest.approx({"unprofiled_s": 0.15, "unprofiled_cpu_s": 0.1, "cpu_s": 1.0})
+
+
+def test_a_slowdown_splits_into_the_threads_own_time_and_its_time_off_the_cpu(tmp_path: Path) -> None:
+    # 0.5 s a repetition under the profiler, 0.1 s alone; its thread ran 0.125 s of each (0.1 s alone)
+    result = profiling.ProfileResult(tmp_path, "py-spy", 4, 2.0, unprofiled_s=0.1, cpu_s=0.5, unprofiled_cpu_s=0.1)
+    assert result.ran == pytest.approx(1.25) and result.off_cpu == pytest.approx(0.75)
+    # a thread that waits half its time alone (on a GPU, say) is not off the CPU for that: only for what is new
+    waits = profiling.ProfileResult(tmp_path, "torch", 4, 0.4, unprofiled_s=0.1, cpu_s=0.2, unprofiled_cpu_s=0.05)
+    assert waits.ran == pytest.approx(1.0) and waits.off_cpu == pytest.approx(0.0)
+    held = profiling.ProfileResult(tmp_path, "py-spy", 4, 0.8, unprofiled_s=0.1, cpu_s=0.2, unprofiled_cpu_s=0.05)
+    assert held.off_cpu == pytest.approx(0.5)  # twice the wall, the same CPU: half of it held off
+    assert profiling.ProfileResult(tmp_path, "torch", 4, 0.4, unprofiled_s=0.1, cpu_s=0.5,
+                                   unprofiled_cpu_s=0.1).off_cpu == 0.0  # ran longer than the wall grew: none off
+    assert profiling.ProfileResult(tmp_path, "py-spy", 4, 2.0, unprofiled_s=0.1).off_cpu is None  # not measured
 
 
 def test_child_command_is_a_list_without_a_shell() -> None:
