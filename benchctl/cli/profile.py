@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
@@ -91,7 +92,7 @@ def render_ops(ops: Sequence[dict[str, Any]], reps: int, rows: int) -> None:
         [[f(r) for _, f in shown] + [short_name(r["name"])] for r in ops[:rows]]))
 
 
-def render_slowdown(result: ProfileResult) -> None:
+def render_slowdown(result: ProfileResult, rate_hz: int = RATE_HZ) -> None:
     """What the profiler cost the loop, split into its thread's own work and its time off the CPU, and a
     warning when that was enough to bend the shares."""
     from benchctl import console
@@ -104,10 +105,20 @@ def render_slowdown(result: ProfileResult) -> None:
     console.out.print(f"a repetition took {result.timed_s / result.reps * 1e3:.4g} ms under {result.profiler}, "
                       f"{slowdown:.1f}x the {alone * 1e3:.4g} ms it took alone{split}", highlight=False)
     if result.slowed:
-        console.warn(_slowed_warning(result))
+        console.warn(_slowed_warning(result, rate_hz))
 
 
-def _slowed_warning(result: ProfileResult) -> str:
+def render_shared(result: ProfileResult) -> None:
+    """A warning when other work kept a core busy while the loop was profiled (as `run` warns)."""
+    from benchctl import console
+
+    if result.shared:
+        console.warn(f"about {result.other_cores:.1f} of {os.cpu_count()} cores were busy with other work while the "
+                     "loop was profiled: its threads waited for them, so these are the shares of a loop on a shared "
+                     "machine; profile again when it is quiet")
+
+
+def _slowed_warning(result: ProfileResult, rate_hz: int) -> str:
     """Why the shares of a slowed profile may be bent, from what was measured, and what to do."""
     from benchctl.profile.profilers import SLOWED
     from benchctl.profile.stacks import GENERATED
@@ -119,22 +130,27 @@ def _slowed_warning(result: ProfileResult) -> str:
                    "as soon as it is free, so about that share of the samples came at py-spy's pace, not at random "
                    "moments of the loop")
     if result.ran is not None and result.ran >= SLOWED:
-        why.append(f"its thread ran {result.ran:.1f}x as long as alone: the profiler changed the work itself")
+        beside = ", with other work on the machine," if result.shared else ""
+        why.append(f"its thread ran {result.ran:.1f}x as long as alone: the profiler{beside} changed the work itself")
     if result.top is not None and result.top.samples["timed"]:
         generated = sum(r.samples for r in result.top.by_self if r.location == GENERATED)
         if generated:
             why.append(f"{100.0 * generated / result.top.samples['timed']:.0f}% of the timed samples are in generated "
                        "code, after each of which py-spy, finding no file for the address, reloads the process's "
                        "libraries with the loop stopped")
-    return (f"the profiler slowed the loop {result.slowdown:.1f}x, so the shares below may overstate what it is slow "
-            f"to sample{''.join('; ' + w for w in why)}. Profile again with a lower --rate (e.g. --rate 20) until "
-            f"it is under {SLOWED:g}x, or with --profiler torch")
+    todo = (f"Profile again with a lower --rate (e.g. --rate {max(1, rate_hz // 4)}) until it is under {SLOWED:g}x, "
+            "or with --profiler torch" if result.profiler == "py-spy" else
+            "Its cost is per operator, so a loop of many small ones pays most: py-spy at a low --rate costs less")
+    overstated = "what it is slow to sample" if result.profiler == "py-spy" else "its shortest, most frequent operators"
+    return (f"the profiler slowed the loop {result.slowdown:.1f}x, so the shares below may overstate {overstated}"
+            f"{''.join('; ' + w for w in why)}. {todo}")
 
 
-def render(result: ProfileResult, rows: int) -> None:
+def render(result: ProfileResult, rows: int, rate_hz: int = RATE_HZ) -> None:
     from benchctl import console
 
-    render_slowdown(result)
+    render_slowdown(result, rate_hz)
+    render_shared(result)
     if result.top is not None:
         render_frames(result.top, result.reps, rows)
     if result.top_ops:
@@ -188,4 +204,4 @@ def command(op: str, impl: str, device: str, target: str | None, pass_name: str,
     stamp = f"{datetime.now():%Y%m%d-%H%M%S}"
     out = out_dir or Path("results", storage.PROFILES_DIR, f"{op}-{impl}-{cell.device}-{pass_name}-{stamp}")
     run = profiling.profile_torch if profiler == "torch" else profiling.profile_py_spy
-    render(run(req, out), top)
+    render(run(req, out), top, rate)

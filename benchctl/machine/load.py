@@ -1,8 +1,8 @@
 """The load of other processes all through a run: how many cores they kept busy, and the steal time, once
 a second, for the run's metadata (`timeline`) and the report's machine chart.
 
-Busy cores come from /proc/stat (all processes) less the CPU time of this process and its children (the
-sweep's workers), read from /proc/PID/stat. Steal is the time the hypervisor gave this VM's CPUs to
+Busy cores come from /proc/stat (all processes) less the CPU time of this process and its descendants
+(the sweep's workers and what they start), read from /proc/PID/stat. Steal is the time the hypervisor gave this VM's CPUs to
 someone else. A look at the start of a run (`busy_cores_at_start`) misses whatever starts later: a
 compile beside a sweep, a test run, a browser.
 """
@@ -10,6 +10,7 @@ compile beside a sweep, a test run, a browser.
 from __future__ import annotations
 
 import os
+import statistics
 import threading
 import time
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import Any, Callable
 
 INTERVAL_S = 1.0
 PROC = Path("/proc")
+BUSY_WARN_CORES = 0.5  # cores kept busy by other processes from which a CPU measurement shares the machine
 
 
 def machine_ticks(proc: Path = PROC) -> tuple[int, int, int]:
@@ -28,8 +30,9 @@ def machine_ticks(proc: Path = PROC) -> tuple[int, int, int]:
 
 
 def own_ticks(pid: int, proc: Path = PROC) -> int:
-    """CPU jiffies (user + system) of process `pid` and its children, from /proc/PID/stat."""
-    total = 0
+    """CPU jiffies (user + system) of process `pid` and all its descendants (a worker's compile workers,
+    a profiler and the process it samples), from /proc/PID/stat."""
+    parents, ticks = {}, {}
     for entry in proc.iterdir():
         if not entry.name.isdigit():
             continue
@@ -37,10 +40,13 @@ def own_ticks(pid: int, proc: Path = PROC) -> int:
             fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
         except (OSError, IndexError):
             continue  # ended meanwhile
-        ppid = int(fields[1])  # fields after the name: state, ppid, ..., utime (12), stime (13)
-        if int(entry.name) == pid or ppid == pid:
-            total += int(fields[11]) + int(fields[12])
-    return total
+        # fields after the name: state, ppid, ..., utime (12), stime (13)
+        parents[int(entry.name)], ticks[int(entry.name)] = int(fields[1]), int(fields[11]) + int(fields[12])
+    ours, found = set(), {pid}
+    while found:
+        ours |= found
+        found = {child for child, parent in parents.items() if parent in found and child not in ours}
+    return sum(ticks.get(p, 0) for p in ours)
 
 
 class Timeline:
@@ -68,6 +74,11 @@ class Timeline:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
+
+    def other_cores(self) -> float | None:
+        """The median of the busy cores of other processes over the samples (None before the first): a
+        neighbour that runs through most of the block, not one moment's."""
+        return statistics.median(s["other_cores"] for s in self.samples) if self.samples else None
 
     def _read(self) -> tuple[int, int, int, int]:
         busy, steal, total = machine_ticks(self.proc)

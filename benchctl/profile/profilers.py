@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 from benchctl import interpreter
 from benchctl.errors import BenchError
+from benchctl.machine import load
+from benchctl.machine.load import BUSY_WARN_CORES
 from benchctl.profile import perf_map
 from benchctl.profile.stacks import KEEP_ROWS, Stacks, TopFrames, parse_collapsed, speedscope, top_frames
 from benchctl.results import storage
@@ -74,6 +76,7 @@ class ProfileResult:
     unprofiled_s: float | None = None  # one repetition's seconds in the same child, before the profiler came
     cpu_s: float | None = None  # the timed thunks' CPU seconds on the loop's thread, under the profiler
     unprofiled_cpu_s: float | None = None  # one repetition's CPU seconds on that thread, alone
+    other_cores: float | None = None  # cores other processes kept busy meanwhile (median of 1 s samples)
 
     @property
     def slowdown(self) -> float | None:
@@ -81,6 +84,11 @@ class ProfileResult:
         if not self.unprofiled_s or not self.reps:
             return None
         return self.timed_s / self.reps / self.unprofiled_s
+
+    @property
+    def shared(self) -> bool:
+        """Profiled while other work kept a core busy: the loop's threads waited for it, as `run` warns."""
+        return self.other_cores is not None and self.other_cores >= BUSY_WARN_CORES
 
     @property
     def ran(self) -> float | None:
@@ -206,7 +214,7 @@ def profile_py_spy(req: ProfileRequest, out_dir: Path) -> ProfileResult:
         raise BenchError(f"py-spy not found (looked beside {sys.executable} and on PATH): "
                          "install it with `pip install py-spy`")
     out_dir.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, load.Timeline() as timeline:
         data, symbols = _record(py_spy, req, {"raw": out_dir / FILES["stacks"],
                                               "flamegraph": out_dir / FILES["flamegraph"]}, Path(tmp))
     stacks = _stacks_named(out_dir, symbols)
@@ -214,7 +222,7 @@ def profile_py_spy(req: ProfileRequest, out_dir: Path) -> ProfileResult:
     (out_dir / FILES["speedscope"]).write_text(json.dumps(speedscope(stacks, name)))
     files = {k: FILES[k] for k in ("stacks", "flamegraph", "speedscope")}
     result = ProfileResult(out_dir, "py-spy", data["reps"], data["timed_s"], files, top_frames(stacks),
-                           **_costs(data))
+                           **_costs(data), other_cores=timeline.other_cores())
     write_manifest(req, result)
     return result
 
@@ -231,13 +239,13 @@ def _stacks_named(out_dir: Path, symbols: perf_map.JitSymbols) -> Stacks:
 
 def profile_torch(req: ProfileRequest, out_dir: Path) -> ProfileResult:
     out_dir.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, load.Timeline() as timeline:
         summary = Path(tmp, "torch.json")
         data = _child_result(summary, _run(child_command(req, summary, out_dir), req), req)
     files = {k: FILES[k] for k in ("trace", "top_ops")}
     result = ProfileResult(out_dir, "torch", data["reps"], data["timed_s"], files,
                            top_ops=tuple(data["top_ops"][:KEEP_ROWS]), peak_mem_bytes=data.get("peak_mem_bytes"),
-                           **_costs(data))
+                           **_costs(data), other_cores=timeline.other_cores())
     write_manifest(req, result)
     return result
 
@@ -258,7 +266,7 @@ def write_manifest(req: ProfileRequest, result: ProfileResult) -> Path:
         "reps": result.reps, "timed_s": result.timed_s, "unprofiled_s_per_rep": result.unprofiled_s,
         "slowdown": result.slowdown, "slowed": result.slowed, "cpu_s": result.cpu_s,
         "unprofiled_cpu_s_per_rep": result.unprofiled_cpu_s, "ran": result.ran, "off_cpu": result.off_cpu,
-        "files": result.files,
+        "other_cores": result.other_cores, "shared": result.shared, "files": result.files,
         "top_ops": list(result.top_ops), "peak_mem_bytes": result.peak_mem_bytes,
         **(result.top.to_dict() if result.top else {}),
     }

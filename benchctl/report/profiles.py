@@ -26,6 +26,7 @@ class ProfileEntry:
     slowdown: float | None = None  # a profiled repetition over one alone
     slowed: bool = False  # enough that the shares may be bent
     off_cpu: float | None = None  # the share of a profiled repetition its thread was held off the CPU
+    shared: bool = False  # profiled while other work kept a core busy
     files: dict[str, Path] = field(default_factory=dict)  # what FILE_ROLES names -> path, the manifest last
 
     @property
@@ -33,7 +34,8 @@ class ProfileEntry:
         if self.slowdown is None:
             return ""
         off = "" if self.off_cpu is None else f", {self.off_cpu:.0%} of it off the CPU"
-        return f"{self.slowdown:.1f}x{off}" + (" (shares may be bent)" if self.slowed else "")
+        doubts = [d for d, said in (("shares may be bent", self.slowed), ("shared the machine", self.shared)) if said]
+        return f"{self.slowdown:.1f}x{off}" + (f" ({'; '.join(doubts)})" if doubts else "")
 
 
 def _top(data: dict[str, Any]) -> str:
@@ -54,7 +56,7 @@ def entry(manifest: Path, ops: Collection[str]) -> ProfileEntry | None:
                  if role in FILE_ROLES}
         return ProfileEntry(str(data["label"]), str(data["pass"]), str(data["profiler"]), str(data["created"]),
                             _top(data), data.get("slowdown"), bool(data.get("slowed")), data.get("off_cpu"),
-                            {**files, storage.PROFILE_MANIFEST: manifest})
+                            bool(data.get("shared")), {**files, storage.PROFILE_MANIFEST: manifest})
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
 

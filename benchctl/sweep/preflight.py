@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from benchctl.machine import facts, membw
+from benchctl.machine.load import BUSY_WARN_CORES
 from benchctl.ops import extension, namespaces
 from benchctl.ops.build import BuildError
 from benchctl.ops.namespaces import Clash
 from benchctl.ops.cells import Cell
 from benchctl.vocab import Device
 
-BUSY_WARN_CORES = 0.5  # cores kept busy by other processes at the start of a CPU run
 SLOW_MEMORY_SHARE = 0.6  # memory bandwidth at the start of a CPU run, as a share of the calibrated read peak
 Key = tuple[str, str, str]  # (operator, implementation, device)
 

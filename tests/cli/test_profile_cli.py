@@ -263,10 +263,26 @@ def test_a_slowdown_says_how_much_was_the_threads_own_work_and_how_much_time_off
     said = capsys.readouterr()
     assert "4.0x the 100 ms it took alone: its thread ran 1.20x as long, and was off the CPU 70% of the time" in said.out
     assert "off the CPU 70% of the time, mostly held stopped while py-spy read its stacks" in said.err
+    assert "a lower --rate (e.g. --rate 25)" in said.err  # a quarter of the default 100/s
+    render_slowdown(held, rate_hz=20)
+    assert "(e.g. --rate 5)" in capsys.readouterr().err  # a quarter of the rate it was profiled at
     assert "as long as alone" not in said.err  # its own work barely changed: not blamed
     # the work itself changed: 2.5x the thread's time alone, with little time off the CPU
     worked = profiling.ProfileResult(Path("p"), "torch", 2, 0.6, unprofiled_s=0.1, cpu_s=0.5, unprofiled_cpu_s=0.1)
     render_slowdown(worked)
     said = capsys.readouterr()
     assert "its thread ran 2.5x as long as alone: the profiler changed the work itself" in said.err
+    assert "overstate its shortest, most frequent operators" in said.err and "Its cost is per operator" in said.err
+    assert "--rate" not in said.err.split("Its cost")[0]  # the torch profiler has no rate to lower
     assert "off the CPU 17% of the time" in said.out and "held stopped" not in said.err
+
+
+def test_a_profile_beside_other_work_says_so_whatever_it_cost(capsys: pytest.CaptureFixture[str]) -> None:
+    from benchctl.cli.profile import render_shared
+
+    render_shared(profiling.ProfileResult(Path("p"), "py-spy", 2, 0.3, other_cores=1.0))
+    assert "about 1.0 of" in capsys.readouterr().err  # no time alone measured: still warned
+    render_shared(profiling.ProfileResult(Path("p"), "py-spy", 2, 0.3, other_cores=0.2))
+    render_shared(profiling.ProfileResult(Path("p"), "py-spy", 2, 0.3))  # no /proc: nothing to say
+    assert not capsys.readouterr().err
+

@@ -23,6 +23,14 @@ def test_other_processes_load_leaves_ours_out(tmp_path):
     assert load.load_between(before, after, cores=2) == {"other_cores": 0.4, "steal_cores": 0.2}
 
 
+def test_our_descendants_are_ours_and_another_process_is_not(tmp_path):
+    fake_proc(tmp_path, busy=1000, steal=0, idle=1000, ours=200)
+    for pid, ppid, ticks in ((900001, os.getpid(), 30), (900002, 900001, 7), (900003, 999999, 11)):
+        (tmp_path / str(pid)).mkdir()  # a worker, its compile worker, and a child of the unrelated process
+        (tmp_path / str(pid) / "stat").write_text(f"{pid} (w) S {ppid} 0 0 0 0 0 0 0 0 0 {ticks} 0 0 0\n")
+    assert load.own_ticks(os.getpid(), tmp_path) == 200 + 30 + 7
+
+
 def test_the_timeline_samples_while_it_runs(tmp_path):
     fake_proc(tmp_path, busy=1000, steal=0, idle=1000, ours=0)
     with load.Timeline(interval=0.01, proc=tmp_path) as timeline:

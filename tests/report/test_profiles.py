@@ -21,15 +21,17 @@ TORCH_OPS = ({"name": "aten::fill_", "pct": 43.0}, {"name": "aten::convolution_b
              {"name": "aten::add_", "pct": 13.0}, {"name": "aten::mul", "pct": 4.0})
 
 
-def write_profile(root: Path, name: str, op: str, profiler: str, slowdown: float, ran: float | None = None) -> Path:
+def write_profile(root: Path, name: str, op: str, profiler: str, slowdown: float, ran: float | None = None,
+                  other_cores: float | None = None) -> Path:
     """A manifest as `benchctl profile` writes it: 4 repetitions, 0.1 s each alone (on the CPU all of it);
-    under the profiler the thread ran `ran` times as long, where that was measured."""
+    under the profiler the thread ran `ran` times as long, and others kept `other_cores` busy, where measured."""
     cell = Cell.make(op, "module", "py", "cpu", "float32", {"batch_size": 8}, ("backward",))
     top = top_frames(parse_collapsed(FIXTURE.read_text())) if profiler == "py-spy" else None
     files = {"flamegraph": "flamegraph.svg", "speedscope": "speedscope.json"} if top else {"trace": "trace.json"}
     result = profiling.ProfileResult(root / storage.PROFILES_DIR / name, profiler, 4, 0.4 * slowdown, files, top,
                                      top_ops=() if top else TORCH_OPS, unprofiled_s=0.1,
-                                     cpu_s=None if ran is None else 0.4 * ran, unprofiled_cpu_s=0.1)
+                                     cpu_s=None if ran is None else 0.4 * ran, unprofiled_cpu_s=0.1,
+                                     other_cores=other_cores)
     result.out_dir.mkdir(parents=True)
     return profiling.write_manifest(profiling.ProfileRequest(cell, "backward"), result)
 
@@ -37,7 +39,7 @@ def write_profile(root: Path, name: str, op: str, profiler: str, slowdown: float
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
     write_profile(tmp_path, "a-spy", "hoconv2d", "py-spy", 7.0)
-    write_profile(tmp_path, "b-torch", "hoconv2d", "torch", 1.3, ran=1.3)
+    write_profile(tmp_path, "b-torch", "hoconv2d", "torch", 1.3, ran=1.3, other_cores=1.0)
     write_profile(tmp_path, "c-other", "lstm_cell", "py-spy", 1.0)
     (tmp_path / storage.PROFILES_DIR / "d-broken").mkdir()
     (tmp_path / storage.PROFILES_DIR / "d-broken" / storage.PROFILE_MANIFEST).write_text("{not json")
@@ -54,7 +56,8 @@ def test_the_report_operators_profiles_with_their_top_operators(root: Path) -> N
     assert set(spy.files) == {"flame graph", "speedscope", storage.PROFILE_MANIFEST}
     torch_profile = next(p for p in found if p.profiler == "torch")
     assert torch_profile.top == "aten::fill_ 43%, aten::convolution_backward 21%, aten::add_ 13%"
-    assert torch_profile.cost == "1.3x, 0% of it off the CPU" and not torch_profile.slowed  # all in its thread
+    # all of its cost in its thread, and profiled beside other work
+    assert torch_profile.cost == "1.3x, 0% of it off the CPU (shared the machine)" and not torch_profile.slowed
     assert profiles.find(root / "nowhere", {"hoconv2d"}) == []
 
 
