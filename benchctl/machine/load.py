@@ -2,8 +2,8 @@
 a second, for the run's metadata (`timeline`) and the report's machine chart.
 
 Busy cores come from /proc/stat (all processes) less the CPU time of this process and its descendants
-(the sweep's workers and what they start), read from /proc/PID/stat. Steal is the time the hypervisor gave this VM's CPUs to
-someone else. A look at the start of a run (`busy_cores_at_start`) misses whatever starts later: a
+(the sweep's workers and what they start), read from /proc/PID/stat. Steal is the time the hypervisor
+gave this VM's CPUs to someone else. A look at the start of a run (`busy_cores_at_start`) misses whatever starts later: a
 compile beside a sweep, a test run, a browser.
 """
 

@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Any
 from benchctl import interpreter
 from benchctl.errors import BenchError
 from benchctl.machine import load
-from benchctl.machine.load import BUSY_WARN_CORES
 from benchctl.profile import perf_map
 from benchctl.profile.stacks import KEEP_ROWS, Stacks, TopFrames, parse_collapsed, speedscope, top_frames
 from benchctl.results import storage
@@ -88,7 +87,7 @@ class ProfileResult:
     @property
     def shared(self) -> bool:
         """Profiled while other work kept a core busy: the loop's threads waited for it, as `run` warns."""
-        return self.other_cores is not None and self.other_cores >= BUSY_WARN_CORES
+        return self.other_cores is not None and self.other_cores >= load.BUSY_WARN_CORES
 
     @property
     def ran(self) -> float | None:

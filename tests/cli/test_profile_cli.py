@@ -261,7 +261,8 @@ def test_a_slowdown_says_how_much_was_the_threads_own_work_and_how_much_time_off
     held = profiling.ProfileResult(Path("p"), "py-spy", 2, 0.8, unprofiled_s=0.1, cpu_s=0.24, unprofiled_cpu_s=0.1)
     render_slowdown(held)
     said = capsys.readouterr()
-    assert "4.0x the 100 ms it took alone: its thread ran 1.20x as long, and was off the CPU 70% of the time" in said.out
+    said_first = "4.0x the 100 ms it took alone: its thread ran 1.20x as long, and was off the CPU 70% of the time"
+    assert said_first in said.out
     assert "off the CPU 70% of the time, mostly held stopped while py-spy read its stacks" in said.err
     assert "a lower --rate (e.g. --rate 25)" in said.err  # a quarter of the default 100/s
     render_slowdown(held, rate_hz=20)
