@@ -101,7 +101,8 @@ def render_slowdown(result: ProfileResult, rate_hz: int = RATE_HZ) -> None:
     if slowdown is None or alone is None:
         return
     split = ("" if result.ran is None or result.off_cpu is None else
-             f": its thread ran {result.ran:.2f}x as long, and was off the CPU {result.off_cpu:.0%} of the time")
+             f": its thread ran {result.ran:.2f}x as long, and was off the CPU {result.off_cpu:.0%} of the time"
+             + ("" if result.waiting is None else f" ({min(result.waiting, result.off_cpu):.0%} waiting for a core)"))
     console.out.print(f"a repetition took {result.timed_s / result.reps * 1e3:.4g} ms under {result.profiler}, "
                       f"{slowdown:.1f}x the {alone * 1e3:.4g} ms it took alone{split}", highlight=False)
     if result.slowed:
@@ -125,8 +126,9 @@ def _slowed_warning(result: ProfileResult, rate_hz: int) -> str:
 
     why = []
     if result.off_cpu is not None and result.off_cpu >= 1 - 1 / SLOWED:
-        why.append(f"the loop was off the CPU {result.off_cpu:.0%} of the time, mostly held stopped while py-spy read "
-                   "its stacks; py-spy spaces its samples at random, but takes one that falls due while it is busy "
+        held = "" if result.waiting is None else f", {max(0.0, result.off_cpu - result.waiting):.0%} held stopped"
+        why.append(f"the loop was off the CPU {result.off_cpu:.0%} of the time{held} (py-spy stops it to read its "
+                   "stacks); py-spy spaces its samples at random, but takes one that falls due while it is busy "
                    "as soon as it is free, so about that share of the samples came at py-spy's pace, not at random "
                    "moments of the loop")
     if result.ran is not None and result.ran >= SLOWED:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 import os
 import time
-from typing import Callable, Protocol
+from typing import Callable, Protocol, Sequence
 
 from benchctl.machine.gpu_clocks import THROTTLED_BELOW  # a GPU window below it is disturbed
 from benchctl.measure.clocks import Clock, Thunk
@@ -93,13 +93,13 @@ class SmClockMeter:
 
 
 class RunQueue:
-    """The summed run-queue delay of this process's threads, in seconds, read from schedstat. Threads
-    are listed when it is made (after the warm-up, torch's threads exist); one that ends later is
-    left out, one that starts later is not seen."""
+    """The summed run-queue delay of this process's threads (or of the `threads` named), in seconds,
+    read from schedstat. Threads are listed when it is made (after the warm-up, torch's threads exist);
+    one that ends later is left out, one that starts later is not seen."""
 
-    def __init__(self, tasks: str = TASKS):
+    def __init__(self, tasks: str = TASKS, threads: Sequence[int] | None = None):
         self.fds: list[int] = []
-        for tid in _listdir(tasks):
+        for tid in _listdir(tasks) if threads is None else map(str, threads):
             try:
                 self.fds.append(os.open(os.path.join(tasks, tid, "schedstat"), os.O_RDONLY))
             except OSError:

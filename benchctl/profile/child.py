@@ -6,9 +6,9 @@ duration. The two steps run inside functions with distinctive names (`stacks.SET
 `stacks.TIMED_FRAME`) so the parent can tell samples in the timed thunk from samples in the untimed
 setup and in start-up (imports, the first compile call).
 
-Its result (repetitions, wall and CPU seconds, alone and under the profiler, or the error) goes to the
-`--summary` JSON file rather than stdout, because under py-spy the child's exit status and output are
-not passed back.
+Its result (repetitions; wall, CPU and waiting seconds, alone and under the profiler; or the error)
+goes to the `--summary` JSON file rather than stdout, because under py-spy the child's exit status and
+output are not passed back.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import csv
 import json
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any, Callable, ContextManager, NamedTuple
@@ -31,6 +32,7 @@ from benchctl.ops import registry
 from benchctl.ops.cells import Cell
 from benchctl.profile.profilers import TORCH_MAX_REPS, TORCH_RANGE
 from benchctl.measure.clocks import Thunk
+from benchctl.measure.interference import RunQueue
 from benchctl.measure.timing import collector_off
 from benchctl.vocab import Device, Status
 
@@ -50,10 +52,13 @@ def benchctl_timed_thunk(thunk: Thunk, sync: Callable[[], None]) -> None:
 
 
 class Loop(NamedTuple):
-    """What `run_loop` did: repetitions, and the timed thunks' wall seconds and their thread's CPU seconds."""
+    """What `run_loop` did: repetitions, and over the timed thunks, the wall seconds, the calling thread's
+    CPU seconds (none while a profiler holds it stopped, or while it waits for a core) and the seconds it
+    waited for a core (runnable, not running: its run-queue delay)."""
     reps: int
     timed_s: float
-    cpu_s: float  # the calling thread's: none while a profiler holds it stopped or it waits for a core
+    cpu_s: float
+    waited_s: float
 
 
 def run_loop(setup: Setup, duration_s: float, sync: Callable[[], None], max_reps: int | None = None,
@@ -61,18 +66,21 @@ def run_loop(setup: Setup, duration_s: float, sync: Callable[[], None], max_reps
     """Repeats setup + thunk until `duration_s` has passed (at least once).
     The garbage collector is off as in `benchctl run`'s timing loop: on, its full collections (no Python
     frames that py-spy can read) took 1.5 s of a 2 s profile of hoconv2d's py backward."""
-    reps, timed, cpu = 0, 0.0, 0.0
+    reps, timed, cpu, waited = 0, 0.0, 0.0, 0.0
+    queue = RunQueue(threads=[threading.get_native_id()])
     deadline = time.perf_counter() + duration_s
     with collector_off():
         while reps == 0 or (time.perf_counter() < deadline and (max_reps is None or reps < max_reps)):
             thunk = benchctl_untimed_setup(setup)
-            start, ran = time.perf_counter(), time.thread_time()
+            start, ran, queued = time.perf_counter(), time.thread_time(), queue.read()
             with timed_range():
                 benchctl_timed_thunk(thunk, sync)
             timed += time.perf_counter() - start
             cpu += time.thread_time() - ran
+            waited += queue.read() - queued
             reps += 1
-    return Loop(reps, timed, cpu)
+    queue.close()
+    return Loop(reps, timed, cpu, waited)
 
 
 def _sync(device: str) -> Callable[[], None]:
@@ -146,7 +154,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     # The same loop before any profiler is attached: what a repetition costs without one, so the parent
     # can say how much the profiler slowed it.
     alone = run_loop(setup, UNPROFILED_S, _sync(cell.device))
-    unprofiled = {"unprofiled_reps": alone.reps, "unprofiled_s": alone.timed_s, "unprofiled_cpu_s": alone.cpu_s}
+    unprofiled = {"unprofiled_reps": alone.reps, "unprofiled_s": alone.timed_s, "unprofiled_cpu_s": alone.cpu_s,
+                  "unprofiled_waited_s": alone.waited_s}
     if args.ready:
         wait_for_go(Path(args.ready), Path(args.go))
     if args.torch_out:

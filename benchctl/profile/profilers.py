@@ -76,6 +76,8 @@ class ProfileResult:
     cpu_s: float | None = None  # the timed thunks' CPU seconds on the loop's thread, under the profiler
     unprofiled_cpu_s: float | None = None  # one repetition's CPU seconds on that thread, alone
     other_cores: float | None = None  # cores other processes kept busy meanwhile (median of 1 s samples)
+    waited_s: float | None = None  # the timed thunks' seconds on that thread waiting for a core, under the profiler
+    unprofiled_waited_s: float | None = None  # one repetition's seconds waiting for a core, alone
 
     @property
     def slowdown(self) -> float | None:
@@ -105,6 +107,14 @@ class ProfileResult:
         if slowdown is None or ran is None:
             return None
         return max(0.0, 1.0 - ran / slowdown)
+
+    @property
+    def waiting(self) -> float | None:
+        """The share of a profiled repetition's time its thread waited for a core (runnable, not running)
+        beyond what it waits alone: part of `off_cpu`, the rest is time held stopped or blocked."""
+        if self.waited_s is None or self.unprofiled_waited_s is None or not self.reps or not self.timed_s:
+            return None
+        return max(0.0, (self.waited_s / self.reps - self.unprofiled_waited_s) / (self.timed_s / self.reps))
 
     @property
     def slowed(self) -> bool:
@@ -250,10 +260,12 @@ def profile_torch(req: ProfileRequest, out_dir: Path) -> ProfileResult:
 
 
 def _costs(data: dict[str, Any]) -> dict[str, float | None]:
-    """The child's summary as ProfileResult's cost fields: the loop alone per repetition, wall and CPU."""
+    """The child's summary as ProfileResult's cost fields: the loop alone per repetition (wall, CPU and
+    waiting for a core), and the CPU and waiting seconds under the profiler."""
     reps = data["unprofiled_reps"]
     return {"unprofiled_s": data["unprofiled_s"] / reps, "unprofiled_cpu_s": data["unprofiled_cpu_s"] / reps,
-            "cpu_s": data["cpu_s"]}
+            "cpu_s": data["cpu_s"], "unprofiled_waited_s": data["unprofiled_waited_s"] / reps,
+            "waited_s": data["waited_s"]}
 
 
 def write_manifest(req: ProfileRequest, result: ProfileResult) -> Path:
@@ -265,7 +277,8 @@ def write_manifest(req: ProfileRequest, result: ProfileResult) -> Path:
         "reps": result.reps, "timed_s": result.timed_s, "unprofiled_s_per_rep": result.unprofiled_s,
         "slowdown": result.slowdown, "slowed": result.slowed, "cpu_s": result.cpu_s,
         "unprofiled_cpu_s_per_rep": result.unprofiled_cpu_s, "ran": result.ran, "off_cpu": result.off_cpu,
-        "other_cores": result.other_cores, "shared": result.shared, "files": result.files,
+        "waited_s": result.waited_s, "unprofiled_waited_s_per_rep": result.unprofiled_waited_s,
+        "waiting": result.waiting, "other_cores": result.other_cores, "shared": result.shared, "files": result.files,
         "top_ops": list(result.top_ops), "peak_mem_bytes": result.peak_mem_bytes,
         **(result.top.to_dict() if result.top else {}),
     }

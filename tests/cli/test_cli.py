@@ -125,10 +125,11 @@ def test_a_comma_list_param_is_swept(tmp_path):
 
 
 def test_rounds_pool_every_cell_into_one_row(tmp_path):
+    # --remeasure 0: a late re-measurement of a noisy cell would pool more rounds (tests/sweep/test_remeasure.py)
     result = invoke("run", "py", "cpu", "--op", "hoconv2d", "--target", "filter", "--batch-sizes", "1,2",
                     "--param", "H=12", "--param", "W=12", "--passes", "forward",
                     "--min-time", "0", "--warmup-time", "0",
-                    "--rounds", "3", "--processes", "1", "--out", str(tmp_path))
+                    "--rounds", "3", "--processes", "1", "--remeasure", "0", "--out", str(tmp_path))
     assert result.exit_code == 0, result.output
     df = storage.load(root=tmp_path)
     assert sorted(df["batch_size"]) == [1, 2] and set(df["rounds"]) == {3}
@@ -240,9 +241,11 @@ def test_a_quick_sweep_flags_noisy_cells_without_measuring_them_again_unless_ask
 
 
 def test_processes_three_measures_each_cell_in_three_workers_and_keeps_their_medians(tmp_path):
+    # --remeasure 0: on a noisy machine a late re-measurement pools its rounds with these (6 rounds), which
+    # is tested in tests/sweep/test_remeasure.py
     result = invoke("run", "py", "cpu", "--op", "hoconv2d", "--target", "filter", "--batch-sizes", "1", "--param",
                     "H=16", "--param", "W=16", "--passes", "forward", "--min-time", "0.02", "--warmup-time", "0",
-                    "--processes", "3", "--out", str(tmp_path))
+                    "--processes", "3", "--remeasure", "0", "--out", str(tmp_path))
     assert result.exit_code == 0, result.output
     (row,) = storage.load(root=tmp_path).to_dict("records")
     assert row["status"] == "ok" and row["processes"] == 3 and row["rounds"] == 3

@@ -257,13 +257,16 @@ def test_a_slowdown_says_how_much_was_the_threads_own_work_and_how_much_time_off
         capsys: pytest.CaptureFixture[str]) -> None:
     from benchctl.cli.profile import render_slowdown
 
-    # 400 ms a repetition under py-spy, 100 ms alone; the thread ran 120 ms of it (100 ms alone)
-    held = profiling.ProfileResult(Path("p"), "py-spy", 2, 0.8, unprofiled_s=0.1, cpu_s=0.24, unprofiled_cpu_s=0.1)
+    # 400 ms a repetition under py-spy, 100 ms alone; the thread ran 120 ms of it (100 ms alone), and waited
+    # for a core 60 ms (20 ms alone)
+    held = profiling.ProfileResult(Path("p"), "py-spy", 2, 0.8, unprofiled_s=0.1, cpu_s=0.24, unprofiled_cpu_s=0.1,
+                                   waited_s=0.12, unprofiled_waited_s=0.02)
     render_slowdown(held)
     said = capsys.readouterr()
-    said_first = "4.0x the 100 ms it took alone: its thread ran 1.20x as long, and was off the CPU 70% of the time"
+    said_first = ("4.0x the 100 ms it took alone: its thread ran 1.20x as long, and was off the CPU 70% of the time "
+                  "(10% waiting for a core)")
     assert said_first in said.out
-    assert "off the CPU 70% of the time, mostly held stopped while py-spy read its stacks" in said.err
+    assert "off the CPU 70% of the time, 60% held stopped (py-spy stops it to read its stacks)" in said.err
     assert "a lower --rate (e.g. --rate 25)" in said.err  # a quarter of the default 100/s
     render_slowdown(held, rate_hz=20)
     assert "(e.g. --rate 5)" in capsys.readouterr().err  # a quarter of the rate it was profiled at

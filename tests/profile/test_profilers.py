@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import gc
 import json
+import os
+import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
+from benchctl.measure.interference import RunQueue
 from benchctl.profile import child as profile_child
 from benchctl.profile import profilers as profiling
 from benchctl.ops.cells import Cell
@@ -131,22 +135,40 @@ def test_run_loop_repeats_setup_then_thunk() -> None:
         calls.append("setup")
         return lambda: calls.append("thunk")
 
-    reps, timed, _ = profile_child.run_loop(setup, 0.0, lambda: None)
+    reps = profile_child.run_loop(setup, 0.0, lambda: None).reps
     assert (reps, calls) == (1, ["setup", "thunk"])  # at least once, even with no time
-    reps, _, _ = profile_child.run_loop(setup, 10.0, lambda: None, max_reps=4)
+    reps = profile_child.run_loop(setup, 10.0, lambda: None, max_reps=4).reps
     assert reps == 4 and calls[2:] == ["setup", "thunk"] * 4
 
 
 def test_run_loop_counts_its_threads_cpu_time_apart_from_the_wall_time() -> None:
-    def spin() -> None:  # 20 ms on this thread's CPU clock, however long the wall clock takes
-        until = time.thread_time() + 0.02
-        while time.thread_time() < until:
-            pass
-
     asleep = profile_child.run_loop(lambda: lambda: time.sleep(0.05), 10.0, lambda: None, max_reps=2)
     assert asleep.timed_s >= 0.1 and asleep.cpu_s < 0.2 * asleep.timed_s  # asleep: off the CPU
-    busy = profile_child.run_loop(lambda: spin, 10.0, lambda: None, max_reps=2)
+    busy = profile_child.run_loop(lambda: _spin, 10.0, lambda: None, max_reps=2)
     assert busy.cpu_s >= 0.04 and busy.timed_s >= 0.99 * busy.cpu_s  # the two clocks differ by microseconds
+
+
+@pytest.mark.skipif(not RunQueue(), reason="no per-thread schedstat here (not Linux)")
+def test_run_loop_counts_the_time_its_thread_waited_for_a_core() -> None:
+    """Every core taken by a neighbour: the loop's thread must wait for one, and says how long (judged by
+    what the OS reported, not by how long anything took)."""
+    busy = "import time\nend = time.monotonic() + 20\nwhile time.monotonic() < end: pass"
+    neighbours = [subprocess.Popen([sys.executable, "-c", busy]) for _ in range(os.cpu_count() or 1)]
+    try:
+        time.sleep(0.3)  # the neighbours are running
+        loop = profile_child.run_loop(lambda: _spin, 10.0, lambda: None, max_reps=10)
+    finally:
+        for n in neighbours:
+            n.kill()
+            n.wait()
+    assert loop.waited_s > 0 and loop.cpu_s >= 0.2
+    assert loop.cpu_s + loop.waited_s <= 1.01 * loop.timed_s  # on a core or waiting for one: within the wall
+
+
+def _spin() -> None:  # 20 ms on this thread's CPU clock, however long the wall clock takes
+    until = time.thread_time() + 0.02
+    while time.thread_time() < until:
+        pass
 
 
 def test_run_loop_keeps_the_garbage_collector_off_as_run_does() -> None:
@@ -189,14 +211,21 @@ def test_slowdown_is_a_profiled_repetition_over_one_alone(tmp_path: Path) -> Non
     result = profiling.ProfileResult(tmp_path, "py-spy", 4, 2.0, unprofiled_s=0.1)
     assert result.slowdown == pytest.approx(5.0)  # 0.5 s a repetition under the profiler, 0.1 s alone
     assert profiling.ProfileResult(tmp_path, "py-spy", 0, 0.0, unprofiled_s=0.1).slowdown is None
-    costs = profiling._costs({"unprofiled_reps": 4, "unprofiled_s": 0.6, "unprofiled_cpu_s": 0.4, "cpu_s": 1.0})
-    assert costs == pytest.approx({"unprofiled_s": 0.15, "unprofiled_cpu_s": 0.1, "cpu_s": 1.0})
+    costs = profiling._costs({"unprofiled_reps": 4, "unprofiled_s": 0.6, "unprofiled_cpu_s": 0.4, "cpu_s": 1.0,
+                              "unprofiled_waited_s": 0.02, "waited_s": 0.3})
+    assert costs == pytest.approx({"unprofiled_s": 0.15, "unprofiled_cpu_s": 0.1, "cpu_s": 1.0,
+                                   "unprofiled_waited_s": 0.005, "waited_s": 0.3})
 
 
 def test_a_slowdown_splits_into_the_threads_own_time_and_its_time_off_the_cpu(tmp_path: Path) -> None:
     # 0.5 s a repetition under the profiler, 0.1 s alone; its thread ran 0.125 s of each (0.1 s alone)
     result = profiling.ProfileResult(tmp_path, "py-spy", 4, 2.0, unprofiled_s=0.1, cpu_s=0.5, unprofiled_cpu_s=0.1)
     assert result.ran == pytest.approx(1.25) and result.off_cpu == pytest.approx(0.75)
+    assert result.waiting is None  # not measured: not invented
+    # of each 0.5 s, 0.1 s waiting for a core where it waited 0.05 s alone: 10% of the time more
+    waited = replace(result, waited_s=0.4, unprofiled_waited_s=0.05)
+    assert waited.waiting == pytest.approx(0.1)
+    assert replace(result, waited_s=0.0, unprofiled_waited_s=0.05).waiting == 0.0  # less than alone: none
     # a thread that waits half its time alone (on a GPU, say) is not off the CPU for that: only for what is new
     waits = profiling.ProfileResult(tmp_path, "torch", 4, 0.4, unprofiled_s=0.1, cpu_s=0.2, unprofiled_cpu_s=0.05)
     assert waits.ran == pytest.approx(1.0) and waits.off_cpu == pytest.approx(0.0)
