@@ -72,7 +72,10 @@ def run_loop(setup: Setup, duration_s: float, sync: Callable[[], None], max_reps
     with collector_off():
         while reps == 0 or (time.perf_counter() < deadline and (max_reps is None or reps < max_reps)):
             thunk = benchctl_untimed_setup(setup)
-            start, ran, queued = time.perf_counter(), time.thread_time(), queue.read()
+            # The thread's CPU clock and run-queue delay are read outside the wall clock's reads, so that only
+            # the call runs between those (as in `run`); theirs bracket it.
+            ran, queued = time.thread_time(), queue.read()
+            start = time.perf_counter()
             with timed_range():
                 benchctl_timed_thunk(thunk, sync)
             timed += time.perf_counter() - start
