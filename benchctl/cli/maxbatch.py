@@ -24,7 +24,8 @@ from benchctl.vocab import PASSES, Pass
                                   "maps once its threads have started, e.g. 2G (default: half of free RAM).")
 @click.option("--start", default=1, show_default=True, type=click.IntRange(min=1))
 @click.option("--limit", default=1 << 14, show_default=True, type=click.IntRange(min=1))
-@click.option("--timeout", default=600.0, show_default=True, help="Seconds per probe.")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=600.0, show_default=True,
+              help="Seconds per probe.")
 @click.option("--out", default="results", show_default=True, type=click.Path(file_okay=False))
 @ops_dir_option
 def command(op_name, impl_name, device, pass_name, target, params, dtype, mem_limit, start, limit, timeout,
@@ -40,6 +41,10 @@ def command(op_name, impl_name, device, pass_name, target, params, dtype, mem_li
         limit_bytes = parse_size(mem_limit) if mem_limit else None
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    if limit_bytes == 0:
+        raise UsageError("--mem-limit 0 leaves no memory to probe with; give a size, e.g. 2G, or leave it out")
+    if start > limit:
+        raise UsageError(f"--start {start} is above --limit {limit}: nothing to probe")
     check_writable(Path(out))
     prober = Prober.create(op_name, impl_name, device, pass_name, target, parse_params(params), dtype,
                            limit_bytes, timeout, ops_dirs)

@@ -14,7 +14,7 @@ if TYPE_CHECKING:  # imported inside the functions, so `benchctl --help` does no
     from benchctl.profile.profilers import ProfileResult
     from benchctl.profile.stacks import TopFrames
 
-from benchctl.cli.options import parse_params
+from benchctl.cli.options import check_writable, parse_params
 from benchctl.profile.profilers import RATE_HZ
 from benchctl.vocab import DEVICE_ALIASES, DTYPE_NAMES, PASSES, Pass
 
@@ -205,5 +205,6 @@ def command(op: str, impl: str, device: str, target: str | None, pass_name: str,
     req = profiling.ProfileRequest(cell, pass_name, duration, rate, native, memory, tuple(ops_dirs))
     stamp = f"{datetime.now():%Y%m%d-%H%M%S}"
     out = out_dir or Path("results", storage.PROFILES_DIR, f"{op}-{impl}-{cell.device}-{pass_name}-{stamp}")
+    check_writable(out)
     run = profiling.profile_torch if profiler == "torch" else profiling.profile_py_spy
     render(run(req, out), top, rate)

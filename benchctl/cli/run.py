@@ -33,8 +33,8 @@ def _ints(text: str | None) -> tuple[int, ...]:
               help="KEY=VALUE (or KEY=1,2,4 to sweep it) for every operator with that param.")
 @click.option("--dtype", "dtypes", multiple=True, help="float32 (default), float64, float16, bfloat16.")
 @click.option("--passes", help="Comma list of forward, backward, forward_backward.")
-@click.option("--min-time", type=float, help="Seconds of samples per pass, at least.")
-@click.option("--max-time", type=float, help="Seconds per pass, at most.")
+@click.option("--min-time", type=click.FloatRange(min=0), help="Seconds of samples per pass, at least.")
+@click.option("--max-time", type=click.FloatRange(min=0), help="Seconds per pass, at most.")
 @click.option("--warmup-time", type=click.FloatRange(min=0), help="Untimed calls before sampling, in seconds, "
               "at most (default 0.5; a cheap call stops after 10 calls and 0.1 s): first calls can be far "
               "slower, e.g. while a VM backs new memory.")
@@ -63,7 +63,8 @@ def _ints(text: str | None) -> tuple[int, ...]:
 @click.option("--threads", type=click.IntRange(min=1), help="torch intra-op threads (default: torch's).")
 @click.option("--out", default="results", show_default=True, type=click.Path(file_okay=False))
 @click.option("--quick", is_flag=True, help="Each operator's small quick sweep.")
-@click.option("--timeout", type=float, default=900.0, show_default=True, help="Seconds per cell before it is killed.")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=900.0, show_default=True,
+              help="Seconds per cell before it is killed.")
 @click.option("--flush-l2", is_flag=True, help="GPU: write a buffer larger than L2 before each repetition.")
 @click.option("--cuda-graph", is_flag=True, help="GPU: time replays of each call captured in a CUDA graph, "
               "launch overhead left out; rows record the timing mode.")

@@ -172,6 +172,12 @@ def test_pair_with_times_the_other_implementation_in_alternation_through_a_worke
     (["run", "py", "cpu", "--op", "grid_sample", "--param", "image_size=big"], "image_size takes numbers, got 'big'"),
     (["check", "py", "cpu", "--op", "nope"], "unknown operator 'nope'"),
     (["list", "--ops-dir", "/no/such/folder"], "operators folder not found"),
+    (["run", "py", "cpu", "--op", "lstm_cell", "--min-time", "-1"], "-1.0 is not in the range x>=0"),
+    (["run", "py", "cpu", "--op", "lstm_cell", "--max-time", "-2"], "-2.0 is not in the range x>=0"),
+    (["run", "py", "cpu", "--op", "lstm_cell", "--timeout", "0"], "0.0 is not in the range x>0"),
+    (["maxbatch", "lstm_cell", "py", "cpu", "--mem-limit", "0"], "--mem-limit 0 leaves no memory"),
+    (["maxbatch", "lstm_cell", "py", "cpu", "--start", "100", "--limit", "10"], "--start 100 is above --limit 10"),
+    (["maxbatch", "lstm_cell", "py", "cpu", "--timeout", "0"], "0.0 is not in the range x>0"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, message):
     result = invoke(*args)

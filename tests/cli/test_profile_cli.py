@@ -193,6 +193,14 @@ def test_a_param_its_operator_rules_out_stops_before_the_child(tmp_path: Path) -
     assert not (tmp_path / "p").exists()
 
 
+def test_an_out_folder_that_cannot_be_written_stops_before_the_child(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    result = invoke("profile", *SMALL, "--out", str(blocker / "p"))
+    assert result.exit_code == 2
+    assert one_line(result.output).startswith(f"error: cannot write results to {blocker / 'p'}")
+
+
 @pytest.mark.parametrize("args, needle", [
     (["profile", "hoconv2d", "nope", "cpu"], "no implementation 'nope'"),
     (["profile", "nope", "py", "cpu"], "unknown operator"),
