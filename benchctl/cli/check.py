@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from benchctl.cli.options import load_operators, op_option, ops_dir_option, tf32_option
+from benchctl.cli.options import load_operators, op_option, ops_dir_option, parse_params, tf32_option
 
 
 def _fmt(v: float | None) -> str:
@@ -17,9 +17,13 @@ def _fmt(v: float | None) -> str:
 @op_option
 @ops_dir_option
 @tf32_option
+@click.option("--param", "params", multiple=True, metavar="KEY=VALUE",
+              help="Compare with the reference at the params `run` would time with the same --param (KEY=1,2,4: "
+                   "each), as its gate checks them, instead of the operator's own check cases. gradcheck and "
+                   "opcheck stay at its first, small case.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per check on stdout instead of the table.")
 def command(impls: str, devices: str, ops: tuple[str, ...], ops_dirs: tuple[str, ...], tf32: bool | None,
-            as_json: bool) -> None:
+            params: tuple[str, ...], as_json: bool) -> None:
     """Check IMPLS on DEVICES: outputs and gradients vs float64, gradcheck, opcheck. Exit 1 on failure.
     An implementation with a compiled extension is checked in a child process (one per operator)."""
     from benchctl.sweep import words
@@ -32,12 +36,13 @@ def command(impls: str, devices: str, ops: tuple[str, ...], ops_dirs: tuple[str,
 
     load_operators(ops_dirs, ops)
     set_tf32(tf32)
-    cells = request.cells(request.SweepRequest(impls=impls, devices=devices, ops=ops))
+    given = parse_params(params)
+    cells = request.cells(request.SweepRequest(impls=impls, devices=devices, ops=ops, params=given))
     selection = request.selection(cells)
     if not selection:
         raise BenchError(f"nothing to check: no implementation among {impls!r} supports {devices!r}")
     _build_first(cells)
-    rows = _collect(run_checks_isolated(selection, ops_dirs, tf32))
+    rows = _collect(run_checks_isolated(selection, ops_dirs, tf32, request.gate_cases(cells, given)))
     if as_json:
         _render_json(rows)
     else:

@@ -14,7 +14,7 @@ import subprocess
 import sys
 import tempfile
 from dataclasses import asdict
-from typing import Iterator, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 from benchctl import interpreter
 from benchctl.measure.checks import CheckRow, run_checks
@@ -25,22 +25,24 @@ from benchctl.vocab import Status
 
 MODULE = "benchctl.measure.check_child"
 Selection = Sequence[tuple[Operator, Implementation, str]]
+Given = Mapping[str, Sequence[Mapping[str, Any]]]  # params to compare at, by operator (`check --param`)
 
 
-def run_checks_isolated(selection: Selection, ops_dirs: Sequence[str], tf32: bool | None) -> Iterator[CheckRow]:
+def run_checks_isolated(selection: Selection, ops_dirs: Sequence[str], tf32: bool | None,
+                        given: Given | None = None) -> Iterator[CheckRow]:
     """The rows of `run_checks`, each operator with an extension behind it checked in a child process."""
     by_op: dict[str, list[tuple[Operator, Implementation, str]]] = {}
     for item in selection:
         by_op.setdefault(item[0].name, []).append(item)
     for items in by_op.values():
         if any(extension.behind(impl) is not None for _, impl, _ in items):
-            yield from _in_child(items, ops_dirs, tf32)
+            yield from _in_child(items, ops_dirs, tf32, given or {})
         else:
-            yield from run_checks(items)
+            yield from run_checks(items, given)
 
 
-def _in_child(items: Selection, ops_dirs: Sequence[str], tf32: bool | None) -> Iterator[CheckRow]:
-    request = {"ops_dirs": [str(d) for d in ops_dirs], "tf32": tf32,
+def _in_child(items: Selection, ops_dirs: Sequence[str], tf32: bool | None, given: Given) -> Iterator[CheckRow]:
+    request = {"ops_dirs": [str(d) for d in ops_dirs], "tf32": tf32, "given": dict(given),
                "items": [[op.name, impl.name, device] for op, impl, device in items]}
     done: set[tuple[str, str, str]] = set()
     with tempfile.TemporaryFile() as err:
@@ -75,7 +77,7 @@ def main() -> None:
     for op_name, impl_name, device in request["items"]:
         registry.discover(request["ops_dirs"], [op_name])
         op = registry.get(op_name)
-        for row in run_checks([(op, op.implementations[impl_name], device)]):
+        for row in run_checks([(op, op.implementations[impl_name], device)], request["given"]):
             proto.write(json.dumps(asdict(row)) + "\n")
         proto.write(json.dumps({"done": [op_name, impl_name, device]}) + "\n")
 

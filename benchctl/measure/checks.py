@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import traceback
 from dataclasses import dataclass
-from typing import Iterator, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import torch
 
@@ -69,20 +69,24 @@ def cases(op: Operator, interpreted: bool = False) -> list[dict]:
     return found[:1] if interpreted else found
 
 
-def check_impl(op: Operator, impl: Implementation, device: str) -> Iterator[CheckRow]:
+def check_impl(op: Operator, impl: Implementation, device: str,
+               given: Sequence[Mapping[str, Any]] = ()) -> Iterator[CheckRow]:
+    """Every check of `impl` on `device`. The reference is compared at the `given` params (`check --param`),
+    else at the operator's check cases; gradcheck and opcheck stay at its first, small case (gradcheck's
+    finite differences cost two calls per input element)."""
     reason = impl.unavailable_reason(device, timed=False)
     if reason:
         yield CheckRow(op.name, "*", impl.name, device, Status.UNAVAILABLE, "", "", None, None, None, None, reason)
         return
     yield from _unsupported_rows(op, impl, device)
     dtypes = [d for d in DTYPES if impl.dtype_reason(d) is None]
-    shapes = cases(op, interpreted=device == Device.CPU and bool(impl.kernels))
+    shapes = [dict(p) for p in given] or cases(op, interpreted=device == Device.CPU and bool(impl.kernels))
     for target in op.targets:
         for params in shapes:
             for dtype in dtypes:
                 for seed in SEEDS:
                     yield _reference_row(op, target, impl, device, params, dtype, seed)
-        yield _gradcheck_row(op, target, impl, device, shapes[0])
+        yield _gradcheck_row(op, target, impl, device, cases(op)[0])
     if impl.opcheck is not None:
         yield _opcheck_row(op, impl, device, cases(op)[0])
 
@@ -176,6 +180,8 @@ def interpreted(rows: Sequence[CheckRow], selection: Sequence[tuple[Operator, Im
             if device == Device.CPU and impl.kernels and (op.name, impl.name) in ran]
 
 
-def run_checks(selection: Sequence[tuple[Operator, Implementation, str]]) -> Iterator[CheckRow]:
+def run_checks(selection: Sequence[tuple[Operator, Implementation, str]],
+               given: Mapping[str, Sequence[Mapping[str, Any]]] | None = None) -> Iterator[CheckRow]:
+    """The checks of each selected implementation; `given`: params to compare at, by operator name."""
     for op, impl, device in selection:
-        yield from check_impl(op, impl, device)
+        yield from check_impl(op, impl, device, (given or {}).get(op.name, ()))

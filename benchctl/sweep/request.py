@@ -135,6 +135,20 @@ def selection(found: Sequence[Cell]) -> list[tuple[Operator, Implementation, str
     return [(triples[t].operator, lookup.find(triples[t].operator, t[1]), t[2]) for t in ordered]
 
 
+def gate_cases(found: Sequence[Cell], given: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """`check --param`: for each operator that has one of the `given` params, the params of the cells `run`
+    would time with the same words, as its correctness gate checks them (the operator's `check_params`), each
+    once. Operators without any of them are left out: they keep their own check cases."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for cell in found:
+        op = cell.operator
+        if any(key in op.params for key in given):
+            case = op.params_for_check(cell.params.to_dict())
+            if case not in out.setdefault(op.name, []):
+                out[op.name].append(case)
+    return out
+
+
 def cells(req: SweepRequest) -> list[Cell]:
     """All cells of the sweep; none where no implementation asked for supports a device asked for.
     Implementation x device pairs the implementation does not support are left out (a CPU-only variant

@@ -200,6 +200,19 @@ def test_run_on_gpu_without_one_says_why_and_fails(tmp_path):
     assert storage.latest_run(tmp_path) is None  # nothing half-written
 
 
+def test_check_param_compares_at_the_size_run_would_time(fixture_ops_dir):
+    own = invoke("check", "tail", "cpu", "--op", "faulty", "--ops-dir", str(fixture_ops_dir))
+    assert own.exit_code == 0, own.output  # its own case, dim 3, misses the bug
+    result = invoke("check", "py,tail", "cpu", "--op", "faulty", "--ops-dir", str(fixture_ops_dir),
+                    "--param", "dim=8,10", "--json")
+    assert result.exit_code == 1
+    rows = json.loads(result.stdout)
+    failed = {(r["impl"], r["case"].split(" seed=")[0]) for r in rows if r["kind"] == "reference" and not r["passed"]}
+    assert failed == {("tail", "batch_size=4 dim=10")}  # the batch run would time (4), within the gate's cases
+    assert {r["case"] for r in rows if r["kind"] == "gradcheck"} == {"batch_size=2 dim=3"}
+    assert "first: faulty/op tail on cpu reference float32 batch_size=4 dim=10" in result.output
+
+
 def test_check_fails_on_a_wrong_implementation_and_names_it(fixture_ops_dir):
     result = invoke("check", "py,wrong", "cpu", "--op", "faulty", "--ops-dir", str(fixture_ops_dir))
     assert result.exit_code == 1

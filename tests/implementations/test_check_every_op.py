@@ -65,3 +65,14 @@ def test_check_passes_every_cpu_implementation(op_name: str) -> None:
         assert len(opcheck) == (op.implementations[name].opcheck is not None), name
         assert all(r.passed is True for r in opcheck), [r.detail for r in opcheck]
     assert all(r.passed is not False for r in rows), [f"{r.name()}: {r.detail}" for r in rows if r.passed is False]
+
+
+def test_given_params_reach_the_check_child_of_an_extension() -> None:
+    op = BUILTINS["lstm_cell"]
+    given = {"lstm_cell": [{"batch_size": 2, "H": 40, "I": None}]}  # a width none of its own cases has
+    rows = list(run_checks_isolated([(op, op.implementations["cpp"], "cpu")], [], None, given))
+    reference = [r for r in rows if r.kind == "reference"]
+    assert {r.case.split(" seed=")[0] for r in reference} == {"H=40 I=None batch_size=2"}
+    for row in reference:
+        assert_real_pass(row)
+    assert {r.case for r in rows if r.kind == "gradcheck"} == {checks._case_label(checks.cases(op)[0])}

@@ -35,3 +35,18 @@ def test_a_number_among_the_inputs_reaches_the_implementation(fixture_ops):
     assert rows and all(r.passed for r in rows), [r for r in rows if not r.passed]
     cell = Cell.make("axpy", "op", "fused", "cpu", "float32", {"batch_size": 4, "dim": 8, "alpha": 2.0})
     assert {r["status"] for r in run_cell(cell)} == {"ok"}
+
+
+def test_given_params_replace_the_check_cases_for_the_reference_only(fixture_ops):
+    op = registry.get("faulty")
+    tail = op.implementations["tail"]
+    own = list(checks.check_impl(op, tail, "cpu"))
+    assert own and all(r.passed for r in own if r.kind == "reference")  # dim 3: the scalar path
+    given = [{"batch_size": 2, "dim": 8}, {"batch_size": 2, "dim": 10}]
+    rows = list(checks.check_impl(op, tail, "cpu", given))
+    reference = [r for r in rows if r.kind == "reference"]
+    assert {r.case.split(" seed=")[0] for r in reference} == {"batch_size=2 dim=8", "batch_size=2 dim=10"}
+    assert {r.case.split(" seed=")[0] for r in reference if not r.passed} == {"batch_size=2 dim=10"}
+    assert all(0.9 < r.max_rel_err <= 1.0 for r in reference if not r.passed)  # whole columns left at zero
+    [gradcheck] = [r for r in rows if r.kind == "gradcheck"]
+    assert gradcheck.case == "batch_size=2 dim=3" and gradcheck.passed  # the operator's own, small case

@@ -7,7 +7,7 @@ from benchctl.cli.profile import build_cell
 from benchctl.errors import UsageError
 from benchctl.maxbatch.probe import Prober
 from benchctl.ops import lookup, registry
-from benchctl.sweep.request import SweepRequest, cells, expand, one_cell, selection
+from benchctl.sweep.request import SweepRequest, cells, expand, gate_cases, one_cell, selection
 
 
 def run_words(**kwargs) -> list:
@@ -43,3 +43,11 @@ def test_one_cell_refuses_words_that_name_several(fixture_ops):
     assert one_cell(SweepRequest("py", "cpu", ops=("axpy",))) == run_words()[0]
     with pytest.raises(UsageError, match="name 2 cells, not one"):
         one_cell(SweepRequest("py", "cpu", ops=("axpy",), batch_sizes=(1, 2)))
+
+
+def test_check_param_compares_at_the_params_the_gate_of_run_checks(builtin_ops):
+    words = SweepRequest("py,cpp", "cpu", ops=("lstm_cell", "grid_sample"), params={"H": [40, 48]})
+    # lstm_cell's gate keeps at most 16 rows of run's 64, and its width H; grid_sample has no H: its own cases
+    assert gate_cases(cells(words), words.params) == {"lstm_cell": [{"batch_size": 16, "H": 40, "I": None},
+                                                                   {"batch_size": 16, "H": 48, "I": None}]}
+    assert gate_cases(cells(SweepRequest("py", "cpu", ops=("lstm_cell",))), {}) == {}
