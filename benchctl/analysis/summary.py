@@ -45,20 +45,55 @@ def speedup(base: Mapping[str, Any], row: Mapping[str, Any]) -> float:
     ratio of the medians."""
     if _timed_together(base, row):
         return float(row["paired_speedup"])
-    ours, theirs = _round_medians(row), _round_medians(base)
-    if len(ours) >= 2 and len(ours) == len(theirs) and all(m > 0 for m in ours):
-        return float(np.median([b / m for b, m in zip(theirs, ours)]))
+    ratios = _round_ratios(base, row)
+    if ratios:
+        return float(np.median(ratios))
     return float(base["median_s"] / row["median_s"])
+
+
+def speedup_range(base: Mapping[str, Any], row: Mapping[str, Any]) -> tuple[float, float] | None:
+    """How far `speedup` moves: the 95% interval of a paired one; else, where both were measured in the same
+    rounds (run --processes, --rounds), the lowest and the highest of the rounds' own ratios, one per process
+    turn or round (three processes' range understates the next three's, docs/measuring.md, "Processes");
+    None where one round gives nothing to say how far it moves."""
+    if _timed_together(base, row):
+        return float(row["paired_ci_lo"]), float(row["paired_ci_hi"])
+    ratios = _round_ratios(base, row)
+    return (min(ratios), max(ratios)) if ratios else None
+
+
+def unsettled(base: Mapping[str, Any], row: Mapping[str, Any]) -> bool:
+    """The speedup's range goes from under 1 to over 1: its rounds (or its paired interval) disagree on which
+    implementation is faster."""
+    found = speedup_range(base, row)
+    return found is not None and found[0] < 1.0 < found[1]
 
 
 def speedup_label(base: Mapping[str, Any], row: Mapping[str, Any]) -> str:
     """The speedup as text; where it is a paired one (within 10x, measure/paired.py), to two decimals and
-    with the half width of its 95% interval: 2.05x ±0.3%."""
+    with the half width of its 95% interval: 2.05x ±0.3%. A `?` after one whose range holds 1 (`unsettled`)."""
     ratio = speedup(base, row)
+    mark = "?" if unsettled(base, row) else ""
     if not (_timed_together(base, row) and ratio > 0):
-        return speedup_text(ratio)
+        return speedup_text(ratio) + mark
     half = max(ratio - row["paired_ci_lo"], row["paired_ci_hi"] - ratio) / ratio
-    return f"{ratio:.2f}x ±{half:.1%}"
+    return f"{ratio:.2f}x ±{half:.1%}{mark}"
+
+
+def range_label(base: Mapping[str, Any], row: Mapping[str, Any]) -> str:
+    """The speedup with how far it moves, for the report's tables: 2.05x ±0.3% (paired), 1.06x (0.97-1.12)
+    (the rounds' ratios), or the speedup alone (one round; the baseline itself)."""
+    ratio, found = speedup(base, row), speedup_range(base, row)
+    if _timed_together(base, row):
+        return speedup_label(base, row)
+    if found is None or found[0] == found[1]:
+        return f"{_ratio_text(ratio)}x"
+    return f"{_ratio_text(ratio)}x ({_ratio_text(found[0])}-{_ratio_text(found[1])})"
+
+
+def _ratio_text(ratio: float) -> str:
+    """Two decimals from 0.1 to 100 (1.06, 0.97, 26.40), three significant digits beyond (0.0133, 210)."""
+    return f"{ratio:.2f}" if 0.1 <= ratio < 100 else f"{ratio:.3g}"
 
 
 def _timed_together(base: Mapping[str, Any], row: Mapping[str, Any]) -> bool:
@@ -73,6 +108,14 @@ def _present(value: Any) -> bool:
 def _round_medians(row: Mapping[str, Any]) -> Sequence[float]:
     medians = row.get("round_medians_s")
     return list(medians) if _present(medians) else ()
+
+
+def _round_ratios(base: Mapping[str, Any], row: Mapping[str, Any]) -> list[float]:
+    """`base`'s time over `row`'s, round by round, where both were measured in the same two or more rounds."""
+    ours, theirs = _round_medians(row), _round_medians(base)
+    if len(ours) >= 2 and len(ours) == len(theirs) and all(m > 0 for m in ours):
+        return [b / m for b, m in zip(theirs, ours)]
+    return []
 
 
 def probed(rows: pd.DataFrame) -> pd.DataFrame:
@@ -145,8 +188,9 @@ def summary_tables(df: pd.DataFrame, references: dict[str, str]) -> list[Summary
             rows.append((pass_name, impl, *(_cell(by_value.get(v), base.get(v), impl == ref, typical.get(device))
                                             for v in values)))
         title = (f"{op}/{target} {others} on {device}{timed} ({dtype}): median ms (speedup vs {ref}, ±: its 95% "
-                 "interval where paired; ~ noisy; dist: disturbed, too few clean samples; slow: the machine's canary "
-                 f"over {CANARY_SLOW:.0%} slower than calibrated; os: mostly OS time; host: host-bound; "
+                 "interval where paired; ?: its rounds disagree on which is faster; ~ noisy; dist: disturbed, too "
+                 f"few clean samples; slow: the machine's canary over {CANARY_SLOW:.0%} slower than calibrated; "
+                 "os: mostly OS time; host: host-bound; "
                  "mem: machine's memory bandwidth low; recomp: torch.compile recompiled for it)")
         tables.append(SummaryTable(title, ("pass", f"impl \\ {axis}", *map(axis_value_text, values)), tuple(rows)))
     return tables

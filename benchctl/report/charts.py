@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from benchctl.report import compile_marks
-from benchctl.report.speedups import ci_bars, paired_intervals, speedups
+from benchctl.report.speedups import ci_bars, intervals, speedups
 from benchctl.analysis.verdict import timing_kinds
 from benchctl.analysis.summary import axis_value_text
 from benchctl.vocab import DEVICES, FAILED, PASS_LABELS, PASSES, Device, Pass, Status
@@ -179,8 +179,8 @@ def tick_text(value: float) -> str:
 
 
 def _line_panel(ax: "Axes", cell: pd.DataFrame, y_col: str, colors: dict, styles: dict) -> bool:
-    """One line per (implementation, param group) with bars: the IQR on times, the 95% interval on paired
-    speedups; returns whether anything was drawn."""
+    """One line per (implementation, param group) with bars: the IQR on times, how far each speedup moves
+    (speedups.intervals); returns whether anything was drawn."""
     drawn = False
     for (impl, group), series in cell.groupby(["impl", "group"], sort=True):
         ok = series[(series["status"] == Status.OK) & series[y_col].notna()].sort_values("axis_value")
@@ -274,9 +274,9 @@ def timing_figure(df: pd.DataFrame, title: str) -> "Figure":
 
 
 def speedup_figure(df: pd.DataFrame, title: str, baseline: str) -> "Figure | None":
-    """Baseline time / implementation time per cell, with the 95% interval of the paired ones; None when
-    there is nothing to compare."""
-    df, fixed = with_groups(df.assign(speedup=speedups(df, baseline), **paired_intervals(df, baseline)))
+    """Baseline time / implementation time per cell, with how far each moves as bars (the 95% interval of a
+    paired one, the range of the rounds' ratios); None when there is nothing to compare."""
+    df, fixed = with_groups(df.assign(speedup=speedups(df, baseline), **intervals(df, baseline)))
     if df[(df["impl"] != baseline) & df["speedup"].notna()].empty:
         return None
 

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from benchctl.report import charts, compile_marks
-from benchctl.report.speedups import speedups
+from benchctl.report.speedups import labels
 from benchctl.results import storage
 from benchctl.results.schema import ENV_FIELDS
 from benchctl.analysis.summary import axis_value_text, probed
@@ -91,7 +91,7 @@ def _column(df: pd.DataFrame, name: str) -> pd.Series:
 
 def op_table(rows: pd.DataFrame, baseline: str) -> pd.DataFrame:
     """The operator's cells as display strings, in chart order: device, pass, params, axis, impl."""
-    df, _ = charts.with_groups(rows.assign(speedup=speedups(rows, baseline)))
+    df, _ = charts.with_groups(rows.assign(speedup=labels(rows, baseline)))
     axis = str(df["axis"].dropna().iloc[0]) if df["axis"].notna().any() else "axis"
     df = _chart_order(df)
     table = pd.DataFrame({
@@ -100,7 +100,7 @@ def op_table(rows: pd.DataFrame, baseline: str) -> pd.DataFrame:
         "params": df["group"], axis: df["axis_value"].map(_fmt_value), "impl": df["impl"],
         "status": [_status(st, n, sp) for st, n, sp in zip(df["status"], df["noisy"], _column(df, "stop"))],
         "median ms": df["median_s"].map(_ms), "IQR ms": df["iqr_s"].map(_ms),
-        f"speedup vs {baseline}": df["speedup"].map(lambda s: "" if pd.isna(s) else f"{s:.2f}x"),
+        f"speedup vs {baseline}": df["speedup"],
         "correct": [_correct(c, r) for c, r in zip(df["correct"], df["max_rel_err"])],
     })
     if "best_config" in df and df["best_config"].notna().any():  # Triton: the autotune config it ran

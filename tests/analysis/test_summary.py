@@ -6,7 +6,8 @@ import pandas as pd
 
 import pytest
 
-from benchctl.analysis.summary import absent_devices, host_bound_line, speedup, speedup_label, summary_tables
+from benchctl.analysis.summary import (absent_devices, host_bound_line, range_label, speedup, speedup_label,
+                                      speedup_range, summary_tables)
 
 
 def rows():
@@ -128,6 +129,28 @@ def test_a_paired_speedup_reads_with_the_half_width_of_its_interval():
            "paired_ci_hi": 2.0502}
     assert speedup_label(py, cpp) == "2.04x ±0.5%"
     assert speedup_label(py, {**cpp, "paired_with": None}) == "2.0x"  # the medians' ratio, no interval
+
+
+def test_a_speedup_moves_as_far_as_its_rounds_ratios_or_its_paired_interval():
+    py = {"impl": "py", "median_s": 0.40, "round_medians_s": [0.40, 0.40, 0.55]}
+    cpp = {"impl": "cpp", "median_s": 0.25, "round_medians_s": [0.19, 0.25, 0.25]}
+    assert speedup_range(py, cpp) == pytest.approx((1.6, 2.2))  # rounds: 2.11x, 1.6x, 2.2x
+    assert range_label(py, cpp) == "2.11x (1.60-2.20)"
+    assert speedup_label(py, cpp) == "2.1x"  # every round says cpp is faster: no mark
+    one_round = {**cpp, "round_medians_s": None}
+    assert speedup_range(py, one_round) is None and range_label(py, one_round) == "1.60x"
+    assert range_label(py, py) == "1.00x"  # the baseline itself
+    paired = {**cpp, "paired_with": "py", "paired_speedup": 2.04, "paired_ci_lo": 2.03, "paired_ci_hi": 2.0502}
+    assert speedup_range(py, paired) == (2.03, 2.0502) and range_label(py, paired) == "2.04x ±0.5%"
+
+
+def test_a_speedup_whose_rounds_disagree_on_which_is_faster_is_marked():
+    py = {"impl": "py", "median_s": 0.30, "round_medians_s": [0.30, 0.30, 0.30]}
+    cpp = {"impl": "cpp", "median_s": 0.29, "round_medians_s": [0.27, 0.29, 0.32]}  # 1.11x, 1.03x, 0.94x
+    assert speedup_label(py, cpp) == "1.0x?"
+    assert range_label(py, cpp) == "1.03x (0.94-1.11)"
+    tiny = {**cpp, "median_s": 0.003, "round_medians_s": [0.0029, 0.003, 0.0031]}
+    assert range_label(py, tiny) == "100x (96.77-103)"  # three significant digits from 100
 
 
 def test_the_summary_gives_the_paired_speedup():

@@ -160,6 +160,16 @@ def test_paired_speedups_carry_their_interval_as_bars_on_the_speedup_chart():
     assert plotting.ci_bars(frame(rows[:2]).assign(speedup=1.0)) is None  # nothing paired: no bars
 
 
+def test_speedups_measured_in_rounds_carry_the_range_of_the_rounds_ratios_as_bars():
+    rows = [make_row("py", "cpu", "forward", 8), make_row("cpp", "cpu", "forward", 8)]
+    rows[0].update(median_s=0.004, round_medians_s=[0.004, 0.004, 0.006])
+    rows[1].update(median_s=0.002, round_medians_s=[0.001, 0.002, 0.002])
+    fig = plotting.speedup_figure(frame(rows), "t", "py")
+    [bars] = [c for c in fig.axes[0].containers if c.get_label() == "cpp"]
+    [segment] = bars.lines[2][0].get_segments()
+    assert (segment[0][1], segment[1][1]) == pytest.approx((2.0, 4.0))  # rounds 4x, 2x, 3x
+
+
 def test_log_ticks_read_as_people_write_them():
     assert plotting.tick_text(1.7000000000000002) == "1.7" and plotting.tick_text(1e6) == "1000000"
     assert plotting.tick_text(0.30000000000000004) == "0.3"

@@ -240,6 +240,17 @@ def test_baseline_falls_back_with_a_note_when_py_is_absent(tmp_path):
     assert other.sections[0].baseline == "cuda"
 
 
+def test_the_table_writes_how_far_a_speedup_moved_between_rounds(tmp_path):
+    rows = [r for r in standard_rows() if r["device"] == "cpu" and r["pass"] == "forward" and r["status"] == "ok"]
+    for r in rows:
+        fast = r["impl"] == "cpp"
+        r.update(round_medians_s=[0.0027, 0.0029, 0.0032] if fast else [0.003, 0.003, 0.003], median_s=0.003)
+    loaded = report.load_results([write_run(tmp_path, "20240101-000000-aaaaaa", rows)])
+    table = report.op_table(loaded.rows, "py")
+    assert set(table.loc[table["impl"] == "cpp", "speedup vs py"]) == {"1.03x (0.94-1.11)"}
+    assert set(table.loc[table["impl"] == "py", "speedup vs py"]) == {"1.00x"}
+
+
 def test_the_reference_stored_by_run_is_the_default_baseline(tmp_path):
     folder = write_run(tmp_path, "20240101-000000-aaaaaa", standard_rows(), {"references": {"hoconv2d": "cpp"}})
     loaded = report.load_results([folder])
