@@ -111,9 +111,10 @@ def _round_medians(row: Mapping[str, Any]) -> Sequence[float]:
 
 
 def _round_ratios(base: Mapping[str, Any], row: Mapping[str, Any]) -> list[float]:
-    """`base`'s time over `row`'s, round by round, where both were measured in the same two or more rounds."""
+    """`base`'s time over `row`'s, round by round, where both were measured in the same two or more rounds and
+    each of them gave a median (NaN: every sample of that round set aside, measure/pooling.py)."""
     ours, theirs = _round_medians(row), _round_medians(base)
-    if len(ours) >= 2 and len(ours) == len(theirs) and all(m > 0 for m in ours):
+    if len(ours) >= 2 and len(ours) == len(theirs) and all(m > 0 for m in [*ours, *theirs]):
         return [b / m for b, m in zip(theirs, ours)]
     return []
 

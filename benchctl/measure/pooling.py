@@ -13,6 +13,12 @@ value between the two that no call took; whether it is noisy is judged on that m
 modes' page faults per call differ, the message gives both: the mode with more is the one whose calls got
 fresh memory from the OS.
 
+A round whose every sample was set aside as disturbed has no median of the call: its worker's fallback
+(the median of all its samples) is a median of the stalls. It takes no part in the modes, the spread
+between processes or the rounds' ratios: `round_medians_s` holds NaN for it, and the message names it.
+Beside a busy neighbour, whole rounds of lstm_cell's cpp forward read 7.8 ms against 0.033 ms, all set
+aside; two such rounds outvoted the clean one as "the slow mode", and the row read 7.81 ms, converged.
+
 A round more than MODES_APART slower than another round of the same worker process (a re-measurement
 adds one round in each) is set aside: its median stays in `round_medians_s`, the message names it, and
 its samples are not pooled. A slow phase of the VM lasts seconds and slows a round; a process that
@@ -22,6 +28,7 @@ shows in the spread between processes (docs/measuring.md, "Slow phases").
 
 from __future__ import annotations
 
+import math
 import statistics
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -46,15 +53,16 @@ def pooled(rounds: Rounds) -> dict[str, Any]:
     samples = [s for r in kept for s in r["samples_s"]]
     flags = [f for r in kept for f in _flags(r)]
     stats = summarize(clean_samples(samples, flags))
-    medians = [r["median_s"] for r in rounds]
-    modes = _modes(numbered)
+    medians = [_round_median(r) for r in rounds]
+    blind = {i for i, median in enumerate(medians, start=1) if math.isnan(median)}
+    modes = _modes([(i, r) for i, r in numbered if i not in blind])
     noisy = is_noisy({**stats, **modes})
     disturbance = _disturbance(kept, flags, flags.count(False), noisy)
     said = join_messages(*dict.fromkeys(note for r in kept for note in notes(r.get("message"))),
                          set_aside_message(flags, "set aside over the rounds")
                          if disturbance.get("stop") == Stop.DISTURBED else "",
                          noisy_message({**stats, **modes}) if noisy else "", modes.pop("message", ""),
-                         _aside_message(aside))
+                         _aside_message(aside), _blind_message(blind))
     columns = {**stats, "samples_s": samples, "rounds": len(rounds), "noisy": noisy, **disturbance,
                "round_spread": _spread(medians), "round_medians_s": medians, **processes(kept),
                "peak_mem_bytes": _max_of(r.get("peak_mem_bytes") for r in kept),
@@ -82,8 +90,8 @@ def processes(rounds: Rounds) -> dict[str, Any]:
 def _slow_phase(rounds: Rounds) -> set[int]:
     """The rounds (numbered from 1) more than MODES_APART slower than the fastest round of their process."""
     fastest: dict[int, float] = {}
-    timed = [(i, r["process"], r["median_s"]) for i, r in enumerate(rounds, start=1)
-             if r.get("process") is not None and r.get("median_s")]
+    timed = [(i, r["process"], _round_median(r)) for i, r in enumerate(rounds, start=1)
+             if r.get("process") is not None and _round_median(r) > 0]  # NaN > 0 is False
     for _, process, median in timed:
         fastest[process] = min(median, fastest.get(process, median))
     return {i for i, process, median in timed if median > fastest[process] * (1 + MODES_APART)}
@@ -96,8 +104,16 @@ def _aside_message(aside: set[int]) -> str:
             "another round of the same process (a slow phase of the machine)")
 
 
+def _blind_message(blind: set[int]) -> str:
+    if not blind:
+        return ""
+    return (f"round(s) {', '.join(map(str, sorted(blind)))}: every sample set aside (disturbed), so they give no "
+            "median of the call")
+
+
 def _spread(medians: list[float]) -> float | None:
-    return max(medians) / min(medians) - 1 if len(medians) > 1 and min(medians) > 0 else None
+    known = [m for m in medians if not math.isnan(m)]
+    return max(known) / min(known) - 1 if len(known) > 1 and min(known) > 0 else None
 
 
 def _flags(r: Round, flags: str = "disturbed", samples: str = "samples_s") -> list[bool]:
@@ -107,8 +123,17 @@ def _flags(r: Round, flags: str = "disturbed", samples: str = "samples_s") -> li
 
 
 def _clean(r: Round) -> list[float]:
-    """A round's samples its worker did not set aside."""
-    return clean_samples(r["samples_s"], r.get("disturbed"))
+    """A round's samples its worker did not set aside: none where it set every one aside (unlike a row's
+    `clean_samples`, which then falls back to all of them)."""
+    flags = r.get("disturbed")
+    if not flags or len(flags) != len(r["samples_s"]):
+        return list(r["samples_s"])
+    return [s for s, d in zip(r["samples_s"], flags) if not d]
+
+
+def _round_median(r: Round) -> float:
+    """A round's median (of its clean samples); NaN where its worker set every one aside."""
+    return float(r["median_s"]) if r.get("median_s") is not None and _clean(r) else math.nan
 
 
 def _disturbance(rounds: Rounds, flags: list[bool], clean: int, noisy: bool) -> dict[str, Any]:
@@ -156,8 +181,8 @@ def _pair_statistics(rounds: Rounds, samples: list[float], flags: list[bool]) ->
 def _modes(numbered: Sequence[tuple[int, Round]]) -> dict[str, Any]:
     """Two modes when the rounds (with their numbers) disagree: both medians, and the majority mode's
     statistics."""
-    ordered = sorted(numbered, key=lambda pair: pair[1]["median_s"])
-    medians = [r["median_s"] for _, r in ordered]
+    ordered = sorted(numbered, key=lambda pair: _round_median(pair[1]))
+    medians = [_round_median(r) for _, r in ordered]
     if len(ordered) < 2 or medians[0] <= 0 or medians[-1] / medians[0] - 1 <= MODES_APART:
         return {}
     cut = max(range(1, len(ordered)), key=lambda i: medians[i] / medians[i - 1])

@@ -130,6 +130,26 @@ def test_a_round_over_10_percent_slower_than_another_of_its_process_is_set_aside
     assert slow_process.process_spread == pytest.approx(0.5 / 0.318 - 1)
 
 
+def test_a_round_whose_every_sample_was_set_aside_gives_no_median_and_does_not_outvote_the_clean_one():
+    """Beside a busy neighbour: lstm_cell's cpp forward at B=16 read 7.8 ms in two processes' rounds, every
+    sample set aside, and 0.033 ms in the third; the two stalled rounds were the majority "slow mode" and
+    the row read 7.81 ms, converged."""
+    def stalled(process: int) -> PassResult:
+        return PassResult(pass_="forward", status="ok", samples_s=[7.8e-3] * 120, disturbed=[True] * 120,
+                          median_s=7.8e-3, process=process, stop="disturbed")
+
+    clean = PassResult(pass_="forward", status="ok", samples_s=[3.26e-5, 3.27e-5, 3.25e-5] * 41,
+                       disturbed=[False] * 123, median_s=3.26e-5, process=2, stop="converged")
+    merged = PassResult.merge([stalled(0), stalled(1), clean])
+    assert merged.median_s == pytest.approx(3.26e-5) and merged.n == 123 and merged.mode_slow_s is None
+    assert merged.round_medians_s[2] == pytest.approx(3.26e-5) and np.isnan(merged.round_medians_s[:2]).all()
+    assert merged.round_spread is None and merged.processes is None  # one process with clean samples left
+    assert merged.disturbed_share == pytest.approx(240 / 363)
+    assert "round(s) 1, 2: every sample set aside (disturbed), so they give no median of the call" in merged.message
+    both = PassResult.merge([stalled(0), stalled(1)])  # nothing clean anywhere: the row is disturbed
+    assert both.stop == "disturbed" and both.median_s == pytest.approx(7.8e-3)
+
+
 def test_a_misspelt_column_raises_where_it_is_given():
     with pytest.raises(UnknownColumn, match="'medain_s'"):
         PassResult.from_row({"pass": "forward", "medain_s": 1.0})
