@@ -88,7 +88,7 @@ COLUMNS: dict[str, pa.DataType] = {
     "wall_s": pa.float64(),  # wall clock the pass's warm-up and sampling took, untimed setup included
     "rounds": pa.int32(),  # interleaved rounds the samples were pooled from (run --rounds)
     "round_spread": pa.float64(),  # slowest round's median / fastest round's - 1
-    "round_medians_s": pa.list_(pa.float64()),  # each round's median, in round order (speedups pair them); NaN: all set aside
+    "round_medians_s": pa.list_(pa.float64()),  # each round's median in round order; NaN: all set aside
     "mode_fast_s": pa.float64(),  # rounds that disagree (spread over MODES_APART): the fast mode's median
     "mode_slow_s": pa.float64(),  # ... and the slow mode's; median_s is then the mode of most samples
     "processes": pa.int32(),  # worker processes the samples came from (run --processes); null: one
