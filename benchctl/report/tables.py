@@ -12,7 +12,7 @@ from benchctl.report import charts, compile_marks
 from benchctl.report.speedups import labels
 from benchctl.results import storage
 from benchctl.results.schema import ENV_FIELDS
-from benchctl.analysis.summary import axis_value_text, probed
+from benchctl.analysis.summary import axis_value_text, probed, slow_machine
 from benchctl.analysis.verdict import timing_kinds
 from benchctl.vocab import DEVICES, FAILED, PASS_LABELS, PASSES, Stop
 
@@ -77,16 +77,14 @@ def percent_of_peak(pct: Any, level: Any) -> str:
     return f"{pct:.1f}" + (f" ({level})" if level else "")
 
 
-def _status(status: str, noisy: object, stop: object) -> str:
-    """A pass's status with what makes its median doubtful: disturbed, or noisy."""
-    if stop == Stop.DISTURBED:
-        return f"{status} (disturbed)"
-    return f"{status} (noisy)" if pd.notna(noisy) and bool(noisy) else status
-
-
-def _column(df: pd.DataFrame, name: str) -> pd.Series:
-    """A column of the rows, or nulls where older runs lack it."""
-    return df[name] if name in df else pd.Series([None] * len(df), index=df.index)
+def _status(row: Mapping[str, Any]) -> str:
+    """A pass's status with what makes its median doubtful: disturbed or noisy, and measured on a slow
+    machine (its canary, as `run`'s table marks it `slow`)."""
+    doubts = ["disturbed" if row.get("stop") == Stop.DISTURBED else
+              "noisy" if pd.notna(row.get("noisy")) and bool(row.get("noisy")) else "",
+              "slow machine" if slow_machine(row) else ""]
+    said = ", ".join(d for d in doubts if d)
+    return f"{row['status']} ({said})" if said else row["status"]
 
 
 def op_table(rows: pd.DataFrame, baseline: str) -> pd.DataFrame:
@@ -98,7 +96,7 @@ def op_table(rows: pd.DataFrame, baseline: str) -> pd.DataFrame:
         "device": df["device"].map(lambda d: charts.DEVICE_LABELS.get(d, d)) + timing_kinds(df),
         "pass": df["pass"].map(lambda p: PASS_LABELS.get(p, p)),
         "params": df["group"], axis: df["axis_value"].map(_fmt_value), "impl": df["impl"],
-        "status": [_status(st, n, sp) for st, n, sp in zip(df["status"], df["noisy"], _column(df, "stop"))],
+        "status": [_status(r) for r in df.to_dict("records")],
         "median ms": df["median_s"].map(_ms), "IQR ms": df["iqr_s"].map(_ms),
         f"speedup vs {baseline}": df["speedup"],
         "correct": [_correct(c, r) for c, r in zip(df["correct"], df["max_rel_err"])],

@@ -126,6 +126,16 @@ def test_table_flags_noisy_cells_and_shows_peak_memory_and_os_work(tmp_path):
     assert table.loc["cpp", "OS ms"] == ""
 
 
+def test_table_says_which_cells_were_measured_on_a_slow_machine(tmp_path):
+    rows = [{**row("py", "cpu", "forward", 8), "canary_ratio": 1.52, "stop": "disturbed"},
+            {**row("cpp", "cpu", "forward", 8), "canary_ratio": 1.52, "noisy": True},
+            {**row("py", "cpu", "forward", 16), "canary_ratio": 1.04}]
+    loaded = report.load_results([write_run(tmp_path, "20240101-000000-aaaaaa", rows)])
+    status = report.op_table(loaded.rows, "py").set_index(["impl", "batch_size"])["status"]
+    assert status[("py", "8")] == "ok (disturbed, slow machine)" and status[("cpp", "8")] == "ok (noisy, slow machine)"
+    assert status[("py", "16")] == "ok"  # within 5% of its calibrated time
+
+
 def test_markdown_lists_failed_cells_and_links_charts(built):
     md = (built.out_dir / "summary.md").read_text()
     assert "![hoconv2d / module time](figures/hoconv2d-module-time.png)" in md
