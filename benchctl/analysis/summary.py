@@ -111,12 +111,13 @@ def _round_medians(row: Mapping[str, Any]) -> Sequence[float]:
 
 
 def _round_ratios(base: Mapping[str, Any], row: Mapping[str, Any]) -> list[float]:
-    """`base`'s time over `row`'s, round by round, where both were measured in the same two or more rounds and
-    each of them gave a median (NaN: every sample of that round set aside, measure/pooling.py)."""
+    """`base`'s time over `row`'s, round by round, where both were measured in the same rounds: over the rounds
+    in which both gave a median (NaN: every sample of that round set aside, measure/pooling.py), two at least."""
     ours, theirs = _round_medians(row), _round_medians(base)
-    if len(ours) >= 2 and len(ours) == len(theirs) and all(m > 0 for m in [*ours, *theirs]):
-        return [b / m for b, m in zip(theirs, ours)]
-    return []
+    if len(ours) != len(theirs):
+        return []
+    ratios = [b / m for b, m in zip(theirs, ours) if b > 0 and m > 0]  # NaN > 0 is False
+    return ratios if len(ratios) >= 2 else []
 
 
 def probed(rows: pd.DataFrame) -> pd.DataFrame:

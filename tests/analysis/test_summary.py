@@ -113,7 +113,10 @@ def test_a_speedup_measured_in_rounds_is_the_median_of_the_rounds_own_ratios():
     assert speedup(py, {**cpp, "round_medians_s": [0.19, 0.25]}) == pytest.approx(1.6)  # rounds that do not pair
     assert speedup({**py, "round_medians_s": float("nan")}, cpp) == pytest.approx(1.6)  # a column parquet left empty
     stalled = [0.40, float("nan"), 0.55]  # round 2: every sample set aside, no median
-    assert speedup({**py, "round_medians_s": stalled}, cpp) == pytest.approx(1.6)  # the medians' ratio
+    assert speedup({**py, "round_medians_s": stalled}, cpp) == pytest.approx((0.40 / 0.19 + 0.55 / 0.25) / 2)
+    assert speedup_range({**py, "round_medians_s": stalled}, cpp) == pytest.approx((0.40 / 0.19, 0.55 / 0.25))
+    alone = [float("nan"), float("nan"), 0.55]  # one round both gave a median: the medians' ratio
+    assert speedup({**py, "round_medians_s": alone}, cpp) == pytest.approx(1.6)
 
 
 def test_a_speedup_timed_in_alternation_with_the_baseline_is_the_pairs_median_ratio():
