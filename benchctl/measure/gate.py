@@ -18,7 +18,7 @@ GATE_COLUMNS = ("correct", "max_abs_err", "max_rel_err", "tolerance", "check_par
 def checked(resolved: Resolved) -> dict[str, Any]:
     """The gate's columns for the cell, and "message": why it failed, or ""."""
     cell = resolved.cell
-    params = resolved.op.params_for_check(cell.params)
+    params = cell.gate_params
     for seed in (cell.seed, cell.seed + SECOND_SEED):
         result = correctness.check(resolved.op, resolved.target, resolved.impl, cell.device, cell.torch_dtype,
                                    params, seed)

@@ -47,15 +47,15 @@ MEDIAN_OF_ROUNDS = ("page_faults", "sys_s", "host_s", "mem_gbps", "canary_s", "c
 
 def pooled(rounds: Rounds) -> dict[str, Any]:
     """The columns the samples of every round kept (not set aside) give, to set on the first round's."""
-    aside = _slow_phase(rounds)
+    medians = [_round_median(r) for r in rounds]
+    aside = _slow_phase(rounds, medians)
     numbered = [(i, r) for i, r in enumerate(rounds, start=1) if i not in aside]
     kept = [r for _, r in numbered]
     samples = [s for r in kept for s in r["samples_s"]]
     flags = [f for r in kept for f in _flags(r)]
     stats = summarize(clean_samples(samples, flags))
-    medians = [_round_median(r) for r in rounds]
     blind = {i for i, median in enumerate(medians, start=1) if math.isnan(median)}
-    modes = _modes([(i, r) for i, r in numbered if i not in blind])
+    modes = _modes([(i, r) for i, r in numbered if i not in blind], medians)
     noisy = is_noisy({**stats, **modes})
     disturbance = _disturbance(kept, flags, flags.count(False), noisy)
     said = join_messages(*dict.fromkeys(note for r in kept for note in notes(r.get("message"))),
@@ -87,11 +87,12 @@ def processes(rounds: Rounds) -> dict[str, Any]:
     return {"processes": len(medians), "process_medians_s": medians, "process_spread": spread}
 
 
-def _slow_phase(rounds: Rounds) -> set[int]:
-    """The rounds (numbered from 1) more than MODES_APART slower than the fastest round of their process."""
+def _slow_phase(rounds: Rounds, medians: Sequence[float]) -> set[int]:
+    """The rounds (numbered from 1) more than MODES_APART slower than the fastest round of their process
+    (`medians`: each round's, `_round_median`)."""
     fastest: dict[int, float] = {}
-    timed = [(i, r["process"], _round_median(r)) for i, r in enumerate(rounds, start=1)
-             if r.get("process") is not None and _round_median(r) > 0]  # NaN > 0 is False
+    timed = [(i, r["process"], median) for i, (r, median) in enumerate(zip(rounds, medians), start=1)
+             if r.get("process") is not None and median > 0]  # NaN > 0 is False
     for _, process, median in timed:
         fastest[process] = min(median, fastest.get(process, median))
     return {i for i, process, median in timed if median > fastest[process] * (1 + MODES_APART)}
@@ -133,7 +134,8 @@ def _clean(r: Round) -> list[float]:
 
 def _round_median(r: Round) -> float:
     """A round's median (of its clean samples); NaN where its worker set every one aside."""
-    return float(r["median_s"]) if r.get("median_s") is not None and _clean(r) else math.nan
+    flags = _flags(r)
+    return math.nan if r.get("median_s") is None or (flags and all(flags)) else float(r["median_s"])
 
 
 def _disturbance(rounds: Rounds, flags: list[bool], clean: int, noisy: bool) -> dict[str, Any]:
@@ -178,11 +180,11 @@ def _pair_statistics(rounds: Rounds, samples: list[float], flags: list[bool]) ->
     return {"partner_samples_s": partner, **aside, **paired_stats(samples, partner, flags, partner_flags)}
 
 
-def _modes(numbered: Sequence[tuple[int, Round]]) -> dict[str, Any]:
-    """Two modes when the rounds (with their numbers) disagree: both medians, and the majority mode's
-    statistics."""
-    ordered = sorted(numbered, key=lambda pair: _round_median(pair[1]))
-    medians = [_round_median(r) for _, r in ordered]
+def _modes(numbered: Sequence[tuple[int, Round]], round_medians: Sequence[float]) -> dict[str, Any]:
+    """Two modes when the rounds (with their numbers; `round_medians` by number - 1) disagree: both medians,
+    and the majority mode's statistics."""
+    ordered = sorted(numbered, key=lambda pair: round_medians[pair[0] - 1])
+    medians = [round_medians[i - 1] for i, _ in ordered]
     if len(ordered) < 2 or medians[0] <= 0 or medians[-1] / medians[0] - 1 <= MODES_APART:
         return {}
     cut = max(range(1, len(ordered)), key=lambda i: medians[i] / medians[i - 1])

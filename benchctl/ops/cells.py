@@ -78,6 +78,12 @@ class Cell:
         return registry.get(self.op)
 
     @property
+    def gate_params(self) -> dict[str, Any]:
+        """The params its correctness gate checks it at: its own, as its operator's `check_params` maps them
+        (a smaller batch, say, so the float64 reference stays cheap)."""
+        return self.operator.params_for_check(self.params)
+
+    @property
     def axis(self) -> str:
         """The param its operator sweeps."""
         return self.operator.axis

@@ -137,15 +137,14 @@ def selection(found: Sequence[Cell]) -> list[tuple[Operator, Implementation, str
 
 def gate_cases(found: Sequence[Cell], given: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
     """`check --param`: for each operator that has one of the `given` params, the params of the cells `run`
-    would time with the same words, as its correctness gate checks them (the operator's `check_params`), each
-    once. Operators without any of them are left out: they keep their own check cases."""
+    would time with the same words, as its correctness gate checks them (`Cell.gate_params`), each once.
+    Operators without any of them are left out: they keep their own check cases."""
     out: dict[str, list[dict[str, Any]]] = {}
     for cell in found:
-        op = cell.operator
-        if any(key in op.params for key in given):
-            case = op.params_for_check(cell.params.to_dict())
-            if case not in out.setdefault(op.name, []):
-                out[op.name].append(case)
+        if any(key in cell.operator.params for key in given):
+            case = cell.gate_params
+            if case not in out.setdefault(cell.op, []):
+                out[cell.op].append(case)
     return out
 
 
