@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from benchctl.results import storage
-from benchctl.results.schema import CANARY_SLOW, CELL_COLUMNS
+from benchctl.results.schema import CANARY_SLOW, CELL_COLUMNS, SLOW_PHASE
 from benchctl.analysis.verdict import timing_kinds
 from benchctl.vocab import Device, Status, Stop, TimingMode
 
@@ -23,6 +23,8 @@ HOST_BOUND = 0.8
 # A CPU cell measured while the machine's memory bandwidth (membw.py) was below this share of the run's
 # median on that device is marked "mem": other work on the host slowed it, not only its own code.
 MEM_SLOW = 0.75
+# Passes enough to say that the run's canary read far faster than calibrated (slow_calibration_line).
+CALIBRATION_PASSES = 6
 
 
 def axis_value_text(value: object) -> str:
@@ -63,10 +65,16 @@ def speedup_range(base: Mapping[str, Any], row: Mapping[str, Any]) -> tuple[floa
 
 
 def unsettled(base: Mapping[str, Any], row: Mapping[str, Any]) -> bool:
-    """The speedup's range goes from under 1 to over 1: its rounds (or its paired interval) disagree on which
-    implementation is faster."""
+    """The speedup does not hold: its range goes from under 1 to over 1 (its rounds, or its paired interval,
+    disagree on which implementation is faster), or either side's median is `disturbed` (too few clean
+    samples, so a stall may be in it: beside a neighbour one side can read 100x slow with no range to show it)."""
     found = speedup_range(base, row)
-    return found is not None and found[0] < 1.0 < found[1]
+    return disturbed(base) or disturbed(row) or (found is not None and found[0] < 1.0 < found[1])
+
+
+def disturbed(row: Mapping[str, Any]) -> bool:
+    """The row stopped `disturbed`: too few samples ran undisturbed for its median to be theirs."""
+    return row.get("stop") == Stop.DISTURBED
 
 
 def speedup_label(base: Mapping[str, Any], row: Mapping[str, Any]) -> str:
@@ -82,13 +90,15 @@ def speedup_label(base: Mapping[str, Any], row: Mapping[str, Any]) -> str:
 
 def range_label(base: Mapping[str, Any], row: Mapping[str, Any]) -> str:
     """The speedup with how far it moves, for the report's tables: 2.05x ±0.3% (paired), 1.06x (0.97-1.12)
-    (the rounds' ratios), or the speedup alone (one round; the baseline itself)."""
+    (the rounds' ratios), or the speedup alone (one round; the baseline itself); a `?` after one with a
+    `disturbed` side (a range that holds 1 says so itself)."""
     ratio, found = speedup(base, row), speedup_range(base, row)
     if _timed_together(base, row):
         return speedup_label(base, row)
+    mark = "?" if disturbed(base) or disturbed(row) else ""
     if found is None or found[0] == found[1]:
-        return f"{_ratio_text(ratio)}x"
-    return f"{_ratio_text(ratio)}x ({_ratio_text(found[0])}-{_ratio_text(found[1])})"
+        return f"{_ratio_text(ratio)}x{mark}"
+    return f"{_ratio_text(ratio)}x ({_ratio_text(found[0])}-{_ratio_text(found[1])}){mark}"
 
 
 def _ratio_text(ratio: float) -> str:
@@ -190,7 +200,8 @@ def summary_tables(df: pd.DataFrame, references: dict[str, str]) -> list[Summary
             rows.append((pass_name, impl, *(_cell(by_value.get(v), base.get(v), impl == ref, typical.get(device))
                                             for v in values)))
         title = (f"{op}/{target} {others} on {device}{timed} ({dtype}): median ms (speedup vs {ref}, ±: its 95% "
-                 "interval where paired; ?: its rounds disagree on which is faster; ~ noisy; dist: disturbed, too "
+                 "interval where paired; ?: it does not hold, its rounds disagree on which is faster or a side is "
+                 "disturbed; ~ noisy; dist: disturbed, too "
                  f"few clean samples; slow: the machine's canary over {CANARY_SLOW:.0%} slower than calibrated; "
                  "os: mostly OS time; host: host-bound; "
                  "mem: machine's memory bandwidth low; recomp: torch.compile recompiled for it)")
@@ -215,7 +226,7 @@ def _cell(row: dict | None, base: dict | None, is_ref: bool, typical_gbps: float
         text += f" ({speedup_label(base, row)})"
     if row.get("noisy"):
         text += " ~"
-    if row.get("stop") == Stop.DISTURBED:
+    if disturbed(row):
         text += " dist"
     if slow_machine(row):
         text += " slow"
@@ -265,6 +276,18 @@ def host_bound_line(rows: pd.DataFrame) -> str | None:
         return None
     return (f"{count} of {len(eager)} GPU passes were host-bound (host): their times are the host issuing each "
             "call (Python, dispatch, launches), not the kernels; run again with --cuda-graph to time the kernels")
+
+
+def slow_calibration_line(rows: pd.DataFrame) -> str | None:
+    """A line under the tables where the run's CPU passes read their canary far faster than calibrated
+    (median ratio under 1/(1+SLOW_PHASE), over CALIBRATION_PASSES passes at least): `env --calibrate` ran in a
+    slow phase of the machine, so a pass measured in one read `canary_ratio` near 1 and was not marked slow."""
+    ratios = rows.loc[rows["status"] == Status.OK, "canary_ratio"].dropna() if "canary_ratio" in rows else ()
+    if len(ratios) < CALIBRATION_PASSES or ratios.median() >= 1 / (1 + SLOW_PHASE):
+        return None
+    return (f"the canary read a median {ratios.median():.2f}x its calibrated time over {len(ratios)} CPU passes: "
+            "`benchctl env --calibrate` ran while the machine was slow, so a pass measured while it was slow "
+            "could not be marked slow; calibrate again")
 
 
 def _share_at_least(row: dict, column: str, share: float) -> bool:

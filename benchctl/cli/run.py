@@ -155,7 +155,7 @@ def _execute(plan, out: Path) -> None:
     if plan.executor != Executor.RAY:  # on a cluster, each node judges availability and builds for itself
         _check_and_build(preflight)
     busy, busy_warning = busy_cores_now(plan.cells)
-    memory, memory_warning = memory_bandwidth_now(plan.cells, plan.settings().peaks.get("cpu", {}).get("read_gbps"))
+    memory, memory_warning = memory_bandwidth_now(plan.cells, plan.settings().peaks.get("cpu", {}))
     for warning in filter(None, (busy_warning, memory_warning)):
         console.warn(warning)
     fanout = plan.fanout()
@@ -219,13 +219,13 @@ def _render_summary(writer) -> None:
     from benchctl import console
     from benchctl.ops import registry
     from benchctl.results import storage
-    from benchctl.analysis.summary import absent_devices, host_bound_line, summary_tables
+    from benchctl.analysis.summary import absent_devices, host_bound_line, slow_calibration_line, summary_tables
 
     df = storage.load_run(writer.dir)
     refs = {name: op.reference for name, op in registry.operators().items()}
     for t in summary_tables(df, refs):
         console.out.print(console.table(t.title, t.columns, t.rows))
-    for line in [a.line() for a in absent_devices(df)] + [host_bound_line(df)]:
+    for line in [a.line() for a in absent_devices(df)] + [host_bound_line(df), slow_calibration_line(df)]:
         if line:
             console.out.print(line)
     console.out.print(f"results: {writer.dir}")

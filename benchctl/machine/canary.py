@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 import statistics
 import time
-from typing import Callable
+from typing import Any, Callable, Mapping
 
 import torch
 
@@ -46,6 +46,17 @@ def canary() -> float:
         torch.sigmoid(a @ b)
         times.append(time.perf_counter() - start)
     return statistics.median(times)
+
+
+def calibrated_s(peaks: Mapping[str, Any], threads: int) -> float | None:
+    """The canary's calibrated time on `threads` threads (it runs on the pass's threads: on the 2-core VM one
+    thread took 1.3x two threads' time, so a `--threads 1` run held to the two-thread time read every pass
+    slow); None for a count `env --calibrate` did not time. A calibration from before it timed each count
+    has the one it ran at (`threads`)."""
+    by_threads = peaks.get("canary_s_by_threads")
+    if by_threads:
+        return by_threads.get(str(threads))
+    return peaks.get("canary_s") if threads == peaks.get("threads") else None
 
 
 def slowdown(canary_s: float | None, calibrated_s: float | None) -> float | None:

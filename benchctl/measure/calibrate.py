@@ -3,8 +3,10 @@ throughput (GFLOP/s) in each dtype, per device.
 
 Stored per host in the user's cache, so `run` can add `pct_of_peak` to every row: the share of the
 roofline bound (the larger of bytes / peak GB/s and FLOPs / peak GFLOP/s) that a pass achieves. On the
-CPU also the best of a few memory bandwidth probes (membw.py, `read_gbps`): `run` compares the probe
-it takes at the start with it and warns when the machine's memory is busy.
+CPU also the best of a few memory bandwidth probes (membw.py, `read_gbps`) and their median
+(`read_gbps_typical`): `run` compares the probe it takes at the start with the median and warns when the
+machine's memory is busy (against the best, it warned at most starts on a quiet 2-core VM: 30 GB/s against
+63), and the compute canary's time on each thread count a pass takes (`canary_s_by_threads`).
 """
 
 from __future__ import annotations
@@ -35,7 +37,14 @@ MATMUL_CALL_S = 0.25
 SIZING = Policy(warmup=1, min_samples=1, min_time=0.0, max_time=1.0)
 POLICY = Policy(warmup=2, min_samples=10, min_time=0.5, max_time=10.0)
 PROBES = 10
-CANARY_READINGS = 11  # the canary's calibrated time: their median
+# The canary's calibrated time, per thread count: the median of its windows' medians, a window being
+# CANARY_READINGS readings, each right after a memory probe as a sweep reads it. A window is taken before the
+# peaks are timed, one after, and one after the memory probes, so that a slow phase of the VM (1.3-1.5x, for
+# seconds or minutes) over one of them is outvoted: a single window read 398 and 450 us in two of four
+# calibrations on the 2-core VM, against 322 and 323 in the other two, and the sweeps after the 450 us one
+# read their canaries at 0.55-0.73 of it, so no pass could read `slow`.
+CANARY_READINGS = 11
+CANARY_WINDOWS = 3
 # The matmul rates measured: a pass is held against the rate of its own dtype (a GPU's bfloat16 tensor cores
 # do over ten times its float32 rate). TF32_PEAK: float32 with TF32 allowed, for float32 GPU passes timed so.
 MATMUL_DTYPES = {"cpu": DTYPE_NAMES, "cuda": (*DTYPE_NAMES, TF32_PEAK)}
@@ -102,19 +111,40 @@ def _matmul_rate(device: str, dtype: str, n: int, policy: Policy) -> float:
 
 
 def calibrate(devices: list[str]) -> dict[str, dict[str, float]]:
+    counts = canary_threads() if "cpu" in devices else ()
+    windows = [canary_window(counts)]
     peaks = {d: {"gbps": copy_gbps(d), "threads": torch.get_num_threads(), "levels": cache_levels(d),
                  "gflops_by_dtype": {dt: matmul_gflops(d, dt) for dt in MATMUL_DTYPES[d]}} for d in devices}
     for p in peaks.values():
         p["gflops"] = p["gflops_by_dtype"]["float32"]
     if "cpu" in peaks:
-        peaks["cpu"]["read_gbps"] = max(membw.probe() for _ in range(PROBES))
-        # read as a sweep reads it, right after a memory probe: calibrated back to back, the canary read
-        # under the passes of a quick sweep by a median of 12% (canary_ratio 1.118; 96 of 143 over 1.05)
-        peaks["cpu"]["canary_s"] = statistics.median(trust.probe()[1] for _ in range(CANARY_READINGS))
+        windows.append(canary_window(counts))
+        reads = [membw.probe() for _ in range(PROBES)]
+        peaks["cpu"].update(read_gbps=max(reads), read_gbps_typical=statistics.median(reads))
+        windows += [canary_window(counts) for _ in range(CANARY_WINDOWS - 2)]
+        by_threads = {str(n): statistics.median(w[n] for w in windows) for n in counts}
+        peaks["cpu"].update(canary_s_by_threads=by_threads, canary_s=by_threads[str(torch.get_num_threads())])
     path = calibration_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({**load_peaks(), **peaks}, indent=2))
     return peaks
+
+
+def canary_threads() -> tuple[int, ...]:
+    """The thread counts a run's passes take here: torch's default, and one (`run --threads 1`)."""
+    return tuple(sorted({1, torch.get_num_threads()}))
+
+
+def canary_window(counts: tuple[int, ...]) -> dict[int, float]:
+    """The canary's time on each thread count in `counts` now: the median of CANARY_READINGS readings."""
+    default, found = torch.get_num_threads(), {}
+    try:
+        for n in counts:
+            torch.set_num_threads(n)
+            found[n] = statistics.median(trust.probe()[1] for _ in range(CANARY_READINGS))
+    finally:
+        torch.set_num_threads(default)
+    return found
 
 
 def load_peaks() -> dict[str, dict[str, float]]:

@@ -12,9 +12,9 @@ from benchctl.report import charts, compile_marks
 from benchctl.report.speedups import labels
 from benchctl.results import storage
 from benchctl.results.schema import ENV_FIELDS
-from benchctl.analysis.summary import axis_value_text, probed, slow_machine
+from benchctl.analysis.summary import axis_value_text, disturbed, probed, slow_machine
 from benchctl.analysis.verdict import timing_kinds
-from benchctl.vocab import DEVICES, FAILED, PASS_LABELS, PASSES, Stop
+from benchctl.vocab import DEVICES, FAILED, PASS_LABELS, PASSES
 
 # The environment table: the run, the facts of the machine (results/schema.py), and the run's own.
 ENV_COLUMNS = {"run_id": "run", **ENV_FIELDS, "timestamp": "started", "rounds": "rounds", "state": "state"}
@@ -80,7 +80,7 @@ def percent_of_peak(pct: Any, level: Any) -> str:
 def _status(row: Mapping[str, Any]) -> str:
     """A pass's status with what makes its median doubtful: disturbed or noisy, and measured on a slow
     machine (its canary, as `run`'s table marks it `slow`)."""
-    doubts = ["disturbed" if row.get("stop") == Stop.DISTURBED else
+    doubts = ["disturbed" if disturbed(row) else
               "noisy" if pd.notna(row.get("noisy")) and bool(row.get("noisy")) else "",
               "slow machine" if slow_machine(row) else ""]
     said = ", ".join(d for d in doubts if d)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from benchctl.machine import facts, membw
 from benchctl.machine.load import BUSY_WARN_CORES
@@ -20,7 +20,7 @@ from benchctl.ops.namespaces import Clash
 from benchctl.ops.cells import Cell
 from benchctl.vocab import Device
 
-SLOW_MEMORY_SHARE = 0.6  # memory bandwidth at the start of a CPU run, as a share of the calibrated read peak
+SLOW_MEMORY_SHARE = 0.6  # memory bandwidth at the start of a CPU run, as a share of the calibration's typical read
 Key = tuple[str, str, str]  # (operator, implementation, device)
 
 
@@ -89,14 +89,16 @@ def busy_cores_now(cells: Sequence[Cell]) -> tuple[float | None, str | None]:
                   "noisy (compare ratios within this run only, or use --threads 1)")
 
 
-def memory_bandwidth_now(cells: Sequence[Cell], read_peak: float | None) -> tuple[float | None, str | None]:
+def memory_bandwidth_now(cells: Sequence[Cell], cpu_peaks: Mapping[str, Any]) -> tuple[float | None, str | None]:
     """Other tenants of the host can take half the memory bandwidth without using a core of this machine.
-    The probe's GB/s (None for a GPU-only run), and a warning when it is well under the calibrated peak."""
+    The probe's GB/s (None for a GPU-only run), and a warning when it is well under what the calibration's
+    probes typically read (their median; a calibration from before it kept one has only their best)."""
     if not any(c.device == Device.CPU for c in cells):
         return None, None
     now = membw.probe()
-    if not read_peak or now >= SLOW_MEMORY_SHARE * read_peak:
+    usual = cpu_peaks.get("read_gbps_typical") or cpu_peaks.get("read_gbps")
+    if not usual or now >= SLOW_MEMORY_SHARE * usual:
         return now, None
-    return now, (f"memory bandwidth is {now:.0f} GB/s now, {now / read_peak:.0%} of the {read_peak:.0f} GB/s "
+    return now, (f"memory bandwidth is {now:.0f} GB/s now, {now / usual:.0%} of the {usual:.0f} GB/s "
                  "calibrated: other work on this host is using it; memory-bound timings will be slower and "
                  "move (see each row's mem_gbps)")

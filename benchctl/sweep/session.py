@@ -13,6 +13,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
+import torch
+
 from benchctl.machine import canary, load
 from benchctl.machine.facts import environment, memory_setup
 from benchctl.ops.cells import Cell
@@ -63,7 +65,7 @@ class Session:
     def settle(self, on_wait: Callable[[float], None] = lambda ratio: None) -> None:
         """Waits for the machine to return to its calibrated speed, within what is left of plan.settle (a
         wait that ends with the machine still slow has spent it); the wait goes into the metadata."""
-        calibrated = self.plan.settings().peaks.get("cpu", {}).get("canary_s")
+        calibrated = canary.calibrated_s(self.plan.settings().peaks.get("cpu", {}), torch.get_num_threads())
         waits = self.writer.meta["settled"]
         left = self.plan.settle - sum(w["waited_s"] for w in waits)
         if not calibrated or left <= 0:

@@ -6,8 +6,8 @@ import pandas as pd
 
 import pytest
 
-from benchctl.analysis.summary import (absent_devices, host_bound_line, range_label, speedup, speedup_label,
-                                      speedup_range, summary_tables)
+from benchctl.analysis.summary import (absent_devices, host_bound_line, range_label, slow_calibration_line, speedup,
+                                      speedup_label, speedup_range, summary_tables)
 
 
 def rows():
@@ -156,6 +156,24 @@ def test_a_speedup_whose_rounds_disagree_on_which_is_faster_is_marked():
     assert range_label(py, cpp) == "1.03x (0.94-1.11)"
     tiny = {**cpp, "median_s": 0.003, "round_medians_s": [0.0029, 0.003, 0.0031]}
     assert range_label(py, tiny) == "100x (96.77-103)"  # three significant digits from 100
+
+
+def test_a_speedup_against_a_disturbed_row_is_marked_as_not_holding():
+    py = {"impl": "py", "median_s": 7.8e-3, "stop": "disturbed"}  # every round stalled: no range to show it
+    cpp = {"impl": "cpp", "median_s": 3.2e-5, "stop": "converged"}
+    assert speedup_label(py, cpp) == "243.8x?" and range_label(py, cpp) == "244x?"
+    assert speedup_label(cpp, py) == "0.0041x?"  # the disturbed side measured against a clean baseline
+    assert range_label(py, {**cpp, "round_medians_s": [3.2e-5] * 3}) == "244x?"
+    assert speedup_label({**py, "stop": "converged"}, cpp) == "243.8x"  # both clean: no mark
+
+
+def test_a_run_whose_canary_read_far_under_its_calibrated_time_says_the_calibration_was_slow():
+    ran = pd.DataFrame({"status": ["ok"] * 6 + ["error"], "canary_ratio": [0.55, 0.7, 0.71, 0.73, 0.6, 0.72, 0.1]})
+    line = slow_calibration_line(ran)
+    assert line is not None and line.startswith("the canary read a median 0.70x its calibrated time over 6 CPU passes")
+    assert slow_calibration_line(ran.assign(canary_ratio=[0.9, 1.0, 1.1, 0.95, 1.2, 0.88, 0.1])) is None  # at speed
+    assert slow_calibration_line(ran.iloc[1:]) is None  # five passes are too few to say
+    assert slow_calibration_line(ran.drop(columns="canary_ratio")) is None  # a GPU run
 
 
 def test_the_summary_gives_the_paired_speedup():

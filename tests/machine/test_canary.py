@@ -40,3 +40,12 @@ def test_the_wait_ends_at_its_limit_with_the_last_reading():
     machine, heard = Machine([1.5e-3] * 10), []
     ratio, waited = wait(machine, 2.5, heard)
     assert ratio == 1.5 and waited == 2.5 and machine.slept == [1.0, 1.0, 0.5] and len(heard) == 3
+
+
+def test_the_calibrated_time_is_the_one_of_the_pass_threads_and_an_old_calibration_has_only_its_own():
+    peaks = {"canary_s": 3e-4, "threads": 2, "canary_s_by_threads": {"1": 4e-4, "2": 3e-4}}
+    assert canary.calibrated_s(peaks, 1) == 4e-4 and canary.calibrated_s(peaks, 2) == 3e-4
+    assert canary.calibrated_s(peaks, 8) is None
+    old = {"canary_s": 3e-4, "threads": 2}  # calibrated before each thread count was
+    assert canary.calibrated_s(old, 2) == 3e-4 and canary.calibrated_s(old, 1) is None
+    assert canary.calibrated_s({}, 2) is None

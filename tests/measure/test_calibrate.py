@@ -23,15 +23,18 @@ def measured(monkeypatch, tmp_path):
                         {"cpu": 130.0, "cuda": 48000.0}[device] * RATE[dtype])
     probes = iter([30.0, 52.5, 41.0] + [12.0] * (calibrate.PROBES - 3))
     monkeypatch.setattr(membw, "probe", lambda: next(probes))
-    canaries = iter([3e-4, 2e-4, 2.5e-4] * calibrate.CANARY_READINGS)
-    monkeypatch.setattr(calibrate.trust, "probe", lambda: (40.0, next(canaries)))  # (GB/s, canary s) as a sweep reads
+    # the canary's windows (one thread, two): the second in a slow phase of the machine
+    windows = iter([{1: 4e-4, 2: 2.5e-4}, {1: 6e-4, 2: 4.5e-4}, {1: 4.1e-4, 2: 2e-4}] * 2)
+    monkeypatch.setattr(calibrate, "canary_window", lambda counts: next(windows) if counts else {})
 
 
 def test_the_cpu_peaks_include_the_best_memory_probe(measured):
     peaks = calibrate.calibrate(["cpu"])
     assert peaks["cpu"]["gbps"] == 28.0 and peaks["cpu"]["gflops"] == 130.0
     assert peaks["cpu"]["read_gbps"] == 52.5  # the best of the probes: what the machine can give
-    assert peaks["cpu"]["canary_s"] == 2.5e-4  # the median of the canary's readings after a probe
+    assert peaks["cpu"]["read_gbps_typical"] == 12.0  # their median: what it usually gives
+    assert peaks["cpu"]["canary_s"] == 2.5e-4  # the median of the canary's windows: the slow one outvoted
+    assert peaks["cpu"]["canary_s_by_threads"] == {"1": 4.1e-4, "2": 2.5e-4}  # a run may take one thread
     assert json.loads(calibrate.calibration_path().read_text()) == peaks == calibrate.load_peaks()
 
 
@@ -101,3 +104,13 @@ def test_a_slow_dtype_is_timed_at_a_size_whose_call_stays_short(monkeypatch, gfl
     monkeypatch.setattr(calibrate, "measure", fake_measure)
     assert calibrate.matmul_gflops("cpu", "float32") == pytest.approx(gflops)
     assert sizes == [256, size]
+
+
+def test_a_canary_window_reads_each_thread_count_and_leaves_torch_threads_as_they_were(monkeypatch):
+    before = calibrate.torch.get_num_threads()
+    readings = iter(range(100))
+    monkeypatch.setattr(calibrate.trust, "probe",  # (GB/s, canary s) as a sweep reads; one thread 1e-3 slower
+                        lambda: (40.0, next(readings) * 1e-6 + (1e-3 if calibrate.torch.get_num_threads() == 1 else 0)))
+    found = calibrate.canary_window((1, 2))
+    assert found == {1: pytest.approx(1e-3 + 5e-6), 2: pytest.approx(16e-6)}  # the median of 11 readings each
+    assert calibrate.torch.get_num_threads() == before

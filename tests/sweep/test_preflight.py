@@ -36,3 +36,15 @@ def test_failed_build_makes_cells_unavailable_with_the_compiler_reason():
     assert any("building plan_toy failed" in r for r in reasons)
     if not torch.cuda.is_available():
         assert any(r.startswith("no CUDA") for r in reasons)
+
+
+def test_memory_is_busy_against_what_the_calibration_usually_read_not_its_best(monkeypatch):
+    from benchctl.sweep import preflight
+
+    monkeypatch.setattr(preflight.membw, "probe", lambda: 30.0)
+    cells = [Cell.make("plan_toy", "op", "py", "cpu", "float32", {"batch_size": 2})]
+    assert preflight.memory_bandwidth_now(cells, {"read_gbps": 63.0, "read_gbps_typical": 33.0}) == (30.0, None)
+    now, warning = preflight.memory_bandwidth_now(cells, {"read_gbps": 63.0, "read_gbps_typical": 55.0})
+    assert now == 30.0 and warning.startswith("memory bandwidth is 30 GB/s now, 55% of the 55 GB/s calibrated")
+    assert preflight.memory_bandwidth_now(cells, {"read_gbps": 63.0})[1] is not None  # an older calibration: its best
+    assert preflight.memory_bandwidth_now(cells, {}) == (30.0, None)  # not calibrated

@@ -2,12 +2,14 @@
 
 from types import SimpleNamespace
 
+import torch
+
 from benchctl.sweep import session as session_module
 from benchctl.sweep.session import Session
 
 
 def session(settle_s: float, calibrated: float | None = 1e-3) -> Session:
-    peaks = {"cpu": {"canary_s": calibrated}} if calibrated else {}
+    peaks = {"cpu": {"canary_s": calibrated, "threads": torch.get_num_threads()}} if calibrated else {}
     plan = SimpleNamespace(settle=settle_s, settings=lambda: SimpleNamespace(peaks=peaks))
     return Session(plan, SimpleNamespace(meta={"settled": []}))
 
