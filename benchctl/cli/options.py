@@ -15,7 +15,15 @@ ops_dir_option = click.option(
     "--ops-dir", "ops_dirs", multiple=True, type=click.Path(file_okay=False),
     help="Folder of operator files of your own (repeatable; also BENCHCTL_OPS_PATH).",
 )
-op_option = click.option("--op", "ops", multiple=True, help="Operator to include (repeatable; default all).")
+
+
+def names_list(ctx: click.Context, param: click.Parameter, value: Sequence[str]) -> tuple[str, ...]:
+    """A repeatable option that also takes comma lists, as IMPLS and DEVICES do: `--op a,b` is `--op a --op b`."""
+    return tuple(name.strip() for given in value for name in given.split(",") if name.strip())
+
+
+op_option = click.option("--op", "ops", multiple=True, callback=names_list,
+                         help="Operator to include (repeatable, or a comma list; default all).")
 
 
 def _tf32_mode(ctx: click.Context, param: click.Parameter, value: str) -> bool | None:

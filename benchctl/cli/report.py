@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from benchctl.cli.options import names_list
 from benchctl.errors import UsageError
 
 
@@ -25,7 +26,8 @@ def parse_baselines(values: tuple[str, ...]) -> dict[str, str]:
 @click.argument("results", nargs=-1, type=click.Path(exists=True, path_type=Path))
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
               help="Folder for the report [default: <run>/_report for one run, else <root>/report-<time>].")
-@click.option("--op", "ops", multiple=True, metavar="NAME", help="Only this operator (repeatable).")
+@click.option("--op", "ops", multiple=True, metavar="NAME", callback=names_list,
+              help="Only this operator (repeatable, or a comma list).")
 @click.option("--root", default="results", show_default=True, type=click.Path(file_okay=False, path_type=Path),
               help="Results folder searched for the latest run when no RESULTS are given.")
 @click.option("--baseline", "baselines", multiple=True, metavar="[OP=]IMPL",

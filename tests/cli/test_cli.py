@@ -124,6 +124,16 @@ def test_a_comma_list_param_is_swept(tmp_path):
     assert sorted(json.loads(p)["H"] for p in df["params"]) == [12, 12, 16, 16]  # two targets each
 
 
+def test_operators_are_given_as_a_comma_list_as_implementations_are(tmp_path):
+    result = invoke("run", "py", "cpu", "--op", "hoconv2d,lstm_cell", "--batch-sizes", "1", "--param", "H=8",
+                    "--param", "W=8", "--passes", "forward", "--min-time", "0", "--warmup-time", "0",
+                    "--processes", "1", "--out", str(tmp_path))
+    assert result.exit_code == 0, result.output
+    assert sorted(set(storage.load(root=tmp_path)["op"])) == ["hoconv2d", "lstm_cell"]
+    unknown = invoke("run", "py", "cpu", "--op", "hoconv2d,nope", "--out", str(tmp_path))
+    assert unknown.exit_code == 2 and "unknown operator 'nope'" in unknown.output
+
+
 def test_rounds_pool_every_cell_into_one_row(tmp_path):
     # --remeasure 0: a late re-measurement of a noisy cell would pool more rounds (tests/sweep/test_remeasure.py)
     result = invoke("run", "py", "cpu", "--op", "hoconv2d", "--target", "filter", "--batch-sizes", "1,2",
