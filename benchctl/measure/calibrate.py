@@ -15,6 +15,7 @@ import json
 import socket
 import statistics
 from pathlib import Path
+from typing import Any, Callable
 
 import torch
 
@@ -37,14 +38,15 @@ MATMUL_CALL_S = 0.25
 SIZING = Policy(warmup=1, min_samples=1, min_time=0.0, max_time=1.0)
 POLICY = Policy(warmup=2, min_samples=10, min_time=0.5, max_time=10.0)
 PROBES = 10
-# The canary's calibrated time, per thread count: the median of its windows' medians, a window being
-# CANARY_READINGS readings, each right after a memory probe as a sweep reads it. A window is taken before the
-# peaks are timed, one after, and one after the memory probes, so that a slow phase of the VM (1.3-1.5x, for
-# seconds or minutes) over one of them is outvoted: a single window read 398 and 450 us in two of four
-# calibrations on the 2-core VM, against 322 and 323 in the other two, and the sweeps after the 450 us one
-# read their canaries at 0.55-0.73 of it, so no pass could read `slow`.
+# The canary's calibrated time, per thread count: the fastest of its windows' medians, a window being
+# CANARY_READINGS readings, each right after a memory probe as a sweep reads it; a window is taken before the
+# peaks are timed and after each step. The 2-core VM spends stretches of tens of seconds in a slow phase
+# (the canary 1.65x: 430-448 us against 260-268), idle or not, and a slow phase only ever slows the canary.
+# In ten calibrations a minute apart (benchmarks/calibration_bench.py) one window after the peaks, the
+# rule before, read 430-442 us in five; the median of three windows did the same; the fastest window
+# read 260-264 in seven, 304-312 in two and 435 in one. Runs after a slow calibration read their canaries
+# under 1 and could not mark a slow pass (the sweeps after a 450 us one read 0.55-0.73 of it).
 CANARY_READINGS = 11
-CANARY_WINDOWS = 3
 # The matmul rates measured: a pass is held against the rate of its own dtype (a GPU's bfloat16 tensor cores
 # do over ten times its float32 rate). TF32_PEAK: float32 with TF32 allowed, for float32 GPU passes timed so.
 MATMUL_DTYPES = {"cpu": DTYPE_NAMES, "cuda": (*DTYPE_NAMES, TF32_PEAK)}
@@ -113,21 +115,33 @@ def _matmul_rate(device: str, dtype: str, n: int, policy: Policy) -> float:
 def calibrate(devices: list[str]) -> dict[str, dict[str, float]]:
     counts = canary_threads() if "cpu" in devices else ()
     windows = [canary_window(counts)]
-    peaks = {d: {"gbps": copy_gbps(d), "threads": torch.get_num_threads(), "levels": cache_levels(d),
-                 "gflops_by_dtype": {dt: matmul_gflops(d, dt) for dt in MATMUL_DTYPES[d]}} for d in devices}
-    for p in peaks.values():
-        p["gflops"] = p["gflops_by_dtype"]["float32"]
+
+    def between() -> None:  # a window of the canary between each two steps, so that they span the calibration
+        if counts:
+            windows.append(canary_window(counts))
+
+    peaks = {d: _device_peaks(d, between) for d in devices}
     if "cpu" in peaks:
-        windows.append(canary_window(counts))
         reads = [membw.probe() for _ in range(PROBES)]
         peaks["cpu"].update(read_gbps=max(reads), read_gbps_typical=statistics.median(reads))
-        windows += [canary_window(counts) for _ in range(CANARY_WINDOWS - 2)]
-        by_threads = {str(n): statistics.median(w[n] for w in windows) for n in counts}
+        by_threads = {str(n): min(w[n] for w in windows) for n in counts}
         peaks["cpu"].update(canary_s_by_threads=by_threads, canary_s=by_threads[str(torch.get_num_threads())])
     path = calibration_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({**load_peaks(), **peaks}, indent=2))
     return peaks
+
+
+def _device_peaks(device: str, between: Callable[[], None]) -> dict[str, Any]:
+    """A device's copy GB/s, each cache level's, and each dtype's matmul rate, calling `between` after each."""
+    found: dict[str, Any] = {"gbps": copy_gbps(device), "threads": torch.get_num_threads()}
+    between()
+    found["levels"] = cache_levels(device)
+    between()
+    found["gflops_by_dtype"] = {dt: matmul_gflops(device, dt) for dt in MATMUL_DTYPES[device]}
+    found["gflops"] = found["gflops_by_dtype"]["float32"]
+    between()
+    return found
 
 
 def canary_threads() -> tuple[int, ...]:
