@@ -27,6 +27,8 @@ def command(as_json: bool, calibrate: bool) -> None:
         facts[f"peak_{device}"] = f"{p['gbps']:.1f} GB/s copy{read}, {p['gflops']:.1f} GFLOP/s matmul"
         if p.get("gflops_by_dtype"):
             facts[f"peak_{device}_matmul"] = ", ".join(f"{dt} {v:.3g}" for dt, v in p["gflops_by_dtype"].items())
+        if p.get("canary_s_by_threads"):
+            facts[f"{device}_canary"] = _canary_text(p["canary_s_by_threads"])
         for level, v in p.get("levels", {}).items():
             facts[f"peak_{device}_{level}"] = f"{v['gbps']:.1f} GB/s copy within {v['bytes'] / 2**20:.3g} MiB"
     if not peaks:
@@ -36,3 +38,9 @@ def command(as_json: bool, calibrate: bool) -> None:
         click.echo(json.dumps(facts, indent=2, default=str))
         return
     console.out.print(console.table("environment", ("fact", "value"), sorted(facts.items())))
+
+
+def _canary_text(by_threads: dict[str, float]) -> str:
+    """The compute canary's calibrated time per thread count: "397 us on 1 thread, 248 us on 2 threads"."""
+    counts = sorted(by_threads, key=int)
+    return ", ".join(f"{by_threads[n] * 1e6:.0f} us on {n} thread{'' if n == '1' else 's'}" for n in counts)

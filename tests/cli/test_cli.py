@@ -54,6 +54,14 @@ def test_env_json_has_the_facts():
     assert facts["memory_read_gbps_now"] > 0
 
 
+def test_env_shows_the_canary_calibrated_on_each_thread_count(monkeypatch, tmp_path):
+    monkeypatch.setenv("BENCHCTL_CACHE", str(tmp_path))
+    peaks = {"cpu": {"gbps": 30.0, "gflops": 100.0, "canary_s_by_threads": {"2": 2.48e-4, "1": 3.97e-4}}}
+    monkeypatch.setattr("benchctl.measure.calibrate.load_peaks", lambda: peaks)
+    facts = json.loads(invoke("env", "--json").stdout)
+    assert facts["cpu_canary"] == "397 us on 1 thread, 248 us on 2 threads"
+
+
 def test_run_py_cpu_writes_parquet_with_all_passes(tmp_path):
     result = invoke("run", "py", "cpu", "--op", "hoconv2d", "--batch-sizes", "1,2", "--param", "H=24",
                     "--param", "W=20", "--min-time", "0.01", "--warmup-time", "0", "--out", str(tmp_path))
