@@ -200,9 +200,9 @@ def summary_tables(df: pd.DataFrame, references: dict[str, str]) -> list[Summary
             rows.append((pass_name, impl, *(_cell(by_value.get(v), base.get(v), impl == ref, typical.get(device))
                                             for v in values)))
         title = (f"{op}/{target} {others} on {device}{timed} ({dtype}): median ms (speedup vs {ref}, ±: its 95% "
-                 "interval where paired; ?: it does not hold, its rounds disagree on which is faster or a side is "
-                 "disturbed; ~ noisy; dist: disturbed, too "
-                 f"few clean samples; slow: the machine's canary over {CANARY_SLOW:.0%} slower than calibrated; "
+                 "interval where paired; ?: it does not hold, its rounds disagree on which is faster or a side "
+                 "is disturbed; ~ noisy; dist: disturbed, too few clean samples; "
+                 f"slow: the machine's canary over {CANARY_SLOW:.0%} slower than calibrated; "
                  "os: mostly OS time; host: host-bound; "
                  "mem: machine's memory bandwidth low; recomp: torch.compile recompiled for it)")
         tables.append(SummaryTable(title, ("pass", f"impl \\ {axis}", *map(axis_value_text, values)), tuple(rows)))

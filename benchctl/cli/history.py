@@ -16,7 +16,8 @@ from benchctl.cli.options import names_list
 @click.argument("runs", nargs=-1, type=click.Path(exists=True, path_type=Path))
 @click.option("--root", default="results", show_default=True, type=click.Path(file_okay=False, path_type=Path),
               help="The results folder whose runs make the history when no RUNS are given.")
-@click.option("--op", "ops", multiple=True, callback=names_list, help="Only this operator (repeatable, or a comma list).")
+@click.option("--op", "ops", multiple=True, callback=names_list,
+              help="Only this operator (repeatable, or a comma list).")
 @click.option("--impl", "impls", multiple=True, help="Only this implementation (repeatable).")
 @click.option("--pass", "passes", multiple=True, help="Only this pass: forward, backward, forward_backward.")
 @click.option("--device", "devices", multiple=True, help="Only this device: cpu, gpu.")

@@ -39,12 +39,11 @@ SIZING = Policy(warmup=1, min_samples=1, min_time=0.0, max_time=1.0)
 POLICY = Policy(warmup=2, min_samples=10, min_time=0.5, max_time=10.0)
 PROBES = 10
 # The canary's calibrated time, per thread count: the fastest of its windows' medians, a window being
-# CANARY_READINGS readings, each right after a memory probe as a sweep reads it; a window is taken before the
-# peaks are timed and after each step. The 2-core VM spends stretches of tens of seconds in a slow phase
-# (the canary 1.65x: 430-448 us against 260-268), idle or not, and a slow phase only ever slows the canary.
-# In ten calibrations a minute apart (benchmarks/calibration_bench.py) one window after the peaks, the
-# rule before, read 430-442 us in five; the median of three windows did the same; the fastest window
-# read 260-264 in seven, 304-312 in two and 435 in one. Runs after a slow calibration read their canaries
+# CANARY_READINGS readings, each right after a memory probe as a sweep reads it, taken before the peaks are
+# timed and after each step. The 2-core VM spends stretches of tens of seconds in a slow phase (the canary
+# up to 1.7x), idle or not, and a slow phase only ever slows the canary: in ten calibrations
+# (benchmarks/calibration_bench.py) one window after the peaks, the rule before, read 249-402 us, the
+# median of the windows 250-369, the fastest 248-256. Runs after a slow calibration read their canaries
 # under 1 and could not mark a slow pass (the sweeps after a 450 us one read 0.55-0.73 of it).
 CANARY_READINGS = 11
 # The matmul rates measured: a pass is held against the rate of its own dtype (a GPU's bfloat16 tensor cores
