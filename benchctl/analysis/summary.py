@@ -69,12 +69,16 @@ def unsettled(base: Mapping[str, Any], row: Mapping[str, Any]) -> bool:
     disagree on which implementation is faster), or either side's median is `disturbed` (too few clean
     samples, so a stall may be in it: beside a neighbour one side can read 100x slow with no range to show it)."""
     found = speedup_range(base, row)
-    return disturbed(base) or disturbed(row) or (found is not None and found[0] < 1.0 < found[1])
+    return _a_side_disturbed(base, row) or (found is not None and found[0] < 1.0 < found[1])
 
 
 def disturbed(row: Mapping[str, Any]) -> bool:
     """The row stopped `disturbed`: too few samples ran undisturbed for its median to be theirs."""
     return row.get("stop") == Stop.DISTURBED
+
+
+def _a_side_disturbed(base: Mapping[str, Any], row: Mapping[str, Any]) -> bool:
+    return disturbed(base) or disturbed(row)
 
 
 def speedup_label(base: Mapping[str, Any], row: Mapping[str, Any]) -> str:
@@ -95,7 +99,7 @@ def range_label(base: Mapping[str, Any], row: Mapping[str, Any]) -> str:
     ratio, found = speedup(base, row), speedup_range(base, row)
     if _timed_together(base, row):
         return speedup_label(base, row)
-    mark = "?" if disturbed(base) or disturbed(row) else ""
+    mark = "?" if _a_side_disturbed(base, row) else ""
     if found is None or found[0] == found[1]:
         return f"{_ratio_text(ratio)}x{mark}"
     return f"{_ratio_text(ratio)}x ({_ratio_text(found[0])}-{_ratio_text(found[1])}){mark}"
@@ -283,9 +287,10 @@ def slow_calibration_line(rows: pd.DataFrame) -> str | None:
     (median ratio under 1/(1+SLOW_PHASE), over CALIBRATION_PASSES passes at least): `env --calibrate` ran in a
     slow phase of the machine, so a pass measured in one read `canary_ratio` near 1 and was not marked slow."""
     ratios = rows.loc[rows["status"] == Status.OK, "canary_ratio"].dropna() if "canary_ratio" in rows else ()
-    if len(ratios) < CALIBRATION_PASSES or ratios.median() >= 1 / (1 + SLOW_PHASE):
+    median = float(np.median(ratios)) if len(ratios) >= CALIBRATION_PASSES else None
+    if median is None or median >= 1 / (1 + SLOW_PHASE):
         return None
-    return (f"the canary read a median {ratios.median():.2f}x its calibrated time over {len(ratios)} CPU passes: "
+    return (f"the canary read a median {median:.2f}x its calibrated time over {len(ratios)} CPU passes: "
             "`benchctl env --calibrate` ran while the machine was slow, so a pass measured while it was slow "
             "could not be marked slow; calibrate again")
 

@@ -112,13 +112,13 @@ def _matmul_rate(device: str, dtype: str, n: int, policy: Policy) -> float:
 
 
 def calibrate(devices: list[str]) -> dict[str, dict[str, float]]:
-    counts = canary_threads() if "cpu" in devices else ()
-    windows = [canary_window(counts)]
+    counts, windows = canary_threads() if "cpu" in devices else (), []
 
-    def between() -> None:  # a window of the canary between each two steps, so that they span the calibration
+    def between() -> None:  # a window of the canary before and after each step, so that they span the calibration
         if counts:
             windows.append(canary_window(counts))
 
+    between()
     peaks = {d: _device_peaks(d, between) for d in devices}
     if "cpu" in peaks:
         reads = [membw.probe() for _ in range(PROBES)]

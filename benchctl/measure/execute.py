@@ -215,7 +215,7 @@ def _attempt(head: PassResult, prepared: Prepared, pass_name: str, settings: Set
                     wall_s=m.wall_s, threads=torch.get_num_threads(), **m.stats, **paired)
     return _judged(row.with_(**clocks.readings) if clocks else row, prepared, pass_name, settings, m,
                    trust.Around(probes=probes, cpu_peaks=settings.peaks.get(Device.CPU, {}),
-                                threads=torch.get_num_threads(), **_calls(clock, m, recorded)))
+                                **_calls(clock, m, recorded)))
 
 
 def _judged(row: PassResult, prepared: Prepared, pass_name: str, settings: Settings, m: Measurement,

@@ -24,9 +24,9 @@ def probe() -> tuple[float, float]:
 
 
 def machine_around(before: tuple[float, float], after: tuple[float, float],
-                   peaks: Mapping[str, Any], threads: int) -> dict[str, Any]:
+                   peaks: Mapping[str, Any], threads: int | None) -> dict[str, Any]:
     """The machine's memory bandwidth and compute canary around a pass (the means of the readings before and
-    after it), and the canary against its calibrated time on the pass's `threads`."""
+    after it), and the canary against its calibrated time on the pass's `threads` (its row's)."""
     canary_s = (before[1] + after[1]) / 2
     return {"mem_gbps": (before[0] + after[0]) / 2, "canary_s": canary_s,
             "canary_ratio": canary.slowdown(canary_s, canary.calibrated_s(peaks, threads))}
@@ -75,7 +75,6 @@ class Around:
     work of each call (CPU clock), and each call's host time and work left on other streams (GPU clock)."""
     probes: tuple[tuple[float, float], tuple[float, float]] | None = None
     cpu_peaks: Mapping[str, Any] = field(default_factory=dict)
-    threads: int = 1  # torch's threads for the pass, and so for its canary
     usage: Sequence[OsUsage] | None = None
     host: Sequence[float] = ()
     stray: Sequence[float] = ()
@@ -87,7 +86,7 @@ def judged(columns: Mapping[str, Any], m: Measurement, around: Around, least_s: 
     each doubt, and below_floor where its median beats the least time the pass can take here."""
     out = disturbance(m)
     if around.probes:
-        out.update(machine_around(*around.probes, around.cpu_peaks, around.threads))
+        out.update(machine_around(*around.probes, around.cpu_peaks, columns.get("threads")))
     if around.usage is not None:
         out.update(os_work(around.usage))
     if around.host:

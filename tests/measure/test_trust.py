@@ -29,7 +29,7 @@ def test_a_cpu_pass_gets_the_machine_and_the_os_around_it_and_no_message_where_n
     usage = [OsUsage(faults=f, sys_s=s) for f, s in [(2, 1e-5), (4, 3e-5), (3, 2e-5)]]
     around = trust.Around(probes=((30.0, 2e-4), (40.0, 4e-4)), cpu_peaks={"canary_s": 2e-4, "threads": 1},
                           usage=usage)
-    found = trust.judged({"median_s": 1e-3}, _measured(), around, None)
+    found = trust.judged({"median_s": 1e-3, "threads": 1}, _measured(), around, None)
     assert found["mem_gbps"] == 35.0 and found["canary_s"] == pytest.approx(3e-4)
     assert found["canary_ratio"] == pytest.approx(1.5)
     assert found["page_faults"] == 3.0 and found["sys_s"] == pytest.approx(2e-5)
@@ -38,12 +38,13 @@ def test_a_cpu_pass_gets_the_machine_and_the_os_around_it_and_no_message_where_n
 
 def test_a_pass_canary_is_held_to_the_time_calibrated_on_its_own_threads():
     peaks = {"canary_s": 3e-4, "threads": 2, "canary_s_by_threads": {"1": 4e-4, "2": 3e-4}}
-    one = trust.Around(probes=((30.0, 4.1e-4), (30.0, 4.1e-4)), cpu_peaks=peaks, threads=1)
-    assert trust.judged({"median_s": 1e-3}, _measured(), one, None)["canary_ratio"] == pytest.approx(1.025)
-    two = trust.Around(probes=((30.0, 4.1e-4), (30.0, 4.1e-4)), cpu_peaks=peaks, threads=2)
-    assert trust.judged({"median_s": 1e-3}, _measured(), two, None)["canary_ratio"] == pytest.approx(1.3667, abs=1e-4)
-    four = trust.Around(probes=((30.0, 4.1e-4), (30.0, 4.1e-4)), cpu_peaks=peaks, threads=4)
-    assert trust.judged({"median_s": 1e-3}, _measured(), four, None)["canary_ratio"] is None  # not calibrated
+    around = trust.Around(probes=((30.0, 4.1e-4), (30.0, 4.1e-4)), cpu_peaks=peaks)
+    one = trust.judged({"median_s": 1e-3, "threads": 1}, _measured(), around, None)
+    assert one["canary_ratio"] == pytest.approx(1.025)
+    two = trust.judged({"median_s": 1e-3, "threads": 2}, _measured(), around, None)
+    assert two["canary_ratio"] == pytest.approx(1.3667, abs=1e-4)
+    four = trust.judged({"median_s": 1e-3, "threads": 4}, _measured(), around, None)
+    assert four["canary_ratio"] is None  # not calibrated
 
 
 def test_a_median_under_the_least_time_is_below_floor_and_its_message_keeps_what_came_before():
