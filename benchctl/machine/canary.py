@@ -50,7 +50,7 @@ def canary() -> float:
 
 def calibrated_s(peaks: Mapping[str, Any], threads: int | None) -> float | None:
     """The canary's calibrated time on `threads` threads (it runs on the pass's threads: on the 2-core VM one
-    thread took 1.3x two threads' time, so a `--threads 1` run held to the two-thread time read every pass
+    thread took 1.5x two threads' time, so a `--threads 1` run held to the two-thread time read every pass
     slow); None for a count `env --calibrate` did not time. A calibration from before it timed each count
     has the one it ran at (`threads`)."""
     by_threads = peaks.get("canary_s_by_threads")
