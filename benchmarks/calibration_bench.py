@@ -1,6 +1,7 @@
 """How much the canary's calibrated time moves from one `env --calibrate` to the next, by three rules: one
 window of readings after the peaks (the rule before), the median of the calibration's windows, and the
-fastest of them (the rule now).
+fastest of them (the rule now); and the float32 matmul peak, as timed and raised to the canary's
+calibrated speed (the rule now).
 
     .venv/bin/python benchmarks/calibration_bench.py [--calibrations 8] [--pause 10]
 
@@ -24,8 +25,9 @@ import torch
 from benchctl.measure import calibrate
 
 
-def calibrated_windows() -> list[float]:
-    """One calibration's canary windows on torch's default threads (seconds), in the order taken."""
+def calibrated_windows() -> tuple[list[float], dict]:
+    """One calibration's canary windows on torch's default threads (seconds), in the order taken, and its
+    CPU peaks."""
     seen: list[dict[int, float]] = []
     take = calibrate.canary_window
 
@@ -35,17 +37,17 @@ def calibrated_windows() -> list[float]:
 
     calibrate.canary_window = recorded
     try:
-        calibrate.calibrate(["cpu"])
+        peaks = calibrate.calibrate(["cpu"])["cpu"]
     finally:
         calibrate.canary_window = take
     threads = torch.get_num_threads()
-    return [w[threads] for w in seen if threads in w]
+    return [w[threads] for w in seen if threads in w], peaks
 
 
-def spread(name: str, values: list[float]) -> str:
-    us = sorted(v * 1e6 for v in values)
-    return (f"{name:<22} fastest {us[0]:6.0f} us, median {statistics.median(us):6.0f}, slowest {us[-1]:6.0f}, "
-            f"slowest/fastest {us[-1] / us[0]:.2f}")
+def spread(name: str, values: list[float], unit: str = "us", scale: float = 1e6) -> str:
+    v = sorted(x * scale for x in values)
+    return (f"{name:<22} least {v[0]:6.0f} {unit}, median {statistics.median(v):6.0f}, most {v[-1]:6.0f}, "
+            f"most/least {v[-1] / v[0]:.2f}")
 
 
 def main() -> None:
@@ -57,15 +59,22 @@ def main() -> None:
     rules = {"one window (before)": lambda w: w[-1], "median of windows": statistics.median,
              "fastest window (now)": min}
     found: dict[str, list[float]] = {name: [] for name in rules}
+    peaks: dict[str, list[float]] = {"float32 as timed": [], "float32 raised (now)": []}
     for i in range(args.calibrations):
-        windows = calibrated_windows()
+        windows, cpu = calibrated_windows()
         for name, rule in rules.items():
             found[name].append(rule(windows))
-        print(f"calibration {i + 1}: windows {', '.join(f'{w * 1e6:.0f}' for w in windows)} us", flush=True)
+        raised = cpu["matmul_slowdown"]["float32"]
+        peaks["float32 as timed"].append(cpu["gflops"] / raised)
+        peaks["float32 raised (now)"].append(cpu["gflops"])
+        print(f"calibration {i + 1}: windows {', '.join(f'{w * 1e6:.0f}' for w in windows)} us; float32 "
+              f"{cpu['gflops'] / raised:.0f} GFLOP/s timed, raised {raised:.2f}x", flush=True)
         if i + 1 < args.calibrations:
             time.sleep(args.pause)
     for name, values in found.items():
         print(spread(name, values))
+    for name, values in peaks.items():
+        print(spread(name, values, "GFLOP/s", 1.0))
 
 
 if __name__ == "__main__":

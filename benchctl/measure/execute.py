@@ -221,10 +221,10 @@ def _attempt(head: PassResult, prepared: Prepared, pass_name: str, settings: Set
 def _judged(row: PassResult, prepared: Prepared, pass_name: str, settings: Settings, m: Measurement,
             around: trust.Around) -> PassResult:
     """An ok row with its rates and floors, and what the trust checks make of its time (trust.py)."""
-    found, least_s = rates.rates(prepared.resolved, prepared.setup(pass_name), pass_name, m.median,
-                                 settings.peaks.get(prepared.resolved.cell.device, {}))
+    found, floor = rates.rates(prepared.resolved, prepared.setup(pass_name), pass_name, m.median,
+                               settings.peaks.get(prepared.resolved.cell.device, {}))
     row = row.with_(**found)
-    return row.with_(**trust.judged(row, m, around, least_s))
+    return row.with_(**trust.judged(row, m, around, floor))
 
 
 def _recorded(clock: Clock) -> tuple[int, int]:

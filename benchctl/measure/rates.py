@@ -3,6 +3,7 @@ of this machine's roofline (`pct_of_peak`), and the least time any implementatio
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import torch
@@ -14,8 +15,23 @@ from benchctl.ops.cells import Cell, Resolved
 from benchctl.vocab import TF32_PEAK, Device, Pass
 
 
+@dataclass(frozen=True)
+class Floor:
+    """The least time any implementation could take here, by its two bounds: its bytes at the fastest level
+    calibrated (`bytes_s`), its FLOPs at the calibrated peak (`flops_s`)."""
+    bytes_s: float = 0.0
+    flops_s: float = 0.0
+
+    def at_speed(self, canary_ratio: float | None) -> float | None:
+        """The longer bound, the FLOP bound taken at the machine's speed around the pass: a canary (a matmul,
+        machine/canary.py) under its calibrated time says the cores ran faster than when the peak was timed
+        (a 2-core VM's bmm did 209 GFLOP/s beside a canary at 0.93x, against a peak of 146 timed slow)."""
+        speed = min(1.0, canary_ratio) if canary_ratio else 1.0
+        return max(self.bytes_s, self.flops_s * speed) or None
+
+
 def rates(resolved: Resolved, setup: Callable[[], Thunk], pass_name: str, median: float,
-          peaks: dict[str, Any]) -> tuple[dict[str, Any], float | None]:
+          peaks: dict[str, Any]) -> tuple[dict[str, Any], Floor]:
     """FLOPs (as torch counts them in a call of `setup`'s thunk, else the operator's formula: flops.py) and
     bytes (the formula) -> GFLOP/s, GB/s and % of the roofline bound, whose bandwidth is that of the cache
     level the pass's bytes fit in (machine/caches.py) and whose FLOP/s is this device's calibrated matmul
@@ -51,13 +67,12 @@ def per_second(flops: float | None, nbytes: float | None, median: float) -> dict
 
 
 def least_time(flops: float | None, nbytes: float | None, ceilings: list[caches.Level],
-               gflops: float | None) -> float | None:
+               gflops: float | None) -> Floor:
     """The least time any implementation could take: its bytes at the fastest level calibrated (declared
     bytes count re-reads that a cache may serve), or its FLOPs at the calibrated peak, whichever is longer."""
     fastest = max((lv.gbps for lv in ceilings), default=None)
-    least = max((nbytes or 0.0) / (fastest * 1e9) if fastest else 0.0,
-                (flops or 0.0) / (gflops * 1e9) if gflops else 0.0)
-    return least or None
+    return Floor(bytes_s=(nbytes or 0.0) / (fastest * 1e9) if fastest else 0.0,
+                 flops_s=(flops or 0.0) / (gflops * 1e9) if gflops else 0.0)
 
 
 def matmul_peak(peaks: dict[str, Any], cell: Cell) -> float | None:

@@ -11,6 +11,7 @@ from typing import Any, Mapping, Sequence
 
 from benchctl.machine import canary, membw
 from benchctl.measure.clocks import OsUsage
+from benchctl.measure.rates import Floor
 from benchctl.measure.stats import disturbed_message, join_messages, noisy_message
 from benchctl.measure.timing import Measurement
 from benchctl.vocab import Status, Stop
@@ -80,10 +81,10 @@ class Around:
     stray: Sequence[float] = ()
 
 
-def judged(columns: Mapping[str, Any], m: Measurement, around: Around, least_s: float | None) -> dict[str, Any]:
+def judged(columns: Mapping[str, Any], m: Measurement, around: Around, floor: Floor | None) -> dict[str, Any]:
     """What an ok pass's row (`columns`: its statistics and rates) adds of whether it can be trusted: the
     machine and the OS around it, the host side of its GPU calls, the samples set aside, its message with
-    each doubt, and below_floor where its median beats the least time the pass can take here."""
+    each doubt, and below_floor where its median beats the least time the pass can take here (`floor`)."""
     out = disturbance(m)
     if around.probes:
         out.update(machine_around(*around.probes, around.cpu_peaks, columns.get("threads")))
@@ -94,17 +95,20 @@ def judged(columns: Mapping[str, Any], m: Measurement, around: Around, least_s: 
     message = join_messages(columns.get("message"), stray(around.stray), doubts(m))
     if message:
         out["message"] = message
-    return {**out, **below_floor({**columns, **out}, least_s)}
+    return {**out, **below_floor({**columns, **out}, floor)}
 
 
-def below_floor(row: Mapping[str, Any], least_s: float | None) -> dict[str, Any]:
-    """A median more than FLOOR_MARGIN under the least time the pass can take here (`least_s`: its bytes at
-    the fastest calibrated bandwidth, or its FLOPs at the calibrated peak) cannot be a record: the call
-    skipped work, or the clock missed it. The row keeps its samples, with status below_floor and a message."""
-    median = row.get("median_s")
+def below_floor(row: Mapping[str, Any], floor: Floor | None) -> dict[str, Any]:
+    """A median more than FLOOR_MARGIN under the least time the pass can take here (`floor`: its bytes at the
+    fastest calibrated bandwidth, or its FLOPs at the calibrated peak at the speed the row's canary read)
+    cannot be a record: the call skipped work, or the clock missed it. The row keeps its samples, with status
+    below_floor and a message."""
+    median, ratio = row.get("median_s"), row.get("canary_ratio")
+    least_s = floor.at_speed(ratio) if floor else None
     if not least_s or not median or median * (1 + FLOOR_MARGIN) >= least_s:
         return {}
+    speed = f" (its peak at the {ratio:.2f}x canary read around the pass)" if ratio and ratio < 1 else ""
     said = (f"below the floor: {median * 1e3:.3g} ms, while moving {(row.get('bytes') or 0) / 1e6:.3g} MB and "
             f"doing {(row.get('flops') or 0) / 1e9:.3g} GFLOP take at least {least_s * 1e3:.3g} ms at this machine's "
-            "fastest calibrated bandwidth and peak: the call skipped work, or the clock missed it")
+            f"fastest calibrated bandwidth and peak{speed}: the call skipped work, or the clock missed it")
     return {"status": Status.BELOW_FLOOR, "message": join_messages(row.get("message"), said)}

@@ -62,6 +62,15 @@ def test_env_shows_the_canary_calibrated_on_each_thread_count(monkeypatch, tmp_p
     assert facts["cpu_canary"] == "397 us on 1 thread, 248 us on 2 threads"
 
 
+def test_env_says_which_matmul_rates_were_raised_to_the_canary_s_speed(monkeypatch, tmp_path):
+    monkeypatch.setenv("BENCHCTL_CACHE", str(tmp_path))
+    peaks = {"cpu": {"gbps": 30.0, "gflops": 187.2, "gflops_by_dtype": {"float32": 187.2, "float64": 65.0},
+                     "matmul_slowdown": {"float32": 1.44, "float64": 1.0}}}
+    monkeypatch.setattr("benchctl.measure.calibrate.load_peaks", lambda: peaks)
+    facts = json.loads(invoke("env", "--json").stdout)
+    assert facts["peak_cpu_matmul"] == "float32 187 (timed at 1.44x the canary, raised), float64 65"
+
+
 def test_run_py_cpu_writes_parquet_with_all_passes(tmp_path):
     result = invoke("run", "py", "cpu", "--op", "hoconv2d", "--batch-sizes", "1,2", "--param", "H=24",
                     "--param", "W=20", "--min-time", "0.01", "--warmup-time", "0", "--out", str(tmp_path))

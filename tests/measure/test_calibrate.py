@@ -28,6 +28,7 @@ def measured(monkeypatch, tmp_path):
     # slow phase for all but the second
     windows = itertools.cycle([{1: 6e-4, 2: 4.5e-4}, {1: 4.1e-4, 2: 2.5e-4}, {1: 6.2e-4, 2: 4.4e-4}])
     monkeypatch.setattr(calibrate, "canary_window", lambda counts: next(windows) if counts else {})
+    monkeypatch.setattr(calibrate, "canary_reading", lambda: 2.5e-4)  # at the calibrated speed around the matmuls
 
 
 def test_the_cpu_peaks_include_the_best_memory_probe(measured):
@@ -63,6 +64,27 @@ def test_every_dtype_gets_its_own_matmul_rate_and_a_gpu_its_tf32_one(measured):
     assert peaks["cpu"]["gflops_by_dtype"] == {"float32": 130.0, "float64": 65.0, "float16": 520.0,
                                                "bfloat16": 520.0}
     assert peaks["cuda"]["gflops_by_dtype"]["tf32"] == 96000.0 and peaks["cuda"]["gflops"] == 48000.0
+
+
+def test_a_cpu_matmul_rate_timed_while_the_canary_read_slow_is_raised_to_the_canary_s_calibrated_speed(
+        measured, monkeypatch):
+    # around float32: 3.5e-4 before, 3.7e-4 after (1.44x the fastest window's 2.5e-4); float64 faster than
+    # calibrated (never lowered); float16 1.04x, within the canary's own noise; bfloat16 at speed
+    readings = iter([3.5e-4, 3.7e-4, 2.0e-4, 2.2e-4, 2.6e-4, 2.6e-4, 2.5e-4, 2.5e-4])
+    monkeypatch.setattr(calibrate, "canary_reading", lambda: next(readings))
+    peaks = calibrate.calibrate(["cpu"])["cpu"]
+    assert peaks["gflops_by_dtype"] == pytest.approx({"float32": 187.2, "float64": 65.0, "float16": 520.0,
+                                                      "bfloat16": 520.0})
+    assert peaks["gflops"] == pytest.approx(187.2)
+    assert peaks["matmul_slowdown"] == pytest.approx({"float32": 1.44, "float64": 1.0, "float16": 1.0,
+                                                      "bfloat16": 1.0})
+    assert "matmul_canary_s" not in peaks
+
+
+def test_a_gpu_matmul_rate_is_not_held_to_the_cpu_canary(measured, monkeypatch):
+    monkeypatch.setattr(calibrate, "canary_reading", lambda: 1.0)  # would raise every rate 4000x
+    peaks = calibrate.calibrate(["cuda"])["cuda"]
+    assert peaks["gflops"] == 48000.0 and "matmul_slowdown" not in peaks
 
 
 @pytest.fixture

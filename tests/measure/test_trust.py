@@ -5,6 +5,7 @@ import pytest
 
 from benchctl.measure import trust
 from benchctl.measure.clocks import OsUsage
+from benchctl.measure.rates import Floor
 from benchctl.measure.stats import summarize
 from benchctl.measure.timing import Measurement
 from benchctl.vocab import Status
@@ -49,9 +50,33 @@ def test_a_pass_canary_is_held_to_the_time_calibrated_on_its_own_threads():
 
 def test_a_median_under_the_least_time_is_below_floor_and_its_message_keeps_what_came_before():
     around = trust.Around(host=(1e-4,) * 5, stray=(0.0, 0.0, 0.0, 0.0, 5e-5))
-    found = trust.judged({"median_s": 1e-3, "bytes": 4e9, "flops": 0.0}, _measured(), around, 2e-3)
+    found = trust.judged({"median_s": 1e-3, "bytes": 4e9, "flops": 0.0}, _measured(), around, Floor(bytes_s=2e-3))
     assert found["status"] == Status.BELOW_FLOOR
     first, second = found["message"].split("; ")
     assert first.startswith("1 of 5 calls left work on another stream")
     assert second.startswith("below the floor: 1 ms, while moving 4e+03 MB")
-    assert trust.judged({"median_s": 1e-3}, _measured(), trust.Around(), 1.05e-3) == {}  # within the margin
+    assert trust.judged({"median_s": 1e-3}, _measured(), trust.Around(), Floor(flops_s=1.05e-3)) == {}  # within the margin
+
+
+def _canary_read(ratio: float) -> trust.Around:
+    """A CPU pass whose canary read `ratio` times its calibrated 2.5e-4 s on both sides."""
+    return trust.Around(probes=((20.0, 2.5e-4 * ratio),) * 2, cpu_peaks={"canary_s_by_threads": {"2": 2.5e-4}})
+
+
+def test_the_flop_floor_is_taken_at_the_speed_the_canary_read_and_never_raised_by_a_slow_one():
+    # a 2.72 GFLOP bmm at 13 ms against a 146 GFLOP/s peak timed while the machine was slow: 18.6 ms
+    floor, row = Floor(bytes_s=1e-3, flops_s=2.72 / 146), {"median_s": 13e-3, "threads": 2, "flops": 2.72e9}
+    fast = trust.judged(row, _measured((13e-3,) * 8), _canary_read(0.65), floor)
+    assert fast["canary_ratio"] == pytest.approx(0.65) and "status" not in fast  # 18.6 ms * 0.65 = 12.1 ms
+    at_speed = trust.judged(row, _measured((13e-3,) * 8), _canary_read(1.0), floor)
+    assert at_speed["status"] == Status.BELOW_FLOOR and "at least 18.6 ms" in at_speed["message"]
+    assert trust.judged(row, _measured((13e-3,) * 8), _canary_read(1.4), floor)["status"] == Status.BELOW_FLOOR
+    # a call that skipped most of its work stays below a floor at the canary's speed, which the message says
+    skipped = trust.judged({**row, "median_s": 5e-3}, _measured((5e-3,) * 8), _canary_read(0.8), floor)
+    assert "at least 14.9 ms" in skipped["message"] and "its peak at the 0.80x canary" in skipped["message"]
+
+
+def test_the_byte_floor_does_not_move_with_the_canary():
+    # the memory probe did not follow the canary on the 2-core VM (correlation -0.25 over 90 s)
+    floor, row = Floor(bytes_s=2e-3, flops_s=1e-4), {"median_s": 1e-3, "threads": 2}
+    assert trust.judged(row, _measured(), _canary_read(0.5), floor)["status"] == Status.BELOW_FLOOR
