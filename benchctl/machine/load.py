@@ -31,7 +31,9 @@ def machine_ticks(proc: Path = PROC) -> tuple[int, int, int]:
 
 def own_ticks(pid: int, proc: Path = PROC) -> int:
     """CPU jiffies (user + system) of process `pid` and all its descendants (a worker's compile workers,
-    a profiler and the process it samples), from /proc/PID/stat."""
+    a profiler and the process it samples), from /proc/PID/stat, with those of the children each has
+    waited for: a descendant's time moves to its parent's when it ends, and left out it read as another
+    process's (a child that spun 3 s and ended put 3.03 busy cores on a 2-core timeline, one sample)."""
     parents, ticks = {}, {}
     for entry in proc.iterdir():
         if not entry.name.isdigit():
@@ -40,8 +42,8 @@ def own_ticks(pid: int, proc: Path = PROC) -> int:
             fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
         except (OSError, IndexError):
             continue  # ended meanwhile
-        # fields after the name: state, ppid, ..., utime (12), stime (13)
-        parents[int(entry.name)], ticks[int(entry.name)] = int(fields[1]), int(fields[11]) + int(fields[12])
+        # fields after the name: state, ppid, ..., utime (12), stime (13), cutime (14), cstime (15)
+        parents[int(entry.name)], ticks[int(entry.name)] = int(fields[1]), sum(map(int, fields[11:15]))
     ours, found = set(), {pid}
     while found:
         ours |= found

@@ -31,6 +31,24 @@ def test_our_descendants_are_ours_and_another_process_is_not(tmp_path):
     assert load.own_ticks(os.getpid(), tmp_path) == 200 + 30 + 7
 
 
+def test_a_descendant_that_ended_stays_ours_in_its_parent_s_count(tmp_path):
+    fake_proc(tmp_path, busy=1000, steal=0, idle=1000, ours=200)
+    worker = tmp_path / "900001"
+    worker.mkdir()
+    (worker / "stat").write_text(f"900001 (w) S {os.getpid()} 0 0 0 0 0 0 0 0 0 40 5 0 0\n")
+    (tmp_path / "900002").mkdir()  # its compile worker, running: 300 jiffies
+    (tmp_path / "900002" / "stat").write_text("900002 (c) S 900001 0 0 0 0 0 0 0 0 0 250 50 0 0\n")
+    before = load.machine_ticks(tmp_path) + (load.own_ticks(os.getpid(), tmp_path),)
+    assert before[3] == 200 + 45 + 300
+    # the compile worker spun 100 jiffies more and ended; the worker waited for it (cutime, cstime)
+    (tmp_path / "900002" / "stat").unlink()
+    (tmp_path / "900002").rmdir()
+    (worker / "stat").write_text(f"900001 (w) S {os.getpid()} 0 0 0 0 0 0 0 0 0 40 5 330 70\n")
+    fake_proc(tmp_path, busy=1100, steal=0, idle=1100, ours=200)
+    after = load.machine_ticks(tmp_path) + (load.own_ticks(os.getpid(), tmp_path),)
+    assert load.load_between(before, after, cores=2) == {"other_cores": 0.0, "steal_cores": 0.0}
+
+
 def test_the_timeline_samples_while_it_runs(tmp_path):
     fake_proc(tmp_path, busy=1000, steal=0, idle=1000, ours=0)
     with load.Timeline(interval=0.01, proc=tmp_path) as timeline:
