@@ -38,7 +38,7 @@ def test_the_load_figure_draws_the_timeline_and_marks_disturbed_passes():
     from benchctl.report.machine_chart import load_figure
 
     canaries = rows([30.0] * 4).assign(canary_ratio=[1.0, 1.2, 1.01, None], stop=["converged", "disturbed", None, None],
-                                       disturbed_share=[0.0, 0.6, 0.0, None])
+                                       disturbed_share=[0.0, 0.6, 0.03, None])  # 3%: a quiet machine's
     meta = {"timeline_started": "2026-11-22T15:59:00+00:00",
             "timeline": [{"t": 0.0, "other_cores": 0.1, "steal_cores": 0.0},
                          {"t": 120.0, "other_cores": 1.0, "steal_cores": 0.2}]}
@@ -49,8 +49,18 @@ def test_the_load_figure_draws_the_timeline_and_marks_disturbed_passes():
     assert drawn["steal (cores)"][1] == [0.0, 0.2]
     marks = {line.get_label(): (list(line.get_xdata()), list(line.get_ydata())) for line in canary_ax.get_lines()}
     assert marks["a pass's canary"] == ([1.0, 3.0], [1.0, 1.01])
-    assert marks["a pass with disturbed samples"] == ([1.5], [1.2])
+    assert marks["a pass with over 5% of its samples disturbed"] == ([1.5], [1.2])
     assert marks["+5%: marked slow"][1] == [1.05, 1.05]
+
+
+def test_a_pass_is_marked_for_its_share_set_aside_over_five_percent_or_for_stopping_disturbed():
+    from benchctl.report.machine_chart import load_figure
+
+    canaries = rows([30.0] * 4).assign(canary_ratio=[1.0, 1.1, 1.2, 1.3], stop=["converged", "max_time", "disturbed",
+                                       "converged"], disturbed_share=[0.05, 0.07, 0.01, 0.0])
+    (canary_ax,) = load_figure(canaries, []).axes[1:]
+    marks = {line.get_label(): list(line.get_ydata()) for line in canary_ax.get_lines()}
+    assert marks["a pass's canary"] == [1.0, 1.3] and marks["a pass with over 5% of its samples disturbed"] == [1.1, 1.2]
 
 
 def test_no_load_figure_without_a_timeline_or_canaries():
