@@ -132,6 +132,9 @@ class Allocator(StrEnum):
 
 ALLOCATORS: tuple[str, ...] = tuple(a.value for a in Allocator)
 
+# run --pair-with reference: each operator's reference implementation (Operator.reference), not one named
+PAIR_REFERENCE = "reference"
+
 
 class Tf32(StrEnum):
     """--tf32: torch's setting, allowed, or forbidden."""

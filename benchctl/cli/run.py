@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from benchctl.cli.options import check_writable, load_operators, op_option, ops_dir_option, parse_params, tf32_option
-from benchctl.vocab import ALLOCATORS, EXECUTORS, Allocator, Executor
+from benchctl.vocab import ALLOCATORS, EXECUTORS, PAIR_REFERENCE, Allocator, Executor
 
 
 def _ints(text: str | None) -> tuple[int, ...]:
@@ -59,7 +59,8 @@ def _ints(text: str | None) -> tuple[int, ...]:
                    "(default 3; 1 with --quick). Verdicts hold a change against the spread between them.")
 @click.option("--pair-with", metavar="IMPL", help="Time each other implementation sample by sample in alternation "
               "with IMPL at the same point; its speedup over IMPL is the median of the pairs' ratios, which a "
-              "machine changing speed moves far less. IMPL must be among IMPLS (its own cells run alone).")
+              "machine changing speed moves far less. IMPL must be among IMPLS (its own cells run alone); "
+              f"'{PAIR_REFERENCE}': each operator's reference implementation, which its speedups are over.")
 @click.option("--threads", type=click.IntRange(min=1), help="torch intra-op threads (default: torch's).")
 @click.option("--out", default="results", show_default=True, type=click.Path(file_okay=False))
 @click.option("--quick", is_flag=True, help="Each operator's small quick sweep.")

@@ -20,10 +20,14 @@ Beside a busy neighbour, whole rounds of lstm_cell's cpp forward read 7.8 ms aga
 aside; two such rounds outvoted the clean one as "the slow mode", and the row read 7.81 ms, converged.
 
 A round more than MODES_APART slower than another round of the same worker process (a re-measurement
-adds one round in each) is set aside: its median stays in `round_medians_s`, the message names it, and
-its samples are not pooled. A slow phase of the VM lasts seconds and slows a round; a process that
-landed in a slower mode stays in it for its whole life, so it is slow in every round, keeps them, and
-shows in the spread between processes (docs/measuring.md, "Slow phases").
+adds one round in each), whose canary (machine/canary.py) read more than SLOW_PHASE slower than that
+round's, is set aside: its median stays in `round_medians_s`, the message names it, and its samples are
+not pooled. A slow phase of the VM lasts seconds and slows a round, and the canary taken around the round
+shows it; a process that landed in a slower mode stays in it for its whole life, so it is slow in every
+round, keeps them, and shows in the spread between processes (docs/measuring.md, "Slow phases"). Without
+the canary's word a slow round is kept: on a VM whose speed drifts rather than switching, the rule set
+aside the slower of each process's two rounds, and an A/A pair read 18.9% "faster" from the faster half
+(rounds 66-78 us kept, 80-92 set aside, against 82-87 us in the other run's single rounds).
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ from benchctl.measure import rates
 from benchctl.measure.paired import paired_stats
 from benchctl.measure.stats import is_noisy, join_messages, noisy_message, notes, set_aside_message, summarize
 from benchctl.measure.timing import Policy, too_disturbed
-from benchctl.results.schema import PAIRED_COLUMNS, clean_samples
+from benchctl.results.schema import PAIRED_COLUMNS, SLOW_PHASE, clean_samples
 from benchctl.vocab import Stop
 
 Round = Mapping[str, Any]  # one round's result (a PassResult), read by column
@@ -89,20 +93,28 @@ def processes(rounds: Rounds) -> dict[str, Any]:
 
 def _slow_phase(rounds: Rounds, medians: Sequence[float]) -> set[int]:
     """The rounds (numbered from 1) more than MODES_APART slower than the fastest round of their process
-    (`medians`: each round's, `_round_median`)."""
-    fastest: dict[int, float] = {}
-    timed = [(i, r["process"], median) for i, (r, median) in enumerate(zip(rounds, medians), start=1)
+    (`medians`: each round's, `_round_median`) whose canary read more than SLOW_PHASE slower than its."""
+    fastest: dict[int, tuple[float, Round]] = {}
+    timed = [(i, r, median) for i, (r, median) in enumerate(zip(rounds, medians), start=1)
              if r.get("process") is not None and median > 0]  # NaN > 0 is False
-    for _, process, median in timed:
-        fastest[process] = min(median, fastest.get(process, median))
-    return {i for i, process, median in timed if median > fastest[process] * (1 + MODES_APART)}
+    for _, r, median in timed:
+        if median < fastest.get(r["process"], (math.inf, r))[0]:
+            fastest[r["process"]] = (median, r)
+    return {i for i, r, median in timed
+            if median > fastest[r["process"]][0] * (1 + MODES_APART) and _slower_machine(r, fastest[r["process"]][1])}
+
+
+def _slower_machine(r: Round, fast: Round) -> bool:
+    """The canary read around round `r` more than SLOW_PHASE slower than around round `fast`."""
+    slow_s, fast_s = r.get("canary_s"), fast.get("canary_s")
+    return bool(slow_s and fast_s) and slow_s > fast_s * (1 + SLOW_PHASE)
 
 
 def _aside_message(aside: set[int]) -> str:
     if not aside:
         return ""
     return (f"round(s) {', '.join(map(str, sorted(aside)))} set aside: over {MODES_APART:.0%} slower than "
-            "another round of the same process (a slow phase of the machine)")
+            f"another round of the same process, its canary over {SLOW_PHASE:.0%} slower (a slow phase of the machine)")
 
 
 def _blind_message(blind: set[int]) -> str:

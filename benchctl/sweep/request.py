@@ -21,6 +21,7 @@ from benchctl.errors import UsageError
 from benchctl.measure.passes import PASSES
 from benchctl.ops.registry import Implementation, Operator
 from benchctl.sweep.words import choices, parse_devices, split
+from benchctl.vocab import PAIR_REFERENCE
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,7 @@ class SweepRequest:
     targets: tuple[str, ...] = ()  # --target NAME: only these targets, in the operators that have them
     quick: bool = False
     config: SweepConfig = SweepConfig()
-    pair_with: str | None = None  # --pair-with IMPL: the others are timed in alternation with it, point by point
+    pair_with: str | None = None  # --pair-with IMPL (or PAIR_REFERENCE): the others are timed in alternation with it
 
 
 def select_ops(names: Sequence[str]) -> list[Operator]:
@@ -178,12 +179,23 @@ def cells(req: SweepRequest) -> list[Cell]:
 
 
 def _with_partner(cells: list[Cell], partner: str) -> list[Cell]:
-    """Every cell whose point (operator, target, device, dtype, params) has a cell of `partner` is timed
-    in alternation with it; the partner's own cells are timed alone, as without --pair-with."""
-    partner = modifiers.canonical(partner)
-    points = {c.point for c in cells if c.impl == partner}
+    """Every cell whose point (operator, target, device, dtype, params) has a cell of its partner is timed
+    in alternation with it; the partner's own cells are timed alone, as without --pair-with. The partner is
+    `partner`, or with PAIR_REFERENCE each operator's reference, the implementation its speedups are over
+    (a sweep of several operators has no one implementation they all share)."""
+    def partner_of(cell: Cell) -> str:
+        return cell.operator.reference if partner == PAIR_REFERENCE else modifiers.canonical(partner)
+
+    points = {c.point for c in cells if c.impl == partner_of(c)}
     if not points:
-        raise UsageError(f"--pair-with {partner}: it is not among the implementations run here; "
-                         "list it in IMPLS too")
-    return [replace(c, paired_with=partner) if c.impl != partner and c.point in points else c for c in cells]
+        raise UsageError(f"--pair-with {partner}: {_not_run(partner, cells)}; list it in IMPLS too")
+    return [replace(c, paired_with=partner_of(c)) if c.impl != partner_of(c) and c.point in points else c
+            for c in cells]
+
+
+def _not_run(partner: str, cells: list[Cell]) -> str:
+    if partner != PAIR_REFERENCE:
+        return "it is not among the implementations run here"
+    references = sorted({c.operator.reference for c in cells})
+    return f"no operator's reference implementation ({', '.join(references)}) is among those run here"
 

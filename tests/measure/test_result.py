@@ -114,11 +114,13 @@ def test_merge_pools_clean_samples_and_the_processes_they_came_from():
 
 
 def test_a_round_over_10_percent_slower_than_another_of_its_process_is_set_aside():
-    """A slow phase of the VM slowed one round of process 1 by 1.6x; its other round was not."""
-    def one(process: int, median: float) -> PassResult:
-        return PassResult(pass_="forward", status="ok", samples_s=[median] * 5, median_s=median, process=process)
+    """A slow phase of the VM slowed one round of process 1 by 1.6x, and its canary 1.44x; its other round
+    was not."""
+    def one(process: int, median: float, canary_s: float = 2.5e-4) -> PassResult:
+        return PassResult(pass_="forward", status="ok", samples_s=[median] * 5, median_s=median, process=process,
+                          canary_s=canary_s)
 
-    merged = PassResult.merge([one(0, 0.316), one(1, 0.499), one(2, 0.315), one(0, 0.320), one(1, 0.318),
+    merged = PassResult.merge([one(0, 0.316), one(1, 0.499, 3.6e-4), one(2, 0.315), one(0, 0.320), one(1, 0.318),
                                one(2, 0.317)])
     assert merged.rounds == 6 and merged.round_medians_s == [0.316, 0.499, 0.315, 0.320, 0.318, 0.317]
     assert merged.n == 25 and 0.499 not in merged.samples_s and merged.mode_slow_s is None
@@ -128,6 +130,23 @@ def test_a_round_over_10_percent_slower_than_another_of_its_process_is_set_aside
     slow_process = PassResult.merge([one(0, 0.316), one(1, 0.499), one(0, 0.320), one(1, 0.501)])
     assert slow_process.n == 20  # slow in every round: its rounds are kept, and the spread shows it
     assert slow_process.process_spread == pytest.approx(0.5 / 0.318 - 1)
+
+
+def test_a_slow_round_whose_canary_did_not_move_is_kept_and_the_rounds_give_two_modes():
+    """An A/A pair on a VM that drifts: the rule took the faster of each process's two rounds (66-78 us,
+    against 80-92 set aside) where the other run's single rounds read 82-87, and read 18.9% faster. The
+    canary read within 10% around every round: nothing says the machine, not the call, was slower."""
+    def one(process: int, median: float, canary_s: float) -> PassResult:
+        return PassResult(pass_="forward", status="ok", samples_s=[median] * 5, median_s=median, process=process,
+                          canary_s=canary_s)
+
+    merged = PassResult.merge([one(0, 86.5e-6, 2.4e-4), one(1, 91.9e-6, 2.6e-4), one(2, 66.3e-6, 2.5e-4),
+                               one(0, 77.7e-6, 2.3e-4), one(1, 70.0e-6, 2.5e-4), one(2, 79.6e-6, 2.4e-4)])
+    assert merged.n == 30 and "set aside" not in merged.message
+    assert merged.mode_fast_s is not None and merged.mode_slow_s is not None  # the rounds split, and say so
+    unprobed = PassResult.merge([PassResult(pass_="forward", status="ok", samples_s=[m] * 5, median_s=m, process=p)
+                                 for p, m in ((0, 0.316), (0, 0.499))])  # a GPU's rounds: no canary
+    assert unprobed.n == 10 and "set aside" not in unprobed.message
 
 
 def test_a_round_whose_every_sample_was_set_aside_gives_no_median_and_does_not_outvote_the_clean_one():

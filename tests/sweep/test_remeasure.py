@@ -185,22 +185,25 @@ def test_a_remeasure_keeps_what_the_first_call_compiled(builtin_ops):
 class Phased:
     """Each call answers the next scripted median of one pass, from worker process (call number) % 3."""
 
-    def __init__(self, medians):
+    def __init__(self, medians, canaries=None):
         self.medians = list(medians)
+        self.canaries = list(canaries or [2.5e-4] * len(self.medians))  # the canary read around each call
         self.calls = 0
 
     def run(self, cell: Cell) -> list[PassResult]:
-        median, process = self.medians.pop(0), self.calls % 3
+        median, canary, process = self.medians.pop(0), self.canaries.pop(0), self.calls % 3
         self.calls += 1
         return [PassResult(op=cell.op, impl=cell.impl, batch_size=1, pass_="forward", status="ok",
                            median_s=median, samples_s=[median] * 12, disturbed=[False] * 12, stop="converged",
-                           process=process, noisy=False, message="")]
+                           process=process, noisy=False, message="", canary_s=canary)]
 
 
 def test_rounds_in_two_modes_are_measured_again_and_a_slow_phases_round_set_aside(builtin_ops):
-    """A slow phase of the machine took process 1's turn (1.6x); its next turn ran at full speed."""
+    """A slow phase of the machine took process 1's turn (1.6x, its canary 1.44x); its next turn ran at full
+    speed."""
     cells = [Cell.make("hoconv2d", "filter", "py", "cpu", "float32", {"batch_size": 1})]
-    executor, out = Phased([0.316, 0.499, 0.315, 0.32, 0.318, 0.317]), Collected()
+    canaries = [2.5e-4, 3.6e-4] + [2.5e-4] * 4
+    executor, out = Phased([0.316, 0.499, 0.315, 0.32, 0.318, 0.317], canaries), Collected()
     Sweep(cells, executor, out, {"host": "h"}, remeasure=1, rounds=3, processes=3).run()
     (row,) = out.rows
     assert executor.calls == 6 and row["remeasured"] == 1 and row["rounds"] == 6 and row["n"] == 60

@@ -99,3 +99,14 @@ def test_pair_with_times_the_other_implementations_of_each_point_in_alternation_
     assert [(c.impl, c.paired_with) for c in cells] == [("py", None), ("wrong", "py"), ("zeros", "py")] * 2
     with pytest.raises(UsageError, match="--pair-with loop: it is not among the implementations run here"):
         expand(SweepRequest("py,wrong", "cpu", ops=("faulty",), pair_with="loop"))
+
+
+def test_pair_with_reference_pairs_each_operator_s_cells_with_its_own_reference(builtin_ops):
+    cells = expand(SweepRequest("all", "cpu", ops=("lstm_cell", "patch_resample"), quick=True, pair_with="reference"))
+    pairs = {(c.op, c.impl, c.paired_with) for c in cells}
+    assert ("lstm_cell", "py", None) in pairs and ("lstm_cell", "cpp", "py") in pairs
+    assert ("patch_resample", "bmm", None) in pairs and ("patch_resample", "vmap", "bmm") in pairs
+    assert {c.paired_with for c in cells if not c.is_reference} == {"py", "bmm"}
+    with pytest.raises(UsageError, match=r"--pair-with reference: no operator's reference implementation \(py\) is "
+                                         "among those run here; list it in IMPLS too"):
+        expand(SweepRequest("cpp", "cpu", ops=("lstm_cell",), pair_with="reference"))
