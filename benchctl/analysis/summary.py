@@ -59,9 +59,15 @@ def speedup_range(base: Mapping[str, Any], row: Mapping[str, Any]) -> tuple[floa
     turn or round (three processes' range understates the next three's, docs/measuring.md, "Processes");
     None where one round gives nothing to say how far it moves."""
     if _timed_together(base, row):
-        return float(row["paired_ci_lo"]), float(row["paired_ci_hi"])
+        return _paired_interval(row)
     ratios = _round_ratios(base, row)
     return (min(ratios), max(ratios)) if ratios else None
+
+
+def _paired_interval(row: Mapping[str, Any]) -> tuple[float, float] | None:
+    """A paired speedup's 95% interval; None where too few pairs gave one."""
+    lo, hi = row.get("paired_ci_lo"), row.get("paired_ci_hi")
+    return (float(lo), float(hi)) if _present(lo) and _present(hi) else None
 
 
 def unsettled(base: Mapping[str, Any], row: Mapping[str, Any]) -> bool:
@@ -83,12 +89,16 @@ def _a_side_disturbed(base: Mapping[str, Any], row: Mapping[str, Any]) -> bool:
 
 def speedup_label(base: Mapping[str, Any], row: Mapping[str, Any]) -> str:
     """The speedup as text; where it is a paired one (within 10x, measure/paired.py), to two decimals and
-    with the half width of its 95% interval: 2.05x ±0.3%. A `?` after one whose range holds 1 (`unsettled`)."""
+    with the half width of its 95% interval: 2.05x ±0.3% (without one where too few pairs gave it). A `?`
+    after one whose range holds 1 (`unsettled`)."""
     ratio = speedup(base, row)
     mark = "?" if unsettled(base, row) else ""
     if not (_timed_together(base, row) and ratio > 0):
         return speedup_text(ratio) + mark
-    half = max(ratio - row["paired_ci_lo"], row["paired_ci_hi"] - ratio) / ratio
+    found = _paired_interval(row)
+    if found is None:
+        return f"{ratio:.2f}x{mark}"
+    half = max(ratio - found[0], found[1] - ratio) / ratio
     return f"{ratio:.2f}x ±{half:.1%}{mark}"
 
 

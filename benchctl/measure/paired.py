@@ -13,7 +13,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from benchctl.measure.clocks import Clock, Thunk
-from benchctl.measure.stats import median_ci
+from benchctl.measure.stats import CI_MIN_SAMPLES, median_ci
 from benchctl.measure.timing import Measurement, Policy, Sampler, collector_off, sample, warm_up, watch_of
 
 
@@ -66,11 +66,12 @@ def paired_stats(own: Sequence[float], partner: Sequence[float], own_aside: Sequ
     pairs' own ratios (partner / own) and its confidence interval. A machine that slows down for a
     moment slows both samples of the pairs it reaches, so their ratios stay put where two medians
     taken apart would move. A pair with either side set aside (its watch's flags; none where a side
-    was not watched) is left out, unless that leaves none."""
+    was not watched) is left out, unless that leaves none. Fewer than CI_MIN_SAMPLES pairs give no
+    interval (None): one pair's "interval" read as 0.29x +-0.0%."""
     ratios = np.asarray(partner, dtype=np.float64) / np.asarray(own, dtype=np.float64)
     keep = ~(_flags(own_aside, len(ratios)) | _flags(partner_aside, len(ratios)))
     ratios = ratios[keep] if keep.any() else ratios
-    lo, hi = median_ci(ratios)
+    lo, hi = median_ci(ratios) if ratios.size >= CI_MIN_SAMPLES else (None, None)
     return {"paired_speedup": float(np.median(ratios)), "paired_ci_lo": lo, "paired_ci_hi": hi}
 
 

@@ -134,6 +134,8 @@ def test_a_paired_speedup_reads_with_the_half_width_of_its_interval():
            "paired_ci_hi": 2.0502}
     assert speedup_label(py, cpp) == "2.04x ±0.5%"
     assert speedup_label(py, {**cpp, "paired_with": None}) == "2.0x"  # the medians' ratio, no interval
+    few = {**cpp, "paired_ci_lo": None, "paired_ci_hi": float("nan")}  # too few pairs for an interval
+    assert speedup_label(py, few) == "2.04x" and range_label(py, few) == "2.04x" and speedup_range(py, few) is None
 
 
 def test_a_speedup_moves_as_far_as_its_rounds_ratios_or_its_paired_interval():

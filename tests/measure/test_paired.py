@@ -79,8 +79,18 @@ def test_paired_sampling_goes_on_until_both_sides_are_done_and_keeps_the_pairs_w
 
 
 def test_paired_stats_divide_the_pairs_not_the_medians():
-    stats = paired_stats([1.0, 2.0, 4.0], [3.0, 6.0, 12.0])
+    stats = paired_stats([1.0, 2.0, 4.0] * 2, [3.0, 6.0, 12.0] * 2)
     assert stats["paired_speedup"] == 3.0 and stats["paired_ci_lo"] == stats["paired_ci_hi"] == 3.0
+
+
+def test_too_few_pairs_give_a_speedup_but_no_interval():
+    """naflex_posembed's gridsample at B=32, a 0.33 ms call paired with a 96 ms loop: one pair, whose
+    "interval" read 0.29x +-0.0%."""
+    one = paired_stats([0.334], [0.0967])
+    assert one["paired_speedup"] == pytest.approx(0.2895, abs=1e-4)
+    assert one["paired_ci_lo"] is None and one["paired_ci_hi"] is None
+    assert paired_stats([1.0] * 5, [2.0] * 5)["paired_ci_lo"] is None  # a 95% interval of a median takes 6
+    assert paired_stats([1.0] * 6, [2.0] * 6)["paired_ci_lo"] == 2.0
 
 
 def test_a_pair_with_either_side_set_aside_is_left_out_unless_that_leaves_none():
