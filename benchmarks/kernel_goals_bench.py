@@ -30,7 +30,7 @@ from typing import Callable
 import pandas as pd
 
 from benchctl.results import storage
-from benchctl.analysis.summary import speedup
+from benchctl.analysis.speedup import speedup
 
 
 Line = dict  # one line of the table, as cells() gives it

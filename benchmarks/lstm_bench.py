@@ -26,7 +26,7 @@ import torch.utils.benchmark as tb
 
 from benchctl.ops import registry
 from benchctl.ops.registry import Case
-from benchctl.analysis import summary
+from benchctl.analysis import speedup as speedups
 
 IMPLS = ("py", "jit", "compile", "cpp", "cuda")
 PASSES = ("fwd", "bwd", "fwd+bwd")
@@ -152,7 +152,7 @@ def table(rows: list[Row]) -> str:
     base = {(r.batch, r.hidden): r for r in rows if r.impl == "py"}
     for r in rows:
         py = base.get((r.batch, r.hidden))
-        speedup = f"{summary.speedup(py.timing('fwd+bwd'), r.timing('fwd+bwd')):.2f}x" if py else "-"
+        speedup = f"{speedups.speedup(py.timing('fwd+bwd'), r.timing('fwd+bwd')):.2f}x" if py else "-"
         times = " | ".join(f"{r.median_s[p] * 1e6:.1f}" for p in PASSES)
         lines.append(f"| {r.batch} | {r.hidden} | {r.impl} | {r.first_s:.3f} | {times} | {speedup} |")
     return "\n".join(lines)

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from benchctl.results import storage
-from benchctl.analysis.summary import range_label, speedup, speedup_range
+from benchctl.analysis.speedup import range_label, speedup, speedup_range
 from benchctl.vocab import Status
 
 CELL_KEY = ["target", "device", "dtype", "params", "pass"]  # one cell of the sweep, across impls
@@ -28,14 +28,14 @@ def _per_row(df: pd.DataFrame, baseline: str, of: Callable[[Row, Row], Any], mis
 
 
 def speedups(df: pd.DataFrame, baseline: str) -> pd.Series:
-    """The baseline's time over this row's for the same cell (summary.speedup: the pairs' ratio where the
+    """The baseline's time over this row's for the same cell (speedup.speedup: the pairs' ratio where the
     row was timed in alternation with the baseline, the rounds' where both were measured in rounds); NaN
     where either did not run."""
     return pd.Series(_per_row(df, baseline, speedup, np.nan), index=df.index, dtype=float)
 
 
 def intervals(df: pd.DataFrame, baseline: str) -> dict[str, pd.Series]:
-    """`speedup_lo`/`speedup_hi`: how far each speedup moves (summary.speedup_range); NaN where nothing says."""
+    """`speedup_lo`/`speedup_hi`: how far each speedup moves (speedup.speedup_range); NaN where nothing says."""
     found = [r or (np.nan, np.nan) for r in _per_row(df, baseline, speedup_range, None)]
     return {name: pd.Series([r[i] for r in found], index=df.index, dtype=float)
             for i, name in enumerate(("speedup_lo", "speedup_hi"))}

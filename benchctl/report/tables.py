@@ -12,7 +12,8 @@ from benchctl.report import charts, compile_marks
 from benchctl.report.speedups import labels
 from benchctl.results import storage
 from benchctl.results.schema import ENV_FIELDS
-from benchctl.analysis.summary import axis_value_text, disturbed, probed, slow_machine
+from benchctl.analysis.speedup import disturbed
+from benchctl.analysis.summary import axis_value_text, probed, slow_machine
 from benchctl.analysis.verdict import timing_kinds
 from benchctl.vocab import DEVICES, FAILED, PASS_LABELS, PASSES
 

@@ -16,14 +16,14 @@ from typing import Mapping
 from benchctl.measure.result import PassResult, Results
 from benchctl.measure.stats import join_messages
 from benchctl.results.schema import FIRST_CALL_COLUMNS
-from benchctl.analysis.summary import speedup
+from benchctl.analysis.speedup import speedup
 from benchctl.vocab import Status
 
 ByPass = Mapping[str, PassResult]  # a cell's results by pass
 
 
 def speedup_over(result: PassResult, reference: PassResult | None) -> float | None:
-    """summary.speedup where both passes ran and have medians, else None."""
+    """speedup.speedup where both passes ran and have medians, else None."""
     if reference is None or not reference.ok or not result.ok:
         return None
     return speedup(reference, result) if result.median_s and reference.median_s else None

@@ -1,0 +1,121 @@
+"""A speedup between two rows and how far it moves: the medians' ratio, the rounds' own ratios, or the
+paired one with its interval (run --pair-with); and the text the tables give each."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from benchctl.vocab import Stop
+
+
+def speedup_text(ratio: float) -> str:
+    """4.0x, 0.96x, 0.033x: two significant digits below 1, so a large slowdown never reads "0.0x"."""
+    return f"{ratio:.1f}x" if ratio >= 1 else f"{ratio:.2g}x"
+
+
+def speedup(base: Mapping[str, Any], row: Mapping[str, Any]) -> float:
+    """How many times faster `row` is than `base`, the same cell's reference. Where `row` was timed in
+    alternation with `base`'s implementation (run --pair-with), the median of the sample pairs' ratios.
+    Else, where both were measured in the same interleaved rounds, the median of the rounds' own ratios:
+    a machine that changes speed mid-run then slows both sides of a round's ratio alike, where the two
+    pooled medians could pair one implementation's fast rounds with the other's slow ones. Otherwise the
+    ratio of the medians."""
+    if _timed_together(base, row):
+        return float(row["paired_speedup"])
+    ratios = _round_ratios(base, row)
+    if ratios:
+        return float(np.median(ratios))
+    return float(base["median_s"] / row["median_s"])
+
+
+def speedup_range(base: Mapping[str, Any], row: Mapping[str, Any]) -> tuple[float, float] | None:
+    """How far `speedup` moves: the 95% interval of a paired one; else, where both were measured in the same
+    rounds (run --processes, --rounds), the lowest and the highest of the rounds' own ratios, one per process
+    turn or round (three processes' range understates the next three's, docs/measuring.md, "Processes");
+    None where one round gives nothing to say how far it moves."""
+    if _timed_together(base, row):
+        return _paired_interval(row)
+    ratios = _round_ratios(base, row)
+    return (min(ratios), max(ratios)) if ratios else None
+
+
+def _paired_interval(row: Mapping[str, Any]) -> tuple[float, float] | None:
+    """A paired speedup's 95% interval; None where too few pairs gave one."""
+    lo, hi = row.get("paired_ci_lo"), row.get("paired_ci_hi")
+    return (float(lo), float(hi)) if present_value(lo) and present_value(hi) else None
+
+
+def unsettled(base: Mapping[str, Any], row: Mapping[str, Any]) -> bool:
+    """The speedup does not hold: its range goes from under 1 to over 1 (its rounds, or its paired interval,
+    disagree on which implementation is faster), or either side's median is `disturbed` (too few clean
+    samples, so a stall may be in it: beside a neighbour one side can read 100x slow with no range to show it)."""
+    found = speedup_range(base, row)
+    return _a_side_disturbed(base, row) or (found is not None and found[0] < 1.0 < found[1])
+
+
+def disturbed(row: Mapping[str, Any]) -> bool:
+    """The row stopped `disturbed`: too few samples ran undisturbed for its median to be theirs."""
+    return row.get("stop") == Stop.DISTURBED
+
+
+def _a_side_disturbed(base: Mapping[str, Any], row: Mapping[str, Any]) -> bool:
+    return disturbed(base) or disturbed(row)
+
+
+def speedup_label(base: Mapping[str, Any], row: Mapping[str, Any]) -> str:
+    """The speedup as text; where it is a paired one (within 10x, measure/paired.py), to two decimals and
+    with the half width of its 95% interval: 2.05x ±0.3% (without one where too few pairs gave it). A `?`
+    after one whose range holds 1 (`unsettled`)."""
+    ratio = speedup(base, row)
+    mark = "?" if unsettled(base, row) else ""
+    if not (_timed_together(base, row) and ratio > 0):
+        return speedup_text(ratio) + mark
+    found = _paired_interval(row)
+    if found is None:
+        return f"{ratio:.2f}x{mark}"
+    half = max(ratio - found[0], found[1] - ratio) / ratio
+    return f"{ratio:.2f}x ±{half:.1%}{mark}"
+
+
+def range_label(base: Mapping[str, Any], row: Mapping[str, Any]) -> str:
+    """The speedup with how far it moves, for the report's tables: 2.05x ±0.3% (paired), 1.06x (0.97-1.12)
+    (the rounds' ratios), or the speedup alone (one round; the baseline itself); a `?` after one with a
+    `disturbed` side (a range that holds 1 says so itself)."""
+    ratio, found = speedup(base, row), speedup_range(base, row)
+    if _timed_together(base, row):
+        return speedup_label(base, row)
+    mark = "?" if _a_side_disturbed(base, row) else ""
+    if found is None or found[0] == found[1]:
+        return f"{_ratio_text(ratio)}x{mark}"
+    return f"{_ratio_text(ratio)}x ({_ratio_text(found[0])}-{_ratio_text(found[1])}){mark}"
+
+
+def _ratio_text(ratio: float) -> str:
+    """Two decimals from 0.1 to 100 (1.06, 0.97, 26.40), three significant digits beyond (0.0133, 210)."""
+    return f"{ratio:.2f}" if 0.1 <= ratio < 100 else f"{ratio:.3g}"
+
+
+def _timed_together(base: Mapping[str, Any], row: Mapping[str, Any]) -> bool:
+    """`row` was timed in alternation with `base`'s implementation (run --pair-with)."""
+    return row.get("paired_with") == base.get("impl") and present_value(row.get("paired_speedup"))
+
+
+def present_value(value: Any) -> bool:
+    return value is not None and not (isinstance(value, float) and np.isnan(value))
+
+
+def _round_medians(row: Mapping[str, Any]) -> Sequence[float]:
+    medians = row.get("round_medians_s")
+    return list(medians) if present_value(medians) else ()
+
+
+def _round_ratios(base: Mapping[str, Any], row: Mapping[str, Any]) -> list[float]:
+    """`base`'s time over `row`'s, round by round, where both were measured in the same rounds: over the rounds
+    in which both gave a median (NaN: every sample of that round set aside, measure/pooling.py), two at least."""
+    ours, theirs = _round_medians(row), _round_medians(base)
+    if len(ours) != len(theirs):
+        return []
+    ratios = [b / m for b, m in zip(theirs, ours) if b > 0 and m > 0]  # NaN > 0 is False
+    return ratios if len(ratios) >= 2 else []
