@@ -24,10 +24,9 @@ slow mode in one run), which is `unsure`, not `same`.
 Samples agree with each other far better than two runs do: a process can land in a slower mode for
 its whole life, and a VM changes speed from minute to minute, so an A/A comparison of two runs whose
 samples are all clean still gave `slower`, +67%, p = 6.5e-61. So `slower` and `faster` need more than
-the samples (`doubt`): both sides settled (not `disturbed`, not noisy), and a change beyond the spread
-between the worker processes of each side (`process_spread`, from a run with --processes) by the minimum
-effect; a side measured
-in one process has no such spread, and its change must exceed ONE_PROCESS_BOUND instead. And the machine
+the samples (`doubt`): both sides settled (not `disturbed`, not noisy, rounds not split into two modes),
+and a change beyond the spread between the worker processes of each side (`process_spread`, from a run with
+--processes) by the minimum effect; a side measured in one process has no such spread, and its change must exceed ONE_PROCESS_BOUND instead. And the machine
 (`machine_doubt`): its compute canary and its GPU's SM clock as close in the two rows as MACHINE_MOVED says,
 and the change, divided by how much slower (or faster) the machine ran in NEW by each probe (the
 memory probe too), still past the minimum effect. Otherwise the verdict is `unsure`, with the reason.
@@ -46,6 +45,10 @@ from benchctl.vocab import Stop, TimingMode, Verdict
 
 # Why a change the samples call real is still `unsure`.
 DISTURBED, NOISY, ONE_PROCESS = "disturbed", "noisy", "one process"
+# A side whose rounds still split into two modes after the sweep measured it again (pooling.py): the row keeps
+# one mode's median, and on a VM that drifts which mode is the majority is chance (one A/A pair read 48.8%
+# faster from a slow mode of 0.414 ms against rounds of 0.20-0.27 ms).
+ROUNDS_SPLIT = "its rounds split into two modes"
 WITHIN_SPREAD = "within the spread between processes"
 MACHINE_SLOWER, MACHINE_FASTER = "the machine was slower", "the machine was faster"
 MACHINE_CHANGED = "the machine changed speed between the runs"
@@ -123,6 +126,8 @@ def doubt(ratio: float, sides: Sequence[dict], min_effect: float) -> str | None:
         return DISTURBED
     if any(r.get("noisy") for r in sides):
         return NOISY
+    if any(_present(r.get("mode_slow_s")) for r in sides):
+        return ROUNDS_SPLIT
     change = abs(math.log(ratio)) if ratio > 0 else math.inf
     if any((r.get("processes") or 1) < 2 for r in sides):
         return ONE_PROCESS if change <= math.log1p(ONE_PROCESS_BOUND) else None

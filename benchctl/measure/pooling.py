@@ -100,8 +100,11 @@ def _slow_phase(rounds: Rounds, medians: Sequence[float]) -> set[int]:
     for _, r, median in timed:
         if median < fastest.get(r["process"], (math.inf, r))[0]:
             fastest[r["process"]] = (median, r)
-    return {i for i, r, median in timed
-            if median > fastest[r["process"]][0] * (1 + MODES_APART) and _slower_machine(r, fastest[r["process"]][1])}
+
+    def aside(r: Round, median: float) -> bool:
+        fast_median, fast_round = fastest[r["process"]]
+        return median > fast_median * (1 + MODES_APART) and _slower_machine(r, fast_round)
+    return {i for i, r, median in timed if aside(r, median)}
 
 
 def _slower_machine(r: Round, fast: Round) -> bool:

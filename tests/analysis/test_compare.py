@@ -66,6 +66,7 @@ def test_samples_that_agree_beside_medians_that_do_not_are_unsure_not_same():
     ({"processes": None, "process_spread": None}, "one process"),
     ({"process_spread": 0.25}, "within the spread between processes"),
     ({"process_spread": 0.15}, "within the spread between processes"),  # 1.2 is not past 1.15 by 5%
+    ({"mode_fast_s": 9e-3, "mode_slow_s": 12e-3}, "its rounds split into two modes"),
 ])
 def test_a_change_the_samples_call_real_is_unsure_when_a_side_cannot_be_trusted(facts, reason):
     base = frame([row(samples=timed(10e-3, 1))])

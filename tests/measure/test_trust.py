@@ -55,7 +55,8 @@ def test_a_median_under_the_least_time_is_below_floor_and_its_message_keeps_what
     first, second = found["message"].split("; ")
     assert first.startswith("1 of 5 calls left work on another stream")
     assert second.startswith("below the floor: 1 ms, while moving 4e+03 MB")
-    assert trust.judged({"median_s": 1e-3}, _measured(), trust.Around(), Floor(flops_s=1.05e-3)) == {}  # within the margin
+    within_margin = Floor(flops_s=1.05e-3)
+    assert trust.judged({"median_s": 1e-3}, _measured(), trust.Around(), within_margin) == {}
 
 
 def _canary_read(ratio: float) -> trust.Around:

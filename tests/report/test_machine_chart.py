@@ -60,7 +60,8 @@ def test_a_pass_is_marked_for_its_share_set_aside_over_five_percent_or_for_stopp
                                        "converged"], disturbed_share=[0.05, 0.07, 0.01, 0.0])
     (canary_ax,) = load_figure(canaries, []).axes[1:]
     marks = {line.get_label(): list(line.get_ydata()) for line in canary_ax.get_lines()}
-    assert marks["a pass's canary"] == [1.0, 1.3] and marks["a pass with over 5% of its samples disturbed"] == [1.1, 1.2]
+    assert marks["a pass's canary"] == [1.0, 1.3]
+    assert marks["a pass with over 5% of its samples disturbed"] == [1.1, 1.2]
 
 
 def test_no_load_figure_without_a_timeline_or_canaries():
