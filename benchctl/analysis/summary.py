@@ -24,7 +24,8 @@ HOST_BOUND = 0.8
 # A CPU cell measured while the machine's memory bandwidth (membw.py) was below this share of the run's
 # median on that device is marked "mem": other work on the host slowed it, not only its own code.
 MEM_SLOW = 0.75
-# Passes enough to say that the run's canary read far faster than calibrated (slow_calibration_line).
+# Passes enough to say that the run's canary read far faster, or slower, than calibrated (slow_calibration_line,
+# slow_run_line).
 CALIBRATION_PASSES = 6
 
 
@@ -186,13 +187,30 @@ def slow_calibration_line(rows: pd.DataFrame) -> str | None:
     """A line under the tables where the run's CPU passes read their canary far faster than calibrated
     (median ratio under 1/(1+SLOW_PHASE), over CALIBRATION_PASSES passes at least): `env --calibrate` ran in a
     slow phase of the machine, so a pass measured in one read `canary_ratio` near 1 and was not marked slow."""
-    ratios = rows.loc[rows["status"] == Status.OK, "canary_ratio"].dropna() if "canary_ratio" in rows else ()
-    median = float(np.median(ratios)) if len(ratios) >= CALIBRATION_PASSES else None
+    median, passes = _median_canary(rows)
     if median is None or median >= 1 / (1 + SLOW_PHASE):
         return None
-    return (f"the canary read a median {median:.2f}x its calibrated time over {len(ratios)} CPU passes: "
+    return (f"the canary read a median {median:.2f}x its calibrated time over {passes} CPU passes: "
             "`benchctl env --calibrate` ran while the machine was slow, so a pass measured while it was slow "
             "could not be marked slow; calibrate again")
+
+
+def slow_run_line(rows: pd.DataFrame) -> str | None:
+    """A line under the tables where the run's CPU passes read their canary far slower than calibrated
+    (median ratio over 1+SLOW_PHASE): the machine ran slow through the run, so most passes are marked slow
+    and their times are the slow machine's (a quick sweep on the 2-core VM read a median 1.41x)."""
+    median, passes = _median_canary(rows)
+    if median is None or median <= 1 + SLOW_PHASE:
+        return None
+    return (f"the canary read a median {median:.2f}x its calibrated time over {passes} CPU passes: the machine "
+            "ran slower through this run than when calibrated, and these times with it; `compare` holds a "
+            "change against the canary of both runs")
+
+
+def _median_canary(rows: pd.DataFrame) -> tuple[float | None, int]:
+    """The median canary ratio of the run's ok CPU passes (None under CALIBRATION_PASSES), and their count."""
+    ratios = rows.loc[rows["status"] == Status.OK, "canary_ratio"].dropna() if "canary_ratio" in rows else ()
+    return (float(np.median(ratios)) if len(ratios) >= CALIBRATION_PASSES else None), len(ratios)
 
 
 def _share_at_least(row: dict, column: str, share: float) -> bool:

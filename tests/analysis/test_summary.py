@@ -4,7 +4,8 @@ import json
 
 import pandas as pd
 
-from benchctl.analysis.summary import absent_devices, host_bound_line, slow_calibration_line, summary_tables
+from benchctl.analysis.summary import (absent_devices, host_bound_line, slow_calibration_line, slow_run_line,
+                                      summary_tables)
 
 
 def rows():
@@ -101,6 +102,15 @@ def test_a_run_whose_canary_read_far_under_its_calibrated_time_says_the_calibrat
     assert slow_calibration_line(ran.assign(canary_ratio=[0.9, 1.0, 1.1, 0.95, 1.2, 0.88, 0.1])) is None  # at speed
     assert slow_calibration_line(ran.iloc[1:]) is None  # five passes are too few to say
     assert slow_calibration_line(ran.drop(columns="canary_ratio")) is None  # a GPU run
+
+
+def test_a_run_whose_canary_read_far_over_its_calibrated_time_says_the_machine_ran_slow():
+    ran = pd.DataFrame({"status": ["ok"] * 6 + ["oom"], "canary_ratio": [1.41, 1.3, 1.6, 1.5, 1.2, 1.35, 0.1]})
+    line = slow_run_line(ran)
+    assert line is not None and line.startswith("the canary read a median 1.38x its calibrated time over 6 CPU")
+    assert "the machine ran slower through this run" in line and slow_calibration_line(ran) is None
+    assert slow_run_line(ran.assign(canary_ratio=[1.1, 1.0, 1.2, 1.14, 0.9, 1.15, 3.0])) is None  # within 15%
+    assert slow_run_line(ran.iloc[1:]) is None  # five passes are too few to say
 
 
 def test_the_summary_gives_the_paired_speedup():
