@@ -26,7 +26,8 @@ its whole life, and a VM changes speed from minute to minute, so an A/A comparis
 samples are all clean still gave `slower`, +67%, p = 6.5e-61. So `slower` and `faster` need more than
 the samples (`doubt`): both sides settled (not `disturbed`, not noisy, rounds not split into two modes),
 and a change beyond the spread between the worker processes of each side (`process_spread`, from a run with
---processes) by the minimum effect; a side measured in one process has no such spread, and its change must exceed ONE_PROCESS_BOUND instead. And the machine
+--processes) by the minimum effect; a side measured in one process has no such spread, and its change must
+exceed ONE_PROCESS_BOUND instead. And the machine
 (`machine_doubt`): its compute canary and its GPU's SM clock as close in the two rows as MACHINE_MOVED says,
 and the change, divided by how much slower (or faster) the machine ran in NEW by each probe (the
 memory probe too), still past the minimum effect. Otherwise the verdict is `unsure`, with the reason.

@@ -178,9 +178,13 @@ def at_canary_speed(rates: dict[str, float], around: dict[str, float],
 
 
 def canary_reading() -> float:
-    """The canary on torch's default threads now: the median of CANARY_AROUND readings, each after a memory
-    probe as a sweep reads it."""
-    return statistics.median(trust.probe()[1] for _ in range(CANARY_AROUND))
+    """The canary on torch's default threads now: the median of CANARY_AROUND readings."""
+    return _canary_median(CANARY_AROUND)
+
+
+def _canary_median(readings: int) -> float:
+    """The median of `readings` canary readings, each right after a memory probe as a sweep reads it."""
+    return statistics.median(trust.probe()[1] for _ in range(readings))
 
 
 def canary_threads() -> tuple[int, ...]:
@@ -194,7 +198,7 @@ def canary_window(counts: tuple[int, ...]) -> dict[int, float]:
     try:
         for n in counts:
             torch.set_num_threads(n)
-            found[n] = statistics.median(trust.probe()[1] for _ in range(CANARY_READINGS))
+            found[n] = _canary_median(CANARY_READINGS)
     finally:
         torch.set_num_threads(default)
     return found
