@@ -31,7 +31,7 @@ def speedup(base: Mapping[str, Any], row: Mapping[str, Any]) -> float:
 
 
 def speedup_range(base: Mapping[str, Any], row: Mapping[str, Any]) -> tuple[float, float] | None:
-    """How far `speedup` moves: the 95% interval of a paired one; else, where both were measured in the same
+    """How far `speedup` moves: the interval of a paired one; else, where both were measured in the same
     rounds (run --processes, --rounds), the lowest and the highest of the rounds' own ratios, one per process
     turn or round (three processes' range understates the next three's, docs/measuring.md, "Processes");
     None where one round gives nothing to say how far it moves."""
@@ -42,7 +42,7 @@ def speedup_range(base: Mapping[str, Any], row: Mapping[str, Any]) -> tuple[floa
 
 
 def _paired_interval(row: Mapping[str, Any]) -> tuple[float, float] | None:
-    """A paired speedup's 95% interval; None where too few pairs gave one."""
+    """A paired speedup's interval (measure/paired.py, block_interval); None where too few pairs gave one."""
     lo, hi = row.get("paired_ci_lo"), row.get("paired_ci_hi")
     return (float(lo), float(hi)) if present_value(lo) and present_value(hi) else None
 
@@ -66,7 +66,7 @@ def _a_side_disturbed(base: Mapping[str, Any], row: Mapping[str, Any]) -> bool:
 
 def speedup_label(base: Mapping[str, Any], row: Mapping[str, Any]) -> str:
     """The speedup as text; where it is a paired one (within 10x, measure/paired.py), to two decimals and
-    with the half width of its 95% interval: 2.05x ±0.3% (without one where too few pairs gave it). A `?`
+    with the half width of its interval: 2.05x ±0.3% (without one where too few pairs gave it). A `?`
     after one whose range holds 1 (`unsettled`)."""
     ratio = speedup(base, row)
     mark = "?" if unsettled(base, row) else ""

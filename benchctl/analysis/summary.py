@@ -68,11 +68,39 @@ def present(rows: pd.DataFrame, absent: list[Absent]) -> pd.DataFrame:
     return rows[~rows["device"].isin([a.device for a in absent])]
 
 
+# What each mark after a table cell's time says, in the order the legend gives them (`legend`).
+MARKS = {
+    "±": "the paired speedup's interval, from this run's pairs",
+    "?": "the speedup does not hold: its rounds disagree on which is faster, or a side is disturbed",
+    "~": "noisy",
+    "dist": "disturbed, too few clean samples",
+    "slow": f"the machine's canary over {CANARY_SLOW:.0%} slower than calibrated",
+    "os": "mostly OS time",
+    "host": "host-bound",
+    "mem": "machine's memory bandwidth low",
+    "recomp": "torch.compile recompiled for it",
+}
+
+
 @dataclass(frozen=True)
 class SummaryTable:
     title: str
     columns: tuple[str, ...]
     rows: tuple[tuple[str, ...], ...]
+
+    @property
+    def marks(self) -> tuple[str, ...]:
+        """The marks (MARKS) its cells carry."""
+        words = {w.strip("()") for row in self.rows for text in row for w in text.split()}
+        texts = " ".join(text for row in self.rows for text in row)
+        return tuple(m for m in MARKS if (m in texts if m in "±?" else m in words))
+
+
+def legend(tables: list[SummaryTable]) -> str | None:
+    """One line under the tables saying what each mark they carry means; None where they carry none."""
+    found = {m for t in tables for m in t.marks}
+    said = [f"{m} {MARKS[m]}" if m in "±?~" else f"{m}: {MARKS[m]}" for m in MARKS if m in found]
+    return "marks: " + "; ".join(said) if said else None
 
 
 def _fmt_ms(seconds: float) -> str:
@@ -104,12 +132,7 @@ def summary_tables(df: pd.DataFrame, references: dict[str, str]) -> list[Summary
             by_value = {v: r for v, r in zip(g["axis_value"], g.to_dict("records"))}
             rows.append((pass_name, impl, *(_cell(by_value.get(v), base.get(v), impl == ref, typical.get(device))
                                             for v in values)))
-        title = (f"{op}/{target} {others} on {device}{timed} ({dtype}): median ms (speedup vs {ref}, ±: its 95% "
-                 "interval where paired; ?: it does not hold, its rounds disagree on which is faster or a side "
-                 "is disturbed; ~ noisy; dist: disturbed, too few clean samples; "
-                 f"slow: the machine's canary over {CANARY_SLOW:.0%} slower than calibrated; "
-                 "os: mostly OS time; host: host-bound; "
-                 "mem: machine's memory bandwidth low; recomp: torch.compile recompiled for it)")
+        title = f"{op}/{target} {others} on {device}{timed} ({dtype}): median ms (speedup vs {ref})"
         tables.append(SummaryTable(title, ("pass", f"impl \\ {axis}", *map(axis_value_text, values)), tuple(rows)))
     return tables
 

@@ -8,7 +8,8 @@ from pathlib import Path
 import click
 
 from benchctl.cli.options import check_writable, load_operators, op_option, ops_dir_option, parse_params, tf32_option
-from benchctl.vocab import ALLOCATORS, EXECUTORS, PAIR_REFERENCE, Allocator, Executor
+from benchctl.vocab import (ALLOCATORS, EXECUTORS, PAIR_NONE, PAIR_REFERENCE, PAIR_REFERENCE_ON_CPU, Allocator,
+                            Executor)
 
 
 def _ints(text: str | None) -> tuple[int, ...]:
@@ -57,10 +58,12 @@ def _ints(text: str | None) -> tuple[int, ...]:
 @click.option("--processes", type=click.IntRange(min=1),
               help="Worker processes each cell is measured in, kept for the whole sweep and taking turns "
                    "(default 3; 1 with --quick). Verdicts hold a change against the spread between them.")
-@click.option("--pair-with", metavar="IMPL", help="Time each other implementation sample by sample in alternation "
-              "with IMPL at the same point; its speedup over IMPL is the median of the pairs' ratios, which a "
-              "machine changing speed moves far less. IMPL must be among IMPLS (its own cells run alone); "
-              f"'{PAIR_REFERENCE}': each operator's reference implementation, which its speedups are over.")
+@click.option("--pair-with", metavar="IMPL", default=PAIR_REFERENCE_ON_CPU, show_default=True,
+              help="Time each other implementation sample by sample in alternation with IMPL at the same point; "
+              "its speedup over IMPL is the median of the pairs' ratios, which a machine changing speed moves far "
+              f"less. IMPL must be among IMPLS (its own cells run alone); '{PAIR_REFERENCE}': each operator's "
+              f"reference implementation, which its speedups are over; '{PAIR_REFERENCE_ON_CPU}': the same on CPU "
+              f"cells, where the reference runs too; '{PAIR_NONE}': every cell timed alone.")
 @click.option("--threads", type=click.IntRange(min=1), help="torch intra-op threads (default: torch's).")
 @click.option("--out", default="results", show_default=True, type=click.Path(file_okay=False))
 @click.option("--quick", is_flag=True, help="Each operator's small quick sweep.")
@@ -220,14 +223,15 @@ def _render_summary(writer) -> None:
     from benchctl import console
     from benchctl.ops import registry
     from benchctl.results import storage
-    from benchctl.analysis.summary import (absent_devices, host_bound_line, slow_calibration_line, slow_run_line,
-                                           summary_tables)
+    from benchctl.analysis.summary import (absent_devices, host_bound_line, legend, slow_calibration_line,
+                                           slow_run_line, summary_tables)
 
     df = storage.load_run(writer.dir)
     refs = {name: op.reference for name, op in registry.operators().items()}
-    for t in summary_tables(df, refs):
+    tables = summary_tables(df, refs)
+    for t in tables:
         console.out.print(console.table(t.title, t.columns, t.rows))
-    lines = [host_bound_line(df), slow_calibration_line(df), slow_run_line(df)]
+    lines = [legend(tables), host_bound_line(df), slow_calibration_line(df), slow_run_line(df)]
     for line in [a.line() for a in absent_devices(df)] + lines:
         if line:
             console.out.print(line)

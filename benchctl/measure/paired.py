@@ -13,31 +13,36 @@ from typing import Callable, Sequence
 import numpy as np
 
 from benchctl.measure.clocks import Clock, Thunk
-from benchctl.measure.stats import CI_MIN_SAMPLES, median_ci
+from benchctl.measure.stats import CI_MIN_SAMPLES
 from benchctl.measure.timing import Measurement, Policy, Sampler, collector_off, sample, warm_up, watch_of
 
 
-# Two calls further apart than this in their warm-up are not paired: the faster would get only as many
-# samples as the slower has time for (hoconv2d's backward, 100x py's: a few pairs a round, its median
-# flagged noisy), and a swing of the machine cannot carry such a ratio across a goal.
-PAIRS_UP_TO = 10.0
+# Two calls further apart than this in their warm-up are not paired: a pair would hold that many calls
+# of the faster one, and the machine's swings would reach the pair's two halves apart.
+PAIRS_UP_TO = 1000.0
+# Runs of consecutive pairs whose medians bound the paired speedup's interval (block_interval).
+PAIR_BLOCKS = 6
 
 
 def measure_paired(setup: Callable[[], Thunk], partner: Callable[[], Thunk], clock: Clock, partner_clock: Clock,
                    policy: Policy = Policy(), elapsed: Callable[[], float] = time.monotonic,
                    between: Callable[[], None] = lambda: None) -> tuple[Measurement, Measurement | None]:
-    """Two calls measured sample by sample in alternation, in pairs (own, partner), (partner, own), ... so
-    whatever the machine does meanwhile reaches both alike and the order within a pair evens out. Each
-    timed call follows an untimed call of its own, so it finds the caches as a loop of that call alone
-    leaves them, not full of the other's data: on the 2-core VM, lstm_cell's py call straight after cpp's
-    took 3% longer than in a loop of its own (0.402 against 0.389 ms), and cpp's speedup over it came out
-    1.97-2.01x; with the untimed calls, py took the same as alone and the speedup was 2.04-2.05x.
+    """Two calls measured in alternation, in pairs (own, partner), (partner, own), ... so whatever the
+    machine does meanwhile reaches both alike and the order within a pair evens out. Each side's turn
+    begins with an untimed call of its own, so its timed calls find the caches as a loop of that call
+    alone leaves them, not full of the other's data: on the 2-core VM, lstm_cell's py call straight after
+    cpp's took 3% longer than in a loop of its own (0.402 against 0.389 ms), and cpp's speedup over it came
+    out 1.97-2.01x; with the untimed calls, py took the same as alone and the speedup was 2.04-2.05x.
+
+    Where the warm-ups are far apart, the faster side takes as many timed calls a turn as it takes to
+    match one of the slower's (`calls_per_pair`), so the two halves of a pair span about the same time: a
+    pair of hoconv2d's 2 ms kernel and its 60 ms py backward would otherwise put 2 ms next to 60 ms of
+    whatever the machine did, and the kernel would get a sample per 60 ms. Its series is then that many
+    times as long as the other's (`pair_ratios` takes each turn's median).
 
     Each side is judged by `policy` on its own samples and on the pair's shared wall clock, and sampling
-    goes on until both are done: the two keep the same number of samples, sample i of one taken next to
-    sample i of the other (`paired_stats` divides them pair by pair). When their warm-ups are more than
-    PAIRS_UP_TO times apart (`far_apart`), the own call is sampled alone and the partner's measurement is
-    None."""
+    goes on until both are done. When the warm-ups are more than PAIRS_UP_TO times apart (`far_apart`), the
+    own call is sampled alone and the partner's measurement is None."""
     with collector_off():
         began = elapsed()
         warm = warm_up(setup, clock, policy, elapsed)
@@ -45,34 +50,88 @@ def measure_paired(setup: Callable[[], Thunk], partner: Callable[[], Thunk], clo
         if far_apart(warm, partner_warm):
             return sample(setup, clock, policy, elapsed, between).measurement(warm, elapsed() - began), None
         own, other = Sampler(policy, watch_of(clock)), Sampler(policy, watch_of(partner_clock))
-        sides = [(setup, clock, own), (partner, partner_clock, other)]
-        start = elapsed()
-        while not all(sampler.stop for _, _, sampler in sides):
-            for side_setup, side_clock, sampler in sides:
-                side_setup()()
-                sampler.add(side_clock.time(side_setup()))
-                between()
-            spent = elapsed() - start
-            for _, _, sampler in sides:
-                sampler.judge(spent)
-            sides.reverse()
+        calls, partner_calls = calls_per_pair(warm, partner_warm)
+        _alternate([(setup, clock, own, calls), (partner, partner_clock, other, partner_calls)], elapsed, between)
     wall = elapsed() - began
     return own.measurement(warm, wall), other.measurement(partner_warm, wall)
+
+
+def _alternate(sides: list[tuple[Callable[[], Thunk], Clock, Sampler, int]], elapsed: Callable[[], float],
+               between: Callable[[], None]) -> None:
+    """Turns of each side (setup, clock, sampler, timed calls a turn), in the order A B, B A, ..., each
+    begun with an untimed call, until both samplers stop."""
+    start = elapsed()
+    while not all(side[2].stop for side in sides):
+        for side_setup, side_clock, sampler, turn in sides:
+            side_setup()()
+            for _ in range(turn):
+                sampler.add(side_clock.time(side_setup()))
+                between()
+        spent = elapsed() - start
+        for side in sides:
+            side[2].judge(spent)
+        sides.reverse()
+
+
+def calls_per_pair(own: Sequence[float], partner: Sequence[float]) -> tuple[int, int]:
+    """Timed calls per turn (own, partner): the faster side's warm-up median into the slower's, rounded, and
+    one for the slower; (1, 1) where either warm-up is missing."""
+    if not own or not partner:
+        return 1, 1
+    a, b = float(np.median(own)), float(np.median(partner))
+    if min(a, b) <= 0:
+        return 1, 1
+    return (max(1, round(b / a)), 1) if a <= b else (1, max(1, round(a / b)))
 
 
 def paired_stats(own: Sequence[float], partner: Sequence[float], own_aside: Sequence[bool] = (),
                  partner_aside: Sequence[bool] = ()) -> dict[str, float]:
     """How many times faster `own` is than `partner`, from samples taken in pairs: the median of the
-    pairs' own ratios (partner / own) and its confidence interval. A machine that slows down for a
-    moment slows both samples of the pairs it reaches, so their ratios stay put where two medians
-    taken apart would move. A pair with either side set aside (its watch's flags; none where a side
-    was not watched) is left out, unless that leaves none. Fewer than CI_MIN_SAMPLES pairs give no
-    interval (None): one pair's "interval" read as 0.29x +-0.0%."""
-    ratios = np.asarray(partner, dtype=np.float64) / np.asarray(own, dtype=np.float64)
-    keep = ~(_flags(own_aside, len(ratios)) | _flags(partner_aside, len(ratios)))
-    ratios = ratios[keep] if keep.any() else ratios
-    lo, hi = median_ci(ratios) if ratios.size >= CI_MIN_SAMPLES else (None, None)
+    pairs' own ratios (partner / own, `pair_ratios`) and its interval (`ratio_stats`)."""
+    return ratio_stats(*pair_ratios(own, partner, own_aside, partner_aside))
+
+
+def pair_ratios(own: Sequence[float], partner: Sequence[float], own_aside: Sequence[bool] = (),
+                partner_aside: Sequence[bool] = ()) -> tuple[np.ndarray, np.ndarray]:
+    """Each pair's ratio (partner / own) and whether it is clean. A side that took k calls a turn
+    (`calls_per_pair`) has k times the other's samples, and each turn gives its median. A machine that
+    slows down for a moment slows both halves of the pairs it reaches, so their ratios stay put where two
+    medians taken apart would move. A pair is clean where each side has a sample its watch did not set
+    aside (its flags; none set where a side was not watched), and then the turn's median is theirs."""
+    pairs = min(len(own), len(partner))
+    own_medians, own_clean = _turns(own, own_aside, pairs)
+    partner_medians, partner_clean = _turns(partner, partner_aside, pairs)
+    return partner_medians / own_medians, own_clean & partner_clean
+
+
+def _turns(samples: Sequence[float], aside: Sequence[bool], pairs: int) -> tuple[np.ndarray, np.ndarray]:
+    """A side's median of each turn (of its clean samples where it has any) and whether it had any."""
+    calls = len(samples) // pairs if pairs else 1
+    values = np.asarray(samples, dtype=np.float64)[:pairs * calls].reshape(pairs, calls)
+    flags = _flags(aside, len(samples))[:pairs * calls].reshape(pairs, calls)
+    clean = ~flags.all(axis=1)
+    medians = np.array([np.median(v[~f]) if c else np.median(v) for v, f, c in zip(values, flags, clean)])
+    return medians.reshape(pairs), clean
+
+
+def ratio_stats(ratios: np.ndarray, clean: np.ndarray) -> dict[str, float]:
+    """The median of the clean pairs' ratios (of all of them where none is clean) and its interval
+    (`block_interval`); fewer than CI_MIN_SAMPLES pairs give no interval (None): one pair's "interval" read
+    as 0.29x +-0.0%."""
+    ratios = ratios[clean] if clean.any() else ratios
+    lo, hi = block_interval(ratios) if ratios.size >= CI_MIN_SAMPLES else (None, None)
     return {"paired_speedup": float(np.median(ratios)), "paired_ci_lo": lo, "paired_ci_hi": hi}
+
+
+def block_interval(ratios: np.ndarray) -> tuple[float, float]:
+    """The lowest and the highest median of PAIR_BLOCKS runs of consecutive pairs: an interval of the
+    median that holds where the pairs' ratios drift while they are taken. Each block's median falls on
+    either side of the true one by even odds, so all of them miss it on one side with a chance of 2 in
+    2**PAIR_BLOCKS (97% coverage). The order-statistic interval of all the pairs treats them as independent
+    draws, and they are not: neighbouring pairs share the machine's state. Two quick runs on the 2-core VM
+    gave intervals (+-1.2% at their median) of which 26 of 56 missed the next run's; blocks' (+-2.7%), 10."""
+    medians = [float(np.median(block)) for block in np.array_split(ratios, PAIR_BLOCKS)]
+    return min(medians), max(medians)
 
 
 def _flags(aside: Sequence[bool], n: int) -> np.ndarray:

@@ -36,8 +36,10 @@ import math
 import statistics
 from typing import Any, Iterable, Mapping, Sequence
 
+import numpy as np
+
 from benchctl.measure import rates
-from benchctl.measure.paired import paired_stats
+from benchctl.measure.paired import pair_ratios, ratio_stats
 from benchctl.measure.stats import is_noisy, join_messages, noisy_message, notes, set_aside_message, summarize
 from benchctl.measure.timing import Policy, too_disturbed
 from benchctl.results.schema import PAIRED_COLUMNS, SLOW_PHASE, clean_samples
@@ -72,7 +74,7 @@ def pooled(rounds: Rounds) -> dict[str, Any]:
                "peak_mem_bytes": _max_of(r.get("peak_mem_bytes") for r in kept),
                **{c: _median_of(r.get(c) for r in kept) for c in MEDIAN_OF_ROUNDS}, **_clocks(kept),
                "wall_s": sum(r.get("wall_s") or 0.0 for r in rounds),
-               **_pair_statistics(kept, samples, flags), **modes, "message": said}
+               **_pair_statistics(kept), **modes, "message": said}
     return {**columns, **_rates(rounds[0], columns["median_s"])}
 
 
@@ -180,11 +182,11 @@ def _clocks(rounds: Rounds) -> dict[str, Any]:
             "throttled": any(r.get("throttled") for r in rounds), "throttle_reasons": ", ".join(reasons)}
 
 
-def _pair_statistics(rounds: Rounds, samples: list[float], flags: list[bool]) -> dict[str, Any]:
-    """Timed in alternation with a partner every round: its samples and their flags pooled as the own are
-    (the pairs stay aligned), and the paired speedup taken over all the pairs neither side set aside. Timed
-    alone in some round (too far from the partner in its warm-up): the pooled samples are not pairs, and
-    the row says nothing of pairs (a round's note says why)."""
+def _pair_statistics(rounds: Rounds) -> dict[str, Any]:
+    """Timed in alternation with a partner every round: its samples and their flags pooled as the own are,
+    and the paired speedup taken over every round's pairs (each round's own, `pair_ratios`: a round may
+    have taken another number of calls a turn). Timed alone in some round (too far from the partner in its
+    warm-up): the pooled samples are not pairs, and the row says nothing of pairs (a round's note says why)."""
     if not any(r.get("partner_samples_s") for r in rounds):
         return {}
     if not all(r.get("partner_samples_s") for r in rounds):
@@ -192,7 +194,11 @@ def _pair_statistics(rounds: Rounds, samples: list[float], flags: list[bool]) ->
     partner = [s for r in rounds for s in r["partner_samples_s"]]
     partner_flags = [f for r in rounds for f in _flags(r, "partner_disturbed", "partner_samples_s")]
     aside = {"partner_disturbed": partner_flags} if any(r.get("partner_disturbed") for r in rounds) else {}
-    return {"partner_samples_s": partner, **aside, **paired_stats(samples, partner, flags, partner_flags)}
+    pairs = [pair_ratios(r["samples_s"], r["partner_samples_s"], _flags(r), _flags(r, "partner_disturbed",
+                                                                                   "partner_samples_s"))
+             for r in rounds]
+    ratios, clean = (np.concatenate(parts) for parts in zip(*pairs))
+    return {"partner_samples_s": partner, **aside, **ratio_stats(ratios, clean)}
 
 
 def _modes(numbered: Sequence[tuple[int, Round]], round_medians: Sequence[float]) -> dict[str, Any]:

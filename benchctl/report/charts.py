@@ -274,7 +274,7 @@ def timing_figure(df: pd.DataFrame, title: str) -> "Figure":
 
 
 def speedup_figure(df: pd.DataFrame, title: str, baseline: str) -> "Figure | None":
-    """Baseline time / implementation time per cell, with how far each moves as bars (the 95% interval of a
+    """Baseline time / implementation time per cell, with how far each moves as bars (the interval of a
     paired one, the range of the rounds' ratios); None when there is nothing to compare."""
     df, fixed = with_groups(df.assign(speedup=speedups(df, baseline), **intervals(df, baseline)))
     if df[(df["impl"] != baseline) & df["speedup"].notna()].empty:

@@ -1,5 +1,5 @@
 """Speedups for the report: each row's speedup over the baseline implementation of its cell, and how far it
-moves (the 95% interval of one timed in alternation with it, run --pair-with; else the range of its rounds'
+moves (the interval of one timed in alternation with it, run --pair-with; else the range of its rounds'
 ratios, run --processes or --rounds), drawn as bars on the speedup chart and written in the tables."""
 
 from __future__ import annotations

@@ -95,7 +95,7 @@ COLUMNS: dict[str, pa.DataType] = {
     "process_medians_s": pa.list_(pa.float64()),  # ... each one's median of its clean samples
     "process_spread": pa.float64(),  # ... the slowest one's median / the fastest one's - 1
     "paired_with": pa.string(),  # run --pair-with: the implementation timed sample by sample in alternation
-    "partner_samples_s": pa.list_(pa.float64()),  # ... its samples, sample i taken next to samples_s[i]
+    "partner_samples_s": pa.list_(pa.float64()),  # ... its samples, turn by turn beside samples_s (paired.py)
     "partner_disturbed": pa.list_(pa.bool_()),  # ... which its watch set aside (as `disturbed` does the own)
     "paired_speedup": pa.float64(),  # median ratio (partner / own) of the pairs kept: times faster than it
     "paired_ci_lo": pa.float64(),  # the 95% confidence interval of paired_speedup

@@ -21,7 +21,7 @@ from benchctl.errors import UsageError
 from benchctl.measure.passes import PASSES
 from benchctl.ops.registry import Implementation, Operator
 from benchctl.sweep.words import choices, parse_devices, split
-from benchctl.vocab import PAIR_REFERENCE
+from benchctl.vocab import PAIR_NONE, PAIR_REFERENCE, PAIR_REFERENCE_ON_CPU, Device
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ class SweepRequest:
     targets: tuple[str, ...] = ()  # --target NAME: only these targets, in the operators that have them
     quick: bool = False
     config: SweepConfig = SweepConfig()
-    pair_with: str | None = None  # --pair-with IMPL (or PAIR_REFERENCE): the others are timed in alternation with it
+    pair_with: str | None = None  # --pair-with IMPL, PAIR_REFERENCE, PAIR_REFERENCE_ON_CPU or PAIR_NONE (_paired)
 
 
 def select_ops(names: Sequence[str]) -> list[Operator]:
@@ -175,19 +175,30 @@ def cells(req: SweepRequest) -> list[Cell]:
         for target, device, dtype, p in itertools.product(targets, devices, dtypes, grid):
             found += [Cell.make(op.name, target, impl, device, dtype, p, passes)
                       for impl in impls.get(op.name, []) if device in lookup.find(op, impl).devices]
-    return _with_partner(found, req.pair_with) if req.pair_with and found else found
+    return _paired(found, req.pair_with) if found else found
 
 
-def _with_partner(cells: list[Cell], partner: str) -> list[Cell]:
-    """Every cell whose point (operator, target, device, dtype, params) has a cell of its partner is timed
-    in alternation with it; the partner's own cells are timed alone, as without --pair-with. The partner is
-    `partner`, or with PAIR_REFERENCE each operator's reference, the implementation its speedups are over
-    (a sweep of several operators has no one implementation they all share)."""
+def _paired(cells: list[Cell], partner: str | None) -> list[Cell]:
+    """The cells with their partners (`Cell.paired_with`): none for None or PAIR_NONE; with
+    PAIR_REFERENCE_ON_CPU (run's default) each CPU cell's operator reference, where it runs too."""
+    if partner in (None, PAIR_NONE):
+        return cells
+    if partner == PAIR_REFERENCE_ON_CPU:
+        return _with_partner(cells, PAIR_REFERENCE, devices=(Device.CPU,))
+    return _with_partner(cells, partner, required=True)
+
+
+def _with_partner(cells: list[Cell], partner: str, devices: tuple[str, ...] = (), required: bool = False) -> list[Cell]:
+    """Every cell (on `devices`; all when empty) whose point (operator, target, device, dtype, params) has a
+    cell of its partner is timed in alternation with it; the partner's own cells are timed alone. The
+    partner is `partner`, or with PAIR_REFERENCE each operator's reference, the implementation its speedups
+    are over (a sweep of several operators has no one implementation they all share). `required`: a usage
+    error where no cell's partner runs (the user named it)."""
     def partner_of(cell: Cell) -> str:
         return cell.operator.reference if partner == PAIR_REFERENCE else modifiers.canonical(partner)
 
-    points = {c.point for c in cells if c.impl == partner_of(c)}
-    if not points:
+    points = {c.point for c in cells if c.impl == partner_of(c) and (not devices or c.device in devices)}
+    if required and not points:
         raise UsageError(f"--pair-with {partner}: {_not_run(partner, cells)}; list it in IMPLS too")
     return [replace(c, paired_with=partner_of(c)) if c.impl != partner_of(c) and c.point in points else c
             for c in cells]

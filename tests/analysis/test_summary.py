@@ -4,8 +4,8 @@ import json
 
 import pandas as pd
 
-from benchctl.analysis.summary import (absent_devices, host_bound_line, slow_calibration_line, slow_run_line,
-                                      summary_tables)
+from benchctl.analysis.summary import (absent_devices, host_bound_line, legend, slow_calibration_line,
+                                      slow_run_line, summary_tables)
 
 
 def rows():
@@ -26,12 +26,22 @@ def test_summary_speedups_and_statuses():
     assert small.rows == (("forward", "py", "4", "10"), ("forward", "cpp", "1 (4.0x)", "oom"))
 
 
+def test_the_tables_share_one_legend_of_the_marks_they_carry():
+    tables = summary_tables(rows(), {"lstm_cell": "py"})
+    assert tables[0].title == "lstm_cell/cell H=64 on cpu (float32): median ms (speedup vs py)"
+    assert legend(tables) is None  # no cell carries a mark
+    marked = summary_tables(rows().assign(noisy=[True, False, False, False, False],
+                                          canary_ratio=[1.0, 1.0, 1.3, None, 1.0]), {"lstm_cell": "py"})
+    assert marked[0].rows[0][2] == "4 ~" and marked[0].rows[1][2] == "1 (4.0x) slow" and marked[1].marks == ()
+    assert legend(marked) == "marks: ~ noisy; slow: the machine's canary over 5% slower than calibrated"
+
+
 def test_a_cell_that_is_mostly_os_time_is_marked():
     df = rows().assign(sys_s=[0.0035, 0.001, None, None, 0.1])  # py B=1: 3.5 of 4 ms in the OS
     small = next(t for t in summary_tables(df, {"lstm_cell": "py"}) if "H=64" in t.title)
     assert small.rows[0] == ("forward", "py", "4 os", "10")
     assert small.rows[1][2] == "1 (4.0x)"
-    assert "os: mostly OS time" in small.title
+    assert "os: mostly OS time" in legend([small])
 
 
 def test_a_cell_torch_compile_recompiled_for_is_marked():
@@ -40,7 +50,7 @@ def test_a_cell_torch_compile_recompiled_for_is_marked():
     assert small.rows == (("forward", "py", "4", "10"), ("forward", "cpp", "1 (4.0x)", "oom"))
     df = rows().assign(recompiles=[None, None, 1, 0, None])
     small = next(t for t in summary_tables(df, {"lstm_cell": "py"}) if "H=64" in t.title)
-    assert small.rows[1][2] == "1 (4.0x) recomp" and "recomp: torch.compile recompiled" in small.title
+    assert small.rows[1][2] == "1 (4.0x) recomp" and "recomp: torch.compile recompiled" in legend([small])
 
 
 def test_a_gpu_cell_whose_host_side_takes_most_of_it_is_marked():
@@ -48,7 +58,7 @@ def test_a_gpu_cell_whose_host_side_takes_most_of_it_is_marked():
     small = next(t for t in summary_tables(df, {"lstm_cell": "py"}) if "H=64" in t.title)
     assert small.rows[0] == ("forward", "py", "4 host", "10")  # B=2: 2 of 10 ms, GPU-bound
     assert small.rows[1][2] == "1 (4.0x)"
-    assert "host: host-bound" in small.title
+    assert "host: host-bound" in legend([small])
 
 
 def test_host_bound_gpu_passes_get_a_line_that_points_to_cuda_graphs():
@@ -66,7 +76,7 @@ def test_a_cell_measured_while_the_machines_memory_bandwidth_was_low_is_marked()
     df.loc[1, "mem_gbps"] = 26.0
     small = next(t for t in summary_tables(df, {"lstm_cell": "py"}) if "H=64" in t.title)
     assert small.rows == (("forward", "py", "4", "10 mem"), ("forward", "cpp", "1 (4.0x)", "oom"))
-    assert "mem: machine's memory bandwidth low" in small.title
+    assert "mem: machine's memory bandwidth low" in legend([small])
 
 
 def test_a_device_where_nothing_ran_is_one_line_not_tables():

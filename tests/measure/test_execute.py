@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from benchctl.ops.cells import Cell
+from benchctl.measure import paired
 from benchctl.measure.execute import Settings, prepare, run_cell
 from benchctl.measure.rates import matmul_peak
 from benchctl.measure.timing import Policy
@@ -232,11 +233,23 @@ def test_a_cell_paired_with_another_implementation_keeps_both_sample_series_pair
                    paired_with="py")
     for row in run_cell(cell, FAST):
         assert row["status"] == "ok" and row["paired_with"] == "py"
-        assert len(row["partner_samples_s"]) == len(row["samples_s"]) >= row["n"] >= 3
-        assert len(row["partner_disturbed"]) == len(row["disturbed"]) == len(row["samples_s"])
-        ratios = [p / s for p, s in zip(row["partner_samples_s"], row["samples_s"])]
-        aside = [a or b for a, b in zip(row["disturbed"], row["partner_disturbed"])]
-        clean = [r for r, d in zip(ratios, aside) if not d]  # a pair with either side disturbed is left out
+        pairs = min(len(row["partner_samples_s"]), len(row["samples_s"]))
+        own_calls, partner_calls = len(row["samples_s"]) // pairs, len(row["partner_samples_s"]) // pairs
+        assert pairs * own_calls == len(row["samples_s"]) and pairs * partner_calls == len(row["partner_samples_s"])
+        assert len(row["samples_s"]) >= row["n"] >= 3
+        assert len(row["partner_disturbed"]) == len(row["partner_samples_s"])
+        assert len(row["disturbed"]) == len(row["samples_s"])
+        def turn(samples, flags, calls, i):  # a turn's median of its clean samples, and whether it had any
+            got = list(zip(samples, flags))[i * calls:(i + 1) * calls]
+            kept = [s for s, aside in got if not aside]
+            return statistics.median(kept or [s for s, _ in got]), bool(kept)
+
+        ratios, clean = [], []
+        for i in range(pairs):
+            (p, p_ok), (o, o_ok) = (turn(row["partner_samples_s"], row["partner_disturbed"], partner_calls, i),
+                                    turn(row["samples_s"], row["disturbed"], own_calls, i))
+            ratios.append(p / o)
+            clean += [p / o] if p_ok and o_ok else []  # a pair with a side wholly set aside is left out
         assert row["paired_speedup"] == pytest.approx(statistics.median(clean or ratios))
         assert row["paired_ci_lo"] <= row["paired_speedup"] <= row["paired_ci_hi"]
 
@@ -250,12 +263,26 @@ def test_a_partner_that_cannot_run_leaves_the_cell_timed_alone_and_says_why(fixt
 
 
 def test_a_partner_far_slower_in_the_warm_up_leaves_the_cell_timed_alone_and_says_so(fixture_ops):
+    # sleepy sleeps 0.25 s each call: over 1000x py's microseconds
+    cell = replace(Cell.make("faulty", "op", "py", "cpu", "float32", {"batch_size": 4, "dim": 8}, ("forward",)),
+                   paired_with="sleepy")
+    [row] = run_cell(cell, FAST)
+    assert row["status"] == "ok" and "paired_speedup" not in row and row["n"] >= 3
+    assert row["message"].startswith("timed alone: over 1000x from sleepy in the warm-up")
+
+
+def test_a_partner_slower_than_the_cell_pairs_one_of_its_calls_with_a_turn_of_the_cell_s(fixture_ops):
     # scratch writes a fresh 64 MiB each call: milliseconds against py's microseconds
     cell = replace(Cell.make("faulty", "op", "py", "cpu", "float32", {"batch_size": 4, "dim": 8}, ("forward",)),
                    paired_with="scratch")
     [row] = run_cell(cell, FAST)
-    assert row["status"] == "ok" and "paired_speedup" not in row and row["n"] >= 3
-    assert row["message"].startswith("timed alone: over 10x from scratch in the warm-up")
+    assert row["status"] == "ok" and row["paired_with"] == "scratch"
+    calls, left = divmod(len(row["samples_s"]), len(row["partner_samples_s"]))
+    assert calls > 1 and left == 0  # py took `calls` calls each turn, scratch one
+    ratios, clean = paired.pair_ratios(row["samples_s"], row["partner_samples_s"], row.get("disturbed") or (),
+                                       row.get("partner_disturbed") or ())
+    assert row["paired_speedup"] == pytest.approx(statistics.median(ratios[clean] if clean.any() else ratios))
+    assert row["paired_speedup"] > 2  # medians of a turn of py's beside one scratch call each
 
 
 def test_a_reference_too_large_for_the_timed_size_leaves_the_pass_ok_and_says_it_was_not_compared(

@@ -3,9 +3,13 @@ sampled to the slower one's stop, and a speedup that a machine changing speed do
 
 import itertools
 
+import numpy as np
+
 import pytest
 
-from benchctl.measure.paired import PAIRS_UP_TO, far_apart, measure_paired, paired_stats
+from benchctl.measure.paired import (PAIRS_UP_TO, block_interval, calls_per_pair, far_apart, measure_paired,
+                                     pair_ratios, paired_stats)
+from benchctl.measure.stats import median_ci
 from benchctl.measure.timing import Policy, measure
 from benchctl.vocab import Stop
 
@@ -114,3 +118,43 @@ def test_calls_far_apart_in_their_warm_up_are_not_paired_and_the_own_is_sampled_
 def test_far_apart_compares_the_warm_up_medians_either_way():
     assert far_apart([1.0, 1.0, 9.0], [PAIRS_UP_TO * 1.1]) and far_apart([PAIRS_UP_TO * 1.1], [1.0])
     assert not far_apart([1.0], [PAIRS_UP_TO * 0.9]) and not far_apart([], [1.0])
+
+
+def test_the_paired_interval_spans_a_ratio_that_drifted_while_the_pairs_were_taken():
+    own = [1.0] * 300
+    partner = list(np.linspace(2.0, 2.2, 300))  # the machine's state moved the ratio 10% over the cell
+    stats = paired_stats(own, partner)
+    assert stats["paired_speedup"] == pytest.approx(2.1, abs=1e-3)
+    first, last = np.median(partner[:50]), np.median(partner[-50:])
+    assert stats["paired_ci_lo"] == pytest.approx(first) and stats["paired_ci_hi"] == pytest.approx(last)
+    iid_lo, iid_hi = median_ci(np.asarray(partner))  # the pairs taken as independent draws: +-0.6%
+    assert iid_hi - iid_lo < 0.2 * (last - first)
+
+
+def test_block_interval_bounds_the_blocks_medians():
+    assert block_interval(np.array([1.0, 5.0, 2.0, 4.0, 3.0, 6.0])) == (1.0, 6.0)
+    assert block_interval(np.arange(12.0)) == (0.5, 10.5)
+
+
+def test_calls_far_apart_pair_a_turn_of_the_faster_with_one_call_of_the_slower():
+    machine = Machine(fast_calls=60)  # a neighbour triples every call's time from call 61 on
+    policy = Policy(warmup=3, warmup_min_time=0.0, warmup_time=1e9, min_samples=10, max_samples=10, min_time=0.0,
+                    max_time=1e9, ci_target=0)
+    own, partner = measure_paired(lambda: lambda: None, lambda: lambda: None, machine.clock("own", 1e-3),
+                                  machine.clock("partner", 20e-3), policy, elapsed=ticks())
+    assert machine.order[6:6 + 22] == ["own"] * 20 + ["partner"] * 2  # a turn of 20, then the partner's
+    assert len(partner.samples) == 10 and len(own.samples) == 20 * 10
+    assert paired_stats(own.samples, partner.samples)["paired_speedup"] == pytest.approx(20.0)
+
+
+def test_calls_per_pair_gives_the_faster_side_the_slower_s_time_in_calls():
+    assert calls_per_pair([1.0, 1.0, 5.0], [20.0]) == (20, 1) and calls_per_pair([30.0], [2.0]) == (1, 15)
+    assert calls_per_pair([1.0], [1.4]) == (1, 1) and calls_per_pair([], [5.0]) == (1, 1)
+
+
+def test_pair_ratios_take_each_turn_s_median_of_its_clean_samples():
+    own = [1.0, 1.0, 1.0, 2.0, 2.0, 9.0]  # three calls a turn; the 9.0 a stall its watch set aside
+    ratios, clean = pair_ratios(own, [3.0, 8.0], [False] * 5 + [True])
+    assert list(ratios) == [3.0, 4.0] and list(clean) == [True, True]
+    ratios, clean = pair_ratios(own, [3.0, 8.0], [False] * 3 + [True] * 3)  # a whole turn set aside
+    assert list(ratios) == [3.0, 4.0] and list(clean) == [True, False]

@@ -110,3 +110,14 @@ def test_pair_with_reference_pairs_each_operator_s_cells_with_its_own_reference(
     with pytest.raises(UsageError, match=r"--pair-with reference: no operator's reference implementation \(py\) is "
                                          "among those run here; list it in IMPLS too"):
         expand(SweepRequest("cpp", "cpu", ops=("lstm_cell",), pair_with="reference"))
+
+
+def test_run_s_default_pairs_cpu_cells_with_their_reference_and_never_fails_for_want_of_it(builtin_ops):
+    cells = expand(SweepRequest("py,cpp,cuda", "cpu,cuda", ops=("lstm_cell",), batch_sizes=(16,),
+                                pair_with="reference-on-cpu"))
+    assert {(c.impl, c.device, c.paired_with) for c in cells} == {
+        ("py", "cpu", None), ("cpp", "cpu", "py"), ("py", "cuda", None), ("cuda", "cuda", None)}
+    alone = expand(SweepRequest("cpp", "cpu", ops=("lstm_cell",), batch_sizes=(16,), pair_with="reference-on-cpu"))
+    assert [c.paired_with for c in alone] == [None]
+    off = expand(SweepRequest("py,cpp", "cpu", ops=("lstm_cell",), batch_sizes=(16,), pair_with="none"))
+    assert [(c.impl, c.paired_with) for c in off] == [("py", None), ("cpp", None)]

@@ -47,6 +47,13 @@ def test_merge_leaves_out_the_pairs_either_side_set_aside_in_any_round():
     assert m["partner_disturbed"] == [False, False, False, True] and m["disturbed"] == [False, True, False, False]
 
 
+def test_merge_takes_each_round_s_own_turns_where_the_rounds_took_other_numbers_of_calls_a_turn():
+    rounds = [[row([1.0] * 4, paired_with="py", partner_samples_s=[4.0, 4.0])],  # 2 calls a turn: 4x
+              [row([2.0] * 6, paired_with="py", partner_samples_s=[6.0, 6.0])]]  # 3 calls a turn: 3x
+    [m] = merge(rounds)
+    assert m["partner_samples_s"] == [4.0, 4.0, 6.0, 6.0] and m["samples_s"] == [1.0] * 4 + [2.0] * 6
+    assert m["paired_speedup"] == 3.5  # pairs 4, 4, 3, 3; the pooled series taken as one would pair 1.0 with 6.0
+
 def test_merge_keeps_what_the_rounds_say_of_the_call_once_and_derives_the_doubts_anew():
     stray = "2 of 6 calls left work on another stream after the call's own finished (median 80 us)"
     rounds = [[row([1.0] * 6, message=f"timed alone: x cannot run here; {stray}; noisy: the median is known to "
