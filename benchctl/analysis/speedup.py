@@ -65,18 +65,18 @@ def _a_side_disturbed(base: Mapping[str, Any], row: Mapping[str, Any]) -> bool:
 
 
 def speedup_label(base: Mapping[str, Any], row: Mapping[str, Any]) -> str:
-    """The speedup as text; where it is a paired one (within 10x, measure/paired.py), to two decimals and
-    with the half width of its interval: 2.05x ±0.3% (without one where too few pairs gave it). A `?`
-    after one whose range holds 1 (`unsettled`)."""
+    """The speedup as text; where it is a paired one (measure/paired.py), to two decimals (three significant
+    digits beyond 0.1-100: 0.0039x, not 0.00x) and with the half width of its interval: 2.05x ±0.3% (without
+    one where too few pairs gave it). A `?` after one whose range holds 1 (`unsettled`)."""
     ratio = speedup(base, row)
     mark = "?" if unsettled(base, row) else ""
     if not (_timed_together(base, row) and ratio > 0):
         return speedup_text(ratio) + mark
     found = _paired_interval(row)
     if found is None:
-        return f"{ratio:.2f}x{mark}"
+        return f"{_ratio_text(ratio)}x{mark}"
     half = max(ratio - found[0], found[1] - ratio) / ratio
-    return f"{ratio:.2f}x ±{half:.1%}{mark}"
+    return f"{_ratio_text(ratio)}x ±{half:.1%}{mark}"
 
 
 def range_label(base: Mapping[str, Any], row: Mapping[str, Any]) -> str:

@@ -20,6 +20,11 @@ from benchctl.measure.timing import Measurement, Policy, Sampler, collector_off,
 # Two calls further apart than this in their warm-up are not paired: a pair would hold that many calls
 # of the faster one, and the machine's swings would reach the pair's two halves apart.
 PAIRS_UP_TO = 1000.0
+# Calls further apart than this pair in turns of k calls of the faster (calls_per_pair); closer ones one to
+# one: in two quick sweeps paired in turns from 1.5x on, the speedups between 1.5x and 10x moved between the
+# runs by a median 7.8%, against 3.8% paired one to one; those beyond 10x, timed alone before, by 9.6%
+# against 16.5%.
+TURNS_FROM = 10.0
 # Runs of consecutive pairs whose medians bound the paired speedup's interval (block_interval).
 PAIR_BLOCKS = 6
 
@@ -34,8 +39,8 @@ def measure_paired(setup: Callable[[], Thunk], partner: Callable[[], Thunk], clo
     cpp's took 3% longer than in a loop of its own (0.402 against 0.389 ms), and cpp's speedup over it came
     out 1.97-2.01x; with the untimed calls, py took the same as alone and the speedup was 2.04-2.05x.
 
-    Where the warm-ups are far apart, the faster side takes as many timed calls a turn as it takes to
-    match one of the slower's (`calls_per_pair`), so the two halves of a pair span about the same time: a
+    Where the warm-ups are over TURNS_FROM apart, the faster side takes as many timed calls a turn as it
+    takes to match one of the slower's (`calls_per_pair`), so the two halves of a pair span about the same time: a
     pair of hoconv2d's 2 ms kernel and its 60 ms py backward would otherwise put 2 ms next to 60 ms of
     whatever the machine did, and the kernel would get a sample per 60 ms. Its series is then that many
     times as long as the other's (`pair_ratios` takes each turn's median).
@@ -74,12 +79,12 @@ def _alternate(sides: list[tuple[Callable[[], Thunk], Clock, Sampler, int]], ela
 
 
 def calls_per_pair(own: Sequence[float], partner: Sequence[float]) -> tuple[int, int]:
-    """Timed calls per turn (own, partner): the faster side's warm-up median into the slower's, rounded, and
-    one for the slower; (1, 1) where either warm-up is missing."""
+    """Timed calls per turn (own, partner): for warm-up medians more than TURNS_FROM apart, the faster's
+    into the slower's, rounded, and one for the slower; else, or where a warm-up is missing, (1, 1)."""
     if not own or not partner:
         return 1, 1
     a, b = float(np.median(own)), float(np.median(partner))
-    if min(a, b) <= 0:
+    if min(a, b) <= 0 or max(a, b) / min(a, b) <= TURNS_FROM:
         return 1, 1
     return (max(1, round(b / a)), 1) if a <= b else (1, max(1, round(a / b)))
 

@@ -43,6 +43,8 @@ def test_a_paired_speedup_reads_with_the_half_width_of_its_interval():
     assert speedup_label(py, {**cpp, "paired_with": None}) == "2.0x"  # the medians' ratio, no interval
     few = {**cpp, "paired_ci_lo": None, "paired_ci_hi": float("nan")}  # too few pairs for an interval
     assert speedup_label(py, few) == "2.04x" and range_label(py, few) == "2.04x" and speedup_range(py, few) is None
+    far = {**cpp, "paired_speedup": 0.0039, "paired_ci_lo": 0.0038, "paired_ci_hi": 0.0040}  # 256x slower
+    assert speedup_label(py, far) == "0.0039x ±2.6%"
 
 
 def test_a_speedup_moves_as_far_as_its_rounds_ratios_or_its_paired_interval():

@@ -149,7 +149,7 @@ def test_calls_far_apart_pair_a_turn_of_the_faster_with_one_call_of_the_slower()
 
 def test_calls_per_pair_gives_the_faster_side_the_slower_s_time_in_calls():
     assert calls_per_pair([1.0, 1.0, 5.0], [20.0]) == (20, 1) and calls_per_pair([30.0], [2.0]) == (1, 15)
-    assert calls_per_pair([1.0], [1.4]) == (1, 1) and calls_per_pair([], [5.0]) == (1, 1)
+    assert calls_per_pair([1.0], [9.0]) == (1, 1) and calls_per_pair([], [50.0]) == (1, 1)  # one to one
 
 
 def test_pair_ratios_take_each_turn_s_median_of_its_clean_samples():
