@@ -8,7 +8,7 @@ Each argument is LABEL=FOLDER,FOLDER,... (run folders, or folders holding one ru
 runs of a label it takes the cells both measured ok, their speedups as the report gives them
 (analysis.speedup.speedup: the paired ratio where paired, else the rounds' or the medians' ratio), and
 counts the cells whose speedup moved by more than 10% and 25%, and those that crossed from faster to
-slower (one over 1.05x, the other under 0.95x), and, of the cells both runs gave a range (the paired 95%
+slower (one over 1.05x, the other under 0.95x), and, of the cells both runs gave a range (the paired
 interval, or the rounds' lowest and highest), those whose two ranges do not overlap. Prints one line per
 label, and the wall time of each run.
 Run it on folders measured with nothing else on the machine.
@@ -32,7 +32,7 @@ KEY = ["op", "target", "device", "dtype", "params", "pass"]
 
 def speedups(folder: Path) -> pd.DataFrame:
     """Each implementation's speedup over its operator's reference, by cell, with the range the run gave it
-    (lo, hi: the paired 95% interval, or the rounds' lowest and highest; NaN where it gave none)."""
+    (lo, hi: the paired interval, or the rounds' lowest and highest; NaN where it gave none)."""
     rows = storage.load([folder])
     rows = rows[rows["status"] == "ok"]
     refs = {name: op.reference for name, op in registry.discover().items()}
