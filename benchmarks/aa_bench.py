@@ -6,7 +6,8 @@ second run; then a planted 20% slowdown, which must still be found.
 Each side is `benchctl run` as a user types it (lstm_cell py,cpp at B=16,64 and grid_sample py,cpp at
 256, default settings), and each pair is judged by `benchctl compare --json`. The busy neighbour is a
 process that keeps one core busy for the whole of the second run. The planted change is the `slowed`
-operator (benchmarks/aa_ops), whose chain of matmuls the second run makes 1.2x longer. Prints one table
+operator's `planted` implementation (benchmarks/aa_ops), whose chain of matmuls the second run makes 1.2x
+longer; its reference `py`, timed in alternation with it, stays as it was. Prints one table
 row per kind of pair: the verdicts counted over its cells, the second runs' passes with samples set
 aside, those more than 5% off the first run's median with nothing marking them (not disturbed, not on a
 slow machine, not noisy), and the median wall time of a run. Run it with nothing else on the machine.
@@ -30,7 +31,7 @@ HERE = Path(__file__).resolve().parent
 BENCHCTL = [sys.executable, "-m", "benchctl"]
 SWEEPS = (["py,cpp", "cpu", "--op", "lstm_cell", "--batch-sizes", "16,64"],
           ["py,cpp", "cpu", "--op", "grid_sample", "--param", "image_size=256"])
-PLANTED = ["py", "cpu", "--ops-dir", str(HERE / "aa_ops"), "--op", "slowed"]
+PLANTED = ["py,planted", "cpu", "--ops-dir", str(HERE / "aa_ops"), "--op", "slowed"]
 BUSY = "while True: pass"
 
 
