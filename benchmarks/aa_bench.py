@@ -49,6 +49,7 @@ def verdicts(base: Path, new: Path) -> tuple[collections.Counter, list[str]]:
     done = subprocess.run([*BENCHCTL, "compare", str(base), str(new), "--json"], capture_output=True, text=True)
     cells = json.loads(done.stdout)["cells"]
     counted = collections.Counter(c["verdict"] for c in cells)
+    counted["by pairs"] = sum(bool(c.get("by_pairs")) for c in cells)
     reasons = [c["reason"] for c in cells if c.get("reason")]
     return counted, reasons
 
@@ -111,15 +112,15 @@ def main() -> None:
     parser.add_argument("--kinds", default="quiet,busy,planted")
     parser.add_argument("--judge-only", action="store_true", help="compare the pairs already under --out again")
     args = parser.parse_args()
-    print("| pairs | n | pairs with a slower or faster pass | slower | faster | same | unsure | why unsure | "
-          "B's passes with samples set aside | B's passes >5% off A, unmarked | run s |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| pairs | n | pairs with a slower or faster pass | slower | faster | same | unsure | of them by pairs | "
+          "why unsure | B's passes with samples set aside | B's passes >5% off A, unmarked | run s |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for kind in args.kinds.split(","):
         r = pairs(kind, args.pairs, args.out, args.processes, args.judge_only)
         v = r["verdicts"]
         why = ", ".join(f"{k} {n}" for k, n in sorted(r["reasons"].items(), key=lambda kv: -kv[1]))
         print(f"| {kind} | {r['pairs']} | {r['flagged']} | {v.get('slower', 0)} | {v.get('faster', 0)} | {v.get('same', 0)} | "
-              f"{v.get('unsure', 0)} | {why} | {r['disturbed_passes_in_b']} | {r['unmarked_off_in_b']} | "
+              f"{v.get('unsure', 0)} | {v.get('by pairs', 0)} | {why} | {r['disturbed_passes_in_b']} | {r['unmarked_off_in_b']} | "
               f"{r['median_run_s']:.0f} |", flush=True)
 
 

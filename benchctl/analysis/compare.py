@@ -15,9 +15,10 @@ import pandas as pd
 from benchctl.errors import UsageError
 from benchctl.results import storage
 from benchctl.results.schema import CELL_COLUMNS, ENV_FIELDS, clean_samples
+from benchctl.analysis.pairs import relative_change
 from benchctl.analysis.summary import probed
 from benchctl.analysis.verdict import (adjusted, doubt, machine_doubt, mann_whitney_p, ratio_interval,
-                                      TIMED_APART, timed_apart, verdict)
+                                      relative_verdict, TIMED_APART, timed_apart, verdict, with_pairs)
 from benchctl.vocab import BROKEN, Device, Status, Verdict
 
 KEY = (*CELL_COLUMNS, "pass")
@@ -56,6 +57,15 @@ class CellChange:
     reason: str | None = None  # why a change the samples call real is unsure (verdict.doubt)
     # how much slower the machine ran in NEW by each probe both sides took (canary, memory, sm clock)
     machine: dict[str, float] = field(default_factory=dict)
+    # Timed in alternation with `partner` in both runs (pairs.py): its time relative to the partner's in NEW
+    # over BASE (above 1: slower against it), that ratio's 95% interval and p-value (adjusted once judged)
+    partner: str | None = None
+    relative: float | None = None
+    relative_low: float | None = None
+    relative_high: float | None = None
+    relative_p: float | None = None
+    relative_spread: float | None = None  # the spread between processes it must get past (None: one process)
+    by_pairs: bool = False  # the verdict is the pairs' (verdict.with_pairs)
 
 
 class EnvDifference(NamedTuple):
@@ -144,7 +154,11 @@ def compare_cell(key: tuple, base: pd.Series, new: pd.Series, min_effect: float)
     a, b = _samples(base), _samples(new)
     ratio = float(new["median_s"] / base["median_s"]) if base["median_s"] else math.nan
     p, interval = mann_whitney_p(a, b), ratio_interval(a, b)
-    return CellChange(*key, verdict=Verdict.UNSURE, **statuses,
+    relative = relative_change(base, new)
+    pairs = {} if relative is None else {"partner": relative.partner, "relative": relative.ratio,
+                                         "relative_low": relative.low, "relative_high": relative.high,
+                                         "relative_p": relative.p_value, "relative_spread": relative.spread}
+    return CellChange(*key, verdict=Verdict.UNSURE, **statuses, **pairs,
                       base_median_s=float(base["median_s"]), new_median_s=float(new["median_s"]), ratio=ratio,
                       ratio_low=interval[0] if interval else None, ratio_high=interval[1] if interval else None,
                       p_value=p, base_n=len(a), new_n=len(b),
@@ -186,6 +200,21 @@ def _judged(cells: list[CellChange], threshold: float, alpha: float) -> list[Cel
         if reason and (said in (Verdict.SLOWER, Verdict.FASTER) or reason.startswith(TIMED_APART)):
             said = Verdict.UNSURE
         cells[i] = replace(c, p_adjusted=q, verdict=said, reason=reason if said == Verdict.UNSURE else None)
+    return _judged_by_pairs(cells, threshold, alpha)
+
+
+def _judged_by_pairs(cells: list[CellChange], threshold: float, alpha: float) -> list[CellChange]:
+    """Cells paired with the same partner in both runs: their pairs' verdict, with p-values adjusted over
+    those cells, where it stands in for their own times' (verdict.with_pairs)."""
+    paired = [i for i, c in enumerate(cells) if c.relative is not None]
+    said = {(c.op, c.target, c.impl, c.device, c.dtype, c.params, c.pass_name): c.verdict for c in cells}
+    for i, q in zip(paired, adjusted([cells[i].relative_p for i in paired])):
+        c = cells[i]
+        interval = (c.relative_low, c.relative_high)
+        by_pairs = relative_verdict(interval, q, c.relative, c.relative_spread, threshold, alpha)
+        partner = said.get((c.op, c.target, c.partner, c.device, c.dtype, c.params, c.pass_name))
+        verdict_, reason, by = with_pairs(c.verdict, c.reason, by_pairs, partner, c.machine.get("canary"))
+        cells[i] = replace(c, relative_p=q, verdict=verdict_, reason=reason, by_pairs=by)
     return cells
 
 

@@ -23,7 +23,7 @@ from ruptures.base import BaseCost
 
 from benchctl.analysis import compare
 from benchctl.analysis.history import Point, Series
-from benchctl.results.schema import clean_samples
+from benchctl.results.schema import PAIRED_COLUMNS, clean_samples
 from benchctl.vocab import Stop
 
 Z95 = 1.959964  # a 95% interval's half-width in standard errors
@@ -109,7 +109,8 @@ def steps(series: Series, threshold: float = 0.05, alpha: float = 0.05) -> list[
 
 def pooled(points: Sequence[Point]) -> dict[str, Any]:
     """One row standing for several runs of a cell: their clean samples together, each run a process. Runs
-    that did not settle (noisy, disturbed) are left out where any other did."""
+    that did not settle (noisy, disturbed) are left out where any other did. It holds no pairs with a
+    partner (its samples are no longer in turn with any one run's partner samples)."""
     rows = [p.row for p in points]
     settled = [r for r in rows if not _flag(r.get("noisy")) and r.get("stop") != Stop.DISTURBED] or rows
     last = settled[-1].to_dict()
@@ -119,7 +120,8 @@ def pooled(points: Sequence[Point]) -> dict[str, Any]:
     medians = [float(r["median_s"]) for r in settled]
     spreads = [float(v) for v in (r.get("process_spread") for r in settled) if _number(v)]
     probes = {k: _median([r.get(k) for r in settled]) for k in POOLED}
-    return {**last, **probes, "samples_s": samples, "disturbed": None, "median_s": float(np.median(samples)),
+    return {**last, **dict.fromkeys(PAIRED_COLUMNS), **probes, "samples_s": samples, "disturbed": None,
+            "median_s": float(np.median(samples)),
             "processes": sum(int(_number(r.get("processes")) or 1) for r in settled),
             "process_spread": max([max(medians) / min(medians) - 1, *spreads]),
             "noisy": all(_flag(r.get("noisy")) for r in settled),

@@ -31,6 +31,12 @@ exceed ONE_PROCESS_BOUND instead. And the machine
 (`machine_doubt`): its compute canary and its GPU's SM clock as close in the two rows as MACHINE_MOVED says,
 and the change, divided by how much slower (or faster) the machine ran in NEW by each probe (the
 memory probe too), still past the minimum effect. Otherwise the verdict is `unsure`, with the reason.
+
+A cell timed in alternation with the same partner in both runs (run --pair-with) has a third piece of
+evidence, its time relative to the partner's (pairs.py), which the machine's speed moves far less: in
+quiet A/A pairs whose own times moved 0.61-1.47x, by 0.92-1.05x. Its verdict (`relative_verdict`) needs
+the whole interval past PAIRED_EFFECT for `slower` or `faster`, and within the minimum effect for `same`;
+`with_pairs` says when it stands in for the own times' one.
 """
 
 from __future__ import annotations
@@ -61,6 +67,14 @@ TIMED_APART = "timed differently"  # no verdict at all, not even `same`: the two
 MACHINE_MOVED = {"canary": SLOW_PHASE, "sm clock": CANARY_SLOW}
 # A side measured in one process: a change within this share is not judged (docs/measuring.md, "A/A runs").
 ONE_PROCESS_BOUND = 1.0
+# A cell's time relative to its partner must move by more than this between two runs to be called slower or
+# faster: in quiet A/A pairs it moved by up to 7.8% (benchmarks/README.md, "A/A runs").
+PAIRED_EFFECT = 0.10
+# ... and the canary by less than this factor either way: pairs hold where the machine's speed moves, but not
+# without bound (quiet A/A pairs whose canaries read up to 1.43x apart moved by 8% at most; a run whose
+# canary read 2.2x its calibrated time put hoconv2d's cpp forward 9.9x faster than py against 7.4-7.7x).
+PAIRS_HOLD = 1.5
+DISAGREE = "its own times and its pairs with the partner disagree"
 CONFIDENCE = 0.95
 RESAMPLES = 2000
 SEED = 0
@@ -188,3 +202,37 @@ def machine_doubt(said: str, ratio: float, machine: Mapping[str, float], min_eff
     if said == Verdict.FASTER and ratio / min(machine.values()) >= 1 - min_effect:
         return f"{MACHINE_FASTER} ({min(machine.values()) - 1:+.0%})"
     return None
+
+
+def relative_verdict(interval: tuple[float, float], p_value: float | None, ratio: float, spread: float | None,
+                     min_effect: float, alpha: float) -> str:
+    """The word of a cell's pairs with its partner: verdict.py's rules on its relative time, `slower` and
+    `faster` past PAIRED_EFFECT at least and past the spread between the processes' paired speedups
+    (`spread`) by the minimum effect, as `doubt` holds the own times. None of it where a side was measured
+    in one process (`spread` None): `unsure`."""
+    if spread is None:
+        return Verdict.UNSURE
+    said = verdict(interval, p_value, max(min_effect, PAIRED_EFFECT), alpha, ratio)
+    if said in (Verdict.SLOWER, Verdict.FASTER) and abs(math.log(ratio)) <= math.log1p(spread) + math.log1p(min_effect):
+        return Verdict.UNSURE
+    if said == Verdict.SAME and verdict(interval, p_value, min_effect, alpha, ratio) != Verdict.SAME:
+        return Verdict.UNSURE
+    return said
+
+
+def with_pairs(said: str, reason: str | None, by_pairs: str | None, partner_said: str | None,
+               canary: float | None) -> tuple[str, str | None, bool]:
+    """The verdict, its reason and whether the pairs gave it, from the own times' word (`said`, `reason`) and
+    the pairs' (`by_pairs`; None: not paired in both runs). The pairs speak where both runs timed their
+    calls alike, the partner's own times were not judged changed (the relative time assumes the partner
+    stayed as it was), the canary moved by less than PAIRS_HOLD, and the own times do not say the opposite;
+    their `same` stands in for `unsure` only."""
+    decisive = (Verdict.SLOWER, Verdict.FASTER)
+    held = canary is None or abs(math.log(canary)) <= math.log(PAIRS_HOLD)
+    if by_pairs is None or not held or partner_said in decisive or (reason or "").startswith(TIMED_APART):
+        return said, reason, False
+    if by_pairs in decisive and said in decisive and said != by_pairs:
+        return Verdict.UNSURE, DISAGREE, False
+    if by_pairs in decisive or (by_pairs == Verdict.SAME and said == Verdict.UNSURE):
+        return by_pairs, None, True
+    return said, reason, False

@@ -36,12 +36,20 @@ def _rows(comparison) -> list[list[str]]:
             change += f" [{(c.ratio_low - 1) * 100:+.0f}, {(c.ratio_high - 1) * 100:+.0f}]"
         p = "" if c.p_adjusted is None else f"{c.p_adjusted:.2g}"
         status = "" if c.verdict not in (Verdict.BROKEN, Verdict.FIXED) else f" ({c.base_status} -> {c.new_status})"
-        status += f" ({c.reason})" if c.reason else ""
+        status += f" ({c.reason})" if c.reason else f" (by its pairs with {c.partner})" if c.by_pairs else ""
         verdict = Text(c.verdict + status, style=STYLES.get(c.verdict, ""))
         op = c.op if c.target in ("op", "") else f"{c.op}/{c.target}"
         rows.append([op, c.impl, c.device, c.dtype, params_text(c.params), c.pass_name,
-                     _ms(c.base_median_s), _ms(c.new_median_s), change, p, verdict])
+                     _ms(c.base_median_s), _ms(c.new_median_s), change, _against_partner(c), p, verdict])
     return rows
+
+
+def _against_partner(c) -> str:
+    """The change of the cell's time relative to its partner's, with its interval, in percent."""
+    if c.relative is None:
+        return ""
+    return (f"{(c.relative - 1) * 100:+.1f}% [{(c.relative_low - 1) * 100:+.0f}, {(c.relative_high - 1) * 100:+.0f}]"
+            f" vs {c.partner}")
 
 
 @click.command("compare")
@@ -64,7 +72,9 @@ def command(runs: tuple[Path, ...], baseline_name: str | None, root: Path, thres
 
     Each cell is faster, slower, same or unsure: slower (faster) when the 95% interval of the ratio of
     medians lies wholly beyond the minimum effect and the Mann-Whitney test agrees; same when the interval
-    lies within it; unsure otherwise. "change" shows the ratio and its interval, in percent.
+    lies within it; unsure otherwise. "change" shows the ratio and its interval, in percent. A cell timed
+    in alternation with the same partner in both runs (run --pair-with) is also judged by its time relative
+    to the partner's ("against partner"), which the machine's speed moves far less: past 10% to count.
     """
     from benchctl import console
     from benchctl.analysis import compare
@@ -79,7 +89,8 @@ def command(runs: tuple[Path, ...], baseline_name: str | None, root: Path, thres
         # plain echo: rich would wrap long lines and break the JSON for the program reading it
         click.echo(json.dumps({"base": str(base), "new": str(new), **result.to_dict()}, indent=2))
     else:
-        columns = ["op", "impl", "device", "dtype", "params", "pass", "base ms", "new ms", "change", "p", "verdict"]
+        columns = ["op", "impl", "device", "dtype", "params", "pass", "base ms", "new ms", "change", "against partner",
+                   "p", "verdict"]
         console.out.print(console.table(f"{_short(new)} vs {_short(base)}", columns, _rows(result)))
         console.out.print(", ".join(f"{n} {v}" for v, n in result.counts.items() if n) or "no cells")
     if fail_on_regression and result.regressions:

@@ -12,6 +12,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from benchctl.analysis.pairs import block_interval, pair_ratios
 from benchctl.measure.clocks import Clock, Thunk
 from benchctl.measure.stats import CI_MIN_SAMPLES
 from benchctl.measure.timing import Measurement, Policy, Sampler, collector_off, sample, warm_up, watch_of
@@ -25,8 +26,6 @@ PAIRS_UP_TO = 1000.0
 # runs by a median 7.8%, against 3.8% paired one to one; those beyond 10x, timed alone before, by 9.6%
 # against 16.5%.
 TURNS_FROM = 10.0
-# Runs of consecutive pairs whose medians bound the paired speedup's interval (block_interval).
-PAIR_BLOCKS = 6
 
 
 def measure_paired(setup: Callable[[], Thunk], partner: Callable[[], Thunk], clock: Clock, partner_clock: Clock,
@@ -96,29 +95,6 @@ def paired_stats(own: Sequence[float], partner: Sequence[float], own_aside: Sequ
     return ratio_stats(*pair_ratios(own, partner, own_aside, partner_aside))
 
 
-def pair_ratios(own: Sequence[float], partner: Sequence[float], own_aside: Sequence[bool] = (),
-                partner_aside: Sequence[bool] = ()) -> tuple[np.ndarray, np.ndarray]:
-    """Each pair's ratio (partner / own) and whether it is clean. A side that took k calls a turn
-    (`calls_per_pair`) has k times the other's samples, and each turn gives its median. A machine that
-    slows down for a moment slows both halves of the pairs it reaches, so their ratios stay put where two
-    medians taken apart would move. A pair is clean where each side has a sample its watch did not set
-    aside (its flags; none set where a side was not watched), and then the turn's median is theirs."""
-    pairs = min(len(own), len(partner))
-    own_medians, own_clean = _turns(own, own_aside, pairs)
-    partner_medians, partner_clean = _turns(partner, partner_aside, pairs)
-    return partner_medians / own_medians, own_clean & partner_clean
-
-
-def _turns(samples: Sequence[float], aside: Sequence[bool], pairs: int) -> tuple[np.ndarray, np.ndarray]:
-    """A side's median of each turn (of its clean samples where it has any) and whether it had any."""
-    calls = len(samples) // pairs if pairs else 1
-    values = np.asarray(samples, dtype=np.float64)[:pairs * calls].reshape(pairs, calls)
-    flags = _flags(aside, len(samples))[:pairs * calls].reshape(pairs, calls)
-    clean = ~flags.all(axis=1)
-    medians = np.array([np.median(v[~f]) if c else np.median(v) for v, f, c in zip(values, flags, clean)])
-    return medians.reshape(pairs), clean
-
-
 def ratio_stats(ratios: np.ndarray, clean: np.ndarray) -> dict[str, float]:
     """The median of the clean pairs' ratios (of all of them where none is clean) and its interval
     (`block_interval`); fewer than CI_MIN_SAMPLES pairs give no interval (None): one pair's "interval" read
@@ -126,21 +102,6 @@ def ratio_stats(ratios: np.ndarray, clean: np.ndarray) -> dict[str, float]:
     ratios = ratios[clean] if clean.any() else ratios
     lo, hi = block_interval(ratios) if ratios.size >= CI_MIN_SAMPLES else (None, None)
     return {"paired_speedup": float(np.median(ratios)), "paired_ci_lo": lo, "paired_ci_hi": hi}
-
-
-def block_interval(ratios: np.ndarray) -> tuple[float, float]:
-    """The lowest and the highest median of PAIR_BLOCKS runs of consecutive pairs: an interval of the
-    median that holds where the pairs' ratios drift while they are taken. Each block's median falls on
-    either side of the true one by even odds, so all of them miss it on one side with a chance of 2 in
-    2**PAIR_BLOCKS (97% coverage). The order-statistic interval of all the pairs treats them as independent
-    draws, and they are not: neighbouring pairs share the machine's state. Two quick runs on the 2-core VM
-    gave intervals (+-1.2% at their median) of which 26 of 56 missed the next run's; blocks' (+-2.7%), 10."""
-    medians = [float(np.median(block)) for block in np.array_split(ratios, PAIR_BLOCKS)]
-    return min(medians), max(medians)
-
-
-def _flags(aside: Sequence[bool], n: int) -> np.ndarray:
-    return np.asarray(aside, dtype=bool) if len(aside) == n else np.zeros(n, bool)
 
 
 def far_apart(own: Sequence[float], partner: Sequence[float]) -> bool:

@@ -38,8 +38,9 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from benchctl.analysis.pairs import pair_ratios
 from benchctl.measure import rates
-from benchctl.measure.paired import pair_ratios, ratio_stats
+from benchctl.measure.paired import ratio_stats
 from benchctl.measure.stats import is_noisy, join_messages, noisy_message, notes, set_aside_message, summarize
 from benchctl.measure.timing import Policy, too_disturbed
 from benchctl.results.schema import PAIRED_COLUMNS, SLOW_PHASE, clean_samples
@@ -198,7 +199,19 @@ def _pair_statistics(rounds: Rounds) -> dict[str, Any]:
                                                                                    "partner_samples_s"))
              for r in rounds]
     ratios, clean = (np.concatenate(parts) for parts in zip(*pairs))
-    return {"partner_samples_s": partner, **aside, **ratio_stats(ratios, clean)}
+    return {"partner_samples_s": partner, **aside, **ratio_stats(ratios, clean), **_process_speedups(rounds, pairs)}
+
+
+def _process_speedups(rounds: Rounds, pairs: Sequence[tuple[np.ndarray, np.ndarray]]) -> dict[str, Any]:
+    """Each worker process's paired speedup (the median of its rounds' clean pairs' ratios), where the rounds
+    came from several: `compare` holds a change against the pairs against their spread, as it holds the
+    own times against `process_spread`."""
+    by_process: dict[int, list[float]] = {}
+    for r, (ratios, clean) in zip(rounds, pairs):
+        if r.get("process") is not None and clean.any():
+            by_process.setdefault(int(r["process"]), []).extend(ratios[clean])
+    speedups = [float(np.median(by_process[p])) for p in sorted(by_process)]
+    return {"process_paired_speedups": speedups} if len(speedups) >= 2 else {}
 
 
 def _modes(numbered: Sequence[tuple[int, Round]], round_medians: Sequence[float]) -> dict[str, Any]:

@@ -5,7 +5,7 @@ The measured code runs in the process that times it, so it can reach the objects
 (`bind`) after importing benchctl and before importing any operator file; after a cell's first call and
 gate, and after each pass, `broken` compares them with it and names what changed. A cell whose timing code
 changed is an `error`. What the fingerprint covers: every function, class attribute and constant of the
-timing modules (SEALED), the `time` module's counters, torch's CUDA event and synchronise, and the
+timing modules and of what the pairs' ratios are taken with (SEALED), the `time` module's counters, torch's CUDA event and synchronise, and the
 callables a clock holds.
 
 The worker's parent also recomputes each row's statistics from its samples (sweep/executors.py), so a
@@ -21,7 +21,7 @@ from typing import Any
 SEALED = tuple(f"benchctl.measure.{m}" for m in (
     "audit", "clocks", "correctness", "cuda_graph", "execute", "fresh", "gate", "interference", "kept", "paired",
     "passes", "pooling", "prepared", "rates", "references", "result", "seal", "stats", "timing", "trust",
-)) + ("benchctl.results.schema", "benchctl.vocab")
+)) + ("benchctl.analysis.pairs", "benchctl.results.schema", "benchctl.vocab")
 COUNTERS = ("perf_counter", "perf_counter_ns", "monotonic", "monotonic_ns", "time", "time_ns", "process_time")
 
 Marks = dict[str, Any]

@@ -100,6 +100,7 @@ COLUMNS: dict[str, pa.DataType] = {
     "paired_speedup": pa.float64(),  # median ratio (partner / own) of the pairs kept: times faster than it
     "paired_ci_lo": pa.float64(),  # the 95% confidence interval of paired_speedup
     "paired_ci_hi": pa.float64(),
+    "process_paired_speedups": pa.list_(pa.float64()),  # ... each worker process's, where there were several
     "compile_s": pa.float64(),  # duration of the first (warm-up) call: build, JIT, caches
     "best_config": pa.string(),  # Triton: the autotune config each kernel used, chosen in the first call
     # torch.compile (the @compile modifier, docs/compile.md): frames recompiled during the cell (a new size)
@@ -138,7 +139,7 @@ FIRST_CALL_COLUMNS = ("compile_s", "recompiles", "recompiles_total", "graph_brea
                       "dynamic_shapes")
 # What a pass timed in alternation with a partner says of the pairs (run --pair-with).
 PAIRED_COLUMNS = ("paired_with", "partner_samples_s", "partner_disturbed", "paired_speedup", "paired_ci_lo",
-                  "paired_ci_hi")
+                  "paired_ci_hi", "process_paired_speedups")
 
 
 def clean_samples(samples: Sequence[float], disturbed: Sequence[bool] | None) -> list[float]:

@@ -141,3 +141,18 @@ def test_compare_with_a_saved_baseline_of_the_same_machine_kind(runs):
     assert "slower" in result.stdout and base.name in result.stdout
     wrong = CliRunner().invoke(cli, ["compare", "--baseline", "main", str(base), str(new), "--root", str(root)])
     assert wrong.exit_code == 2 and "takes 1 run, got 2" in wrong.stderr
+
+
+def test_compare_judges_a_cell_paired_in_both_runs_by_its_pairs_and_shows_their_change(tmp_path):
+    """cpp took 1.2x longer against py while the machine ran 1.3x slower: one process a side, so only the
+    pairs can say."""
+    from tests.analysis.test_compare_pairs import as_timed, cell
+
+    base = write_run(tmp_path, "20240101-000000-aaaaaa", [as_timed(cell(2.0, 1))])
+    new = write_run(tmp_path, "20240102-000000-bbbbbb", [as_timed(cell(2.0 / 1.2, 2, slower=1.3, canary_s=390e-6))])
+    table = invoke("compare", str(base), str(new))
+    assert re.search(r"\+(19|20)\.\d% \[\+1\d, \+2\d\]", table.stdout)  # against py, rich wraps the rest
+    assert "slower (by its" in table.stdout and "pairs with py)" in table.stdout
+    [found] = json.loads(invoke("compare", str(base), str(new), "--json").stdout)["cells"]
+    assert (found["verdict"], found["by_pairs"], found["partner"]) == ("slower", True, "py")
+    assert 1.1 < found["relative_low"] < found["relative"] < found["relative_high"] < 1.3

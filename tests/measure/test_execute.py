@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from benchctl.ops.cells import Cell
-from benchctl.measure import paired
+from benchctl.analysis.pairs import pair_ratios
 from benchctl.measure.execute import Settings, prepare, run_cell
 from benchctl.measure.rates import matmul_peak
 from benchctl.measure.timing import Policy
@@ -279,8 +279,8 @@ def test_a_partner_slower_than_the_cell_pairs_one_of_its_calls_with_a_turn_of_th
     assert row["status"] == "ok" and row["paired_with"] == "scratch"
     calls, left = divmod(len(row["samples_s"]), len(row["partner_samples_s"]))
     assert calls > 1 and left == 0  # py took `calls` calls each turn, scratch one
-    ratios, clean = paired.pair_ratios(row["samples_s"], row["partner_samples_s"], row.get("disturbed") or (),
-                                       row.get("partner_disturbed") or ())
+    ratios, clean = pair_ratios(row["samples_s"], row["partner_samples_s"], row.get("disturbed") or (),
+                                row.get("partner_disturbed") or ())
     assert row["paired_speedup"] == pytest.approx(statistics.median(ratios[clean] if clean.any() else ratios))
     assert row["paired_speedup"] > 2  # medians of a turn of py's beside one scratch call each
 

@@ -7,8 +7,7 @@ import numpy as np
 
 import pytest
 
-from benchctl.measure.paired import (PAIRS_UP_TO, block_interval, calls_per_pair, far_apart, measure_paired,
-                                     pair_ratios, paired_stats)
+from benchctl.measure.paired import PAIRS_UP_TO, calls_per_pair, far_apart, measure_paired, paired_stats
 from benchctl.measure.stats import median_ci
 from benchctl.measure.timing import Policy, measure
 from benchctl.vocab import Stop
@@ -131,11 +130,6 @@ def test_the_paired_interval_spans_a_ratio_that_drifted_while_the_pairs_were_tak
     assert iid_hi - iid_lo < 0.2 * (last - first)
 
 
-def test_block_interval_bounds_the_blocks_medians():
-    assert block_interval(np.array([1.0, 5.0, 2.0, 4.0, 3.0, 6.0])) == (1.0, 6.0)
-    assert block_interval(np.arange(12.0)) == (0.5, 10.5)
-
-
 def test_calls_far_apart_pair_a_turn_of_the_faster_with_one_call_of_the_slower():
     machine = Machine(fast_calls=60)  # a neighbour triples every call's time from call 61 on
     policy = Policy(warmup=3, warmup_min_time=0.0, warmup_time=1e9, min_samples=10, max_samples=10, min_time=0.0,
@@ -150,11 +144,3 @@ def test_calls_far_apart_pair_a_turn_of_the_faster_with_one_call_of_the_slower()
 def test_calls_per_pair_gives_the_faster_side_the_slower_s_time_in_calls():
     assert calls_per_pair([1.0, 1.0, 5.0], [20.0]) == (20, 1) and calls_per_pair([30.0], [2.0]) == (1, 15)
     assert calls_per_pair([1.0], [9.0]) == (1, 1) and calls_per_pair([], [50.0]) == (1, 1)  # one to one
-
-
-def test_pair_ratios_take_each_turn_s_median_of_its_clean_samples():
-    own = [1.0, 1.0, 1.0, 2.0, 2.0, 9.0]  # three calls a turn; the 9.0 a stall its watch set aside
-    ratios, clean = pair_ratios(own, [3.0, 8.0], [False] * 5 + [True])
-    assert list(ratios) == [3.0, 4.0] and list(clean) == [True, True]
-    ratios, clean = pair_ratios(own, [3.0, 8.0], [False] * 3 + [True] * 3)  # a whole turn set aside
-    assert list(ratios) == [3.0, 4.0] and list(clean) == [True, False]

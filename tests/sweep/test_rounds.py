@@ -204,3 +204,13 @@ def test_interrupted_rounds_keep_what_each_cell_measured(tmp_path, monkeypatch):
     assert ex.calls == ["a", "b", "a", "b"]
     df = storage.load_run(writer.dir)
     assert sorted(zip(df["impl"], df["n"], df["rounds"])) == [("a", 2, 2), ("b", 1, 1)]
+
+
+def test_each_worker_process_s_paired_speedup_is_kept_from_its_rounds_clean_pairs():
+    def paired(process: int, speedup: float, **facts) -> dict:
+        return row([1.0] * 4, process=process, paired_with="py", partner_samples_s=[speedup] * 4, **facts)
+
+    [m] = merge([[paired(0, 2.0)], [paired(1, 3.0)], [paired(0, 2.2, partner_disturbed=[True] * 4)]])
+    assert m["process_paired_speedups"] == [2.0, 3.0]  # process 0's third round: every pair set aside
+    [one] = merge([[paired(0, 2.0)], [paired(0, 2.4)]])
+    assert one.get("process_paired_speedups") is None
