@@ -74,7 +74,7 @@ def command(runs: tuple[Path, ...], baseline_name: str | None, root: Path, thres
     medians lies wholly beyond the minimum effect and the Mann-Whitney test agrees; same when the interval
     lies within it; unsure otherwise. "change" shows the ratio and its interval, in percent. A cell timed
     in alternation with the same partner in both runs (run --pair-with) is also judged by its time relative
-    to the partner's ("against partner"), which the machine's speed moves far less: past 10% to count.
+    to the partner's ("against partner"), which the machine's speed moves far less: past 15% to count.
     """
     from benchctl import console
     from benchctl.analysis import compare

@@ -66,19 +66,19 @@ def test_pairs_do_not_speak_for_a_partner_that_changed_or_a_machine_that_changed
 def test_the_pairs_verdict_needs_their_interval_past_the_paired_effect_and_within_the_minimum_effect_for_same():
     past, spread = 1 + PAIRED_EFFECT, 0.02
     assert relative_verdict((past + 0.01, past + 0.1), 1e-6, past + 0.05, spread, 0.05, 0.05) == Verdict.SLOWER
-    assert relative_verdict((0.8, 0.88), 1e-6, 0.85, spread, 0.05, 0.05) == Verdict.FASTER  # 1.14x faster and more
-    assert relative_verdict((1.06, 1.09), 1e-6, 1.075, spread, 0.05, 0.05) == Verdict.UNSURE  # not past 10%
+    assert relative_verdict((0.75, 0.84), 1e-6, 0.8, spread, 0.05, 0.05) == Verdict.FASTER  # 1.19x faster and more
+    assert relative_verdict((1.06, 1.14), 1e-6, 1.1, spread, 0.05, 0.05) == Verdict.UNSURE  # not past 15%
     assert relative_verdict((0.97, 1.03), 0.5, 1.0, spread, 0.05, 0.05) == Verdict.SAME
     assert relative_verdict((0.96, 1.06), 0.5, 1.0, spread, 0.05, 0.05) == Verdict.UNSURE
-    assert relative_verdict((1.15, 1.25), 0.2, 1.2, spread, 0.05, 0.05) == Verdict.UNSURE  # not significant
+    assert relative_verdict((1.16, 1.25), 0.2, 1.2, spread, 0.05, 0.05) == Verdict.UNSURE  # not significant
 
 
 def test_the_pairs_say_nothing_of_a_side_measured_in_one_process_nor_within_the_spread_between_processes():
     """Two one-process quick runs moved speedups their blocks put within +-5% by up to 34%."""
     assert relative_verdict((1.15, 1.25), 1e-6, 1.2, None, 0.05, 0.05) == Verdict.UNSURE
     assert relative_verdict((0.99, 1.01), 0.9, 1.0, None, 0.05, 0.05) == Verdict.UNSURE
-    assert relative_verdict((1.15, 1.25), 1e-6, 1.2, 0.15, 0.05, 0.05) == Verdict.UNSURE  # 1.2 < 1.15 * 1.05
-    assert relative_verdict((1.15, 1.25), 1e-6, 1.2, 0.1, 0.05, 0.05) == Verdict.SLOWER
+    assert relative_verdict((1.16, 1.25), 1e-6, 1.2, 0.15, 0.05, 0.05) == Verdict.UNSURE  # 1.2 < 1.15 * 1.05
+    assert relative_verdict((1.16, 1.25), 1e-6, 1.2, 0.1, 0.05, 0.05) == Verdict.SLOWER
 
 
 @pytest.mark.parametrize("said, reason, by_pairs, partner, canary, expected", [
