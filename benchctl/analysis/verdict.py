@@ -72,7 +72,7 @@ ONE_PROCESS_BOUND = 1.0
 # by 8.9% with an interval of 0.89-0.92x (benchmarks/README.md, "A/A runs").
 PAIRED_EFFECT = 0.15
 # ... and the canary by less than this factor either way: pairs hold where the machine's speed moves, but not
-# without bound (quiet A/A pairs whose canaries read up to 1.43x apart moved by 8% at most; a run whose
+# without bound (quiet A/A pairs whose canaries read up to 1.52x apart moved by 11.5% at most; a run whose
 # canary read 2.2x its calibrated time put hoconv2d's cpp forward 9.9x faster than py against 7.4-7.7x).
 PAIRS_HOLD = 1.5
 DISAGREE = "its own times and its pairs with the partner disagree"

@@ -34,7 +34,8 @@ def _rows(comparison) -> list[list[str]]:
         change = "" if c.ratio is None else f"{(c.ratio - 1) * 100:+.1f}%"
         if c.ratio_low is not None:
             change += f" [{(c.ratio_low - 1) * 100:+.0f}, {(c.ratio_high - 1) * 100:+.0f}]"
-        p = "" if c.p_adjusted is None else f"{c.p_adjusted:.2g}"
+        p_value = c.relative_p if c.by_pairs else c.p_adjusted  # the evidence the verdict rests on
+        p = "" if p_value is None else f"{p_value:.2g}"
         status = "" if c.verdict not in (Verdict.BROKEN, Verdict.FIXED) else f" ({c.base_status} -> {c.new_status})"
         status += f" ({c.reason})" if c.reason else f" (by its pairs with {c.partner})" if c.by_pairs else ""
         verdict = Text(c.verdict + status, style=STYLES.get(c.verdict, ""))
@@ -45,11 +46,11 @@ def _rows(comparison) -> list[list[str]]:
 
 
 def _against_partner(c) -> str:
-    """The change of the cell's time relative to its partner's, with its interval, in percent."""
+    """The change of the cell's time relative to its partner's, with its interval, in percent (the partner
+    is named in the verdict where the pairs gave it, and in --json)."""
     if c.relative is None:
         return ""
-    return (f"{(c.relative - 1) * 100:+.1f}% [{(c.relative_low - 1) * 100:+.0f}, {(c.relative_high - 1) * 100:+.0f}]"
-            f" vs {c.partner}")
+    return f"{(c.relative - 1) * 100:+.1f}% [{(c.relative_low - 1) * 100:+.0f}, {(c.relative_high - 1) * 100:+.0f}]"
 
 
 @click.command("compare")
