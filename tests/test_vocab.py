@@ -83,13 +83,13 @@ def test_the_tuples_are_the_enums_values():
 
 def test_schema_and_the_analysis_take_their_words_from_the_vocabulary():
     from benchctl.machine import allocator
-    from benchctl.analysis import compare
+    from benchctl.analysis import comparison
     from benchctl.results import schema
 
     assert not {"PASSES", "DEVICES", "EXECUTORS", "ALLOCATORS", "TF32_MODES", "DTYPE_NAMES", "Pass", "Status", "Stop",
                 "TimingMode"} & set(vars(schema))  # defined once, in the vocabulary
-    assert compare.VERDICTS == tuple(vocab.Verdict)
-    assert set(compare.REGRESSIONS) == {vocab.Verdict.SLOWER, vocab.Verdict.BROKEN}
+    assert comparison.VERDICTS == tuple(vocab.Verdict)
+    assert set(comparison.REGRESSIONS) == {vocab.Verdict.SLOWER, vocab.Verdict.BROKEN}
     assert set(allocator.LIBRARIES) == set(vocab.ALLOCATORS)
 
 

@@ -5,9 +5,9 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Mapping, NamedTuple, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -15,6 +15,7 @@ import pandas as pd
 from benchctl.errors import UsageError
 from benchctl.results import storage
 from benchctl.results.schema import CELL_COLUMNS, ENV_FIELDS, clean_samples
+from benchctl.analysis.comparison import CellChange, Comparison, EnvDifference, VERDICTS
 from benchctl.analysis.pairs import relative_change
 from benchctl.analysis.summary import probed
 from benchctl.analysis.verdict import (adjusted, doubt, machine_doubt, mann_whitney_p, ratio_interval,
@@ -25,107 +26,10 @@ KEY = (*CELL_COLUMNS, "pass")
 # Facts whose difference makes two runs' timings incomparable (not the commit: that is what changed).
 COMPARED_ENV = tuple(name for name in ENV_FIELDS if name not in ("git_sha", "node_id"))
 MACHINE = "machine"  # the kind of processor a cell ran on: its GPU's name on cuda, its CPU's on cpu
-# A cell that timed fine in BASE and ends in one of BROKEN in NEW broke: worse than any slowdown.
-# Runs whose median memory bandwidth probes (membw.py) differ by more than this share get a warning.
-BANDWIDTH_CHANGE = 0.2
-# Table order: what needs attention first.
-VERDICTS = tuple(Verdict)
-REGRESSIONS = (Verdict.SLOWER, Verdict.BROKEN)  # what --fail-on-regression fails on: slower, or stopped working
-
-
-@dataclass(frozen=True)
-class CellChange:
-    op: str
-    target: str
-    impl: str
-    device: str
-    dtype: str
-    params: str
-    pass_name: str
-    verdict: str
-    base_status: str | None = None
-    new_status: str | None = None
-    base_median_s: float | None = None
-    new_median_s: float | None = None
-    ratio: float | None = None  # new / base median: above 1 is slower
-    ratio_low: float | None = None  # its 95% confidence interval (bootstrap)
-    ratio_high: float | None = None
-    p_value: float | None = None  # Mann-Whitney, two-sided
-    p_adjusted: float | None = None  # for the number of cells compared (what the verdict uses)
-    base_n: int = 0
-    new_n: int = 0
-    reason: str | None = None  # why a change the samples call real is unsure (verdict.doubt)
-    # how much slower the machine ran in NEW by each probe both sides took (canary, memory, sm clock)
-    machine: dict[str, float] = field(default_factory=dict)
-    # Timed in alternation with `partner` in both runs (pairs.py): its time relative to the partner's in NEW
-    # over BASE (above 1: slower against it), that ratio's 95% interval and p-value (adjusted once judged)
-    partner: str | None = None
-    relative: float | None = None
-    relative_low: float | None = None
-    relative_high: float | None = None
-    relative_p: float | None = None
-    relative_spread: float | None = None  # the spread between processes it must get past (None: one process)
-    by_pairs: bool = False  # the verdict is the pairs' (verdict.with_pairs)
-
-
-class EnvDifference(NamedTuple):
-    """A fact of the environment (torch, driver, CPU...) that differs between BASE and NEW."""
-    field: str
-    base: str
-    new: str
-
-
-@dataclass(frozen=True)
-class Comparison:
-    """BASE against NEW: every cell's change and verdict, what differs in their machines, and the rules used."""
-    cells: tuple[CellChange, ...]
-    env_differences: tuple[EnvDifference, ...] = ()
-    threshold: float = 0.05
-    alpha: float = 0.05
-    counts: dict[str, int] = field(default_factory=dict)
-    bandwidth: tuple[float | None, float | None] = (None, None)  # median mem_gbps of BASE and NEW
-
-    @property
-    def regressions(self) -> list[CellChange]:
-        return [c for c in self.cells if c.verdict in REGRESSIONS]
-
-    def ordered(self) -> list[CellChange]:
-        """Regressions first (worst first), then improvements (best first), then the rest."""
-        def key(c: CellChange) -> tuple[int, float]:
-            ratio = c.ratio if c.ratio is not None else 1.0
-            return VERDICTS.index(c.verdict), -ratio if c.verdict == Verdict.SLOWER else ratio
-
-        return sorted(self.cells, key=key)
-
-    def warnings(self) -> list[str]:
-        out = []
-        if self.env_differences:
-            diffs = "; ".join(f"{d.field}: {d.base} -> {d.new}" for d in self.env_differences)
-            out.append(f"the runs come from different machines or software ({diffs}); timings may not be comparable")
-        base, new = self.bandwidth
-        if base and new and abs(new / base - 1) > BANDWIDTH_CHANGE:
-            out.append(f"the machine's memory bandwidth differed: {base:.1f} GB/s in base, {new:.1f} GB/s in new "
-                       "(median of the probes); memory-bound cells move with it, whatever the code did")
-        apart = sorted({c.reason for c in self.cells if c.reason and c.reason.startswith(TIMED_APART)})
-        if apart:
-            count = sum(1 for c in self.cells if c.reason in apart)
-            out.append(f"{count} of {len(self.cells)} cells were {'; '.join(apart)}: they get no verdict; time both "
-                       "runs the same way (--cuda-graph, --flush-l2) to compare them")
-        return out
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "threshold": self.threshold, "alpha": self.alpha, "counts": self.counts, "warnings": self.warnings(),
-            "bandwidth_gbps": {"base": self.bandwidth[0], "new": self.bandwidth[1]},
-            "env_differences": [d._asdict() for d in self.env_differences],
-            # "pass" as in the results files (the field cannot be named so in Python)
-            "cells": [{("pass" if k == "pass_name" else k): _json_safe(v) for k, v in asdict(c).items()}
-                      for c in self.ordered()],
-        }
-
-
-def _json_safe(value: Any) -> Any:
-    return None if isinstance(value, float) and not math.isfinite(value) else value
+def code_changed(base: Mapping[str, Any], new: Mapping[str, Any], column: str = "impl_code") -> bool | None:
+    """Whether two rows' digests of `column` differ; None where either row lacks one."""
+    a, b = (side.get(column) for side in (base, new))
+    return a != b if isinstance(a, str) and isinstance(b, str) else None
 
 
 def _samples(row: pd.Series) -> list[float]:
@@ -163,7 +67,8 @@ def compare_cell(key: tuple, base: pd.Series, new: pd.Series, min_effect: float)
                       ratio_low=interval[0] if interval else None, ratio_high=interval[1] if interval else None,
                       p_value=p, base_n=len(a), new_n=len(b),
                       reason=_reason(ratio, _facts(base), _facts(new), min_effect),
-                      machine=_machine_change(base, new))
+                      machine=_machine_change(base, new), code_changed=code_changed(base, new),
+                      partner_changed=relative is not None and bool(code_changed(base, new, "partner_code")))
 
 
 def _reason(ratio: float, base: dict, new: dict, min_effect: float) -> str | None:
@@ -211,7 +116,8 @@ def _judged_by_pairs(cells: list[CellChange], threshold: float, alpha: float) ->
     for i, q in zip(paired, adjusted([cells[i].relative_p for i in paired])):
         c = cells[i]
         interval = (c.relative_low, c.relative_high)
-        by_pairs = relative_verdict(interval, q, c.relative, c.relative_spread, threshold, alpha)
+        by_pairs = None if c.partner_changed else relative_verdict(interval, q, c.relative, c.relative_spread,
+                                                                    threshold, alpha)
         partner = said.get((c.op, c.target, c.partner, c.device, c.dtype, c.params, c.pass_name))
         verdict_, reason, by = with_pairs(c.verdict, c.reason, by_pairs, partner, c.machine.get("canary"))
         cells[i] = replace(c, relative_p=q, verdict=verdict_, reason=reason, by_pairs=by)

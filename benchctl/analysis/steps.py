@@ -13,7 +13,7 @@ where `compare` holds the spread between a run's processes) and the verdict give
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
 import numpy as np
@@ -21,7 +21,7 @@ import pandas as pd
 import ruptures as rpt
 from ruptures.base import BaseCost
 
-from benchctl.analysis import compare
+from benchctl.analysis import compare, comparison
 from benchctl.analysis.history import Point, Series
 from benchctl.results.schema import PAIRED_COLUMNS, clean_samples
 from benchctl.vocab import Stop
@@ -57,7 +57,7 @@ class WeightedL2(BaseCost):
 class Step:
     series: Series
     index: int  # the first point after the step
-    change: compare.CellChange  # the runs after the step against the runs before it
+    change: comparison.CellChange  # the runs after the step against the runs before it
 
     @property
     def before(self) -> Point:
@@ -102,8 +102,9 @@ def steps(series: Series, threshold: float = 0.05, alpha: float = 0.05) -> list[
     out = []
     for left, at, right in zip(bounds, bounds[1:], bounds[2:]):
         before, after = (pd.DataFrame([pooled(series.points[a:b])]) for a, b in ((left, at), (at, right)))
-        cells = compare.compare(before, after, threshold, alpha).cells
-        out.append(Step(series, at, cells[0]))
+        change = compare.compare(before, after, threshold, alpha).cells[0]
+        code = compare.code_changed(series.points[at - 1].row, series.points[at].row)  # at the step itself
+        out.append(Step(series, at, replace(change, code_changed=code)))
     return out
 
 

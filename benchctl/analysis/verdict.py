@@ -76,6 +76,8 @@ PAIRED_EFFECT = 0.15
 # canary read 2.2x its calibrated time put hoconv2d's cpp forward 9.9x faster than py against 7.4-7.7x).
 PAIRS_HOLD = 1.5
 DISAGREE = "its own times and its pairs with the partner disagree"
+DECISIVE = (Verdict.SLOWER, Verdict.FASTER)  # the verdicts that say the code's time changed
+CODE_UNCHANGED = "code unchanged"  # beside a verdict: the cell's code digest is the same in both runs
 CONFIDENCE = 0.95
 RESAMPLES = 2000
 SEED = 0
@@ -228,12 +230,11 @@ def with_pairs(said: str, reason: str | None, by_pairs: str | None, partner_said
     calls alike, the partner's own times were not judged changed (the relative time assumes the partner
     stayed as it was), the canary moved by less than PAIRS_HOLD, and the own times do not say the opposite;
     their `same` stands in for `unsure` only."""
-    decisive = (Verdict.SLOWER, Verdict.FASTER)
     held = canary is None or abs(math.log(canary)) <= math.log(PAIRS_HOLD)
-    if by_pairs is None or not held or partner_said in decisive or (reason or "").startswith(TIMED_APART):
+    if by_pairs is None or not held or partner_said in DECISIVE or (reason or "").startswith(TIMED_APART):
         return said, reason, False
-    if by_pairs in decisive and said in decisive and said != by_pairs:
+    if by_pairs in DECISIVE and said in DECISIVE and said != by_pairs:
         return Verdict.UNSURE, DISAGREE, False
-    if by_pairs in decisive or (by_pairs == Verdict.SAME and said == Verdict.UNSURE):
+    if by_pairs in DECISIVE or (by_pairs == Verdict.SAME and said == Verdict.UNSURE):
         return by_pairs, None, True
     return said, reason, False

@@ -13,12 +13,12 @@ from pathlib import Path
 
 from benchctl.bisect.spec import Spec
 from benchctl.errors import BenchError
-from benchctl.analysis import compare
+from benchctl.analysis import compare, comparison
 from benchctl.results import storage
 from benchctl.vocab import CommitVerdict, Verdict
 
 TRIES = 2  # an unsure commit is measured again once before it is skipped
-BAD_VERDICTS = compare.REGRESSIONS  # slower, or stopped working
+BAD_VERDICTS = comparison.REGRESSIONS  # slower, or stopped working
 GOOD_VERDICTS = (Verdict.SAME, Verdict.FASTER)
 
 
@@ -29,7 +29,7 @@ class MeasureFailed(BenchError):
 @dataclass(frozen=True)
 class Judged:
     verdict: CommitVerdict  # good, bad or unsure (BAD_VERDICTS anywhere: bad; all GOOD_VERDICTS: good)
-    changes: tuple[compare.CellChange, ...]
+    changes: tuple[comparison.CellChange, ...]
 
     def summary(self) -> str:
         return "; ".join(f"{c.impl} {c.pass_name} {json.loads(c.params) if c.params else ''}: {c.verdict}"

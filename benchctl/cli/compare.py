@@ -36,9 +36,7 @@ def _rows(comparison) -> list[list[str]]:
             change += f" [{(c.ratio_low - 1) * 100:+.0f}, {(c.ratio_high - 1) * 100:+.0f}]"
         p_value = c.relative_p if c.by_pairs else c.p_adjusted  # the evidence the verdict rests on
         p = "" if p_value is None else f"{p_value:.2g}"
-        status = "" if c.verdict not in (Verdict.BROKEN, Verdict.FIXED) else f" ({c.base_status} -> {c.new_status})"
-        status += f" ({c.reason})" if c.reason else f" (by its pairs with {c.partner})" if c.by_pairs else ""
-        verdict = Text(c.verdict + status, style=STYLES.get(c.verdict, ""))
+        verdict = Text(c.words(), style=STYLES.get(c.verdict, ""))
         op = c.op if c.target in ("op", "") else f"{c.op}/{c.target}"
         rows.append([op, c.impl, c.device, c.dtype, params_text(c.params), c.pass_name,
                      _ms(c.base_median_s), _ms(c.new_median_s), change, _against_partner(c), p, verdict])

@@ -73,7 +73,7 @@ def _step_row(step, said) -> list:
     from benchctl.report.history_page import change_text
 
     c = step.change
-    verdict = Text(c.verdict + (f" ({c.reason})" if c.reason else ""), style=STYLES.get(c.verdict, ""))
+    verdict = Text(c.words(), style=STYLES.get(c.verdict, ""))
     subject = said[step.after.sha].subject if step.after.sha in said else ""
     return [step.series.name(), step.before.label, step.after.label, change_text(step), verdict, subject]
 
@@ -84,7 +84,8 @@ def _json(all_series, found, page: str) -> dict:
     cell = lambda s: {**s.cell, "machine": s.machine}  # noqa: E731
     steps = [{**cell(st.series), "before": st.before.sha or st.before.run_id, "after": st.after.sha or st.after.run_id,
               "verdict": st.change.verdict, "ratio": st.change.ratio, "ratio_low": st.change.ratio_low,
-              "ratio_high": st.change.ratio_high, "reason": st.change.reason} for st in found]
+              "ratio_high": st.change.ratio_high, "reason": st.change.reason, "code_changed": st.change.code_changed}
+             for st in found]
     return {"page": page, "steps": steps,
             "series": [{**cell(s), "git_ordered": s.git_ordered, "points": [point(p) for p in s.points]}
                        for s in all_series]}

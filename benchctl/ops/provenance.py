@@ -1,5 +1,6 @@
-"""Which commit the measured code is at: the repository of the folder an operator's file was loaded from
-(a user's --ops-dir, or benchctl's own implementations/). Asked once per folder per process."""
+"""Which code was measured: the commit of the repository of the folder an operator's file was loaded from
+(a user's --ops-dir, or benchctl's own implementations/), asked once per folder per process; and the
+digest of each cell's own code and of its partner's (digest.py), taken once per process."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from benchctl.ops import registry
+from benchctl.ops import digest, registry
 from benchctl.results import commits
 
 
@@ -23,3 +24,10 @@ def code_facts(op_name: str | None) -> dict[str, Any]:
 @lru_cache(maxsize=None)
 def _folder_facts(folder: str) -> tuple[tuple[str, Any], ...]:
     return tuple(commits.head(folder).items())
+
+
+def cell_digests(row: Any) -> dict[str, Any]:
+    """The digest columns for a row of a pass (results/schema.py): its code's, and its partner's where paired."""
+    codes = {"impl_code": row.get("impl"), "partner_code": row.get("paired_with")}
+    return {column: digest.cell_code(row.get("op"), row.get("target"), impl)
+            for column, impl in codes.items() if isinstance(impl, str) and impl}

@@ -54,8 +54,7 @@ def change_text(step: Step) -> str:
 def steps_table(found: Sequence[Step], said: Mapping[str, Commit]) -> pd.DataFrame:
     return pd.DataFrame([{"cell": s.series.name(), "machine": s.series.machine, "before": s.before.label,
                           "after": s.after.label, "message": _subject(s.after.sha, said),
-                          "change [95% interval]": change_text(s), "verdict": s.change.verdict
-                          + (f" ({s.change.reason})" if s.change.reason else "")} for s in found],
+                          "change [95% interval]": change_text(s), "verdict": s.change.words()} for s in found],
                         columns=["cell", "machine", "before", "after", "message", "change [95% interval]", "verdict"])
 
 

@@ -44,6 +44,9 @@ COLUMNS: dict[str, pa.DataType] = {
     "code_dirty": pa.bool_(),  # the repository had uncommitted changes to tracked files
     "code_repo": pa.string(),  # the repository's top folder
     "code_time": pa.string(),  # the commit's date (ISO 8601, committer)
+    # A digest of the code the pass timed (ops/digest.py): the implementation's own functions, kernels and
+    # extension sources, and its target's input factory. Equal in two runs: none of that code changed.
+    "impl_code": pa.string(),
     "host": pa.string(),
     "torch_version": pa.string(),
     "cuda_version": pa.string(),
@@ -97,6 +100,7 @@ COLUMNS: dict[str, pa.DataType] = {
     "paired_with": pa.string(),  # run --pair-with: the implementation timed sample by sample in alternation
     "partner_samples_s": pa.list_(pa.float64()),  # ... its samples, turn by turn beside samples_s (paired.py)
     "partner_disturbed": pa.list_(pa.bool_()),  # ... which its watch set aside (as `disturbed` does the own)
+    "partner_code": pa.string(),  # ... the digest of its code (as impl_code is the own's)
     "paired_speedup": pa.float64(),  # median ratio (partner / own) of the pairs kept: times faster than it
     "paired_ci_lo": pa.float64(),  # the 95% confidence interval of paired_speedup
     "paired_ci_hi": pa.float64(),
@@ -138,8 +142,8 @@ assert set(ENV_FIELDS) <= set(COLUMNS) and set(CELL_COLUMNS) <= set(COLUMNS)
 FIRST_CALL_COLUMNS = ("compile_s", "recompiles", "recompiles_total", "graph_breaks", "graph_break_reason",
                       "dynamic_shapes")
 # What a pass timed in alternation with a partner says of the pairs (run --pair-with).
-PAIRED_COLUMNS = ("paired_with", "partner_samples_s", "partner_disturbed", "paired_speedup", "paired_ci_lo",
-                  "paired_ci_hi", "process_paired_speedups")
+PAIRED_COLUMNS = ("paired_with", "partner_samples_s", "partner_disturbed", "partner_code", "paired_speedup",
+                  "paired_ci_lo", "paired_ci_hi", "process_paired_speedups")
 
 
 def clean_samples(samples: Sequence[float], disturbed: Sequence[bool] | None) -> list[float]:

@@ -226,7 +226,7 @@ def _spread(result: PassResult) -> float:
 
 def stamp(results: Iterable[PassResult], env: dict[str, Any]) -> Rows:
     """The rows to write: each result's columns with the environment facts, the measured code's commit and
-    the time (a result's own facts win, e.g. threads)."""
+    digests, and the time (a result's own facts win, e.g. threads)."""
     now = datetime.now(timezone.utc).isoformat()
-    return [{**env, **provenance.code_facts(r.op), **{k: v for k, v in r.items() if v is not None},
-             "timestamp": now} for r in results]
+    return [{**env, **provenance.code_facts(r.op), **provenance.cell_digests(r),
+             **{k: v for k, v in r.items() if v is not None}, "timestamp": now} for r in results]
