@@ -20,10 +20,9 @@ import json
 import os
 import sysconfig
 import types
-from pathlib import Path
 from typing import Any, Iterator
 
-from benchctl.ops import extension, lookup, modifiers, registry
+from benchctl.ops import extension, lookup, modifiers, paths, registry
 
 DIGEST_CHARS = 12
 CONSTANTS = (int, float, str, bool, bytes, type(None))
@@ -32,28 +31,31 @@ TRITON_KERNELS = ("Autotuner", "Heuristics", "JITFunction", "InterpretedFunction
 # Where code is the harness's or an installed package's: its source is not hashed, only followed through
 # a wrapper's closure to the function it wraps.
 _NOT_OWN = tuple(os.path.realpath(p) + os.sep for p in {
-    *(sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")),
-    str(Path(registry.__file__).resolve().parents[1])})
+    *(sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")), str(paths.PACKAGE_DIR)})
+_BUILTIN = os.path.realpath(paths.IMPLEMENTATIONS_DIR) + os.sep  # inside the package where installed from a wheel
 
 
 @functools.lru_cache(maxsize=None)
 def cell_code(op_name: str, target: str, impl: str) -> str | None:
-    """The digest of the code cell (`op_name`, `target`, `impl`) times; None where it is not known here."""
+    """The digest of the code cell (`op_name`, `target`, `impl`) times; None where it is not known here, or
+    cannot be read (the rows it goes on are written all the same)."""
     op = registry.operators().get(op_name)
-    base = modifiers.split(impl)[0] if modifiers.is_modified(impl) else impl
-    if op is None or not lookup.known(op, impl):
+    try:
+        if op is None or not lookup.known(op, impl):
+            return None
+        found = op.implementations[modifiers.split(impl)[0] if modifiers.is_modified(impl) else impl]
+        roots: list[Any] = [found.fn, found.prepare, *found.kernels, extension.behind(found)]
+        if any(t.name == target for t in op.targets):
+            roots += [op.target(target).make_inputs, op.target(target).call]
+        return digest(roots)
+    except Exception:  # a malformed name, a file gone since: no digest, never a lost row
         return None
-    found = op.implementations[base]
-    roots: list[Any] = [found.fn, found.prepare, *found.kernels, extension.behind(found)]
-    if any(t.name == target for t in op.targets):
-        roots += [op.target(target).make_inputs, op.target(target).call]
-    return digest(roots)
 
 
 def digest(roots: list[Any]) -> str:
     """The digest over everything reached from `roots` (module docstring), in an order that does not
     depend on how it was reached."""
-    pieces: dict[str, bytes] = {}
+    pieces: dict[str, set[bytes]] = {}  # by name: two lambdas of one module share theirs
     seen: set[int] = set()
     todo = list(roots)
     while todo:
@@ -63,11 +65,11 @@ def digest(roots: list[Any]) -> str:
         seen.add(id(obj))
         for key, piece, more in _parts(obj):
             if piece is not None:
-                pieces[key] = piece
+                pieces.setdefault(key, set()).add(piece)
             todo += more
     h = hashlib.sha256()
     for key in sorted(pieces):
-        h.update(key.encode() + b"\0" + pieces[key] + b"\0")
+        h.update(key.encode() + b"\0" + b"\0".join(sorted(pieces[key])) + b"\0")
     return h.hexdigest()[:DIGEST_CHARS]
 
 
@@ -152,9 +154,10 @@ def _own(obj: Any) -> bool:
     """Defined in a file of the user's (an operator's folder), not in the harness or an installed package."""
     try:
         path = inspect.getsourcefile(obj)
-    except TypeError:  # built in
+    except (TypeError, OSError):  # built in, or its module is gone
         return False
-    return path is not None and not os.path.realpath(path).startswith(_NOT_OWN)
+    real = os.path.realpath(path) if path else ""
+    return real.startswith(_BUILTIN) or bool(real) and not real.startswith(_NOT_OWN)
 
 
 def _source(obj: Any) -> bytes:

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from benchctl.cli import cli
 from benchctl.measure.result import PassResult
-from benchctl.ops import provenance, registry
+from benchctl.ops import digest, provenance, registry
 from benchctl.results import storage
 from benchctl.sweep.driver import stamp
 
@@ -73,3 +73,4 @@ def test_a_run_stamps_the_code_columns_on_every_row(repo, tmp_path):
     assert result.exit_code == 0, result.output
     rows = storage.load(root=tmp_path)
     assert set(rows["code_sha"]) == {git(repo, "rev-parse", "HEAD")} and set(rows["code_repo"]) == {str(repo.resolve())}
+    assert set(rows["impl_code"]) == {digest.cell_code("provenance_probe", "op", "py")}  # ops/digest.py
