@@ -14,7 +14,7 @@ import pandas as pd
 
 from benchctl.errors import UsageError
 from benchctl.results import storage
-from benchctl.results.schema import CELL_COLUMNS, ENV_FIELDS, clean_samples
+from benchctl.results.schema import CELL_COLUMNS, ENV_FIELDS, clean_samples, stored_list
 from benchctl.analysis.comparison import CellChange, Comparison, EnvDifference, VERDICTS
 from benchctl.analysis.pairs import relative_change
 from benchctl.analysis.summary import probed
@@ -34,11 +34,7 @@ def code_changed(base: Mapping[str, Any], new: Mapping[str, Any], column: str = 
 
 def _samples(row: pd.Series) -> list[float]:
     """The row's clean samples: those its worker did not set aside as disturbed."""
-    return clean_samples(_listed(row.get("samples_s")), _listed(row.get("disturbed")))
-
-
-def _listed(value: Any) -> list:
-    return [] if value is None or (np.isscalar(value) and pd.isna(value)) else list(value)
+    return clean_samples(stored_list(row.get("samples_s")), stored_list(row.get("disturbed")))
 
 
 def _facts(row: pd.Series) -> dict[str, Any]:

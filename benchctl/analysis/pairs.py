@@ -18,6 +18,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from benchctl.results.schema import stored_list
+
 # Runs of consecutive pairs whose medians bound the paired speedup's interval (block_interval).
 PAIR_BLOCKS = 6
 # Runs of consecutive pairs a side's pairs are cut into to compare two runs (relative_change): their medians
@@ -106,7 +108,7 @@ def process_spread(row: Mapping[str, Any]) -> float | None:
     The pairs of one process agree better than two processes do: a process can land in a mode of its own
     for its whole life, and two runs of `run all cpu --quick`, one process each, moved speedups that their
     blocks put within +-5% by up to 34%."""
-    speedups = [s for s in _listed(row.get("process_paired_speedups")) if _positive(s)]
+    speedups = [s for s in stored_list(row.get("process_paired_speedups")) if _positive(s)]
     return max(speedups) / min(speedups) - 1 if len(speedups) >= 2 else None
 
 
@@ -114,10 +116,10 @@ def block_medians(row: Mapping[str, Any]) -> np.ndarray | None:
     """The medians of COMPARE_BLOCKS runs of a row's consecutive clean pairs, each pair's own time over its
     partner's; None with fewer than PAIRS_PER_BLOCK pairs a block. A row pooled from rounds whose turns
     took different numbers of calls is cut into turns of their mean length."""
-    own, partner = _listed(row.get("samples_s")), _listed(row.get("partner_samples_s"))
+    own, partner = stored_list(row.get("samples_s")), stored_list(row.get("partner_samples_s"))
     if not own or not partner:
         return None
-    ratios, clean = pair_ratios(own, partner, _listed(row.get("disturbed")), _listed(row.get("partner_disturbed")))
+    ratios, clean = pair_ratios(own, partner, stored_list(row.get("disturbed")), stored_list(row.get("partner_disturbed")))
     times = 1 / ratios[clean]
     if times.size < COMPARE_BLOCKS * PAIRS_PER_BLOCK:
         return None
@@ -155,10 +157,6 @@ def u_counts(m: int, n: int) -> tuple[int, ...]:
     for u, ways in enumerate(u_counts(m, n - 1)):
         counts[u] += ways
     return tuple(counts)
-
-
-def _listed(value: Any) -> list:
-    return [] if value is None or (np.isscalar(value) and value != value) else list(value)
 
 
 def _positive(value: Any) -> bool:

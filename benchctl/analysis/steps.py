@@ -23,7 +23,7 @@ from ruptures.base import BaseCost
 
 from benchctl.analysis import compare, comparison
 from benchctl.analysis.history import Point, Series
-from benchctl.results.schema import PAIRED_COLUMNS, clean_samples
+from benchctl.results.schema import PAIRED_COLUMNS, clean_samples, stored_list
 from benchctl.vocab import Stop
 
 Z95 = 1.959964  # a 95% interval's half-width in standard errors
@@ -117,7 +117,7 @@ def pooled(points: Sequence[Point]) -> dict[str, Any]:
     last = settled[-1].to_dict()
     if len(settled) == 1:
         return last
-    samples = [s for r in settled for s in clean_samples(_list(r.get("samples_s")), _list(r.get("disturbed")))]
+    samples = [s for r in settled for s in clean_samples(stored_list(r.get("samples_s")), stored_list(r.get("disturbed")))]
     medians = [float(r["median_s"]) for r in settled]
     spreads = [float(v) for v in (r.get("process_spread") for r in settled) if _number(v)]
     probes = {k: _median([r.get(k) for r in settled]) for k in POOLED}
@@ -127,10 +127,6 @@ def pooled(points: Sequence[Point]) -> dict[str, Any]:
             "process_spread": max([max(medians) / min(medians) - 1, *spreads]),
             "noisy": all(_flag(r.get("noisy")) for r in settled),
             "stop": Stop.DISTURBED if all(r.get("stop") == Stop.DISTURBED for r in settled) else last.get("stop")}
-
-
-def _list(value: Any) -> list:
-    return [] if value is None or (np.isscalar(value) and pd.isna(value)) else list(value)
 
 
 def _flag(value: Any) -> bool:

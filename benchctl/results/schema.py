@@ -146,6 +146,11 @@ PAIRED_COLUMNS = ("paired_with", "partner_samples_s", "partner_disturbed", "part
                   "paired_ci_lo", "paired_ci_hi", "process_paired_speedups")
 
 
+def stored_list(value: Any) -> list:
+    """A list column's value as a list: empty where the row has none (null, or NaN where pandas filled it)."""
+    return [] if value is None or (isinstance(value, float) and value != value) else list(value)
+
+
 def clean_samples(samples: Sequence[float], disturbed: Sequence[bool] | None) -> list[float]:
     """A row's samples its worker did not set aside (`disturbed`); all of them where it set aside every
     one, or where the flags are missing (a row from before them) or do not match the samples."""
