@@ -113,3 +113,12 @@ def test_the_gpu_checks_seed_sweeps_name_params_the_operators_take(tmp_path):
         impls, *words = seed.split()
         result = CliRunner().invoke(cli, ["run", impls, "gpu", "--op", *words, "--out", str(tmp_path)])
         assert result.exit_code != 0 and "nothing can run here: no CUDA device" in result.output, seed
+
+
+def test_the_history_bench_writes_its_slowdown_into_the_operators_file(monkeypatch):
+    """The planted slowdown must be code (a constant the digest sees), not the environment variable the
+    A/A bench uses."""
+    bench = _module("history_bench", monkeypatch)
+    text = bench.operator(1.2)
+    assert "SLOWDOWN = 1.2" in text and "os.environ" not in text
+    compile(text, "slowed.py", "exec")

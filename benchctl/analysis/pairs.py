@@ -119,7 +119,8 @@ def block_medians(row: Mapping[str, Any]) -> np.ndarray | None:
     own, partner = stored_list(row.get("samples_s")), stored_list(row.get("partner_samples_s"))
     if not own or not partner:
         return None
-    ratios, clean = pair_ratios(own, partner, stored_list(row.get("disturbed")), stored_list(row.get("partner_disturbed")))
+    aside = stored_list(row.get("disturbed")), stored_list(row.get("partner_disturbed"))
+    ratios, clean = pair_ratios(own, partner, *aside)
     times = 1 / ratios[clean]
     if times.size < COMPARE_BLOCKS * PAIRS_PER_BLOCK:
         return None

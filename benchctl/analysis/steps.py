@@ -1,34 +1,33 @@
 """The steps in a cell's history, found by change-point detection (ruptures' PELT) and judged with the
 verdict rules of `compare`.
 
-Each point is a run's median on a log scale, weighted by how well that run knows it: its 95% interval
+Each point is a run's level on a log scale (its median; or, where every run of the cell was timed in
+alternation with one partner whose code stayed the same, its time against the partner: sides.levels),
+weighted by how well that run knows it: its 95% interval
 (as a standard error) plus the scatter between neighbouring runs (robustly, from the median absolute
 difference of successive points), so a noisy run, whose interval is wide, weighs little and makes no step,
 while a clean run far from its neighbours does. A step must pay the BIC penalty (2 ln n in chi-square
 units). Each step found is then a comparison: the runs since the step before it against the runs up to
-the step after it, their samples pooled, each run counted as a process (so the spread between runs stands
-where `compare` holds the spread between a run's processes) and the verdict given by compare.compare.
+the step after it, each side pooled into one row (sides.pooled), and the verdict given by compare.compare,
+by the pairs where they speak.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
 import ruptures as rpt
 from ruptures.base import BaseCost
 
-from benchctl.analysis import compare, comparison
+from benchctl.analysis import compare, comparison, sides
 from benchctl.analysis.history import Point, Series
-from benchctl.results.schema import PAIRED_COLUMNS, clean_samples, stored_list
-from benchctl.vocab import Stop
 
 Z95 = 1.959964  # a 95% interval's half-width in standard errors
 MAD_SIGMA = 1.4826  # median absolute deviation -> standard deviation, for normal scatter
-POOLED = ("canary_s", "mem_gbps", "sm_clock_mhz")  # the machine's probes: a pooled side takes their median
 
 
 class WeightedL2(BaseCost):
@@ -68,11 +67,10 @@ class Step:
         return self.series.points[self.index]
 
 
-def weights(points: Sequence[Point]) -> np.ndarray:
-    """1 / variance of each point's log median: its own interval's, plus the scatter between runs."""
-    y = np.log([p.median_s for p in points])
-    own = np.array([(math.log(p.ci_hi_s) - math.log(p.ci_lo_s)) / (2 * Z95) if p.ci_lo_s > 0 else 0.0
-                    for p in points])
+def weights(levels: np.ndarray) -> np.ndarray:
+    """1 / variance of each run's log level: its own interval's, plus the scatter between runs."""
+    y = np.log(levels[:, 0])
+    own = np.array([(math.log(hi) - math.log(lo)) / (2 * Z95) if lo > 0 else 0.0 for _, lo, hi in levels])
     scatter = MAD_SIGMA * float(np.median(np.abs(np.diff(y)))) / math.sqrt(2) if len(y) > 2 else 0.0
     variance = own ** 2 + scatter ** 2
     floor = max(float(np.max(variance)), 1e-12) * 1e-6  # identical medians with no interval: no zero division
@@ -87,7 +85,8 @@ def change_points(points: Sequence[Point]) -> list[int]:
     starts = [i for i, p in enumerate(points) if i == 0 or p.label != points[i - 1].label]
     if len(starts) < 2:
         return []
-    y, w = np.log([p.median_s for p in points]), weights(points)
+    found = sides.levels(points)
+    y, w = np.log(found[:, 0]), weights(found)
     groups = [slice(a, b) for a, b in zip(starts, [*starts[1:], len(points)])]
     group_w = np.array([w[g].sum() for g in groups])
     group_y = np.array([(w[g] * y[g]).sum() for g in groups]) / group_w
@@ -101,46 +100,11 @@ def steps(series: Series, threshold: float = 0.05, alpha: float = 0.05) -> list[
     bounds = [0, *found, len(series.points)]
     out = []
     for left, at, right in zip(bounds, bounds[1:], bounds[2:]):
-        before, after = (pd.DataFrame([pooled(series.points[a:b])]) for a, b in ((left, at), (at, right)))
+        before, after = (pd.DataFrame([sides.pooled(series.points[a:b])]) for a, b in ((left, at), (at, right)))
         change = compare.compare(before, after, threshold, alpha).cells[0]
         code = compare.code_changed(series.points[at - 1].row, series.points[at].row)  # at the step itself
         out.append(Step(series, at, replace(change, code_changed=code)))
     return out
-
-
-def pooled(points: Sequence[Point]) -> dict[str, Any]:
-    """One row standing for several runs of a cell: their clean samples together, each run a process. Runs
-    that did not settle (noisy, disturbed) are left out where any other did. It holds no pairs with a
-    partner (its samples are no longer in turn with any one run's partner samples)."""
-    rows = [p.row for p in points]
-    settled = [r for r in rows if not _flag(r.get("noisy")) and r.get("stop") != Stop.DISTURBED] or rows
-    last = settled[-1].to_dict()
-    if len(settled) == 1:
-        return last
-    samples = [s for r in settled for s in clean_samples(stored_list(r.get("samples_s")), stored_list(r.get("disturbed")))]
-    medians = [float(r["median_s"]) for r in settled]
-    spreads = [float(v) for v in (r.get("process_spread") for r in settled) if _number(v)]
-    probes = {k: _median([r.get(k) for r in settled]) for k in POOLED}
-    return {**last, **dict.fromkeys(PAIRED_COLUMNS), **probes, "samples_s": samples, "disturbed": None,
-            "median_s": float(np.median(samples)),
-            "processes": sum(int(_number(r.get("processes")) or 1) for r in settled),
-            "process_spread": max([max(medians) / min(medians) - 1, *spreads]),
-            "noisy": all(_flag(r.get("noisy")) for r in settled),
-            "stop": Stop.DISTURBED if all(r.get("stop") == Stop.DISTURBED for r in settled) else last.get("stop")}
-
-
-def _flag(value: Any) -> bool:
-    return bool(value) if value is not None and not (np.isscalar(value) and pd.isna(value)) else False
-
-
-def _number(value: Any) -> float | None:
-    ok = isinstance(value, (int, float, np.floating, np.integer)) and math.isfinite(value)
-    return float(value) if ok else None
-
-
-def _median(values: Sequence[Any]) -> float | None:
-    present = [v for v in map(_number, values) if v is not None]
-    return float(np.median(present)) if present else None
 
 
 def newest_first(found: Sequence[Step]) -> list[Step]:

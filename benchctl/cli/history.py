@@ -78,14 +78,17 @@ def _step_row(step, said) -> list:
     return [step.series.name(), step.before.label, step.after.label, change_text(step), verdict, subject]
 
 
+# What --json gives of each step's judgement (compare's CellChange fields).
+STEP_FIELDS = ("verdict", "ratio", "ratio_low", "ratio_high", "reason", "code_changed", "by_pairs", "partner",
+               "relative", "relative_low", "relative_high")
+
+
 def _json(all_series, found, page: str) -> dict:
     point = lambda p: {"run_id": p.run_id, "commit": p.sha, "dirty": p.dirty, "time": p.time,  # noqa: E731
                        "median_s": p.median_s, "ci_lo_s": p.ci_lo_s, "ci_hi_s": p.ci_hi_s}
     cell = lambda s: {**s.cell, "machine": s.machine}  # noqa: E731
     steps = [{**cell(st.series), "before": st.before.sha or st.before.run_id, "after": st.after.sha or st.after.run_id,
-              "verdict": st.change.verdict, "ratio": st.change.ratio, "ratio_low": st.change.ratio_low,
-              "ratio_high": st.change.ratio_high, "reason": st.change.reason, "code_changed": st.change.code_changed}
-             for st in found]
+              **{k: getattr(st.change, k) for k in STEP_FIELDS}} for st in found]
     return {"page": page, "steps": steps,
             "series": [{**cell(s), "git_ordered": s.git_ordered, "points": [point(p) for p in s.points]}
                        for s in all_series]}

@@ -22,7 +22,7 @@ import sysconfig
 import types
 from typing import Any, Iterator
 
-from benchctl.ops import extension, lookup, modifiers, paths, registry
+from benchctl.ops import extension, lookup, modifiers, paths, registry, triton_support
 
 DIGEST_CHARS = 12
 CONSTANTS = (int, float, str, bool, bytes, type(None))
@@ -85,9 +85,9 @@ def _parts(obj: Any) -> Iterator[Part]:
         yield from _function(obj)
     elif isinstance(obj, type):
         yield from _class(obj)
-    elif type(obj).__name__ in TRITON_KERNELS:
-        configs = getattr(obj, "configs", None)
-        yield f"{_name(obj.fn)}:configs", repr(configs).encode() if configs else None, [obj.fn]
+    elif type(obj).__name__ in TRITON_KERNELS:  # its configs (autotuned), and the function it compiles
+        configs = "\n".join(str(c) for c in getattr(obj, "configs", None) or ())
+        yield f"{_name(triton_support.base_kernel(obj).fn)}:configs", configs.encode() or None, [obj.fn]
     elif isinstance(obj, functools.partial):
         yield "", None, [obj.func, *obj.args, *obj.keywords.values()]
     elif isinstance(obj, types.ModuleType):
@@ -99,16 +99,19 @@ def _parts(obj: Any) -> Iterator[Part]:
 
 
 def _function(fn: types.FunctionType) -> Iterator[Part]:
-    wrapped = [c.cell_contents for c in fn.__closure__ or () if _has_contents(c)] + [getattr(fn, "__wrapped__", None)]
+    """An own function: its source, the constants it names or holds (globals, closure, defaults), and what
+    else it names or holds to follow. The harness's or a package's: only what it wraps."""
+    held = [c.cell_contents for c in fn.__closure__ or () if _has_contents(c)] + [getattr(fn, "__wrapped__", None)]
     if not _own(fn):
-        yield "", None, wrapped
+        yield "", None, held
         return
+    held += [*(fn.__defaults__ or ()), *(fn.__kwdefaults__ or {}).values()]
     names = _names(fn.__code__)
     used = [fn.__globals__[n] for n in sorted(names) if n in fn.__globals__]
     members = [getattr(m, n) for m in used if isinstance(m, types.ModuleType) and _own(m) for n in sorted(names)
                if hasattr(m, n)]
-    follow = [v for v in used + members if not _constant(v)]
-    yield _name(fn), _source(fn), [*wrapped, *(fn.__defaults__ or ()), *follow]
+    yield _name(fn), _source(fn), [v for v in held + used + members if not _constant(v)]
+    yield f"{_name(fn)}:held", repr([v for v in held if _constant(v)]).encode(), []
     for n in sorted(names & fn.__globals__.keys()):
         if _constant(fn.__globals__[n]):
             yield f"{fn.__module__}.{n}", repr(fn.__globals__[n]).encode(), []
@@ -169,5 +172,6 @@ def _source(obj: Any) -> bytes:
 
 
 def _name(obj: Any) -> str:
-    return f"{getattr(obj, '__module__', '')}.{getattr(obj, '__qualname__', repr(obj))}"
+    """`module.qualname`: the same in every process (never an object's address)."""
+    return f"{getattr(obj, '__module__', '')}.{getattr(obj, '__qualname__', type(obj).__qualname__)}"
 

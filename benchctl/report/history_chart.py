@@ -1,7 +1,8 @@
 """One history chart: a pass of an operator on one device and machine kind, its time against the commit,
 a line per implementation (and params, where they vary: one line style each) with its 95% intervals as a
 band, a hollow marker for a run that did not settle (noisy), each step marked between the two commits it
-lies between and labelled with the commit after it, its verdict and change."""
+lies between and labelled with the commit after it, its verdict and change; and below, for the series
+timed against one unchanged partner, that time, in which their steps were found (analysis/sides.py)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 
 from benchctl.report.charts import LINESTYLES, figure_grid, impl_colors, panel_title
+from benchctl.analysis import sides
 from benchctl.analysis.history import Point, Series
 from benchctl.analysis.steps import Step
 from benchctl.vocab import Verdict
@@ -55,44 +57,52 @@ def variant(s: Series, varying: Sequence[str]) -> str:
 
 
 def history_figure(series: Sequence[Series], found: Sequence[Step], title: str) -> "Figure":
-    from matplotlib.ticker import FormatStrFormatter, LogLocator, NullFormatter
-
+    """The time panel, and below it, where a series was timed against one unchanged partner throughout
+    (analysis/sides.py), the panel of that time against the partner, in which its steps were sought."""
     axis = commit_axis(series)
-    fig, axes = figure_grid(1, 1, width=max(7.0, 1.1 * len(axis) + 3))
-    ax = axes[0][0]
+    paired = [s for s in series if sides.partner([p.row for p in s.points])]
+    fig, axes = figure_grid(2 if paired else 1, 1, width=max(7.0, 1.1 * len(axis) + 3))
     colors = impl_colors(s.cell["impl"] for s in series)
     keys = sorted({k for s in series for k in [*json.loads(s.cell["params"] or "{}"), "dtype"]})
     varying = [k for k in keys if len({variant(s, [k]) for s in series}) > 1]
     styles = {v: LINESTYLES[i % len(LINESTYLES)] for i, v in enumerate(sorted({variant(s, varying) for s in series}))}
-    for s in series:
-        label = " ".join(filter(None, [s.cell["impl"], variant(s, varying)]))
-        _draw(ax, s, positions(s, axis), colors[s.cell["impl"]], styles[variant(s, varying)], label)
-    for step in found:
-        _mark(ax, step, axis)
+    panels = [(axes[0][0], series, "time per call (ms), 95% interval", lambda s: sides.own_levels(s.points) * 1e3)]
+    panels += [(axes[1][0], paired, "time against its partner (own / partner)", lambda s: sides.levels(s.points))
+               ] if paired else []
+    for ax, shown, ylabel, levels in panels:
+        for s in shown:
+            label = " ".join(filter(None, [s.cell["impl"], variant(s, varying)]))
+            _draw(ax, s, levels(s), positions(s, axis), colors[s.cell["impl"]], styles[variant(s, varying)], label)
+        for step in found:
+            _mark(ax, step, axis)
+        _axes(ax, axis, ylabel)
     first = series[0].cell
-    ax.set_title(f"{title}: {panel_title(first['device'], first['pass'])}", fontsize=10)
+    axes[0][0].set_title(f"{title}: {panel_title(first['device'], first['pass'])}", fontsize=10)
+    return fig
+
+
+def _axes(ax, axis: list[str], ylabel: str) -> None:
+    from matplotlib.ticker import FormatStrFormatter, LogLocator, NullFormatter
+
     ax.set_xticks(range(len(axis)), axis, rotation=45, ha="right", fontsize=8, family="monospace")
     ax.set_xlim(-0.5, len(axis) - 0.5)
     ax.set_xlabel("commit of the measured code (* uncommitted changes); hollow: a noisy run")
-    ax.set_ylabel("time per call (ms), 95% interval")
+    ax.set_ylabel(ylabel)
     ax.set_yscale("log")
     ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))  # labels inside a decade too
     ax.yaxis.set_major_formatter(FormatStrFormatter("%.3g"))
     ax.yaxis.set_minor_formatter(NullFormatter())
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
-    return fig
 
 
-def _draw(ax, s: Series, x: np.ndarray, color, style: str, label: str) -> None:
-    ms = lambda values: np.array(values) * 1e3  # noqa: E731
-    ax.fill_between(x, ms([p.ci_lo_s for p in s.points]), ms([p.ci_hi_s for p in s.points]), color=color,
-                    alpha=0.15, linewidth=0)
-    ax.plot(x, ms([p.median_s for p in s.points]), style, marker="o", color=color, label=label, markersize=4)
+def _draw(ax, s: Series, levels: np.ndarray, x: np.ndarray, color, style: str, label: str) -> None:
+    """A series' levels (median, low, high a row: its times, or its time against the partner) and band."""
+    ax.fill_between(x, levels[:, 1], levels[:, 2], color=color, alpha=0.15, linewidth=0)
+    ax.plot(x, levels[:, 0], style, marker="o", color=color, label=label, markersize=4)
     noisy = [i for i, p in enumerate(s.points) if _noisy(p)]
     if noisy:
-        ax.plot(x[noisy], ms([s.points[i].median_s for i in noisy]), "o", markersize=8, markerfacecolor="white",
-                color=color)
+        ax.plot(x[noisy], levels[noisy, 0], "o", markersize=8, markerfacecolor="white", color=color)
 
 
 def _noisy(p: Point) -> bool:
@@ -104,7 +114,9 @@ def _mark(ax, step: Step, axis: list[str]) -> None:
     at = axis.index(step.after.label) - 0.5
     color = VERDICT_COLORS.get(step.change.verdict, "#777777")
     ax.axvline(at, color=color, linestyle="--", linewidth=1)
-    change = f" {(step.change.ratio - 1) * 100:+.0f}%" if step.change.ratio is not None else ""
-    ax.annotate(f"{step.series.cell['impl']} {step.change.verdict}{change} at {step.after.label}", (at, 1),
+    c = step.change
+    ratio = c.relative if c.by_pairs else c.ratio
+    change = f" {(ratio - 1) * 100:+.0f}%" if ratio is not None else ""
+    ax.annotate(f"{step.series.cell['impl']} {c.verdict}{change} at {step.after.label}", (at, 1),
                 xycoords=("data", "axes fraction"), xytext=(3, -3), textcoords="offset points", rotation=90,
                 va="top", fontsize=7, color=color)

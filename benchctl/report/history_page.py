@@ -44,11 +44,16 @@ def chart_groups(series: Sequence[Series]) -> dict[tuple[str, ...], list[Series]
 
 
 def change_text(step: Step) -> str:
+    """The change the verdict rests on: the median's, or where the pairs gave it, the time against the partner."""
     c = step.change
-    if c.ratio is None:
-        return ""
-    interval = f" [{(c.ratio_low - 1) * 100:+.1f}%, {(c.ratio_high - 1) * 100:+.1f}%]" if c.ratio_low else ""
-    return f"{(c.ratio - 1) * 100:+.1f}%{interval}"
+    if c.by_pairs:
+        return f"{_percent(c.relative, c.relative_low, c.relative_high)} against {c.partner}"
+    return "" if c.ratio is None else _percent(c.ratio, c.ratio_low, c.ratio_high)
+
+
+def _percent(ratio: float, low: float | None, high: float | None) -> str:
+    interval = f" [{(low - 1) * 100:+.1f}%, {(high - 1) * 100:+.1f}%]" if low else ""
+    return f"{(ratio - 1) * 100:+.1f}%{interval}"
 
 
 def steps_table(found: Sequence[Step], said: Mapping[str, Commit]) -> pd.DataFrame:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from benchctl.analysis import history, steps
+from benchctl.analysis import history, sides, steps
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
 from history_runs import COMMITS, NOISY_AT, STEP_AT, write_history  # noqa: E402
@@ -99,14 +99,14 @@ def storage_concat(*frames):
     return pd.concat(frames, ignore_index=True)
 
 
-def test_runs_pooled_for_a_step_keep_no_pairs_with_a_partner():
-    """Pooled samples are no longer in turn with any one run's partner samples: compare must not read them
-    as pairs."""
+def test_runs_pooled_for_a_step_keep_no_pairs_with_a_partner_whose_code_is_unknown():
+    """Without the partner's code digest, the runs may have been paired with different code: compare must
+    not read their pairs (tests/analysis/test_sides.py: with it, they are kept)."""
     import pandas as pd
 
     paired = {"samples_s": [1.0, 1.1], "partner_samples_s": [2.0, 2.2], "paired_with": "py", "paired_speedup": 2.0,
               "median_s": 1.05}
     points = [history.Point(f"r{i}", None, False, "", 1.05, 1.0, 1.1, pd.Series(paired)) for i in range(2)]
-    row = steps.pooled(points)
+    row = sides.pooled(points)
     assert row["samples_s"] == [1.0, 1.1, 1.0, 1.1] and row["processes"] == 2
     assert row["paired_with"] is None and row["partner_samples_s"] is None and row["paired_speedup"] is None

@@ -129,7 +129,8 @@ def test_a_registered_cell_and_its_partner_are_stamped(builtin_ops):
     assert alone["impl_code"] == cpp and "partner_code" not in alone
 
 
-@pytest.mark.parametrize("op, target, a, b", [("hoconv2d", "filter", "py", "cpp"), ("lstm_cell", "cell", "py", "triton")])
+@pytest.mark.parametrize("op, target, a, b", [("hoconv2d", "filter", "py", "cpp"),
+                                              ("lstm_cell", "cell", "py", "triton")])
 def test_builtin_implementations_of_one_operator_differ(builtin_ops, op, target, a, b):
     assert digest.cell_code(op, target, a) != digest.cell_code(op, target, b)
 
@@ -160,3 +161,22 @@ def test_two_lambdas_of_one_module_both_count(tmp_path):
     before = digest.digest([load(tmp_path / "a", text, "digest_lambdas").py])
     assert digest.digest([load(tmp_path / "b", text.replace("x + 1", "x + 3"), "digest_lambdas").py]) != before
     assert digest.digest([load(tmp_path / "c", text.replace("x * 2", "x * 4"), "digest_lambdas").py]) != before
+
+
+def test_implementations_made_by_one_factory_differ_by_what_they_hold(tmp_path):
+    text = "def make(block, scale=1.0):\n    def impl(x):\n        return x * block * scale\n    return impl\n"
+    module = load(tmp_path / "a", text, "digest_factory")
+    assert len({digest.digest([module.make(b, s)]) for b, s in ((64, 1.0), (128, 1.0), (64, 2.0))}) == 3
+
+
+def test_the_digest_is_the_same_in_another_process():
+    """Nothing of a process (an object's address, the order of a set) reaches it: a triton kernel with
+    autotune configs included."""
+    import subprocess
+
+    cells = [("lstm_cell", "cell", "triton"), ("hoconv2d", "filter", "cpp"), ("grid_sample", "sample", "py")]
+    script = ("from benchctl.ops import registry, digest; registry.discover(); "
+              f"print([digest.cell_code(*c) for c in {cells!r}])")
+    runs = [subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+            for _ in range(2)]
+    assert runs[0] == runs[1] and "None" not in runs[0]

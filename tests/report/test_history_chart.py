@@ -1,0 +1,29 @@
+"""The history chart of a cell timed against one unchanged partner: its own times above, and below, its
+time against the partner, where its step was found, marked with the change the pairs measured."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from benchctl.analysis import sides, steps
+from benchctl.report.history_chart import history_figure
+from tests.analysis.test_sides import CODE_SLOWS_AT, RUNS, run_row, series
+
+
+def test_a_paired_series_gets_a_panel_of_its_time_against_the_partner():
+    s = series([run_row(i) for i in range(RUNS)])
+    (step,) = steps.steps(s)
+    fig = history_figure([s], [step], "hoconv2d")
+    top, bottom = fig.axes
+    assert np.allclose(top.lines[0].get_ydata(), [p.median_s * 1e3 for p in s.points])
+    assert np.allclose(bottom.lines[0].get_ydata(), sides.levels(s.points)[:, 0])
+    assert bottom.get_ylabel() == "time against its partner (own / partner)"
+    marks = [t.get_text() for t in bottom.texts]
+    assert marks == [f"cpp slower +25% at {s.points[CODE_SLOWS_AT].label}"]
+    assert step.change.ratio > 1.3  # the own medians moved more: the machine slowed down on the side before
+
+
+def test_an_unpaired_series_has_the_time_panel_only():
+    s = series([{**run_row(i), "partner_code": None} for i in range(RUNS)])
+    (only,) = history_figure([s], steps.steps(s), "hoconv2d").axes
+    assert np.allclose(only.lines[0].get_ydata(), [p.median_s * 1e3 for p in s.points])
