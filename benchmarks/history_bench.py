@@ -8,7 +8,7 @@ slowdown written in the file (SLOWDOWN): 1.0 up to the fourth commit, 1.2 from i
 one `benchctl run py,planted cpu` as a user types it (3 processes, `planted` timed in alternation with
 `py`); the run at the second commit has a busy neighbour (a process that keeps one core busy). Then the
 history's steps are found and judged twice: as `benchctl history` does (by the time against py, the
-partner's code digest being the same throughout), and on the own times only (the partner's digest taken
+partner's code digest being the same throughout), and on the own times only (the pair columns taken
 away). Prints, per pass of `planted`, where each finds steps and what it calls them. Run it with nothing
 else on the machine.
 """
@@ -62,11 +62,13 @@ def measure(out: Path) -> None:
 
 def judge(out: Path) -> None:
     from benchctl.analysis import history, steps
+    from benchctl.results.schema import PAIRED_COLUMNS
 
     rows = history.load(root=out / "results")
     rows = rows[rows["impl"] == "planted"]
     labels = {}
-    for name, frame in (("by the pairs (history)", rows), ("own times only", rows.assign(partner_code=None))):
+    alone = rows.assign(**dict.fromkeys(PAIRED_COLUMNS))  # as if never paired
+    for name, frame in (("as history does", rows), ("own times only", alone)):
         for s in history.series(frame):
             labels = {p.sha: i for i, p in enumerate(s.points)}
             found = steps.steps(s)

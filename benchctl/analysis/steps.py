@@ -25,6 +25,7 @@ from ruptures.base import BaseCost
 
 from benchctl.analysis import compare, comparison, sides
 from benchctl.analysis.history import Point, Series
+from benchctl.vocab import Stop
 
 Z95 = 1.959964  # a 95% interval's half-width in standard errors
 MAD_SIGMA = 1.4826  # median absolute deviation -> standard deviation, for normal scatter
@@ -77,11 +78,24 @@ def weights(levels: np.ndarray) -> np.ndarray:
     return 1 / np.maximum(variance, floor)
 
 
+def searched(points: Sequence[Point]) -> list[int]:
+    """The indices of the runs the search reads: all but those the harness stopped as disturbed (a neighbour
+    held the machine through them, so their times say nothing of the code however narrow their interval:
+    one read 350x its neighbours with an interval of +-0.01%), unless fewer than two would be left."""
+    kept = [i for i, p in enumerate(points) if p.row.get("stop") != Stop.DISTURBED]
+    return kept if len(kept) >= 2 else list(range(len(points)))
+
+
 def change_points(points: Sequence[Point]) -> list[int]:
-    """Indices of the points that start a new level (never 0), always at a new commit: the runs of one
-    commit measure the same code, so they are one point to the search, at their weighted mean with their
-    weights summed (which gives every segmentation that keeps them together the same cost, up to a
-    constant, as the runs one by one)."""
+    """Indices of the points that start a new level (never 0), among the runs searched (`searched`)."""
+    kept = searched(points)
+    return [kept[i] for i in _change_points([points[i] for i in kept])]
+
+
+def _change_points(points: Sequence[Point]) -> list[int]:
+    """The search itself, always at a new commit: the runs of one commit measure the same code, so they
+    are one point to it, at their weighted mean with their weights summed (which gives every segmentation
+    that keeps them together the same cost, up to a constant, as the runs one by one)."""
     starts = [i for i, p in enumerate(points) if i == 0 or p.label != points[i - 1].label]
     if len(starts) < 2:
         return []

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 
 from benchctl.report.charts import LINESTYLES, figure_grid, impl_colors, panel_title
-from benchctl.analysis import sides
+from benchctl.analysis import sides, steps
 from benchctl.analysis.history import Point, Series
 from benchctl.analysis.steps import Step
 from benchctl.vocab import Verdict
@@ -60,19 +60,18 @@ def history_figure(series: Sequence[Series], found: Sequence[Step], title: str) 
     """The time panel, and below it, where a series was timed against one unchanged partner throughout
     (analysis/sides.py), the panel of that time against the partner, in which its steps were sought."""
     axis = commit_axis(series)
-    paired = [s for s in series if sides.partner([p.row for p in s.points])]
+    paired = [s for s in series if sides.partner([s.points[i].row for i in steps.searched(s.points)])]
     fig, axes = figure_grid(2 if paired else 1, 1, width=max(7.0, 1.1 * len(axis) + 3))
     colors = impl_colors(s.cell["impl"] for s in series)
     keys = sorted({k for s in series for k in [*json.loads(s.cell["params"] or "{}"), "dtype"]})
     varying = [k for k in keys if len({variant(s, [k]) for s in series}) > 1]
     styles = {v: LINESTYLES[i % len(LINESTYLES)] for i, v in enumerate(sorted({variant(s, varying) for s in series}))}
-    panels = [(axes[0][0], series, "time per call (ms), 95% interval", lambda s: sides.own_levels(s.points) * 1e3)]
-    panels += [(axes[1][0], paired, "time against its partner (own / partner)", lambda s: sides.levels(s.points))
-               ] if paired else []
-    for ax, shown, ylabel, levels in panels:
+    panels = [(axes[0][0], series, "time per call (ms), 95% interval", False)]
+    panels += [(axes[1][0], paired, "time against its partner (own / partner)", True)] if paired else []
+    for ax, shown, ylabel, relative in panels:
         for s in shown:
             label = " ".join(filter(None, [s.cell["impl"], variant(s, varying)]))
-            _draw(ax, s, levels(s), positions(s, axis), colors[s.cell["impl"]], styles[variant(s, varying)], label)
+            _draw(ax, *_levels(s, axis, relative), colors[s.cell["impl"]], styles[variant(s, varying)], label)
         for step in found:
             _mark(ax, step, axis)
         _axes(ax, axis, ylabel)
@@ -96,11 +95,21 @@ def _axes(ax, axis: list[str], ylabel: str) -> None:
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
 
 
-def _draw(ax, s: Series, levels: np.ndarray, x: np.ndarray, color, style: str, label: str) -> None:
-    """A series' levels (median, low, high a row: its times, or its time against the partner) and band."""
+def _levels(s: Series, axis: list[str], relative: bool) -> tuple[list[Point], np.ndarray, np.ndarray]:
+    """The runs drawn, where they sit on the x axis, and their levels: every run's time (ms), or the time
+    against the partner of the runs the step search reads (steps.searched)."""
+    if not relative:
+        return list(s.points), positions(s, axis), sides.own_levels(s.points) * 1e3
+    kept = steps.searched(s.points)
+    runs = [s.points[i] for i in kept]
+    return runs, positions(s, axis)[kept], sides.levels(runs)
+
+
+def _draw(ax, runs: list[Point], x: np.ndarray, levels: np.ndarray, color, style: str, label: str) -> None:
+    """Runs' levels (median, low, high a row: their times, or their time against the partner) and band."""
     ax.fill_between(x, levels[:, 1], levels[:, 2], color=color, alpha=0.15, linewidth=0)
     ax.plot(x, levels[:, 0], style, marker="o", color=color, label=label, markersize=4)
-    noisy = [i for i, p in enumerate(s.points) if _noisy(p)]
+    noisy = [i for i, p in enumerate(runs) if _noisy(p)]
     if noisy:
         ax.plot(x[noisy], levels[noisy, 0], "o", markersize=8, markerfacecolor="white", color=color)
 

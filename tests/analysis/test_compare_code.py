@@ -11,7 +11,6 @@ from benchctl.analysis.verdict import CODE_UNCHANGED
 from benchctl.vocab import Verdict
 from tests.analysis.test_compare import frame, row, timed
 from tests.analysis.test_compare_pairs import cell, cpp, sides
-from tests.analysis.test_history import written  # noqa: F401 (the fixture)
 
 
 def judged(base_code: str | None, new_code: str | None, slower: float = 1.2) -> compare.Comparison:
@@ -63,7 +62,7 @@ def with_codes(series: history.Series, codes: list[str]) -> history.Series:
     return dataclasses.replace(series, points=tuple(points))
 
 
-def test_a_step_says_whether_the_implementations_code_changed_at_it(written):  # noqa: F811
+def test_a_step_says_whether_the_implementations_code_changed_at_it(written):
     root, _ = written
     (s,) = history.series(history.load(root=root))
     (at,) = steps.change_points(s.points)

@@ -11,14 +11,7 @@ import pytest
 from benchctl.analysis import history, sides, steps
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
-from history_runs import COMMITS, NOISY_AT, STEP_AT, write_history  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def written(tmp_path_factory):
-    base = tmp_path_factory.mktemp("history")
-    shas = write_history(base / "results", base / "repo")
-    return base / "results", shas
+from history_runs import COMMITS, NOISY_AT, STEP_AT  # noqa: E402 (the `written` fixture: conftest.py)
 
 
 def test_one_series_per_cell_in_git_order(written):

@@ -84,3 +84,19 @@ def test_pooling_keeps_each_runs_set_aside_samples_aside():
     pooled = sides.pooled(series([a, b]).points)
     assert pooled["disturbed"] == [True] + [False] * (2 * PAIRS - 1)
     assert pooled["median_s"] == pytest.approx(float(np.median(a["samples_s"][1:] + b["samples_s"])))
+
+
+def test_a_run_stopped_disturbed_is_left_out_of_the_search():
+    """A busy neighbour held one run 350x slower with an interval of +-0.01% and no clean pairs. Read as a
+    level it makes steps of its own (and takes the pairs from the whole series; in a real history of five
+    runs its scatter hid every step); left out, the code's step is found, by the pairs."""
+    rows = [run_row(i) for i in range(RUNS)]
+    held = rows[2]
+    held.update(stop="disturbed", median_s=held["median_s"] * 350, ci_lo_s=held["median_s"] * 349.97,
+                ci_hi_s=held["median_s"] * 350.03, paired_speedup=None, paired_ci_lo=None, paired_ci_hi=None)
+    s = series(rows)
+    assert steps.searched(s.points) == [i for i in range(RUNS) if i != 2]
+    assert steps.change_points(s.points) == [CODE_SLOWS_AT]
+    (step,) = steps.steps(s)
+    assert (step.change.verdict, step.change.by_pairs) == (Verdict.SLOWER, True)
+    assert {2, 3} <= set(steps._change_points(s.points))  # read as a level: a step into it and out of it
