@@ -48,10 +48,11 @@ def own_levels(points: Sequence[Point]) -> np.ndarray:
 
 
 def pooled(points: Sequence[Point]) -> dict[str, Any]:
-    """One row standing for several runs of a cell (module docstring). Runs that did not settle (noisy,
-    disturbed) are left out where any other did."""
+    """One row standing for several runs of a cell (module docstring). Runs that did not settle are left out
+    where any other did: noisy ones where another was not, disturbed ones where any other was not."""
     rows = [p.row for p in points]
-    settled = [r for r in rows if not _flag(r.get("noisy")) and r.get("stop") != Stop.DISTURBED] or rows
+    undisturbed = [r for r in rows if r.get("stop") != Stop.DISTURBED]
+    settled = [r for r in undisturbed if not _flag(r.get("noisy"))] or undisturbed or rows
     last = settled[-1].to_dict()
     if len(settled) == 1:
         return last

@@ -100,3 +100,13 @@ def test_a_run_stopped_disturbed_is_left_out_of_the_search():
     (step,) = steps.steps(s)
     assert (step.change.verdict, step.change.by_pairs) == (Verdict.SLOWER, True)
     assert {2, 3} <= set(steps._change_points(s.points))  # read as a level: a step into it and out of it
+
+
+def test_a_side_of_noisy_runs_and_a_disturbed_one_pools_the_noisy_ones():
+    """Noisy runs (own times wider than +-1%, as on a VM in a slow phase) still hold their pairs; a run stopped
+    disturbed holds none: pooled with them, it would cost the side its pairs."""
+    rows = [{**run_row(i), "noisy": True} for i in range(3)]
+    rows[1].update(stop="disturbed", paired_ci_lo=None, paired_ci_hi=None)
+    pooled = sides.pooled(series(rows).points)
+    assert pooled["paired_with"] == "py" and pooled["processes"] == 2
+    assert pooled["samples_s"] == rows[0]["samples_s"] + rows[2]["samples_s"]
