@@ -81,7 +81,7 @@ def weights(levels: np.ndarray) -> np.ndarray:
 def searched(points: Sequence[Point]) -> list[int]:
     """The indices of the runs the search reads: all but those the harness stopped as disturbed (a neighbour
     held the machine through them, so their times say nothing of the code however narrow their interval:
-    one read 350x its neighbours with an interval of +-0.01%), unless fewer than two would be left."""
+    one read 350x its neighbours with an interval under +-0.01%), unless fewer than two would be left."""
     kept = [i for i, p in enumerate(points) if p.row.get("stop") != Stop.DISTURBED]
     return kept if len(kept) >= 2 else list(range(len(points)))
 

@@ -1,6 +1,6 @@
 """One history chart: a pass of an operator on one device and machine kind, its time against the commit,
 a line per implementation (and params, where they vary: one line style each) with its 95% intervals as a
-band, a hollow marker for a run that did not settle (noisy), each step marked between the two commits it
+band, a hollow marker for a run that did not settle (noisy) and a cross on one stopped disturbed, each step marked between the two commits it
 lies between and labelled with the commit after it, its verdict and change; and below, for the series
 timed against one unchanged partner, that time, in which their steps were found (analysis/sides.py)."""
 
@@ -15,7 +15,7 @@ from benchctl.report.charts import LINESTYLES, figure_grid, impl_colors, panel_t
 from benchctl.analysis import sides, steps
 from benchctl.analysis.history import Point, Series
 from benchctl.analysis.steps import Step
-from benchctl.vocab import Verdict
+from benchctl.vocab import Stop, Verdict
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -74,23 +74,26 @@ def history_figure(series: Sequence[Series], found: Sequence[Step], title: str) 
             _draw(ax, *_levels(s, axis, relative), colors[s.cell["impl"]], styles[variant(s, varying)], label)
         for step in found:
             _mark(ax, step, axis)
-        _axes(ax, axis, ylabel)
+        _axes(ax, axis, ylabel, log=not relative)
     first = series[0].cell
     axes[0][0].set_title(f"{title}: {panel_title(first['device'], first['pass'])}", fontsize=10)
     return fig
 
 
-def _axes(ax, axis: list[str], ylabel: str) -> None:
+def _axes(ax, axis: list[str], ylabel: str, log: bool) -> None:
+    """Commits on x; times on a log scale, a time against the partner (near 1) on a linear one."""
     from matplotlib.ticker import FormatStrFormatter, LogLocator, NullFormatter
 
     ax.set_xticks(range(len(axis)), axis, rotation=45, ha="right", fontsize=8, family="monospace")
     ax.set_xlim(-0.5, len(axis) - 0.5)
-    ax.set_xlabel("commit of the measured code (* uncommitted changes); hollow: a noisy run")
+    ax.set_xlabel("commit of the measured code (* uncommitted changes)\nhollow: a noisy run; x: a run stopped "
+                  "disturbed, left out of the step search")
     ax.set_ylabel(ylabel)
-    ax.set_yscale("log")
-    ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))  # labels inside a decade too
+    if log:
+        ax.set_yscale("log")
+        ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))  # labels inside a decade too
+        ax.yaxis.set_minor_formatter(NullFormatter())
     ax.yaxis.set_major_formatter(FormatStrFormatter("%.3g"))
-    ax.yaxis.set_minor_formatter(NullFormatter())
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
 
@@ -112,6 +115,9 @@ def _draw(ax, runs: list[Point], x: np.ndarray, levels: np.ndarray, color, style
     noisy = [i for i, p in enumerate(runs) if _noisy(p)]
     if noisy:
         ax.plot(x[noisy], levels[noisy, 0], "o", markersize=8, markerfacecolor="white", color=color)
+    held = [i for i, p in enumerate(runs) if p.row.get("stop") == Stop.DISTURBED]  # out of the search
+    if held:
+        ax.plot(x[held], levels[held, 0], "x", markersize=10, markeredgewidth=2, color=color)
 
 
 def _noisy(p: Point) -> bool:

@@ -27,3 +27,13 @@ def test_an_unpaired_series_has_the_time_panel_only():
     s = series([{**run_row(i), "partner_code": None} for i in range(RUNS)])
     (only,) = history_figure([s], steps.steps(s), "hoconv2d").axes
     assert np.allclose(only.lines[0].get_ydata(), [p.median_s * 1e3 for p in s.points])
+
+
+def test_a_run_stopped_disturbed_is_crossed_in_the_time_panel_and_absent_from_the_partner_panel():
+    rows = [run_row(i) for i in range(RUNS)]
+    rows[2].update(stop="disturbed", paired_ci_lo=None, paired_ci_hi=None)
+    s = series(rows)
+    top, bottom = history_figure([s], steps.steps(s), "hoconv2d").axes
+    crossed = [line for line in top.lines if line.get_marker() == "x"]
+    assert len(crossed) == 1 and np.allclose(crossed[0].get_ydata(), [rows[2]["median_s"] * 1e3])
+    assert len(bottom.lines[0].get_xdata()) == RUNS - 1
