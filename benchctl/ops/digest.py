@@ -22,7 +22,7 @@ import sysconfig
 import types
 from typing import Any, Iterator
 
-from benchctl.ops import extension, lookup, modifiers, paths, registry, triton_support
+from benchctl.ops import build, extension, lookup, modifiers, paths, registry, triton_support
 
 DIGEST_CHARS = 12
 CONSTANTS = (int, float, str, bool, bytes, type(None))
@@ -127,7 +127,7 @@ def _extension(ext: extension.Extension) -> Iterator[Part]:
     for kind in ("cpu", "cuda"):
         try:
             library = ext.library(kind)
-        except Exception:  # no sources of this kind
+        except build.BuildError:  # no sources of this kind
             continue
         folder = library.folder.resolve()
         yield f"ext:{ext.stem}:{kind}:options", json.dumps(library.options.to_json(), sort_keys=True).encode(), []
@@ -174,4 +174,3 @@ def _source(obj: Any) -> bytes:
 def _name(obj: Any) -> str:
     """`module.qualname`: the same in every process (never an object's address)."""
     return f"{getattr(obj, '__module__', '')}.{getattr(obj, '__qualname__', type(obj).__qualname__)}"
-

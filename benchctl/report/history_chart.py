@@ -1,8 +1,9 @@
 """One history chart: a pass of an operator on one device and machine kind, its time against the commit,
 a line per implementation (and params, where they vary: one line style each) with its 95% intervals as a
-band, a hollow marker for a run that did not settle (noisy) and a cross on one stopped disturbed, each step marked between the two commits it
-lies between and labelled with the commit after it, its verdict and change; and below, for the series
-timed against one unchanged partner, that time, in which their steps were found (analysis/sides.py)."""
+band, a hollow marker for a run that did not settle (noisy) and a cross on one the step search leaves out
+(stopped disturbed), each step marked between the two commits it lies between and labelled with the commit
+after it, its verdict and change; and below, for the series timed against one unchanged partner, that
+time, in which their steps were found (analysis/sides.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from benchctl.report.charts import LINESTYLES, figure_grid, impl_colors, panel_t
 from benchctl.analysis import sides, steps
 from benchctl.analysis.history import Point, Series
 from benchctl.analysis.steps import Step
-from benchctl.vocab import Stop, Verdict
+from benchctl.vocab import Verdict
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -98,26 +99,27 @@ def _axes(ax, axis: list[str], ylabel: str, log: bool) -> None:
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
 
 
-def _levels(s: Series, axis: list[str], relative: bool) -> tuple[list[Point], np.ndarray, np.ndarray]:
-    """The runs drawn, where they sit on the x axis, and their levels: every run's time (ms), or the time
-    against the partner of the runs the step search reads (steps.searched)."""
-    if not relative:
-        return list(s.points), positions(s, axis), sides.own_levels(s.points) * 1e3
+def _levels(s: Series, axis: list[str], relative: bool) -> tuple[list[Point], np.ndarray, np.ndarray, list[int]]:
+    """The runs drawn, where they sit on the x axis, their levels, and which of them the step search leaves
+    out (steps.searched): every run's time (ms), or the time against the partner of the runs it reads."""
     kept = steps.searched(s.points)
+    if not relative:
+        left_out = [i for i in range(len(s.points)) if i not in kept]
+        return list(s.points), positions(s, axis), sides.own_levels(s.points) * 1e3, left_out
     runs = [s.points[i] for i in kept]
-    return runs, positions(s, axis)[kept], sides.levels(runs)
+    return runs, positions(s, axis)[kept], sides.levels(runs), []
 
 
-def _draw(ax, runs: list[Point], x: np.ndarray, levels: np.ndarray, color, style: str, label: str) -> None:
+def _draw(ax, runs: list[Point], x: np.ndarray, levels: np.ndarray, left_out: list[int], color, style: str,
+          label: str) -> None:
     """Runs' levels (median, low, high a row: their times, or their time against the partner) and band."""
     ax.fill_between(x, levels[:, 1], levels[:, 2], color=color, alpha=0.15, linewidth=0)
     ax.plot(x, levels[:, 0], style, marker="o", color=color, label=label, markersize=4)
     noisy = [i for i, p in enumerate(runs) if _noisy(p)]
     if noisy:
         ax.plot(x[noisy], levels[noisy, 0], "o", markersize=8, markerfacecolor="white", color=color)
-    held = [i for i, p in enumerate(runs) if p.row.get("stop") == Stop.DISTURBED]  # out of the search
-    if held:
-        ax.plot(x[held], levels[held, 0], "x", markersize=10, markeredgewidth=2, color=color)
+    if left_out:
+        ax.plot(x[left_out], levels[left_out, 0], "x", markersize=10, markeredgewidth=2, color=color)
 
 
 def _noisy(p: Point) -> bool:
