@@ -18,7 +18,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from benchctl.results.schema import stored_list
+from benchctl.results.schema import clean_samples, stored_list
 
 # Runs of consecutive pairs whose medians bound the paired speedup's interval (block_interval).
 PAIR_BLOCKS = 6
@@ -55,6 +55,16 @@ def _turns(samples: Sequence[float], aside: Sequence[bool], pairs: int) -> tuple
 
 def _flags(aside: Sequence[bool], n: int) -> np.ndarray:
     return np.asarray(aside, dtype=bool) if len(aside) == n else np.zeros(n, bool)
+
+
+def partner_median(row: Mapping[str, Any]) -> float | None:
+    """The median of the partner's samples in a row's pairs (those its watch kept, `clean_samples`): what the
+    partner read beside this implementation, which the partner's own row, timed at another moment, need not
+    match. None where the row was not timed in pairs."""
+    samples = stored_list(row.get("partner_samples_s"))
+    if not samples:
+        return None
+    return float(np.median(clean_samples(samples, stored_list(row.get("partner_disturbed")))))
 
 
 def block_interval(ratios: np.ndarray) -> tuple[float, float]:

@@ -5,9 +5,18 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
+import math
+
 import numpy as np
 
+from benchctl.analysis.pairs import partner_median
 from benchctl.vocab import Stop
+
+# A paired speedup is marked where its partner read this much slower or faster in the pairs than in its own row
+# (`partner_apart`): the two medians a table shows side by side were then taken at different speeds of the
+# machine, and their ratio is not the speedup. In one quick sweep on the 2-core VM, 17 of 93 paired passes
+# (lstm_cell's py forward at 16: 0.085 ms in its own row, 0.130-0.160 ms beside compile, cpp and jit).
+PARTNER_APART = 0.25
 
 
 def speedup_text(ratio: float) -> str:
@@ -55,6 +64,16 @@ def unsettled(base: Mapping[str, Any], row: Mapping[str, Any]) -> bool:
     return _a_side_disturbed(base, row) or (found is not None and found[0] < 1.0 < found[1])
 
 
+def partner_apart(base: Mapping[str, Any], row: Mapping[str, Any]) -> bool:
+    """`row` was timed in pairs with `base`'s implementation, and the partner's median in those pairs is over
+    PARTNER_APART away from `base`'s own median, either way: the machine's speed moved between the two cells,
+    so the ratio of their medians is not the speedup (the pairs' is)."""
+    theirs, own = partner_median(row) if _timed_together(base, row) else None, base.get("median_s")
+    if theirs is None or not present_value(own) or theirs <= 0 or own <= 0:
+        return False
+    return abs(math.log(theirs / own)) > math.log1p(PARTNER_APART)
+
+
 def disturbed(row: Mapping[str, Any]) -> bool:
     """The row stopped `disturbed`: too few samples ran undisturbed for its median to be theirs."""
     return row.get("stop") == Stop.DISTURBED
@@ -67,9 +86,10 @@ def _a_side_disturbed(base: Mapping[str, Any], row: Mapping[str, Any]) -> bool:
 def speedup_label(base: Mapping[str, Any], row: Mapping[str, Any]) -> str:
     """The speedup as text; where it is a paired one (measure/paired.py), to two decimals (three significant
     digits beyond 0.1-100: 0.0039x, not 0.00x) and with the half width of its interval: 2.05x ±0.3% (without
-    one where too few pairs gave it). A `?` after one whose range holds 1 (`unsettled`)."""
+    one where too few pairs gave it). A `?` after one whose range holds 1 (`unsettled`), a `≠` after one whose
+    partner read far from its own row in the pairs (`partner_apart`)."""
     ratio = speedup(base, row)
-    mark = "?" if unsettled(base, row) else ""
+    mark = ("?" if unsettled(base, row) else "") + ("≠" if partner_apart(base, row) else "")
     if not (_timed_together(base, row) and ratio > 0):
         return speedup_text(ratio) + mark
     found = _paired_interval(row)

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 import numpy as np
 import pandas as pd
 
 from benchctl.results import storage
 from benchctl.results.schema import CANARY_SLOW, CELL_COLUMNS, SLOW_PHASE
-from benchctl.analysis.speedup import disturbed, present_value, speedup_label
+from benchctl.analysis.pairs import partner_median
+from benchctl.analysis.speedup import PARTNER_APART, disturbed, partner_apart, present_value, speedup_label
 from benchctl.analysis.verdict import timing_kinds
 from benchctl.vocab import Device, Status, TimingMode
 
@@ -72,6 +74,8 @@ def present(rows: pd.DataFrame, absent: list[Absent]) -> pd.DataFrame:
 MARKS = {
     "±": "the paired speedup's interval, from this run's pairs",
     "?": "the speedup does not hold: its rounds disagree on which is faster, or a side is disturbed",
+    "≠": f"the reference read over {PARTNER_APART:.0%} off its own row in these pairs (the machine changed speed "
+         "between the cells): the speedup is the pairs', not the ratio of the two medians shown",
     "~": "noisy",
     "dist": "disturbed, too few clean samples",
     "slow": f"the machine's canary over {CANARY_SLOW:.0%} slower than calibrated",
@@ -91,15 +95,28 @@ class SummaryTable:
     @property
     def marks(self) -> tuple[str, ...]:
         """The marks (MARKS) its cells carry."""
-        words = {w.strip("()") for row in self.rows for text in row for w in text.split()}
-        texts = " ".join(text for row in self.rows for text in row)
-        return tuple(m for m in MARKS if (m in texts if m in "±?" else m in words))
+        return marks_in(text for row in self.rows for text in row)
+
+
+SYMBOLS = "±?≠"  # the marks written onto a speedup, so found anywhere in a cell's text; the others are words
+
+
+def marks_in(texts: Iterable[str]) -> tuple[str, ...]:
+    """The marks (MARKS) these cells' texts carry, in MARKS' order."""
+    texts = list(texts)
+    words, joined = {w.strip("()") for text in texts for w in text.split()}, " ".join(texts)
+    return tuple(m for m in MARKS if (m in joined if m in SYMBOLS else m in words))
 
 
 def legend(tables: list[SummaryTable]) -> str | None:
     """One line under the tables saying what each mark they carry means; None where they carry none."""
-    found = {m for t in tables for m in t.marks}
-    said = [f"{m} {MARKS[m]}" if m in "±?~" else f"{m}: {MARKS[m]}" for m in MARKS if m in found]
+    return legend_of({m for t in tables for m in t.marks})
+
+
+def legend_of(found: Iterable[str]) -> str | None:
+    """What each of these marks means, in MARKS' order; None for none."""
+    found = set(found)
+    said = [f"{m} {MARKS[m]}" if m in SYMBOLS + "~" else f"{m}: {MARKS[m]}" for m in MARKS if m in found]
     return "marks: " + "; ".join(said) if said else None
 
 
@@ -204,6 +221,31 @@ def host_bound_line(rows: pd.DataFrame) -> str | None:
         return None
     return (f"{count} of {len(eager)} GPU passes were host-bound (host): their times are the host issuing each "
             "call (Python, dispatch, launches), not the kernels; run again with --cuda-graph to time the kernels")
+
+
+def partner_apart_line(rows: pd.DataFrame) -> str | None:
+    """A line under the tables where passes timed in pairs read their partner far from the partner's own row
+    (`partner_apart`, the tables' `≠`): how many, and the widest, so nobody divides two medians of the table
+    that the machine's speed set apart."""
+    found = [(b, r) for b, r in _paired_with_base(rows) if partner_median(r) is not None]
+    apart = [(b, r) for b, r in found if partner_apart(b, r)]
+    if not apart:
+        return None
+    base, row = max(apart, key=lambda f: abs(math.log(partner_median(f[1]) / f[0]["median_s"])))
+    where = f"{row['op']}/{row['target']} {row['pass']} at {row['axis']}={axis_value_text(row['axis_value'])}"
+    return (f"{len(apart)} of {len(found)} passes timed in pairs read their partner over {PARTNER_APART:.0%} off "
+            f"the partner's own row (the widest, {where}: {base['impl']} {_fmt_ms(base['median_s'])} ms in its "
+            f"row, {_fmt_ms(partner_median(row))} ms beside {row['impl']}): the machine changed speed between "
+            "the cells; each speedup is its pairs', timed side by side")
+
+
+def _paired_with_base(rows: pd.DataFrame) -> list[tuple[dict, dict]]:
+    """Each ok row timed in pairs, with the ok row of its partner in the same cell and pass."""
+    key = [c for c in CELL_COLUMNS if c != "impl"] + ["pass"]
+    ok = storage.latest(rows[rows["status"] == Status.OK], [*CELL_COLUMNS, "pass"])
+    own = {(r["impl"], *(r[k] for k in key)): r for r in ok.to_dict("records")}
+    paired = (r for r in ok.to_dict("records") if present_value(r.get("paired_with")))
+    return [(own[k], r) for r in paired if (k := (r["paired_with"], *(r[c] for c in key))) in own]
 
 
 def slow_calibration_line(rows: pd.DataFrame) -> str | None:

@@ -223,15 +223,15 @@ def _render_summary(writer) -> None:
     from benchctl import console
     from benchctl.ops import registry
     from benchctl.results import storage
-    from benchctl.analysis.summary import (absent_devices, host_bound_line, legend, slow_calibration_line,
-                                           slow_run_line, summary_tables)
+    from benchctl.analysis.summary import (absent_devices, host_bound_line, legend, partner_apart_line,
+                                           slow_calibration_line, slow_run_line, summary_tables)
 
     df = storage.load_run(writer.dir)
     refs = {name: op.reference for name, op in registry.operators().items()}
     tables = summary_tables(df, refs)
     for t in tables:
         console.out.print(console.table(t.title, t.columns, t.rows))
-    lines = [legend(tables), host_bound_line(df), slow_calibration_line(df), slow_run_line(df)]
+    lines = [legend(tables), partner_apart_line(df), host_bound_line(df), slow_calibration_line(df), slow_run_line(df)]
     for line in [a.line() for a in absent_devices(df)] + lines:
         if line:
             console.out.print(line)

@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 import numpy as np
 import pandas as pd
 
-from benchctl.report import compile_marks
+from benchctl.report import compile_marks, pair_marks
 from benchctl.report.speedups import ci_bars, intervals, speedups
 from benchctl.analysis.verdict import timing_kinds
 from benchctl.analysis.summary import axis_value_text
-from benchctl.vocab import DEVICES, FAILED, PASS_LABELS, PASSES, Device, Pass, Status
+from benchctl.vocab import DEVICES, FAILED, PASS_LABELS, PASSES, Device, Status
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -28,7 +28,6 @@ if TYPE_CHECKING:
 
 DEVICE_LABELS = {Device.CPU: "CPU", Device.CUDA: "GPU"}
 LINESTYLES = ("-", "--", ":", "-.")
-PASS_MARKERS = {Pass.FORWARD: "o", Pass.BACKWARD: "s", Pass.FORWARD_BACKWARD: "^"}
 
 
 def params_of(text: Any) -> dict[str, Any]:
@@ -263,6 +262,7 @@ def _timing_panel(ax: "Axes", cell: pd.DataFrame, colors: dict, styles: dict) ->
         tidy_log(ax)
     _mark_failed(ax, failed, colors)
     compile_marks.mark_recompiles(ax, cell)
+    pair_marks.mark_partners(ax, cell, colors)
     ax.set_ylabel("median time (ms)")
 
 

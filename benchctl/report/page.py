@@ -16,7 +16,7 @@ import pandas as pd
 from benchctl.report import charts, machine_chart, profiles, roofline
 from benchctl.report.contents import Report, Section
 from benchctl.report.render import render_html, render_markdown, slug
-from benchctl.report.tables import environment, failure_table, op_table
+from benchctl.report.tables import environment, failure_table, op_table, speedup_legend
 from benchctl.results import storage
 from benchctl.analysis.compare import KEY, machine_kinds
 from benchctl.analysis.summary import absent_devices, present
@@ -77,7 +77,7 @@ def _section(rows: pd.DataFrame, op: str, target: str, out_dir: Path, requested:
     figures = {kind: charts.save(fig, out_dir / "figures" / slug(op, target, *([machine] if machine else []), kind))
                for kind, fig in drawn.items() if fig is not None}
     return Section(op, target, title, baseline, note, figures, op_table(rows, baseline), failure_table(rows),
-                   tuple(a.line() for a in absent))
+                   tuple(a.line() for a in absent), speedup_legend(rows, baseline))
 
 
 def measured_peaks(rows: pd.DataFrame, metas: Sequence[Mapping[str, Any]] = ()) -> dict[str, dict[str, Any]]:

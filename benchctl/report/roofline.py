@@ -8,13 +8,14 @@ from typing import TYPE_CHECKING, Mapping
 import numpy as np
 import pandas as pd
 
-from benchctl.report.charts import (DEVICE_LABELS, DEVICES, PASS_MARKERS, figure_grid, finish, impl_colors, ordered,
-                                    scale_x, tidy_log)
-from benchctl.vocab import PASS_LABELS, Status
+from benchctl.report.charts import DEVICE_LABELS, DEVICES, figure_grid, finish, impl_colors, ordered, scale_x, tidy_log
+from benchctl.vocab import PASS_LABELS, Pass, Status
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
+
+PASS_MARKERS = {Pass.FORWARD: "o", Pass.BACKWARD: "s", Pass.FORWARD_BACKWARD: "^"}
 
 
 def roofline_figure(df: pd.DataFrame, title: str, peaks: Mapping[str, Mapping[str, float]] | None = None

@@ -13,7 +13,7 @@ from benchctl.report.speedups import labels
 from benchctl.results import storage
 from benchctl.results.schema import ENV_FIELDS
 from benchctl.analysis.speedup import disturbed
-from benchctl.analysis.summary import axis_value_text, probed, slow_machine
+from benchctl.analysis.summary import axis_value_text, legend_of, marks_in, probed, slow_machine
 from benchctl.analysis.verdict import timing_kinds
 from benchctl.vocab import DEVICES, FAILED, PASS_LABELS, PASSES
 
@@ -119,6 +119,11 @@ def op_table(rows: pd.DataFrame, baseline: str) -> pd.DataFrame:
         table["machine GB/s"] = df["mem_gbps"].map(lambda g: "" if pd.isna(g) else f"{g:.1f}")
     table = table.assign(**compile_marks.table_columns(df))  # torch.compile's, where the run has any
     return table.drop(columns=[c for c in ("params",) if not table[c].astype(bool).any()])
+
+
+def speedup_legend(rows: pd.DataFrame, baseline: str) -> str:
+    """What the marks on the table's speedups (±, ?, ≠) mean, as `run`'s legend says it; "" where none."""
+    return legend_of(marks_in(labels(rows, baseline))) or ""
 
 
 def _chart_order(df: pd.DataFrame) -> pd.DataFrame:

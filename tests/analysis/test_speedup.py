@@ -3,7 +3,9 @@ and the marks that say it does not hold."""
 
 import pytest
 
-from benchctl.analysis.speedup import range_label, speedup, speedup_label, speedup_range, speedup_text
+from benchctl.analysis.pairs import partner_median
+from benchctl.analysis.speedup import (partner_apart, range_label, speedup, speedup_label, speedup_range,
+                                      speedup_text)
 
 
 def test_a_large_slowdown_never_reads_zero():
@@ -76,3 +78,18 @@ def test_a_speedup_against_a_disturbed_row_is_marked_as_not_holding():
     assert speedup_label(cpp, py) == "0.0041x?"  # the disturbed side measured against a clean baseline
     assert range_label(py, {**cpp, "round_medians_s": [3.2e-5] * 3}) == "244x?"
     assert speedup_label({**py, "stop": "converged"}, cpp) == "243.8x"  # both clean: no mark
+
+
+def test_a_paired_speedup_whose_partner_read_far_from_its_own_row_is_marked():
+    # lstm_cell's py forward at 16 in one quick sweep: 0.085 ms in its own row, 0.16 ms beside cpp
+    py = {"impl": "py", "median_s": 0.085e-3}
+    beside = [0.16e-3] * 9 + [3e-3]  # the last sample set aside by the watch
+    cpp = {"impl": "cpp", "median_s": 0.0668e-3, "paired_with": "py", "paired_speedup": 2.32, "paired_ci_lo": 2.30,
+           "paired_ci_hi": 2.34, "partner_samples_s": beside, "partner_disturbed": [False] * 9 + [True]}
+    assert partner_median(cpp) == pytest.approx(0.16e-3)
+    assert partner_apart(py, cpp) and speedup_label(py, cpp) == "2.32x ±0.9%≠"
+    assert partner_apart({**py, "median_s": 0.2e-3}, cpp) is False  # 0.16 against 0.2: within 25%
+    assert partner_apart({**py, "median_s": 0.21e-3}, cpp) is True  # 0.16 against 0.21: 1.31x apart
+    assert partner_apart({**py, "impl": "jit"}, cpp) is False  # paired with another implementation
+    assert partner_apart(py, {**cpp, "partner_samples_s": None}) is False  # a row from before the samples
+    assert partner_median({"impl": "py", "median_s": 0.085e-3}) is None

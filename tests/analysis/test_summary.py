@@ -4,8 +4,8 @@ import json
 
 import pandas as pd
 
-from benchctl.analysis.summary import (absent_devices, host_bound_line, legend, slow_calibration_line,
-                                      slow_run_line, summary_tables)
+from benchctl.analysis.summary import (absent_devices, host_bound_line, legend, partner_apart_line,
+                                      slow_calibration_line, slow_run_line, summary_tables)
 
 
 def rows():
@@ -128,3 +128,18 @@ def test_the_summary_gives_the_paired_speedup():
                        median_s=[0.004, 0.010, 0.002, None, 0.5])
     small = next(t for t in summary_tables(df, {"lstm_cell": "py"}) if "H=64" in t.title)
     assert small.rows[1][2] == "2 (3.0x)"  # rounds 4.0x, 2.0x, 3.0x; the medians' ratio would say 2.0x
+
+
+def test_passes_whose_partner_read_far_from_its_own_row_are_marked_and_counted():
+    df = rows().iloc[[0, 2]].assign(median_s=[0.085e-3, 0.0668e-3])  # py and cpp at batch size 1
+    paired = {"paired_with": [None, "py"], "paired_speedup": [None, 2.32],
+              "partner_samples_s": [None, [0.16e-3, 0.15e-3, 0.17e-3]]}
+    tables = summary_tables(df.assign(**paired), {"lstm_cell": "py"})
+    assert tables[0].rows[1][2] == "0.0668 (2.32x≠)" and "≠" in tables[0].marks
+    assert "≠ the reference read over 25% off its own row in these pairs" in legend(tables)
+    line = partner_apart_line(df.assign(**paired))
+    assert line is not None and line.startswith("1 of 1 passes timed in pairs read their partner over 25% off")
+    assert "the widest, lstm_cell/cell forward at batch_size=1: py 0.085 ms in its row, 0.16 ms beside cpp" in line
+    near = {**paired, "partner_samples_s": [None, [0.09e-3] * 3]}
+    assert partner_apart_line(df.assign(**near)) is None
+    assert summary_tables(df.assign(**near), {"lstm_cell": "py"})[0].rows[1][2] == "0.0668 (2.32x)"
