@@ -21,6 +21,11 @@ from benchctl.measure.timing import Measurement, Policy, Sampler, collector_off,
 # Two calls further apart than this in their warm-up are not paired: a pair would hold that many calls
 # of the faster one, and the machine's swings would reach the pair's two halves apart.
 PAIRS_UP_TO = 1000.0
+# A side whose warm-up median is at least this long (seconds) begins its turns without the untimed call: what
+# the other side's call leaves in the caches costs a few microseconds of refill beside it, and the untimed call
+# would double its turn's time (hoconv2d's 167 ms py backward at 4, beside a 62 ms kernel, then got 3 pairs in
+# a quick sweep, and no interval).
+PRIMED_UP_TO = 0.01
 # Calls further apart than this pair in turns of k calls of the faster (calls_per_pair); closer ones one to
 # one: in two quick sweeps paired in turns from 1.5x on, the speedups between 1.5x and 10x moved between the
 # runs by a median 7.8%, against 3.8% paired one to one; those beyond 10x, timed alone before, by 9.6%
@@ -36,7 +41,8 @@ def measure_paired(setup: Callable[[], Thunk], partner: Callable[[], Thunk], clo
     begins with an untimed call of its own, so its timed calls find the caches as a loop of that call
     alone leaves them, not full of the other's data: on the 2-core VM, lstm_cell's py call straight after
     cpp's took 3% longer than in a loop of its own (0.402 against 0.389 ms), and cpp's speedup over it came
-    out 1.97-2.01x; with the untimed calls, py took the same as alone and the speedup was 2.04-2.05x.
+    out 1.97-2.01x; with the untimed calls, py took the same as alone and the speedup was 2.04-2.05x. A side
+    whose call takes PRIMED_UP_TO or longer skips it (`primed`): the refill is then a small share of it.
 
     Where the warm-ups are over TURNS_FROM apart, the faster side takes as many timed calls a turn as it
     takes to match one of the slower's (`calls_per_pair`), so the two halves of a pair span about the same time: a
@@ -55,19 +61,21 @@ def measure_paired(setup: Callable[[], Thunk], partner: Callable[[], Thunk], clo
             return sample(setup, clock, policy, elapsed, between).measurement(warm, elapsed() - began), None
         own, other = Sampler(policy, watch_of(clock)), Sampler(policy, watch_of(partner_clock))
         calls, partner_calls = calls_per_pair(warm, partner_warm)
-        _alternate([(setup, clock, own, calls), (partner, partner_clock, other, partner_calls)], elapsed, between)
+        _alternate([(setup, clock, own, calls, primed(warm)),
+                    (partner, partner_clock, other, partner_calls, primed(partner_warm))], elapsed, between)
     wall = elapsed() - began
     return own.measurement(warm, wall), other.measurement(partner_warm, wall)
 
 
-def _alternate(sides: list[tuple[Callable[[], Thunk], Clock, Sampler, int]], elapsed: Callable[[], float],
+def _alternate(sides: list[tuple[Callable[[], Thunk], Clock, Sampler, int, bool]], elapsed: Callable[[], float],
                between: Callable[[], None]) -> None:
-    """Turns of each side (setup, clock, sampler, timed calls a turn), in the order A B, B A, ..., each
-    begun with an untimed call, until both samplers stop."""
+    """Turns of each side (setup, clock, sampler, timed calls a turn, whether an untimed call begins them), in
+    the order A B, B A, ..., until both samplers stop."""
     start = elapsed()
     while not all(side[2].stop for side in sides):
-        for side_setup, side_clock, sampler, turn in sides:
-            side_setup()()
+        for side_setup, side_clock, sampler, turn, prime in sides:
+            if prime:
+                side_setup()()
             for _ in range(turn):
                 sampler.add(side_clock.time(side_setup()))
                 between()
@@ -75,6 +83,11 @@ def _alternate(sides: list[tuple[Callable[[], Thunk], Clock, Sampler, int]], ela
         for side in sides:
             side[2].judge(spent)
         sides.reverse()
+
+
+def primed(warm: Sequence[float]) -> bool:
+    """A side's turns begin with an untimed call unless its warm-up median is PRIMED_UP_TO or longer."""
+    return not warm or float(np.median(warm)) < PRIMED_UP_TO
 
 
 def calls_per_pair(own: Sequence[float], partner: Sequence[float]) -> tuple[int, int]:
