@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from benchctl.cli import main as benchctl
+from benchctl.cli import cli as benchctl
 from benchctl.measure import paired
 from benchctl.results import storage
 from speedup_repeat_bench import moved, speedups, wall
