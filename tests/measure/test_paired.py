@@ -7,7 +7,8 @@ import numpy as np
 
 import pytest
 
-from benchctl.measure.paired import PAIRS_UP_TO, calls_per_pair, far_apart, measure_paired, paired_stats
+from benchctl.measure.paired import (PAIRS_UP_TO, PRIMED_UP_TO, calls_per_pair, far_apart, measure_paired,
+                                     paired_stats, primed)
 from benchctl.measure.stats import median_ci
 from benchctl.measure.timing import Policy, measure
 from benchctl.vocab import Stop
@@ -144,3 +145,19 @@ def test_calls_far_apart_pair_a_turn_of_the_faster_with_one_call_of_the_slower()
 def test_calls_per_pair_gives_the_faster_side_the_slower_s_time_in_calls():
     assert calls_per_pair([1.0, 1.0, 5.0], [20.0]) == (20, 1) and calls_per_pair([30.0], [2.0]) == (1, 15)
     assert calls_per_pair([1.0], [9.0]) == (1, 1) and calls_per_pair([], [50.0]) == (1, 1)  # one to one
+
+
+def test_a_side_whose_call_takes_ten_ms_or_more_begins_its_turns_without_the_untimed_call():
+    calls = []
+
+    def setup(name):
+        return lambda: lambda: calls.append(name)
+
+    machine = Machine(fast_calls=10**6)
+    policy = Policy(warmup=2, min_samples=20, max_samples=20, min_time=0.0, max_time=1e9, ci_target=0)
+    own, partner = measure_paired(setup("own"), setup("partner"), machine.clock("own", 4e-3),
+                                  machine.clock("partner", PRIMED_UP_TO), policy, elapsed=ticks())
+    turns = calls[4:]  # after the two warm-ups of two calls each
+    assert turns[:9] == ["own", "own", "partner", "partner", "own", "own", "own", "own", "partner"]  # partner unprimed
+    assert turns.count("partner") == 20 and turns.count("own") == 40 and len(partner.samples) == 20
+    assert primed([9.9e-3]) and not primed([PRIMED_UP_TO]) and primed([])
