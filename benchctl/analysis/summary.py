@@ -74,8 +74,8 @@ def present(rows: pd.DataFrame, absent: list[Absent]) -> pd.DataFrame:
 MARKS = {
     "±": "the paired speedup's interval, from this run's pairs",
     "?": "the speedup does not hold: its rounds disagree on which is faster, or a side is disturbed",
-    "≠": f"the reference read over {PARTNER_APART:.0%} off its own row in these pairs (the machine changed speed "
-         "between the cells): the speedup is the pairs', not the ratio of the two medians shown",
+    "≠": f"the reference read over {PARTNER_APART:.0%} off its own row in these pairs: the speedup is the pairs', "
+         "not the medians' ratio",
     "~": "noisy",
     "dist": "disturbed, too few clean samples",
     "slow": f"the machine's canary over {CANARY_SLOW:.0%} slower than calibrated",

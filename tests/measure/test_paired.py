@@ -154,7 +154,8 @@ def test_a_side_whose_call_takes_ten_ms_or_more_begins_its_turns_without_the_unt
         return lambda: lambda: calls.append(name)
 
     machine = Machine(fast_calls=10**6)
-    policy = Policy(warmup=2, min_samples=20, max_samples=20, min_time=0.0, max_time=1e9, ci_target=0)
+    policy = Policy(warmup=2, warmup_min_time=0.0, min_samples=20, max_samples=20, min_time=0.0, max_time=1e9,
+                    ci_target=0)
     own, partner = measure_paired(setup("own"), setup("partner"), machine.clock("own", 4e-3),
                                   machine.clock("partner", PRIMED_UP_TO), policy, elapsed=ticks())
     turns = calls[4:]  # after the two warm-ups of two calls each
