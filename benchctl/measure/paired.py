@@ -23,9 +23,9 @@ from benchctl.measure.timing import Measurement, Policy, Sampler, collector_off,
 PAIRS_UP_TO = 1000.0
 # A side whose warm-up median is at least this long (seconds) begins its turns without the untimed call, which
 # doubled its turn (hoconv2d's 167 ms py backward at 4 beside a 62 ms kernel got 3 pairs in a quick sweep, and
-# no interval). Over two quick sweeps of each kind (benchmarks/primed_bench.py), the paired passes of the
-# operators with such calls got a median 32 pairs against 20 and 74 intervals of 96 against 57, in the same
-# time, and their speedups moved by a median 3.7% (signed +0.4%) against 7.0-8.4% between two runs of one kind.
+# no interval). Over two quick sweeps of each kind (benchmarks/primed_bench.py, 48 paired passes a sweep), the
+# passes got a median 32 pairs against 20 and 74 intervals of 96 against 57, in the same time, and their
+# speedups moved by a median 3.7% (signed +0.4%) against 7.0-8.4% between two runs of one kind.
 PRIMED_UP_TO = 0.01
 # Calls further apart than this pair in turns of k calls of the faster (calls_per_pair); closer ones one to
 # one: in two quick sweeps paired in turns from 1.5x on, the speedups between 1.5x and 10x moved between the
