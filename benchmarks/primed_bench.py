@@ -24,7 +24,9 @@ import numpy as np
 import pandas as pd
 
 from benchctl.results import storage
-from speedup_repeat_bench import moved, speedups, wall
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # its sibling, wherever the script is run from
+from speedup_repeat_bench import moved, speedups, wall  # noqa: E402
 
 OPS = "hoconv2d,naflex_posembed,patch_resample"
 # What each kind sets before benchctl starts timing (the sealed clock refuses a change after): A primes
