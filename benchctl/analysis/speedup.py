@@ -64,14 +64,21 @@ def unsettled(base: Mapping[str, Any], row: Mapping[str, Any]) -> bool:
     return _a_side_disturbed(base, row) or (found is not None and found[0] < 1.0 < found[1])
 
 
-def partner_apart(base: Mapping[str, Any], row: Mapping[str, Any]) -> bool:
-    """`row` was timed in pairs with `base`'s implementation, and the partner's median in those pairs is over
-    PARTNER_APART away from `base`'s own median, either way: the machine's speed moved between the two cells,
-    so the ratio of their medians is not the speedup (the pairs' is)."""
+def partner_drift(base: Mapping[str, Any], row: Mapping[str, Any]) -> float | None:
+    """The partner's median in `row`'s pairs over `base`'s own median; None where `row` was not timed in pairs
+    with `base`'s implementation, or a median is missing."""
     theirs, own = partner_median(row) if _timed_together(base, row) else None, base.get("median_s")
     if theirs is None or not present_value(own) or theirs <= 0 or own <= 0:
-        return False
-    return abs(math.log(theirs / own)) > math.log1p(PARTNER_APART)
+        return None
+    return theirs / own
+
+
+def partner_apart(base: Mapping[str, Any], row: Mapping[str, Any]) -> bool:
+    """The partner's median in `row`'s pairs is over PARTNER_APART away from `base`'s own, either way
+    (`partner_drift`): the machine's speed moved between the two cells, so the ratio of their medians is not
+    the speedup (the pairs' is)."""
+    drift = partner_drift(base, row)
+    return drift is not None and abs(math.log(drift)) > math.log1p(PARTNER_APART)
 
 
 def disturbed(row: Mapping[str, Any]) -> bool:

@@ -12,8 +12,8 @@ import pandas as pd
 
 from benchctl.results import storage
 from benchctl.results.schema import CANARY_SLOW, CELL_COLUMNS, SLOW_PHASE
-from benchctl.analysis.pairs import partner_median
-from benchctl.analysis.speedup import PARTNER_APART, disturbed, partner_apart, present_value, speedup_label
+from benchctl.analysis.speedup import (PARTNER_APART, disturbed, partner_apart, partner_drift, present_value,
+                                      speedup_label)
 from benchctl.analysis.verdict import timing_kinds
 from benchctl.vocab import Device, Status, TimingMode
 
@@ -227,15 +227,16 @@ def partner_apart_line(rows: pd.DataFrame) -> str | None:
     """A line under the tables where passes timed in pairs read their partner far from the partner's own row
     (`partner_apart`, the tables' `≠`): how many, and the widest, so nobody divides two medians of the table
     that the machine's speed set apart."""
-    found = [(b, r) for b, r in _paired_with_base(rows) if partner_median(r) is not None]
+    found = [(b, r) for b, r in _paired_with_base(rows) if partner_drift(b, r) is not None]
     apart = [(b, r) for b, r in found if partner_apart(b, r)]
     if not apart:
         return None
-    base, row = max(apart, key=lambda f: abs(math.log(partner_median(f[1]) / f[0]["median_s"])))
+    base, row = max(apart, key=lambda f: abs(math.log(partner_drift(*f))))
     where = f"{row['op']}/{row['target']} {row['pass']} at {row['axis']}={axis_value_text(row['axis_value'])}"
+    beside = base["median_s"] * partner_drift(base, row)
     return (f"{len(apart)} of {len(found)} passes timed in pairs read their partner over {PARTNER_APART:.0%} off "
             f"the partner's own row (the widest, {where}: {base['impl']} {_fmt_ms(base['median_s'])} ms in its "
-            f"row, {_fmt_ms(partner_median(row))} ms beside {row['impl']}): the machine changed speed between "
+            f"row, {_fmt_ms(beside)} ms beside {row['impl']}): the machine changed speed between "
             "the cells; each speedup is its pairs', timed side by side")
 
 

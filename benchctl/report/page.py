@@ -76,8 +76,9 @@ def _section(rows: pd.DataFrame, op: str, target: str, out_dir: Path, requested:
     }
     figures = {kind: charts.save(fig, out_dir / "figures" / slug(op, target, *([machine] if machine else []), kind))
                for kind, fig in drawn.items() if fig is not None}
-    return Section(op, target, title, baseline, note, figures, op_table(rows, baseline), failure_table(rows),
-                   tuple(a.line() for a in absent), speedup_legend(rows, baseline))
+    table = op_table(rows, baseline)
+    return Section(op, target, title, baseline, note, figures, table, failure_table(rows),
+                   tuple(a.line() for a in absent), speedup_legend(table, baseline))
 
 
 def measured_peaks(rows: pd.DataFrame, metas: Sequence[Mapping[str, Any]] = ()) -> dict[str, dict[str, Any]]:

@@ -24,11 +24,11 @@ def mark_partners(ax: "Axes", cell: pd.DataFrame, colors: dict) -> None:
     """A hollow point per ok row timed in pairs with an implementation of the chart (times in ms)."""
     if "paired_with" not in cell:
         return
-    rows = [r for r in cell[cell["status"] == Status.OK].to_dict("records")
-            if present_value(r.get("paired_with")) and r["paired_with"] in colors and partner_median(r)]
-    for partner in sorted({r["paired_with"] for r in rows}):
-        mine = [r for r in rows if r["paired_with"] == partner]
-        art = ax.scatter([float(r["axis_value"]) for r in mine], [partner_median(r) * 1e3 for r in mine],
-                         s=28, facecolors="none", edgecolors=colors[partner], linewidths=1.0, zorder=5,
-                         label=POINT_LABEL)
+    points = [(r["paired_with"], float(r["axis_value"]), median * 1e3)
+              for r in cell[cell["status"] == Status.OK].to_dict("records")
+              if present_value(r.get("paired_with")) and r["paired_with"] in colors and (median := partner_median(r))]
+    for partner in sorted({p[0] for p in points}):
+        mine = [p for p in points if p[0] == partner]
+        art = ax.scatter([p[1] for p in mine], [p[2] for p in mine], s=28, facecolors="none",
+                         edgecolors=colors[partner], linewidths=1.0, zorder=5, label=POINT_LABEL)
         art.set_gid(f"partner:{partner}")

@@ -99,7 +99,7 @@ def op_table(rows: pd.DataFrame, baseline: str) -> pd.DataFrame:
         "params": df["group"], axis: df["axis_value"].map(_fmt_value), "impl": df["impl"],
         "status": [_status(r) for r in df.to_dict("records")],
         "median ms": df["median_s"].map(_ms), "IQR ms": df["iqr_s"].map(_ms),
-        f"speedup vs {baseline}": df["speedup"],
+        speedup_column(baseline): df["speedup"],
         "correct": [_correct(c, r) for c, r in zip(df["correct"], df["max_rel_err"])],
     })
     if "best_config" in df and df["best_config"].notna().any():  # Triton: the autotune config it ran
@@ -121,9 +121,13 @@ def op_table(rows: pd.DataFrame, baseline: str) -> pd.DataFrame:
     return table.drop(columns=[c for c in ("params",) if not table[c].astype(bool).any()])
 
 
-def speedup_legend(rows: pd.DataFrame, baseline: str) -> str:
-    """What the marks on the table's speedups (±, ?, ≠) mean, as `run`'s legend says it; "" where none."""
-    return legend_of(marks_in(labels(rows, baseline))) or ""
+def speedup_column(baseline: str) -> str:
+    return f"speedup vs {baseline}"
+
+
+def speedup_legend(table: pd.DataFrame, baseline: str) -> str:
+    """What the marks on an `op_table`'s speedups (±, ?, ≠) mean, as `run`'s legend says it; "" where none."""
+    return legend_of(marks_in(table[speedup_column(baseline)])) or ""
 
 
 def _chart_order(df: pd.DataFrame) -> pd.DataFrame:
