@@ -12,6 +12,8 @@ outside the clock, each right after its call (the clock keeps the result for thi
 - KEPT calls are picked at random among all the pass's calls (reservoir sampling, from the OS's random
   source, decided after each call returned), their outputs copied as they were on return (into host
   memory) and kept;
+- calls on data never drawn before (fresh.py, unseen.py) are neither spot-checked nor kept (no reference ran
+  on their data): their times are set against their neighbours' after sampling, which a result cache fails;
 - after sampling, each kept output must still equal its copy (an output filled in later, e.g. by a
   thread, has changed), hold no NaN or infinity, and match the operator's reference implementation run on
   the same data (fresh.py says which data set each call had), at the cell's size, within
@@ -33,11 +35,11 @@ from __future__ import annotations
 import os
 import random
 import threading
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import torch
 
-from benchctl.measure import correctness, fresh
+from benchctl.measure import correctness, fresh, unseen
 from benchctl.measure.references import cannot_compare, on_cpu, reference_run, reference_runs
 from benchctl.measure.clocks import NOTHING
 from benchctl.measure.kept import Kept
@@ -88,6 +90,7 @@ class Audit:
         self.threads = threading.active_count()
         self.calls = 0
         self.kept: list[Kept] = []
+        self.unseen: list[bool] = []  # by call: its data was never drawn before
         self.problem = ""
         self.pending: fresh.Draw | None = None
         self.key: str | None = None  # the input the draws refresh (fresh.py)
@@ -131,10 +134,11 @@ class Audit:
             return
         tensors = flat(result)
         self.calls += 1
+        self.unseen.append(draw.unseen)
         self._let_go_of_reused(tensors)
         self.problem = self.problem or not_plain(tensors) or self._threads() or self._spot(draw, tensors)
         slot = len(self.kept) if len(self.kept) < self.size else self.random.randrange(self.calls)
-        if slot < self.size and not self.problem:
+        if slot < self.size and not self.problem and not draw.unseen:
             self.kept[slot:slot + 1] = [Kept.of(self.calls, draw.source, tensors, _grad_names(draw), self.hold)]
 
     def _let_go_of_reused(self, tensors: list[torch.Tensor | None]) -> None:
@@ -148,7 +152,7 @@ class Audit:
 
     def _spot(self, draw: fresh.Draw, tensors: list[torch.Tensor | None]) -> str:
         """A few elements of this call's outputs against the reference's, on the first calls and then at random."""
-        if self._exempt() or (self.calls > SPOT_FIRST and self.random.randrange(SPOT_EVERY)):
+        if self._exempt() or draw.unseen or (self.calls > SPOT_FIRST and self.random.randrange(SPOT_EVERY)):
             return ""
         expected, names = self._expected(draw.source, _grad_names(draw))
         if self.unchecked:
@@ -202,16 +206,17 @@ class Audit:
         """What the row of a pass judged ok says of what could not be checked, or ''."""
         return "; ".join(n for n in (self.unchecked, "" if self.hold else NOT_HELD) if n)
 
-    def verdict(self) -> str:
-        """Why the pass's timed outputs cannot be trusted, or ''."""
+    def verdict(self, samples: Sequence[float] = (), aside: Sequence[bool] = (), warm: int = 0) -> str:
+        """Why the pass's timed outputs, or its times (`samples`, after `warm` warm-up calls; `aside`: those
+        set aside as disturbed), cannot be trusted, or ''."""
         self.finish()
         if self.problem or self._exempt():
-            return self.problem
+            return self.problem or unseen.cached(samples, self.unseen[warm:], aside)
         for kept in self.kept:
             found = kept.changed() or self._wrong(kept)
             if found:
                 return f"timed call {kept.call} of {self.calls}: {found}"
-        return ""
+        return unseen.cached(samples, self.unseen[warm:], aside)
 
     def _wrong(self, kept: Kept) -> str:
         expected, names = self._expected(kept.source, kept.names)

@@ -15,7 +15,7 @@ from typing import Any, Callable
 import torch
 
 from benchctl.errors import error_message
-from benchctl.measure import audit, correctness, interference, orphans, rates, seal, trust
+from benchctl.measure import audit, correctness, interference, orphans, rates, seal, trust, unseen
 from benchctl.measure.gate import checked
 from benchctl.machine import allocator, gpu_clocks
 from benchctl.ops.cells import Cell, Resolved
@@ -200,7 +200,7 @@ def _attempt(head: PassResult, prepared: Prepared, pass_name: str, settings: Set
             else:
                 m, paired = _time_paired(setup, clock, partner, pass_name, settings, tick, watch, clocks)
         probes = (bandwidth_before, probe()) if probe else None
-        wrong = audited.verdict() if audited else ""
+        wrong = audited.verdict(m.samples, m.disturbed, len(m.warmup_s)) if audited else ""
         mem = peak_bytes(setup, prepared.resolved.cell.device) if settings.measure_memory else None
     except Exception as exc:
         if status_of(exc) == Status.OOM and audited is not None and audited.holding():
@@ -284,7 +284,9 @@ def _setup(prepared: Prepared, pass_name: str, clock: Clock, audited: audit.Audi
     """Each repetition's thunk, on fresh inputs told to the audit; under a CUDA-graph clock (watched or not)
     one thunk for all, so one graph is replayed."""
     if not isinstance(interference.unwrapped(clock), CudaGraphClock):
-        return prepared.setup(pass_name, audited.drawn if audited else None)
+        if audited is None:
+            return prepared.setup(pass_name)
+        return prepared.setup(pass_name, audited.drawn, unseen.every(prepared.resolved.cell.strict))
     thunk = repeatable_thunk(prepared.call, prepared.inputs, prepared.grads, pass_name, prepared.accumulate)
     return lambda: thunk
 

@@ -15,16 +15,22 @@ input, gets fresh objects only. What a call had is `Draw.source` (-1: the cell's
 references run on the cell's inputs as the target made them (`InputPool.raw`) with the pool's own copy
 of each data set (`InputPool.data`), and `inputs_of` rebuilds a draw made without a pool. The data sets
 and the references on them are the point's, shared by its implementations (point_data.py).
+
+A cache keyed by a few of the inputs' values would still find every call's data among the SOURCES, so a few
+draws of each audited pass hold data never drawn before (`Draw.unseen`), made from a seed of the OS's; unseen.py
+says where they fall and what their times must show.
 """
 
 from __future__ import annotations
 
+import os
+import random
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from benchctl.measure import point_data
+from benchctl.measure import point_data, unseen
 from benchctl.ops.cells import Resolved
 from benchctl.ops.registry import Case, Inputs
 
@@ -42,6 +48,11 @@ class Draw:
     inputs: Inputs
     source: int
     key: str | None = None
+
+    @property
+    def unseen(self) -> bool:
+        """Its data set was made for this call alone (`InputPool.begin`)."""
+        return self.source >= SOURCES
 
 
 def seed_of(cell_seed: int, source: int) -> int:
@@ -91,7 +102,7 @@ class InputPool:
     runs on them (`references`, by data set: audit.py fills it)."""
 
     def __init__(self, resolved: Resolved, store: Inputs, raw: Inputs):
-        self.store, self.raw = store, raw
+        self.resolved, self.store, self.raw = resolved, store, raw
         self.key: str | None = None
         self.data: list[torch.Tensor] = []
         self.calls = 0
@@ -104,6 +115,24 @@ class InputPool:
                 shared.data[self.key] = [raw_inputs(resolved, j)[self.key].detach().clone() for j in range(SOURCES)]
             self.data = shared.data[self.key]
         self.references = shared.references_for(self.key)
+        self.random = random.Random(os.urandom(16))  # where the unseen draws fall: the calls cannot know it
+        self.every, self.left, self.drawn, self.at = 0, 0, 0, -1  # unseen draws: none until `begin`
+        self.ahead: tuple[int, torch.Tensor] | None = None  # the next unseen data set, made a draw before its own
+
+    def begin(self, every: int) -> None:
+        """A new pass: after its first SOURCES + 1 draws, one draw at random in each window of `every` holds
+        data never drawn before, up to unseen.UNSEEN_MAX (0: none)."""
+        self.every, self.left, self.drawn = every, unseen.UNSEEN_MAX if every and self.key else 0, 0
+        self.ahead = None
+        self.at = self._next_at(SOURCES + 1)
+
+    def _next_at(self, start: int) -> int:
+        return start + self.random.randrange(self.every) if self.left else -1
+
+    def _unseen_data(self) -> tuple[int, torch.Tensor]:
+        """A data set of its own seed for the key (made whole by the target, so it is of the cell's kind)."""
+        source = SOURCES + int.from_bytes(os.urandom(3), "little")
+        return source, raw_inputs(self.resolved, source)[self.key].detach()
 
     def sources(self) -> list[int]:
         """The data sets the draws rotate over (-1 alone: the cell's own data, fresh objects only)."""
@@ -112,8 +141,21 @@ class InputPool:
     def draw(self) -> Draw:
         source = -1
         if self.key is not None:
-            source = self.calls % len(self.data)
+            source, data = self._next()
             with torch.no_grad():
-                self.store[self.key].detach().copy_(self.data[source])
+                self.store[self.key].detach().copy_(data)
         self.calls += 1
         return Draw({k: fresh_view(v) for k, v in self.store.items()}, source, self.key)
+
+    def _next(self) -> tuple[int, torch.Tensor]:
+        """The next draw's data set: the unseen one made ahead where this draw is the pass's next unseen one,
+        else the next of the rotation (the unseen one for later made first, outside any call's clock)."""
+        self.drawn += 1
+        if self.ahead is not None and self.drawn - 1 >= self.at:
+            (source, data), self.ahead, self.left = self.ahead, None, self.left - 1
+            self.at = self._next_at(self.at - (self.at - SOURCES - 1) % self.every + self.every)
+            return source, data
+        if self.left and self.ahead is None:
+            self.ahead = self._unseen_data()
+        source = self.calls % len(self.data)
+        return source, self.data[source]

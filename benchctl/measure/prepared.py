@@ -34,10 +34,13 @@ class Prepared:
         """One call on the cell's own inputs (a CUDA graph captures this one: cuda_graph.py)."""
         return self.call_on(self.inputs)
 
-    def setup(self, pass_name: str, on_draw: Callable[[fresh.Draw], None] | None = None) -> Callable[[], Thunk]:
-        """Each repetition on fresh inputs (fresh.py); `on_draw` hears of each draw before its call."""
+    def setup(self, pass_name: str, on_draw: Callable[[fresh.Draw], None] | None = None,
+              unseen_every: int = 0) -> Callable[[], Thunk]:
+        """Each repetition on fresh inputs (fresh.py); `on_draw` hears of each draw before its call; a few
+        draws hold data never drawn before, one in each window of `unseen_every` (0: none; unseen.py)."""
         pool = self.pool or fresh.InputPool(self.resolved, self.inputs, self.raw)
         self.pool = pool
+        pool.begin(unseen_every)
 
         def draw() -> tuple[Callable[[], Any], Inputs]:
             drawn = pool.draw()

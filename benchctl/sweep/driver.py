@@ -90,7 +90,7 @@ class Sweep:
                     self.on_done(cell, stamp(results, self.env))
                     if r == self.rounds - 1 or not all_ok(results):
                         self._finish(i, measured.pop(i), unsettled)
-            self._recheck()
+            self._recheck(unsettled)
             self._remeasure(unsettled)
         finally:
             for rounds in measured.values():
@@ -108,17 +108,14 @@ class Sweep:
         else:
             self._written[i] = Held(merged, self.writer.write(stamp(merged, self.env)))
 
-    def _replace(self, held: Held, results: Results) -> None:
-        self.writer.write(stamp(results, self.env))
-        self.writer.withdraw(held.written)
-
-    def _recheck(self) -> None:
-        """Settled cells below their floor or far faster than their reference, measured once more, strictly."""
-        references: dict[tuple, dict[str, PassResult]] = {}
-        for i, held in self._written.items():
-            if self.cells[i].is_reference:
-                references[self.cells[i].point] = {r.pass_: r for r in held.results}
-        for i, held in list(self._written.items()):
+    def _recheck(self, unsettled: dict[int, Held]) -> None:
+        """Cells below their floor or far faster than their reference, measured once more, strictly: those
+        settled and those to be measured again (`unsettled`, as written so far), against the reference's rows
+        as written, settled or not (a noisy reference left every speedup of its point unexamined)."""
+        held_by_cell = {**self._written, **unsettled}
+        references = {self.cells[i].point: {r.pass_: r for r in held.results}
+                      for i, held in held_by_cell.items() if self.cells[i].is_reference}
+        for i, held in held_by_cell.items():
             cell = self.cells[i]
             theirs = {} if cell.is_reference else references.get(cell.point, {})
             wanted = recheck.suspect_passes(held.results, theirs, self.recheck_above)
@@ -126,6 +123,14 @@ class Sweep:
                 self.on_start(cell)
                 again = merge([self.executor.run(replace(cell, passes=wanted, checked=False, strict=True))])
                 self._replace(held, recheck.judged(held.results, again, theirs))
+                if i in unsettled and not _unsettled(held.results):  # e.g. found incorrect: nothing to settle
+                    self._written[i] = unsettled.pop(i)
+
+    def _replace(self, held: Held, results: Results) -> None:
+        """`held`'s rows replaced by `results`', which it holds from now on (a later replacement withdraws them)."""
+        written = self.writer.write(stamp(results, self.env))
+        self.writer.withdraw(held.written)
+        held.results, held.written = results, written
 
     def _remeasure(self, unsettled: dict[int, Held]) -> None:
         """Measure each noisy cell's unsettled passes again, up to `remeasure` times, without its gate (it
@@ -204,7 +209,7 @@ def _best_of(kept: Results, fresh: Results, pooled: dict[str, PassResult], attem
         if _split(result) and result.pass_ in pooled:
             chosen = pooled[result.pass_]
         elif new is not None and _better(new, result):
-            chosen = new.keeping(result, (*GATE_COLUMNS, *FIRST_CALL_COLUMNS))
+            chosen = new.keeping(result, (*GATE_COLUMNS, *FIRST_CALL_COLUMNS, "rechecked"))
         out.append(chosen.with_(remeasured=attempt))
     return out
 

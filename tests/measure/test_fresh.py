@@ -3,6 +3,7 @@
 import torch
 
 from benchctl.measure import fresh
+from benchctl.measure.unseen import UNSEEN_MAX
 from benchctl.measure.prepared import prepare
 from benchctl.ops.cells import Cell
 
@@ -27,3 +28,24 @@ def test_each_draw_is_new_objects_over_one_storage_with_new_data(fixture_ops):
     for name, t in second.inputs.items():  # what the call had, rebuilt for the reference
         if isinstance(t, torch.Tensor):
             assert torch.equal(t, rebuilt[name])
+
+
+def test_a_pass_begun_with_unseen_draws_gives_a_few_of_its_calls_data_never_drawn_before(fixture_ops):
+    resolved = Cell.make("axpy", "op", "py", "cpu", "float32", PARAMS).resolve()
+    prepared = prepare(resolved)
+    pool = fresh.InputPool(resolved, prepared.inputs, prepared.raw)
+    pool.begin(2)
+    draws, data = [], []
+    for _ in range(40):
+        draws.append(pool.draw())
+        data.append(draws[-1].inputs[pool.key].clone())
+    unseen = [i for i, d in enumerate(draws) if d.unseen]
+    assert len(unseen) == UNSEEN_MAX and min(unseen) > fresh.SOURCES  # after the first rotation and the own data
+    windows = [(i - fresh.SOURCES - 1) // 2 for i in unseen]
+    assert len(set(windows)) == UNSEEN_MAX  # one a window of two: no two in one
+    for i in unseen:
+        assert not any(torch.equal(data[i], d) for d in pool.data)  # none of the rotation's data sets
+        assert sum(torch.equal(data[i], d) for d in data) == 1  # nor any other call's
+        assert torch.equal(data[i], fresh.inputs_of(resolved, draws[i])[pool.key])  # rebuilt from its seed
+    pool.begin(0)
+    assert not any(pool.draw().unseen for _ in range(20))

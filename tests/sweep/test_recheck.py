@@ -99,3 +99,21 @@ def test_a_rechecked_compiled_cell_keeps_what_its_first_call_compiled(builtin_op
     row = next(r for r in out.rows if r["impl"] == "py@compile")
     assert row["rechecked"] is True and len(executor.asked) == 3
     assert (row["compile_s"], row["recompiles"], row["graph_breaks"]) == (3.0, 1, 0)
+
+
+def test_a_noisy_reference_still_gets_its_points_speedups_rechecked(builtin_ops):
+    """A reference held to be measured again (noisy) once kept every speedup over it from the re-check; a
+    noisy suspect too. Both are measured again at the end, and the re-check's verdict is the row's."""
+    class Noisy(Scripted):
+        def run(self, cell):
+            return [r.with_(noisy=cell.impl == "py" or not cell.strict, remeasured=None) for r in super().run(cell)]
+
+    cells = [Cell.make("hoconv2d", "filter", impl, "cpu", "float32", {"batch_size": 1}, passes=("forward",))
+             for impl in ("py", "cpp")]
+    script = {"py": [("ok", 0.1, "")] * 3, "cpp": [("ok", 0.0001, ""), ("incorrect", None, "its 6 timed calls ...")]}
+    executor, out = Noisy(script), Collected()
+    Sweep(cells, executor, out, {"host": "h"}, remeasure=1).run()
+    assert [(c.impl, c.strict) for c in executor.asked] == [("py", False), ("cpp", False), ("cpp", True), ("py", False)]
+    kept = [r for r in out.rows if r["impl"] == "cpp"]
+    assert [r["status"] for r in kept] == ["incorrect"] and kept[0]["rechecked"] is True
+    assert kept[0]["message"] == "re-checked on fresh inputs: its 6 timed calls ..."

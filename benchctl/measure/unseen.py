@@ -1,0 +1,60 @@
+"""Calls on data the implementation has never been given, timed beside the rest: a result kept from an earlier
+call shows as calls that are fast only on data seen before.
+
+The timed calls rotate over a few data sets (fresh.py), so an implementation can keep its results by a few of
+its inputs' values and hand them back: every output is then right for its data, and the audit's checks of the
+outputs pass (audit.py). On the 2-core VM such a cache read 0.010 ms a call against 1.5 ms computed, 230x its
+reference, `ok`. Its tell is time: a call on data it has not seen must do the work. So, after the first
+SOURCES + 1 draws of a pass, one draw at a random place in each window of `every` draws (UNSEEN_EVERY; in a
+strict re-check STRICT_EVERY), up to UNSEEN_MAX a pass, holds data made from a seed nobody drew before (made a
+draw ahead, so the call finds the caches as the others do). Each such sample is set against the median of up to
+NEIGHBOURS samples on either side of it on seen data (so a machine changing speed reaches both alike); where at
+least UNSEEN_JUDGED of them were judged and every one took over CACHED_RATIO times its neighbours, the pass's
+time is not the work's and the pass is `incorrect`. Samples set aside as disturbed take no part.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+UNSEEN_EVERY = 8  # one draw in this many, at random within each window, holds unseen data
+STRICT_EVERY = 2  # in a strict re-check (sweep/recheck.py): a speedup too large to keep unexamined
+UNSEEN_MAX = 6  # unseen draws a pass, at most (each costs a making of the cell's inputs, outside the clock)
+NEIGHBOURS = 2  # seen samples each side an unseen one is set against
+UNSEEN_JUDGED = 2  # unseen samples needed for a verdict
+# An unseen call this many times as long as its neighbours: a result cache answers in a lookup, tens to
+# hundreds of times faster than the work; an honest call on new data of the same distribution takes as long.
+CACHED_RATIO = 2.0
+
+
+def every(strict: bool) -> int:
+    return STRICT_EVERY if strict else UNSEEN_EVERY
+
+
+def ratios(samples: Sequence[float], unseen: Sequence[bool], aside: Sequence[bool] = ()) -> list[float]:
+    """Each clean unseen sample over the median of its clean seen neighbours (NEIGHBOURS each side, two at least)."""
+    clean = [not a for a in aside] if aside else [True] * len(samples)
+    seen = [i for i, u in enumerate(unseen) if not u and clean[i]]
+    out = []
+    for i, u in enumerate(unseen):
+        if not (u and clean[i]):
+            continue
+        at = int(np.searchsorted(seen, i))
+        near = [samples[j] for j in seen[max(0, at - NEIGHBOURS):at + NEIGHBOURS]]
+        if len(near) >= 2 and float(np.median(near)) > 0:
+            out.append(samples[i] / float(np.median(near)))
+    return out
+
+
+def cached(samples: Sequence[float], unseen: Sequence[bool], aside: Sequence[bool] = ()) -> str:
+    """Why the pass's samples are those of a result cache, or ''."""
+    if len(unseen) != len(samples):
+        return ""
+    found = ratios(samples, unseen, aside)
+    if len(found) < UNSEEN_JUDGED or min(found) <= CACHED_RATIO:
+        return ""
+    return (f"its {len(found)} timed calls on data never given to it before took {min(found):.1f}-{max(found):.1f}x "
+            "as long as the calls around them on data it had been given (a result kept from an earlier call: "
+            "work skipped when timed)")
