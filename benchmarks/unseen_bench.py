@@ -60,7 +60,10 @@ def main() -> None:
     recorded(log)
     from benchctl.cli import main as cli
     try:
-        cli(["run", "all", "cpu", "--quick", "--in-process", "--out", str(args.out / "run")], standalone_mode=False)
+        cli(["run", "all", "cpu", "--quick", "--in-process", "--out", str(args.out / "run")])
+    except SystemExit as done:
+        if done.code:
+            raise
     finally:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "ratios.json").write_text(json.dumps(log))
