@@ -193,12 +193,13 @@ def _attempt(head: PassResult, prepared: Prepared, pass_name: str, settings: Set
         if audited and prepared.pool:
             audited.prime(prepared.pool)
         bandwidth_before = probe() if probe else None
-        tick = clocks.tick if clocks else lambda: None
+        tick = prepared.sampling if clocks is None else lambda: (clocks.tick(), prepared.sampling())
         with clocks or contextlib.nullcontext():
             if partner is None:
                 m, paired = measure(setup, clock, settings.policy, between=tick), {}
             else:
-                m, paired = _time_paired(setup, clock, partner, pass_name, settings, tick, watch, clocks)
+                m, paired = _time_paired(setup, clock, partner, pass_name, settings, tick, watch, clocks,
+                                         prepared.untimed(setup))
         probes = (bandwidth_before, probe()) if probe else None
         wrong = audited.verdict(m.samples, m.disturbed, len(m.warmup_s)) if audited else ""
         mem = peak_bytes(setup, prepared.resolved.cell.device) if settings.measure_memory else None
@@ -246,8 +247,8 @@ def _calls(clock: Clock, m: Measurement, recorded: tuple[int, int]) -> dict[str,
 
 
 def _time_paired(setup: Callable[[], Thunk], clock: Clock, partner: Prepared, pass_name: str, settings: Settings,
-                 tick: Callable[[], None], watch: bool,
-                 clocks: gpu_clocks.ClockGuard | None) -> tuple[Measurement, dict[str, Any]]:
+                 tick: Callable[[], None], watch: bool, clocks: gpu_clocks.ClockGuard | None,
+                 primer: Callable[[], Thunk]) -> tuple[Measurement, dict[str, Any]]:
     """The pass timed sample by sample in alternation with the partner's (on a clock of its own, so the
     OS work each clock records stays its own call's); the row keeps the partner's samples beside its own."""
     cell = partner.resolved.cell
@@ -255,7 +256,7 @@ def _time_paired(setup: Callable[[], Thunk], clock: Clock, partner: Prepared, pa
     watched = _watched(partner_clock, clocks) if watch else None
     try:
         m, other = measure_paired(setup, _setup(partner, pass_name, partner_clock), clock, watched or partner_clock,
-                                  settings.policy, between=tick)
+                                  settings.policy, between=tick, primer=primer)
     finally:
         if watched is not None:
             watched.close()

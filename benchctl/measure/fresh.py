@@ -26,11 +26,12 @@ from __future__ import annotations
 import os
 import random
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
 from benchctl.measure import point_data, unseen
+from benchctl.measure.clocks import Thunk
 from benchctl.ops.cells import Resolved
 from benchctl.ops.registry import Case, Inputs
 
@@ -116,18 +117,29 @@ class InputPool:
             self.data = shared.data[self.key]
         self.references = shared.references_for(self.key)
         self.random = random.Random(os.urandom(16))  # where the unseen draws fall: the calls cannot know it
-        self.every, self.left, self.drawn, self.at = 0, 0, 0, -1  # unseen draws: none until `begin`
+        self.every, self.sampled, self.drawn, self.held = 0, False, 0, False  # unseen draws: see `begin`
+        self.unseen_at: list[int] = []  # the pass's draws, by index, that are to hold unseen data
         self.ahead: tuple[int, torch.Tensor] | None = None  # the next unseen data set, made a draw before its own
 
     def begin(self, every: int) -> None:
-        """A new pass: after its first SOURCES + 1 draws, one draw at random in each window of `every` holds
-        data never drawn before, up to unseen.UNSEEN_MAX (0: none)."""
-        self.every, self.left, self.drawn = every, unseen.UNSEEN_MAX if every and self.key else 0, 0
-        self.ahead = None
-        self.at = self._next_at(SOURCES + 1)
+        """A new pass: once its sampling begins (`sampling`), a few draws hold data never drawn before (one
+        at random in each window of `every`: unseen.positions; 0: none)."""
+        self.every, self.sampled, self.drawn, self.unseen_at, self.ahead = every, False, 0, [], None
 
-    def _next_at(self, start: int) -> int:
-        return start + self.random.randrange(self.every) if self.left else -1
+    def sampling(self) -> None:
+        """The pass's first sample is taken: its windows begin with the draw after the next (which makes the
+        first unseen data set). Warm-up calls are not judged, and a cheap call warms up for hundreds."""
+        if self.every and self.key is not None and not self.sampled:
+            self.sampled, self.unseen_at = True, unseen.positions(self.drawn + 1, self.every, self.random)
+
+    def seen(self, setup: Callable[[], Thunk]) -> Thunk:
+        """`setup()` with its draw from the rotation: an untimed call's (a paired turn's first, paired.py), which
+        must not spend the data set kept for a timed one."""
+        self.held = True
+        try:
+            return setup()
+        finally:
+            self.held = False
 
     def _unseen_data(self) -> tuple[int, torch.Tensor]:
         """A data set of its own seed for the key (made whole by the target, so it is of the cell's kind)."""
@@ -151,11 +163,11 @@ class InputPool:
         """The next draw's data set: the unseen one made ahead where this draw is the pass's next unseen one,
         else the next of the rotation (the unseen one for later made first, outside any call's clock)."""
         self.drawn += 1
-        if self.ahead is not None and self.drawn - 1 >= self.at:
-            (source, data), self.ahead, self.left = self.ahead, None, self.left - 1
-            self.at = self._next_at(self.at - (self.at - SOURCES - 1) % self.every + self.every)
-            return source, data
-        if self.left and self.ahead is None:
+        if self.ahead is not None and not self.held and self.drawn - 1 >= self.unseen_at[0]:
+            found, self.ahead = self.ahead, None
+            del self.unseen_at[0]
+            return found
+        if self.unseen_at and self.ahead is None:
             self.ahead = self._unseen_data()
         source = self.calls % len(self.data)
         return source, self.data[source]

@@ -36,14 +36,17 @@ TURNS_FROM = 10.0
 
 def measure_paired(setup: Callable[[], Thunk], partner: Callable[[], Thunk], clock: Clock, partner_clock: Clock,
                    policy: Policy = Policy(), elapsed: Callable[[], float] = time.monotonic,
-                   between: Callable[[], None] = lambda: None) -> tuple[Measurement, Measurement | None]:
+                   between: Callable[[], None] = lambda: None,
+                   primer: Callable[[], Thunk] | None = None) -> tuple[Measurement, Measurement | None]:
     """Two calls measured in alternation, in pairs (own, partner), (partner, own), ... so whatever the
     machine does meanwhile reaches both alike and the order within a pair evens out. Each side's turn
     begins with an untimed call of its own, so its timed calls find the caches as a loop of that call
     alone leaves them, not full of the other's data: on the 2-core VM, lstm_cell's py call straight after
     cpp's took 3% longer than in a loop of its own (0.402 against 0.389 ms), and cpp's speedup over it came
     out 1.97-2.01x; with the untimed calls, py took the same as alone and the speedup was 2.04-2.05x. A side
-    whose call takes PRIMED_UP_TO or longer skips it (`primed`): the refill is then a small share of it.
+    whose call takes PRIMED_UP_TO or longer skips it (`primed`): the refill is then a small share of it. The
+    own side's untimed calls take their thunks from `primer` where given (one that spends no data set kept for
+    a timed call: fresh.py), else from `setup`.
 
     Where the warm-ups are over TURNS_FROM apart, the faster side takes as many timed calls a turn as it
     takes to match one of the slower's (`calls_per_pair`), so the two halves of a pair span about the same time: a
@@ -62,21 +65,22 @@ def measure_paired(setup: Callable[[], Thunk], partner: Callable[[], Thunk], clo
             return sample(setup, clock, policy, elapsed, between).measurement(warm, elapsed() - began), None
         own, other = Sampler(policy, watch_of(clock)), Sampler(policy, watch_of(partner_clock))
         calls, partner_calls = calls_per_pair(warm, partner_warm)
-        _alternate([(setup, clock, own, calls, primed(warm)),
-                    (partner, partner_clock, other, partner_calls, primed(partner_warm))], elapsed, between)
+        _alternate([(setup, clock, own, calls, (primer or setup) if primed(warm) else None),
+                    (partner, partner_clock, other, partner_calls, partner if primed(partner_warm) else None)],
+                   elapsed, between)
     wall = elapsed() - began
     return own.measurement(warm, wall), other.measurement(partner_warm, wall)
 
 
-def _alternate(sides: list[tuple[Callable[[], Thunk], Clock, Sampler, int, bool]], elapsed: Callable[[], float],
-               between: Callable[[], None]) -> None:
-    """Turns of each side (setup, clock, sampler, timed calls a turn, whether an untimed call begins them), in
-    the order A B, B A, ..., until both samplers stop."""
+def _alternate(sides: list[tuple[Callable[[], Thunk], Clock, Sampler, int, Callable[[], Thunk] | None]],
+               elapsed: Callable[[], float], between: Callable[[], None]) -> None:
+    """Turns of each side (setup, clock, sampler, timed calls a turn, the setup of the untimed call that begins
+    them, or None), in the order A B, B A, ..., until both samplers stop."""
     start = elapsed()
     while not all(side[2].stop for side in sides):
         for side_setup, side_clock, sampler, turn, prime in sides:
-            if prime:
-                side_setup()()
+            if prime is not None:
+                prime()()
             for _ in range(turn):
                 sampler.add(side_clock.time(side_setup()))
                 between()

@@ -50,6 +50,16 @@ class Prepared:
 
         return drawn_setup(draw, self.grads, pass_name, self.accumulate)
 
+    def sampling(self) -> None:
+        """The pass's first sample is taken: the pool's unseen draws start (fresh.InputPool.sampling)."""
+        if self.pool is not None:
+            self.pool.sampling()
+
+    def untimed(self, setup: Callable[[], Thunk]) -> Callable[[], Thunk]:
+        """`setup` for a call not timed, whose draw spends no unseen data set (fresh.InputPool.seen)."""
+        pool = self.pool
+        return setup if pool is None else lambda: pool.seen(setup)
+
 
 def prepare(resolved: Resolved) -> Prepared:
     cell, target, impl = resolved.cell, resolved.target, resolved.impl

@@ -4,10 +4,10 @@ call shows as calls that are fast only on data seen before.
 The timed calls rotate over a few data sets (fresh.py), so an implementation can keep its results by a few of
 its inputs' values and hand them back: every output is then right for its data, and the audit's checks of the
 outputs pass (audit.py). On the 2-core VM such a cache read 0.010 ms a call against 1.5 ms computed, 230x its
-reference, `ok`. Its tell is time: a call on data it has not seen must do the work. So, after the first
-SOURCES + 1 draws of a pass, one draw at a random place in each window of `every` draws (UNSEEN_EVERY; in a
-strict re-check STRICT_EVERY), up to UNSEEN_MAX a pass, holds data made from a seed nobody drew before (made a
-draw ahead, so the call finds the caches as the others do). Each such sample is set against the median of up to
+reference, `ok`. Its tell is time: a call on data it has not seen must do the work. So from a pass's first
+sample on (its warm-up is not judged: a cheap call warms up for hundreds of calls), one draw at a random place
+in each of UNSEEN_MAX windows of `every` draws (UNSEEN_EVERY; in a strict re-check STRICT_EVERY) holds data
+made from a seed nobody drew before (made a draw ahead, so the call finds the caches as the others do). Each such sample is set against the median of up to
 NEIGHBOURS samples on either side of it on seen data (so a machine changing speed reaches both alike); where at
 least UNSEEN_JUDGED of them were judged and every one took over CACHED_RATIO times its neighbours, the pass's
 time is not the work's and the pass is `incorrect`. Samples set aside as disturbed take no part.
@@ -15,6 +15,7 @@ time is not the work's and the pass is `incorrect`. Samples set aside as disturb
 
 from __future__ import annotations
 
+import random
 from typing import Sequence
 
 import numpy as np
@@ -31,6 +32,11 @@ CACHED_RATIO = 2.0
 
 def every(strict: bool) -> int:
     return STRICT_EVERY if strict else UNSEEN_EVERY
+
+
+def positions(start: int, window: int, rng: random.Random) -> list[int]:
+    """The draws (by index) to hold unseen data: one at random in each of UNSEEN_MAX windows from `start`."""
+    return [start + k * window + rng.randrange(window) for k in range(UNSEEN_MAX)]
 
 
 def ratios(samples: Sequence[float], unseen: Sequence[bool], aside: Sequence[bool] = ()) -> list[float]:

@@ -30,22 +30,26 @@ def test_each_draw_is_new_objects_over_one_storage_with_new_data(fixture_ops):
             assert torch.equal(t, rebuilt[name])
 
 
-def test_a_pass_begun_with_unseen_draws_gives_a_few_of_its_calls_data_never_drawn_before(fixture_ops):
+def test_a_pass_begun_with_unseen_draws_gives_a_few_of_its_samples_data_never_drawn_before(fixture_ops):
     resolved = Cell.make("axpy", "op", "py", "cpu", "float32", PARAMS).resolve()
     prepared = prepare(resolved)
     pool = fresh.InputPool(resolved, prepared.inputs, prepared.raw)
     pool.begin(2)
-    draws, data = [], []
-    for _ in range(40):
+    draws, data, untimed = [], [], []
+    for i in range(40):
+        if i == 5:
+            pool.sampling()  # the first sample taken (after five warm-up calls): the windows begin
+        if i in (9, 13, 17):  # an untimed call's draw (a paired turn's first) spends no unseen data
+            untimed.append(pool.seen(pool.draw))
         draws.append(pool.draw())
-        data.append(draws[-1].inputs[pool.key].clone())
+        data.append(draws[-1].inputs[pool.key].clone())  # every draw's data goes into the one storage
     unseen = [i for i, d in enumerate(draws) if d.unseen]
-    assert len(unseen) == UNSEEN_MAX and min(unseen) > fresh.SOURCES  # after the first rotation and the own data
-    windows = [(i - fresh.SOURCES - 1) // 2 for i in unseen]
-    assert len(set(windows)) == UNSEEN_MAX  # one a window of two: no two in one
+    assert len(unseen) == UNSEEN_MAX and min(unseen) >= 6  # the draw after the next once sampling began
+    assert not any(d.unseen for d in untimed)
     for i in unseen:
         assert not any(torch.equal(data[i], d) for d in pool.data)  # none of the rotation's data sets
         assert sum(torch.equal(data[i], d) for d in data) == 1  # nor any other call's
         assert torch.equal(data[i], fresh.inputs_of(resolved, draws[i])[pool.key])  # rebuilt from its seed
     pool.begin(0)
+    pool.sampling()
     assert not any(pool.draw().unseen for _ in range(20))

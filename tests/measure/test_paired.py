@@ -71,6 +71,19 @@ def test_each_paired_sample_follows_an_untimed_call_of_its_own():
     assert len(calls) == 4 * 20 and machine.calls == 2 * 20  # half of them untimed
 
 
+def test_the_own_sides_untimed_calls_take_their_thunks_from_the_primer_where_one_is_given():
+    calls = []
+
+    def setup(name):
+        return lambda: lambda: calls.append(name)
+
+    machine = Machine(fast_calls=10**6)
+    measure_paired(setup("own"), setup("partner"), machine.clock("own", 1e-3), machine.clock("partner", 2e-3),
+                   PAIRED, elapsed=ticks(), primer=setup("primer"))
+    assert calls[:8] == ["primer", "own", "partner", "partner", "partner", "partner", "primer", "own"]
+    assert calls.count("primer") == 20 and calls.count("own") == 20
+
+
 def test_paired_sampling_goes_on_until_both_sides_are_done_and_keeps_the_pairs_whole():
     machine = Machine(fast_calls=10**6)
     policy = Policy(warmup=0, min_samples=2, max_samples=1000, min_time=30 / 1024, max_time=1e9, ci_target=0,
