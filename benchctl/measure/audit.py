@@ -210,13 +210,15 @@ class Audit:
         """Why the pass's timed outputs, or its times (`samples`, after `warm` warm-up calls; `aside`: those
         set aside as disturbed), cannot be trusted, or ''."""
         self.finish()
-        if self.problem or self._exempt():
-            return self.problem or unseen.cached(samples, self.unseen[warm:], aside)
+        found = self.problem or ("" if self._exempt() else self._kept_wrong())
+        return found or unseen.cached(samples, self.unseen[warm:], aside)
+
+    def _kept_wrong(self) -> str:
         for kept in self.kept:
             found = kept.changed() or self._wrong(kept)
             if found:
                 return f"timed call {kept.call} of {self.calls}: {found}"
-        return unseen.cached(samples, self.unseen[warm:], aside)
+        return ""
 
     def _wrong(self, kept: Kept) -> str:
         expected, names = self._expected(kept.source, kept.names)

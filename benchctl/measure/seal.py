@@ -20,7 +20,7 @@ from typing import Any
 
 SEALED = tuple(f"benchctl.measure.{m}" for m in (
     "audit", "clocks", "correctness", "cuda_graph", "execute", "fresh", "gate", "interference", "kept", "paired",
-    "passes", "pooling", "prepared", "rates", "references", "result", "seal", "stats", "timing", "trust",
+    "passes", "pooling", "prepared", "rates", "references", "result", "seal", "stats", "timing", "trust", "unseen",
 )) + ("benchctl.analysis.pairs", "benchctl.results.schema", "benchctl.vocab")
 COUNTERS = ("perf_counter", "perf_counter_ns", "monotonic", "monotonic_ns", "time", "time_ns", "process_time")
 

@@ -103,3 +103,22 @@ def drive_unchecked(returns):
     audit = watched(returns, 8)
     assert audit.verdict() == ""
     return audit.unchecked
+
+
+def test_calls_on_unseen_data_are_judged_by_their_times_not_checked_against_a_reference(fixture_ops):
+    """An unseen draw's output is neither spot-checked nor kept (no reference ran on its data); the verdict
+    sets its time against its neighbours', after the warm-up calls."""
+    resolved = Cell.make("axpy", "op", "fused", "cpu", "float32", PARAMS).resolve()
+    box = []
+    audit = Audit(resolved, "forward", take=lambda: box.pop())
+    unseen_at = {3, 10, 17, 24}
+    for i in range(30):
+        source = fresh.SOURCES + 7 + i if i in unseen_at else i % 3
+        raw = fresh.inputs_of(resolved, fresh.Draw({}, source, "x"))
+        audit.drawn(fresh.Draw(raw, source, "x"))
+        box.append(torch.zeros(4, 8) if i in unseen_at else right(raw, None))  # wrong where unseen: unchecked
+    assert all(k.source < fresh.SOURCES for k in audit.kept)
+    warm, times = 2, [1e-3 if i in unseen_at else 1e-5 for i in range(30)]
+    said = audit.verdict(times[warm:], (), warm)
+    assert said.startswith("its 4 timed calls on data never given to it before took 100.0-100.0x as long")
+    assert Audit(resolved, "forward", take=lambda: None).verdict([1e-5] * 5, (), 0) == ""
