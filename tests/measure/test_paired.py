@@ -58,7 +58,8 @@ def test_paired_sampling_alternates_and_its_ratio_ignores_a_machine_that_slows_d
     assert after.median / alone.median == pytest.approx(6.0)
 
 
-def test_each_paired_sample_follows_an_untimed_call_of_its_own():
+def logged_turns(primer: str | None = None) -> list[str]:
+    """The calls of a paired measurement, by side ("primer": the own side's untimed calls, where given)."""
     calls = []
 
     def setup(name):
@@ -66,20 +67,19 @@ def test_each_paired_sample_follows_an_untimed_call_of_its_own():
 
     machine = Machine(fast_calls=10**6)
     measure_paired(setup("own"), setup("partner"), machine.clock("own", 1e-3), machine.clock("partner", 2e-3),
-                   PAIRED, elapsed=ticks())
+                   PAIRED, elapsed=ticks(), primer=setup(primer) if primer else None)
+    assert machine.calls == 2 * 20  # half of them untimed
+    return calls
+
+
+def test_each_paired_sample_follows_an_untimed_call_of_its_own():
+    calls = logged_turns()
     assert calls[:8] == ["own", "own", "partner", "partner", "partner", "partner", "own", "own"]
-    assert len(calls) == 4 * 20 and machine.calls == 2 * 20  # half of them untimed
+    assert len(calls) == 4 * 20
 
 
 def test_the_own_sides_untimed_calls_take_their_thunks_from_the_primer_where_one_is_given():
-    calls = []
-
-    def setup(name):
-        return lambda: lambda: calls.append(name)
-
-    machine = Machine(fast_calls=10**6)
-    measure_paired(setup("own"), setup("partner"), machine.clock("own", 1e-3), machine.clock("partner", 2e-3),
-                   PAIRED, elapsed=ticks(), primer=setup("primer"))
+    calls = logged_turns("primer")
     assert calls[:8] == ["primer", "own", "partner", "partner", "partner", "partner", "primer", "own"]
     assert calls.count("primer") == 20 and calls.count("own") == 20
 
