@@ -15,7 +15,7 @@ from typing import Any, Callable
 import torch
 
 from benchctl.errors import error_message
-from benchctl.measure import audit, correctness, interference, orphans, rates, seal, trust, unseen
+from benchctl.measure import audit, correctness, interference, orphans, rates, seal, trust
 from benchctl.measure.gate import checked
 from benchctl.machine import allocator, gpu_clocks
 from benchctl.ops.cells import Cell, Resolved
@@ -285,9 +285,7 @@ def _setup(prepared: Prepared, pass_name: str, clock: Clock, audited: audit.Audi
     """Each repetition's thunk, on fresh inputs told to the audit; under a CUDA-graph clock (watched or not)
     one thunk for all, so one graph is replayed."""
     if not isinstance(interference.unwrapped(clock), CudaGraphClock):
-        if audited is None:
-            return prepared.setup(pass_name)
-        return prepared.setup(pass_name, audited.drawn, unseen.every(prepared.resolved.cell.strict))
+        return prepared.setup(pass_name, audited.drawn if audited else None)
     thunk = repeatable_thunk(prepared.call, prepared.inputs, prepared.grads, pass_name, prepared.accumulate)
     return lambda: thunk
 

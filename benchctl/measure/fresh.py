@@ -117,20 +117,20 @@ class InputPool:
             self.data = shared.data[self.key]
         self.references = shared.references_for(self.key)
         self.random = random.Random(os.urandom(16))  # where the unseen draws fall: the calls cannot know it
-        self.every, self.sampled, self.drawn, self.held = 0, False, 0, False  # unseen draws: see `begin`
-        self.unseen_at: list[int] = []  # the pass's draws, by index, that are to hold unseen data
+        self.every, self.sampled, self.held = 0, False, False  # unseen draws: see `begin`
+        self.unseen_at: list[int] = []  # the draws, by their index in `calls`, that are to hold unseen data
         self.ahead: tuple[int, torch.Tensor] | None = None  # the next unseen data set, made a draw before its own
 
     def begin(self, every: int) -> None:
         """A new pass: once its sampling begins (`sampling`), a few draws hold data never drawn before (one
         at random in each window of `every`: unseen.positions; 0: none)."""
-        self.every, self.sampled, self.drawn, self.unseen_at, self.ahead = every, False, 0, [], None
+        self.every, self.sampled, self.unseen_at, self.ahead = every, False, [], None
 
     def sampling(self) -> None:
         """The pass's first sample is taken: its windows begin with the draw after the next (which makes the
         first unseen data set). Warm-up calls are not judged, and a cheap call warms up for hundreds."""
         if self.every and self.key is not None and not self.sampled:
-            self.sampled, self.unseen_at = True, unseen.positions(self.drawn + 1, self.every, self.random)
+            self.sampled, self.unseen_at = True, unseen.positions(self.calls + 1, self.every, self.random)
 
     def seen(self, setup: Callable[[], Thunk]) -> Thunk:
         """`setup()` with its draw from the rotation: an untimed call's (a paired turn's first, paired.py), which
@@ -162,8 +162,7 @@ class InputPool:
     def _next(self) -> tuple[int, torch.Tensor]:
         """The next draw's data set: the unseen one made ahead where this draw is the pass's next unseen one,
         else the next of the rotation (the unseen one for later made first, outside any call's clock)."""
-        self.drawn += 1
-        if self.ahead is not None and not self.held and self.drawn - 1 >= self.unseen_at[0]:
+        if self.ahead is not None and not self.held and self.calls >= self.unseen_at[0]:
             found, self.ahead = self.ahead, None
             del self.unseen_at[0]
             return found

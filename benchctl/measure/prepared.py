@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 import torch
 
-from benchctl.measure import fresh
+from benchctl.measure import fresh, unseen
 from benchctl.measure.clocks import Thunk
 from benchctl.measure.passes import as_tuple, backward_from, drawn_setup, grad_outputs, has_own_leaves
 from benchctl.ops.cells import Resolved
@@ -34,13 +34,12 @@ class Prepared:
         """One call on the cell's own inputs (a CUDA graph captures this one: cuda_graph.py)."""
         return self.call_on(self.inputs)
 
-    def setup(self, pass_name: str, on_draw: Callable[[fresh.Draw], None] | None = None,
-              unseen_every: int = 0) -> Callable[[], Thunk]:
-        """Each repetition on fresh inputs (fresh.py); `on_draw` hears of each draw before its call; a few
-        draws hold data never drawn before, one in each window of `unseen_every` (0: none; unseen.py)."""
+    def setup(self, pass_name: str, on_draw: Callable[[fresh.Draw], None] | None = None) -> Callable[[], Thunk]:
+        """Each repetition on fresh inputs (fresh.py); `on_draw` (the pass's audit) hears of each draw before
+        its call, and where it listens a few draws hold data never drawn before, for it to judge (unseen.py)."""
         pool = self.pool or fresh.InputPool(self.resolved, self.inputs, self.raw)
         self.pool = pool
-        pool.begin(unseen_every)
+        pool.begin(unseen.every(self.resolved.cell.strict) if on_draw is not None else 0)
 
         def draw() -> tuple[Callable[[], Any], Inputs]:
             drawn = pool.draw()

@@ -17,6 +17,7 @@ most, and no pass had all of its judged ratios above 1.05 (benchmarks/unseen_ben
 
 from __future__ import annotations
 
+import bisect
 import random
 from typing import Sequence
 
@@ -49,7 +50,7 @@ def ratios(samples: Sequence[float], unseen: Sequence[bool], aside: Sequence[boo
     for i, u in enumerate(unseen):
         if not (u and clean[i]):
             continue
-        at = int(np.searchsorted(seen, i))
+        at = bisect.bisect_left(seen, i)
         near = [samples[j] for j in seen[max(0, at - NEIGHBOURS):at + NEIGHBOURS]]
         if len(near) >= 2 and float(np.median(near)) > 0:
             out.append(samples[i] / float(np.median(near)))
