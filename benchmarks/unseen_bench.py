@@ -1,12 +1,13 @@
-"""Honest implementations' calls on data never drawn before, against the calls around them (measure/unseen.py):
-how far from 1 their ratios go, set against CACHED_RATIO, the bar a pass must clear in every one of its
-judged calls to be called a result cache.
+"""Honest implementations' calls on data never drawn before, against the calls around them and against the
+median of the pass's calls (measure/unseen.py): how far from 1 their ratios go, set against CACHED_RATIO, the
+bar a pass must clear in every one of its judged calls, by either measure, to be called a result cache.
 
     .venv/bin/python benchmarks/unseen_bench.py --out /tmp/unseen
 
 Runs `benchctl run all cpu --quick --in-process` with each pass's ratios recorded as its audit judges them,
-then prints, per operator, the passes judged, the median ratio, the largest ratio, and the largest of the
-passes' smallest ratios (what the rule compares with CACHED_RATIO); and how many passes the rule called a cache.
+then prints, per operator and for each measure, the passes judged, the median ratio, the largest ratio, and
+the largest of the passes' smallest ratios (what the rule compares with CACHED_RATIO); and how many passes the
+rule called a cache.
 Nothing else may run meanwhile.
 """
 
@@ -28,28 +29,35 @@ def recorded(log: list[dict]) -> None:
     def verdict(self, samples=(), aside=(), warm=0):
         said = real(self, samples, aside, warm)  # first: it observes the last call
         flags = self.unseen[warm:]
-        found = unseen.ratios(samples, flags, aside) if len(flags) == len(samples) else []
+        ours = len(flags) == len(samples)
         cell = self.resolved.cell
         log.append({"op": cell.op, "impl": cell.impl, "pass": self.pass_name, "params": cell.params.to_dict(),
-                    "ratios": found, "cache": bool(unseen.cached(samples, flags, aside))})
+                    "ratios": unseen.ratios(samples, flags, aside) if ours else [],
+                    "overall": unseen.overall(samples, flags, aside) if ours else [],
+                    "cache": bool(unseen.cached(samples, flags, aside))})
         return said
     audit.Audit.verdict = verdict
 
 
 def summary(log: list[dict]) -> None:
-    print("| op | passes judged | median ratio | largest ratio | largest smallest-of-a-pass | called a cache |")
-    print("|---|---|---|---|---|---|")
-    for op in sorted({r["op"] for r in log}):
-        judged = [r for r in log if r["op"] == op and len(r["ratios"]) >= unseen.UNSEEN_JUDGED]
-        every = [x for r in judged for x in r["ratios"]]
-        if not every:
-            print(f"| {op} | 0 | | | | |")
-            continue
-        smallest = max(min(r["ratios"]) for r in judged)
-        caches = sum(r["cache"] for r in log if r["op"] == op)
-        print(f"| {op} | {len(judged)} | {np.median(every):.2f} | {max(every):.2f} | {smallest:.2f} | {caches} |")
+    for measure, title in (("ratios", "against the calls around them"), ("overall", "against the pass's median")):
+        print(f"\n{title}\n")
+        print("| op | passes judged | median ratio | largest ratio | largest smallest-of-a-pass | called a cache |")
+        print("|---|---|---|---|---|---|")
+        for op in sorted({r["op"] for r in log}):
+            print(_row(op, [r for r in log if r["op"] == op], measure))
     print(f"\npasses: {len(log)}; judged: {sum(len(r['ratios']) >= unseen.UNSEEN_JUDGED for r in log)}; "
           f"CACHED_RATIO {unseen.CACHED_RATIO}")
+
+
+def _row(op: str, passes: list[dict], measure: str) -> str:
+    judged = [r for r in passes if len(r[measure]) >= unseen.UNSEEN_JUDGED]
+    every = [x for r in judged for x in r[measure]]
+    if not every:
+        return f"| {op} | 0 | | | | |"
+    smallest = max(min(r[measure]) for r in judged)
+    caches = sum(r["cache"] for r in passes)
+    return f"| {op} | {len(judged)} | {np.median(every):.2f} | {max(every):.2f} | {smallest:.2f} | {caches} |"
 
 
 def main() -> None:

@@ -1,7 +1,8 @@
 """Forward, backward and forward+backward as (untimed setup -> timed thunk) pairs for the timing loop.
 
 Forward: the call with autograd recording. Backward: the graph is built in setup, only the
-backward from `grad_out` (a fixed seeded tensor) is timed. Forward+backward: both.
+backward from `grad_out` (a fixed seeded tensor; a new one with a call on data never drawn before,
+fresh.py) is timed. Forward+backward: both.
 
 The backward returns the gradients of the inputs that require grad (`torch.autograd.grad`) rather
 than accumulating them into `.grad`. Accumulation would add work that belongs to the harness: a
@@ -74,16 +75,18 @@ def make_setup(call: Callable[[], Output], inputs: Inputs, grads: Sequence[torch
                pass_name: str, accumulate: bool = False) -> Callable[[], Thunk]:
     """Returns `setup()`; each call prepares one repetition of `call` on `inputs` and returns the thunk
     to time."""
-    return drawn_setup(lambda: (call, inputs), grads, pass_name, accumulate)
+    return drawn_setup(lambda: (call, inputs, grads), pass_name, accumulate)
 
 
-def drawn_setup(draw: Callable[[], tuple[Callable[[], Output], Inputs]], grads: Sequence[torch.Tensor],
-                pass_name: str, accumulate: bool = False) -> Callable[[], Thunk]:
-    """Returns `setup()`; each call takes the next (call, its inputs) from `draw` (fresh inputs per
-    repetition: fresh.py), prepares one repetition and returns the thunk to time."""
+Drawn = tuple[Callable[[], Output], Inputs, Sequence[torch.Tensor]]  # a call, its inputs, its outputs' gradients
+
+
+def drawn_setup(draw: Callable[[], Drawn], pass_name: str, accumulate: bool = False) -> Callable[[], Thunk]:
+    """Returns `setup()`; each call takes the next (call, its inputs, the gradients of its outputs) from `draw`
+    (fresh inputs per repetition: fresh.py), prepares one repetition and returns the thunk to time."""
 
     def drawn() -> tuple[Callable[[], Output], Callable[[Output], object]]:
-        call, inputs = draw()
+        call, inputs, grads = draw()
         if accumulate:
             for t in grad_inputs(inputs):
                 t.grad = None

@@ -11,7 +11,7 @@ import torch
 
 from benchctl.measure import fresh, unseen
 from benchctl.measure.clocks import Thunk
-from benchctl.measure.passes import as_tuple, backward_from, drawn_setup, grad_outputs, has_own_leaves
+from benchctl.measure.passes import Drawn, as_tuple, backward_from, drawn_setup, grad_outputs, has_own_leaves
 from benchctl.ops.cells import Resolved
 from benchctl.ops.registry import Case, Inputs
 from benchctl.ops.triton_support import best_config
@@ -36,18 +36,20 @@ class Prepared:
 
     def setup(self, pass_name: str, on_draw: Callable[[fresh.Draw], None] | None = None) -> Callable[[], Thunk]:
         """Each repetition on fresh inputs (fresh.py); `on_draw` (the pass's audit) hears of each draw before
-        its call, and where it listens a few draws hold data never drawn before, for it to judge (unseen.py)."""
+        its call, and where it listens a few draws hold data never drawn before, for it to judge (unseen.py):
+        every input the pool refreshes, and the outputs' gradients a backward starts from."""
         pool = self.pool or fresh.InputPool(self.resolved, self.inputs, self.raw)
         self.pool = pool
         pool.begin(unseen.every(self.resolved.cell.strict) if on_draw is not None else 0)
 
-        def draw() -> tuple[Callable[[], Any], Inputs]:
+        def draw() -> Drawn:
             drawn = pool.draw()
             if on_draw is not None:
                 on_draw(drawn)
-            return (lambda: self.call_on(drawn.inputs)), drawn.inputs
+            grads = grad_outputs(self.grads, seed=drawn.source) if drawn.unseen else self.grads
+            return (lambda: self.call_on(drawn.inputs)), drawn.inputs, grads
 
-        return drawn_setup(draw, self.grads, pass_name, self.accumulate)
+        return drawn_setup(draw, pass_name, self.accumulate)
 
     def sampling(self) -> None:
         """The pass's first sample is taken: the pool's unseen draws start (fresh.InputPool.sampling)."""

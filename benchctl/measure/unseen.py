@@ -11,6 +11,9 @@ made from a seed nobody drew before (made a draw ahead, so the call finds the ca
 such sample is set against the median of up to NEIGHBOURS samples on either side of it on seen data (so a
 machine changing speed reaches both alike); where at least UNSEEN_JUDGED of them were judged and every one
 took over CACHED_RATIO times its neighbours, the pass's time is not the work's and the pass is `incorrect`.
+The same holds against the median of all the pass's seen samples (`overall`): a cache that knows its misses
+can slow the calls right after each one, so that a miss's neighbours are as slow as it (it took 71x its
+reference, `ok`, that way); to move the pass's median it must slow half its calls.
 Samples set aside as disturbed take no part. Over the quick CPU sweep, honest passes' ratios reached 1.63 at
 most, and no pass had all of its judged ratios above 1.05 (benchmarks/unseen_bench.py).
 """
@@ -57,13 +60,22 @@ def ratios(samples: Sequence[float], unseen: Sequence[bool], aside: Sequence[boo
     return out
 
 
+def overall(samples: Sequence[float], unseen: Sequence[bool], aside: Sequence[bool] = ()) -> list[float]:
+    """Each clean unseen sample over the median of every clean seen sample of the pass."""
+    clean = [not a for a in aside] if len(aside) == len(samples) else [True] * len(samples)
+    seen = [s for s, u, c in zip(samples, unseen, clean) if c and not u]
+    middle = float(np.median(seen)) if len(seen) >= 2 else 0.0
+    return [s / middle for s, u, c in zip(samples, unseen, clean) if c and u] if middle > 0 else []
+
+
 def cached(samples: Sequence[float], unseen: Sequence[bool], aside: Sequence[bool] = ()) -> str:
     """Why the pass's samples are those of a result cache, or ''."""
     if len(unseen) != len(samples):
         return ""
-    found = ratios(samples, unseen, aside)
-    if len(found) < UNSEEN_JUDGED or min(found) <= CACHED_RATIO:
-        return ""
-    return (f"its {len(found)} timed calls on data never given to it before took {min(found):.1f}-{max(found):.1f}x "
-            "as long as the calls around them on data it had been given (a result kept from an earlier call: "
-            "work skipped when timed)")
+    for found, against in ((ratios(samples, unseen, aside), "the calls around them"),
+                           (overall(samples, unseen, aside), "the median of its calls")):
+        if len(found) >= UNSEEN_JUDGED and min(found) > CACHED_RATIO:
+            return (f"its {len(found)} timed calls on data never given to it before took {min(found):.1f}-"
+                    f"{max(found):.1f}x as long as {against} on data it had been given (a result kept from an "
+                    "earlier call: work skipped when timed)")
+    return ""

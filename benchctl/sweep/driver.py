@@ -198,7 +198,8 @@ def _never_settled(result: PassResult) -> PassResult:
 def _best_of(kept: Results, fresh: Results, pooled: dict[str, PassResult], attempt: int) -> Results:
     """Per pass: where its rounds split, all its rounds pooled; else the re-measurement where it ran and
     settled or narrowed the median's interval, else the result kept; every pass measured again says how
-    often. A re-measurement keeps the gate's findings and what the first call compiled."""
+    often. A re-measurement keeps the gate's findings and what the first call compiled, and either keeps
+    whether the pass was re-checked (recheck.py)."""
     again = {r.pass_: r for r in fresh if r.ok}
     out = []
     for result in kept:
@@ -207,7 +208,7 @@ def _best_of(kept: Results, fresh: Results, pooled: dict[str, PassResult], attem
             continue
         new, chosen = again.get(result.pass_), result
         if _split(result) and result.pass_ in pooled:
-            chosen = pooled[result.pass_]
+            chosen = pooled[result.pass_].keeping(result, ("rechecked",))
         elif new is not None and _better(new, result):
             chosen = new.keeping(result, (*GATE_COLUMNS, *FIRST_CALL_COLUMNS, "rechecked"))
         out.append(chosen.with_(remeasured=attempt))

@@ -53,3 +53,62 @@ def test_a_pass_begun_with_unseen_draws_gives_a_few_of_its_samples_data_never_dr
     pool.begin(0)
     pool.sampling()
     assert not any(pool.draw().unseen for _ in range(20))
+
+
+def test_an_unseen_draw_refreshes_every_input_the_pool_can_and_the_next_puts_their_own_data_back(fixture_ops):
+    resolved = Cell.make("axpy", "op", "py", "cpu", "float32", PARAMS).resolve()
+    prepared = prepare(resolved)
+    pool = fresh.InputPool(resolved, prepared.inputs, prepared.raw)
+    (other,) = pool.others  # x and y both pass through prepare: the key and one more
+    own = prepared.inputs[other].clone()
+    pool.begin(2)
+    pool.sampling()
+    data = []
+    for _ in range(16):
+        drawn = pool.draw()
+        data.append((drawn, drawn.inputs[other].clone()))
+    assert sum(d.unseen for d, _ in data) == UNSEEN_MAX
+    for drawn, held in data:
+        if drawn.unseen:  # made whole from its own seed: the other input too
+            assert not torch.equal(held, own) and torch.equal(held, fresh.inputs_of(resolved, drawn)[other])
+        else:
+            assert torch.equal(held, own)
+
+
+def test_a_backward_on_unseen_data_starts_from_a_gradient_of_its_own(fixture_ops):
+    prepared = prepare(Cell.make("axpy", "op", "py", "cpu", "float32", PARAMS).resolve())
+    grads_seen = []
+    setup = prepared.setup("backward", on_draw=lambda d: grads_seen.append(d.unseen))
+    prepared.sampling()
+    got = []
+    for _ in range(8 * UNSEEN_MAX + 1):  # windows of 8 (unseen.UNSEEN_EVERY) where not strict
+        got.append(setup()())  # the gradients of x and y (the op is linear in y: dy is the gradient given)
+    assert sum(grads_seen) == UNSEEN_MAX
+    given = prepared.grads[0]
+    for unseen, (dx, dy) in zip(grads_seen, got):
+        assert torch.equal(dy, given) != unseen
+
+
+def test_where_prepare_made_every_input_the_unseen_draws_hold_its_making_of_new_data():
+    from pathlib import Path
+
+    from benchctl.ops import registry
+
+    registry.discover([Path(__file__).parent.parent / "fixtures" / "exploits"])
+    resolved = Cell.make("victim", "op", "prepares_every_input", "cpu", "float32",
+                         {"batch_size": 4, "dim": 8}).resolve()
+    prepared = prepare(resolved)
+    pool = fresh.InputPool(resolved, prepared.inputs, prepared.raw)
+    assert pool.key is None and set(pool.others) == {"x", "w"}  # both made anew in float64: no rotation
+    own = {k: t.clone() for k, t in prepared.inputs.items()}
+    pool.begin(2)
+    pool.sampling()
+    draws = [(d, {k: t.clone() for k, t in d.inputs.items()}) for d in (pool.draw() for _ in range(16))]
+    assert sum(d.unseen for d, _ in draws) == UNSEEN_MAX
+    for drawn, held in draws:
+        assert held["x"].dtype == torch.float64  # prepare's making
+        if drawn.unseen:
+            assert not torch.equal(held["x"], own["x"])
+            assert torch.equal(held["x"], fresh.inputs_of(resolved, drawn)["x"].double())
+        else:
+            assert drawn.source == -1 and all(torch.equal(held[k], own[k]) for k in own)

@@ -35,3 +35,23 @@ def test_honest_times_one_slow_unseen_call_and_too_few_judged_are_no_finding():
     assert unseen.cached(both_slow, flags, aside=[i == 15 for i in range(30)]) == ""  # one judged
     assert unseen.cached(both_slow, flags) != ""
     assert unseen.cached(both_slow, flags[:-1]) == ""  # flags not of these samples: no finding
+
+
+def test_a_cache_that_slows_the_calls_after_each_miss_is_judged_against_the_whole_pass():
+    samples = [0.01] * 60
+    flags = [False] * 60
+    for i in (7, 20, 33, 46):
+        samples[i], flags[i] = 1.0, True
+        samples[i + 1] = samples[i + 2] = 1.5  # its neighbours after it made slower than the miss
+    assert all(r < unseen.CACHED_RATIO for r in unseen.ratios(samples, flags))
+    assert unseen.overall(samples, flags) == [100.0] * 4
+    said = unseen.cached(samples, flags)
+    assert said.startswith("its 4 timed calls on data never given to it before took 100.0-100.0x as long as the "
+                           "median of its calls on data it had been given")
+
+
+def test_honest_times_drifting_through_the_pass_are_no_finding_against_its_median():
+    samples = [1.0] * 20 + [1.8] * 20  # a machine that slowed by 1.8x halfway
+    flags = [i in (25, 33) for i in range(40)]
+    assert unseen.overall(samples, flags) == [1.8, 1.8]  # the median is the first half's 1.0: under the bar
+    assert unseen.cached(samples, flags) == ""

@@ -117,3 +117,13 @@ def test_a_noisy_reference_still_gets_its_points_speedups_rechecked(builtin_ops)
     kept = [r for r in out.rows if r["impl"] == "cpp"]
     assert [r["status"] for r in kept] == ["incorrect"] and kept[0]["rechecked"] is True
     assert kept[0]["message"] == "re-checked on fresh inputs: its 6 timed calls ..."
+
+
+def test_a_rechecked_pass_whose_rounds_split_keeps_its_recheck_when_its_rounds_are_pooled():
+    from benchctl.sweep.driver import _best_of
+
+    kept = PassResult(op="hoconv2d", impl="cpp", batch_size=1, pass_="forward", status="ok", median_s=0.001,
+                      mode_slow_s=0.002, rechecked=True)
+    pooled = PassResult(op="hoconv2d", impl="cpp", batch_size=1, pass_="forward", status="ok", median_s=0.0012)
+    (chosen,) = _best_of([kept], [], {"forward": pooled}, attempt=1)
+    assert chosen.median_s == 0.0012 and chosen.rechecked is True and chosen.remeasured == 1
