@@ -55,7 +55,7 @@ def test_a_pass_begun_with_unseen_draws_gives_a_few_of_its_samples_data_never_dr
     assert not any(pool.draw().unseen for _ in range(20))
 
 
-def test_an_unseen_draw_refreshes_every_input_the_pool_can_and_the_next_puts_their_own_data_back(fixture_ops):
+def test_an_unseen_draw_gives_every_input_the_pool_can_refresh_new_data_and_leaves_their_storage_alone(fixture_ops):
     resolved = Cell.make("axpy", "op", "py", "cpu", "float32", PARAMS).resolve()
     prepared = prepare(resolved)
     pool = fresh.InputPool(resolved, prepared.inputs, prepared.raw)
@@ -69,10 +69,12 @@ def test_an_unseen_draw_refreshes_every_input_the_pool_can_and_the_next_puts_the
         data.append((drawn, drawn.inputs[other].clone()))
     assert sum(d.unseen for d, _ in data) == UNSEEN_MAX
     for drawn, held in data:
-        if drawn.unseen:  # made whole from its own seed: the other input too
+        if drawn.unseen:  # made whole from its own seed: the other input too, a tensor of its own
             assert not torch.equal(held, own) and torch.equal(held, fresh.inputs_of(resolved, drawn)[other])
+            assert drawn.inputs[other].data_ptr() != prepared.inputs[other].data_ptr()
         else:
-            assert torch.equal(held, own)
+            assert torch.equal(held, own) and drawn.inputs[other].data_ptr() == prepared.inputs[other].data_ptr()
+    assert torch.equal(prepared.inputs[other], own)
 
 
 def test_a_backward_on_unseen_data_starts_from_a_gradient_of_its_own(fixture_ops):
@@ -112,3 +114,17 @@ def test_where_prepare_made_every_input_the_unseen_draws_hold_its_making_of_new_
             assert torch.equal(held["x"], fresh.inputs_of(resolved, drawn)["x"].double())
         else:
             assert drawn.source == -1 and all(torch.equal(held[k], own[k]) for k in own)
+
+
+def test_an_input_whose_shape_follows_the_seed_keeps_its_own_data_in_an_unseen_draw(builtin_ops):
+    resolved = Cell.make("naflex_posembed", "add", "loop", "cpu", "float32",
+                         {"batch_size": 8, "D": 16, "grid": 8}).resolve()
+    prepared = prepare(resolved)
+    pool = fresh.InputPool(resolved, prepared.inputs, prepared.raw)
+    pool.begin(2)
+    pool.sampling()
+    draws = [pool.draw() for _ in range(16)]  # the sequence lengths differ between seeds: nothing to copy them into
+    unseen = [d for d in draws if d.unseen]
+    assert len(unseen) == UNSEEN_MAX
+    for drawn in draws:
+        assert all(drawn.inputs[k].shape == t.shape for k, t in prepared.inputs.items() if isinstance(t, torch.Tensor))
