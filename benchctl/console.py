@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Callable, Iterable, Sequence
+import warnings
+from contextlib import contextmanager
+from typing import Callable, Iterable, Iterator, Sequence
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -67,3 +69,16 @@ def error(message: str) -> None:
 
 def warn(message: str) -> None:
     err.print(styled("warning: ", "yellow", message), soft_wrap=True)
+
+
+@contextmanager
+def warnings_shown() -> Iterator[None]:
+    """Python warnings raised inside, printed as one-line warnings when it ends, an error included: a file
+    skipped says why before the error it leads to, never as a raw warning with its source line."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            yield
+        finally:
+            for warning in caught:
+                warn(str(warning.message))

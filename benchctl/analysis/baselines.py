@@ -52,7 +52,7 @@ def save(name: str, run_dir: Path, root: Path) -> dict[str, Any]:
     _checked(name)
     rows = storage.load_run(run_dir)
     if rows.empty:
-        raise UsageError(f"{run_dir} has no results to keep as a baseline")
+        raise UsageError(f"no results in {run_dir} to keep as a baseline")
     _replicated(rows, run_dir)
     kind = machine_kind(rows)
     dest = Path(root) / FOLDER / name / _slug(kind)

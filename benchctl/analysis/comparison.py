@@ -18,6 +18,7 @@ VERDICTS = tuple(Verdict)
 # other way round: its statuses tell how.
 CHANGED_STATUS = (Verdict.BROKEN, Verdict.FIXED)
 REGRESSIONS = (Verdict.SLOWER, Verdict.BROKEN)  # what --fail-on-regression fails on: slower, or stopped working
+ONE_SIDED = (Verdict.ONLY_IN_BASE, Verdict.ONLY_IN_NEW)  # cells with nothing to compare them with
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,11 @@ class Comparison:
     @property
     def regressions(self) -> list[CellChange]:
         return [c for c in self.cells if c.verdict in REGRESSIONS]
+
+    @property
+    def compared(self) -> list[CellChange]:
+        """The cells in both runs."""
+        return [c for c in self.cells if c.verdict not in ONE_SIDED]
 
     def ordered(self) -> list[CellChange]:
         """Regressions first (worst first), then improvements (best first), then the rest."""

@@ -64,7 +64,7 @@ def measure(spec: Spec, out: Path, cwd: Path) -> Path:
 def judge(spec: Spec, run: Path) -> Judged:
     good = storage.load([spec.good_run])
     result = compare.compare(good, storage.load([run]), spec.threshold, spec.alpha)
-    cells = tuple(c for c in result.cells if c.verdict not in (Verdict.ONLY_IN_BASE, Verdict.ONLY_IN_NEW))
+    cells = tuple(result.compared)
     if any(c.verdict in BAD_VERDICTS for c in cells):
         return Judged(CommitVerdict.BAD, cells)
     if cells and all(c.verdict in GOOD_VERDICTS for c in cells):

@@ -31,7 +31,8 @@ def save(name: str, run: Path | None, root: Path) -> None:
     run = run or storage.latest_run(root)
     if run is None:
         raise UsageError(f"no runs found in {root}")
-    kept = baselines.save(name, run, root)
+    with console.warnings_shown():
+        kept = baselines.save(name, run, root)
     console.out.print(f"baseline {name} for {kept['kind']}: {run.name} -> {kept['path']}")
 
 

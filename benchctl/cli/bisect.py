@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from benchctl.cli.options import ops_dir_option
+from benchctl.cli.options import Finite, ops_dir_option
 
 
 @click.command("bisect")
@@ -23,9 +23,9 @@ from benchctl.cli.options import ops_dir_option
               help="The repository to bisect [default: the first --ops-dir's].")
 @click.option("--run-arg", "run_args", multiple=True, metavar="ARG",
               help="An argument for `benchctl run` at every commit (repeatable), e.g. --run-arg=--quick.")
-@click.option("--threshold", "--min-effect", default=0.05, show_default=True, type=click.FloatRange(min=0),
+@click.option("--threshold", "--min-effect", default=0.05, show_default=True, type=Finite(min=0),
               help="Minimum effect, as in `compare`.")
-@click.option("--alpha", default=0.05, show_default=True, type=click.FloatRange(0, 1, min_open=True),
+@click.option("--alpha", default=0.05, show_default=True, type=Finite(0, 1, min_open=True),
               help="Significance level, as in `compare`.")
 @click.option("--work", type=click.Path(file_okay=False, path_type=Path),
               help="Folder for the measurements [default: a new temporary folder].")
@@ -41,7 +41,7 @@ def command(good, bad, op, impl, passes, device, ops_dirs, repo, run_args, thres
     from benchctl.vocab import DEVICE_ALIASES
     from benchctl.sweep import words
 
-    words.check(devices=device, passes=",".join(passes) or None)
+    words.check(devices=device, passes=",".join(passes) if passes else None)
     if repo is None and not ops_dirs:
         raise UsageError("bisect needs the repository: give --ops-dir (its repository) or --repo")
     top = driver.repository(repo or ops_dirs[0])

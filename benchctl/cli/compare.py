@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import warnings
 from pathlib import Path
 
 import click
 from rich.text import Text
 
+from benchctl.cli.options import Finite
 from benchctl.errors import BenchError, UsageError
 from benchctl.vocab import Verdict
 
@@ -57,9 +57,9 @@ def _against_partner(c) -> str:
               help="Compare the one run given with baseline NAME for its machine kind (see `benchctl baseline`).")
 @click.option("--root", default="results", show_default=True, type=click.Path(path_type=Path),
               help="The results folder the baselines live in.")
-@click.option("--threshold", "--min-effect", default=0.05, show_default=True, type=click.FloatRange(min=0),
+@click.option("--threshold", "--min-effect", default=0.05, show_default=True, type=Finite(min=0),
               help="Minimum effect: the smallest change of the median that counts (0.05 = 5%).")
-@click.option("--alpha", default=0.05, show_default=True, type=click.FloatRange(0, 1, min_open=True),
+@click.option("--alpha", default=0.05, show_default=True, type=Finite(0, 1, min_open=True),
               help="Significance level of the Mann-Whitney U test (adjusted for the number of cells).")
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON instead of a table.")
 @click.option("--fail-on-regression", is_flag=True, help="Exit 1 when any cell is slower, or broke.")
@@ -78,11 +78,10 @@ def command(runs: tuple[Path, ...], baseline_name: str | None, root: Path, thres
     from benchctl import console
     from benchctl.analysis import compare
 
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with console.warnings_shown():
         (base, a, a_meta), (new, b, b_meta) = _sides(runs, baseline_name, root, across_hosts)
     result = compare.compare(a, b, threshold, alpha, a_meta, b_meta, across_hosts)
-    for message in [str(w.message) for w in caught] + result.warnings():
+    for message in result.warnings():
         console.warn(message)
     if as_json:
         # plain echo: rich would wrap long lines and break the JSON for the program reading it
@@ -92,6 +91,8 @@ def command(runs: tuple[Path, ...], baseline_name: str | None, root: Path, thres
                    "p", "verdict"]
         console.out.print(console.table(f"{_short(new)} vs {_short(base)}", columns, _rows(result)))
         console.out.print(", ".join(f"{n} {v}" for v, n in result.counts.items() if n) or "no cells")
+    if fail_on_regression and not result.compared:
+        raise UsageError(f"no cell was in both runs ({new} vs {base}): nothing to judge for --fail-on-regression")
     if fail_on_regression and result.regressions:
         raise BenchError(f"{len(result.regressions)} cell(s) slower or broken ({new} vs {base})")
 

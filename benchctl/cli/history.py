@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import warnings
 from pathlib import Path
 
 import click
 
 from benchctl.cli.compare import STYLES
-from benchctl.cli.options import names_list
+from benchctl.cli.options import Finite, names_list
 
 
 @click.command("history")
@@ -21,9 +20,9 @@ from benchctl.cli.options import names_list
 @click.option("--impl", "impls", multiple=True, help="Only this implementation (repeatable).")
 @click.option("--pass", "passes", multiple=True, help="Only this pass: forward, backward, forward_backward.")
 @click.option("--device", "devices", multiple=True, help="Only this device: cpu, gpu.")
-@click.option("--threshold", "--min-effect", default=0.05, show_default=True, type=click.FloatRange(min=0),
+@click.option("--threshold", "--min-effect", default=0.05, show_default=True, type=Finite(min=0),
               help="Minimum effect of a step's verdict, as in `compare`.")
-@click.option("--alpha", default=0.05, show_default=True, type=click.FloatRange(0, 1, min_open=True),
+@click.option("--alpha", default=0.05, show_default=True, type=Finite(0, 1, min_open=True),
               help="Significance level of a step's verdict, as in `compare`.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
               help="Folder for the page [default: history/ beside the runs].")
@@ -39,8 +38,7 @@ def command(runs, root, ops, impls, passes, devices, threshold, alpha, out_dir, 
     from benchctl.analysis import history, steps
     from benchctl.vocab import DEVICE_ALIASES
 
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with console.warnings_shown():
         rows = history.select(history.load(runs, root), op=ops, impl=impls, pass_name=passes,
                               device=[DEVICE_ALIASES.get(d, d) for d in devices])
     all_series = history.series(rows)
@@ -48,8 +46,6 @@ def command(runs, root, ops, impls, passes, devices, threshold, alpha, out_dir, 
         raise UsageError("no timed cells in these runs match")
     found = steps.all_steps(all_series, threshold, alpha)
     said = history.messages(all_series)
-    for warning in caught:
-        console.warn(str(warning.message))
     page = history_page.build(all_series, found, said, out_dir or history_page.default_folder(runs, root))
     if as_json:
         click.echo(json.dumps(_json(all_series, found, str(page)), indent=2))

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from benchctl.cli.options import load_operators, ops_dir_option
-from benchctl.cli.options import check_writable, parse_params
+from benchctl.cli.options import Seconds, check_writable, parse_params
 from benchctl.vocab import PASSES, Pass
 
 
@@ -24,7 +24,7 @@ from benchctl.vocab import PASSES, Pass
                                   "maps once its threads have started, e.g. 2G (default: half of free RAM).")
 @click.option("--start", default=1, show_default=True, type=click.IntRange(min=1))
 @click.option("--limit", default=1 << 14, show_default=True, type=click.IntRange(min=1))
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=600.0, show_default=True,
+@click.option("--timeout", type=Seconds(min=0, min_open=True), default=600.0, show_default=True,
               help="Seconds per probe.")
 @click.option("--out", default="results", show_default=True, type=click.Path(file_okay=False))
 @ops_dir_option

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -17,9 +18,35 @@ ops_dir_option = click.option(
 )
 
 
+LONGEST_WAIT = 1e9  # seconds (31 years): a wait much longer overflows the clock's type
+
+
+class Finite(click.FloatRange):
+    """A float option's range that takes finite numbers only: nan passes every range check and inf every lower
+    bound, and either one as a time would hang the sweep or crash the wait on it."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        number = click.FLOAT.convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{number} is not a finite number.", param, ctx)
+        return super().convert(number, param, ctx)
+
+
+class Seconds(Finite):
+    """A time option's range: a finite number of seconds, LONGEST_WAIT at most."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        number = super().convert(value, param, ctx)
+        if number > LONGEST_WAIT:
+            self.fail(f"{number:g} s is longer than any wait can be ({LONGEST_WAIT:g} s at most).", param, ctx)
+        return number
+
+
 def names_list(ctx: click.Context, param: click.Parameter, value: Sequence[str]) -> tuple[str, ...]:
     """A repeatable option that also takes comma lists, as IMPLS and DEVICES do: `--op a,b` is `--op a --op b`."""
-    return tuple(name.strip() for given in value for name in given.split(",") if name.strip())
+    from benchctl.sweep.words import split
+
+    return tuple(name for given in value for name in split(given, "operator"))
 
 
 op_option = click.option("--op", "ops", multiple=True, callback=names_list,

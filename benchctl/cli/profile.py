@@ -14,7 +14,7 @@ if TYPE_CHECKING:  # imported inside the functions, so `benchctl --help` does no
     from benchctl.profile.profilers import ProfileResult
     from benchctl.profile.stacks import TopFrames
 
-from benchctl.cli.options import check_writable, parse_params
+from benchctl.cli.options import Seconds, check_writable, parse_params
 from benchctl.profile.profilers import RATE_HZ
 from benchctl.vocab import DEVICE_ALIASES, DTYPE_NAMES, PASSES, Pass
 
@@ -172,7 +172,7 @@ def render(result: ProfileResult, rows: int, rate_hz: int = RATE_HZ) -> None:
 @click.option("--batch-size", type=int, default=None, help="Default: the operator's own.")
 @click.option("--param", "params", multiple=True, metavar="KEY=VALUE", help="Override an operator param.")
 @click.option("--dtype", type=click.Choice(DTYPE_NAMES), default="float32", show_default=True)
-@click.option("--duration", type=click.FloatRange(min=0.1), default=5.0, show_default=True,
+@click.option("--duration", type=Seconds(min=0.1), default=5.0, show_default=True,
               help="Seconds of the timing loop to profile.")
 @click.option("--rate", type=click.IntRange(min=1), default=RATE_HZ, show_default=True,
               help="py-spy samples/s (each one stops the loop while py-spy reads its stacks).")
@@ -207,4 +207,15 @@ def command(op: str, impl: str, device: str, target: str | None, pass_name: str,
     out = out_dir or Path("results", storage.PROFILES_DIR, f"{op}-{impl}-{cell.device}-{pass_name}-{stamp}")
     check_writable(out)
     run = profiling.profile_torch if profiler == "torch" else profiling.profile_py_spy
-    render(run(req, out), top, rate)
+    result = run(req, out)
+    _check_sampled(result)
+    render(result, top, rate)
+
+
+def _check_sampled(result: ProfileResult) -> None:
+    """A profile with no sample in the timed code has no shares to show: an error, not empty tables."""
+    from benchctl.errors import BenchError
+
+    if result.top is not None and not result.top.samples["timed"]:
+        raise BenchError(f"no samples in the timed code ({_reps(result.reps)}, {result.timed_s:.3g} s): profile "
+                         f"for longer with a larger --duration; what was recorded is in {result.out_dir}")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 
 import click
@@ -44,17 +43,14 @@ def command(results: tuple[Path, ...], out_dir: Path | None, ops: tuple[str, ...
     from benchctl.results import storage
 
     wanted = parse_baselines(baselines)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with console.warnings_shown():
         try:
             loaded = page.load_results(results, root)
         except FileNotFoundError as exc:
             raise UsageError(str(exc)) from None
         history = history_page.for_run(loaded.folders[0]) if len(loaded.folders) == 1 else None
         built = page.build(loaded.rows, out_dir or page.default_out_dir(loaded.folders, root),
-                             loaded.metas, wanted, ops, history=history, profiles_root=root)
-    for warning in caught:
-        console.warn(str(warning.message))
+                           loaded.metas, wanted, ops, history=history, profiles_root=root)
     for line in storage.unfinished(loaded.metas):
         console.warn(line)
     for path in built.files:

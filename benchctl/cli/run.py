@@ -7,16 +7,19 @@ from pathlib import Path
 
 import click
 
-from benchctl.cli.options import check_writable, load_operators, op_option, ops_dir_option, parse_params, tf32_option
+from benchctl.cli.options import (Finite, Seconds, check_writable, load_operators, op_option, ops_dir_option,
+                                   parse_params, tf32_option)
 from benchctl.vocab import (ALLOCATORS, EXECUTORS, PAIR_NONE, PAIR_REFERENCE, PAIR_REFERENCE_ON_CPU, Allocator,
                             Executor)
 
 
 def _ints(text: str | None) -> tuple[int, ...]:
-    if not text:
+    from benchctl.sweep.words import split
+
+    if text is None:
         return ()
     try:
-        return tuple(int(v) for v in text.split(",") if v.strip())
+        return tuple(int(v) for v in split(text, "batch size"))
     except ValueError:
         raise click.BadParameter(f"expected comma-separated integers, got {text!r}") from None
 
@@ -34,22 +37,22 @@ def _ints(text: str | None) -> tuple[int, ...]:
               help="KEY=VALUE (or KEY=1,2,4 to sweep it) for every operator with that param.")
 @click.option("--dtype", "dtypes", multiple=True, help="float32 (default), float64, float16, bfloat16.")
 @click.option("--passes", help="Comma list of forward, backward, forward_backward.")
-@click.option("--min-time", type=click.FloatRange(min=0), help="Seconds of samples per pass, at least.")
-@click.option("--max-time", type=click.FloatRange(min=0), help="Seconds per pass, at most.")
-@click.option("--warmup-time", type=click.FloatRange(min=0), help="Untimed calls before sampling, in seconds, "
+@click.option("--min-time", type=Seconds(min=0), help="Seconds of samples per pass, at least.")
+@click.option("--max-time", type=Seconds(min=0), help="Seconds per pass, at most.")
+@click.option("--warmup-time", type=Seconds(min=0), help="Untimed calls before sampling, in seconds, "
               "at most (default 0.5; a cheap call stops after 10 calls and 0.1 s): first calls can be far "
               "slower, e.g. while a VM backs new memory.")
-@click.option("--ci-target", type=click.FloatRange(min=0, max=1), help="Sample until the median's 95% confidence "
+@click.option("--ci-target", type=Finite(min=0, max=1), help="Sample until the median's 95% confidence "
               "interval is within +-this fraction of it (default 0.01), between --min-time and --max-time; "
               "0: stop at --min-time.")
 @click.option("--remeasure", type=click.IntRange(min=0),
               help="Times a cell whose median did not settle is measured again at the end of the sweep "
                    "(default 1; 0 with --quick, which flags it instead: a fast look).")
-@click.option("--settle", type=click.FloatRange(min=0), default=60.0, show_default=True, envvar="BENCHCTL_SETTLE",
+@click.option("--settle", type=Seconds(min=0), default=60.0, show_default=True, envvar="BENCHCTL_SETTLE",
               help="Seconds in all the sweep may wait, before re-measuring a cell the machine's canary says ran "
                    "on a slow machine, for the machine to return to its calibrated speed (0: no wait; also "
                    "BENCHCTL_SETTLE).")
-@click.option("--recheck-above", type=click.FloatRange(min=1),
+@click.option("--recheck-above", type=Finite(min=1),
               help="A pass this many times faster than the reference implementation is measured once more, "
                    "strictly (fresh inputs, more timed outputs checked), before it is kept (default 50).")
 @click.option("--rounds", type=click.IntRange(min=1), default=1, show_default=True,
@@ -67,7 +70,7 @@ def _ints(text: str | None) -> tuple[int, ...]:
 @click.option("--threads", type=click.IntRange(min=1), help="torch intra-op threads (default: torch's).")
 @click.option("--out", default="results", show_default=True, type=click.Path(file_okay=False))
 @click.option("--quick", is_flag=True, help="Each operator's small quick sweep.")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=900.0, show_default=True,
+@click.option("--timeout", type=Seconds(min=0, min_open=True), default=900.0, show_default=True,
               help="Seconds per cell before it is killed.")
 @click.option("--flush-l2", is_flag=True, help="GPU: write a buffer larger than L2 before each repetition.")
 @click.option("--cuda-graph", is_flag=True, help="GPU: time replays of each call captured in a CUDA graph, "
@@ -92,15 +95,16 @@ def command(impls, devices, ops, ops_dirs, config, targets, batch_sizes, params,
 
     words.check(devices=devices, passes=passes, dtypes=dtypes)  # usage errors before torch is imported
     sizes, swept = _ints(batch_sizes), parse_params(params)
+    kinds = tuple(words.split(gpu_kinds, "GPU kind")) if gpu_kinds is not None else ()
     from benchctl.sweep.request import SweepRequest, expand
     from benchctl.sweep.config import SweepConfig, load_config
     from benchctl.sweep.plan import Plan
 
-    load_operators(ops_dirs, ops)
     cfg = load_config(config) if config else SweepConfig()
+    load_operators(ops_dirs, (*ops, *cfg.params, *cfg.targets) if ops else ())  # those the config names too
     request = SweepRequest(
         impls=impls, devices=devices, ops=tuple(ops), dtypes=tuple(dtypes),
-        passes=tuple(words.split(passes)) if passes else (), batch_sizes=sizes,
+        passes=tuple(words.split(passes, "pass")) if passes is not None else (), batch_sizes=sizes,
         params=swept, targets=tuple(targets), quick=quick, config=cfg, pair_with=pair_with,
     )
     cells = expand(request)
@@ -110,7 +114,7 @@ def command(impls, devices, ops, ops_dirs, config, targets, batch_sizes, params,
                 tf32=tf32, timeout=timeout, in_process=in_process, ops_dirs=ops_dirs,
                 rounds=rounds, processes=_processes(processes, quick, in_process, executor, fresh_worker),
                 fresh_worker=fresh_worker, allocator=allocator, executor=executor, address=address,
-                **({"recheck_above": recheck_above} if recheck_above else {}), gpu_kinds=tuple(words.split(gpu_kinds)) if gpu_kinds else ())
+                **({"recheck_above": recheck_above} if recheck_above else {}), gpu_kinds=kinds)
     plan.check()
     _check_allocator(allocator, in_process, executor)
     _execute(plan, Path(out))

@@ -6,11 +6,13 @@ from pathlib import Path
 
 import click
 
+from benchctl.cli.options import Seconds
+
 
 @click.command("selftest")
 @click.option("--out", default="results/selftest", show_default=True, type=click.Path(file_okay=False, path_type=Path),
               help="Folder for the verdict (verdict.md), each step's output (logs/) and the runs behind it.")
-@click.option("--step-timeout", default=1200.0, show_default=True, type=click.FloatRange(min=1),
+@click.option("--step-timeout", default=1200.0, show_default=True, type=Seconds(min=1),
               help="Seconds a step may run before it is stopped and counted failed.")
 @click.option("--resume", is_flag=True,
               help="Keep the steps that passed in OUT's last self-test and run only the others.")

@@ -1,8 +1,9 @@
 """What values an operator's params take. A value the operator cannot mean (a zero or negative size, an even
 filter width where the filter is centred) is refused before any cell is made, with the rule it breaks.
 
-Two rules hold for every operator: a param whose default is an integer takes integers (`H=1.5` would be timed
-as whatever the input factory makes of it, under a row that says 1.5), and a batch size is a positive integer.
+Three rules hold for every operator: a param whose default is an integer takes integers (`H=1.5` would be timed
+as whatever the input factory makes of it, under a row that says 1.5), a batch size is a positive integer, and an
+integer fits in 64 bits (torch cannot take a larger one: every cell would fail at run time).
 The rest an operator declares, param by param: `Operator(..., rules={"k": (positive, odd)})`, or
 `rules=sizes("C", "H", "W")` for params that are all sizes. A None value (a default meaning "derive it") is
 never checked.
@@ -56,9 +57,14 @@ def _scalar(default: Any) -> Any:
     return (default[0] if default else None) if isinstance(default, list) else default
 
 
+INT64 = (-(2**63), 2**63 - 1)  # the integers a tensor's size or a torch argument can hold
+
+
 def _typed(key: str, default: Any, value: Any) -> str | None:
     """What a value of `key` must be, given its default's type."""
     default = _scalar(default)
+    if _is_int(value) and not INT64[0] <= value <= INT64[1]:
+        return "must fit in a signed 64-bit integer"
     if key == "batch_size" and not (_is_int(value) and value > 0):
         return "must be a positive integer"
     if _is_int(default) and not _is_int(value):

@@ -6,6 +6,7 @@ several), a section per operator and target with its charts and tables, then the
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -52,6 +53,17 @@ def select_ops(rows: pd.DataFrame, ops: Sequence[str] = ()) -> pd.DataFrame:
     if missing:
         raise UsageError(f"no results for {', '.join(missing)}; these results have: {', '.join(present)}")
     return rows[rows["op"].isin(ops)] if ops else rows
+
+
+def check_baselines(rows: pd.DataFrame, wanted: Mapping[str, str]) -> None:
+    """Each --baseline must name an operator and an implementation these results hold: a typo would measure
+    the speedups against another baseline without a word. ("*" is every operator.)"""
+    for op, impl in wanted.items():
+        for what, name, column in (("operator", op, "op"), ("implementation", impl, "impl")):
+            present = sorted(rows[column].dropna().astype(str).unique())
+            if name != "*" and name not in present:
+                raise UsageError(f"--baseline {impl if op == '*' else f'{op}={impl}'}: no results for {what} "
+                                 f"{name!r}; these results have: {', '.join(present)}")
 
 
 def by_machine(rows: pd.DataFrame) -> pd.Series:
@@ -112,16 +124,20 @@ def build(rows: pd.DataFrame, out_dir: Path, metas: Sequence[Mapping[str, Any]] 
           profiles_root: Path | None = None) -> Report:
     """Charts for every operator and target in `rows`, then index.html and summary.md in `out_dir`; with
     `profiles_root`, the profiles of those operators found under it."""
-    rows, superseded = latest_only(select_ops(rows, ops).assign(target=lambda d: d["target"].fillna("op").astype(str)))
+    wanted = dict(baselines or {})  # "*" applies to every operator without its own entry
+    selected = select_ops(rows, ops)
+    check_baselines(rows, wanted)
+    rows, superseded = latest_only(selected.assign(target=lambda d: d["target"].fillna("op").astype(str)))
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    wanted = dict(baselines or {})  # "*" applies to every operator without its own entry
     references = stored_references(metas)
     peaks = measured_peaks(rows, metas) if peaks is None else peaks
     rows = rows.assign(machine=by_machine(rows))
     sections = [_section(part, str(op), str(target), out_dir,
                          wanted.get(str(op), wanted.get("*", references.get(str(op)))), peaks, str(machine))
                 for (op, target, machine), part in rows.groupby(["op", "target", "machine"], sort=True)]
+    for asked in (s for s in sections if s.note and (s.op in wanted or "*" in wanted)):
+        warnings.warn(f"{asked.title}: {asked.note}", stacklevel=2)
     statuses = {str(k): int(v) for k, v in rows["status"].fillna("missing").value_counts().items()}
     machine = machine_chart.bandwidth_figure(rows, peaks.get("cpu", {}).get("read_gbps"))
     load = machine_chart.load_figure(rows, metas)

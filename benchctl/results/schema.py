@@ -31,6 +31,8 @@ Rows = list[Row]
 
 # The columns that name a cell (ops/cells.py's Cell.identity); a row is one cell's one pass.
 CELL_COLUMNS = ("op", "target", "impl", "device", "dtype", "params")
+# What a parquet file must hold to be results: which cell and pass each row is, and how it ended.
+RESULT_KEYS = (*CELL_COLUMNS, "pass", "status")
 
 # Column -> arrow type. Every row carries all of them (missing values are null).
 COLUMNS: dict[str, pa.DataType] = {

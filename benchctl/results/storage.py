@@ -29,7 +29,7 @@ import pyarrow.parquet as pq
 
 from benchctl.errors import BenchError
 from benchctl.results import compaction
-from benchctl.results.schema import COLUMNS, SCHEMA, SCHEMA_VERSION
+from benchctl.results.schema import COLUMNS, RESULT_KEYS, SCHEMA, SCHEMA_VERSION
 from benchctl.vocab import RunState
 
 RUN_FILE = "_run.json"  # leading underscore: parquet dataset readers skip it
@@ -191,25 +191,44 @@ def latest(rows: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
     return ordered.drop_duplicates(list(keys), keep="last").sort_index()
 
 
-def load_run(run_dir: Path) -> pd.DataFrame:
-    """All rows of one run; corrupt or partial part files are skipped with a warning naming them."""
-    tables = []
-    for part in compaction.parts(Path(run_dir)):
-        try:
-            tables.append(pq.read_table(part))
-        except Exception as exc:  # pyarrow raises several types for a truncated file
-            warnings.warn(f"skipping unreadable results file {part}: {exc}", stacklevel=2)
+def read_results(path: Path) -> pa.Table | None:
+    """The rows of one parquet file; None, with a warning naming it, where it is corrupt or partial, or is
+    not results (it lacks a column of RESULT_KEYS)."""
+    try:
+        table = pq.read_table(path)
+    except Exception as exc:  # pyarrow raises several types for a truncated file
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        warnings.warn(f"skipping unreadable results file {path}: {first}", stacklevel=2)
+        return None
+    missing = [name for name in RESULT_KEYS if name not in table.column_names]
+    if missing:
+        warnings.warn(f"skipping {path}: not a results file (missing columns: {', '.join(missing)})", stacklevel=2)
+        return None
+    return table
+
+
+def _frame(tables: Sequence[pa.Table]) -> pd.DataFrame:
+    """Tables as one DataFrame; with none, an empty one with every column."""
     if not tables:
         return pd.DataFrame({name: pd.Series(dtype=object) for name in COLUMNS})
     return pa.concat_tables(tables, promote_options="default").to_pandas()
 
 
+def load_run(run_dir: Path) -> pd.DataFrame:
+    """All rows of one run; part files that are corrupt, partial or not results are skipped with a warning
+    naming them."""
+    return _frame([t for t in map(read_results, compaction.parts(Path(run_dir))) if t is not None])
+
+
 def load(paths: Sequence[Path | str] = (), root: Path | str = "results") -> pd.DataFrame:
     """Rows of several runs merged. Each path is a run folder, a parquet file, or a folder of runs;
-    with no paths, the latest run under `root`."""
+    with no paths, the latest run under `root`. A parquet file that holds no results is skipped with a
+    warning; where no path given holds any, FileNotFoundError says so."""
     paths = paths or [_latest(root)]
     frames = [_load_path(Path(p)) for p in paths]
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    if not frames or all(frame.empty for frame in frames):
+        raise FileNotFoundError(f"no results in {', '.join(map(str, paths))}")
+    return pd.concat(frames, ignore_index=True)
 
 
 def _latest(root: Path | str) -> Path:
@@ -221,7 +240,7 @@ def _latest(root: Path | str) -> Path:
 
 def _load_path(path: Path) -> pd.DataFrame:
     if path.is_file():
-        return pq.read_table(path).to_pandas()
+        return _frame([t for t in [read_results(path)] if t is not None])
     if meta_file(path):
         return load_run(path)
     runs = run_dirs(path)

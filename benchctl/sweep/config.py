@@ -53,8 +53,10 @@ def load_config(path: str | Path) -> SweepConfig:
         data = tomllib.loads(path.read_text())
     except FileNotFoundError:
         raise UsageError(f"config file not found: {path}") from None
-    except tomllib.TOMLDecodeError as exc:
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:  # TOML is UTF-8 text
         raise UsageError(f"malformed config {path}: {exc}") from None
+    except OSError as exc:
+        raise UsageError(f"cannot read config {path}: {exc.strerror or exc}") from None
     return parse_config(data, str(path))
 
 

@@ -49,9 +49,7 @@ def select_ops(names: Sequence[str]) -> list[Operator]:
 
 def select_impls(ops: Sequence[Operator], text: str) -> dict[str, list[str]]:
     """Operator -> the implementations asked for (an op without any of them is left out)."""
-    names = split(text)
-    if not names:
-        raise UsageError("no implementation given")
+    names = split(text, "implementation")
     if "all" in names:
         return {op.name: list(op.implementations) for op in ops}
     names = [modifiers.canonical(n) for n in names]
@@ -97,6 +95,17 @@ def _check_targets(ops: Sequence[Operator], given: Sequence[str]) -> None:
     for name in given:
         if name not in known:
             raise UsageError(f"unknown target {name!r}; choose from {', '.join(sorted(known))}")
+
+
+def _check_config_ops(config: SweepConfig) -> None:
+    """A config's [params.NAME] or [targets] NAME must name an operator: a typo would time the defaults
+    (one that exists but is not selected here is left alone)."""
+    known = registry.operators()
+    for table, names in (("params", config.params), ("targets", config.targets)):
+        for name in names:
+            if name not in known:
+                raise UsageError(f"{config.path} [{table}]: unknown operator {name!r}; choose from "
+                                 f"{', '.join(sorted(known))}")
 
 
 def _check_params(ops: Sequence[Operator], given: Mapping[str, Any]) -> None:
@@ -164,6 +173,7 @@ def cells(req: SweepRequest) -> list[Cell]:
     passes = tuple(choices(req.passes, req.config.passes or PASSES, PASSES, "pass"))
     _check_targets(ops, req.targets)
     _check_params(ops, req.params)
+    _check_config_ops(req.config)
     found = []
     for op in ops:
         valid = [t.name for t in op.targets]

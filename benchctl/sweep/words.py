@@ -12,15 +12,20 @@ from benchctl.errors import UsageError
 from benchctl.vocab import DEVICE_ALIASES, DEVICES, DTYPE_NAMES, PASSES
 
 
-def split(text: str) -> list[str]:
-    return [p.strip() for p in text.split(",") if p.strip()]
+def split(text: str, what: str) -> list[str]:
+    """The names of a comma list of `what` (operator, device, ...). An empty list or item is a usage error, not
+    nothing: `--op "$OPS"` with OPS unset would otherwise time every operator."""
+    names = [p.strip() for p in text.split(",")]
+    if not any(names):
+        raise UsageError(f"no {what} given ({text!r})")
+    if not all(names):
+        raise UsageError(f"an empty {what} in {text!r}")
+    return names
 
 
 def parse_devices(text: str) -> list[str]:
     """`cpu`, `gpu` (alias `cuda`), a comma list or `all` -> device names, each once."""
-    names = split(text)
-    if not names:
-        raise UsageError("no device given; choose from cpu, gpu (alias cuda), all")
+    names = split(text, "device")
     if "all" in names:
         return list(DEVICES)
     out = []
@@ -44,6 +49,6 @@ def check(devices: str | None = None, passes: str | None = None, dtypes: Sequenc
     """Every usage error in these words, before anything slow is imported."""
     if devices is not None:
         parse_devices(devices)
-    if passes:
-        choices(split(passes), (), PASSES, "pass")
+    if passes is not None:
+        choices(split(passes, "pass"), (), PASSES, "pass")
     choices(dtypes, (), DTYPE_NAMES, "dtype")

@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from benchctl.results import storage
 from benchctl.cli import cli
+from tests.results.test_storage import NOT_RESULTS, not_results
 
 
 def timed(median: float, seed: int, n: int = 30) -> list[float]:
@@ -156,3 +157,64 @@ def test_compare_judges_a_cell_paired_in_both_runs_by_its_pairs_and_shows_their_
     [found] = json.loads(invoke("compare", str(base), str(new), "--json").stdout)["cells"]
     assert (found["verdict"], found["by_pairs"], found["partner"]) == ("slower", True, "py")
     assert 1.1 < found["relative_low"] < found["relative"] < found["relative_high"] < 1.3
+
+
+@pytest.mark.parametrize("kind", NOT_RESULTS)
+@pytest.mark.parametrize("command", ["report", "compare", "history"])
+def test_a_file_given_that_holds_no_results_is_a_warning_and_one_line(runs, tmp_path, command, kind):
+    bad = not_results(tmp_path / "bad.parquet", kind)
+    result = CliRunner().invoke(cli, [command, *([str(runs[1])] if command == "compare" else []), str(bad)])
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.splitlines()
+    readable = kind in ("other columns", "empty frame")
+    assert lines[0].startswith(f"warning: skipping {bad}: not a results file" if readable else
+                               f"warning: skipping unreadable results file {bad}: ")
+    assert lines[1:] == [f"error: no results in {bad}"]
+
+
+def test_baseline_save_of_a_run_without_results_says_why_in_the_tool_s_own_lines(tmp_path):
+    root = tmp_path / "results"
+    run = write_run(root, "20240101-000000-aaaaaa", [row("py", 10e-3, 1)])
+    part = run / "part-00001.parquet"
+    not_results(part, "other columns")
+    result = CliRunner().invoke(cli, ["baseline", "save", "main", str(run), "--root", str(root)])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.splitlines() == [
+        f"warning: skipping {part}: not a results file (missing columns: op, target, impl, device, dtype, params, "
+        "pass, status)", f"error: no results in {run} to keep as a baseline"]
+    not_results(part, "truncated")
+    result = CliRunner().invoke(cli, ["baseline", "save", "main", str(run), "--root", str(root)])
+    assert result.exit_code == 2 and "UserWarning" not in result.output
+    assert result.stderr.startswith(f"warning: skipping unreadable results file {part}: ")
+
+
+@pytest.mark.parametrize("asked, message", [
+    ("nosuch", "--baseline nosuch: no results for implementation 'nosuch'; these results have: cpp, cuda, py"),
+    ("hoconv2d=nosuch", "--baseline hoconv2d=nosuch: no results for implementation 'nosuch'; these results have: "
+                        "cpp, cuda, py"),
+    ("nosuchop=py", "--baseline nosuchop=py: no results for operator 'nosuchop'; these results have: hoconv2d"),
+])
+def test_report_baseline_that_names_nothing_in_the_results_is_an_error(runs, asked, message):
+    result = CliRunner().invoke(cli, ["report", str(runs[2]), "--baseline", asked])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.splitlines()[-1] == f"error: {message}"
+
+
+def test_report_baseline_an_operator_lacks_is_a_warning_naming_the_one_used(tmp_path):
+    run = write_run(tmp_path, "20240101-000000-aaaaaa", [row("py", 10e-3, 1), row("cpp", 8e-3, 2),
+                                                         {**row("py", 10e-3, 3), "op": "lstm_cell"}])
+    result = CliRunner().invoke(cli, ["report", str(run), "--baseline", "cpp"])
+    assert result.exit_code == 0, result.output
+    assert result.stderr.splitlines() == [
+        "warning: lstm_cell / module: baseline 'cpp' is not in these results; using 'py'"]
+
+
+def test_compare_fail_on_regression_with_no_cell_in_both_runs_is_an_error(tmp_path):
+    base = write_run(tmp_path, "20240101-000000-aaaaaa", [row("py", 10e-3, 1, batch=8)])
+    new = write_run(tmp_path, "20240102-000000-bbbbbb", [row("py", 10e-3, 2, batch=16)])
+    plain = CliRunner().invoke(cli, ["compare", str(base), str(new)])
+    assert plain.exit_code == 0 and "1 only in base, 1 only in new" in plain.stdout
+    result = CliRunner().invoke(cli, ["compare", str(base), str(new), "--fail-on-regression"])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.splitlines()[-1] == (f"error: no cell was in both runs ({new} vs {base}): nothing to judge "
+                                              "for --fail-on-regression")

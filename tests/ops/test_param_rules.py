@@ -24,6 +24,9 @@ RULES = {"k": (positive, odd), "I": sizes("I")["I"]}
     ("I", 0, "must be at least 1"),
     ("I", "x", "takes integers"),
     ("I", 2.5, "takes integers"),  # no default to give its type: the size rule does
+    ("k", 2**63 + 1, "must fit in a signed 64-bit integer"),  # torch could take no such size
+    ("batch_size", 10**20, "must fit in a signed 64-bit integer"),
+    ("alpha", -(2**63) - 1, "must fit in a signed 64-bit integer"),
 ])
 def test_a_value_that_breaks_a_rule_says_which(key, value, reason):
     assert param_rules.broken(key, DEFAULTS[key], RULES.get(key, ()), value) == reason
@@ -31,6 +34,7 @@ def test_a_value_that_breaks_a_rule_says_which(key, value, reason):
 
 @pytest.mark.parametrize("key, value", [
     ("k", 7), ("k", [3]), ("batch_size", 1), ("alpha", -1.5), ("alpha", 2), ("I", None), ("I", 9), ("mode", "x"),
+    ("I", 2**63 - 1), ("alpha", -(2**63)),
 ])
 def test_a_value_that_keeps_the_rules_passes(key, value):
     value = value[0] if isinstance(value, list) else value

@@ -1,9 +1,12 @@
 """Parquet runs: round trip, one file per finished cell, concurrent writers, corrupt files skipped."""
 
 import multiprocessing
+import re
 import warnings
+from pathlib import Path
 
 import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 
 from benchctl.results import storage
@@ -54,6 +57,45 @@ def test_truncated_parquet_is_skipped_with_a_warning(tmp_path):
         df = storage.load_run(w.dir)
     assert len(df) == 1
     assert any(str(good) in str(c.message) for c in caught)
+
+
+NOT_RESULTS = ("empty", "text", "truncated", "other columns", "empty frame")
+
+
+def not_results(path: Path, kind: str) -> Path:
+    """A parquet file by name that holds no results, of each kind: empty, six bytes of text, half a results
+    file, a table with other columns (a, b), a DataFrame with none."""
+    if kind == "truncated":
+        pq.write_table(storage.to_table([row()]), path)
+    elif kind in ("other columns", "empty frame"):
+        pd.DataFrame({"a": [1], "b": [2]} if kind == "other columns" else {}).to_parquet(path)
+    data = path.read_bytes() if path.exists() else b""
+    path.write_bytes({"empty": b"", "text": b"hello\n", "truncated": data[: len(data) // 2]}.get(kind, data))
+    return path
+
+
+@pytest.mark.parametrize("kind", NOT_RESULTS)
+def test_a_file_given_that_holds_no_results_is_skipped_with_a_warning(tmp_path, kind):
+    bad = not_results(tmp_path / "bad.parquet", kind)
+    good = RunWriter(tmp_path, "run-c", {}).write([row()])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert list(storage.load([good, bad])["impl"]) == ["py"]
+        with pytest.raises(FileNotFoundError, match=f"^no results in {re.escape(str(bad))}$"):
+            storage.load([bad])
+    said = [str(c.message) for c in caught]
+    assert len(said) == 2 and all(m.startswith("skipping ") and str(bad) in m and "\n" not in m for m in said)
+
+
+def test_a_run_folder_skips_a_part_that_is_not_results(tmp_path):
+    w = RunWriter(tmp_path, "run-d", {})
+    not_results(w.dir / "part-00001.parquet", "other columns")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert storage.load_run(w.dir).empty
+    assert [str(c.message) for c in caught] == [
+        f"skipping {w.dir / 'part-00001.parquet'}: not a results file (missing columns: op, target, impl, device, "
+        "dtype, params, pass, status)"]
 
 
 def _write_many(root, run_id, n):

@@ -70,6 +70,12 @@ def test_config_errors_are_one_line_usage_errors(tmp_path, builtin_ops):
         expand(SweepRequest("py", "cpu", ops=("hoconv2d",), config=cfg))
     with pytest.raises(UsageError, match="config file not found"):
         load_config(tmp_path / "missing.toml")
+    bad.write_bytes(b"\xff\xfe garbage")
+    with pytest.raises(UsageError, match="malformed config .*: 'utf-8' codec can't decode byte 0xff"):
+        load_config(bad)
+    cfg = parse_config({"params": {"nosuchop": {"H": 8}}, "targets": {"lstm_cell": ["op"]}}, "x.toml")
+    with pytest.raises(UsageError, match=r"x.toml \[params\]: unknown operator 'nosuchop'; choose from "):
+        expand(SweepRequest("py", "cpu", ops=("hoconv2d",), config=cfg))
 
 
 def test_shipped_configs_load_and_expand(builtin_ops):
