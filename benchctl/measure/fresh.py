@@ -18,10 +18,10 @@ and the references on them are the point's, shared by its implementations (point
 
 A cache keyed by a few of the inputs' values would still find every call's data among the SOURCES, so a few
 draws of each audited pass hold data never drawn before (`Draw.unseen`), made from a seed of the OS's, in
-every input the pool can refresh (the key, copied in as on every draw, and the other floating inputs `prepare`
-passed through, given as the new tensors themselves) and in the gradient a backward starts from (prepared.py).
-Copied in right before the call (and their own data back after it), the honest calls on unseen data took
-a median 1.01-1.23x their neighbours by operator and pass, against 0.97-1.02 with the key alone. A cache kept by
+every input the pool can refresh (the key and the other floating inputs `prepare` passed through) and in the
+gradient a backward starts from (prepared.py); the next draw puts the others' own data back. Given as new
+tensors of their own instead (no copy), the others were cold where the cell's own were warm: grid_sample's
+cpp forward read 2.4-4.5x on unseen data, a false `incorrect`. A cache kept by
 an input the rotation leaves alone (4.5x on a backward), or a backward worked out in the forward from the
 one gradient it is always given (16-109x), missed nowhere before. Where `prepare` made every input anew (no
 key), the unseen draws hold its making of the new data set: such a cell had no unseen draws, and a result
@@ -121,24 +121,25 @@ class InputPool:
         self.resolved, self.store, self.raw = resolved, store, raw
         self.key: str | None = None
         self.data: list[torch.Tensor] = []
-        self.others: tuple[str, ...] = ()  # the other inputs an unseen draw gives new tensors of its data set
+        self.others: Inputs = {}  # the other inputs it refreshes: their own data, put back after an unseen draw
         self.calls = 0
         cell = resolved.cell
         shared = point_data.of((*cell.point, cell.seed))
         small = tensor_bytes(store) <= POOL_BYTES
         keys = _refreshable(store, raw) if small else []
         if keys:
-            self.key, self.others = keys[0], tuple(keys[1:])
+            self.key, self.others = keys[0], dict.fromkeys(keys[1:])
             if self.key not in shared.data:
                 shared.data[self.key] = [raw_inputs(resolved, j)[self.key].detach().clone() for j in range(SOURCES)]
             self.data = shared.data[self.key]
         elif small and resolved.impl.prepare is not None:  # `prepare` made every input: unseen draws remake them
-            self.others = tuple(k for k, t in store.items() if isinstance(t, torch.Tensor) and t.numel())
+            self.others = dict.fromkeys(k for k, t in store.items() if isinstance(t, torch.Tensor) and t.numel())
         self.references = shared.references_for(self.key)
         self.random = random.Random(os.urandom(16))  # where the unseen draws fall: the calls cannot know it
         self.every, self.sampled, self.held = 0, False, False  # unseen draws: see `begin`
         self.unseen_at: list[int] = []  # the draws, by their index in `calls`, that are to hold unseen data
         self.ahead: tuple[int, Inputs] | None = None  # the next unseen data set, made a draw before its own
+        self.restore = False  # the last draw was unseen: the others hold its data
 
     def begin(self, every: int) -> None:
         """A new pass: once its sampling begins (`sampling`), a few draws hold data never drawn before (one
@@ -161,43 +162,46 @@ class InputPool:
             self.held = False
 
     def _unseen_data(self) -> tuple[int, Inputs]:
-        """A data set of its own seed for the key and the others (made whole by the target, so it is of the
-        cell's kind; where `prepare` made every input, made whole by it): a cache kept by an input that the
-        rotation leaves alone misses too. An input whose shape follows the seed (NaFlex's lengths) keeps its own."""
+        """A data set of its own seed for every input refreshed (made whole by the target, so it is of the cell's
+        kind; where `prepare` made every input, made whole by it): a cache kept by an input that the rotation
+        leaves alone misses too. An input whose shape follows the seed (NaFlex's lengths) keeps its own."""
+        for k, own in self.others.items():
+            if own is None:
+                self.others[k] = self.store[k].detach().clone()
         source = SOURCES + int.from_bytes(os.urandom(3), "little")
         made = raw_inputs(self.resolved, source)
-        if self.key is None:
+        if self.key is None:  # no input passed through prepare: prepare's making of the new data
             made = self.resolved.impl.prepare(dict(made))
-        return source, {k: made[k].detach().requires_grad_(self.store[k].requires_grad)
-                        for k in (self.key, *self.others) if k is not None and _fits(made.get(k), self.store[k])}
+        return source, {k: made[k].detach() for k in (self.key, *self.others)
+                        if k is not None and _fits(made.get(k), self.store[k])}
 
     def sources(self) -> list[int]:
         """The data sets the draws rotate over (-1 alone: the cell's own data, fresh objects only)."""
         return list(range(len(self.data))) if self.key is not None else [-1]
 
     def draw(self) -> Draw:
-        """The next call's inputs: the key's data copied into its storage; an unseen draw's others are its own
-        new tensors, made a draw before (no copy right before the call, and nothing to put back after it)."""
         source, data = -1, {}
         if self.key is not None or self.others:
             source, data = self._next()
-        if self.key in data:
             with torch.no_grad():
-                self.store[self.key].detach().copy_(data.pop(self.key))
+                for k, t in data.items():
+                    self.store[k].detach().copy_(t)
         self.calls += 1
-        inputs = {k: fresh_view(v) for k, v in {**self.store, **data}.items()}
-        return Draw(inputs, source, self.key, tuple(data))
+        others = tuple(k for k in data if k != self.key) if source >= SOURCES else ()
+        return Draw({k: fresh_view(v) for k, v in self.store.items()}, source, self.key, others)
 
     def _next(self) -> tuple[int, Inputs]:
         """The next draw's data: the unseen set made ahead where this draw is the pass's next unseen one, else
-        the next of the rotation for the key (the unseen set for later made first, outside any call's clock)."""
+        the next of the rotation for the key, and the others' own data back after an unseen draw (the unseen set
+        for later made first, outside any call's clock)."""
         if self.ahead is not None and not self.held and self.calls >= self.unseen_at[0]:
-            found, self.ahead = self.ahead, None
+            found, self.ahead, self.restore = self.ahead, None, True
             del self.unseen_at[0]
             return found
         if self.unseen_at and self.ahead is None:
             self.ahead = self._unseen_data()
+        back, self.restore = (self.others if self.restore else {}), False
         if self.key is None:
-            return -1, {}
+            return -1, back
         source = self.calls % len(self.data)
-        return source, {self.key: self.data[source]}
+        return source, {self.key: self.data[source], **back}
