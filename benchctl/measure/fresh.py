@@ -19,13 +19,13 @@ and the references on them are the point's, shared by its implementations (point
 A cache keyed by a few of the inputs' values would still find every call's data among the SOURCES, so a few
 draws of each audited pass hold data never drawn before (`Draw.unseen`), made from a seed of the OS's, in
 every input the pool can refresh (the key and the other floating inputs `prepare` passed through) and in the
-gradient a backward starts from (prepared.py); the next draw puts the others' own data back. Given as new
-tensors of their own instead (no copy), the others were cold where the cell's own were warm: grid_sample's
-cpp forward read 2.4-4.5x on unseen data, a false `incorrect`. A cache kept by
+gradient a backward starts from (prepared.py); the next draw puts the others' own data back. A cache kept by
 an input the rotation leaves alone (4.5x on a backward), or a backward worked out in the forward from the
-one gradient it is always given (16-109x), missed nowhere before. Where `prepare` made every input anew (no
-key), the unseen draws hold its making of the new data set: such a cell had no unseen draws, and a result
-kept by value took 52x, `ok`. unseen.py says where they fall and what their times must show.
+one gradient it is always given (16-109x), missed nowhere before. Given as new tensors of their own instead
+of copied in, the others were cold where the cell's own were warm: grid_sample's cpp forward read 2.4-4.5x
+on unseen data, a false `incorrect`. Where `prepare` made every input anew (no key), the unseen draws hold
+its making of the new data set: such a cell had no unseen draws, and a result kept by value took 52x, `ok`.
+unseen.py says where they fall and what their times must show.
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ The measured code runs in the process that times it, so it can reach the objects
 (`bind`) after importing benchctl and before importing any operator file; after a cell's first call and
 gate, and after each pass, `broken` compares them with it and names what changed. A cell whose timing code
 changed is an `error`. What the fingerprint covers: every function, class attribute and constant of the
-timing modules and of what the pairs' ratios are taken with (SEALED), the `time` module's counters, and the callables a clock holds.
+timing modules and of what the pairs' ratios are taken with (SEALED), the `time` module's counters, and the
+callables a clock holds.
 
 The libraries are sealed too (LIBRARIES, CLASSES, HOOKS): every callable of the modules the harness calls
 between a timed call and its look at the output, and that references are written with. An implementation
