@@ -222,13 +222,13 @@ def load_run(run_dir: Path) -> pd.DataFrame:
 
 def load(paths: Sequence[Path | str] = (), root: Path | str = "results") -> pd.DataFrame:
     """Rows of several runs merged. Each path is a run folder, a parquet file, or a folder of runs;
-    with no paths, the latest run under `root`. A parquet file that holds no results is skipped with a
-    warning; where no path given holds any, FileNotFoundError says so."""
-    paths = paths or [_latest(root)]
-    frames = [_load_path(Path(p)) for p in paths]
-    if not frames or all(frame.empty for frame in frames):
+    with no paths, the latest run under `root` (a run not yet written to has no rows). A parquet file that
+    holds no results is skipped with a warning; where paths were given and none holds any, FileNotFoundError
+    says so."""
+    frames = [_load_path(Path(p)) for p in paths or [_latest(root)]]
+    if paths and all(frame.empty for frame in frames):
         raise FileNotFoundError(f"no results in {', '.join(map(str, paths))}")
-    return pd.concat(frames, ignore_index=True)
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
 def _latest(root: Path | str) -> Path:
