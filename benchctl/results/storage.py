@@ -228,7 +228,7 @@ def load(paths: Sequence[Path | str] = (), root: Path | str = "results") -> pd.D
     frames = [_load_path(Path(p)) for p in paths or [_latest(root)]]
     if paths and all(frame.empty for frame in frames):
         raise FileNotFoundError(f"no results in {', '.join(map(str, paths))}")
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    return pd.concat(frames, ignore_index=True)
 
 
 def _latest(root: Path | str) -> Path:
