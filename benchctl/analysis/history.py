@@ -79,6 +79,22 @@ def select(rows: pd.DataFrame, **wanted: Sequence[str]) -> pd.DataFrame:
     return rows
 
 
+def unmatched(rows: pd.DataFrame, **wanted: Sequence[str]) -> str:
+    """Why `select(rows, **wanted)` leaves no timed cell: the first filter that none of the timed cells left
+    by the filters before it meets, and what those cells hold for it; '' when some cell is left."""
+    timed = rows[rows["status"] == Status.OK] if "status" in rows else rows.iloc[:0]
+    if timed.empty:
+        return "these runs hold no timed cells"
+    for option, values in wanted.items():
+        column = timed[FILTERS[option]]
+        kept = timed[column.isin(list(values))] if values else timed
+        if kept.empty:
+            held = ", ".join(sorted(column.dropna().astype(str).unique()))
+            return f"no timed cell has --{option.split('_')[0]} {','.join(values)} (it could match {held})"
+        timed = kept
+    return ""
+
+
 def series(rows: pd.DataFrame) -> list[Series]:
     """One series per cell, machine kind and way of timing (eager, CUDA-graph replays, L2 flushed), from
     the timed rows; a run that measured a cell twice gives its last row."""

@@ -58,9 +58,20 @@ def check_ready(repo: Path) -> None:
         raise UsageError(f"{repo} is already bisecting: finish it with `git bisect reset` first")
 
 
+def check_order(repo: Path, good: str, bad: str) -> None:
+    """GOOD must come before BAD: the same commit, or a GOOD that BAD does not descend from, has no commits
+    between them to search."""
+    if good == bad:
+        raise UsageError(f"GOOD and BAD are the same commit {good[:12]}: nothing between them to bisect")
+    if commits.git(repo, "merge-base", "--is-ancestor", good, bad) is None:
+        raise UsageError(f"GOOD {good[:12]} is not an ancestor of BAD {bad[:12]} (given the other way round?): "
+                         "a bisect searches the commits from GOOD to BAD")
+
+
 def bisect(spec: Spec, repo: Path, good: str, bad: str) -> Result:
     check_ready(repo)
     good_sha, bad_sha = _resolve(repo, good), _resolve(repo, bad)
+    check_order(repo, good_sha, bad_sha)
     start = commits.git(repo, "symbolic-ref", "-q", "--short", "HEAD") or _git(repo, "rev-parse", "HEAD")
     Path(spec.work).mkdir(parents=True, exist_ok=True)
     try:

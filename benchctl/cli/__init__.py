@@ -32,11 +32,19 @@ class LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return [name for name in COMMANDS if _exists(COMMANDS[name])]
 
+    def make_context(self, *args, **kwargs) -> click.Context:
+        try:
+            return super().make_context(*args, **kwargs)
+        except click.UsageError as exc:
+            raise _one_line(exc) from None
+
     def invoke(self, ctx: click.Context):
         from benchctl.errors import BenchError
 
         try:
             return super().invoke(ctx)
+        except click.UsageError as exc:
+            raise _one_line(exc) from None
         except BenchError as exc:
             if ctx.obj and ctx.obj.get("debug"):
                 raise
@@ -59,6 +67,12 @@ class OneLineError(click.ClickException):
         from benchctl.console import error
 
         error(self.message)
+
+
+def _one_line(exc: click.UsageError) -> OneLineError:
+    """Click's usage error (usage, hint, then the error) as one line that names where the help is."""
+    where = exc.ctx.command_path if exc.ctx else "benchctl"
+    return OneLineError(f"{exc.format_message()} ('{where} --help' lists what it takes)", exc.exit_code)
 
 
 def _exists(module: str) -> bool:

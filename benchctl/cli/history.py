@@ -36,14 +36,16 @@ def command(runs, root, ops, impls, passes, devices, threshold, alpha, out_dir, 
     from benchctl.errors import UsageError
     from benchctl.report import history_page
     from benchctl.analysis import history, steps
+    from benchctl.sweep import words
     from benchctl.vocab import DEVICE_ALIASES
 
+    words.check(devices=",".join(devices) or None, passes=",".join(passes) or None)
+    wanted = {"op": ops, "impl": impls, "pass_name": passes, "device": [DEVICE_ALIASES.get(d, d) for d in devices]}
     with console.warnings_shown():
-        rows = history.select(history.load(runs, root), op=ops, impl=impls, pass_name=passes,
-                              device=[DEVICE_ALIASES.get(d, d) for d in devices])
-    all_series = history.series(rows)
+        loaded = history.load(runs, root)
+    all_series = history.series(history.select(loaded, **wanted))
     if not all_series:
-        raise UsageError("no timed cells in these runs match")
+        raise UsageError(history.unmatched(loaded, **wanted))
     found = steps.all_steps(all_series, threshold, alpha)
     said = history.messages(all_series)
     page = history_page.build(all_series, found, said, out_dir or history_page.default_folder(runs, root))

@@ -58,6 +58,16 @@ def test_machine_kinds_are_separate_series_and_filters_apply(written):
     assert history.select(rows, impl=["cpp"]).empty
 
 
+def test_a_filter_that_matches_nothing_is_named_with_what_it_could_match(written):
+    root, _ = written
+    rows = history.load(root=root)
+    assert history.unmatched(rows, op=["silu"], impl=["py"]) == ""
+    assert history.unmatched(rows, op=["gelu"]) == "no timed cell has --op gelu (it could match silu)"
+    assert history.unmatched(rows, op=["silu"], pass_name=["backward", "nope"]) == (
+        "no timed cell has --pass backward,nope (it could match forward)")
+    assert history.unmatched(rows.assign(status="error")) == "these runs hold no timed cells"
+
+
 def test_each_way_of_timing_is_a_series_of_its_own(written):
     """CUDA-graph replays leave out the host's issue time (8x on an H100 for hoconv2d's cuda forward at B=4):
     a history mixing them with eager rows would show a step no commit made."""

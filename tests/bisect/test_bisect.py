@@ -137,3 +137,15 @@ def test_a_dirty_tree_and_unknown_commits_are_refused(repo):
     result = bisect(top, {})
     assert result.exit_code == 2 and "has uncommitted changes" in result.output
     assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("good, bad, message", [
+    ("HEAD", "HEAD", "GOOD and BAD are the same commit"),
+    ("HEAD", "HEAD~2", "is not an ancestor of BAD"),
+])
+def test_the_same_commit_or_the_ends_reversed_are_refused_before_anything_is_measured(repo, good, bad, message):
+    top, shas = repo
+    result = CliRunner().invoke(cli, ["bisect", good, bad, "--op", "bisect_probe", "--impl", "py",
+                                      "--ops-dir", str(top / "ops"), "--work", str(top.parent / "work")])
+    assert result.exit_code == 2 and message in result.output, result.output
+    assert not (top.parent / "work").exists() and git(top, "rev-parse", "HEAD") == shas[-1]

@@ -98,3 +98,18 @@ def test_a_config_that_is_not_utf8_is_malformed(tmp_path):
     result = invoke("run", "py", "cpu", "--op", "lstm_cell", "--config", str(config), "--out", str(tmp_path))
     assert_one_line_usage_error(result, f"error: malformed config {config}: 'utf-8' codec can't decode byte 0xff "
                                         "in position 0: invalid start byte")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["run", "py", "cpu", "--repeat", "3"], "error: No such option '--repeat'. Did you mean '--remeasure'? "
+                                            "('benchctl run --help' lists what it takes)"),
+    (["nosuch"], "error: No such command 'nosuch'. ('benchctl --help' lists what it takes)"),
+    (["--nosuch"], "error: No such option '--nosuch'. ('benchctl --help' lists what it takes)"),
+    (["run"], "error: Missing argument 'IMPLS'. ('benchctl run --help' lists what it takes)"),
+    ([*RUN, "--max-time", "x"], "error: Invalid value for '--max-time': 'x' is not a valid float. ('benchctl run "
+                                "--help' lists what it takes)"),
+])
+def test_a_usage_error_is_one_line_that_says_where_the_help_is(args, message):
+    result = CliRunner().invoke(cli, args, prog_name="benchctl")
+    assert result.exit_code == 2
+    assert result.output.strip() == message
