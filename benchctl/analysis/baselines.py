@@ -67,12 +67,20 @@ def save(name: str, run_dir: Path, root: Path) -> dict[str, Any]:
 
 def _replicated(rows: pd.DataFrame, run_dir: Path) -> None:
     """A baseline is what every later run is judged against: its cells must come from BASELINE_PROCESSES
-    worker processes at least, so that a process that landed in a slow mode shows as a spread."""
+    worker processes at least, so that a process that landed in a slow mode shows as a spread. A run asked
+    for as many whose busy machine left some cells' samples from fewer is refused for that reason."""
     timed = rows[rows["status"] == Status.OK]
     processes = timed["processes"].fillna(1) if "processes" in timed else pd.Series(1, index=timed.index)
-    if len(timed) and processes.min() < BASELINE_PROCESSES:
-        raise UsageError(f"{run_dir} measured its cells in {int(processes.min())} process(es); a baseline keeps "
+    short = int((processes < BASELINE_PROCESSES).sum())
+    if not short:
+        return
+    asked = int(storage.run_meta(run_dir).get("processes") or 1)
+    if asked < BASELINE_PROCESSES:
+        raise UsageError(f"{run_dir} measured its cells in {asked} process(es); a baseline keeps "
                          f"{BASELINE_PROCESSES} at least: run it with --processes {BASELINE_PROCESSES}")
+    raise UsageError(f"{short} of the {len(timed)} timed cells of {run_dir} kept samples from fewer than "
+                     f"{BASELINE_PROCESSES} processes (the others' were set aside as disturbed): a baseline "
+                     "keeps a run measured with nothing else running")
 
 
 def saved(root: Path, name: str | None = None) -> list[dict[str, Any]]:
