@@ -213,9 +213,14 @@ def command(op: str, impl: str, device: str, target: str | None, pass_name: str,
 
 
 def _check_sampled(result: ProfileResult) -> None:
-    """A profile with no sample in the timed code has no shares to show: an error, not empty tables."""
+    """A profile with no sample (py-spy) or no operator (torch) in the timed code has no shares to show: an
+    error, not empty tables."""
     from benchctl.errors import BenchError
 
     if result.top is not None and not result.top.samples["timed"]:
         raise BenchError(f"no samples in the timed code ({_reps(result.reps)}, {result.timed_s:.3g} s): profile "
                          f"for longer with a larger --duration; what was recorded is in {result.out_dir}")
+    if result.profiler == "torch" and not result.top_ops:
+        raise BenchError(f"the torch profiler recorded no operator in the timed code ({_reps(result.reps)}, "
+                         f"{result.timed_s:.3g} s): its work is not in torch's operators, which --profiler py-spy "
+                         f"does not need; what was recorded is in {result.out_dir}")

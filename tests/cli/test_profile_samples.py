@@ -23,3 +23,16 @@ def test_a_profile_without_a_timed_sample_is_an_error_naming_duration(tmp_path: 
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert lines == [f"error: no samples in the timed code (2 repetitions, 0.08 s): profile for longer with a "
                      f"larger --duration; what was recorded is in {out}"]
+
+
+def test_a_torch_profile_without_an_operator_in_the_timed_code_is_an_error_naming_py_spy(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out = tmp_path / "p"
+    monkeypatch.setattr(profiling, "profile_torch",
+                        lambda req, folder: profiling.ProfileResult(folder, "torch", 5, 0.5, top_ops=()))
+    result = CliRunner().invoke(cli, ["profile", "lstm_cell", "py", "cpu", "--profiler", "torch", "--out", str(out)])
+    assert result.exit_code == 1, result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert lines == [f"error: the torch profiler recorded no operator in the timed code (5 repetitions, 0.5 s): its "
+                     f"work is not in torch's operators, which --profiler py-spy does not need; what was recorded is "
+                     f"in {out}"]
