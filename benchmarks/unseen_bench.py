@@ -34,9 +34,32 @@ def recorded(log: list[dict]) -> None:
         log.append({"op": cell.op, "impl": cell.impl, "pass": self.pass_name, "params": cell.params.to_dict(),
                     "ratios": unseen.ratios(samples, flags, aside) if ours else [],
                     "overall": unseen.overall(samples, flags, aside) if ours else [],
-                    "cache": bool(unseen.cached(samples, flags, aside))})
+                    "cache": bool(unseen.cached(samples, flags, aside)), **_aside(flags, aside)})
         return said
     audit.Audit.verdict = verdict
+
+
+def _aside(flags: list[bool], aside) -> dict:
+    """How many of the pass's unseen and seen calls the watch set aside, and whether the unseen ones' flags
+    were overruled (unseen.believed) or left them unjudged (unseen.unjudged)."""
+    aside = list(aside)
+    if len(aside) != len(flags):
+        return {}
+    mine = [a for a, u in zip(aside, flags) if u]
+    return {"unseen": len(mine), "unseen_aside": sum(mine), "seen": len(flags) - len(mine),
+            "seen_aside": sum(aside) - sum(mine), "overruled": unseen.believed(flags, aside) != aside,
+            "unjudged": bool(unseen.unjudged(flags, aside))}
+
+
+def set_aside(log: list[dict]) -> None:
+    watched = [r for r in log if "unseen" in r]
+
+    def share(part: str, whole: str) -> float:
+        return sum(r[part] for r in watched) / max(1, sum(r[whole] for r in watched))
+    print(f"\nset aside as disturbed: {share('unseen_aside', 'unseen'):.1%} of {sum(r['unseen'] for r in watched)} "
+          f"unseen calls (each watched alone), {share('seen_aside', 'seen'):.1%} of the seen; passes whose unseen "
+          f"calls' flags were overruled: {sum(r['overruled'] for r in watched)}, left unjudged: "
+          f"{sum(r['unjudged'] for r in watched)}, of {len(watched)}")
 
 
 def summary(log: list[dict]) -> None:
@@ -48,6 +71,7 @@ def summary(log: list[dict]) -> None:
             print(_row(op, [r for r in log if r["op"] == op], measure))
     print(f"\npasses: {len(log)}; judged: {sum(len(r['ratios']) >= unseen.UNSEEN_JUDGED for r in log)}; "
           f"CACHED_RATIO {unseen.CACHED_RATIO}")
+    set_aside(log)
 
 
 def _row(op: str, passes: list[dict], measure: str) -> str:

@@ -80,8 +80,9 @@ class Audit:
     """Watches one pass's calls (`drawn` before each, `finish` after the last) and judges them (`verdict`)."""
 
     def __init__(self, resolved: Resolved, pass_name: str, take: Callable[[], Any], accumulate: bool = False,
-                 hold: bool = True):
+                 hold: bool = True, alone: Callable[[], None] | None = None):
         self.resolved, self.pass_name, self.take = resolved, pass_name, take
+        self.alone = alone  # the watch's: the next call is judged in a window of its own (interference.py)
         self.hold = hold  # the kept calls' outputs themselves, to see them change later; else their copies only
         self.references: dict[int, correctness.Run] = {}  # by data set: the pool's, shared by the point (prime)
         self.accumulate = accumulate  # gradients go to `.grad` (passes.py): only the outputs come back
@@ -98,6 +99,7 @@ class Audit:
         self.expected: dict[int, tuple[list[torch.Tensor | None], list[str]]] = {}
         self.scales: dict[int, float] = {}  # a reference tensor's largest magnitude, by id
         self.unchecked = ""  # why the outputs are not compared with the reference's, where it could not run
+        self.unjudged = ""  # why the times on unseen data were not judged (unseen.unjudged)
 
     def prime(self, pool: fresh.InputPool) -> None:
         """Every data set's reference, before the pass's clock starts. A reference run at the timed size
@@ -121,6 +123,8 @@ class Audit:
         """Before each call: the previous call's result is looked at, then this call's draw noted."""
         self._observe()
         self.pending, self.key = draw, draw.key
+        if draw.unseen and self.alone is not None:  # whether its call is set aside is then its own (unseen.py)
+            self.alone()
 
     def finish(self) -> None:
         self._observe()
@@ -204,13 +208,14 @@ class Audit:
 
     def notes(self) -> str:
         """What the row of a pass judged ok says of what could not be checked, or ''."""
-        return "; ".join(n for n in (self.unchecked, "" if self.hold else NOT_HELD) if n)
+        return "; ".join(n for n in (self.unchecked, "" if self.hold else NOT_HELD, self.unjudged) if n)
 
     def verdict(self, samples: Sequence[float] = (), aside: Sequence[bool] = (), warm: int = 0) -> str:
         """Why the pass's timed outputs, or its times (`samples`, after `warm` warm-up calls; `aside`: those
         set aside as disturbed), cannot be trusted, or ''."""
         self.finish()
         found = self.problem or ("" if self._exempt() else self._kept_wrong())
+        self.unjudged = unseen.unjudged(self.unseen[warm:], aside)
         return found or unseen.cached(samples, self.unseen[warm:], aside)
 
     def _kept_wrong(self) -> str:

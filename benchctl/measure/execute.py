@@ -278,7 +278,8 @@ def make_clock(device: str, flush_l2: bool = False, cuda_graph: bool = False) ->
 def _audit(prepared: Prepared, pass_name: str, clock: Clock, hold: bool) -> audit.Audit | None:
     """The check of the pass's timed outputs (audit.py), where the clock hands the calls' results back."""
     take = getattr(interference.unwrapped(clock), "take", None)
-    return audit.Audit(prepared.resolved, pass_name, take, prepared.accumulate, hold) if take else None
+    alone = getattr(clock, "alone", None)  # a watched clock's (interference.py)
+    return audit.Audit(prepared.resolved, pass_name, take, prepared.accumulate, hold, alone) if take else None
 
 
 def _setup(prepared: Prepared, pass_name: str, clock: Clock, audited: audit.Audit | None = None) -> Callable[[], Thunk]:

@@ -149,6 +149,13 @@ class WatchedClock:
         self._open: tuple[float, int] | None = None  # (delay, counter) when the window opened
         self._calls = 0
         self._timed = 0.0
+        self._alone = False  # the next call is judged in a window of its own
+
+    def alone(self) -> None:
+        """The next call is judged in a window of its own: a call on data never drawn before (unseen.py), whose
+        being set aside must be its own and not its neighbours'."""
+        self.flush()
+        self._alone = True
 
     def time(self, thunk: Thunk) -> float:
         if self._open is None:
@@ -156,13 +163,15 @@ class WatchedClock:
         sample = self.clock.time(thunk)
         self._calls += 1
         self._timed += sample
-        if self._calls >= self.window:
-            self.flush()
+        if self._calls >= self.window or self._alone:
+            self.flush(resize=not self._alone)
+            self._alone = False
         return sample
 
-    def flush(self) -> None:
-        """Closes the open window: its calls are judged together. A window whose call raised (out of
-        memory, say) has no call to judge, and closing it must not hide that call's error."""
+    def flush(self, resize: bool = True) -> None:
+        """Closes the open window: its calls are judged together (and, with `resize`, the next is sized by
+        them). A window whose call raised (out of memory, say) has no call to judge, and closing it must not
+        hide that call's error."""
         if self._open is None or self._calls == 0:
             self._open = None
             return
@@ -170,7 +179,8 @@ class WatchedClock:
         disturbed, reading = self.meter.judge(self._open[0], wall, self._calls)
         self.disturbed += [disturbed] * self._calls
         self.readings += [reading] * self._calls
-        self.window = window_for(self.read_cost_s, self._timed / self._calls)
+        if resize:
+            self.window = window_for(self.read_cost_s, self._timed / self._calls)
         self._open, self._calls, self._timed = None, 0, 0.0
 
     def close(self) -> None:

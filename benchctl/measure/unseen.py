@@ -14,7 +14,11 @@ took over CACHED_RATIO times its neighbours, the pass's time is not the work's a
 The same holds against the median of all the pass's seen samples (`overall`), over OVERALL_RATIO: a cache
 that knows its misses can slow the calls right after each one, so that a miss's neighbours are as slow as it
 (it took 71x its reference, `ok`, that way); to move the pass's median it must slow half its calls.
-Samples set aside as disturbed take no part. Over the quick CPU sweep, honest passes' ratios reached 1.63 at
+Samples set aside as disturbed take no part, with one exception (`believed`): the calls that would give a
+cache away are the ones it could crowd the machine during (processes of its own on every core make its threads
+wait, and the watch sets each such call aside), so each unseen call is watched in a window of its own, and where
+the unseen calls were set aside so much more often than the others that chance would do so less than once in
+1/SELECTIVE passes, their flags are not believed and they are judged as they are. Over the quick CPU sweep, honest passes' ratios reached 1.63 at
 most, and no pass had all of its judged ratios above 1.05 (benchmarks/unseen_bench.py).
 """
 
@@ -25,6 +29,7 @@ import random
 from typing import Sequence
 
 import numpy as np
+from scipy.stats import binom
 
 UNSEEN_EVERY = 8  # one draw in this many, at random within each window, holds unseen data
 STRICT_EVERY = 2  # in a strict re-check (sweep/recheck.py): a speedup too large to keep unexamined
@@ -37,6 +42,9 @@ CACHED_RATIO = 2.0
 # The same against the pass's median (`overall`): higher, as the refresh of every input before an unseen call
 # (and back after it) moves memory a seen call's draw does not; honest passes' smallest such ratio reached 2.22.
 OVERALL_RATIO = 3.0
+# The chance, at the seen calls' share set aside, of as many unseen calls set aside, under which their flags are
+# the implementation's doing and not the machine's.
+SELECTIVE = 1e-3
 
 
 def every(strict: bool) -> int:
@@ -76,10 +84,38 @@ def overall(samples: Sequence[float], unseen: Sequence[bool], aside: Sequence[bo
     return [s / middle for s, u, c in zip(samples, unseen, clean) if c and u] if middle > 0 else []
 
 
+def believed(unseen: Sequence[bool], aside: Sequence[bool]) -> list[bool]:
+    """`aside` as the rules take it: where too few unseen calls were left to judge, and the watch set them aside
+    so much more often than the seen calls that chance would less than SELECTIVE of the time (the binomial tail
+    at the seen calls' share, by the rule of succession), without the unseen calls' flags."""
+    flags = list(aside)
+    if len(flags) != len(unseen):
+        return flags
+    mine = [a for a, u in zip(flags, unseen) if u]
+    seen = [a for a, u in zip(flags, unseen) if not u]
+    if len(mine) < UNSEEN_JUDGED or len(mine) - sum(mine) >= UNSEEN_JUDGED or not seen:
+        return flags
+    share = (sum(seen) + 1) / (len(seen) + 2)  # none of a few seen calls set aside is not a share of 0
+    if binom.sf(sum(mine) - 1, len(mine), share) >= SELECTIVE:
+        return flags
+    return [a and not u for a, u in zip(flags, unseen)]
+
+
+def unjudged(unseen: Sequence[bool], aside: Sequence[bool]) -> str:
+    """What an ok row says where its unseen calls were too few to judge once those set aside left, or ''."""
+    flags = believed(unseen, aside)
+    mine = [a for a, u in zip(flags, unseen) if u] if len(flags) == len(unseen) else []
+    if len(mine) < UNSEEN_JUDGED or len(mine) - sum(mine) >= UNSEEN_JUDGED:
+        return ""
+    return (f"{sum(mine)} of its {len(mine)} calls on data never given to it before were set aside as disturbed: "
+            "not judged for a result kept from an earlier call")
+
+
 def cached(samples: Sequence[float], unseen: Sequence[bool], aside: Sequence[bool] = ()) -> str:
     """Why the pass's samples are those of a result cache, or ''."""
     if len(unseen) != len(samples):
         return ""
+    aside = believed(unseen, aside)
     for found, bar, against in ((ratios(samples, unseen, aside), CACHED_RATIO, "the calls around them"),
                                 (overall(samples, unseen, aside), OVERALL_RATIO, "the median of its calls")):
         if len(found) >= UNSEEN_JUDGED and min(found) > bar:

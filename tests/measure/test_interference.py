@@ -106,6 +106,21 @@ def test_cheap_calls_are_judged_in_windows_and_a_disturbed_window_sets_all_its_c
     assert clock.readings[8] == pytest.approx(5e-5 / 7)
 
 
+def test_a_call_on_unseen_data_is_judged_in_a_window_of_its_own_and_the_windows_keep_their_size():
+    calls = [(1e-5, 0.0)] * 30
+    calls[12] = (1e-3, 1e-4)  # the call on unseen data: a miss, on a machine crowded for it
+    machine = Machine(calls)
+    clock = watched(machine, read_cost_s=1e-6)
+    for i in range(30):
+        if i == 12:
+            clock.alone()  # its draw was unseen (audit.py)
+        clock.time(lambda: None)
+    clock.flush()
+    # windows: the first call, 1-7, 8-11 (closed before the unseen call), 12 alone, 13-19, 20-26, 27-29
+    assert clock.disturbed == [False] * 12 + [True] + [False] * 17
+    assert clock.window == 7  # the miss's own time does not size the windows after it
+
+
 def test_the_rule_and_the_window_bounds():
     assert is_disturbed(DISTURBED_WAIT * 1e-3 * 1.01, 1e-3) and not is_disturbed(DISTURBED_WAIT * 1e-3, 1e-3)
     assert window_for(1e-6, 1.0) == 1 and window_for(1e-3, 1e-9) == 1000 and window_for(1e-6, 0.0) == 1000

@@ -55,3 +55,35 @@ def test_honest_times_drifting_through_the_pass_are_no_finding_against_its_media
     flags = [i in (25, 33) for i in range(40)]
     assert unseen.overall(samples, flags) == [2.5, 2.5]  # the median is the first half's 1.0: under the bar
     assert unseen.cached(samples, flags) == ""
+
+
+def test_unseen_calls_set_aside_far_more_often_than_the_rest_are_judged_as_they_are():
+    """A cache that crowds the machine with processes of its own while it misses has its misses set aside: where
+    chance would set aside as many of the unseen calls under SELECTIVE of the time, their flags are not believed."""
+    samples, flags = [0.01] * 60, [False] * 60
+    for i in (7, 15, 23, 31, 39, 47):
+        samples[i], flags[i] = 1.5, True
+    crowded = list(flags)  # every unseen call set aside, no other
+    assert unseen.believed(flags, crowded) == [False] * 60
+    assert unseen.cached(samples, flags, crowded).startswith("its 6 timed calls on data never given to it before")
+    assert unseen.unjudged(flags, crowded) == ""
+    busy = [f or i % 2 == 0 for i, f in enumerate(flags)]  # half of the others too: a busy machine
+    assert unseen.believed(flags, busy) == busy and unseen.cached(samples, flags, busy) == ""
+    assert unseen.unjudged(flags, busy) == ("6 of its 6 calls on data never given to it before were set aside as "
+                                            "disturbed: not judged for a result kept from an earlier call")
+    two_left = [f and i not in (7, 15) for i, f in enumerate(flags)]  # two judged: enough, the flags stand
+    assert unseen.believed(flags, two_left) == two_left and unseen.unjudged(flags, two_left) == ""
+    assert unseen.cached(samples, flags, two_left).startswith("its 2 timed calls")
+
+
+def test_the_chance_of_the_unseen_calls_set_aside_is_the_binomial_tail_at_the_seen_share():
+    flags = [i % 10 == 5 for i in range(60)]  # 6 unseen, 54 seen
+    four_of_six = [f and i < 45 for i, f in enumerate(flags)]  # 4 of the unseen set aside, 2 left: judged
+    assert unseen.believed(flags, four_of_six) == four_of_six
+    sixth = [f or i in range(0, 54, 6) for i, f in enumerate(flags)]  # all 6 unseen, 9 of 54 seen
+    assert unseen.believed(flags, sixth) == [a and not f for a, f in zip(sixth, flags)]  # (10/56)^6: 3e-5
+    seen = [i for i, f in enumerate(flags) if not f]
+    third = [f or i in seen[::3] for i, f in enumerate(flags)]  # all 6 unseen, 18 of 54 seen
+    assert unseen.believed(flags, third) == third  # (19/56)^6 = 1.5e-3: chance
+    few = [True, True, False, False]  # two seen calls, none set aside, say little of the share: (1/4)^2 = 0.06
+    assert unseen.believed(few, few) == few
