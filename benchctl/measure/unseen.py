@@ -15,11 +15,12 @@ The same holds against the median of all the pass's seen samples (`overall`), ov
 that knows its misses can slow the calls right after each one, so that a miss's neighbours are as slow as it
 (it took 71x its reference, `ok`, that way); to move the pass's median it must slow half its calls.
 Samples set aside as disturbed take no part, with one exception (`believed`): the calls that would give a
-cache away are the ones it could crowd the machine during (processes of its own on every core make its threads
-wait, and the watch sets each such call aside), so each unseen call is watched in a window of its own, and where
-the unseen calls were set aside so much more often than the others that chance would do so less than once in
-1/SELECTIVE passes, their flags are not believed and they are judged as they are. Over the quick CPU sweep, honest passes' ratios reached 1.63 at
-most, and no pass had all of its judged ratios above 1.05 (benchmarks/unseen_bench.py).
+cache away are the ones it could crowd the machine during (processes of its own on every core make its
+threads wait, and the watch sets each such call aside), so each unseen call is watched in a window of its
+own, and where the unseen calls were set aside so much more often than the others that chance would do so
+in under SELECTIVE of passes, their flags are not believed and they are judged as they are. Over the quick
+CPU sweep, honest passes' ratios against their neighbours reached 2.05 at most, and the largest of the
+passes' smallest ratios was 1.39 (benchmarks/unseen_bench.py).
 """
 
 from __future__ import annotations
@@ -84,6 +85,12 @@ def overall(samples: Sequence[float], unseen: Sequence[bool], aside: Sequence[bo
     return [s / middle for s, u, c in zip(samples, unseen, clean) if c and u] if middle > 0 else []
 
 
+def _unjudgeable(mine: Sequence[bool]) -> bool:
+    """Whether a pass had UNSEEN_JUDGED unseen calls or more and those set aside (`mine`: their flags) left
+    fewer than UNSEEN_JUDGED to judge."""
+    return len(mine) >= UNSEEN_JUDGED and len(mine) - sum(mine) < UNSEEN_JUDGED
+
+
 def believed(unseen: Sequence[bool], aside: Sequence[bool]) -> list[bool]:
     """`aside` as the rules take it: where too few unseen calls were left to judge, and the watch set them aside
     so much more often than the seen calls that chance would less than SELECTIVE of the time (the binomial tail
@@ -93,7 +100,7 @@ def believed(unseen: Sequence[bool], aside: Sequence[bool]) -> list[bool]:
         return flags
     mine = [a for a, u in zip(flags, unseen) if u]
     seen = [a for a, u in zip(flags, unseen) if not u]
-    if len(mine) < UNSEEN_JUDGED or len(mine) - sum(mine) >= UNSEEN_JUDGED or not seen:
+    if not _unjudgeable(mine) or not seen:
         return flags
     share = (sum(seen) + 1) / (len(seen) + 2)  # none of a few seen calls set aside is not a share of 0
     if binom.sf(sum(mine) - 1, len(mine), share) >= SELECTIVE:
@@ -105,7 +112,7 @@ def unjudged(unseen: Sequence[bool], aside: Sequence[bool]) -> str:
     """What an ok row says where its unseen calls were too few to judge once those set aside left, or ''."""
     flags = believed(unseen, aside)
     mine = [a for a, u in zip(flags, unseen) if u] if len(flags) == len(unseen) else []
-    if len(mine) < UNSEEN_JUDGED or len(mine) - sum(mine) >= UNSEEN_JUDGED:
+    if not _unjudgeable(mine):
         return ""
     return (f"{sum(mine)} of its {len(mine)} calls on data never given to it before were set aside as disturbed: "
             "not judged for a result kept from an earlier call")
