@@ -26,11 +26,11 @@ passes' smallest ratios was 1.39 (benchmarks/unseen_bench.py).
 from __future__ import annotations
 
 import bisect
+import math
 import random
 from typing import Sequence
 
 import numpy as np
-from scipy.stats import binom
 
 UNSEEN_EVERY = 8  # one draw in this many, at random within each window, holds unseen data
 STRICT_EVERY = 2  # in a strict re-check (sweep/recheck.py): a speedup too large to keep unexamined
@@ -103,9 +103,15 @@ def believed(unseen: Sequence[bool], aside: Sequence[bool]) -> list[bool]:
     if not _unjudgeable(mine) or not seen:
         return flags
     share = (sum(seen) + 1) / (len(seen) + 2)  # none of a few seen calls set aside is not a share of 0
-    if binom.sf(sum(mine) - 1, len(mine), share) >= SELECTIVE:
+    if _at_least(sum(mine), len(mine), share) >= SELECTIVE:
         return flags
     return [a and not u for a, u in zip(flags, unseen)]
+
+
+def _at_least(k: int, n: int, p: float) -> float:
+    """The binomial tail P(X >= k), X ~ B(n, p), from `math` (sealed: seal.LIBRARIES), not a library object the
+    measured code could change unseen."""
+    return sum(math.comb(n, j) * p ** j * (1 - p) ** (n - j) for j in range(k, n + 1))
 
 
 def unjudged(unseen: Sequence[bool], aside: Sequence[bool]) -> str:

@@ -1,5 +1,7 @@
 """Calls on data never drawn before, set against their neighbours: a result cache is fast only on data it saw."""
 
+import pytest
+
 from benchctl.measure import unseen
 
 
@@ -87,3 +89,10 @@ def test_the_chance_of_the_unseen_calls_set_aside_is_the_binomial_tail_at_the_se
     assert unseen.believed(flags, third) == third  # (19/56)^6 = 1.5e-3: chance
     few = [True, True, False, False]  # two seen calls, none set aside, say little of the share: (1/4)^2 = 0.06
     assert unseen.believed(few, few) == few
+
+
+def test_the_tail_is_scipy_s():
+    from scipy.stats import binom
+
+    for k, n, p in ((3, 3, 0.05), (5, 6, 0.12), (1, 2, 0.25), (0, 4, 0.3), (6, 6, 1.0)):
+        assert unseen._at_least(k, n, p) == pytest.approx(binom.sf(k - 1, n, p), rel=1e-9, abs=1e-15)
