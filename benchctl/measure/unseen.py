@@ -18,8 +18,8 @@ Samples set aside as disturbed take no part, with one exception (`believed`): th
 cache away are the ones it could crowd the machine during (processes of its own on every core make its
 threads wait, and the watch sets each such call aside), so each unseen call is watched in a window of its
 own, and where the unseen calls were set aside so much more often than the others that chance would do so
-in under SELECTIVE of passes, their flags are not believed and they are judged as they are. Over the quick
-CPU sweep, honest passes' ratios against their neighbours reached 2.05 at most, and the largest of the
+in under SELECTIVE of passes, their flags are not believed and they are judged as they are. Over two quick
+CPU sweeps, honest passes' ratios against their neighbours reached 2.62 at most, and the largest of the
 passes' smallest ratios was 1.39 (benchmarks/unseen_bench.py).
 """
 
