@@ -41,7 +41,7 @@ def command(good, bad, op, impl, passes, device, ops_dirs, repo, run_args, thres
     from benchctl.vocab import DEVICE_ALIASES
     from benchctl.sweep import words
 
-    words.check(devices=device, passes=",".join(passes) if passes else None)
+    words.check(devices=device, passes=",".join(passes) or None)
     if repo is None and not ops_dirs:
         raise UsageError("bisect needs the repository: give --ops-dir (its repository) or --repo")
     top = driver.repository(repo or ops_dirs[0])
