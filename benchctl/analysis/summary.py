@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from benchctl.results import storage
-from benchctl.results.schema import CANARY_SLOW, CELL_COLUMNS, SLOW_PHASE
+from benchctl.results.schema import CANARY_SLOW, CELL_COLUMNS, SLOW_PHASE, beyond_threads
 from benchctl.analysis.speedup import (PARTNER_APART, disturbed, partner_apart, partner_drift, present_value,
                                       speedup_label)
 from benchctl.analysis.verdict import timing_kinds
@@ -83,6 +83,7 @@ MARKS = {
     "host": "host-bound",
     "mem": "machine's memory bandwidth low",
     "recomp": "torch.compile recompiled for it",
+    "cores": "kept more CPU cores busy than torch's threads it was given",
 }
 
 
@@ -183,6 +184,8 @@ def _cell(row: dict | None, base: dict | None, is_ref: bool, typical_gbps: float
         text += " mem"
     if recompiled(row):
         text += " recomp"
+    if beyond_threads(row.get("cpu_cores"), row.get("threads")):
+        text += " cores"
     return text
 
 

@@ -21,18 +21,22 @@ class Clock(Protocol):
 
 class OsUsage(NamedTuple):
     """What the OS counts for this process, all threads: page faults that needed no disk (first
-    touches of memory) and system CPU seconds (the kernel working for it, e.g. zeroing those pages)."""
+    touches of memory), system CPU seconds (the kernel working for it, e.g. zeroing those pages), CPU
+    seconds in all (user and system) and the wall clock when read: between two readings, CPU over wall is
+    the cores its threads kept busy (cores.py), the readings' own cost included on both sides."""
 
     faults: int
     sys_s: float
+    cpu_s: float = 0.0
+    wall_s: float = 0.0
 
     def __sub__(self, other: OsUsage) -> OsUsage:
-        return OsUsage(self.faults - other.faults, self.sys_s - other.sys_s)
+        return OsUsage(*(a - b for a, b in zip(self, other)))
 
 
 def os_usage() -> OsUsage:
     r = resource.getrusage(resource.RUSAGE_SELF)
-    return OsUsage(r.ru_minflt, r.ru_stime)
+    return OsUsage(r.ru_minflt, r.ru_stime, r.ru_utime + r.ru_stime, time.perf_counter())
 
 
 class CpuClock:

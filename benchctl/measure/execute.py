@@ -15,7 +15,7 @@ from typing import Any, Callable
 import torch
 
 from benchctl.errors import error_message
-from benchctl.measure import audit, correctness, interference, orphans, rates, seal, trust
+from benchctl.measure import audit, cores, correctness, interference, orphans, rates, seal, trust
 from benchctl.measure.gate import checked
 from benchctl.machine import allocator, gpu_clocks
 from benchctl.ops.cells import Cell, Resolved
@@ -74,14 +74,15 @@ def each_pass(result: PassResult, passes: tuple[str, ...], **columns: Any) -> li
 
 
 def run_cell(cell: Cell, settings: Settings = Settings(), clock: Clock | None = None) -> list[PassResult]:
-    """The cell's result of each of its passes."""
+    """The cell's result of each of its passes, on torch's threads as they were given (cores.py)."""
+    held = cores.Held()
     resolved = cell.resolve()
     if not isinstance(resolved.impl.fn, CompiledFn) or resolved.unavailable_reason():
-        return _run_resolved(resolved, settings, clock)
+        return held.judged(_run_resolved(resolved, settings, clock))
     finish = resolved.impl.fn.watch()  # what torch.compile compiled for the cell (ops/compile_watch.py)
     results = _run_resolved(resolved, settings, clock)
     extra = finish()
-    return [r.with_(**extra) for r in results]
+    return held.judged([r.with_(**extra) for r in results])
 
 
 def _run_resolved(resolved: Resolved, settings: Settings, clock: Clock | None) -> list[PassResult]:
@@ -126,8 +127,7 @@ def _timing(clock: Clock | None, device: str, settings: Settings) -> dict[str, A
 
 
 def _partner(resolved: Resolved) -> tuple[Prepared | None, str]:
-    """The implementation the cell is timed in alternation with (prepared, not gated: its own cell is),
-    or why it is timed alone."""
+    """The cell's partner in alternation (prepared, not gated: its own cell is), or why it is timed alone."""
     cell = resolved.cell
     if not cell.paired_with or cell.paired_with == cell.impl:
         return None, ""

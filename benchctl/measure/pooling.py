@@ -49,7 +49,8 @@ from benchctl.vocab import Stop
 Round = Mapping[str, Any]  # one round's result (a PassResult), read by column
 Rounds = Sequence[Round]
 MODES_APART = 0.10  # round medians this far apart (slowest / fastest - 1) are two modes, not noise
-MEDIAN_OF_ROUNDS = ("page_faults", "sys_s", "host_s", "mem_gbps", "canary_s", "canary_ratio")  # per call: pooled
+# per call: pooled
+MEDIAN_OF_ROUNDS = ("page_faults", "sys_s", "cpu_cores", "host_s", "mem_gbps", "canary_s", "canary_ratio")
 
 
 def pooled(rounds: Rounds) -> dict[str, Any]:

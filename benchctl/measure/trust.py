@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from benchctl.machine import canary, membw
+from benchctl.measure import cores
 from benchctl.measure.clocks import OsUsage
 from benchctl.measure.rates import Floor
 from benchctl.measure.stats import disturbed_message, join_messages, noisy_message
@@ -34,13 +35,15 @@ def machine_around(before: tuple[float, float], after: tuple[float, float],
 
 
 def os_work(usage: Sequence[OsUsage]) -> dict[str, float]:
-    """The median page faults of the sampled calls, and their mean system CPU time (the OS splits CPU
+    """The median page faults of the sampled calls, their mean system CPU time (the OS splits CPU
     time into user and system by sampling at its clock ticks: rough for one short call, right on
-    average)."""
+    average) and the cores they kept busy (cores.py)."""
     if not usage:
         return {}
-    return {"page_faults": float(statistics.median(u.faults for u in usage)),
-            "sys_s": statistics.fmean(u.sys_s for u in usage)}
+    found = {"page_faults": float(statistics.median(u.faults for u in usage)),
+             "sys_s": statistics.fmean(u.sys_s for u in usage)}
+    busy = cores.busy(usage)
+    return {**found, "cpu_cores": busy} if busy is not None else found
 
 
 def disturbance(m: Measurement) -> dict[str, Any]:

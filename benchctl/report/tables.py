@@ -113,6 +113,8 @@ def op_table(rows: pd.DataFrame, baseline: str) -> pd.DataFrame:
         table["page faults"] = df["page_faults"].map(lambda f: "" if pd.isna(f) else f"{f:.0f}")
     if "sys_s" in df and df["sys_s"].notna().any():  # the OS's share of "median ms" (all threads)
         table["OS ms"] = df["sys_s"].map(_ms)
+    if "cpu_cores" in df and df["cpu_cores"].notna().any():  # CPU: the cores its calls kept busy (all threads)
+        table["CPU cores"] = df["cpu_cores"].map(lambda c: "" if pd.isna(c) else f"{c:.2f}")
     if "host_s" in df and df["host_s"].notna().any():  # GPU: the host's time to issue the call
         table["host ms"] = df["host_s"].map(_ms)
     if "mem_gbps" in df and df["mem_gbps"].notna().any():  # CPU: what the machine gave at the time

@@ -19,6 +19,9 @@ CANARY_SLOW = 0.05  # a canary (machine/canary.py) more than this share over its
 # machine (docs/measuring.md, "Slow phases": at speed, within 15%; in a slow phase, 1.34-1.54x)
 SLOW_PHASE = 0.15
 SPEEDUP_LIMIT = 50.0  # a pass this many times faster than its reference is re-checked (sweep/recheck.py)
+# A CPU pass whose calls kept more than its torch threads x (1 + this) cores busy ran threads of its own
+# (measure/cores.py): torch's own work keeps at most its threads busy.
+CORES_OVER = 0.25
 
 # Facts of the machine and software stamped on every row (machine/facts.py gathers them), with the
 # label the report's environment table gives each.
@@ -118,6 +121,7 @@ COLUMNS: dict[str, pa.DataType] = {
     "peak_mem_bytes": pa.float64(),
     "page_faults": pa.float64(),  # median minor page faults per timed call (CPU clock)
     "sys_s": pa.float64(),  # mean system (OS) CPU seconds per timed call, all threads (CPU clock)
+    "cpu_cores": pa.float64(),  # CPU seconds (all threads) over wall time of the timed calls (CPU clock)
     "host_s": pa.float64(),  # median seconds the host took to issue a timed call (GPU clock)
     "mem_gbps": pa.float64(),  # the machine's memory read bandwidth around the measurement (CPU, membw.py)
     "canary_s": pa.float64(),  # a fixed compute-bound call's time around the measurement (CPU, canary.py)
@@ -160,6 +164,11 @@ def clean_samples(samples: Sequence[float], disturbed: Sequence[bool] | None) ->
         return list(samples)
     return [s for s, d in zip(samples, disturbed) if not d] or list(samples)
 SCHEMA = pa.schema(list(COLUMNS.items()))
+
+
+def beyond_threads(cores: Any, threads: Any) -> bool:
+    """A pass's calls kept more cores busy (`cpu_cores`) than torch's `threads` given, by over CORES_OVER."""
+    return cores is not None and cores == cores and bool(threads) and cores > threads * (1 + CORES_OVER)
 
 
 def params_text(text: str) -> str:

@@ -44,6 +44,13 @@ def test_a_cell_that_is_mostly_os_time_is_marked():
     assert "os: mostly OS time" in legend([small])
 
 
+def test_a_cell_whose_calls_kept_more_cores_busy_than_its_threads_is_marked():
+    df = rows().assign(threads=[2, 2, 2, 2, 2], cpu_cores=[2.5, 1.9, 2.51, None, None])  # over 2 x 1.25 at 2.51
+    small = next(t for t in summary_tables(df, {"lstm_cell": "py"}) if "H=64" in t.title)
+    assert small.rows == (("forward", "py", "4", "10"), ("forward", "cpp", "1 (4.0x) cores", "oom"))
+    assert "cores: kept more CPU cores busy than torch's threads it was given" in legend([small])
+
+
 def test_a_cell_torch_compile_recompiled_for_is_marked():
     df = rows().assign(recompiles=[None, None, 0, 1, 1])  # cpp B=1 compiled nothing again; B=2 failed
     small = next(t for t in summary_tables(df, {"lstm_cell": "py"}) if "H=64" in t.title)

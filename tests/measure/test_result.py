@@ -26,7 +26,7 @@ TIMED = {"op", "target", "impl", "device", "dtype", "params", "axis", "axis_valu
          "pass", "status", "message", "correct", "max_abs_err", "max_rel_err", "tolerance", "check_params",
          "timing_mode", "compile_s", "best_config", "samples_s", "noisy", "stop", "peak_mem_bytes", "wall_s",
          "n", "median_s", "iqr_s", "mean_s", "std_s", "min_s", "max_s", "ci_lo_s", "ci_hi_s", "mem_gbps",
-         "canary_s", "canary_ratio", "page_faults", "sys_s", "threads", "flops", "bytes", "flops_source",
+         "canary_s", "canary_ratio", "page_faults", "sys_s", "cpu_cores", "threads", "flops", "bytes", "flops_source",
          "gflops", "gbps"}
 # ... and those of a machine that can watch its run queue (interference.py)
 WATCHED = {"disturbed", "disturbed_share", "wait_s"}

@@ -58,11 +58,12 @@ def test_cpu_clock_times_only_the_thunk():
 
 
 def test_cpu_clock_counts_what_the_os_did_for_each_call_outside_the_clock():
-    readings = iter([OsUsage(100, 1.0), OsUsage(130, 1.25), OsUsage(130, 1.25), OsUsage(131, 1.25)])
+    readings = iter([OsUsage(100, 1.0, 3.0, 7.0), OsUsage(130, 1.25, 3.5, 7.5), OsUsage(130, 1.25, 3.5, 8.0),
+                     OsUsage(131, 1.25, 3.625, 8.25)])
     clock = CpuClock(FakeCounter([0.1, 0.1]), usage=lambda: next(readings))  # before/after each call
     clock.time(lambda: None)
     clock.time(lambda: None)
-    assert clock.usage_per_call == [(30, pytest.approx(0.25)), (1, 0.0)]
+    assert clock.usage_per_call == [(30, pytest.approx(0.25), 0.5, 0.5), (1, 0.0, 0.125, 0.25)]
 
 
 def test_measure_keeps_every_sample_and_reports_robust_stats():
