@@ -118,8 +118,10 @@ class Comparison:
         apart = sorted({c.reason for c in self.cells if c.reason and c.reason.startswith(TIMED_APART)})
         if apart:
             count = sum(1 for c in self.cells if c.reason in apart)
+            options = ", ".join([*(["--threads"] if any("thread" in a for a in apart) else []),
+                                 *(["--cuda-graph", "--flush-l2"] if any("thread" not in a for a in apart) else [])])
             out.append(f"{count} of {len(self.cells)} cells were {'; '.join(apart)}: they get no verdict; time both "
-                       "runs the same way (--cuda-graph, --flush-l2) to compare them")
+                       f"runs the same way ({options}) to compare them")
         return out
 
     def to_dict(self) -> dict[str, Any]:

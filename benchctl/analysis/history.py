@@ -18,7 +18,7 @@ import pandas as pd
 from benchctl.errors import UsageError
 from benchctl.results import commits, storage
 from benchctl.analysis.compare import KEY, machine_kinds
-from benchctl.analysis.verdict import timing_kinds
+from benchctl.analysis.verdict import thread_kinds, timing_kinds
 from benchctl.results.schema import params_text
 from benchctl.vocab import Status
 
@@ -96,13 +96,16 @@ def unmatched(rows: pd.DataFrame, **wanted: Sequence[str]) -> str:
 
 
 def series(rows: pd.DataFrame) -> list[Series]:
-    """One series per cell, machine kind and way of timing (eager, CUDA-graph replays, L2 flushed), from
-    the timed rows; a run that measured a cell twice gives its last row."""
+    """One series per cell, machine kind and way of timing (eager, CUDA-graph replays, L2 flushed; a CPU cell's
+    count of torch's threads), from the timed rows; a run that measured a cell twice gives its last row."""
     timed = rows[rows["status"] == Status.OK].copy()
     if timed.empty:
         return []
     timed = timed.assign(**{k: timed[k].fillna("").astype(str) for k in KEY},
                          _machine=machine_kinds(timed) + timing_kinds(timed))
+    threads = thread_kinds(timed)  # named only where a cell was given other counts in other runs
+    several = timed.assign(_threads=threads).groupby([*KEY, "_machine"])["_threads"].transform("nunique") > 1
+    timed = timed.assign(_machine=timed["_machine"] + threads.where(several, ""))
     timed = storage.latest(timed, [*KEY, "_machine", "run_id"])
     out = [_series(tuple(key[:-1]), key[-1], part) for key, part in timed.groupby([*KEY, "_machine"], sort=True)]
     return out

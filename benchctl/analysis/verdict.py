@@ -48,7 +48,7 @@ import numpy as np
 import pandas as pd
 
 from benchctl.results.schema import CANARY_SLOW, SLOW_PHASE
-from benchctl.vocab import Stop, TimingMode, Verdict
+from benchctl.vocab import Device, Stop, TimingMode, Verdict
 
 # Why a change the samples call real is still `unsure`.
 DISTURBED, NOISY, ONE_PROCESS = "disturbed", "noisy", "one process"
@@ -157,12 +157,28 @@ def doubt(ratio: float, sides: Sequence[dict], min_effect: float) -> str | None:
 
 def timed_apart(base: Mapping, new: Mapping) -> str | None:
     """Why two rows' times cannot be held against each other: their calls were timed differently (eager
-    against CUDA-graph replays, which leave the host out; a warm L2 against one flushed before each call).
-    A row from before `flush_l2` was recorded leaves the flush unknown, and unjudged."""
+    against CUDA-graph replays, which leave the host out; a warm L2 against one flushed before each call;
+    a CPU cell given another count of torch's threads). A row from before `flush_l2` was recorded leaves
+    the flush unknown, and unjudged."""
     a, b = _timing(base), _timing(new)
-    if a[0] == b[0] and (None in (a[1], b[1]) or a[1] == b[1]):
+    if a[0] != b[0] or (None not in (a[1], b[1]) and a[1] != b[1]):
+        return f"{TIMED_APART}: {_timing_words(a)} in BASE, {_timing_words(b)} in NEW"
+    given = [_cpu_threads(row) for row in (base, new)]
+    if None in given or given[0] == given[1]:
         return None
-    return f"{TIMED_APART}: {_timing_words(a)} in BASE, {_timing_words(b)} in NEW"
+    return f"{TIMED_APART}: on {_threads_words(given[0])} in BASE, {given[1]} in NEW"
+
+
+def _threads_words(count: int) -> str:
+    return f"{count} thread" + ("s" if count != 1 else "")
+
+
+def _cpu_threads(row: Mapping) -> int | None:
+    """torch's threads a CPU row was given (None: a GPU row's, or not recorded)."""
+    threads = row.get("threads")
+    if row.get("device") != Device.CPU or threads is None or pd.isna(threads):
+        return None
+    return int(threads)
 
 
 def timing_kinds(rows: pd.DataFrame) -> pd.Series:
@@ -171,6 +187,13 @@ def timing_kinds(rows: pd.DataFrame) -> pd.Series:
     facts = rows.reindex(columns=["timing_mode", "flush_l2"]).astype(object).to_dict("records")
     words = [_timing_words(_timing(row)) for row in facts]
     return pd.Series([f" ({w})" if w != TimingMode.EAGER else "" for w in words], index=rows.index, dtype=object)
+
+
+def thread_kinds(rows: pd.DataFrame) -> pd.Series:
+    """Each CPU row's count of torch's threads, in words (` (2 threads)`), else "" (a GPU row, or not recorded)."""
+    facts = rows.reindex(columns=["device", "threads"]).astype(object).to_dict("records")
+    given = [_cpu_threads(row) for row in facts]
+    return pd.Series([f" ({_threads_words(n)})" if n else "" for n in given], index=rows.index, dtype=object)
 
 
 def _timing(row: Mapping) -> tuple[str, bool | None]:

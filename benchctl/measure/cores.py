@@ -6,12 +6,12 @@ the conditions of every later cell in the worker, its partner's in a pair first.
 before the cell and sets it back after, and the cell's rows say so; each timed row's `threads` is the count
 given.
 
-The cores a pass's calls kept busy (`cpu_cores`): the process's CPU seconds, all threads, user and system,
-over the wall time of its timed calls (clocks.OsUsage, read outside the clock). torch's own work keeps at
-most its threads busy (its OpenMP team spins between calls, so a short call reads near them); a call that
+The cores a pass's calls kept busy (`cpu_cores`): the CPU seconds of the process's threads over the wall time
+of its timed calls (clocks.OsReader, read outside the clock). torch's own work keeps at most its threads busy
+(its OpenMP team spins between parallel regions, so even serial torch code reads near them); a call that
 keeps more busy ran threads of its own (a std::thread pool, an OpenMP team of its own size, Python threads),
 and its time is not comparable with implementations held to the threads given (schema.beyond_threads).
-Work handed to other processes is not counted here.
+Threads started after the cell's first call, and work handed to other processes, are not counted here.
 """
 
 from __future__ import annotations

@@ -27,9 +27,8 @@ import time
 from typing import Callable, Protocol, Sequence
 
 from benchctl.machine.gpu_clocks import THROTTLED_BELOW  # a GPU window below it is disturbed
-from benchctl.measure.clocks import Clock, Thunk
+from benchctl.measure.clocks import TASKS, Clock, Thunk
 
-TASKS = "/proc/self/task"
 # A window is disturbed when its threads waited for a CPU, together, more than this share of its wall time.
 DISTURBED_WAIT = 0.05
 READ_BUDGET = 0.03  # the counters' reads take at most this share of a window's time

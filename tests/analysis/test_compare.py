@@ -138,6 +138,19 @@ def test_a_gpu_change_is_confirmed_on_the_same_sm_clock():
     assert (cell.verdict, cell.reason) == ("unsure", "the machine changed speed between the runs (sm clock +20%)")
 
 
+def test_cpu_cells_given_other_counts_of_torchs_threads_get_no_verdict():
+    """The same code on 1 thread in BASE and 2 in NEW reads about twice as fast: not a change of the code. A GPU
+    cell's threads only issue its kernels, and are not held against each other."""
+    base = frame([row(samples=timed(20e-3, 1), threads=1), row(samples=timed(5e-3, 3), device="cuda", threads=1)])
+    new = frame([row(samples=timed(10e-3, 2), threads=2), row(samples=timed(5e-3, 4), device="cuda", threads=2)])
+    result = compare.compare(base, new)
+    cpu, gpu = sorted(result.cells, key=lambda c: c.device)
+    assert (cpu.verdict, cpu.reason) == ("unsure", "timed differently: on 1 thread in BASE, 2 in NEW")
+    assert gpu.verdict == "same" and gpu.reason is None
+    assert "1 of 2 cells were timed differently: on 1 thread in BASE, 2 in NEW: they get no verdict; time both " \
+           "runs the same way (--threads) to compare them" in result.warnings()
+
+
 @pytest.mark.parametrize("base_timing, new_timing, said", [
     ({"timing_mode": "eager", "flush_l2": False}, {"timing_mode": "cuda_graph", "flush_l2": False},
      "timed differently: eager in BASE, cuda_graph in NEW"),

@@ -68,6 +68,18 @@ def test_a_filter_that_matches_nothing_is_named_with_what_it_could_match(written
     assert history.unmatched(rows.assign(status="error")) == "these runs hold no timed cells"
 
 
+def test_a_cpu_cell_given_other_counts_of_torchs_threads_is_a_series_per_count(written):
+    """On 1 thread a call reads about twice as long as on 2: a step no commit made. A cell given one count
+    throughout keeps its plain name."""
+    root, _ = written
+    rows = history.load(root=root).assign(threads=2)
+    one = rows.assign(threads=1, run_id=rows["run_id"] + "-1", median_s=rows["median_s"] * 2)
+    assert [s.machine for s in history.series(rows)] == ["Xeon Gold"]
+    found = history.series(storage_concat(rows, one))
+    assert sorted(s.machine for s in found) == ["Xeon Gold (1 thread)", "Xeon Gold (2 threads)"]
+    assert all(len(s.points) == COMMITS for s in found)
+
+
 def test_each_way_of_timing_is_a_series_of_its_own(written):
     """CUDA-graph replays leave out the host's issue time (8x on an H100 for hoconv2d's cuda forward at B=4):
     a history mixing them with eager rows would show a step no commit made."""

@@ -1,8 +1,11 @@
+import threading
+import time
+
 import pytest
 import torch
 
 from benchctl.measure import cores
-from benchctl.measure.clocks import OsUsage
+from benchctl.measure.clocks import OsReader, OsUsage
 from benchctl.measure.result import PassResult
 
 
@@ -38,3 +41,34 @@ def test_a_pass_whose_calls_kept_more_cores_busy_than_given_says_so(threads):
                             "so its time is not comparable with the others'")
     assert within.message is None and none.message is None  # 2.4 is within 2 x 1.25; nothing timed, nothing said
     assert [r.threads for r in (over, within, none)] == [2, 2, None]  # a row that never ran has no threads of its own
+
+
+def _spin_for(seconds: float, started: threading.Event, go: threading.Event) -> None:
+    started.set()
+    go.wait()
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+def test_the_os_reader_counts_the_cpu_of_threads_other_than_the_callers():
+    """A thread listed when the reader was made spins while the caller sleeps 0.15 s: the CPU read is the other
+    thread's (the caller's own is next to none); once it has ended, its last reading stands."""
+    started, go = threading.Event(), threading.Event()
+    spinner = threading.Thread(target=_spin_for, args=(0.3, started, go))
+    spinner.start()
+    started.wait()
+    read = OsReader()
+    before = read()
+    go.set()
+    time.sleep(0.15)
+    used = read() - before
+    spinner.join()
+    assert 0.5 < used.cpu_s / used.wall_s < 1.3  # one core busy; a neighbour may take part of it, never add
+    ended = read()
+    assert read().cpu_s - ended.cpu_s < 0.01  # the ended thread adds nothing more
+
+
+def test_without_a_thread_list_the_os_reader_takes_getrusage(tmp_path):
+    read = OsReader(tasks=str(tmp_path / "none"))
+    assert read.clocks == [] and read().cpu_s > 0  # this process's user and system time so far
