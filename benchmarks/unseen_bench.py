@@ -7,7 +7,9 @@ bar a pass must clear in every one of its judged calls, by either measure, to be
 Runs `benchctl run all cpu --quick --in-process` with each pass's ratios recorded as its audit judges them,
 then prints, per operator and for each measure, the passes judged, the median ratio, the largest ratio, and
 the largest of the passes' smallest ratios (what the rule compares with CACHED_RATIO); and how many passes the
-rule called a cache.
+rule called a cache. The CPU-time ratios are given for every pass, though the rule reads them only where the
+watch set the unseen calls aside (unseen.by_cpu). `--neighbour` keeps a process spinning on one core
+throughout, as a busy machine would (a CI job, a compile).
 Nothing else may run meanwhile.
 """
 
@@ -15,6 +17,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -26,15 +30,17 @@ def recorded(log: list[dict]) -> None:
     """Audit.verdict, recording each pass's unseen ratios beside its verdict."""
     real = audit.Audit.verdict
 
-    def verdict(self, samples=(), aside=(), warm=0):
-        said = real(self, samples, aside, warm)  # first: it observes the last call
+    def verdict(self, samples=(), aside=(), warm=0, cpu=()):
+        said = real(self, samples, aside, warm, cpu)  # first: it observes the last call
         flags = self.unseen[warm:]
         ours = len(flags) == len(samples)
         cell = self.resolved.cell
         log.append({"op": cell.op, "impl": cell.impl, "pass": self.pass_name, "params": cell.params.to_dict(),
                     "ratios": unseen.ratios(samples, flags, aside) if ours else [],
                     "overall": unseen.overall(samples, flags, aside) if ours else [],
-                    "cache": bool(unseen.cached(samples, flags, aside)), **_aside(flags, aside)})
+                    "cpu": unseen.ratios(cpu, flags) if len(cpu) == len(flags) else [],
+                    "by_cpu": unseen.by_cpu(flags, aside, cpu),
+                    "cache": bool(unseen.cached(samples, flags, aside, cpu)), **_aside(flags, aside)})
         return said
     audit.Audit.verdict = verdict
 
@@ -59,11 +65,13 @@ def set_aside(log: list[dict]) -> None:
     print(f"\nset aside as disturbed: {share('unseen_aside', 'unseen'):.1%} of {sum(r['unseen'] for r in watched)} "
           f"unseen calls (each watched alone), {share('seen_aside', 'seen'):.1%} of the seen; passes whose unseen "
           f"calls' flags were overruled: {sum(r['overruled'] for r in watched)}, left unjudged: "
-          f"{sum(r['unjudged'] for r in watched)}, of {len(watched)}")
+          f"{sum(r['unjudged'] for r in watched)}, judged by CPU time: {sum(r['by_cpu'] for r in watched)}, "
+          f"of {len(watched)}")
 
 
 def summary(log: list[dict]) -> None:
-    for measure, title in (("ratios", "against the calls around them"), ("overall", "against the pass's median")):
+    for measure, title in (("ratios", "against the calls around them"), ("overall", "against the pass's median"),
+                           ("cpu", "CPU time against the calls around them")):
         print(f"\n{title}\n")
         print("| op | passes judged | median ratio | largest ratio | largest smallest-of-a-pass | called a cache |")
         print("|---|---|---|---|---|---|")
@@ -87,16 +95,20 @@ def _row(op: str, passes: list[dict], measure: str) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--neighbour", action="store_true", help="a process spinning on one core throughout")
     args = parser.parse_args()
     log: list[dict] = []
     recorded(log)
     from benchctl.cli import main as cli
+    neighbour = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if args.neighbour else None
     try:
         cli(["run", "all", "cpu", "--quick", "--in-process", "--out", str(args.out / "run")])
     except SystemExit as done:
         if done.code:
             raise
     finally:
+        if neighbour is not None:
+            neighbour.kill()
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "ratios.json").write_text(json.dumps(log))
         summary(log)

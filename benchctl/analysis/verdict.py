@@ -166,10 +166,11 @@ def timed_apart(base: Mapping, new: Mapping) -> str | None:
     given = [_cpu_threads(row) for row in (base, new)]
     if None in given or given[0] == given[1]:
         return None
-    return f"{TIMED_APART}: on {_threads_words(given[0])} in BASE, {given[1]} in NEW"
+    return f"{TIMED_APART}: on {threads_words(given[0])} in BASE, {given[1]} in NEW"
 
 
-def _threads_words(count: int) -> str:
+def threads_words(count: int) -> str:
+    """`count` of torch's threads, in words: 1 thread, 2 threads."""
     return f"{count} thread" + ("s" if count != 1 else "")
 
 
@@ -193,7 +194,7 @@ def thread_kinds(rows: pd.DataFrame) -> pd.Series:
     """Each CPU row's count of torch's threads, in words (` (2 threads)`), else "" (a GPU row, or not recorded)."""
     facts = rows.reindex(columns=["device", "threads"]).astype(object).to_dict("records")
     given = [_cpu_threads(row) for row in facts]
-    return pd.Series([f" ({_threads_words(n)})" if n else "" for n in given], index=rows.index, dtype=object)
+    return pd.Series([f" ({threads_words(n)})" if n else "" for n in given], index=rows.index, dtype=object)
 
 
 def _timing(row: Mapping) -> tuple[str, bool | None]:

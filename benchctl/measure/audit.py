@@ -210,13 +210,14 @@ class Audit:
         """What the row of a pass judged ok says of what could not be checked, or ''."""
         return "; ".join(n for n in (self.unchecked, "" if self.hold else NOT_HELD, self.unjudged) if n)
 
-    def verdict(self, samples: Sequence[float] = (), aside: Sequence[bool] = (), warm: int = 0) -> str:
+    def verdict(self, samples: Sequence[float] = (), aside: Sequence[bool] = (), warm: int = 0,
+                cpu: Sequence[float] = ()) -> str:
         """Why the pass's timed outputs, or its times (`samples`, after `warm` warm-up calls; `aside`: those
-        set aside as disturbed), cannot be trusted, or ''."""
+        set aside as disturbed; `cpu`: their CPU seconds), cannot be trusted, or ''."""
         self.finish()
         found = self.problem or ("" if self._exempt() else self._kept_wrong())
-        self.unjudged = unseen.unjudged(self.unseen[warm:], aside)
-        return found or unseen.cached(samples, self.unseen[warm:], aside)
+        self.unjudged = unseen.unjudged(self.unseen[warm:], aside, cpu)
+        return found or unseen.cached(samples, self.unseen[warm:], aside, cpu)
 
     def _kept_wrong(self) -> str:
         for kept in self.kept:

@@ -20,6 +20,7 @@ from typing import Sequence
 
 import torch
 
+from benchctl.analysis.verdict import threads_words
 from benchctl.measure.clocks import OsUsage
 from benchctl.measure.result import PassResult
 from benchctl.measure.stats import join_messages
@@ -57,7 +58,7 @@ class Held:
             said.append(f"its code set torch's threads to {found} (given {self.given}; set back after the cell): "
                         "its time is not comparable with the others'")
         if beyond_threads(result.cpu_cores, self.given):
-            threads = f"{self.given} thread" + ("s" if self.given != 1 else "")
-            said.append(f"its calls kept {result.cpu_cores:.2f} CPU cores busy with torch given {threads}: "
-                        "it ran threads of its own, so its time is not comparable with the others'")
+            said.append(f"its calls kept {result.cpu_cores:.2f} CPU cores busy with torch given "
+                        f"{threads_words(self.given)}: it ran threads of its own, so its time is not comparable "
+                        "with the others'")
         return said

@@ -200,8 +200,9 @@ def _attempt(head: PassResult, prepared: Prepared, pass_name: str, settings: Set
             else:
                 m, paired = _time_paired(setup, clock, partner, pass_name, settings, tick, watch, clocks,
                                          prepared.untimed(setup))
-        probes = (bandwidth_before, probe()) if probe else None
-        wrong = audited.verdict(m.samples, m.disturbed, len(m.warmup_s)) if audited else ""
+        probes, calls = (bandwidth_before, probe()) if probe else None, _calls(clock, m, recorded)
+        cpu = [u.cpu_s for u in calls.get("usage", ())]
+        wrong = audited.verdict(m.samples, m.disturbed, len(m.warmup_s), cpu) if audited else ""
         mem = peak_bytes(setup, prepared.resolved.cell.device) if settings.measure_memory else None
     except Exception as exc:
         if status_of(exc) == Status.OOM and audited is not None and audited.holding():
@@ -215,8 +216,7 @@ def _attempt(head: PassResult, prepared: Prepared, pass_name: str, settings: Set
     row = row.with_(status=Status.OK, samples_s=list(m.samples), noisy=m.noisy, stop=m.stop, peak_mem_bytes=mem,
                     wall_s=m.wall_s, threads=torch.get_num_threads(), **m.stats, **paired)
     return _judged(row.with_(**clocks.readings) if clocks else row, prepared, pass_name, settings, m,
-                   trust.Around(probes=probes, cpu_peaks=settings.peaks.get(Device.CPU, {}),
-                                **_calls(clock, m, recorded)))
+                   trust.Around(probes=probes, cpu_peaks=settings.peaks.get(Device.CPU, {}), **calls))
 
 
 def _judged(row: PassResult, prepared: Prepared, pass_name: str, settings: Settings, m: Measurement,

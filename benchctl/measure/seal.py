@@ -29,13 +29,14 @@ import time
 from typing import Any
 
 SEALED = tuple(f"benchctl.measure.{m}" for m in (
-    "audit", "clocks", "correctness", "cuda_graph", "execute", "fresh", "gate", "interference", "kept", "paired",
+    "audit", "clocks", "cores", "correctness", "cuda_graph", "execute", "fresh", "gate", "interference", "kept", "paired",
     "passes", "pooling", "prepared", "rates", "references", "result", "seal", "stats", "timing", "trust", "unseen",
 )) + ("benchctl.analysis.pairs", "benchctl.results.schema", "benchctl.vocab")
 LIBRARIES = ("builtins", "gc", "math", "numpy", "os", "random", "resource", "threading", "torch", "torch.autograd",
              "torch.cuda", "torch.fft", "torch.linalg", "torch.nn.functional", "torch.special")
 CLASSES = (("torch", "Tensor"), ("torch.autograd", "Function"))  # every name they answer to, inherited too
-COUNTERS = ("perf_counter", "perf_counter_ns", "monotonic", "monotonic_ns", "time", "time_ns", "process_time")
+COUNTERS = ("perf_counter", "perf_counter_ns", "monotonic", "monotonic_ns", "time", "time_ns", "process_time",
+            "clock_gettime")
 
 # What runs code beside the program's own calls, by what it reads now.
 HOOKS = {

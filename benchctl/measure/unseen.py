@@ -18,9 +18,11 @@ Samples set aside as disturbed take no part, with one exception (`believed`): th
 cache away are the ones it could crowd the machine during (processes of its own on every core make its
 threads wait, and the watch sets each such call aside), so each unseen call is watched in a window of its
 own, and where the unseen calls were set aside so much more often than the others that chance would do so
-in under SELECTIVE of passes, their flags are not believed and they are judged as they are. Over two quick
-CPU sweeps, honest passes' ratios against their neighbours reached 2.62 at most, and the largest of the
-passes' smallest ratios was 1.39 (benchmarks/unseen_bench.py).
+in under SELECTIVE of passes, their flags are not believed and they are judged as they are. Where they were
+set aside about as often as the others (a busy machine), their CPU time judges them (`by_cpu`, CPU_RATIO): a
+call's CPU seconds do not count its waits for a core, and a miss does the work on the implementation's own
+threads. Over two quick CPU sweeps, honest passes' ratios against their neighbours reached 2.62 at most, and
+the largest of the passes' smallest ratios was 1.39 (benchmarks/unseen_bench.py).
 """
 
 from __future__ import annotations
@@ -46,6 +48,11 @@ OVERALL_RATIO = 3.0
 # The chance, at the seen calls' share set aside, of as many unseen calls set aside, under which their flags are
 # the implementation's doing and not the machine's.
 SELECTIVE = 1e-3
+# The same by CPU time, where the watch set the unseen calls aside (`by_cpu`): higher, as a busy machine moves
+# a call's CPU time too (torch's threads spin while one of them waits for a core). With a process spinning on
+# one core of the 2-core VM, honest calls read up to 69x the CPU time of their neighbours, and the largest of the
+# passes' smallest ratios was 1.77; the exploit suite's caches read 220-2375x.
+CPU_RATIO = 4.0
 # An unseen call must also take this much longer than what it is set against: the copies around it cost a call
 # on tiny inputs a fixed few tens of microseconds (the README's silu at 2 x 16, 10 us a call, read 4.6-6.6x its
 # pass's median), while the work a cache skips is what makes it worth keeping (the exploit suite's: 1.5 ms).
@@ -126,25 +133,43 @@ def _at_least(k: int, n: int, p: float) -> float:
     return sum(math.comb(n, j) * p ** j * (1 - p) ** (n - j) for j in range(k, n + 1))
 
 
-def unjudged(unseen: Sequence[bool], aside: Sequence[bool]) -> str:
-    """What an ok row says where its unseen calls were too few to judge once those set aside left, or ''."""
+def _set_aside(unseen: Sequence[bool], aside: Sequence[bool]) -> list[bool]:
+    """The unseen calls' flags, as the rules take them (`believed`)."""
     flags = believed(unseen, aside)
-    mine = [a for a, u in zip(flags, unseen) if u] if len(flags) == len(unseen) else []
-    if not _unjudgeable(mine):
+    return [a for a, u in zip(flags, unseen) if u] if len(flags) == len(unseen) else []
+
+
+def by_cpu(unseen: Sequence[bool], aside: Sequence[bool], cpu: Sequence[float]) -> bool:
+    """Whether the unseen calls are judged by their CPU seconds (`cpu`, each call's: clocks.OsReader): the watch
+    left too few to judge by their wall time, and every call's CPU time was read. A call's CPU time is not its
+    wait for a core, so a neighbour that sets it aside moves it little."""
+    return _unjudgeable(_set_aside(unseen, aside)) and len(cpu) == len(unseen)
+
+
+def unjudged(unseen: Sequence[bool], aside: Sequence[bool], cpu: Sequence[float] = ()) -> str:
+    """What an ok row says where its unseen calls were too few to judge once those set aside left, and their CPU
+    time was not read, or ''."""
+    mine = _set_aside(unseen, aside)
+    if not _unjudgeable(mine) or by_cpu(unseen, aside, cpu):
         return ""
     return (f"{sum(mine)} of its {len(mine)} calls on data never given to it before were set aside as disturbed: "
             "not judged for a result kept from an earlier call")
 
 
-def cached(samples: Sequence[float], unseen: Sequence[bool], aside: Sequence[bool] = ()) -> str:
-    """Why the pass's samples are those of a result cache, or ''."""
+def cached(samples: Sequence[float], unseen: Sequence[bool], aside: Sequence[bool] = (),
+           cpu: Sequence[float] = ()) -> str:
+    """Why the pass's samples (or, where the watch set its unseen calls aside, their CPU seconds `cpu`) are
+    those of a result cache, or ''."""
     if len(unseen) != len(samples):
         return ""
-    aside = believed(unseen, aside)
-    for found, bar, against in ((ratios(samples, unseen, aside), CACHED_RATIO, "the calls around them"),
-                                (overall(samples, unseen, aside), OVERALL_RATIO, "the median of its calls")):
+    flags = believed(unseen, aside)
+    judged = [(ratios(samples, unseen, flags), CACHED_RATIO, "took", "as long as the calls around them"),
+              (overall(samples, unseen, flags), OVERALL_RATIO, "took", "as long as the median of its calls")]
+    if by_cpu(unseen, aside, cpu):
+        judged.append((ratios(cpu, unseen), CPU_RATIO, "used", "the CPU time of the calls around them"))
+    for found, bar, verb, against in judged:
         if len(found) >= UNSEEN_JUDGED and min(found) > bar:
-            return (f"its {len(found)} timed calls on data never given to it before took {min(found):.1f}-"
-                    f"{max(found):.1f}x as long as {against} on data it had been given (a result kept from an "
-                    "earlier call: work skipped when timed)")
+            return (f"its {len(found)} timed calls on data never given to it before {verb} {min(found):.1f}-"
+                    f"{max(found):.1f}x {against} on data it had been given (a result kept from an earlier call: "
+                    "work skipped when timed)")
     return ""

@@ -108,3 +108,21 @@ def test_unseen_calls_on_tiny_inputs_a_few_microseconds_slower_than_the_median_a
     kept = [s * 100 for s in samples]  # the same shape at 1 ms a miss: a cache
     assert unseen.cached(kept, flags).startswith("its 6 timed calls on data never given to it before took 6.6-6.6x "
                                                  "as long as the calls around them")
+
+
+def test_unseen_calls_a_busy_machine_set_aside_are_judged_by_their_cpu_time():
+    """A neighbour sets every call's wall time aside, half of the seen ones too; the calls' CPU seconds do not
+    count the waits: a cache's misses used 1.5 ms where its hits used 10 us, an honest call as much as the rest."""
+    flags = [i % 10 == 7 for i in range(60)]  # 6 unseen
+    walls = [4e-3] * 60  # every one waited a tick: nothing to tell by wall time
+    busy = [f or i % 2 == 0 for i, f in enumerate(flags)]
+    cache = [1.5e-3 if f else 10e-6 for f in flags]
+    assert unseen.by_cpu(flags, busy, cache) and unseen.unjudged(flags, busy, cache) == ""
+    assert unseen.cached(walls, flags, busy, cache) == (
+        "its 6 timed calls on data never given to it before used 150.0-150.0x the CPU time of the calls around "
+        "them on data it had been given (a result kept from an earlier call: work skipped when timed)")
+    honest = [3.5e-3 if f else 0.9e-3 for f in flags]  # 3.9x: a busy machine moves CPU time too (CPU_RATIO)
+    assert unseen.cached(walls, flags, busy, honest) == ""
+    assert not unseen.by_cpu(flags, [False] * 60, cache)  # judged by wall time where the watch left them in
+    assert unseen.cached(walls, flags, [False] * 60, cache) == ""
+    assert not unseen.by_cpu(flags, busy, cache[:30])  # CPU times not of these calls: not judged that way
