@@ -1,10 +1,4 @@
-"""The CPU a cell's calls were given, and what they took of it.
-
-torch's intra-op thread count is global to the worker, set once (run --threads, else torch's default): an
-implementation that sets it (torch.set_num_threads in its call, its import or its prepare) would change
-the conditions of every later cell in the worker, its partner's in a pair first. `Held` reads the count
-before the cell and sets it back after, and the cell's rows say so; each timed row's `threads` is the count
-given.
+"""The cores a cell's calls kept busy, against torch's threads it was given (held.py holds the count).
 
 The cores a pass's calls kept busy (`cpu_cores`): the CPU seconds of the process's threads over the wall time
 of its timed calls (clocks.OsReader, read outside the clock). torch's own work keeps at most its threads busy
@@ -18,12 +12,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
-import torch
-
 from benchctl.analysis.verdict import threads_words
 from benchctl.measure.clocks import OsUsage
-from benchctl.measure.result import PassResult
-from benchctl.measure.stats import join_messages
 from benchctl.results.schema import beyond_threads
 
 
@@ -33,32 +23,10 @@ def busy(usage: Sequence[OsUsage]) -> float | None:
     return sum(u.cpu_s for u in usage) / wall if wall > 0 else None
 
 
-class Held:
-    """torch's thread count as the worker gave it to a cell (read when made), held for the cell's rows."""
-
-    def __init__(self) -> None:
-        self.given = torch.get_num_threads()
-
-    def judged(self, results: list[PassResult]) -> list[PassResult]:
-        """The cell's rows with the count given, and what its calls did to it or beyond it; the count is set
-        back where they changed it."""
-        found = torch.get_num_threads()
-        if found != self.given:
-            torch.set_num_threads(self.given)
-        out = []
-        for result in results:
-            said = self.doubts(result, found)
-            result = result.with_(threads=self.given) if result.threads is not None else result  # a timed row's
-            out.append(result.with_(message=join_messages(result.message, *said)) if said else result)
-        return out
-
-    def doubts(self, result: PassResult, found: int) -> list[str]:
-        said = []
-        if found != self.given:
-            said.append(f"its code set torch's threads to {found} (given {self.given}; set back after the cell): "
-                        "its time is not comparable with the others'")
-        if beyond_threads(result.cpu_cores, self.given):
-            said.append(f"its calls kept {result.cpu_cores:.2f} CPU cores busy with torch given "
-                        f"{threads_words(self.given)}: it ran threads of its own, so its time is not comparable "
-                        "with the others'")
-        return said
+def beyond(busy_cores: float | None, threads: int) -> str:
+    """What a row says where its calls kept more cores busy than torch's `threads` given (schema.beyond_threads),
+    or ''."""
+    if not beyond_threads(busy_cores, threads):
+        return ""
+    return (f"its calls kept {busy_cores:.2f} CPU cores busy with torch given {threads_words(threads)}: it ran "
+            "threads of its own, so its time is not comparable with the others'")

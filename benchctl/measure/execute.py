@@ -15,7 +15,7 @@ from typing import Any, Callable
 import torch
 
 from benchctl.errors import error_message
-from benchctl.measure import audit, cores, correctness, interference, orphans, rates, seal, trust
+from benchctl.measure import audit, correctness, held, interference, orphans, rates, seal, trust
 from benchctl.measure.gate import checked
 from benchctl.machine import allocator, gpu_clocks
 from benchctl.ops.cells import Cell, Resolved
@@ -74,15 +74,16 @@ def each_pass(result: PassResult, passes: tuple[str, ...], **columns: Any) -> li
 
 
 def run_cell(cell: Cell, settings: Settings = Settings(), clock: Clock | None = None) -> list[PassResult]:
-    """The cell's result of each of its passes, on torch's threads as they were given (cores.py)."""
-    held = cores.Held()
+    """The cell's result of each of its passes, on torch's settings as the worker gave them (held.py)."""
+    correctness.set_tf32(settings.tf32)  # the run's own setting, before the cell's are read
+    given = held.Given()
     resolved = cell.resolve()
     if not isinstance(resolved.impl.fn, CompiledFn) or resolved.unavailable_reason():
-        return held.judged(_run_resolved(resolved, settings, clock))
+        return given.judged(_run_resolved(resolved, settings, clock))
     finish = resolved.impl.fn.watch()  # what torch.compile compiled for the cell (ops/compile_watch.py)
     results = _run_resolved(resolved, settings, clock)
     extra = finish()
-    return held.judged([r.with_(**extra) for r in results])
+    return given.judged([r.with_(**extra) for r in results])
 
 
 def _run_resolved(resolved: Resolved, settings: Settings, clock: Clock | None) -> list[PassResult]:
@@ -91,7 +92,6 @@ def _run_resolved(resolved: Resolved, settings: Settings, clock: Clock | None) -
     # a GPU row says how the run times it, timed or not: a graph run's tables and charts hold its failures
     # beside its times (a CPU has one way of timing, said by the rows that were timed)
     base = base_result(resolved).with_(**(timing if cell.device == Device.CUDA else {}))
-    correctness.set_tf32(settings.tf32)
     reason = resolved.unavailable_reason()
     if reason:
         return each_pass(base, cell.passes, status=Status.UNAVAILABLE, message=reason)

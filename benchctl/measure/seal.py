@@ -29,8 +29,9 @@ import time
 from typing import Any
 
 SEALED = tuple(f"benchctl.measure.{m}" for m in (
-    "audit", "clocks", "cores", "correctness", "cuda_graph", "execute", "fresh", "gate", "interference", "kept", "paired",
-    "passes", "pooling", "prepared", "rates", "references", "result", "seal", "stats", "timing", "trust", "unseen",
+    "audit", "clocks", "cores", "correctness", "cuda_graph", "execute", "fresh", "gate", "held", "interference",
+    "kept", "paired", "passes", "pooling", "prepared", "rates", "references", "result", "seal", "stats", "timing",
+    "trust", "unseen",
 )) + ("benchctl.analysis.pairs", "benchctl.results.schema", "benchctl.vocab")
 LIBRARIES = ("builtins", "gc", "math", "numpy", "os", "random", "resource", "threading", "torch", "torch.autograd",
              "torch.cuda", "torch.fft", "torch.linalg", "torch.nn.functional", "torch.special")

@@ -2,11 +2,9 @@ import threading
 import time
 
 import pytest
-import torch
 
 from benchctl.measure import cores
 from benchctl.measure.clocks import OsReader, OsUsage
-from benchctl.measure.result import PassResult
 
 
 def test_the_cores_kept_busy_are_the_calls_cpu_seconds_over_their_wall_time():
@@ -16,31 +14,11 @@ def test_the_cores_kept_busy_are_the_calls_cpu_seconds_over_their_wall_time():
     assert cores.busy([]) is None and cores.busy([OsUsage(0, 0.0)]) is None  # nothing timed: no figure
 
 
-@pytest.fixture
-def threads():
-    given = torch.get_num_threads()
-    yield given
-    torch.set_num_threads(given)
-
-
-def test_a_cell_that_set_torchs_threads_has_them_set_back_and_its_rows_say_so(threads):
-    held = cores.Held()
-    torch.set_num_threads(threads + 1)  # what the measured code did
-    (row,) = held.judged([PassResult(status="ok", message="timed alone", threads=threads + 1)])
-    assert torch.get_num_threads() == threads and row.threads == threads
-    assert row.message == (f"timed alone; its code set torch's threads to {threads + 1} (given {threads}; set back "
-                           "after the cell): its time is not comparable with the others'")
-
-
-def test_a_pass_whose_calls_kept_more_cores_busy_than_given_says_so(threads):
-    held = cores.Held()
-    held.given = 2
-    over, within, none = held.judged([PassResult(status="ok", cpu_cores=2.6, threads=2),
-                                      PassResult(status="ok", cpu_cores=2.4, threads=2), PassResult(status="unavailable")])
-    assert over.message == ("its calls kept 2.60 CPU cores busy with torch given 2 threads: it ran threads of its own, "
-                            "so its time is not comparable with the others'")
-    assert within.message is None and none.message is None  # 2.4 is within 2 x 1.25; nothing timed, nothing said
-    assert [r.threads for r in (over, within, none)] == [2, 2, None]  # a row that never ran has no threads of its own
+def test_calls_that_kept_more_cores_busy_than_given_say_so():
+    assert cores.beyond(2.6, 2) == ("its calls kept 2.60 CPU cores busy with torch given 2 threads: it ran threads of "
+                                    "its own, so its time is not comparable with the others'")
+    assert cores.beyond(1.3, 1).startswith("its calls kept 1.30 CPU cores busy with torch given 1 thread:")
+    assert cores.beyond(2.4, 2) == "" and cores.beyond(None, 2) == ""  # within 2 x 1.25; nothing timed
 
 
 def _spin_for(seconds: float, started: threading.Event, go: threading.Event) -> None:

@@ -1,0 +1,78 @@
+"""torch's process-wide settings as the worker gave them to a cell, held for it.
+
+Some of torch's settings are global to the process, and code can set them (in its call, its import or its
+`prepare`): torch's intra-op threads (`torch.set_num_threads`, as code written for a data loader's workers
+does), the float32 matmul precision (TF32 on a GPU, bfloat16 inside oneDNN's on a CPU), cuDNN's TF32, the
+default dtype, deterministic algorithms, grad mode. A change holds for every cell the worker times after it,
+its partner's in a pair first, and for itself it buys time the others were not given (or costs time they did
+not pay). `Given` reads them before the cell and sets back each one changed after it; the cell's rows say what
+changed. Each timed row's `threads` is the count given, against which its calls' cores are held (cores.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+
+from benchctl.measure import cores
+from benchctl.measure.result import PassResult
+from benchctl.measure.stats import join_messages
+
+
+def _set_deterministic(on: bool) -> None:
+    torch.use_deterministic_algorithms(on)
+
+
+def _set_cudnn_tf32(on: bool) -> None:
+    torch.backends.cudnn.allow_tf32 = on
+
+
+# Each setting: its name in a row's message, how to read it, how to set it back.
+SETTINGS: dict[str, tuple[Callable[[], Any], Callable[[Any], None]]] = {
+    "threads": (torch.get_num_threads, torch.set_num_threads),
+    "float32 matmul precision": (torch.get_float32_matmul_precision, torch.set_float32_matmul_precision),
+    "cuDNN TF32": (lambda: torch.backends.cudnn.allow_tf32, _set_cudnn_tf32),
+    "default dtype": (torch.get_default_dtype, torch.set_default_dtype),
+    "deterministic algorithms": (torch.are_deterministic_algorithms_enabled, _set_deterministic),
+    "grad mode": (torch.is_grad_enabled, torch.set_grad_enabled),
+}
+
+
+def read() -> dict[str, Any]:
+    return {name: get() for name, (get, _) in SETTINGS.items()}
+
+
+class Given:
+    """The settings as the worker gave them to a cell (read when made)."""
+
+    def __init__(self) -> None:
+        self.given = read()
+
+    def judged(self, results: list[PassResult]) -> list[PassResult]:
+        """The cell's rows with the threads given, and what its code changed or its calls took beyond them; each
+        setting changed is set back."""
+        changed = self.restore()
+        threads = self.given["threads"]
+        out = []
+        for result in results:
+            said = [changed, cores.beyond(result.cpu_cores, threads)]
+            result = result.with_(threads=threads) if result.threads is not None else result  # a timed row's
+            out.append(result.with_(message=join_messages(result.message, *said)) if any(said) else result)
+        return out
+
+    def restore(self) -> str:
+        """Sets back every setting changed since the cell began; what the rows say of them, or ''."""
+        found = read()
+        changed = [name for name, value in found.items() if value != self.given[name]]
+        for name in changed:
+            SETTINGS[name][1](self.given[name])
+        if not changed:
+            return ""
+        said = ", ".join(f"{name} {_text(self.given[name])} -> {_text(found[name])}" for name in changed)
+        return f"its code changed torch's settings for the process: {said} (set back after the cell): its time " \
+               "is not comparable with the others'"
+
+
+def _text(value: Any) -> str:
+    return str(value).removeprefix("torch.")

@@ -1,0 +1,47 @@
+import pytest
+import torch
+
+from benchctl.measure import held
+from benchctl.measure.result import PassResult
+
+
+@pytest.fixture
+def settings():
+    given = held.read()
+    yield given
+    for name, value in given.items():
+        held.SETTINGS[name][1](value)
+
+
+def test_a_cell_whose_code_changed_torchs_settings_has_them_set_back_and_its_rows_say_so(settings):
+    cell = held.Given()
+    threads = settings["threads"]
+    torch.set_num_threads(threads + 1)  # what the measured code did
+    torch.set_float32_matmul_precision("medium")
+    torch.set_default_dtype(torch.float64)
+    (row,) = cell.judged([PassResult(status="ok", message="timed alone", threads=threads + 1)])
+    assert held.read() == settings and row.threads == threads
+    assert row.message == (f"timed alone; its code changed torch's settings for the process: threads {threads} -> "
+                           f"{threads + 1}, float32 matmul precision highest -> medium, default dtype float32 -> "
+                           "float64 (set back after the cell): its time is not comparable with the others'")
+
+
+def test_each_setting_is_read_and_set_back(settings):
+    flipped = {"cuDNN TF32": not settings["cuDNN TF32"], "deterministic algorithms": True, "grad mode": False}
+    cell = held.Given()
+    for name, value in flipped.items():
+        held.SETTINGS[name][1](value)
+    assert {name: held.read()[name] for name in flipped} == flipped
+    said = cell.restore()
+    assert all(name in said for name in flipped) and held.read() == settings
+    assert cell.restore() == ""  # nothing changed since
+
+
+def test_a_pass_whose_calls_kept_more_cores_busy_than_given_says_so(settings):
+    cell = held.Given()
+    cell.given["threads"] = 2
+    over, within, none = cell.judged([PassResult(status="ok", cpu_cores=2.6, threads=2),
+                                      PassResult(status="ok", cpu_cores=2.4, threads=2), PassResult(status="unavailable")])
+    assert over.message.startswith("its calls kept 2.60 CPU cores busy with torch given 2 threads")
+    assert within.message is None and none.message is None  # 2.4 is within 2 x 1.25; nothing timed, nothing said
+    assert [r.threads for r in (over, within, none)] == [2, 2, None]  # a row that never ran has no threads of its own
