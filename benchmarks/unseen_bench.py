@@ -39,6 +39,7 @@ def recorded(log: list[dict]) -> None:
                     "ratios": unseen.ratios(samples, flags, aside) if ours else [],
                     "overall": unseen.overall(samples, flags, aside) if ours else [],
                     "cpu": unseen.ratios(cpu, flags) if len(cpu) == len(flags) else [],
+                    "cpu_overall": unseen.overall(cpu, flags) if len(cpu) == len(flags) else [],
                     "by_cpu": unseen.by_cpu(flags, aside, cpu),
                     "cache": bool(unseen.cached(samples, flags, aside, cpu)), **_aside(flags, aside)})
         return said
@@ -71,7 +72,8 @@ def set_aside(log: list[dict]) -> None:
 
 def summary(log: list[dict]) -> None:
     for measure, title in (("ratios", "against the calls around them"), ("overall", "against the pass's median"),
-                           ("cpu", "CPU time against the calls around them")):
+                           ("cpu", "CPU time against the calls around them"),
+                           ("cpu_overall", "CPU time against the pass's median")):
         print(f"\n{title}\n")
         print("| op | passes judged | median ratio | largest ratio | largest smallest-of-a-pass | called a cache |")
         print("|---|---|---|---|---|---|")
