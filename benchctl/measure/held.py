@@ -40,6 +40,7 @@ SETTINGS: dict[str, tuple[Callable[[], Any], Callable[[Any], None]]] = {
 
 
 def read() -> dict[str, Any]:
+    """Each setting (SETTINGS) as it is now."""
     return {name: get() for name, (get, _) in SETTINGS.items()}
 
 
