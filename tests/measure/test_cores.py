@@ -42,7 +42,7 @@ def test_the_os_reader_counts_the_cpu_of_threads_other_than_the_callers():
     time.sleep(0.15)
     used = read() - before
     spinner.join()
-    assert 0.5 < used.cpu_s / used.wall_s < 1.3  # one core busy; a neighbour may take part of it, never add
+    assert 0.3 < used.cpu_s / used.wall_s < 1.3  # one core busy; a neighbour may take part of it, never add
     ended = read()
     assert read().cpu_s - ended.cpu_s < 0.01  # the ended thread adds nothing more
 
