@@ -2,10 +2,9 @@
 
 Some of torch's settings are global to the process, and code can set them (in its call, its import or its
 `prepare`): torch's intra-op threads (`torch.set_num_threads`, as code written for a data loader's workers
-does), the float32 matmul precision (TF32 on a GPU, bfloat16 inside oneDNN's on a CPU), cuDNN's TF32, the
-default dtype, deterministic algorithms, grad mode. A change holds for every cell the worker times after it,
-its partner's in a pair first, and for itself it buys time the others were not given (or costs time they did
-not pay). `Given` reads them before the cell and sets back each one changed after it; the cell's rows say what
+does), the float32 matmul precision (TF32 on a GPU), cuDNN's TF32, the default dtype, deterministic
+algorithms, grad mode. A change holds for every cell the worker times after it, its partner's in a pair
+first, and for itself it buys time the others were not given (or costs time they did not pay). `Given` reads them before the cell and sets back each one changed after it; the cell's rows say what
 changed. Each timed row's `threads` is the count given, against which its calls' cores are held (cores.py).
 """
 
@@ -39,9 +38,21 @@ SETTINGS: dict[str, tuple[Callable[[], Any], Callable[[Any], None]]] = {
 }
 
 
+UNREADABLE = object()  # a setting whose getter raised: neither judged nor set back
+
+
+def _value(get: Callable[[], Any]) -> Any:
+    """A setting's value; UNREADABLE where its getter raised (torch's float32 matmul precision, once code used the
+    per-backend `fp32_precision` settings of torch 2.9, which are not held)."""
+    try:
+        return get()
+    except Exception:
+        return UNREADABLE
+
+
 def read() -> dict[str, Any]:
     """Each setting (SETTINGS) as it is now."""
-    return {name: get() for name, (get, _) in SETTINGS.items()}
+    return {name: _value(get) for name, (get, _) in SETTINGS.items()}
 
 
 class Given:
@@ -65,7 +76,8 @@ class Given:
     def restore(self) -> str:
         """Sets back every setting changed since the cell began; what the rows say of them, or ''."""
         found = read()
-        changed = [name for name, value in found.items() if value != self.given[name]]
+        changed = [name for name, value in found.items()
+                   if UNREADABLE not in (value, self.given[name]) and value != self.given[name]]
         for name in changed:
             SETTINGS[name][1](self.given[name])
         if not changed:

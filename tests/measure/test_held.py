@@ -45,3 +45,14 @@ def test_a_pass_whose_calls_kept_more_cores_busy_than_given_says_so(settings):
     assert over.message.startswith("its calls kept 2.60 CPU cores busy with torch given 2 threads")
     assert within.message is None and none.message is None  # 2.4 is within 2 x 1.25; nothing timed, nothing said
     assert [r.threads for r in (over, within, none)] == [2, 2, None]  # a row that never ran has no threads of its own
+
+
+def test_a_setting_that_cannot_be_read_is_neither_judged_nor_set_back(settings):
+    """Once code sets one of torch 2.9's per-backend precisions, the float32 matmul precision's getter raises."""
+    cell = held.Given()
+    torch.backends.mkldnn.matmul.fp32_precision = "bf16"
+    try:
+        assert held.read()["float32 matmul precision"] is held.UNREADABLE
+        assert cell.restore() == ""  # the rest as given: nothing said, nothing raised
+    finally:
+        torch.backends.mkldnn.matmul.fp32_precision = "none"
