@@ -38,6 +38,14 @@ class OsUsage(NamedTuple):
 TASKS = "/proc/self/task"
 
 
+def thread_ids(tasks: str = TASKS) -> list[str]:
+    """This process's threads now (none where there is no /proc: not Linux)."""
+    try:
+        return os.listdir(tasks)
+    except OSError:
+        return []
+
+
 def thread_cpu_clock(tid: int) -> int:
     """The id of thread `tid`'s CPU clock (Linux: MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED))."""
     return ((~tid) << 3) | 6
@@ -53,11 +61,7 @@ class OsReader:
     thread can be listed (no /proc), getrusage's user and system time stand in."""
 
     def __init__(self, tasks: str = TASKS):
-        try:
-            tids = [int(t) for t in os.listdir(tasks)]
-        except OSError:
-            tids = []
-        self.clocks = [thread_cpu_clock(t) for t in tids]
+        self.clocks = [thread_cpu_clock(int(t)) for t in thread_ids(tasks)]
         self.last = [0.0] * len(self.clocks)
 
     def __call__(self) -> OsUsage:

@@ -4,8 +4,9 @@ Some of torch's settings are global to the process, and code can set them (in it
 `prepare`): torch's intra-op threads (`torch.set_num_threads`, as code written for a data loader's workers
 does), the float32 matmul precision (TF32 on a GPU), cuDNN's TF32, the default dtype, deterministic
 algorithms, grad mode. A change holds for every cell the worker times after it, its partner's in a pair
-first, and for itself it buys time the others were not given (or costs time they did not pay). `Given` reads them before the cell and sets back each one changed after it; the cell's rows say what
-changed. Each timed row's `threads` is the count given, against which its calls' cores are held (cores.py).
+first, and for itself it buys time the others were not given (or costs time they did not pay). `Given`
+reads them before the cell and sets back each one changed after it; the cell's rows say what changed. Each
+timed row's `threads` is the count given, against which its calls' cores are held (cores.py).
 """
 
 from __future__ import annotations
@@ -36,8 +37,6 @@ SETTINGS: dict[str, tuple[Callable[[], Any], Callable[[Any], None]]] = {
     "deterministic algorithms": (torch.are_deterministic_algorithms_enabled, _set_deterministic),
     "grad mode": (torch.is_grad_enabled, torch.set_grad_enabled),
 }
-
-
 UNREADABLE = object()  # a setting whose getter raised: neither judged nor set back
 
 

@@ -27,7 +27,7 @@ import time
 from typing import Callable, Protocol, Sequence
 
 from benchctl.machine.gpu_clocks import THROTTLED_BELOW  # a GPU window below it is disturbed
-from benchctl.measure.clocks import TASKS, Clock, Thunk
+from benchctl.measure.clocks import TASKS, Clock, Thunk, thread_ids
 
 # A window is disturbed when its threads waited for a CPU, together, more than this share of its wall time.
 DISTURBED_WAIT = 0.05
@@ -98,7 +98,7 @@ class RunQueue:
 
     def __init__(self, tasks: str = TASKS, threads: Sequence[int] | None = None):
         self.fds: list[int] = []
-        for tid in _listdir(tasks) if threads is None else map(str, threads):
+        for tid in thread_ids(tasks) if threads is None else map(str, threads):
             try:
                 self.fds.append(os.open(os.path.join(tasks, tid, "schedstat"), os.O_RDONLY))
             except OSError:
@@ -120,13 +120,6 @@ class RunQueue:
         for fd in self.fds:
             os.close(fd)
         self.fds = []
-
-
-def _listdir(path: str) -> list[str]:
-    try:
-        return os.listdir(path)
-    except OSError:  # no /proc (not Linux)
-        return []
 
 
 class WatchedClock:
