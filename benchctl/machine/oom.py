@@ -1,4 +1,5 @@
-"""Whether the kernel's OOM killer ended a process: the memory cgroup's `oom_kill` counter.
+"""Whether a call ran out of memory (`is_oom`), and whether the kernel's OOM killer ended a process: the
+memory cgroup's `oom_kill` counter.
 
 A worker killed with SIGKILL while no --mem-limit was set was most often killed for memory, by the
 kernel or by its cgroup. The counter of the cgroup the sweep runs in (cgroup v2 `memory.events`, v1
@@ -9,6 +10,8 @@ cell, it says so. Without a readable counter the cause stays a likely one.
 from __future__ import annotations
 
 from pathlib import Path
+
+import torch
 
 PROC_CGROUP = Path("/proc/self/cgroup")
 CGROUP_ROOT = Path("/sys/fs/cgroup")
@@ -45,3 +48,11 @@ def kills(path: Path | None) -> int | None:
     except (OSError, ValueError):
         return None
     return None
+
+
+def is_oom(exc: BaseException) -> bool:
+    """Whether `exc` is an allocation that failed (on the GPU or in the CPU's allocator)."""
+    if isinstance(exc, (torch.cuda.OutOfMemoryError, MemoryError)):
+        return True
+    text = str(exc)
+    return "out of memory" in text.lower() or "DefaultCPUAllocator: can't allocate memory" in text

@@ -100,6 +100,7 @@ class Audit:
         self.scales: dict[int, float] = {}  # a reference tensor's largest magnitude, by id
         self.unchecked = ""  # why the outputs are not compared with the reference's, where it could not run
         self.unjudged = ""  # why the times on unseen data were not judged (unseen.unjudged)
+        self.pool: fresh.InputPool | None = None  # its draws' (`prime`): what they could not do, for lack of memory
 
     def prime(self, pool: fresh.InputPool) -> None:
         """Every data set's reference, before the pass's clock starts. A reference run at the timed size
@@ -107,7 +108,7 @@ class Audit:
         lose: run from the first spot check, it left hoconv2d's forward passes at B=16 one or two samples."""
         if self._exempt():
             return
-        self.key, self.references = pool.key, pool.references
+        self.key, self.references, self.pool = pool.key, pool.references, pool
         sources = pool.sources()
         missing = [s for s in sources if s not in self.references]
         try:
@@ -208,7 +209,8 @@ class Audit:
 
     def notes(self) -> str:
         """What the row of a pass judged ok says of what could not be checked, or ''."""
-        return "; ".join(n for n in (self.unchecked, "" if self.hold else NOT_HELD, self.unjudged) if n)
+        drawn = self.pool.note if self.pool else ""
+        return "; ".join(n for n in (self.unchecked, "" if self.hold else NOT_HELD, drawn, self.unjudged) if n)
 
     def verdict(self, samples: Sequence[float] = (), aside: Sequence[bool] = (), warm: int = 0,
                 cpu: Sequence[float] = ()) -> str:

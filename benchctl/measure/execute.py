@@ -18,6 +18,7 @@ from benchctl.errors import error_message
 from benchctl.measure import audit, correctness, held, interference, orphans, rates, seal, trust
 from benchctl.measure.gate import checked
 from benchctl.machine import allocator, gpu_clocks
+from benchctl.machine.oom import is_oom
 from benchctl.ops.cells import Cell, Resolved
 from benchctl.ops.compiling import CompiledFn
 from benchctl.measure.memory import peak_bytes
@@ -46,13 +47,6 @@ class Settings:
     tf32: bool | None = None  # GPU float32 in TF32: on, off, or torch's default (None)
     # Measured peaks of this machine ({"cpu": {"gbps": .., "gflops": .., "levels": {..}}, "cuda": {...}}).
     peaks: dict[str, dict[str, Any]] = field(default_factory=dict)
-
-
-def is_oom(exc: BaseException) -> bool:
-    if isinstance(exc, (torch.cuda.OutOfMemoryError, MemoryError)):
-        return True
-    text = str(exc)
-    return "out of memory" in text.lower() or "DefaultCPUAllocator: can't allocate memory" in text
 
 
 def status_of(exc: BaseException) -> str:

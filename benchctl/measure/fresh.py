@@ -10,8 +10,13 @@ keyed by the inputs' objects or addresses hands back a result for other data, wh
 (audit.py). One small input is enough for that, and its copy costs about a microsecond; copying every
 input cost 9 us a call for lstm_cell and 43 us for grid_sample (a 3 MB image), as much as the calls.
 
-A copy costs wall time, never a sample. A cell whose inputs take over POOL_BYTES, or that has no such
-input, gets fresh objects only. What a call had is `Draw.source` (-1: the cell's own data): the audit's
+A copy costs wall time, never a sample. A cell that has no such input gets fresh objects only; so did one
+whose inputs take over POOL_BYTES, and there every call had the same data at the same addresses: a result
+kept by the input's address, or the last call's output handed back, was right for every call (`ok`, 2.5 us
+and 23 us a call against 217 ms for the work on 273 MB). Such a cell rotates its key too (the key within
+POOL_BYTES), but gets no unseen draws (below); where there is no memory left to make its data sets, it
+gets fresh objects only and its rows say so (NOT_ROTATED). What a call had is `Draw.source` (-1: the cell's
+own data): the audit's
 references run on the cell's inputs as the target made them (`InputPool.raw`) with the pool's own copy
 of each data set (`InputPool.data`), and `inputs_of` rebuilds a draw made without a pool. The data sets
 and the references on them are the point's, shared by its implementations (point_data.py).
@@ -25,7 +30,10 @@ one gradient it is always given (16-109x), missed nowhere before. Given as new t
 of copied in, the others were cold where the cell's own were warm: grid_sample's cpp forward read 2.4-4.5x
 on unseen data, a false `incorrect`. Where `prepare` made every input anew (no key), the unseen draws hold
 its making of the new data set: such a cell had no unseen draws, and a result kept by value took 52x, `ok`.
-unseen.py says where they fall and what their times must show.
+unseen.py says where they fall and what their times must show. A cell whose inputs take over POOL_BYTES has
+none: each would be a making of its whole inputs, and tried on 288 MB in a re-check (where one draw in two is
+unseen), an honest pass was called a cache in 3 of 7 tries: its calls took 210-250 ms or 780-1120 ms, as the
+makings and the re-check's 16 kept outputs left memory to be backed anew or not.
 """
 
 from __future__ import annotations
@@ -37,6 +45,7 @@ from typing import Any, Callable
 
 import torch
 
+from benchctl.machine.oom import is_oom
 from benchctl.measure import point_data, unseen
 from benchctl.measure.clocks import Thunk
 from benchctl.ops.cells import Resolved
@@ -44,9 +53,12 @@ from benchctl.ops.registry import Case, Inputs
 
 SOURCES = 3  # data sets the calls rotate over
 SOURCE_SEED = 1000  # data set j is made at the cell's seed + SOURCE_SEED + j (the gate uses seed and seed + 1)
-# A cell whose inputs take more than this gets fresh objects only: making its data sets (the whole inputs
-# of three more seeds) cost 20 s and gigabytes for grid_sample at image size 4096 (805 MB an image).
+# The inputs a pool refreshes take this at most, in all (smallest first). A cell whose inputs take more rotates
+# its key all the same (making its data sets took 1.0 s each for grid_sample at image size 4096, 805 MB an
+# image), but gets no unseen draws: see unseen.py.
 POOL_BYTES = 256 * 1024 * 1024
+NOT_ROTATED = ("no memory to make another data set of its inputs: every call had the same data at the same "
+               "addresses, so a result kept by their address would not be seen")
 
 
 @dataclass(frozen=True)
@@ -107,6 +119,17 @@ def _refreshable(store: Inputs, raw: Inputs) -> list[str]:
     return sorted(keys, key=lambda k: (not store[k].requires_grad, store[k].numel()))
 
 
+def _within(keys: list[str], store: Inputs) -> list[str]:
+    """The first of `keys` that take POOL_BYTES in all, or fewer."""
+    total, out = 0, []
+    for k in keys:
+        total += store[k].numel() * store[k].element_size()
+        if total > POOL_BYTES:
+            break
+        out.append(k)
+    return out
+
+
 def _fits(made: Any, into: torch.Tensor) -> bool:
     """`made` can be copied into `into` (an input's shape may follow the seed: NaFlex's sequence lengths)."""
     return isinstance(made, torch.Tensor) and made.shape == into.shape and made.dtype == into.dtype
@@ -126,11 +149,11 @@ class InputPool:
         cell = resolved.cell
         shared = point_data.of((*cell.point, cell.seed))
         small = tensor_bytes(store) <= POOL_BYTES
-        keys = _refreshable(store, raw) if small else []
-        if keys:
+        keys = _within(_refreshable(store, raw), store)
+        self.note = ""  # what a row must say of the draws: NOT_ROTATED, where memory ran short for the data sets
+        self.large = not small  # no unseen draws (unseen.py)
+        if keys and self._made(shared, keys[0]):
             self.key, self.others = keys[0], dict.fromkeys(keys[1:])
-            if self.key not in shared.data:
-                shared.data[self.key] = [raw_inputs(resolved, j)[self.key].detach().clone() for j in range(SOURCES)]
             self.data = shared.data[self.key]
         elif small and resolved.impl.prepare is not None:  # `prepare` made every input: unseen draws remake them
             self.others = dict.fromkeys(k for k, t in store.items() if isinstance(t, torch.Tensor) and t.numel())
@@ -141,6 +164,19 @@ class InputPool:
         self.ahead: tuple[int, Inputs] | None = None  # the next unseen data set, made a draw before its own
         self.restore = False  # the last draw was unseen: the others hold its data
 
+    def _made(self, shared: point_data.PointData, key: str) -> bool:
+        """The point's data sets for `key` (made here if they are not yet); False where there was no memory to
+        make them."""
+        if key not in shared.data:
+            try:
+                shared.data[key] = [raw_inputs(self.resolved, j)[key].detach().clone() for j in range(SOURCES)]
+            except Exception as exc:
+                if not is_oom(exc):
+                    raise
+                self.note = NOT_ROTATED
+                return False
+        return True
+
     def begin(self, every: int) -> None:
         """A new pass: once its sampling begins (`sampling`), a few draws hold data never drawn before (one
         at random in each window of `every`: unseen.positions; 0: none)."""
@@ -149,7 +185,7 @@ class InputPool:
     def sampling(self) -> None:
         """The pass's first sample is taken: its windows begin with the draw after the next (which makes the
         first unseen data set). Warm-up calls are not judged, and a cheap call warms up for hundreds."""
-        if self.every and (self.key is not None or self.others) and not self.sampled:
+        if self.every and (self.key is not None or self.others) and not (self.sampled or self.large):
             self.sampled, self.unseen_at = True, unseen.positions(self.calls + 1, self.every, self.random)
 
     def seen(self, setup: Callable[[], Thunk]) -> Thunk:

@@ -1,8 +1,10 @@
 """Fresh inputs per timed call: new objects over the cell's storage, one small input's data changed."""
 
+import pytest
 import torch
 
 from benchctl.measure import fresh
+from benchctl.measure.audit import Audit
 from benchctl.measure.unseen import UNSEEN_MAX
 from benchctl.measure.prepared import prepare
 from benchctl.ops.cells import Cell
@@ -126,3 +128,38 @@ def test_an_input_whose_shape_follows_the_seed_keeps_its_own_data_in_an_unseen_d
     assert len(unseen) == UNSEEN_MAX
     for drawn in draws:
         assert all(drawn.inputs[k].shape == t.shape for k, t in prepared.inputs.items() if isinstance(t, torch.Tensor))
+
+
+def test_a_cell_of_large_inputs_rotates_the_data_of_those_that_fit_and_has_no_unseen_draws(monkeypatch, fixture_ops):
+    """Over POOL_BYTES the inputs still rotate, those that take POOL_BYTES in all (smallest first; here one of
+    two 128-byte inputs under a bar of 200); unseen draws, each a making of the whole inputs, are left out."""
+    monkeypatch.setattr(fresh, "POOL_BYTES", 200)
+    resolved = Cell.make("axpy", "op", "py", "cpu", "float32", {**PARAMS, "alpha": 0.75}).resolve()
+    prepared = prepare(resolved)
+    pool = fresh.InputPool(resolved, prepared.inputs, prepared.raw)
+    assert pool.key in ("x", "y") and not pool.others
+    pool.begin(2)
+    pool.sampling()
+    draws, data = [], []
+    for _ in range(12):
+        draws.append(pool.draw())
+        data.append(draws[-1].inputs[pool.key].clone())
+    assert [d.source for d in draws] == [0, 1, 2] * 4 and not any(d.unseen for d in draws)
+    assert all(not torch.equal(a, b) for a, b in zip(data, data[1:]))  # consecutive calls never see the same data
+
+
+def test_without_memory_for_the_data_sets_the_inputs_are_not_rotated_and_the_row_says_so(monkeypatch, fixture_ops):
+    def out_of_memory(*args, **kwargs):
+        raise MemoryError("no room")
+
+    monkeypatch.setattr(fresh, "raw_inputs", out_of_memory)
+    resolved = Cell.make("axpy", "op", "fused", "cpu", "float32", {**PARAMS, "alpha": 0.125}).resolve()
+    prepared = prepare(resolved)
+    pool = fresh.InputPool(resolved, prepared.inputs, prepared.raw)
+    assert pool.key is None and pool.sources() == [-1] and pool.note == fresh.NOT_ROTATED
+    audit = Audit(resolved, "forward", take=lambda: None)
+    audit.prime(pool)
+    assert fresh.NOT_ROTATED in audit.notes()
+    monkeypatch.setattr(fresh, "raw_inputs", lambda *a, **k: 1 / 0)  # any other failure is the cell's error
+    with pytest.raises(ZeroDivisionError):
+        fresh.InputPool(resolved, prepared.inputs, prepared.raw)
