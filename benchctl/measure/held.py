@@ -3,7 +3,7 @@
 Some of torch's settings are global to the process, and code can set them (in its call, its import or its
 `prepare`): torch's intra-op threads (`torch.set_num_threads`, as code written for a data loader's workers
 does), the float32 matmul precision (TF32 on a GPU), cuDNN's TF32, the default dtype, deterministic
-algorithms, grad mode. A change holds for every cell the worker times after it, its partner's in a pair
+algorithms, grad mode, denormals flushed to zero. A change holds for every cell the worker times after it, its partner's in a pair
 first, and for itself it buys time the others were not given (or costs time they did not pay). `Given`
 reads them before the cell and sets back each one changed after it; the cell's rows say what changed. Each
 timed row's `threads` is the count given, against which its calls' cores are held (cores.py).
@@ -28,6 +28,17 @@ def _set_cudnn_tf32(on: bool) -> None:
     torch.backends.cudnn.allow_tf32 = on
 
 
+def _flushes_denormals() -> bool:
+    """Whether float32 denormals are flushed to zero (`torch.set_flush_denormal`, which has no getter): a denormal
+    doubled reads 0. It changes results, and the time of a CPU that takes a slow path for denormals (the 2-core
+    AMD EPYC VM takes none: a multiply of 1M denormals, 0.078 ms either way)."""
+    return bool((torch.tensor([1e-39], dtype=torch.float32) * 2.0)[0] == 0)
+
+
+def _set_flush_denormal(on: bool) -> None:
+    torch.set_flush_denormal(on)
+
+
 # Each setting: its name in a row's message, how to read it, how to set it back.
 SETTINGS: dict[str, tuple[Callable[[], Any], Callable[[Any], None]]] = {
     "threads": (torch.get_num_threads, torch.set_num_threads),
@@ -36,6 +47,7 @@ SETTINGS: dict[str, tuple[Callable[[], Any], Callable[[Any], None]]] = {
     "default dtype": (torch.get_default_dtype, torch.set_default_dtype),
     "deterministic algorithms": (torch.are_deterministic_algorithms_enabled, _set_deterministic),
     "grad mode": (torch.is_grad_enabled, torch.set_grad_enabled),
+    "flush denormals": (_flushes_denormals, _set_flush_denormal),
 }
 UNREADABLE = object()  # a setting whose getter raised: neither judged nor set back
 
