@@ -8,7 +8,9 @@ from __future__ import annotations
 import os
 import resource
 import time
-from typing import Any, Callable, NamedTuple, Protocol
+from typing import Any, Callable, Iterable, NamedTuple, Protocol
+
+from benchctl.measure import orphans
 
 Thunk = Callable[[], Any]
 NOTHING = object()  # a clock's `result` when no call has been timed since the last `take`
@@ -51,6 +53,11 @@ def thread_cpu_clock(tid: int) -> int:
     return ((~tid) << 3) | 6
 
 
+def process_cpu_clock(pid: int) -> int:
+    """The id of process `pid`'s CPU clock, all its threads (Linux: MAKE_PROCESS_CPUCLOCK(pid, CPUCLOCK_SCHED))."""
+    return ((~pid) << 3) | 2
+
+
 class OsReader:
     """Reads an OsUsage: getrusage's faults and system time, and the CPU seconds of this process's threads as
     listed when made (after the cell's first call, so the pools it started are there), each from its own CPU
@@ -58,16 +65,20 @@ class OsReader:
     add a running thread's time only at the scheduler's ticks and switches. Summed over 50 ms of short calls with
     gaps between them, as a pass times them, two busy threads read 1.1-2.9 cores by getrusage and 1.87-2.10 by
     their own clocks. A thread started later is not counted; one that ends keeps its last reading. Where no
-    thread can be listed (no /proc), getrusage's user and system time stand in."""
+    thread can be listed (no /proc), getrusage's user and system time stand in. Work handed to other processes
+    counts too: the child processes listed when made (a pool the first call started) by their own CPU clocks,
+    and children that ended and were waited for by getrusage's count of them."""
 
-    def __init__(self, tasks: str = TASKS):
+    def __init__(self, tasks: str = TASKS, children: Callable[[], Iterable[int]] = orphans.children):
         self.clocks = [thread_cpu_clock(int(t)) for t in thread_ids(tasks)]
+        self.clocks += [process_cpu_clock(pid) for pid in children()] if self.clocks else []
         self.last = [0.0] * len(self.clocks)
 
     def __call__(self) -> OsUsage:
         r = resource.getrusage(resource.RUSAGE_SELF)
+        ended = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu = self._threads() if self.clocks else r.ru_utime + r.ru_stime
-        return OsUsage(r.ru_minflt, r.ru_stime, cpu, time.perf_counter())
+        return OsUsage(r.ru_minflt, r.ru_stime, cpu + ended.ru_utime + ended.ru_stime, time.perf_counter())
 
     def _threads(self) -> float:
         for i, clock in enumerate(self.clocks):

@@ -1,11 +1,11 @@
 """The cores a cell's calls kept busy, against torch's threads it was given (held.py holds the count).
 
-The cores a pass's calls kept busy (`cpu_cores`): the CPU seconds of the process's threads over the wall time
-of its timed calls (clocks.OsReader, read outside the clock). torch's own work keeps at most its threads busy
-(its OpenMP team spins between parallel regions, so even serial torch code reads near them); a call that
-keeps more busy ran threads of its own (a std::thread pool, an OpenMP team of its own size, Python threads),
-and its time is not comparable with implementations held to the threads given (schema.beyond_threads).
-Threads started after the cell's first call, and work handed to other processes, are not counted here.
+The cores a pass's calls kept busy (`cpu_cores`): the CPU seconds of the process's threads, and of its child
+processes, over the wall time of its timed calls (clocks.OsReader, read outside the clock). torch's own work
+keeps at most its threads busy (its OpenMP team spins between parallel regions, so even serial torch code reads
+near them); a call that keeps more busy ran threads of its own (a std::thread pool, an OpenMP team of its own
+size, Python threads, a process pool), and its time is not comparable with implementations held to the threads
+given (schema.beyond_threads). Threads started after the cell's first call are not counted here.
 """
 
 from __future__ import annotations

@@ -196,7 +196,7 @@ def _attempt(head: PassResult, prepared: Prepared, pass_name: str, settings: Set
                                          prepared.untimed(setup))
         probes, calls = (bandwidth_before, probe()) if probe else None, _calls(clock, m, recorded)
         cpu = [u.cpu_s for u in calls.get("usage", ())]
-        wrong = audited.verdict(m.samples, m.disturbed, len(m.warmup_s), cpu) if audited else ""
+        wrong = (prepared.written() or audited.verdict(m.samples, m.disturbed, len(m.warmup_s), cpu)) if audited else ""
         mem = peak_bytes(setup, prepared.resolved.cell.device) if settings.measure_memory else None
     except Exception as exc:
         if status_of(exc) == Status.OOM and audited is not None and audited.holding():

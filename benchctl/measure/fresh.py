@@ -211,6 +211,10 @@ class InputPool:
         return source, {k: made[k].detach() for k in (self.key, *self.others)
                         if k is not None and _fits(made.get(k), self.store[k])}
 
+    def refreshed(self) -> tuple[str, ...]:
+        """The inputs whose data the draws replace now: the key, and the others while they hold an unseen draw's."""
+        return tuple(k for k in (self.key, *(self.others if self.restore else ())) if k is not None)
+
     def sources(self) -> list[int]:
         """The data sets the draws rotate over (-1 alone: the cell's own data, fresh objects only)."""
         return list(range(len(self.data))) if self.key is not None else [-1]

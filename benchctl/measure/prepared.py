@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 import torch
 
-from benchctl.measure import fresh, unseen
+from benchctl.measure import fresh, tamper, unseen
 from benchctl.measure.clocks import Thunk
 from benchctl.measure.passes import Drawn, as_tuple, backward_from, drawn_setup, grad_outputs, has_own_leaves
 from benchctl.ops.cells import Resolved
@@ -29,6 +29,7 @@ class Prepared:
     accumulate: bool = False  # the graph has leaves of its own: time backward(), see passes.py
     pool: fresh.InputPool | None = None
     best_config: str | None = None  # Triton: the autotune configs its first call chose (untimed)
+    marks: tamper.Marks | None = None  # a few of the inputs' values before the first call
 
     def call(self) -> Any:
         """One call on the cell's own inputs (a CUDA graph captures this one: cuda_graph.py)."""
@@ -56,6 +57,13 @@ class Prepared:
         if self.pool is not None:
             self.pool.sampling()
 
+    def written(self) -> str:
+        """Why the timed calls cannot be trusted where an input the draws do not refresh has changed since before
+        the first call (tamper.Marks), or ''."""
+        if self.marks is None:
+            return ""
+        return tamper.in_place(self.marks.changed(self.inputs, self.pool.refreshed() if self.pool else ()))
+
     def untimed(self, setup: Callable[[], Thunk]) -> Callable[[], Thunk]:
         """`setup` for a call not timed, whose draw spends no unseen data set (fresh.InputPool.seen)."""
         pool = self.pool
@@ -70,6 +78,8 @@ def prepare(resolved: Resolved) -> Prepared:
     def call_on(args: Inputs) -> Any:
         return target.call(impl.fn, args)
 
+    marks = tamper.Marks(inputs)
+
     start = time.perf_counter()
     outs = as_tuple(call_on(inputs))  # first call: builds, JIT-compiles, fills caches; never a timed sample
     grads = grad_outputs(outs)
@@ -78,4 +88,5 @@ def prepare(resolved: Resolved) -> Prepared:
     if cell.device == Device.CUDA:
         torch.cuda.synchronize()
     compile_s = time.perf_counter() - start
-    return Prepared(resolved, call_on, inputs, raw, grads, compile_s, accumulate, best_config=best_config(impl.kernels))
+    return Prepared(resolved, call_on, inputs, raw, grads, compile_s, accumulate, best_config=best_config(impl.kernels),
+                    marks=marks)

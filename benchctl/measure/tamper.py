@@ -1,18 +1,27 @@
 """What an implementation must not do to its inputs, found by the correctness gate (never in the timed
-loop): change an input in place, or return an input's own storage as an output.
+loop): change an input in place, or return an input's own storage as an output; and, for the timed calls,
+an input changed in place since before the cell's first call (`Marks`).
 
 An implementation that scribbles on `x` but computes its result from the original passes a comparison
 of outputs; the next call, or the caller, then sees changed data. An output that is an input's storage
 (the input itself, or a view of it) changes when the caller changes that input.
+
+The timed calls share the cell's inputs (fresh.py rotates one of them), and the audit's reference runs on
+them as they are: an implementation that wrote zeros into `x` outside the gate, then handed back zeros
+without the work wherever `x` was zero, was right for every call and `ok` at 1.4 ms against 6.4 ms for the
+work. So before the cell's first call a few of each input's values (MARKS, at positions drawn from the OS's
+random source) are kept, and after each pass they must read the same.
 """
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+import os
+from typing import Iterable, Mapping, Sequence
 
 import torch
 
 Snapshot = dict[str, torch.Tensor]
+MARKS = 1024  # values kept per input: zeroing or rescaling an input changes nearly all of them
 
 
 def snapshot(inputs: Mapping[str, object]) -> Snapshot:
@@ -44,3 +53,34 @@ def problems(inputs: Mapping[str, object], before: Snapshot, outs: Sequence[torc
     found += [f"output {i} shares storage with input {name}" for i, out in enumerate(outs)
               for name, t in tensors.items() if _shares_storage(out, t)]
     return found
+
+
+class Marks:
+    """MARKS of each tensor input's values at random positions (all of a smaller one), as they were when made."""
+
+    def __init__(self, inputs: Mapping[str, object]):
+        gen = torch.Generator().manual_seed(int.from_bytes(os.urandom(8), "little"))
+        self.kept: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
+        for name, t in inputs.items():
+            if isinstance(t, torch.Tensor) and t.numel():
+                at = torch.randint(t.numel(), (MARKS,), generator=gen) if t.numel() > MARKS else torch.arange(t.numel())
+                self.kept[name] = at, _at(t, at)
+
+    def changed(self, inputs: Mapping[str, object], skip: Iterable[str] = ()) -> list[str]:
+        """The inputs (but `skip`) whose values at the kept positions are not those kept."""
+        left_out = set(skip)
+        return [name for name, (at, values) in self.kept.items()
+                if name not in left_out and not _unchanged(_at(inputs[name], at), values)]  # type: ignore[arg-type]
+
+
+def _at(t: torch.Tensor, at: torch.Tensor) -> torch.Tensor:
+    """`t`'s values at flat positions `at`, on the CPU."""
+    return t.detach().reshape(-1)[at.to(t.device)].cpu()
+
+
+def in_place(names: Sequence[str]) -> str:
+    """What a pass's row says where its calls changed inputs in place (Marks.changed), or ''."""
+    if not names:
+        return ""
+    return (f"its calls modified input {', '.join(names)} in place: the timed calls, and the reference that checks "
+            "them, had other data than the cell's")

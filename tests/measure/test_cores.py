@@ -1,3 +1,5 @@
+import subprocess
+import sys
 import threading
 import time
 
@@ -50,3 +52,29 @@ def test_the_os_reader_counts_the_cpu_of_threads_other_than_the_callers():
 def test_without_a_thread_list_the_os_reader_takes_getrusage(tmp_path):
     read = OsReader(tasks=str(tmp_path / "none"))
     assert read.clocks == [] and read().cpu_s > 0  # this process's user and system time so far
+
+
+SPIN = ("import sys, time\nprint('ready', flush=True)\nsys.stdin.readline()\nend = time.perf_counter() + {}\n"
+        "while time.perf_counter() < end: pass\n")
+
+
+def test_the_os_reader_counts_the_cpu_of_a_child_process_listed_when_made_and_of_one_that_ended():
+    """A child started before the reader was made (a pool a first call started) spins 0.3 s while the caller sleeps:
+    its CPU is read from its own clock. A child started and waited for meanwhile counts once it has ended."""
+    pool = subprocess.Popen([sys.executable, "-c", SPIN.format(0.3)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True)
+    try:
+        pool.stdout.readline()  # started: its start-up is not what is read
+        read = OsReader()
+        before = read()
+        pool.stdin.write("go\n")
+        pool.stdin.flush()
+        time.sleep(0.15)
+        used = read() - before
+    finally:
+        pool.stdin.close()
+        pool.wait()
+    assert 0.3 < used.cpu_s / used.wall_s < 1.3  # one core busy, the child's; a neighbour may take part of it
+    before = read()
+    subprocess.run([sys.executable, "-c", SPIN.format(0.2)], input="go\n", text=True, check=True, capture_output=True)
+    assert read().cpu_s - before.cpu_s > 0.15  # its 0.2 s of spinning (and its start), once waited for

@@ -1,0 +1,40 @@
+"""Inputs changed in place: the marks taken before a cell's first call, read again after its passes."""
+
+import torch
+
+from benchctl.measure import tamper
+from benchctl.measure.prepared import prepare
+from benchctl.ops.cells import Cell
+
+
+def test_marks_find_an_input_zeroed_or_rescaled_and_nothing_in_one_left_alone():
+    inputs = {"x": torch.randn(64, 100), "w": torch.randn(100), "n": torch.arange(5), "empty": torch.empty(0),
+              "scale": 0.5, "nan": torch.tensor([float("nan"), 1.0])}
+    marks = tamper.Marks(inputs)
+    assert len(marks.kept["x"][0]) == tamper.MARKS and len(marks.kept["w"][0]) == 100  # all of a small input
+    assert marks.changed(inputs) == []  # a NaN reads as itself
+    inputs["x"].zero_()
+    inputs["w"].mul_(2.0)
+    inputs["n"][3] = 7  # a small input is kept whole: one element is enough
+    assert marks.changed(inputs) == ["x", "w", "n"]
+    assert marks.changed(inputs, skip=("x", "n")) == ["w"]
+    assert tamper.in_place(["x"]) == ("its calls modified input x in place: the timed calls, and the reference that "
+                                      "checks them, had other data than the cell's")
+    assert tamper.in_place([]) == ""
+
+
+def test_a_cell_whose_draws_refresh_an_input_is_judged_on_the_others(fixture_ops):
+    """The key holds the rotation's data (fresh.py), and the others an unseen draw's until the next draw: neither
+    is a change the implementation made."""
+    prepared = prepare(Cell.make("axpy", "op", "py", "cpu", "float32", {"batch_size": 4, "dim": 8, "alpha": 0.5}).resolve())
+    setup = prepared.setup("forward")
+    for _ in range(4):
+        setup()
+    pool = prepared.pool
+    (other,) = pool.others
+    assert prepared.written() == "" and pool.refreshed() == (pool.key,)
+    with torch.no_grad():
+        prepared.inputs[other].add_(1.0)  # what a call could do
+    assert prepared.written() == tamper.in_place([other])
+    pool.restore = True  # as after an unseen draw: the others hold its data
+    assert prepared.written() == "" and set(pool.refreshed()) == {pool.key, other}
