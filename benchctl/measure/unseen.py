@@ -60,6 +60,8 @@ CPU_RATIO = 10.0
 # on tiny inputs a fixed few tens of microseconds (the README's silu at 2 x 16, 10 us a call, read 4.6-6.6x its
 # pass's median), while the work a cache skips is what makes it worth keeping (the exploit suite's: 1.5 ms).
 EXCESS_S = 200e-6
+# What `cached` says of a pass: a verdict on the calls' times alone, which a re-check confirms (sweep/recheck.py).
+CACHED = "timed calls on data never given to it before"
 
 
 def every(strict: bool) -> int:
@@ -149,6 +151,11 @@ def by_cpu(unseen: Sequence[bool], aside: Sequence[bool], cpu: Sequence[float]) 
     return _unjudgeable(_set_aside(unseen, aside)) and len(cpu) == len(unseen)
 
 
+def on_time(message: str | None) -> bool:
+    """Whether a row's message holds `cached`'s verdict."""
+    return CACHED in (message or "")
+
+
 def unjudged(unseen: Sequence[bool], aside: Sequence[bool], cpu: Sequence[float] = ()) -> str:
     """What an ok row says where its unseen calls were too few to judge once those set aside left, and their CPU
     time was not read, or ''."""
@@ -172,7 +179,7 @@ def cached(samples: Sequence[float], unseen: Sequence[bool], aside: Sequence[boo
         judged.append((ratios(cpu, unseen), CPU_RATIO, "used", "the CPU time of the calls around them"))
     for found, bar, verb, against in judged:
         if len(found) >= UNSEEN_JUDGED and min(found) > bar:
-            return (f"its {len(found)} timed calls on data never given to it before {verb} {min(found):.1f}-"
+            return (f"its {len(found)} {CACHED} {verb} {min(found):.1f}-"
                     f"{max(found):.1f}x {against} on data it had been given (a result kept from an earlier call: "
                     "work skipped when timed)")
     return ""

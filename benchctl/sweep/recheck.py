@@ -1,7 +1,10 @@
 """Times too good to keep unexamined: a pass below its floor (measure/trust.py), or faster than its
 operator's reference implementation at the same point by more than SPEEDUP_LIMIT, is measured once more at
 the end of the sweep, strictly: through the gate again, on fresh inputs, with STRICT_KEPT of its timed
-calls' outputs checked (measure/audit.py) and, on a GPU, every stream waited for (measure/clocks.py).
+calls' outputs checked (measure/audit.py) and, on a GPU, every stream waited for (measure/clocks.py). So is a
+pass found `incorrect` on its times alone (its calls on unseen data slow: measure/unseen.py), a verdict a
+neighbour's moment of load can imitate: where the re-check is `ok`, its row stands (a cache honest only when
+re-checked is timed doing its work), else the first verdict, saying what the re-check found.
 
 What the re-check finds decides the row: a failure replaces it (`incorrect`, `error`, ...); a time still
 below the floor stays `below_floor`, now re-checked; a large speedup that holds is kept `ok` and says it
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
+from benchctl.measure import unseen
 from benchctl.measure.result import PassResult, Results
 from benchctl.measure.stats import join_messages
 from benchctl.results.schema import FIRST_CALL_COLUMNS
@@ -20,6 +24,7 @@ from benchctl.analysis.speedup import speedup
 from benchctl.vocab import Status
 
 ByPass = Mapping[str, PassResult]  # a cell's results by pass
+NOT_AGAIN = f"re-checked on fresh inputs: its {unseen.CACHED} were slow in its first measurement, not in this one"
 
 
 def speedup_over(result: PassResult, reference: PassResult | None) -> float | None:
@@ -30,8 +35,10 @@ def speedup_over(result: PassResult, reference: PassResult | None) -> float | No
 
 
 def suspect_passes(results: Results, references: ByPass, limit: float) -> tuple[str, ...]:
-    """The passes to re-check: below the floor, or over `limit` times faster than the reference's pass."""
+    """The passes to re-check: below the floor, found incorrect on their times, or over `limit` times faster than
+    the reference's pass."""
     return tuple(r.pass_ for r in results if r.status == Status.BELOW_FLOOR
+                 or (r.status == Status.INCORRECT and unseen.on_time(r.message))
                  or (speedup_over(r, references.get(r.pass_)) or 0.0) > limit)
 
 
@@ -45,8 +52,13 @@ def judged(kept: Results, again: Results, references: ByPass) -> Results:
 
 def _judge(first: PassResult, new: PassResult, reference: PassResult | None) -> PassResult:
     """The re-check's verdict on `first`."""
+    failed = f"re-checked on fresh inputs: {new.message or new.status}"
+    if first.status == Status.INCORRECT:  # on its times alone: it stands where the re-check fails too
+        ok = new.status in (Status.OK, Status.BELOW_FLOOR)
+        return new.with_(rechecked=True, message=join_messages(new.message, NOT_AGAIN)) if ok else \
+            first.with_(rechecked=True, message=join_messages(first.message, failed))
     if new.status not in (Status.OK, Status.BELOW_FLOOR):
-        return new.with_(rechecked=True, message=f"re-checked on fresh inputs: {new.message or new.status}")
+        return new.with_(rechecked=True, message=failed)
     if first.status == Status.BELOW_FLOOR and new.status == Status.BELOW_FLOOR:
         return first.with_(rechecked=True, message=join_messages(first.message, "re-checked on fresh inputs: "
                                                                                 "still below the floor"))

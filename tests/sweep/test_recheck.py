@@ -46,6 +46,27 @@ def test_a_speedup_whose_recheck_fails_takes_the_rechecks_row(builtin_ops):
     assert rows["cpp"]["message"] == "re-checked on fresh inputs: timed call 3 of 9: ..."
 
 
+ON_TIME = ("its 6 timed calls on data never given to it before took 3.1-4.0x as long as the median of its calls on "
+           "data it had been given (a result kept from an earlier call: work skipped when timed)")
+
+
+def test_a_pass_found_incorrect_on_its_times_alone_takes_its_rechecks_row(builtin_ops):
+    """A neighbour's load can slow the calls on unseen data as a cache would: the verdict is measured again. Where
+    the re-check is ok its row stands, else the first's, saying what the re-check found. Wrong outputs are not
+    re-checked."""
+    asked, rows = sweep({"py": [("ok", 0.1, "")], "cpp": [("incorrect", 0.05, ON_TIME), ("ok", 0.05, "noisy: ...")],
+                         "cpp-tiled": [("incorrect", 0.05, ON_TIME), ("incorrect", 0.04, ON_TIME)],
+                         "cpp-fused": [("incorrect", 0.05, "timed call 3 of 9: output 0: error 0.98 > 0.01 ...")]})
+    assert [(c.impl, c.strict) for c in asked[4:]] == [("cpp", True), ("cpp-tiled", True)]
+    assert rows["cpp"]["status"] == "ok" and rows["cpp"]["rechecked"] is True and rows["cpp"]["median_s"] == 0.05
+    assert rows["cpp"]["message"] == ("noisy: ...; re-checked on fresh inputs: its timed calls on data never given to "
+                                      "it before were slow in its first measurement, not in this one")
+    assert rows["cpp-tiled"]["status"] == "incorrect" and rows["cpp-tiled"]["rechecked"] is True
+    assert rows["cpp-tiled"]["message"] == ON_TIME + "; re-checked on fresh inputs: " + ON_TIME
+    assert rows["cpp-tiled"]["median_s"] == 0.05  # the first measurement's row, which the re-check confirmed
+    assert rows["cpp-fused"]["status"] == "incorrect" and "rechecked" not in rows["cpp-fused"]
+
+
 def test_a_recheck_by_one_of_several_worker_processes_writes_a_row_storage_takes(builtin_ops):
     class Replicated(Scripted):
         """Each answer says which worker process measured it, as run --processes' workers do."""
