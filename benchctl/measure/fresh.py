@@ -11,15 +11,14 @@ keyed by the inputs' objects or addresses hands back a result for other data, wh
 input cost 9 us a call for lstm_cell and 43 us for grid_sample (a 3 MB image), as much as the calls.
 
 A copy costs wall time, never a sample. A cell that has no such input gets fresh objects only; so did one
-whose inputs take over POOL_BYTES, and there every call had the same data at the same addresses: a result
-kept by the input's address, or the last call's output handed back, was right for every call (`ok`, 2.5 us
-and 23 us a call against 217 ms for the work on 273 MB). Such a cell rotates its key too (the key within
-POOL_BYTES), but gets no unseen draws (below); where there is no memory left to make its data sets, it
-gets fresh objects only and its rows say so (NOT_ROTATED). What a call had is `Draw.source` (-1: the cell's
-own data): the audit's
-references run on the cell's inputs as the target made them (`InputPool.raw`) with the pool's own copy
-of each data set (`InputPool.data`), and `inputs_of` rebuilds a draw made without a pool. The data sets
-and the references on them are the point's, shared by its implementations (point_data.py).
+whose inputs take over POOL_BYTES, and there every call had the same data at the same addresses: a result kept
+by the input's address, or the last call's output handed back, was right for every call (`ok`, 2.5 us and 23
+us a call against 217 ms for the work on 273 MB). Such a cell rotates its key too (the key within POOL_BYTES),
+but gets no unseen draws (below); where there is no memory left to make its data sets, it gets fresh objects
+only and its rows say so (NOT_ROTATED). What a call had is `Draw.source` (-1: the cell's own data): the
+audit's references run on the cell's inputs as the target made them (`InputPool.raw`) with the pool's own copy
+of each data set (`InputPool.data`), and `inputs_of` rebuilds a draw made without a pool. The data sets and
+the references on them are the point's, shared by its implementations (point_data.py).
 
 A cache keyed by a few of the inputs' values would still find every call's data among the SOURCES, so a few
 draws of each audited pass hold data never drawn before (`Draw.unseen`), made from a seed of the OS's, in

@@ -3,10 +3,10 @@
 Some of torch's settings are global to the process, and code can set them (in its call, its import or its
 `prepare`): torch's intra-op threads (`torch.set_num_threads`, as code written for a data loader's workers
 does), the float32 matmul precision (TF32 on a GPU), cuDNN's TF32, the default dtype, deterministic
-algorithms, grad mode, denormals flushed to zero. A change holds for every cell the worker times after it, its partner's in a pair
-first, and for itself it buys time the others were not given (or costs time they did not pay). `Given`
-reads them before the cell and sets back each one changed after it; the cell's rows say what changed. Each
-timed row's `threads` is the count given, against which its calls' cores are held (cores.py).
+algorithms, grad mode, denormals flushed to zero. A change holds for every cell the worker times after it, its
+partner's in a pair first, and for itself it buys time the others were not given (or costs time they did not
+pay). `Given` reads them before the cell and sets back each one changed after it; the cell's rows say what
+changed. Each timed row's `threads` is the count given, against which its calls' cores are held (cores.py).
 """
 
 from __future__ import annotations

@@ -62,7 +62,7 @@ class Marks:
         gen = torch.Generator().manual_seed(int.from_bytes(os.urandom(8), "little"))
         self.kept: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
         for name, t in inputs.items():
-            if isinstance(t, torch.Tensor) and t.numel():
+            if isinstance(t, torch.Tensor) and t.numel() and t.layout == torch.strided:  # not sparse, nested
                 at = torch.randint(t.numel(), (MARKS,), generator=gen) if t.numel() > MARKS else torch.arange(t.numel())
                 self.kept[name] = at, _at(t, at)
 

@@ -26,7 +26,8 @@ def test_marks_find_an_input_zeroed_or_rescaled_and_nothing_in_one_left_alone():
 def test_a_cell_whose_draws_refresh_an_input_is_judged_on_the_others(fixture_ops):
     """The key holds the rotation's data (fresh.py), and the others an unseen draw's until the next draw: neither
     is a change the implementation made."""
-    prepared = prepare(Cell.make("axpy", "op", "py", "cpu", "float32", {"batch_size": 4, "dim": 8, "alpha": 0.5}).resolve())
+    cell = Cell.make("axpy", "op", "py", "cpu", "float32", {"batch_size": 4, "dim": 8, "alpha": 0.5})
+    prepared = prepare(cell.resolve())
     setup = prepared.setup("forward")
     for _ in range(4):
         setup()
