@@ -66,11 +66,12 @@ class OsReader:
     gaps between them, as a pass times them, two busy threads read 1.1-2.9 cores by getrusage and 1.87-2.10 by
     their own clocks. A thread started later is not counted; one that ends keeps its last reading. Where no
     thread can be listed (no /proc), getrusage's user and system time stand in. Work handed to other processes
-    counts too: the child processes listed when made (a pool the first call started) by their own CPU clocks,
-    and children that ended and were waited for by getrusage's count of them."""
+    counts too: the child processes listed when made (a pool the first call started) by their own CPU clocks
+    until they are waited for, and from then on, as children that ended and were waited for, by getrusage."""
 
     def __init__(self, tasks: str = TASKS, children: Callable[[], Iterable[int]] = orphans.children):
         self.clocks = [thread_cpu_clock(int(t)) for t in thread_ids(tasks)]
+        self.threads = len(self.clocks)  # the clocks after these are child processes'
         self.clocks += [process_cpu_clock(pid) for pid in children()] if self.clocks else []
         self.last = [0.0] * len(self.clocks)
 
@@ -84,8 +85,8 @@ class OsReader:
         for i, clock in enumerate(self.clocks):
             try:
                 self.last[i] = time.clock_gettime(clock)
-            except OSError:  # the thread ended: its last reading stands
-                continue
+            except OSError:  # a thread that ended: its last reading stands; a child waited for: getrusage counts it
+                self.last[i] = self.last[i] if i < self.threads else 0.0
         return sum(self.last)
 
 

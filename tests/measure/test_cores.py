@@ -60,7 +60,8 @@ SPIN = ("import sys, time\nprint('ready', flush=True)\nsys.stdin.readline()\nend
 
 def test_the_os_reader_counts_the_cpu_of_a_child_process_listed_when_made_and_of_one_that_ended():
     """A child started before the reader was made (a pool a first call started) spins 0.3 s while the caller sleeps:
-    its CPU is read from its own clock. A child started and waited for meanwhile counts once it has ended."""
+    its CPU is read from its own clock, and once it is waited for, from getrusage's count alone. A child started
+    and waited for meanwhile counts once it has ended."""
     pool = subprocess.Popen([sys.executable, "-c", SPIN.format(0.3)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             text=True)
     try:
@@ -71,10 +72,13 @@ def test_the_os_reader_counts_the_cpu_of_a_child_process_listed_when_made_and_of
         pool.stdin.flush()
         time.sleep(0.15)
         used = read() - before
+        time.sleep(0.25)  # its spinning done
+        spun = read()
     finally:
         pool.stdin.close()
         pool.wait()
     assert 0.3 < used.cpu_s / used.wall_s < 1.3  # one core busy, the child's; a neighbour may take part of it
+    assert read().cpu_s - spun.cpu_s < 0.1  # waited for: getrusage counts it now, its own clock no more (not twice)
     before = read()
     subprocess.run([sys.executable, "-c", SPIN.format(0.2)], input="go\n", text=True, check=True, capture_output=True)
     assert read().cpu_s - before.cpu_s > 0.15  # its 0.2 s of spinning (and its start), once waited for
