@@ -86,7 +86,8 @@ class OsReader:
             try:
                 self.last[i] = time.clock_gettime(clock)
             except OSError:  # a thread that ended: its last reading stands; a child waited for: getrusage counts it
-                self.last[i] = self.last[i] if i < self.threads else 0.0
+                if i >= self.threads:
+                    self.last[i] = 0.0
         return sum(self.last)
 
 

@@ -26,10 +26,10 @@ class Prepared:
     raw: Inputs  # the same inputs as the target made them, before the implementation's prepare
     grads: tuple[torch.Tensor, ...]
     compile_s: float
+    marks: tamper.Marks  # a few of the inputs' values before the first call
     accumulate: bool = False  # the graph has leaves of its own: time backward(), see passes.py
     pool: fresh.InputPool | None = None
     best_config: str | None = None  # Triton: the autotune configs its first call chose (untimed)
-    marks: tamper.Marks | None = None  # a few of the inputs' values before the first call
 
     def call(self) -> Any:
         """One call on the cell's own inputs (a CUDA graph captures this one: cuda_graph.py)."""
@@ -60,8 +60,6 @@ class Prepared:
     def written(self) -> str:
         """Why the timed calls cannot be trusted where an input the draws do not refresh has changed since before
         the first call (tamper.Marks), or ''."""
-        if self.marks is None:
-            return ""
         return tamper.in_place(self.marks.changed(self.inputs, self.pool.refreshed() if self.pool else ()))
 
     def untimed(self, setup: Callable[[], Thunk]) -> Callable[[], Thunk]:
@@ -88,5 +86,5 @@ def prepare(resolved: Resolved) -> Prepared:
     if cell.device == Device.CUDA:
         torch.cuda.synchronize()
     compile_s = time.perf_counter() - start
-    return Prepared(resolved, call_on, inputs, raw, grads, compile_s, accumulate, best_config=best_config(impl.kernels),
-                    marks=marks)
+    return Prepared(resolved, call_on, inputs, raw, grads, compile_s, marks, accumulate,
+                    best_config=best_config(impl.kernels))
