@@ -30,6 +30,7 @@ from benchctl.errors import error_message
 from benchctl.measure import execute
 from benchctl.ops import registry
 from benchctl.ops.cells import Cell
+from benchctl.profile import handshake
 from benchctl.profile.profilers import TORCH_MAX_REPS, TORCH_RANGE
 from benchctl.measure.clocks import Thunk
 from benchctl.measure.interference import RunQueue
@@ -160,19 +161,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     unprofiled = {"unprofiled_reps": alone.reps, "unprofiled_s": alone.timed_s, "unprofiled_cpu_s": alone.cpu_s,
                   "unprofiled_waited_s": alone.waited_s}
     if args.ready:
-        wait_for_go(Path(args.ready), Path(args.go))
+        handshake.wait_for_go(Path(args.ready), Path(args.go))
     if args.torch_out:
         return {"status": Status.OK, **unprofiled, **torch_profile(prepared, args)}
     return {"status": Status.OK, **unprofiled, **run_loop(setup, args.duration, _sync(cell.device))._asdict()}
-
-
-def wait_for_go(ready: Path, go: Path, patience_s: float = 120.0) -> None:
-    """Say the cell is built (`ready`), then wait for the profilers to attach (`go`): start-up stays out of
-    the profile and the first sample comes as soon as the loop starts. Goes on alone after `patience_s`."""
-    ready.touch()
-    deadline = time.monotonic() + patience_s
-    while not go.exists() and time.monotonic() < deadline:
-        time.sleep(0.01)
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:

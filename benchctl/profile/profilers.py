@@ -1,11 +1,11 @@
 """Profiles of one cell's timing loop: py-spy (native frames) or torch.profiler, in a child process.
 
-py-spy attaches to the child once it has built its cell (imports, inputs, the first call: start-up stays
-out of the profile and the first sample comes at once). Two py-spy processes attach to it together,
-because py-spy cannot convert between its formats and the flame graph is its own rendering: one writes
-collapsed stacks (`stacks.txt`, from which `benchctl.profile.stacks` makes the top-frames tables and the
-speedscope JSON), the other the flame graph SVG at a quarter of the rate. Both files then name the code the child generated at
-run time, from its perf map (`perf_map`). The torch profiler runs in the child, which writes the Chrome
+py-spy attaches to the child once it has built its cell, and the child starts its loop once each py-spy says
+it samples (`handshake`): start-up stays out of the profile and the first sample comes at once. Two py-spy
+processes attach to it together, because py-spy cannot convert between its formats and the flame graph is its
+own rendering: one writes collapsed stacks (`stacks.txt`, from which `benchctl.profile.stacks` makes the
+top-frames tables and the speedscope JSON), the other the flame graph SVG at a quarter of the rate. Both files
+then name the code the child generated at run time, from its perf map (`perf_map`). The torch profiler runs in the child, which writes the Chrome
 trace and the top operators itself. Nothing here prints.
 """
 
@@ -18,7 +18,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -28,6 +27,7 @@ from benchctl import interpreter
 from benchctl.errors import BenchError
 from benchctl.machine import load
 from benchctl.profile import perf_map
+from benchctl.profile.handshake import BUILD_GRACE_S, wait_attached, wait_ready
 from benchctl.profile.stacks import KEEP_ROWS, Stacks, TopFrames, parse_collapsed, speedscope, top_frames
 from benchctl.results import storage
 from benchctl.vocab import Pass, Status
@@ -35,8 +35,6 @@ from benchctl.vocab import Pass, Status
 if TYPE_CHECKING:  # cells imports torch, which the parent process has no need of
     from benchctl.ops.cells import Cell
 
-BUILD_GRACE_S = 1800  # generous: the child may first compile an extension
-ATTACH_S = 2.0  # py-spy's time to attach (it reads the symbols of torch's libraries first) before the loop starts
 TORCH_RANGE = "benchctl.timed"
 RATE_HZ = 100  # py-spy's own default; at 200/s, two py-spys on a 2-core machine slowed a loop 2.3-2.5x
 FLAMEGRAPH_SHARE = 4  # the flame graph's py-spy at a quarter of the rate: a loop slowed 1.55x, not 1.85x
@@ -176,12 +174,13 @@ def _record(py_spy: str, req: ProfileRequest, outputs: dict[str, Path],
                                  stderr=stderr, env=interpreter.child_env(perf_map.child_env()))
         spies: list[subprocess.Popen[bytes]] = []
         try:
-            _wait_ready(child, tmp / "ready")
+            wait_ready(child, tmp / "ready")
             for fmt, output in outputs.items() if child.poll() is None else ():
                 cmd = [py_spy, "record", "--pid", str(child.pid), "--format", fmt, "--rate", str(_rate(req, fmt)),
                        "--output", str(output)] + ["--native"] * req.native
-                spies.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=stderr))
-            time.sleep(ATTACH_S)
+                with open(tmp / f"{fmt}.said", "w") as said:
+                    spies.append(subprocess.Popen(cmd, stdout=said, stderr=stderr))
+            wait_attached(spies, [tmp / f"{fmt}.said" for fmt in outputs])
             (tmp / "go").touch()
             child.wait(timeout=req.duration_s + BUILD_GRACE_S)
             for spy in spies:
@@ -206,15 +205,6 @@ def _rate(req: ProfileRequest, fmt: str) -> int:
     """The flame graph's py-spy samples at a fraction of the rate: each sample stops the loop, and the
     tables come from the other one's."""
     return max(1, req.rate_hz // FLAMEGRAPH_SHARE) if fmt == "flamegraph" else req.rate_hz
-
-
-def _wait_ready(child: subprocess.Popen[bytes], ready: Path) -> None:
-    """Until the child has built its cell, or has ended (its summary then says why)."""
-    deadline = time.monotonic() + BUILD_GRACE_S
-    while not ready.exists():
-        if child.poll() is not None or time.monotonic() > deadline:
-            return
-        time.sleep(0.05)
 
 
 def profile_py_spy(req: ProfileRequest, out_dir: Path) -> ProfileResult:

@@ -242,3 +242,4 @@ def test_child_command_is_a_list_without_a_shell() -> None:
     cmd = profiling.child_command(req, Path("/tmp/s.json"))
     assert cmd[:4] == [sys.executable, "-P", "-m", "benchctl.profile.child"]  # this benchctl, not the folder's
     assert cmd[cmd.index("--cell") + 1] == cell.to_json() and cmd[-2:] == ["--ops-dir", "/x y"]
+
