@@ -11,7 +11,7 @@ def test_marks_find_an_input_zeroed_or_rescaled_and_nothing_in_one_left_alone():
     inputs = {"x": torch.randn(64, 100), "w": torch.randn(100), "n": torch.arange(5), "empty": torch.empty(0),
               "scale": 0.5, "nan": torch.tensor([float("nan"), 1.0])}
     marks = tamper.Marks(inputs)
-    assert len(marks.kept["x"][0]) == tamper.MARKS and len(marks.kept["w"][0]) == 100  # all of a small input
+    assert len(marks.kept["x"][1]) == tamper.MARKS and len(marks.kept["w"][1]) == 100  # all of a small input
     assert marks.changed(inputs) == []  # a NaN reads as itself
     inputs["x"].zero_()
     inputs["w"].mul_(2.0)
@@ -21,6 +21,19 @@ def test_marks_find_an_input_zeroed_or_rescaled_and_nothing_in_one_left_alone():
     assert tamper.in_place(["x"]) == ("its calls modified input x in place: the timed calls, and the reference that "
                                       "checks them, had other data than the cell's")
     assert tamper.in_place([]) == ""
+
+
+def test_marks_of_a_transposed_an_expanded_and_a_0_dim_input_read_their_own_values():
+    base, row = torch.randn(300, 200), torch.randn(1, 500)
+    inputs = {"xt": base.t(), "row": row.expand(400, 500), "s": torch.tensor(2.0)}
+    marks = tamper.Marks(inputs)
+    (i, j), values = marks.kept["xt"]
+    assert torch.equal(values, base[j, i])  # positions of the transposed view, not of its storage
+    assert marks.changed(inputs) == []
+    base[:, :100].zero_()  # half of xt's rows
+    row.mul_(-1.0)  # the one stored row, seen by every row of the view
+    inputs["s"].fill_(3.0)
+    assert marks.changed(inputs) == ["xt", "row", "s"]
 
 
 def test_a_cell_whose_draws_refresh_an_input_is_judged_on_the_others(fixture_ops):
