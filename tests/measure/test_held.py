@@ -1,3 +1,6 @@
+import os
+import threading
+
 import pytest
 import torch
 
@@ -58,3 +61,34 @@ def test_a_setting_that_cannot_be_read_is_neither_judged_nor_set_back(settings):
         assert cell.restore() == ""  # the rest as given: nothing said, nothing raised
     finally:
         torch.backends.mkldnn.matmul.fp32_precision = "none"
+
+
+def test_affinity_readings_compare_each_thread_and_a_thread_in_one_only_as_its_main_thread():
+    pid, both, one = os.getpid(), frozenset({0, 1}), frozenset({0})
+    given = held.Affinity({pid: both, 101: both})
+    assert given == held.Affinity({pid: both, 102: both})  # 101 ended, 102 started with the main thread's CPUs
+    assert given != held.Affinity({pid: both, 101: one})  # a thread pinned
+    assert given != held.Affinity({pid: both, 101: both, 102: one})  # a thread started pinned
+    assert given != held.Affinity({pid: one, 101: both})
+    assert str(given) == "0-1" and held._cpus(frozenset({0, 1, 2, 3, 6, 8, 9})) == "0-3,6,8-9"
+    assert str(held.Affinity({pid: both, 101: one, 102: one})) == "0 on 2 of 3 threads, 0-1 on 1 of 3 threads"
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs a process that may run on 2 CPUs")
+def test_threads_pinned_to_one_cpu_are_set_back_and_the_rows_say_so(settings):
+    cell = held.Given()
+    cpus = sorted(os.sched_getaffinity(0))
+    first = cpus[0]
+    for tid in os.listdir("/proc/self/task"):  # what the measured code did, to every thread it found
+        os.sched_setaffinity(int(tid), {first})
+    stop = threading.Event()
+    started = threading.Thread(target=stop.wait)  # started pinned, as the main thread now is
+    started.start()
+    try:
+        (row,) = cell.judged([PassResult(status="ok", threads=settings["threads"])])
+        assert all(os.sched_getaffinity(int(tid)) == set(cpus) for tid in os.listdir("/proc/self/task"))
+        assert row.message == (f"its code changed the process's settings: CPU affinity {held._cpus(frozenset(cpus))} "
+                               f"-> {first} (set back after the cell): its time is not comparable with the others'")
+    finally:
+        stop.set()
+        started.join()
