@@ -5,6 +5,7 @@ before reading them. Both are replaceable, so the timing loop is tested with fak
 
 from __future__ import annotations
 
+import functools
 import os
 import resource
 import time
@@ -32,6 +33,9 @@ class OsUsage(NamedTuple):
     sys_s: float
     cpu_s: float = 0.0
     wall_s: float = 0.0
+    threads_s: float = 0.0  # the part of cpu_s read from the listed threads' own clocks
+    process_s: float = 0.0  # the process's CPU clock: all its threads', those that ended too (cores.ended)
+    tasks: int = 0  # tasks (threads, processes) the kernel had made, machine-wide: a change says one was made
 
     def __sub__(self, other: OsUsage) -> OsUsage:
         return OsUsage(*(a - b for a, b in zip(self, other)))
@@ -58,37 +62,84 @@ def process_cpu_clock(pid: int) -> int:
     return ((~pid) << 3) | 2
 
 
-class OsReader:
-    """Reads an OsUsage: getrusage's faults and system time, and the CPU seconds of this process's threads as
-    listed when made (after the cell's first call, so the pools it started are there), each from its own CPU
-    clock: the kernel's runtime of the thread with its running part, where getrusage (and the process's clock)
-    add a running thread's time only at the scheduler's ticks and switches. Summed over 50 ms of short calls with
-    gaps between them, as a pass times them, two busy threads read 1.1-2.9 cores by getrusage and 1.87-2.10 by
-    their own clocks. A thread started later is not counted; one that ends keeps its last reading. Where no
-    thread can be listed (no /proc), getrusage's user and system time stand in. Work handed to other processes
-    counts too: the child processes listed when made (a pool the first call started) by their own CPU clocks
-    until they are waited for, and from then on, as children that ended and were waited for, by getrusage."""
+LAST_TASK = "/proc/sys/kernel/ns_last_pid"
 
-    def __init__(self, tasks: str = TASKS, children: Callable[[], Iterable[int]] = orphans.children):
-        self.clocks = [thread_cpu_clock(int(t)) for t in thread_ids(tasks)]
-        self.threads = len(self.clocks)  # the clocks after these are child processes'
-        self.clocks += [process_cpu_clock(pid) for pid in children()] if self.clocks else []
-        self.last = [0.0] * len(self.clocks)
+
+class TaskCount:
+    """The id of the last task (thread or process) the kernel made in this PID namespace: it changes whenever
+    one is made, by this process or any other (1 us to read). Where it cannot be read, every reading differs from
+    the last: a task may have been made."""
+
+    def __init__(self, path: str = LAST_TASK):
+        try:
+            self.fd: int | None = os.open(path, os.O_RDONLY)
+        except OSError:
+            self.fd = None
+        self.unknown = 0
+
+    def __call__(self) -> int:
+        if self.fd is not None:
+            try:
+                return int(os.pread(self.fd, 32, 0))
+            except (OSError, ValueError):
+                pass
+        self.unknown -= 1
+        return self.unknown
+
+
+@functools.cache
+def task_count() -> TaskCount:
+    """The process's one TaskCount (one file kept open, whatever the number of clocks made)."""
+    return TaskCount()
+
+
+class OsReader:
+    """Reads an OsUsage: getrusage's faults and system time, and the CPU seconds of this process's threads, each
+    from its own CPU clock: the kernel's runtime of the thread with its running part, where getrusage (and the
+    process's clock) add a running thread's time only at the scheduler's ticks and switches. Summed over 50 ms of
+    short calls with gaps between them, as a pass times them, two busy threads read 1.1-2.9 cores by getrusage
+    and 1.87-2.10 by their own clocks. The threads are listed when made (after the cell's first call, so the
+    pools it started are there) and again at each reading after the kernel made a task (TaskCount): a thread
+    started later is read from then on, one that ended keeps its last reading. A thread that started and ended
+    between two readings is in the process's clock only (`process_s`; cores.ended). Where no thread can be listed
+    (no /proc), getrusage's user and system time stand in. Work handed to other processes counts too: the child
+    processes listed when made (a pool the first call started) by their own CPU clocks until they are waited
+    for, and from then on, as children that ended and were waited for, by getrusage."""
+
+    def __init__(self, tasks: str = TASKS, children: Callable[[], Iterable[int]] = orphans.children,
+                 made: Callable[[], int] | None = None):
+        self.tasks, self.made = tasks, made or task_count()
+        self.last_made = self.made()
+        self.threads: dict[int, float] = {}  # each listed thread's CPU clock -> its last reading
+        self._list()
+        self.children = {process_cpu_clock(pid): 0.0 for pid in children()} if self.threads else {}
+
+    def _list(self) -> None:
+        for tid in thread_ids(self.tasks):
+            self.threads.setdefault(thread_cpu_clock(int(tid)), 0.0)
 
     def __call__(self) -> OsUsage:
+        made = self.made()
+        if made != self.last_made and self.threads:
+            self._list()
+        self.last_made = made
         r = resource.getrusage(resource.RUSAGE_SELF)
         ended = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpu = self._threads() if self.clocks else r.ru_utime + r.ru_stime
-        return OsUsage(r.ru_minflt, r.ru_stime, cpu + ended.ru_utime + ended.ru_stime, time.perf_counter())
+        own, kids = (_read(self.threads), _read(self.children, ended=0.0)) if self.threads else \
+            (r.ru_utime + r.ru_stime, 0.0)
+        return OsUsage(r.ru_minflt, r.ru_stime, own + kids + ended.ru_utime + ended.ru_stime, time.perf_counter(),
+                       own, time.clock_gettime(time.CLOCK_PROCESS_CPUTIME_ID), made)
 
-    def _threads(self) -> float:
-        for i, clock in enumerate(self.clocks):
-            try:
-                self.last[i] = time.clock_gettime(clock)
-            except OSError:  # a thread that ended: its last reading stands; a child waited for: getrusage counts it
-                if i >= self.threads:
-                    self.last[i] = 0.0
-        return sum(self.last)
+
+def _read(clocks: dict[int, float], ended: float | None = None) -> float:
+    """The clocks' CPU seconds, each read now and kept; a clock that cannot be read (its thread ended, its child
+    process was waited for) keeps its last reading, or reads `ended` where given."""
+    for clock, last in clocks.items():
+        try:
+            clocks[clock] = time.clock_gettime(clock)
+        except OSError:
+            clocks[clock] = last if ended is None else ended
+    return sum(clocks.values())
 
 
 class CpuClock:
