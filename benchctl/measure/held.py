@@ -3,7 +3,9 @@
 Some of torch's settings are global to the process, and code can set them (in its call, its import or its
 `prepare`): torch's intra-op threads (`torch.set_num_threads`, as code written for a data loader's workers
 does), the float32 matmul precision (TF32 on a GPU), cuDNN's TF32, the default dtype, deterministic
-algorithms, grad mode, denormals flushed to zero; and the CPUs the process's threads may run on. A change holds for every cell the worker times after it, its
+algorithms, grad mode, denormals flushed to zero, oneDNN and cuDNN on or off, cuDNN's benchmark mode (which
+training code turns on at import) and determinism, anomaly detection (left on by debugging code: a backward
+1.8x as long), autocast, the default device; and the CPUs the process's threads may run on. A change holds for every cell the worker times after it, its
 partner's in a pair first, and for itself it buys time the others were not given (or costs time they did not
 pay). `Given` reads them before the cell and sets back each one changed after it; the cell's rows say what
 changed. Each timed row's `threads` is the count given, against which its calls' cores are held (cores.py).
@@ -41,6 +43,32 @@ def _flushes_denormals() -> bool:
 
 def _set_flush_denormal(on: bool) -> None:
     torch.set_flush_denormal(on)
+
+
+def _backend(module: Any, flag: str) -> tuple[Callable[[], Any], Callable[[Any], None]]:
+    """A flag of one of torch.backends' modules, read and set as an attribute."""
+    return (lambda: getattr(module, flag)), (lambda on: setattr(module, flag, on))
+
+
+def _autocast(device: str) -> tuple[Callable[[], Any], Callable[[Any], None]]:
+    return (lambda: torch.is_autocast_enabled(device)), (lambda on: torch.set_autocast_enabled(device, on))
+
+
+UNSET = "unset"
+
+
+def _default_device() -> str:
+    """The device `torch.set_default_device` gave (code written for one GPU sets it at import), or UNSET: even
+    "cpu" puts a mode in front of every torch function (a small CPU op took 10.3 us against 7.9 us)."""
+    from torch.overrides import _get_current_function_mode_stack
+    from torch.utils._device import DeviceContext
+
+    modes = [m for m in _get_current_function_mode_stack() if isinstance(m, DeviceContext)]
+    return str(modes[-1].device) if modes else UNSET
+
+
+def _set_default_device(device: str) -> None:
+    torch.set_default_device(None if device == UNSET else device)
 
 
 class Affinity:
@@ -105,6 +133,14 @@ SETTINGS: dict[str, tuple[Callable[[], Any], Callable[[Any], None]]] = {
     "deterministic algorithms": (torch.are_deterministic_algorithms_enabled, _set_deterministic),
     "grad mode": (torch.is_grad_enabled, torch.set_grad_enabled),
     "flush denormals": (_flushes_denormals, _set_flush_denormal),
+    "oneDNN": _backend(torch.backends.mkldnn, "enabled"),
+    "cuDNN": _backend(torch.backends.cudnn, "enabled"),
+    "cuDNN benchmark": _backend(torch.backends.cudnn, "benchmark"),
+    "cuDNN deterministic": _backend(torch.backends.cudnn, "deterministic"),
+    "anomaly detection": (torch.is_anomaly_enabled, torch.set_anomaly_enabled),
+    "autocast on the CPU": _autocast("cpu"),
+    "autocast on the GPU": _autocast("cuda"),
+    "default device": (_default_device, _set_default_device),
     "CPU affinity": (Affinity.read, Affinity.set_back),
 }
 OS_SETTINGS = {"CPU affinity"}  # the OS's, not torch's

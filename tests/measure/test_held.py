@@ -30,7 +30,10 @@ def test_a_cell_whose_code_changed_torchs_settings_has_them_set_back_and_its_row
 
 
 def test_each_setting_is_read_and_set_back(settings):
-    flipped = {"cuDNN TF32": not settings["cuDNN TF32"], "deterministic algorithms": True, "grad mode": False}
+    flipped = {"cuDNN TF32": not settings["cuDNN TF32"], "deterministic algorithms": True, "grad mode": False,
+               "oneDNN": not settings["oneDNN"], "cuDNN": not settings["cuDNN"], "cuDNN benchmark": True,
+               "cuDNN deterministic": True, "anomaly detection": True, "autocast on the CPU": True,
+               "autocast on the GPU": True, "default device": "cpu"}
     if torch.set_flush_denormal(False):  # the CPU can flush denormals (x86 with SSE3)
         flipped["flush denormals"] = True
     cell = held.Given()
@@ -92,3 +95,12 @@ def test_threads_pinned_to_one_cpu_are_set_back_and_the_rows_say_so(settings):
     finally:
         stop.set()
         started.join()
+
+
+def test_a_default_device_set_even_to_the_cpu_is_a_change_and_is_taken_away():
+    """torch.set_default_device("cpu") leaves the device as it reads, but puts a mode before every torch function."""
+    cell = held.Given()
+    torch.set_default_device("cpu")
+    assert torch.get_default_device() == torch.device("cpu") and held.read()["default device"] == "cpu"
+    assert "default device unset -> cpu" in cell.restore()
+    assert held.read()["default device"] == held.UNSET and torch.empty(1).device.type == "cpu"
