@@ -15,13 +15,13 @@ from typing import Any, Callable
 import torch
 
 from benchctl.errors import error_message
-from benchctl.measure import audit, correctness, held, interference, orphans, rates, seal, trust
+from benchctl.measure import audit, correctness, held, interference, memory, orphans, rates, seal, trust
 from benchctl.measure.gate import checked
 from benchctl.machine import allocator, gpu_clocks
 from benchctl.machine.oom import is_oom
 from benchctl.ops.cells import Cell, Resolved
 from benchctl.ops.compiling import CompiledFn
-from benchctl.measure.memory import peak_bytes
+from benchctl.measure.memory import Footprint, footprint
 from benchctl.measure.prepared import Prepared, prepare
 from benchctl.measure.result import PassResult
 from benchctl.measure.clocks import Clock, CpuClock, CudaEventClock, Thunk
@@ -197,17 +197,18 @@ def _attempt(head: PassResult, prepared: Prepared, pass_name: str, settings: Set
         probes, calls = (bandwidth_before, probe()) if probe else None, _calls(clock, m, recorded)
         cpu = [u.cpu_s for u in calls.get("usage", ())]
         wrong = (prepared.written() or audited.verdict(m.samples, m.disturbed, len(m.warmup_s), cpu)) if audited else ""
-        mem = peak_bytes(setup, prepared.resolved.cell.device) if settings.measure_memory else None
+        mem = footprint(prepared.untimed(setup), prepared.resolved.cell.device) if settings.measure_memory \
+            else Footprint(None)
     except Exception as exc:
         if status_of(exc) == Status.OOM and audited is not None and audited.holding():
             return None
         return row.with_(status=status_of(exc), message=error_message(exc))
     if wrong:
         return row.with_(status=Status.INCORRECT, message=wrong)
-    notes = audited.notes() if audited else ""
+    notes = join_messages(audited.notes() if audited else "", memory.kept(mem.kept_bytes))
     if notes:
         paired = {**paired, "message": join_messages(paired.get("message", row.message), notes)}
-    row = row.with_(status=Status.OK, samples_s=list(m.samples), noisy=m.noisy, stop=m.stop, peak_mem_bytes=mem,
+    row = row.with_(status=Status.OK, samples_s=list(m.samples), noisy=m.noisy, stop=m.stop, peak_mem_bytes=mem.peak_bytes,
                     wall_s=m.wall_s, threads=torch.get_num_threads(), **m.stats, **paired)
     return _judged(row.with_(**clocks.readings) if clocks else row, prepared, pass_name, settings, m,
                    trust.Around(probes=probes, cpu_peaks=settings.peaks.get(Device.CPU, {}), **calls))

@@ -4,11 +4,12 @@ Some of torch's settings are global to the process, and code can set them (in it
 `prepare`): torch's intra-op threads (`torch.set_num_threads`, as code written for a data loader's workers
 does), the float32 matmul precision (TF32 on a GPU), cuDNN's TF32, the default dtype, deterministic
 algorithms, grad mode, denormals flushed to zero, oneDNN and cuDNN on or off, cuDNN's benchmark mode (which
-training code turns on at import) and determinism, anomaly detection (left on by debugging code: a backward
-1.8x as long), autocast, the default device; and the CPUs the process's threads may run on. A change holds for every cell the worker times after it, its
-partner's in a pair first, and for itself it buys time the others were not given (or costs time they did not
-pay). `Given` reads them before the cell and sets back each one changed after it; the cell's rows say what
-changed. Each timed row's `threads` is the count given, against which its calls' cores are held (cores.py).
+training code turns on at import) and determinism, anomaly detection (left on by debugging code: a small
+backward took 2.1-2.2x as long), autocast, the default device; and the CPUs the process's threads may run on.
+A change holds for every cell the worker times after it, its partner's in a pair first, and for itself it buys
+time the others were not given (or costs time they did not pay). `Given` reads them before the cell and sets
+back each one changed after it; the cell's rows say what changed. Each timed row's `threads` is the count
+given, against which its calls' cores are held (cores.py).
 """
 
 from __future__ import annotations

@@ -1,16 +1,22 @@
-"""Peak memory of one repetition of a pass, measured, not estimated.
+"""Peak memory of one repetition of a pass, measured, not estimated; and the memory its calls keep.
 
 CUDA: the caching allocator's peak above what was allocated before the pass. CPU: the process's
 resident-set high-water mark (VmHWM, reset through /proc/self/clear_refs) above the resident size
 before the pass. Free heap pages are returned to the system first (malloc_trim), so memory the pass
 needs shows up as new resident pages instead of hiding in reused free lists. The allocator's settings
 are left alone: changing them would change the timings taken in the same process.
+
+Kept: the memory in use (CUDA: allocated; CPU: resident, free heap pages returned first) after each of
+KEPT_CALLS calls, their results let go of: what the calls after the first kept, each, is memory no call
+freed (a leak: outputs or graphs kept in a global list, a cache keyed by something new every call). The
+first call's own is set apart: it may fill a cache once (a gradient buffer, a compiled kernel).
 """
 
 from __future__ import annotations
 
 import ctypes
 import gc
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -35,31 +41,82 @@ def _status_kib(field: str) -> int:
     raise OSError(f"{field} not in /proc/self/status")
 
 
-def cpu_peak_bytes(setup: Callable[[], Thunk]) -> float | None:
-    """Extra resident bytes at the peak of one thunk() call; None where Linux /proc is not available."""
+KEPT_CALLS = 3
+KEPT_MIN_BYTES = 1 << 20  # each call: below it, the Python heap's own growth (its arenas are 1 MiB)
+
+
+@dataclass(frozen=True)
+class Footprint:
+    peak_bytes: float | None  # above the memory in use before, at the peak of one call
+    kept_bytes: float | None = None  # what each call after the first kept after returning
+
+
+def _resident(libc: ctypes.CDLL | None) -> int:
+    """This process's resident bytes, the young garbage collected and free heap pages returned first."""
+    gc.collect(YOUNG_GENERATIONS)
+    if libc is not None:
+        libc.malloc_trim(0)
+    return _status_kib("VmRSS") * 1024
+
+
+def cpu_footprint(setup: Callable[[], Thunk], calls: int = KEPT_CALLS) -> Footprint:
+    """The peak of one call above the resident size before it, and what each later call kept; None where Linux
+    /proc is not available."""
     libc = _libc()
     try:
         thunk = setup()
-        gc.collect(YOUNG_GENERATIONS)
-        if libc is not None:
-            libc.malloc_trim(0)
-        base = _status_kib("VmRSS")
+        base = _resident(libc)
         Path("/proc/self/clear_refs").write_text("5")  # resets VmHWM to the current RSS
         thunk()
-        return float(max(_status_kib("VmHWM") - base, 0) * 1024)
+        peak = float(max(_status_kib("VmHWM") * 1024 - base, 0))
+        del thunk
+        return Footprint(peak, _kept(setup, calls, lambda: _resident(libc)))
     except OSError:
-        return None
+        return Footprint(None)
 
 
-def cuda_peak_bytes(setup: Callable[[], Thunk], device: torch.device | str = "cuda") -> float:
+def cuda_footprint(setup: Callable[[], Thunk], calls: int = KEPT_CALLS,
+                   device: torch.device | str = "cuda") -> Footprint:
     thunk = setup()
     torch.cuda.synchronize(device)
     torch.cuda.reset_peak_memory_stats(device)
     base = torch.cuda.memory_allocated(device)
     thunk()
     torch.cuda.synchronize(device)
-    return float(torch.cuda.max_memory_allocated(device) - base)
+    peak = float(torch.cuda.max_memory_allocated(device) - base)
+    del thunk
+
+    def allocated() -> int:
+        gc.collect(YOUNG_GENERATIONS)
+        torch.cuda.synchronize(device)
+        return torch.cuda.memory_allocated(device)
+
+    return Footprint(peak, _kept(setup, calls, allocated))
+
+
+def _kept(setup: Callable[[], Thunk], calls: int, in_use: Callable[[], int]) -> float | None:
+    """What each call after the first kept: the memory in use after the last of `calls` calls over that after the
+    first (already made: its thunk let go of), per call; None for one call."""
+    if calls < 2:
+        return None
+    first = in_use()
+    for _ in range(calls - 1):
+        setup()()
+    return (in_use() - first) / (calls - 1)
+
+
+def footprint(setup: Callable[[], Thunk], device: str, calls: int = KEPT_CALLS) -> Footprint:
+    return cuda_footprint(setup, calls) if device == Device.CUDA else cpu_footprint(setup, calls)
+
+
+def kept(bytes_per_call: float | None) -> str:
+    """What a row says where each call kept KEPT_MIN_BYTES or more, or ''."""
+    if bytes_per_call is None or bytes_per_call < KEPT_MIN_BYTES:
+        return ""
+    return (f"its calls kept {bytes_per_call / 2**20:.1f} MiB each after returning, memory no call freed (a leak, or a "
+            "cache that grows with every call): the worker's memory grows with each call")
 
 
 def peak_bytes(setup: Callable[[], Thunk], device: str) -> float | None:
-    return cuda_peak_bytes(setup) if device == Device.CUDA else cpu_peak_bytes(setup)
+    """The peak of one call alone."""
+    return footprint(setup, device, calls=1).peak_bytes
