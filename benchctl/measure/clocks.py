@@ -108,14 +108,14 @@ class OsReader:
 
     def __init__(self, tasks: str = TASKS, children: Callable[[], Iterable[int]] = orphans.children,
                  made: Callable[[], int] | None = None):
-        self.tasks, self.made = tasks, made or task_count()
+        self.task_dir, self.made = tasks, made or task_count()
         self.last_made = self.made()
         self.threads: dict[int, float] = {}  # each listed thread's CPU clock -> its last reading
         self._list()
         self.children = {process_cpu_clock(pid): 0.0 for pid in children()} if self.threads else {}
 
     def _list(self) -> None:
-        for tid in thread_ids(self.tasks):
+        for tid in thread_ids(self.task_dir):
             self.threads.setdefault(thread_cpu_clock(int(tid)), 0.0)
 
     def __call__(self) -> OsUsage:

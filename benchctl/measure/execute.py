@@ -21,7 +21,6 @@ from benchctl.machine import allocator, gpu_clocks
 from benchctl.machine.oom import is_oom
 from benchctl.ops.cells import Cell, Resolved
 from benchctl.ops.compiling import CompiledFn
-from benchctl.measure.memory import Footprint, footprint
 from benchctl.measure.prepared import Prepared, prepare
 from benchctl.measure.result import PassResult
 from benchctl.measure.clocks import Clock, CpuClock, CudaEventClock, Thunk
@@ -197,8 +196,8 @@ def _attempt(head: PassResult, prepared: Prepared, pass_name: str, settings: Set
         probes, calls = (bandwidth_before, probe()) if probe else None, _calls(clock, m, recorded)
         cpu = [u.cpu_s for u in calls.get("usage", ())]
         wrong = (prepared.written() or audited.verdict(m.samples, m.disturbed, len(m.warmup_s), cpu)) if audited else ""
-        mem = footprint(prepared.untimed(setup), prepared.resolved.cell.device) if settings.measure_memory \
-            else Footprint(None)
+        mem = memory.footprint(prepared.untimed(setup), prepared.resolved.cell.device) if settings.measure_memory \
+            else memory.Footprint(None)
     except Exception as exc:
         if status_of(exc) == Status.OOM and audited is not None and audited.holding():
             return None
@@ -208,8 +207,9 @@ def _attempt(head: PassResult, prepared: Prepared, pass_name: str, settings: Set
     notes = join_messages(audited.notes() if audited else "", memory.kept(mem.kept_bytes))
     if notes:
         paired = {**paired, "message": join_messages(paired.get("message", row.message), notes)}
-    row = row.with_(status=Status.OK, samples_s=list(m.samples), noisy=m.noisy, stop=m.stop, peak_mem_bytes=mem.peak_bytes,
-                    wall_s=m.wall_s, threads=torch.get_num_threads(), **m.stats, **paired)
+    row = row.with_(status=Status.OK, samples_s=list(m.samples), noisy=m.noisy, stop=m.stop,
+                    peak_mem_bytes=mem.peak_bytes, wall_s=m.wall_s, threads=torch.get_num_threads(), **m.stats,
+                    **paired)
     return _judged(row.with_(**clocks.readings) if clocks else row, prepared, pass_name, settings, m,
                    trust.Around(probes=probes, cpu_peaks=settings.peaks.get(Device.CPU, {}), **calls))
 

@@ -191,7 +191,8 @@ class Given:
             return ""
         said = ", ".join(f"{name} {_text(self.given[name])} -> {_text(found[name])}" for name in changed)
         whose = "the process's settings" if OS_SETTINGS.intersection(changed) else "torch's settings for the process"
-        return f"its code changed {whose}: {said} (set back after the cell): its time is not comparable with the others'"
+        return (f"its code changed {whose}: {said} (set back after the cell): its time is not comparable with the "
+                "others'")
 
 
 def _text(value: Any) -> str:

@@ -5,8 +5,8 @@ it samples (`handshake`): start-up stays out of the profile and the first sample
 processes attach to it together, because py-spy cannot convert between its formats and the flame graph is its
 own rendering: one writes collapsed stacks (`stacks.txt`, from which `benchctl.profile.stacks` makes the
 top-frames tables and the speedscope JSON), the other the flame graph SVG at a quarter of the rate. Both files
-then name the code the child generated at run time, from its perf map (`perf_map`). The torch profiler runs in the child, which writes the Chrome
-trace and the top operators itself. Nothing here prints.
+then name the code the child generated at run time, from its perf map (`perf_map`). The torch profiler runs in
+the child, which writes the Chrome trace and the top operators itself. Nothing here prints.
 """
 
 from __future__ import annotations
