@@ -122,7 +122,7 @@ class Sweep:
             if wanted:
                 self.on_start(cell)
                 again = merge([self.executor.run(replace(cell, passes=wanted, checked=False, strict=True))])
-                self._replace(held, recheck.judged(held.results, again, theirs))
+                self._replace(held, recheck.judged(held.results, again, theirs, self.recheck_above))
                 if i in unsettled and not _unsettled(held.results):  # e.g. found incorrect: nothing to settle
                     self._written[i] = unsettled.pop(i)
 

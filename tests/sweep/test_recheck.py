@@ -18,9 +18,10 @@ class Scripted:
 
     def run(self, cell: Cell) -> list[PassResult]:
         self.asked.append(cell)
-        status, median, message = self.script[cell.impl].pop(0)
+        status, median, message, *stop = self.script[cell.impl].pop(0)  # a fourth item: how sampling stopped
         return [PassResult(op=cell.op, impl=cell.impl, batch_size=1, pass_=p, status=status, median_s=median,
-                           ci_lo_s=median, ci_hi_s=median, noisy=False, message=message) for p in cell.passes]
+                           ci_lo_s=median, ci_hi_s=median, noisy=False, message=message, stop=(stop or [None])[0])
+                for p in cell.passes]
 
 
 def sweep(script):
@@ -48,6 +49,30 @@ def test_a_speedup_whose_recheck_fails_takes_the_rechecks_row(builtin_ops):
 
 ON_TIME = ("its 6 timed calls on data never given to it before took 3.1-4.0x as long as the median of its calls on "
            "data it had been given (a result kept from an earlier call: work skipped when timed)")
+
+
+def test_a_speedup_the_recheck_reads_under_the_limit_takes_the_rechecks_row(builtin_ops):
+    _, rows = sweep({"py": [("ok", 0.1, "")], "cpp": [("ok", 0.0001, ""), ("ok", 0.005, "")]})  # 1000x, then 20x
+    assert rows["cpp"]["status"] == "ok" and rows["cpp"]["rechecked"] is True and rows["cpp"]["median_s"] == 0.005
+    assert rows["cpp"]["message"] == ("re-checked on fresh inputs: 20.0x the reference, under the 50x that has a pass "
+                                      "re-checked (its first measurement read 1000x); the row keeps the re-check's times")
+
+
+def test_a_speedup_over_a_disturbed_reference_or_recheck_is_not_said_to_hold(builtin_ops):
+    """Beside a compile, a reference stalled by scheduler ticks reads hundreds of times slow, in the re-check too:
+    the ratio is the neighbour's, and the row says the re-check could not tell."""
+    cannot = ("re-checked on fresh inputs: too few samples the machine left alone, in the re-check or the "
+              "reference's, to tell whether 1000x the reference holds")
+    for py, again in ((("ok", 0.1, "", "disturbed"), ("ok", 0.0001, "")),
+                      (("ok", 0.1, ""), ("ok", 0.0001, "", "disturbed"))):
+        _, rows = sweep({"py": [py], "cpp": [("ok", 0.0001, "first"), again]})
+        assert rows["cpp"]["rechecked"] is True and rows["cpp"]["message"] == "first; " + cannot
+
+
+def test_a_disturbed_first_measurement_whose_speedup_holds_takes_the_rechecks_row(builtin_ops):
+    _, rows = sweep({"py": [("ok", 0.1, "")], "cpp": [("ok", 0.0001, "", "disturbed"), ("ok", 0.0002, "clean")]})
+    assert rows["cpp"]["median_s"] == 0.0002 and "stop" not in rows["cpp"]
+    assert rows["cpp"]["message"] == "clean; re-checked on fresh inputs: 500x the reference holds"
 
 
 def test_a_pass_found_incorrect_on_its_times_alone_takes_its_rechecks_row(builtin_ops):
