@@ -162,7 +162,7 @@ def _execute(plan, out: Path) -> None:
     preflight = Preflight(plan.cells)
     if plan.executor != Executor.RAY:  # on a cluster, each node judges availability and builds for itself
         _check_and_build(preflight)
-    busy, busy_warning = busy_cores_now(plan.cells)
+    busy, busy_warning = busy_cores_now(plan.cells, plan.threads)
     memory, memory_warning = memory_bandwidth_now(plan.cells, plan.settings().peaks.get("cpu", {}))
     for warning in filter(None, (busy_warning, memory_warning)):
         console.warn(warning)

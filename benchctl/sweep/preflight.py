@@ -77,16 +77,32 @@ class Preflight:
             say(f"  ready in {seconds:.1f} s")
 
 
-def busy_cores_now(cells: Sequence[Cell]) -> tuple[float | None, str | None]:
+def busy_cores_now(cells: Sequence[Cell], threads: int | None = None) -> tuple[float | None, str | None]:
     """Other work on the CPU makes timings noisy: torch's OpenMP threads wait out a busy core.
-    The busy cores measured (None for a GPU-only run or without /proc/stat), and a warning if too many."""
+    The busy cores measured (None for a GPU-only run or without /proc/stat), and a warning if too many
+    (`busy_warning`; `threads`: run --threads, None for torch's own count)."""
     if not any(c.device == Device.CPU for c in cells):
         return None, None
     busy = facts.busy_cores()
     if busy is None or busy < BUSY_WARN_CORES:
         return busy, None
-    return busy, (f"about {busy:.1f} of {os.cpu_count()} cores are busy with other work: CPU timings will be "
-                  "noisy (compare ratios within this run only, or use --threads 1)")
+    return busy, busy_warning(busy, os.cpu_count() or 1, threads)
+
+
+def busy_warning(busy: float, cores: int, threads: int | None) -> str:
+    """What `busy` cores of other work mean for a run on `threads` (None: torch's own, one a core): threads
+    beyond the cores left wait for a core by whole scheduler ticks (docs/measuring.md, "Beside a busy
+    neighbour"), so the warning names the count that fits; with none left, that the times are the other
+    work's."""
+    free = max(0, int(cores - busy + 0.5))
+    said = f"about {busy:.1f} of {cores} cores are busy with other work"
+    if free == 0:
+        return f"{said}: no core is left free, so the times will be the other work's (passes marked `dist`)"
+    if threads is not None and threads <= free:
+        return (f"{said}: the {threads} thread(s) asked for fit in the cores left, but times still move with "
+                "the caches and memory bandwidth it shares (compare ratios within this run)")
+    return (f"{said}: torch's threads will wait for them, stalling calls by whole scheduler ticks (passes "
+            f"marked `dist`); for times and ratios that hold, use --threads {free}, the cores left free")
 
 
 def memory_bandwidth_now(cells: Sequence[Cell], cpu_peaks: Mapping[str, Any]) -> tuple[float | None, str | None]:

@@ -48,3 +48,14 @@ def test_memory_is_busy_against_what_the_calibration_usually_read_not_its_best(m
     assert now == 30.0 and warning.startswith("memory bandwidth is 30 GB/s now, 55% of the 55 GB/s calibrated")
     assert preflight.memory_bandwidth_now(cells, {"read_gbps": 63.0})[1] is not None  # an older calibration: its best
     assert preflight.memory_bandwidth_now(cells, {}) == (30.0, None)  # not calibrated
+
+
+def test_a_busy_machine_warning_names_the_threads_that_fit_in_the_cores_left():
+    from benchctl.sweep.preflight import busy_warning
+
+    default = busy_warning(1.0, 2, None)
+    assert default.startswith("about 1.0 of 2 cores are busy with other work: torch's threads will wait")
+    assert default.endswith("use --threads 1, the cores left free")
+    assert busy_warning(1.4, 8, 8).endswith("use --threads 7, the cores left free")
+    assert "the 1 thread(s) asked for fit in the cores left" in busy_warning(1.0, 2, 1)
+    assert "no core is left free" in busy_warning(1.6, 2, 1) and "no core is left free" in busy_warning(2.0, 2, None)
