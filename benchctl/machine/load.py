@@ -14,11 +14,12 @@ import statistics
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping, Sequence
 
 INTERVAL_S = 1.0
 PROC = Path("/proc")
 BUSY_WARN_CORES = 0.5  # cores kept busy by other processes from which a CPU measurement shares the machine
+BUSY_SHARE = 0.1  # of a run's timeline with BUSY_WARN_CORES or more kept busy, from which its summary says so
 
 
 def machine_ticks(proc: Path = PROC) -> tuple[int, int, int]:
@@ -96,6 +97,15 @@ class Timeline:
             if sample is not None:
                 self.samples.append({"t": round(self.clock() - start, 2), **sample})
             previous = now
+
+
+def busy_stretch(samples: Sequence[Mapping[str, float]]) -> tuple[float, float] | None:
+    """Where other work kept BUSY_WARN_CORES or more busy for BUSY_SHARE of a timeline's samples or more: the
+    median of those samples' busy cores, and their share of the timeline; else None."""
+    busy = [s["other_cores"] for s in samples if s["other_cores"] >= BUSY_WARN_CORES]
+    if not samples or len(busy) < BUSY_SHARE * len(samples):
+        return None
+    return statistics.median(busy), len(busy) / len(samples)
 
 
 def load_between(before: tuple[int, int, int, int], after: tuple[int, int, int, int],

@@ -4,7 +4,7 @@ import json
 
 import pandas as pd
 
-from benchctl.analysis.summary import (absent_devices, host_bound_line, legend, partner_apart_line,
+from benchctl.analysis.summary import (absent_devices, busy_run_line, host_bound_line, legend, partner_apart_line,
                                       slow_calibration_line, slow_run_line, summary_tables)
 
 
@@ -128,6 +128,14 @@ def test_a_run_whose_canary_read_far_over_its_calibrated_time_says_the_machine_r
     assert "the machine ran slower through this run" in line and slow_calibration_line(ran) is None
     assert slow_run_line(ran.assign(canary_ratio=[1.1, 1.0, 1.2, 1.14, 0.9, 1.15, 3.0])) is None  # within 15%
     assert slow_run_line(ran.iloc[1:]) is None  # five passes are too few to say
+
+
+def test_a_run_beside_other_work_says_how_much_and_counts_the_passes_it_disturbed():
+    ran = rows().assign(stop=["disturbed", "converged", "disturbed", None, "max_time"])
+    line = busy_run_line(ran, (1.0, 0.95), 2)
+    assert line is not None and line.startswith("other work kept about 1.0 of 2 cores busy through 95% of this run: "
+                                                "2 of 4 CPU passes stopped `disturbed`")
+    assert busy_run_line(ran, None, 2) is None
 
 
 def test_the_summary_gives_the_paired_speedup():
