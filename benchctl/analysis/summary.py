@@ -279,15 +279,19 @@ def slow_run_line(rows: pd.DataFrame) -> str | None:
 def busy_run_line(rows: pd.DataFrame, stretch: tuple[float, float] | None, cores: int) -> str | None:
     """A line under the tables where other work kept cores busy through a stretch of the run (`stretch`: the
     median busy cores then, and the share of the run, machine/load.py's busy_stretch): the passes measured
-    beside it that stopped `disturbed` are its times as much as the code's."""
+    beside it that stopped `disturbed` are its times as much as the code's; the others may read slow."""
     if stretch is None:
         return None
     busy, share = stretch
     cpu = rows[(rows["device"] == Device.CPU) & (rows["status"] == Status.OK)] if "device" in rows else rows[:0]
     stalled = int(cpu.apply(disturbed, axis=1).sum()) if len(cpu) else 0
-    return (f"other work kept about {busy:.1f} of {cores} cores busy through {share:.0%} of this run: {stalled} of "
-            f"{len(cpu)} CPU passes stopped `disturbed`, their times as much its as the code's (the report's machine "
-            "chart shows when); measure again with it gone, or with --threads that fit in the cores it left")
+    said = f"other work kept about {busy:.1f} of {cores} cores busy through {share:.0%} of this run"
+    if not stalled:
+        return (f"{said}: no CPU pass stopped `disturbed`, but those measured beside it may read slow (`slow` where "
+                "the canary saw it; the report's machine chart shows when)")
+    return (f"{said}: {stalled} of {len(cpu)} CPU passes stopped `disturbed`, their times as much its as the code's "
+            "(the report's machine chart shows when); measure again with it gone, or with --threads that fit in "
+            "the cores it left")
 
 
 def _median_canary(rows: pd.DataFrame) -> tuple[float | None, int]:

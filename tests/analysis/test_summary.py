@@ -136,6 +136,9 @@ def test_a_run_beside_other_work_says_how_much_and_counts_the_passes_it_disturbe
     assert line is not None and line.startswith("other work kept about 1.0 of 2 cores busy through 95% of this run: "
                                                 "2 of 4 CPU passes stopped `disturbed`")
     assert busy_run_line(ran, None, 2) is None
+    calm = busy_run_line(ran.assign(stop="converged"), (0.8, 0.48), 2)
+    assert calm is not None and calm.startswith("other work kept about 0.8 of 2 cores busy through 48% of this run: "
+                                                "no CPU pass stopped `disturbed`, but those measured beside it may")
 
 
 def test_the_summary_gives_the_paired_speedup():
