@@ -94,7 +94,7 @@ def test_merge_of_two_real_rounds_gives_the_pooled_samples_median_and_interval(b
         assert merged.median_s == summarize(clean)["median_s"] == pytest.approx(float(np.median(clean)))
         assert (merged.ci_lo_s, merged.ci_hi_s) == median_ci(clean)
         assert merged.gflops == merged.flops / merged.median_s * 1e-9
-    else:  # more than 10% apart (a busy machine): the median of the mode holding most samples
+    else:  # more than 10% apart (a busy machine): the median of the mode of most rounds, then samples
         assert merged.median_s in (merged.mode_fast_s, merged.mode_slow_s)
     assert merge(rounds) == [merged.to_row()]
 
