@@ -66,10 +66,12 @@ def each_pass(result: PassResult, passes: tuple[str, ...], **columns: Any) -> li
     return [result.with_(pass_=p, **columns) for p in passes]
 
 
-def run_cell(cell: Cell, settings: Settings = Settings(), clock: Clock | None = None) -> list[PassResult]:
-    """The cell's result of each of its passes, on torch's settings as the worker gave them (held.py)."""
+def run_cell(cell: Cell, settings: Settings = Settings(), clock: Clock | None = None,
+             start: dict[str, Any] | None = None) -> list[PassResult]:
+    """The cell's result of each of its passes, on torch's settings as the worker gave them (held.py; `start`:
+    as it began, so that what an operator file's import changed is set back)."""
     correctness.set_tf32(settings.tf32)  # the run's own setting, before the cell's are read
-    given = held.Given()
+    given = held.Given(start)
     resolved = cell.resolve()
     if not isinstance(resolved.impl.fn, CompiledFn) or resolved.unavailable_reason():
         return given.judged(_run_resolved(resolved, settings, clock))

@@ -163,9 +163,14 @@ def read() -> dict[str, Any]:
 
 
 class Given:
-    """The settings as the worker gave them to a cell (read when made)."""
+    """The settings as the worker gave them to a cell (read when made). With `start` (the settings as the worker
+    began, before any operator file was imported), those an import changed since are set back first, and the
+    cell's rows say so: an operator file that turns on anomaly detection or sets torch's threads as it is
+    imported reaches every cell after it, its reference's first."""
 
-    def __init__(self) -> None:
+    def __init__(self, start: dict[str, Any] | None = None) -> None:
+        imported = _set_back(start, read()) if start is not None else ""
+        self.imported = f"its operator's files changed {imported} as they were imported (set back)" if imported else ""
         self.given = read()
 
     def judged(self, results: list[PassResult]) -> list[PassResult]:
@@ -175,24 +180,31 @@ class Given:
         threads = self.given["threads"]
         out = []
         for result in results:
-            said = [changed, cores.beyond(result.cpu_cores, threads)]
+            said = [self.imported, changed, cores.beyond(result.cpu_cores, threads)]
             result = result.with_(threads=threads) if result.threads is not None else result  # a timed row's
             out.append(result.with_(message=join_messages(result.message, *said)) if any(said) else result)
         return out
 
     def restore(self) -> str:
         """Sets back every setting changed since the cell began; what the rows say of them, or ''."""
-        found = read()
-        changed = [name for name, value in found.items()
-                   if UNREADABLE not in (value, self.given[name]) and value != self.given[name]]
-        for name in changed:
-            SETTINGS[name][1](self.given[name])
+        changed = _set_back(self.given, read())
         if not changed:
             return ""
-        said = ", ".join(f"{name} {_text(self.given[name])} -> {_text(found[name])}" for name in changed)
-        whose = "the process's settings" if OS_SETTINGS.intersection(changed) else "torch's settings for the process"
-        return (f"its code changed {whose}: {said} (set back after the cell): its time is not comparable with the "
-                "others'")
+        return f"its code changed {changed} (set back after the cell): its time is not comparable with the others'"
+
+
+def _set_back(given: dict[str, Any], found: dict[str, Any]) -> str:
+    """Sets back each setting `found` differs in from `given` (both readable); whose settings and what changed,
+    or ''."""
+    changed = [name for name, value in found.items()
+               if UNREADABLE not in (value, given[name]) and value != given[name]]
+    for name in changed:
+        SETTINGS[name][1](given[name])
+    if not changed:
+        return ""
+    said = ", ".join(f"{name} {_text(given[name])} -> {_text(found[name])}" for name in changed)
+    whose = "the process's settings" if OS_SETTINGS.intersection(changed) else "torch's settings for the process"
+    return f"{whose}: {said}"
 
 
 def _text(value: Any) -> str:

@@ -69,7 +69,7 @@ def main() -> None:
 
     from benchctl.ops import registry
     from benchctl.ops.cells import Cell
-    from benchctl.measure import seal
+    from benchctl.measure import correctness, held, seal
     from benchctl.measure.execute import run_cell
     from benchctl.sweep import channel
     from benchctl.sweep.worker_spec import WorkerSpec
@@ -83,11 +83,13 @@ def main() -> None:
         torch.set_num_threads(spec.threads)
     # The limit is inherited by subprocesses, so a caller that sets one builds extensions beforehand.
     _limit_memory(spec.mem_limit)
+    correctness.set_tf32(spec.settings.tf32)
+    start = held.read()  # torch's settings before any operator file is imported (measure/held.py)
     proto.write(json.dumps({"ready": True}) + "\n")
     for seq, line in enumerate(sys.stdin):
         cell = Cell.from_json(line)
         registry.discover(spec.ops_dirs, [cell.op])  # only the operator the cell needs
-        proto.write(reply(seq, [r.to_row() for r in run_cell(cell, spec.settings)]) + "\n")
+        proto.write(reply(seq, [r.to_row() for r in run_cell(cell, spec.settings, start=start)]) + "\n")
 
 
 if __name__ == "__main__":

@@ -29,6 +29,16 @@ def test_a_cell_whose_code_changed_torchs_settings_has_them_set_back_and_its_row
                            "float64 (set back after the cell): its time is not comparable with the others'")
 
 
+def test_settings_an_import_changed_since_the_worker_began_are_set_back_before_the_cell(settings):
+    torch.autograd.set_detect_anomaly(True)  # an operator file's import, before the cell
+    cell = held.Given(settings)
+    assert held.read() == settings and cell.given == settings
+    (row,) = cell.judged([PassResult(status="ok", message=None, threads=settings["threads"])])
+    assert row.message == ("its operator's files changed torch's settings for the process: anomaly detection False "
+                           "-> True as they were imported (set back)")
+    assert held.Given(settings).imported == ""  # nothing changed since
+
+
 def test_each_setting_is_read_and_set_back(settings):
     flipped = {"cuDNN TF32": not settings["cuDNN TF32"], "deterministic algorithms": True, "grad mode": False,
                "oneDNN": not settings["oneDNN"], "cuDNN": not settings["cuDNN"], "cuDNN benchmark": True,
