@@ -99,11 +99,11 @@ class Timeline:
             previous = now
 
 
-def busy_stretch(samples: Sequence[Mapping[str, float]]) -> tuple[float, float] | None:
-    """Where other work kept BUSY_WARN_CORES or more busy for BUSY_SHARE of a timeline's samples or more: the
+def busy_stretch(samples: Sequence[Mapping[str, float]], share: float = BUSY_SHARE) -> tuple[float, float] | None:
+    """Where other work kept BUSY_WARN_CORES or more busy for `share` of a timeline's samples or more: the
     median of those samples' busy cores, and their share of the timeline; else None."""
     busy = [s["other_cores"] for s in samples if s["other_cores"] >= BUSY_WARN_CORES]
-    if not samples or len(busy) < BUSY_SHARE * len(samples):
+    if not samples or len(busy) < share * len(samples):
         return None
     return statistics.median(busy), len(busy) / len(samples)
 

@@ -8,6 +8,11 @@ CPU also the best of a few memory bandwidth probes (membw.py, `read_gbps`) and t
 machine's memory is busy (against the best, it warned at most starts on a quiet 2-core VM: 30 GB/s against
 63), and the compute canary's time on each thread count a pass takes (`canary_s_by_threads`). A CPU matmul
 rate timed while the canary read slow is raised to the canary's calibrated speed (`at_canary_speed`).
+
+Every run after it is held to what it stores, so a calibration beside other work stores nothing: it waits up
+to QUIET_WAIT_S for the machine to be quiet before it starts, watches the other processes' load while it runs
+(machine/load.py), and where other work kept cores busy through BUSY_SHARE of it or more, it leaves the file
+as it was and says so (`BusyMachine`).
 """
 
 from __future__ import annotations
@@ -22,7 +27,8 @@ import torch
 
 from benchctl.cache import cache_dir
 
-from benchctl.machine import caches, membw
+from benchctl.errors import BenchError
+from benchctl.machine import caches, facts, load, membw
 from benchctl.measure import trust
 from benchctl.measure.execute import make_clock
 from benchctl.measure.timing import Policy, measure
@@ -52,6 +58,12 @@ CANARY_AROUND = 5  # canary readings before, and again after, each CPU matmul ra
 # The matmul rates measured: a pass is held against the rate of its own dtype (a GPU's bfloat16 tensor cores
 # do over ten times its float32 rate). TF32_PEAK: float32 with TF32 allowed, for float32 GPU passes timed so.
 MATMUL_DTYPES = {"cpu": DTYPE_NAMES, "cuda": (*DTYPE_NAMES, TF32_PEAK)}
+QUIET_WAIT_S = 10  # readings of a second each, at most, for other work to leave the machine before calibrating
+BUSY_SHARE = 0.25  # of the calibration's load timeline with other work on the machine, from which nothing is stored
+
+
+class BusyMachine(BenchError):
+    """Other work kept cores busy before or through a calibration: nothing was stored."""
 
 
 def calibration_path() -> Path:
@@ -121,14 +133,34 @@ def calibrate(devices: list[str]) -> dict[str, dict[str, float]]:
         if counts:
             windows.append(canary_window(counts))
 
-    between()
-    peaks = {d: _device_peaks(d, between) for d in devices}
-    if "cpu" in peaks:
-        _add_cpu_speed(peaks["cpu"], counts, windows)
+    _wait_for_quiet()
+    with load.Timeline() as watched:
+        between()
+        peaks = {d: _device_peaks(d, between) for d in devices}
+        if "cpu" in peaks:
+            _add_cpu_speed(peaks["cpu"], counts, windows)
+    stretch = load.busy_stretch(watched.samples, BUSY_SHARE)
+    if stretch is not None:
+        raise BusyMachine(f"other work kept about {stretch[0]:.1f} cores busy through {stretch[1]:.0%} of the "
+                          "calibration, whose peaks and canary would hold every later run to what it left: "
+                          "nothing was stored; calibrate again once it has stopped")
     path = calibration_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({**load_peaks(), **peaks}, indent=2))
     return peaks
+
+
+def _wait_for_quiet() -> None:
+    """Returns at the first second in which other work keeps under BUSY_WARN_CORES busy, within QUIET_WAIT_S;
+    else raises BusyMachine."""
+    busy = None
+    for _ in range(QUIET_WAIT_S):
+        busy = facts.busy_cores(interval=1.0)
+        if busy is None or busy < load.BUSY_WARN_CORES:
+            return
+    raise BusyMachine(f"other work keeps about {busy:.1f} cores busy (for {QUIET_WAIT_S} s): a calibration now "
+                      "would hold every later run to what it leaves; nothing was measured, calibrate once it has "
+                      "stopped")
 
 
 def _device_peaks(device: str, between: Callable[[], None]) -> dict[str, Any]:
