@@ -30,6 +30,20 @@ def measured(monkeypatch, tmp_path):
     monkeypatch.setattr(calibrate, "canary_window", lambda counts: next(windows) if counts else {})
     monkeypatch.setattr(calibrate, "canary_reading", lambda: 2.5e-4)  # at the calibrated speed around the matmuls
     monkeypatch.setattr(calibrate.facts, "busy_cores", lambda interval: 0.1)  # nothing else running
+    monkeypatch.setattr(calibrate.load, "Timeline", Watched)  # ... all through it
+
+
+class Watched(load.Timeline):
+    """The load timeline of a calibration, as `other_cores` says (quiet by default), without reading /proc."""
+
+    other_cores: tuple[float, ...] = ()
+
+    def __enter__(self):
+        self.samples.extend({"t": t, "other_cores": c, "steal_cores": 0.0} for t, c in enumerate(self.other_cores))
+        return self
+
+    def __exit__(self, *exc):
+        return None
 
 
 def test_a_calibration_beside_other_work_stores_nothing(measured, monkeypatch):
@@ -45,12 +59,7 @@ def test_a_calibration_beside_other_work_stores_nothing(measured, monkeypatch):
         calibrate.calibrate(["cpu"])
     monkeypatch.setattr(calibrate.facts, "busy_cores", lambda interval: 0.1)
 
-    class Busy(load.Timeline):
-        def __enter__(self):
-            self.samples.extend({"t": t, "other_cores": c, "steal_cores": 0.0} for t, c in enumerate([1.0, 0.1, 0.1]))
-            return self
-
-    monkeypatch.setattr(calibrate.load, "Timeline", Busy)
+    monkeypatch.setattr(Watched, "other_cores", (1.0, 0.1, 0.1))
     with pytest.raises(calibrate.BusyMachine, match=r"^other work kept about 1\.0 cores busy through 33% of the "):
         calibrate.calibrate(["cpu"])
     assert calibrate.calibration_path().read_text() == stored
