@@ -54,6 +54,7 @@ def save(name: str, run_dir: Path, root: Path) -> dict[str, Any]:
     if rows.empty:
         raise UsageError(f"no results in {run_dir} to keep as a baseline")
     _replicated(rows, run_dir)
+    _quiet(run_dir)
     kind = machine_kind(rows)
     dest = Path(root) / FOLDER / name / _slug(kind)
     if dest.exists():
@@ -81,6 +82,16 @@ def _replicated(rows: pd.DataFrame, run_dir: Path) -> None:
     raise UsageError(f"{short} of the {len(timed)} timed cells of {run_dir} kept samples from fewer than "
                      f"{BASELINE_PROCESSES} processes (the others' were set aside as disturbed): a baseline "
                      "keeps a run measured with nothing else running")
+
+
+def _quiet(run_dir: Path) -> None:
+    """A baseline is measured with nothing else running: a run whose metadata says other work kept cores busy
+    through a stretch of it (`busy_stretch`, sweep/session.py) is refused, though its rows may all read clean:
+    beside a compile that came and went, one of lstm_cell's passes read 0.339 ms against 0.213 ms quiet."""
+    stretch = storage.run_meta(run_dir).get("busy_stretch")
+    if stretch:
+        raise UsageError(f"other work kept about {stretch['cores']:.1f} cores busy through {stretch['share']:.0%} of "
+                         f"{run_dir}: a baseline keeps a run measured with nothing else running")
 
 
 def saved(root: Path, name: str | None = None) -> list[dict[str, Any]]:

@@ -276,13 +276,13 @@ def slow_run_line(rows: pd.DataFrame) -> str | None:
             "change against the canary of both runs")
 
 
-def busy_run_line(rows: pd.DataFrame, stretch: tuple[float, float] | None, cores: int) -> str | None:
-    """A line under the tables where other work kept cores busy through a stretch of the run (`stretch`: the
-    median busy cores then, and the share of the run, machine/load.py's busy_stretch): the passes measured
-    beside it that stopped `disturbed` are its times as much as the code's; the others may read slow."""
-    if stretch is None:
+def busy_run_line(rows: pd.DataFrame, stretch: Mapping[str, float] | None, cores: int) -> str | None:
+    """A line under the tables where other work kept cores busy through a stretch of the run (`stretch`: the run
+    metadata's `busy_stretch`, the median busy cores then and the share of the run): the passes measured beside
+    it that stopped `disturbed` are its times as much as the code's; the others may read slow."""
+    if not stretch:
         return None
-    busy, share = stretch
+    busy, share = stretch["cores"], stretch["share"]
     cpu = rows[(rows["device"] == Device.CPU) & (rows["status"] == Status.OK)] if "device" in rows else rows[:0]
     stalled = int(cpu.apply(disturbed, axis=1).sum()) if len(cpu) else 0
     said = f"other work kept about {busy:.1f} of {cores} cores busy through {share:.0%} of this run"

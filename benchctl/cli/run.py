@@ -230,7 +230,6 @@ def _render_summary(writer) -> None:
     from benchctl.results import storage
     from benchctl.analysis.summary import (absent_devices, busy_run_line, host_bound_line, legend,
                                            partner_apart_line, slow_calibration_line, slow_run_line, summary_tables)
-    from benchctl.machine.load import busy_stretch
 
     df = storage.load_run(writer.dir)
     refs = {name: op.reference for name, op in registry.operators().items()}
@@ -238,7 +237,7 @@ def _render_summary(writer) -> None:
     for t in tables:
         console.out.print(console.table(t.title, t.columns, t.rows))
     lines = [legend(tables), partner_apart_line(df), host_bound_line(df), slow_calibration_line(df), slow_run_line(df),
-             busy_run_line(df, busy_stretch(writer.meta.get("timeline") or []), os.cpu_count() or 1)]
+             busy_run_line(df, writer.meta.get("busy_stretch"), os.cpu_count() or 1)]
     for line in [a.line() for a in absent_devices(df)] + lines:
         if line:
             console.out.print(line)

@@ -83,14 +83,22 @@ class Session:
                 self._fan_out(self.fanout, on_done)
         except KeyboardInterrupt:
             signal.signal(signal.SIGINT, lambda *_: os._exit(130))  # a second Ctrl-C exits at once
-            self.writer.finish(RunState.INTERRUPTED)
+            self._finish(RunState.INTERRUPTED)
             raise Interrupted(f"interrupted: {self.writer.parts} finished cell(s) kept in {self.writer.dir}") from None
         except BaseException as exc:  # no way out of the sweep leaves the run marked running
-            self.writer.finish(RunState.FAILED, reason=f"{type(exc).__name__}: {exc}")
+            self._finish(RunState.FAILED, reason=f"{type(exc).__name__}: {exc}")
             raise
-        self.writer.finish()
+        self._finish()
         if self.fanout is not None:  # a part per series: many small files on a cluster
             compaction.compact(self.writer.dir)
+
+    def _finish(self, state: RunState = RunState.COMPLETE, reason: str | None = None) -> None:
+        """The run's metadata closed, with the stretch of it other work kept cores busy (`busy_stretch`: the
+        median busy cores then and the share of the run, machine/load.py; None for a quiet run)."""
+        stretch = load.busy_stretch(self.writer.meta["timeline"])
+        self.writer.meta["busy_stretch"] = {"cores": round(stretch[0], 2), "share": round(stretch[1], 3)} \
+            if stretch else None
+        self.writer.finish(state, reason)
 
     def _run_here(self, on_start: Callable[[Cell], None], on_done: Callable[[Cell, Rows], None],
                   on_wait: Callable[[float], None]) -> None:

@@ -9,13 +9,13 @@ from benchctl.analysis import baselines
 from benchctl.results import storage
 
 
-def write_run(root, run_id, cpu, gpu=None, processes=3, asked=None):
+def write_run(root, run_id, cpu, gpu=None, processes=3, asked=None, busy=None):
     rows = [{"run_id": run_id, "op": "hoconv2d", "target": "module", "impl": "py", "device": "cpu",
              "dtype": "float32", "params": json.dumps({"batch_size": 8}), "pass": "forward", "status": "ok",
              "cpu_name": cpu, "gpu_name": gpu, "median_s": 1e-3, "samples_s": [1e-3] * 3, "processes": processes}]
     if gpu:
         rows.append({**rows[0], "device": "cuda"})
-    writer = storage.RunWriter(root, run_id, {"processes": asked} if asked else {})
+    writer = storage.RunWriter(root, run_id, {**({"processes": asked} if asked else {}), "busy_stretch": busy})
     writer.write(rows)
     writer.finish()
     (writer.dir / "_report").mkdir()
@@ -60,5 +60,13 @@ def test_a_run_asked_for_three_processes_whose_busy_machine_left_fewer_is_refuse
     run = write_run(tmp_path, "20240101-000000-aaaaaa", "EPYC 7B13", processes=2, asked=3)
     with pytest.raises(UsageError, match="1 of the 1 timed cells of .* kept samples from fewer than 3 processes "
                                          "\\(the others' were set aside as disturbed\\)"):
+        baselines.save("main", run, tmp_path)
+    assert baselines.saved(tmp_path, "main") == []
+
+
+def test_a_run_other_work_shared_the_machine_with_is_not_kept_as_a_baseline(tmp_path):
+    run = write_run(tmp_path, "20240101-000000-aaaaaa", "EPYC 7B13", busy={"cores": 1.0, "share": 0.48})
+    with pytest.raises(UsageError, match="^other work kept about 1.0 cores busy through 48% of .*: a baseline keeps "
+                                         "a run measured with nothing else running$"):
         baselines.save("main", run, tmp_path)
     assert baselines.saved(tmp_path, "main") == []

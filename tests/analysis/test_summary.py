@@ -132,11 +132,11 @@ def test_a_run_whose_canary_read_far_over_its_calibrated_time_says_the_machine_r
 
 def test_a_run_beside_other_work_says_how_much_and_counts_the_passes_it_disturbed():
     ran = rows().assign(stop=["disturbed", "converged", "disturbed", None, "max_time"])
-    line = busy_run_line(ran, (1.0, 0.95), 2)
+    line = busy_run_line(ran, {"cores": 1.0, "share": 0.95}, 2)
     assert line is not None and line.startswith("other work kept about 1.0 of 2 cores busy through 95% of this run: "
                                                 "2 of 4 CPU passes stopped `disturbed`")
     assert busy_run_line(ran, None, 2) is None
-    calm = busy_run_line(ran.assign(stop="converged"), (0.8, 0.48), 2)
+    calm = busy_run_line(ran.assign(stop="converged"), {"cores": 0.8, "share": 0.48}, 2)
     assert calm is not None and calm.startswith("other work kept about 0.8 of 2 cores busy through 48% of this run: "
                                                 "no CPU pass stopped `disturbed`, but those measured beside it may")
 
