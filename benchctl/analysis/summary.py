@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from benchctl.results import storage
-from benchctl.results.schema import CANARY_SLOW, CELL_COLUMNS, SLOW_PHASE, beyond_threads
+from benchctl.results.schema import CANARY_SLOW, CELL_COLUMNS, beyond_threads
 from benchctl.analysis.speedup import (PARTNER_APART, disturbed, partner_apart, partner_drift, present_value,
                                       speedup_label)
 from benchctl.analysis.verdict import timing_kinds
@@ -26,9 +26,6 @@ HOST_BOUND = 0.8
 # A CPU cell measured while the machine's memory bandwidth (membw.py) was below this share of the run's
 # median on that device is marked "mem": other work on the host slowed it, not only its own code.
 MEM_SLOW = 0.75
-# Passes enough to say that the run's canary read far faster, or slower, than calibrated (slow_calibration_line,
-# slow_run_line).
-CALIBRATION_PASSES = 6
 
 
 def axis_value_text(value: object) -> str:
@@ -250,54 +247,6 @@ def _paired_with_base(rows: pd.DataFrame) -> list[tuple[dict, dict]]:
     own = {(r["impl"], *(r[k] for k in key)): r for r in ok.to_dict("records")}
     paired = (r for r in ok.to_dict("records") if present_value(r.get("paired_with")))
     return [(own[k], r) for r in paired if (k := (r["paired_with"], *(r[c] for c in key))) in own]
-
-
-def slow_calibration_line(rows: pd.DataFrame) -> str | None:
-    """A line under the tables where the run's CPU passes read their canary far faster than calibrated
-    (median ratio under 1/(1+SLOW_PHASE), over CALIBRATION_PASSES passes at least): `env --calibrate` ran in a
-    slow phase of the machine, so a pass measured in one read `canary_ratio` near 1 and was not marked slow."""
-    median, passes = _median_canary(rows)
-    if median is None or median >= 1 / (1 + SLOW_PHASE):
-        return None
-    return (f"the canary read a median {median:.2f}x its calibrated time over {passes} CPU passes: "
-            "`benchctl env --calibrate` ran while the machine was slow, so a pass measured while it was slow "
-            "could not be marked slow; calibrate again")
-
-
-def slow_run_line(rows: pd.DataFrame) -> str | None:
-    """A line under the tables where the run's CPU passes read their canary far slower than calibrated
-    (median ratio over 1+SLOW_PHASE): the machine ran slow through the run, so most passes are marked slow
-    and their times are the slow machine's (a quick sweep on the 2-core VM read a median 1.41x)."""
-    median, passes = _median_canary(rows)
-    if median is None or median <= 1 + SLOW_PHASE:
-        return None
-    return (f"the canary read a median {median:.2f}x its calibrated time over {passes} CPU passes: the machine "
-            "ran slower through this run than when calibrated, and these times with it; `compare` holds a "
-            "change against the canary of both runs")
-
-
-def busy_run_line(rows: pd.DataFrame, stretch: Mapping[str, float] | None, cores: int) -> str | None:
-    """A line under the tables where other work kept cores busy through a stretch of the run (`stretch`: the run
-    metadata's `busy_stretch`, the median busy cores then and the share of the run): the passes measured beside
-    it that stopped `disturbed` are its times as much as the code's; the others may read slow."""
-    if not stretch:
-        return None
-    busy, share = stretch["cores"], stretch["share"]
-    cpu = rows[(rows["device"] == Device.CPU) & (rows["status"] == Status.OK)] if "device" in rows else rows[:0]
-    stalled = int(cpu.apply(disturbed, axis=1).sum()) if len(cpu) else 0
-    said = f"other work kept about {busy:.1f} of {cores} cores busy through {share:.0%} of this run"
-    if not stalled:
-        return (f"{said}: no CPU pass stopped `disturbed`, but those measured beside it may read slow (`slow` where "
-                "the canary saw it; the report's machine chart shows when)")
-    return (f"{said}: {stalled} of {len(cpu)} CPU passes stopped `disturbed`, their times as much its as the code's "
-            "(the report's machine chart shows when); measure again with it gone, or with --threads that fit in "
-            "the cores it left")
-
-
-def _median_canary(rows: pd.DataFrame) -> tuple[float | None, int]:
-    """The median canary ratio of the run's ok CPU passes (None under CALIBRATION_PASSES), and their count."""
-    ratios = rows.loc[rows["status"] == Status.OK, "canary_ratio"].dropna() if "canary_ratio" in rows else ()
-    return (float(np.median(ratios)) if len(ratios) >= CALIBRATION_PASSES else None), len(ratios)
 
 
 def _share_at_least(row: dict, column: str, share: float) -> bool:

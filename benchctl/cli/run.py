@@ -228,8 +228,8 @@ def _render_summary(writer) -> None:
     from benchctl import console
     from benchctl.ops import registry
     from benchctl.results import storage
-    from benchctl.analysis.summary import (absent_devices, busy_run_line, host_bound_line, legend,
-                                           partner_apart_line, slow_calibration_line, slow_run_line, summary_tables)
+    from benchctl.analysis.machine_lines import busy_run_line, slow_calibration_line, slow_run_line
+    from benchctl.analysis.summary import absent_devices, host_bound_line, legend, partner_apart_line, summary_tables
 
     df = storage.load_run(writer.dir)
     refs = {name: op.reference for name, op in registry.operators().items()}

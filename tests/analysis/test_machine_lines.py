@@ -1,0 +1,36 @@
+"""The lines after a run's tables on what the machine did through it: its canary against the calibration, and
+other work beside it."""
+
+import pandas as pd
+
+from benchctl.analysis.machine_lines import busy_run_line, slow_calibration_line, slow_run_line
+
+
+def test_a_run_whose_canary_read_far_under_its_calibrated_time_says_the_calibration_was_slow():
+    ran = pd.DataFrame({"status": ["ok"] * 6 + ["error"], "canary_ratio": [0.55, 0.7, 0.71, 0.73, 0.6, 0.72, 0.1]})
+    line = slow_calibration_line(ran)
+    assert line is not None and line.startswith("the canary read a median 0.70x its calibrated time over 6 CPU passes")
+    assert slow_calibration_line(ran.assign(canary_ratio=[0.9, 1.0, 1.1, 0.95, 1.2, 0.88, 0.1])) is None  # at speed
+    assert slow_calibration_line(ran.iloc[1:]) is None  # five passes are too few to say
+    assert slow_calibration_line(ran.drop(columns="canary_ratio")) is None  # a GPU run
+
+
+def test_a_run_whose_canary_read_far_over_its_calibrated_time_says_the_machine_ran_slow():
+    ran = pd.DataFrame({"status": ["ok"] * 6 + ["oom"], "canary_ratio": [1.41, 1.3, 1.6, 1.5, 1.2, 1.35, 0.1]})
+    line = slow_run_line(ran)
+    assert line is not None and line.startswith("the canary read a median 1.38x its calibrated time over 6 CPU")
+    assert "the machine ran slower through this run" in line and slow_calibration_line(ran) is None
+    assert slow_run_line(ran.assign(canary_ratio=[1.1, 1.0, 1.2, 1.14, 0.9, 1.15, 3.0])) is None  # within 15%
+    assert slow_run_line(ran.iloc[1:]) is None  # five passes are too few to say
+
+
+def test_a_run_beside_other_work_says_how_much_and_counts_the_passes_it_disturbed():
+    ran = pd.DataFrame({"device": ["cpu"] * 5, "status": ["ok", "ok", "ok", "oom", "ok"],
+                        "stop": ["disturbed", "converged", "disturbed", None, "max_time"]})
+    line = busy_run_line(ran, {"cores": 1.0, "share": 0.95}, 2)
+    assert line is not None and line.startswith("other work kept about 1.0 of 2 cores busy through 95% of this run: "
+                                                "2 of 4 CPU passes stopped `disturbed`")
+    assert busy_run_line(ran, None, 2) is None
+    calm = busy_run_line(ran.assign(stop="converged"), {"cores": 0.8, "share": 0.48}, 2)
+    assert calm is not None and calm.startswith("other work kept about 0.8 of 2 cores busy through 48% of this run: "
+                                                "no CPU pass stopped `disturbed`, but those measured beside it may")
