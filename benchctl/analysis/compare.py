@@ -158,7 +158,12 @@ def compare(base: pd.DataFrame, new: pd.DataFrame, threshold: float = 0.05, alph
     cells += [CellChange(*cell(k), verdict=Verdict.ONLY_IN_NEW, new_status=b[k]["status"]) for k in b if k not in a]
     counts = {v: sum(c.verdict == v for c in cells) for v in VERDICTS}
     return Comparison(tuple(cells), env_differences(base, new, base_meta, new_meta), threshold, alpha, counts,
-                      (median_bandwidth(base), median_bandwidth(new)))
+                      (median_bandwidth(base), median_bandwidth(new)), (_busy(base_meta), _busy(new_meta)))
+
+
+def _busy(metas: Sequence[Mapping[str, Any]]) -> Mapping[str, float] | None:
+    """The stretch other work kept cores busy through a run (its metadata's `busy_stretch`), if any."""
+    return next((m["busy_stretch"] for m in metas if m.get("busy_stretch")), None)
 
 
 def median_bandwidth(rows: pd.DataFrame) -> float | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Any, NamedTuple, Sequence
+from typing import Any, Mapping, NamedTuple, Sequence
 
 from benchctl.analysis.verdict import CODE_UNCHANGED, DECISIVE, TIMED_APART
 from benchctl.vocab import Verdict
@@ -87,6 +87,7 @@ class Comparison:
     alpha: float = 0.05
     counts: dict[str, int] = field(default_factory=dict)
     bandwidth: tuple[float | None, float | None] = (None, None)  # median mem_gbps of BASE and NEW
+    busy: tuple[Mapping[str, float] | None, ...] = (None, None)  # each run's metadata's busy_stretch (sweep/session.py)
 
     @property
     def regressions(self) -> list[CellChange]:
@@ -114,6 +115,11 @@ class Comparison:
         if base and new and abs(new / base - 1) > BANDWIDTH_CHANGE:
             out.append(f"the machine's memory bandwidth differed: {base:.1f} GB/s in base, {new:.1f} GB/s in new "
                        "(median of the probes); memory-bound cells move with it, whatever the code did")
+        for side, stretch in zip(("base", "new"), self.busy):
+            if stretch:
+                out.append(f"other work kept about {stretch['cores']:.1f} cores busy through {stretch['share']:.0%} "
+                           f"of the {side} run: its CPU cells may read slower than their code, marked or not; "
+                           "compare runs measured with nothing else running")
         out += _code_warnings(self.cells)
         apart = sorted({c.reason for c in self.cells if c.reason and c.reason.startswith(TIMED_APART)})
         if apart:
@@ -128,6 +134,7 @@ class Comparison:
         return {
             "threshold": self.threshold, "alpha": self.alpha, "counts": self.counts, "warnings": self.warnings(),
             "bandwidth_gbps": {"base": self.bandwidth[0], "new": self.bandwidth[1]},
+            "busy_stretch": {"base": self.busy[0], "new": self.busy[1]},
             "env_differences": [d._asdict() for d in self.env_differences],
             # "pass" as in the results files (the field cannot be named so in Python)
             "cells": [{("pass" if k == "pass_name" else k): _json_safe(v) for k, v in asdict(c).items()}

@@ -266,6 +266,16 @@ def test_runs_measured_at_different_memory_bandwidth_get_a_warning():
     assert compare.compare(base, frame([row(samples=timed(1e-3, 2))])).warnings() == []  # no probes in new
 
 
+def test_a_run_other_work_shared_the_machine_with_gets_a_warning():
+    base, new = frame([row(samples=timed(1e-3, 1))]), frame([row(samples=timed(1e-3, 2))])
+    result = compare.compare(base, new, base_meta=[{"busy_stretch": None}],
+                             new_meta=[{"busy_stretch": {"cores": 1.0, "share": 0.48}}])
+    (warning,) = result.warnings()
+    assert warning.startswith("other work kept about 1.0 cores busy through 48% of the new run: its CPU cells may")
+    assert result.to_dict()["busy_stretch"] == {"base": None, "new": {"cores": 1.0, "share": 0.48}}
+    assert compare.compare(base, new).warnings() == []
+
+
 def test_environment_comes_from_run_json_when_rows_lack_it():
     base = frame([row(samples=timed(1e-3, 1), host=None)])
     new = frame([row(samples=timed(1e-3, 2), host=None)])
