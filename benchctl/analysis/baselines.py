@@ -17,6 +17,7 @@ from typing import Any
 import pandas as pd
 
 from benchctl.errors import UsageError
+from benchctl.analysis.machine_lines import busy_through
 from benchctl.results import storage
 from benchctl.vocab import Device, Status
 
@@ -90,8 +91,8 @@ def _quiet(run_dir: Path) -> None:
     beside a compile that came and went, one of lstm_cell's passes read 0.339 ms against 0.213 ms quiet."""
     stretch = storage.run_meta(run_dir).get("busy_stretch")
     if stretch:
-        raise UsageError(f"other work kept about {stretch['cores']:.1f} cores busy through {stretch['share']:.0%} of "
-                         f"{run_dir}: a baseline keeps a run measured with nothing else running")
+        raise UsageError(f"{busy_through(stretch)} {run_dir}: a baseline keeps a run measured with nothing else "
+                         "running")
 
 
 def saved(root: Path, name: str | None = None) -> list[dict[str, Any]]:

@@ -7,6 +7,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping, NamedTuple, Sequence
 
+from benchctl.analysis.machine_lines import busy_through
 from benchctl.analysis.verdict import CODE_UNCHANGED, DECISIVE, TIMED_APART
 from benchctl.vocab import Verdict
 
@@ -117,9 +118,8 @@ class Comparison:
                        "(median of the probes); memory-bound cells move with it, whatever the code did")
         for side, stretch in zip(("base", "new"), self.busy):
             if stretch:
-                out.append(f"other work kept about {stretch['cores']:.1f} cores busy through {stretch['share']:.0%} "
-                           f"of the {side} run: its CPU cells may read slower than their code, marked or not; "
-                           "compare runs measured with nothing else running")
+                out.append(f"{busy_through(stretch)} the {side} run: its CPU cells may read slower than their code, "
+                           "marked or not; compare runs measured with nothing else running")
         out += _code_warnings(self.cells)
         apart = sorted({c.reason for c in self.cells if c.reason and c.reason.startswith(TIMED_APART)})
         if apart:

@@ -42,16 +42,21 @@ def slow_run_line(rows: pd.DataFrame) -> str | None:
             "change against the canary of both runs")
 
 
+def busy_through(stretch: Mapping[str, float], cores: int | None = None) -> str:
+    """A run's `busy_stretch` as words: "other work kept about 1.0 [of 2] cores busy through 48% of"."""
+    of = f" of {cores}" if cores else ""
+    return f"other work kept about {stretch['cores']:.1f}{of} cores busy through {stretch['share']:.0%} of"
+
+
 def busy_run_line(rows: pd.DataFrame, stretch: Mapping[str, float] | None, cores: int) -> str | None:
     """A line under the tables where other work kept cores busy through a stretch of the run (`stretch`: the run
     metadata's `busy_stretch`, the median busy cores then and the share of the run): the passes measured beside
     it that stopped `disturbed` are its times as much as the code's; the others may read slow."""
     if not stretch:
         return None
-    busy, share = stretch["cores"], stretch["share"]
     cpu = rows[(rows["device"] == Device.CPU) & (rows["status"] == Status.OK)] if "device" in rows else rows[:0]
     stalled = int(cpu.apply(disturbed, axis=1).sum()) if len(cpu) else 0
-    said = f"other work kept about {busy:.1f} of {cores} cores busy through {share:.0%} of this run"
+    said = f"{busy_through(stretch, cores)} this run"
     if not stalled:
         return (f"{said}: no CPU pass stopped `disturbed`, but those measured beside it may read slow (`slow` where "
                 "the canary saw it; the report's machine chart shows when)")

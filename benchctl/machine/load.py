@@ -99,13 +99,14 @@ class Timeline:
             previous = now
 
 
-def busy_stretch(samples: Sequence[Mapping[str, float]], share: float = BUSY_SHARE) -> tuple[float, float] | None:
+def busy_stretch(samples: Sequence[Mapping[str, float]], share: float = BUSY_SHARE) -> dict[str, float] | None:
     """Where other work kept BUSY_WARN_CORES or more busy for `share` of a timeline's samples or more: the
-    median of those samples' busy cores, and their share of the timeline; else None."""
+    median of those samples' busy cores (`cores`) and their share of the timeline (`share`), as a run's metadata
+    keeps them (`busy_stretch`); else None."""
     busy = [s["other_cores"] for s in samples if s["other_cores"] >= BUSY_WARN_CORES]
     if not samples or len(busy) < share * len(samples):
         return None
-    return statistics.median(busy), len(busy) / len(samples)
+    return {"cores": round(statistics.median(busy), 2), "share": round(len(busy) / len(samples), 3)}
 
 
 def load_between(before: tuple[int, int, int, int], after: tuple[int, int, int, int],

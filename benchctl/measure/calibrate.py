@@ -141,8 +141,8 @@ def calibrate(devices: list[str]) -> dict[str, dict[str, float]]:
             _add_cpu_speed(peaks["cpu"], counts, windows)
     stretch = load.busy_stretch(watched.samples, BUSY_SHARE)
     if stretch is not None:
-        raise BusyMachine(f"other work kept about {stretch[0]:.1f} cores busy through {stretch[1]:.0%} of the "
-                          "calibration, whose peaks and canary would hold every later run to what it left: "
+        raise BusyMachine(f"other work kept about {stretch['cores']:.1f} cores busy through {stretch['share']:.0%} "
+                          "of the calibration, whose peaks and canary would hold every later run to what it left: "
                           "nothing was stored; calibrate again once it has stopped")
     path = calibration_path()
     path.parent.mkdir(parents=True, exist_ok=True)

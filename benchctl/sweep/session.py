@@ -95,9 +95,7 @@ class Session:
     def _finish(self, state: RunState = RunState.COMPLETE, reason: str | None = None) -> None:
         """The run's metadata closed, with the stretch of it other work kept cores busy (`busy_stretch`: the
         median busy cores then and the share of the run, machine/load.py; None for a quiet run)."""
-        stretch = load.busy_stretch(self.writer.meta["timeline"])
-        self.writer.meta["busy_stretch"] = {"cores": round(stretch[0], 2), "share": round(stretch[1], 3)} \
-            if stretch else None
+        self.writer.meta["busy_stretch"] = load.busy_stretch(self.writer.meta["timeline"])
         self.writer.finish(state, reason)
 
     def _run_here(self, on_start: Callable[[Cell], None], on_done: Callable[[Cell, Rows], None],

@@ -94,7 +94,8 @@ def test_run_py_cpu_writes_parquet_with_all_passes(tmp_path):
 
 def test_a_busy_machine_is_warned_about_and_recorded(tmp_path, monkeypatch):
     monkeypatch.setattr("benchctl.machine.facts.busy_cores", lambda: 1.5)
-    monkeypatch.setattr("benchctl.machine.load.busy_stretch", lambda samples: (1.5, 0.5))  # and through the run
+    through = {"cores": 1.5, "share": 0.5}  # and through the run
+    monkeypatch.setattr("benchctl.machine.load.busy_stretch", lambda samples: through)
     result = invoke("run", "py", "cpu", "--op", "hoconv2d", "--target", "filter", "--batch-sizes", "1",
                     "--param", "H=12", "--param", "W=12", "--passes", "forward",
                     "--min-time", "0", "--warmup-time", "0",
@@ -103,7 +104,7 @@ def test_a_busy_machine_is_warned_about_and_recorded(tmp_path, monkeypatch):
     assert "about 1.5 of" in result.output and "busy with other work" in result.output
     (run,) = tmp_path.iterdir()
     meta = json.loads((run / "_run.json").read_text())
-    assert meta["busy_cores_at_start"] == 1.5 and meta["busy_stretch"] == {"cores": 1.5, "share": 0.5}
+    assert meta["busy_cores_at_start"] == 1.5 and meta["busy_stretch"] == through
     assert "other work kept about 1.5 of" in result.output and "through 50% of this run" in result.output
     assert meta["references"] == {"hoconv2d": "py"}  # the report's default baseline
     assert meta["tf32"] == "default"

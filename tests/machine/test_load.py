@@ -71,6 +71,6 @@ def test_without_proc_the_timeline_stays_empty(tmp_path):
 
 def test_a_stretch_of_other_work_is_its_median_busy_cores_and_its_share_of_the_run():
     quiet, busy = {"other_cores": 0.1}, [{"other_cores": c} for c in (0.9, 1.0, 1.2)]
-    assert load.busy_stretch([quiet] * 7 + busy) == (1.0, 0.3)
+    assert load.busy_stretch([quiet] * 7 + busy) == {"cores": 1.0, "share": 0.3}
     assert load.busy_stretch([quiet] * 28 + busy[:2]) is None  # under a tenth of the run
     assert load.busy_stretch([]) is None
