@@ -11,7 +11,7 @@ below the floor stays `below_floor`, now re-checked; a large speedup that holds,
 `ok` and says it was re-checked (a real 125x kernel is not flagged). One that reads under the limit in the
 re-check takes the re-check's row, which says so; and where the re-check or the reference is `disturbed` (too
 few samples the machine left alone), the row keeps its first measurement and says the re-check could not tell:
-beside a compile, honest 7-25x kernels read 52-1430x over a reference stalled by whole scheduler ticks, and
+beside a compile, honest 6.6-25x kernels read 52-1430x over a reference stalled by whole scheduler ticks, and
 their re-checks, stalled again, read 17-2655x. Every such row records `rechecked`. The local executor
 re-checks speedups (it has every implementation's rows); the fan-out executors re-check the floor only.
 """
