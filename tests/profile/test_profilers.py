@@ -162,7 +162,13 @@ def test_run_loop_counts_the_time_its_thread_waited_for_a_core() -> None:
             n.kill()
             n.wait()
     assert loop.waited_s > 0 and loop.cpu_s >= 0.2
-    assert loop.cpu_s + loop.waited_s <= 1.01 * loop.timed_s  # on a core or waiting for one: within the wall
+    # on a core or waiting for one: within the wall, to a scheduler slice (the CPU clock and the run-queue delay are
+    # read outside the wall clock's reads, so a wait for a core between the two lands in them and not in the wall:
+    # once 2.8 ms over 1% of a 245 ms loop beside two spinning neighbours)
+    assert loop.cpu_s + loop.waited_s <= 1.01 * loop.timed_s + SLICE_S
+
+
+SLICE_S = 0.01  # a scheduler slice, at most, beside a neighbour on every core
 
 
 def _spin() -> None:  # 20 ms on this thread's CPU clock, however long the wall clock takes
