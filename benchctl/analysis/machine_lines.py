@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from benchctl.analysis.speedup import disturbed
-from benchctl.results.schema import SLOW_PHASE
+from benchctl.results.schema import SLOW_PHASE, beside_work
 from benchctl.vocab import Device, Status
 
 # Passes enough to say that the run's canary read far faster, or slower, than calibrated (slow_calibration_line,
@@ -51,18 +51,30 @@ def busy_through(stretch: Mapping[str, float], cores: int | None = None) -> str:
 def busy_run_line(rows: pd.DataFrame, stretch: Mapping[str, float] | None, cores: int) -> str | None:
     """A line under the tables where other work kept cores busy through a stretch of the run (`stretch`: the run
     metadata's `busy_stretch`, the median busy cores then and the share of the run): the passes measured beside
-    it that stopped `disturbed` are its times as much as the code's; the others may read slow."""
+    it, stopped `disturbed` or timed `busy`, are its times as much as the code's."""
     if not stretch:
         return None
     cpu = rows[(rows["device"] == Device.CPU) & (rows["status"] == Status.OK)] if "device" in rows else rows[:0]
-    stalled = int(cpu.apply(disturbed, axis=1).sum()) if len(cpu) else 0
+    stalled = cpu.apply(disturbed, axis=1) if len(cpu) else pd.Series(dtype=bool)
+    beside = cpu.apply(beside_work, axis=1) & ~stalled if len(cpu) else pd.Series(dtype=bool)
     said = f"{busy_through(stretch, cores)} this run"
-    if not stalled:
-        return (f"{said}: no CPU pass stopped `disturbed`, but those measured beside it may read slow (`slow` where "
-                "the canary saw it; the report's machine chart shows when)")
-    return (f"{said}: {stalled} of {len(cpu)} CPU passes stopped `disturbed`, their times as much its as the code's "
-            "(the report's machine chart shows when); measure again with it gone, or with --threads that fit in "
-            "the cores it left")
+    if stalled.any() or beside.any():
+        fit = ", or with --threads that fit in the cores it left" if stalled.any() else ""
+        return (f"{said}: {_counted(int(stalled.sum()), int(beside.sum()), len(cpu))}, their times as much its as "
+                f"the code's (the report's machine chart shows when); measure again with it gone{fit}")
+    if "other_cores" in cpu and cpu["other_cores"].notna().any():
+        return f"{said}: no CPU pass was timed beside it"
+    return (f"{said}: no CPU pass stopped `disturbed`, but those measured beside it may read slow (`slow` where "
+            "the canary saw it; the report's machine chart shows when)")
+
+
+def _counted(stalled: int, beside: int, passes: int) -> str:
+    """How many of the run's CPU `passes` stopped `disturbed`, and how many more were timed `busy`."""
+    if stalled and beside:
+        return f"{stalled} of {passes} CPU passes stopped `disturbed` and {beside} more were timed beside it (`busy`)"
+    if stalled:
+        return f"{stalled} of {passes} CPU passes stopped `disturbed`"
+    return f"{beside} of {passes} CPU passes were timed beside it (`busy`)"
 
 
 def _median_canary(rows: pd.DataFrame) -> tuple[float | None, int]:

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from benchctl.results import storage
-from benchctl.results.schema import CANARY_SLOW, CELL_COLUMNS, beyond_threads
+from benchctl.results.schema import BUSY_WARN_CORES, CANARY_SLOW, CELL_COLUMNS, beside_work, beyond_threads
 from benchctl.analysis.speedup import (PARTNER_APART, disturbed, partner_apart, partner_drift, present_value,
                                       speedup_label)
 from benchctl.analysis.verdict import timing_kinds
@@ -76,6 +76,7 @@ MARKS = {
     "~": "noisy",
     "dist": "disturbed, too few clean samples",
     "slow": f"the machine's canary over {CANARY_SLOW:.0%} slower than calibrated",
+    "busy": f"timed while other work kept {BUSY_WARN_CORES} cores or more busy",
     "os": "mostly OS time",
     "host": "host-bound",
     "mem": "machine's memory bandwidth low",
@@ -173,6 +174,8 @@ def _cell(row: dict | None, base: dict | None, is_ref: bool, typical_gbps: float
         text += " dist"
     if slow_machine(row):
         text += " slow"
+    if beside_work(row):
+        text += " busy"
     if _share_at_least(row, "sys_s", OS_HEAVY):
         text += " os"
     if _share_at_least(row, "host_s", HOST_BOUND):

@@ -47,11 +47,12 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from benchctl.results.schema import CANARY_SLOW, SLOW_PHASE
+from benchctl.results.schema import CANARY_SLOW, SLOW_PHASE, beside_work
 from benchctl.vocab import Device, Stop, TimingMode, Verdict
 
 # Why a change the samples call real is still `unsure`.
 DISTURBED, NOISY, ONE_PROCESS = "disturbed", "noisy", "one process"
+BESIDE_WORK = "beside other work"  # a side timed while other processes kept cores busy (`other_cores`)
 # A side whose rounds still split into two modes after the sweep measured it again (pooling.py): the row keeps
 # one mode's median, and on a VM that drifts which mode is the majority is chance (one A/A pair read 48.8%
 # faster from a slow mode of 0.414 ms against rounds of 0.20-0.27 ms).
@@ -139,11 +140,14 @@ def verdict(interval: tuple[float, float] | None, p_value: float | None, min_eff
 
 def doubt(ratio: float, sides: Sequence[dict], min_effect: float) -> str | None:
     """Why a change of `ratio` (new / base) cannot be trusted as slower or faster, given each side's row
-    (its stop, noisy flag, processes and the spread between them); None when nothing stands in the way."""
+    (its stop, noisy flag, the cores other work kept busy, processes and the spread between them); None when
+    nothing stands in the way."""
     if any(r.get("stop") == Stop.DISTURBED for r in sides):
         return DISTURBED
     if any(r.get("noisy") for r in sides):
         return NOISY
+    if any(map(beside_work, sides)):
+        return BESIDE_WORK
     if any(_present(r.get("mode_slow_s")) for r in sides):
         return ROUNDS_SPLIT
     change = abs(math.log(ratio)) if ratio > 0 else math.inf

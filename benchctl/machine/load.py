@@ -3,8 +3,9 @@ a second, for the run's metadata (`timeline`) and the report's machine chart.
 
 Busy cores come from /proc/stat (all processes) less the CPU time of this process and its descendants
 (the sweep's workers and what they start), read from /proc/PID/stat. Steal is the time the hypervisor
-gave this VM's CPUs to someone else. A look at the start of a run (`busy_cores_at_start`) misses whatever starts later: a
-compile beside a sweep, a test run, a browser.
+gave this VM's CPUs to someone else. A look at the start of a run (`busy_cores_at_start`) misses whatever starts
+later: a compile beside a sweep, a test run, a browser. Each CPU pass reads the same ticks before and after it
+(`ticks`, `other_cores`): the cores its neighbours kept busy while it was timed, a row's `other_cores`.
 """
 
 from __future__ import annotations
@@ -16,9 +17,12 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from benchctl.machine import facts
+from benchctl.results.schema import BUSY_WARN_CORES
+
 INTERVAL_S = 1.0
 PROC = Path("/proc")
-BUSY_WARN_CORES = 0.5  # cores kept busy by other processes from which a CPU measurement shares the machine
+Ticks = tuple[int, int, int, int]  # jiffies: busy, steal and total over all CPUs; this process tree's own
 BUSY_SHARE = 0.1  # of a run's timeline with BUSY_WARN_CORES or more kept busy, from which its summary says so
 
 
@@ -52,6 +56,23 @@ def own_ticks(pid: int, proc: Path = PROC) -> int:
     return sum(ticks.get(p, 0) for p in ours)
 
 
+def ticks(pid: int | None = None, proc: Path = PROC) -> Ticks | None:
+    """The machine's jiffies and those of process `pid` (this one) with its descendants; None without /proc."""
+    try:
+        return (*machine_ticks(proc), own_ticks(pid or os.getpid(), proc))
+    except (OSError, ValueError, IndexError):  # no /proc, or a file read while it changed
+        return None
+
+
+def other_cores(before: Ticks | None, after: Ticks | None) -> float | None:
+    """The cores other processes than this one and its descendants kept busy between two `ticks` readings
+    (None where either is missing): a pass's neighbours, whether or not its threads waited for them."""
+    if before is None or after is None:
+        return None
+    found = load_between(before, after, os.cpu_count() or 1)
+    return found["other_cores"] if found else None
+
+
 class Timeline:
     """Samples the load every `interval` seconds in a daemon thread while it runs (a context manager).
     `samples` holds {"t": seconds since the start, "other_cores": busy cores not ours, "steal_cores"}."""
@@ -64,9 +85,8 @@ class Timeline:
         self._thread: threading.Thread | None = None
 
     def __enter__(self) -> "Timeline":
-        try:
-            previous = self._read()
-        except (OSError, ValueError, IndexError):  # no /proc: nothing to sample
+        previous = ticks(self.pid, self.proc)
+        if previous is None:  # no /proc: nothing to sample
             return self
         start = self.clock()
         self._thread = threading.Thread(target=self._loop, args=(previous, start), name="load-timeline", daemon=True)
@@ -83,20 +103,27 @@ class Timeline:
         neighbour that runs through most of the block, not one moment's."""
         return statistics.median(s["other_cores"] for s in self.samples) if self.samples else None
 
-    def _read(self) -> tuple[int, int, int, int]:
-        busy, steal, total = machine_ticks(self.proc)
-        return busy, steal, total, own_ticks(self.pid, self.proc)
-
-    def _loop(self, previous: tuple[int, int, int, int], start: float) -> None:
+    def _loop(self, previous: Ticks, start: float) -> None:
         while not self._stop.wait(self.interval):
-            try:
-                now = self._read()
-            except (OSError, ValueError, IndexError):  # a file read while it changed: the next one
+            now = ticks(self.pid, self.proc)
+            if now is None:  # a file read while it changed: the next one
                 continue
             sample = load_between(previous, now, os.cpu_count() or 1)
             if sample is not None:
                 self.samples.append({"t": round(self.clock() - start, 2), **sample})
             previous = now
+
+
+def wait_for_quiet(seconds: float, read: Callable[[], float | None] = lambda: facts.busy_cores(interval=1.0),
+                   clock: Callable[[], float] = time.monotonic) -> tuple[float | None, float]:
+    """Reads the cores busy (`read`: over a second) until a reading is under BUSY_WARN_CORES, `seconds` readings
+    at most (one at least): that reading, else the last (None: the machine cannot tell), and the seconds taken."""
+    start, busy = clock(), None
+    for _ in range(max(1, int(seconds))):
+        busy = read()
+        if busy is None or busy < BUSY_WARN_CORES:
+            break
+    return busy, clock() - start
 
 
 def busy_stretch(samples: Sequence[Mapping[str, float]], share: float = BUSY_SHARE) -> dict[str, float] | None:
@@ -109,8 +136,7 @@ def busy_stretch(samples: Sequence[Mapping[str, float]], share: float = BUSY_SHA
     return {"cores": round(statistics.median(busy), 2), "share": round(len(busy) / len(samples), 3)}
 
 
-def load_between(before: tuple[int, int, int, int], after: tuple[int, int, int, int],
-                 cores: int) -> dict[str, float] | None:
+def load_between(before: Ticks, after: Ticks, cores: int) -> dict[str, float] | None:
     """Busy cores of other processes and steal cores between two readings (busy, steal, total, own)."""
     busy, steal, total, own = (a - b for a, b in zip(after, before))
     if total <= 0:

@@ -28,12 +28,12 @@ import torch
 from benchctl.cache import cache_dir
 
 from benchctl.errors import BenchError
-from benchctl.machine import caches, facts, load, membw
+from benchctl.machine import caches, load, membw
 from benchctl.measure import trust
 from benchctl.measure.execute import make_clock
 from benchctl.measure.timing import Policy, measure
 from benchctl.ops.cells import DTYPES
-from benchctl.results.schema import CANARY_SLOW
+from benchctl.results.schema import BUSY_WARN_CORES, CANARY_SLOW
 from benchctl.vocab import DTYPE_NAMES, TF32_PEAK, Device
 
 COPY_BYTES = 256 * 1024 * 1024
@@ -153,14 +153,11 @@ def calibrate(devices: list[str]) -> dict[str, dict[str, float]]:
 def _wait_for_quiet() -> None:
     """Returns at the first second in which other work keeps under BUSY_WARN_CORES busy, within QUIET_WAIT_S;
     else raises BusyMachine."""
-    busy = None
-    for _ in range(QUIET_WAIT_S):
-        busy = facts.busy_cores(interval=1.0)
-        if busy is None or busy < load.BUSY_WARN_CORES:
-            return
-    raise BusyMachine(f"other work keeps about {busy:.1f} cores busy (for {QUIET_WAIT_S} s): a calibration now "
-                      "would hold every later run to what it leaves; nothing was measured, calibrate once it has "
-                      "stopped")
+    busy = load.wait_for_quiet(QUIET_WAIT_S)[0]
+    if busy is not None and busy >= BUSY_WARN_CORES:
+        raise BusyMachine(f"other work keeps about {busy:.1f} cores busy (for {QUIET_WAIT_S} s): a calibration now "
+                          "would hold every later run to what it leaves; nothing was measured, calibrate once it "
+                          "has stopped")
 
 
 def _device_peaks(device: str, between: Callable[[], None]) -> dict[str, Any]:

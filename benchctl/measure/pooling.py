@@ -25,7 +25,8 @@ aside; two such rounds outvoted the clean one as "the slow mode", and the row re
 
 A round more than MODES_APART slower than another round of the same worker process (a re-measurement
 adds one round in each), whose canary (machine/canary.py) read more than SLOW_PHASE slower than that
-round's, is set aside: its median stays in `round_medians_s`, the message names it, and its samples are
+round's, or that was timed beside other work (`other_cores`, machine/load.py) where that round was not, is set
+aside: its median stays in `round_medians_s`, the message names it, and its samples are
 not pooled. A slow phase of the VM lasts seconds and slows a round, and the canary taken around the round
 shows it; a process that landed in a slower mode stays in it for its whole life, so it is slow in every
 round, keeps them, and shows in the spread between processes (docs/measuring.md, "Slow phases"). Without
@@ -43,18 +44,19 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from benchctl.analysis.pairs import pair_ratios
-from benchctl.measure import rates
+from benchctl.measure import rates, trust
 from benchctl.measure.paired import ratio_stats
 from benchctl.measure.stats import is_noisy, join_messages, noisy_message, notes, set_aside_message, summarize
 from benchctl.measure.timing import Policy, too_disturbed
-from benchctl.results.schema import PAIRED_COLUMNS, SLOW_PHASE, clean_samples
+from benchctl.results.schema import PAIRED_COLUMNS, SLOW_PHASE, beside_work, clean_samples
 from benchctl.vocab import Stop
 
 Round = Mapping[str, Any]  # one round's result (a PassResult), read by column
 Rounds = Sequence[Round]
 MODES_APART = 0.10  # round medians this far apart (slowest / fastest - 1) are two modes, not noise
 # per call: pooled
-MEDIAN_OF_ROUNDS = ("page_faults", "sys_s", "cpu_cores", "host_s", "mem_gbps", "canary_s", "canary_ratio")
+MEDIAN_OF_ROUNDS = ("page_faults", "sys_s", "cpu_cores", "host_s", "mem_gbps", "canary_s", "canary_ratio",
+                    "other_cores")
 
 
 def pooled(rounds: Rounds) -> dict[str, Any]:
@@ -80,7 +82,8 @@ def pooled(rounds: Rounds) -> dict[str, Any]:
                "peak_mem_bytes": _max_of(r.get("peak_mem_bytes") for r in kept),
                **{c: _median_of(r.get(c) for r in kept) for c in MEDIAN_OF_ROUNDS}, **_clocks(kept),
                "wall_s": sum(r.get("wall_s") or 0.0 for r in rounds),
-               **_pair_statistics(kept), **modes, "message": said}
+               **_pair_statistics(kept), **modes}
+    columns["message"] = join_messages(said, trust.beside(columns))
     return {**columns, **_rates(rounds[0], columns["median_s"])}
 
 
@@ -116,16 +119,19 @@ def _slow_phase(rounds: Rounds, medians: Sequence[float]) -> set[int]:
 
 
 def _slower_machine(r: Round, fast: Round) -> bool:
-    """The canary read around round `r` more than SLOW_PHASE slower than around round `fast`."""
+    """The canary read around round `r` more than SLOW_PHASE slower than around round `fast`, or other work kept
+    cores busy beside `r` (`beside_work`) and not beside `fast`."""
     slow_s, fast_s = r.get("canary_s"), fast.get("canary_s")
-    return bool(slow_s and fast_s) and slow_s > fast_s * (1 + SLOW_PHASE)
+    slower = bool(slow_s and fast_s) and slow_s > fast_s * (1 + SLOW_PHASE)
+    return slower or (beside_work(r) and not beside_work(fast))
 
 
 def _aside_message(aside: set[int]) -> str:
     if not aside:
         return ""
     return (f"round(s) {', '.join(map(str, sorted(aside)))} set aside: over {MODES_APART:.0%} slower than "
-            f"another round of the same process, its canary over {SLOW_PHASE:.0%} slower (a slow phase of the machine)")
+            f"another round of the same process, its canary over {SLOW_PHASE:.0%} slower (a slow phase of the machine) "
+            "or other work beside it alone")
 
 
 def _blind_message(blind: set[int]) -> str:

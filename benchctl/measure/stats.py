@@ -14,7 +14,8 @@ from benchctl.vocab import Device
 
 CI_LEVEL = 0.95  # the confidence interval of the median that rows record
 CI_TARGET = 0.01  # converged: that interval within +-1% of the median
-NOISY, DISTURBED = "noisy: ", "disturbed: "  # how the doubts a pass's samples give begin (the messages below)
+# how the doubts a pass's samples and its neighbours give begin (the messages below)
+NOISY, DISTURBED, BUSY = "noisy: ", "disturbed: ", "busy: "
 
 
 def _rank(n: int) -> int:
@@ -78,16 +79,22 @@ def set_aside_message(disturbed: Sequence[bool], how: str) -> str:
     return f"{DISTURBED}{set_aside} of {n} samples ({set_aside / n:.0%}) {how}, {n - set_aside} clean sample(s) left"
 
 
+def busy_message(other_cores: float, cores: int) -> str:
+    """A pass timed while other processes kept `other_cores` of the machine's `cores` busy."""
+    return (f"{BUSY}other work kept about {other_cores:.1f} of {cores} cores busy while it was timed: its time is "
+            "that machine's, not a quiet one's")
+
+
 def join_messages(*messages: str | None) -> str:
     """A row's messages as one, in order, the empty ones left out."""
     return "; ".join(filter(None, messages))
 
 
 def notes(message: str | None) -> list[str]:
-    """A row's message without the doubts its samples give (noisy, disturbed): what it says of the call
+    """A row's message without the doubts its samples and neighbours give (noisy, disturbed, busy): what it says of the call
     itself (timed alone, work left on another stream, ...), which pooled rounds keep while they derive
     the doubts anew."""
-    return [part for part in (message or "").split("; ") if part and not part.startswith((NOISY, DISTURBED))]
+    return [part for part in (message or "").split("; ") if part and not part.startswith((NOISY, DISTURBED, BUSY))]
 
 
 def summarize(samples: list[float] | tuple[float, ...]) -> dict[str, float]:

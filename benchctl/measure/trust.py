@@ -1,37 +1,42 @@
 """What a row says of whether its number can be trusted: the samples set aside as disturbed
-(interference.py), the machine around the pass (its memory bandwidth, compute canary and the OS's work),
-and a median under the pass's floor, which no implementation can beat.
+(interference.py), the machine around the pass (its memory bandwidth, compute canary, the cores other processes
+kept busy, and the OS's work), and a median under the pass's floor, which no implementation can beat.
 """
 
 from __future__ import annotations
 
+import os
 import statistics
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from benchctl.machine import canary, membw
+from benchctl.machine import canary, load, membw
 from benchctl.measure import cores
 from benchctl.measure.clocks import OsUsage
 from benchctl.measure.rates import Floor
-from benchctl.measure.stats import disturbed_message, join_messages, noisy_message
+from benchctl.measure.stats import busy_message, disturbed_message, join_messages, noisy_message
 from benchctl.measure.timing import Measurement
+from benchctl.results.schema import beside_work
 from benchctl.vocab import Status, Stop
 
 FLOOR_MARGIN = 0.10  # a median this far under its floor is below_floor
+Probe = tuple[float, float, load.Ticks | None]  # memory read GB/s, the compute canary's s, the machine's ticks
 
 
-def probe() -> tuple[float, float]:
-    """The machine right now: its memory read bandwidth (GB/s) and its compute canary (s)."""
-    return membw.probe(), canary.canary()
+def probe() -> Probe:
+    """The machine right now: its memory read bandwidth (GB/s), its compute canary (s), and the CPU ticks of all
+    processes and of this one (load.py), read last, so that a pass's two probes bracket it."""
+    return membw.probe(), canary.canary(), load.ticks()
 
 
-def machine_around(before: tuple[float, float], after: tuple[float, float],
-                   peaks: Mapping[str, Any], threads: int | None) -> dict[str, Any]:
+def machine_around(before: Probe, after: Probe, peaks: Mapping[str, Any], threads: int | None) -> dict[str, Any]:
     """The machine's memory bandwidth and compute canary around a pass (the means of the readings before and
-    after it), and the canary against its calibrated time on the pass's `threads` (its row's)."""
+    after it), the canary against its calibrated time on the pass's `threads` (its row's), and the cores other
+    processes kept busy between the two (`other_cores`)."""
     canary_s = (before[1] + after[1]) / 2
     return {"mem_gbps": (before[0] + after[0]) / 2, "canary_s": canary_s,
-            "canary_ratio": canary.slowdown(canary_s, canary.calibrated_s(peaks, threads))}
+            "canary_ratio": canary.slowdown(canary_s, canary.calibrated_s(peaks, threads)),
+            "other_cores": load.other_cores(before[2], after[2])}
 
 
 def os_work(usage: Sequence[OsUsage]) -> dict[str, float]:
@@ -62,6 +67,12 @@ def doubts(m: Measurement) -> str:
                          noisy_message(m.stats) if m.noisy else None)
 
 
+def beside(columns: Mapping[str, Any]) -> str:
+    """What to say where other processes kept cores busy while the pass was timed (`beside_work`; empty where
+    they did not): its threads may never have waited for a core and still read slow (memory, caches)."""
+    return busy_message(columns["other_cores"], os.cpu_count() or 1) if beside_work(columns) else ""
+
+
 def stray(per_call: Sequence[float]) -> str:
     """What to say where sampled GPU calls left work on another stream (clocks.CudaEventClock): their
     samples count that work, up to the moment the whole device was idle (empty where none did)."""
@@ -77,7 +88,7 @@ def stray(per_call: Sequence[float]) -> str:
 class Around:
     """What was recorded around a pass's sampled calls: the probes before and after it (CPU), the OS's
     work of each call (CPU clock), and each call's host time and work left on other streams (GPU clock)."""
-    probes: tuple[tuple[float, float], tuple[float, float]] | None = None
+    probes: tuple[Probe, Probe] | None = None
     cpu_peaks: Mapping[str, Any] = field(default_factory=dict)
     usage: Sequence[OsUsage] | None = None
     host: Sequence[float] = ()
@@ -95,7 +106,7 @@ def judged(columns: Mapping[str, Any], m: Measurement, around: Around, floor: Fl
         out.update(os_work(around.usage))
     if around.host:
         out["host_s"] = statistics.median(around.host)
-    message = join_messages(columns.get("message"), stray(around.stray), doubts(m))
+    message = join_messages(columns.get("message"), stray(around.stray), doubts(m), beside(out))
     if message:
         out["message"] = message
     return {**out, **below_floor({**columns, **out}, floor)}

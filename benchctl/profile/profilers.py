@@ -30,6 +30,7 @@ from benchctl.profile import perf_map
 from benchctl.profile.handshake import BUILD_GRACE_S, wait_attached, wait_ready
 from benchctl.profile.stacks import KEEP_ROWS, Stacks, TopFrames, parse_collapsed, speedscope, top_frames
 from benchctl.results import storage
+from benchctl.results.schema import BUSY_WARN_CORES
 from benchctl.vocab import Pass, Status
 
 if TYPE_CHECKING:  # cells imports torch, which the parent process has no need of
@@ -87,7 +88,7 @@ class ProfileResult:
     @property
     def shared(self) -> bool:
         """Profiled while other work kept a core busy: the loop's threads waited for it, as `run` warns."""
-        return self.other_cores is not None and self.other_cores >= load.BUSY_WARN_CORES
+        return self.other_cores is not None and self.other_cores >= BUSY_WARN_CORES
 
     @property
     def ran(self) -> float | None:

@@ -11,7 +11,7 @@ import pandas as pd
 from benchctl.report import charts, compile_marks
 from benchctl.report.speedups import labels
 from benchctl.results import storage
-from benchctl.results.schema import ENV_FIELDS
+from benchctl.results.schema import ENV_FIELDS, beside_work
 from benchctl.analysis.speedup import disturbed
 from benchctl.analysis.summary import axis_value_text, legend_of, marks_in, probed, slow_machine
 from benchctl.analysis.verdict import timing_kinds
@@ -79,11 +79,11 @@ def percent_of_peak(pct: Any, level: Any) -> str:
 
 
 def _status(row: Mapping[str, Any]) -> str:
-    """A pass's status with what makes its median doubtful: disturbed or noisy, and measured on a slow
-    machine (its canary, as `run`'s table marks it `slow`)."""
+    """A pass's status with what makes its median doubtful: disturbed or noisy, measured on a slow machine (its
+    canary, as `run`'s table marks it `slow`), and beside other work (`busy`)."""
     doubts = ["disturbed" if disturbed(row) else
               "noisy" if pd.notna(row.get("noisy")) and bool(row.get("noisy")) else "",
-              "slow machine" if slow_machine(row) else ""]
+              "slow machine" if slow_machine(row) else "", "beside other work" if beside_work(row) else ""]
     said = ", ".join(d for d in doubts if d)
     return f"{row['status']} ({said})" if said else row["status"]
 

@@ -9,7 +9,7 @@ change that breaks a reader bumps SCHEMA_VERSION, while loaders keep reading old
 from __future__ import annotations
 
 import json
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import pyarrow as pa
 
@@ -22,6 +22,9 @@ SPEEDUP_LIMIT = 50.0  # a pass this many times faster than its reference is re-c
 # A CPU pass whose calls kept more than its torch threads x (1 + this) cores busy ran threads of its own
 # (measure/cores.py): torch's own work keeps at most its threads busy.
 CORES_OVER = 0.25
+# Cores other processes kept busy (machine/load.py) from which a CPU measurement shares the machine with them:
+# a pass timed beside that much (`other_cores`) is `busy`, a run with it through a stretch says so
+BUSY_WARN_CORES = 0.5
 
 # Facts of the machine and software stamped on every row (machine/facts.py gathers them), with the
 # label the report's environment table gives each.
@@ -126,6 +129,7 @@ COLUMNS: dict[str, pa.DataType] = {
     "mem_gbps": pa.float64(),  # the machine's memory read bandwidth around the measurement (CPU, membw.py)
     "canary_s": pa.float64(),  # a fixed compute-bound call's time around the measurement (CPU, canary.py)
     "canary_ratio": pa.float64(),  # ... over its calibrated time: above 1.05 the machine was slow
+    "other_cores": pa.float64(),  # CPU: cores other processes kept busy while the pass was timed (load.py)
     "sm_clock_mhz": pa.float64(),  # GPU: median SM clock while the pass was measured (NVML, gpu_clocks.py)
     "gpu_temp_c": pa.float64(),  # GPU: the highest temperature meanwhile
     "throttled": pa.bool_(),  # GPU: the clock stayed under 90% of its maximum, or a thermal/power reason was set
@@ -169,6 +173,13 @@ SCHEMA = pa.schema(list(COLUMNS.items()))
 def beyond_threads(cores: Any, threads: Any) -> bool:
     """A pass's calls kept more cores busy (`cpu_cores`) than torch's `threads` given, by over CORES_OVER."""
     return cores is not None and cores == cores and bool(threads) and cores > threads * (1 + CORES_OVER)
+
+
+def beside_work(row: Mapping[str, Any]) -> bool:
+    """Other processes kept BUSY_WARN_CORES or more busy while the pass was timed (`other_cores`): its time is
+    theirs as much as the code's, even where its own threads never waited for a core."""
+    cores = row.get("other_cores")
+    return isinstance(cores, (int, float)) and cores == cores and cores >= BUSY_WARN_CORES
 
 
 def params_text(text: str) -> str:

@@ -1,15 +1,15 @@
 """Drives cells through one executor in interleaved rounds: rows are stamped with the environment and
 written as each cell finishes. After an out-of-memory cell, the larger sizes of the same series are
 recorded `skipped`. A cell whose median did not settle (noisy), that the machine disturbed (too few
-clean samples: measure/interference.py), or that ran while the machine was slow (machine/canary.py), is
-measured again at the end of the sweep, up to `remeasure` times, when whatever disturbed it may have
-passed (a cell that ran on a slow machine first waits for it to return to speed: `settle`); it keeps
-the flag only if it never settles. A cell whose rounds split into two modes (a slow phase of the machine
-took one process's turn) is measured again too, one more round in each process, pooled with the rounds
-it has, where a round over 10% slower than another of its process is set aside (measure/pooling.py). A
-time too good to keep unexamined (below its floor, or far faster than the reference) is re-checked
-strictly first (recheck.py). The session runs it on this machine; a series job runs it on whichever node
-has it.
+clean samples: measure/interference.py), that ran while the machine was slow (machine/canary.py), or beside
+other work (`other_cores`: machine/load.py), is measured again at the end of the sweep, up to `remeasure`
+times, when whatever disturbed it may have passed (such a cell first waits for the machine to be quiet and at
+speed: `settle`); it keeps the flag only if it never settles. A cell whose rounds split into two modes (a slow
+phase of the machine took one process's turn) is measured again too, one more round in each process, pooled
+with the rounds it has, where a round over 10% slower than another of its process is set aside
+(measure/pooling.py). A time too good to keep unexamined (below its floor, or far faster than the reference) is
+re-checked strictly first (recheck.py). The session runs it on this machine; a series job runs it on whichever
+node has it.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from benchctl.measure.result import PassResult, Results
 from benchctl.measure.stats import ci_half_width, join_messages
 from benchctl.ops import provenance
 from benchctl.ops.cells import Cell
-from benchctl.results.schema import FIRST_CALL_COLUMNS, SPEEDUP_LIMIT, Rows
+from benchctl.results.schema import FIRST_CALL_COLUMNS, SPEEDUP_LIMIT, Rows, beside_work
 from benchctl.vocab import Status, Stop
 from benchctl.analysis.summary import slow_machine
 from benchctl.sweep import recheck
@@ -71,7 +71,7 @@ class Sweep:
     remeasure: int = 0  # times a noisy cell is measured again at the end (one round per process only)
     processes: int = 1  # the executor's worker processes (Replicas): a re-measurement asks each of them
     recheck_above: float = SPEEDUP_LIMIT  # a speedup over the reference above this is re-checked
-    settle: Callable[[], None] = lambda: None  # waits for a slow machine to return to speed (machine/canary.py)
+    settle: Callable[[], None] = lambda: None  # waits for a busy or slow machine to be quiet and at speed
     _skip: dict[tuple, str] = field(default_factory=dict)
     _written: dict[int, Held] = field(default_factory=dict)  # settled cells as written, for the re-check
 
@@ -140,7 +140,7 @@ class Sweep:
             for i in list(unsettled):
                 self.on_start(self.cells[i])
                 held = unsettled[i]
-                if any(map(slow_machine, held.results)):
+                if any(slow_machine(r) or beside_work(r) for r in held.results):
                     self.settle()
                 wanted = tuple(r.pass_ for r in held.results if _unsettled([r]))
                 again = replace(self.cells[i], passes=wanted, checked=True)
@@ -168,9 +168,9 @@ class Sweep:
 
 
 def noisy(results: Results) -> bool:
-    """Some pass of the cell ran but its median did not settle, too few of its samples were clean, or the
-    machine was slower than calibrated (its canary)."""
-    return any(r.ok and (r.noisy or r.stop == Stop.DISTURBED or slow_machine(r)) for r in results)
+    """Some pass of the cell ran but its median did not settle, too few of its samples were clean, the
+    machine was slower than calibrated (its canary), or other work kept cores busy while it was timed."""
+    return any(r.ok and (r.noisy or not _undisturbed(r)) for r in results)
 
 
 def _split(result: PassResult) -> bool:
@@ -222,7 +222,7 @@ def _better(new: PassResult, kept: PassResult) -> bool:
 
 
 def _undisturbed(result: PassResult) -> bool:
-    return result.stop != Stop.DISTURBED and not slow_machine(result)
+    return result.stop != Stop.DISTURBED and not slow_machine(result) and not beside_work(result)
 
 
 def _spread(result: PassResult) -> float:

@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from benchctl.machine import facts, membw
-from benchctl.machine.load import BUSY_WARN_CORES
 from benchctl.ops import extension, namespaces
 from benchctl.ops.build import BuildError
 from benchctl.ops.namespaces import Clash
 from benchctl.ops.cells import Cell
+from benchctl.results.schema import BUSY_WARN_CORES
 from benchctl.vocab import Device
 
 SLOW_MEMORY_SHARE = 0.6  # memory bandwidth at the start of a CPU run, as a share of the calibration's typical read

@@ -23,7 +23,7 @@ from typing import Mapping
 from benchctl.measure import unseen
 from benchctl.measure.result import PassResult, Results
 from benchctl.measure.stats import join_messages
-from benchctl.results.schema import FIRST_CALL_COLUMNS
+from benchctl.results.schema import FIRST_CALL_COLUMNS, beside_work
 from benchctl.analysis.speedup import disturbed, speedup
 from benchctl.vocab import Status
 
@@ -76,19 +76,25 @@ def _judge(first: PassResult, new: PassResult, reference: PassResult | None, lim
 
 def _judge_speedup(first: PassResult, new: PassResult, reference: PassResult | None, limit: float) -> PassResult:
     """A speedup over the reference beyond `limit`, re-checked `ok`: it holds where the re-check reads over
-    `limit` too (the row is the first measurement's, or the re-check's where the first was disturbed); under it,
-    the re-check's row is kept; a disturbed side (the re-check's samples, or the reference's, nearly all waiting
-    for a CPU) cannot tell, and the first row stands, saying so."""
+    `limit` too (the row is the first measurement's, or the re-check's where the machine did not leave the first
+    alone); under it, the re-check's row is kept; a side the machine did not leave alone (the re-check's samples,
+    or the reference's, nearly all waiting for a CPU, or timed beside other work) cannot tell, and the first row
+    stands, saying so."""
     ratio, before = speedup_over(new, reference), speedup_over(first, reference)
     if ratio is None or before is None:
         return first.with_(rechecked=True, message=join_messages(first.message, AGAIN))
-    if disturbed(new) or disturbed(reference):
+    if not (_left_alone(new) and _left_alone(reference)):
         said = (f"{AGAIN}: too few samples the machine left alone, in the re-check or the reference's, to tell "
                 f"whether {before:.0f}x the reference holds")
         return first.with_(rechecked=True, message=join_messages(first.message, said))
     if ratio > limit:
-        kept, said = new if disturbed(first) else first, f"{AGAIN}: {ratio:.0f}x the reference holds"
+        kept, said = first if _left_alone(first) else new, f"{AGAIN}: {ratio:.0f}x the reference holds"
         return kept.with_(rechecked=True, message=join_messages(kept.message, said))
     said = (f"{AGAIN}: {ratio:.1f}x the reference, under the {limit:.0f}x that has a pass re-checked (its first "
             f"measurement read {before:.0f}x); the row keeps the re-check's times")
     return new.with_(rechecked=True, message=join_messages(new.message, said))
+
+
+def _left_alone(row: PassResult) -> bool:
+    """The machine left the pass alone: it is not `disturbed`, nor timed beside other work."""
+    return not (disturbed(row) or beside_work(row))

@@ -63,15 +63,18 @@ class Session:
             self._run(on_start, on_done, on_wait)
 
     def settle(self, on_wait: Callable[[float], None] = lambda ratio: None) -> None:
-        """Waits for the machine to return to its calibrated speed, within what is left of plan.settle (a
-        wait that ends with the machine still slow has spent it); the wait goes into the metadata."""
+        """Waits for other work to leave the machine (machine/load.py), then for it to return to its calibrated
+        speed, within what is left of plan.settle (a wait that ends with the machine still busy or slow has
+        spent it); the wait goes into the metadata."""
         calibrated = canary.calibrated_s(self.plan.settings().peaks.get("cpu", {}), torch.get_num_threads())
         waits = self.writer.meta["settled"]
         left = self.plan.settle - sum(w["waited_s"] for w in waits)
-        if not calibrated or left <= 0:
+        if left <= 0:
             return
-        ratio, waited = canary.wait_for_speed(calibrated, left, on_wait)
-        waits.append({"at": datetime.now(timezone.utc).isoformat(), "waited_s": waited, "canary_ratio": ratio})
+        busy, quiet_s = load.wait_for_quiet(left)
+        ratio, waited = canary.wait_for_speed(calibrated, left - quiet_s, on_wait) if calibrated else (None, 0.0)
+        waits.append({"at": datetime.now(timezone.utc).isoformat(), "waited_s": quiet_s + waited,
+                      "canary_ratio": ratio, "other_cores": busy})
 
     def _run(self, on_start: Callable[[Cell], None], on_done: Callable[[Cell, Rows], None],
              on_wait: Callable[[float], None]) -> None:

@@ -63,6 +63,7 @@ def test_samples_that_agree_beside_medians_that_do_not_are_unsure_not_same():
 @pytest.mark.parametrize("facts, reason", [
     ({"stop": "disturbed"}, "disturbed"),
     ({"noisy": True}, "noisy"),
+    ({"other_cores": 1.0}, "beside other work"),
     ({"processes": None, "process_spread": None}, "one process"),
     ({"process_spread": 0.25}, "within the spread between processes"),
     ({"process_spread": 0.15}, "within the spread between processes"),  # 1.2 is not past 1.15 by 5%

@@ -31,6 +31,14 @@ def test_a_run_beside_other_work_says_how_much_and_counts_the_passes_it_disturbe
     assert line is not None and line.startswith("other work kept about 1.0 of 2 cores busy through 95% of this run: "
                                                 "2 of 4 CPU passes stopped `disturbed`")
     assert busy_run_line(ran, None, 2) is None
-    calm = busy_run_line(ran.assign(stop="converged"), {"cores": 0.8, "share": 0.48}, 2)
+    beside = busy_run_line(ran.assign(other_cores=[0.1, 1.0, 0.9, 1.0, 0.2]), {"cores": 1.0, "share": 0.5}, 2)
+    assert beside is not None and ": 2 of 4 CPU passes stopped `disturbed` and 1 more were timed beside it (`busy`)" \
+        in beside
+    timed = busy_run_line(ran.assign(stop="converged", other_cores=1.0), {"cores": 1.0, "share": 0.5}, 2)
+    assert timed is not None and ": 4 of 4 CPU passes were timed beside it (`busy`), their times" in timed
+    assert timed.endswith("measure again with it gone") and beside.endswith("--threads that fit in the cores it left")
+    between = busy_run_line(ran.assign(stop="converged", other_cores=0.1), {"cores": 1.0, "share": 0.2}, 2)
+    assert between == "other work kept about 1.0 of 2 cores busy through 20% of this run: no CPU pass was timed beside it"
+    calm = busy_run_line(ran.assign(stop="converged"), {"cores": 0.8, "share": 0.48}, 2)  # a run before other_cores
     assert calm is not None and calm.startswith("other work kept about 0.8 of 2 cores busy through 48% of this run: "
                                                 "no CPU pass stopped `disturbed`, but those measured beside it may")

@@ -74,3 +74,21 @@ def test_a_stretch_of_other_work_is_its_median_busy_cores_and_its_share_of_the_r
     assert load.busy_stretch([quiet] * 7 + busy) == {"cores": 1.0, "share": 0.3}
     assert load.busy_stretch([quiet] * 28 + busy[:2]) is None  # under a tenth of the run
     assert load.busy_stretch([]) is None
+
+
+def test_a_pass_reads_the_cores_other_processes_kept_busy_between_its_two_readings(tmp_path):
+    fake_proc(tmp_path, busy=1000, steal=0, idle=1000, ours=200)
+    before = load.ticks(proc=tmp_path)
+    fake_proc(tmp_path, busy=1500, steal=0, idle=1500, ours=250)  # 1000 jiffies: 500 busy, 50 of them ours
+    assert load.other_cores(before, load.ticks(proc=tmp_path)) == round(0.45 * (os.cpu_count() or 1), 3)
+    assert load.ticks(proc=tmp_path / "missing") is None and load.other_cores(before, None) is None
+
+
+def test_the_wait_for_quiet_stops_at_the_first_quiet_second_or_after_its_readings():
+    readings, now = iter([1.2, 0.9, 0.3, 0.1]), iter(range(100))
+    assert load.wait_for_quiet(10, read=lambda: next(readings), clock=lambda: float(next(now))) == (0.3, 1.0)
+    busy = iter([1.0] * 5)
+    assert load.wait_for_quiet(3, read=lambda: next(busy), clock=lambda: 0.0) == (1.0, 0.0)
+    assert next(busy) == 1.0 and next(busy) == 1.0  # three read: the last two left
+    reads: list[int] = []
+    assert load.wait_for_quiet(0, read=lambda: reads.append(1), clock=lambda: 0.0) == (None, 0.0) and reads == [1]

@@ -3,6 +3,7 @@ pooled by merge() into the statistics their samples give."""
 
 import json
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -30,6 +31,8 @@ TIMED = {"op", "target", "impl", "device", "dtype", "params", "axis", "axis_valu
          "gflops", "gbps"}
 # ... and those of a machine that can watch its run queue (interference.py)
 WATCHED = {"disturbed", "disturbed_share", "wait_s"}
+# ... and of a machine with /proc, whose other processes' CPU time a pass reads (machine/load.py)
+NEIGHBOURS = {"other_cores"}
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +46,8 @@ def test_a_real_cells_rows_have_their_columns_and_values_and_round_trip(hoconv_r
     resolved = cell.resolve()
     assert [r["pass"] for r in rows] == ["forward", "backward"]
     for row in rows:
-        assert TIMED <= set(row) <= TIMED | WATCHED, set(row) ^ TIMED
+        assert TIMED <= set(row) <= TIMED | WATCHED | NEIGHBOURS, set(row) ^ TIMED
+        assert ("other_cores" in row) == Path("/proc/stat").exists() and row.get("other_cores", 0.0) >= 0.0
         assert PassResult.from_row(row).to_row() == row
         same = {"op": "hoconv2d", "target": "filter", "impl": "py", "device": "cpu", "dtype": "float32",
                 "params": cell.params_json, "axis": resolved.op.axis, "axis_value": float(SMALL[resolved.op.axis]),
@@ -130,6 +134,22 @@ def test_a_round_over_10_percent_slower_than_another_of_its_process_is_set_aside
     slow_process = PassResult.merge([one(0, 0.316), one(1, 0.499), one(0, 0.320), one(1, 0.501)])
     assert slow_process.n == 20  # slow in every round: its rounds are kept, and the spread shows it
     assert slow_process.process_spread == pytest.approx(0.5 / 0.318 - 1)
+
+
+def test_a_round_timed_beside_other_work_is_set_aside_where_another_of_its_process_was_not():
+    """A compile that came and went: py's backward at B=16 read 0.339 ms in a round timed beside it, its canary at
+    speed (one thread to spare), and 0.214 ms in the same process's quiet re-measurement."""
+    def one(process: int, median: float, other_cores: float) -> PassResult:
+        return PassResult(pass_="backward", status="ok", samples_s=[median] * 5, median_s=median, process=process,
+                          canary_s=2.5e-4, other_cores=other_cores)
+
+    merged = PassResult.merge([one(0, 0.339e-3, 1.0), one(1, 0.214e-3, 0.02), one(0, 0.216e-3, 0.03),
+                               one(1, 0.213e-3, 0.01)])
+    assert merged.n == 15 and merged.median_s == pytest.approx(0.214e-3) and merged.mode_slow_s is None
+    assert merged.other_cores == pytest.approx(0.02) and "busy" not in merged.message
+    assert merged.message.startswith("round(s) 1 set aside: over 10% slower than another round of the same")
+    busy = PassResult.merge([one(0, 0.339e-3, 1.0), one(0, 0.216e-3, 0.9)])  # both beside it: both kept
+    assert busy.n == 10 and busy.other_cores == pytest.approx(0.95) and "busy: other work kept about" in busy.message
 
 
 def test_a_slow_round_whose_canary_did_not_move_is_kept_and_the_rounds_give_two_modes():

@@ -1,6 +1,8 @@
 """trust.judged: what an ok pass's row says of whether its number can be trusted, from one record of what
 was recorded around the pass."""
 
+import os
+
 import pytest
 
 from benchctl.measure import trust
@@ -8,6 +10,7 @@ from benchctl.measure.clocks import OsUsage
 from benchctl.measure.rates import Floor
 from benchctl.measure.stats import summarize
 from benchctl.measure.timing import Measurement
+from benchctl.results.schema import BUSY_WARN_CORES
 from benchctl.vocab import Status
 
 SAMPLES = (1.0e-3,) * 8  # enough for a 95% interval of the median, and not noisy
@@ -28,7 +31,7 @@ def test_a_gpu_pass_gets_its_median_host_time_and_says_which_calls_left_work_on_
 
 def test_a_cpu_pass_gets_the_machine_and_the_os_around_it_and_no_message_where_nothing_is_doubtful():
     usage = [OsUsage(faults=f, sys_s=s) for f, s in [(2, 1e-5), (4, 3e-5), (3, 2e-5)]]
-    around = trust.Around(probes=((30.0, 2e-4), (40.0, 4e-4)), cpu_peaks={"canary_s": 2e-4, "threads": 1},
+    around = trust.Around(probes=((30.0, 2e-4, None), (40.0, 4e-4, None)), cpu_peaks={"canary_s": 2e-4, "threads": 1},
                           usage=usage)
     found = trust.judged({"median_s": 1e-3, "threads": 1}, _measured(), around, None)
     assert found["mem_gbps"] == 35.0 and found["canary_s"] == pytest.approx(3e-4)
@@ -39,7 +42,7 @@ def test_a_cpu_pass_gets_the_machine_and_the_os_around_it_and_no_message_where_n
 
 def test_a_pass_canary_is_held_to_the_time_calibrated_on_its_own_threads():
     peaks = {"canary_s": 3e-4, "threads": 2, "canary_s_by_threads": {"1": 4e-4, "2": 3e-4}}
-    around = trust.Around(probes=((30.0, 4.1e-4), (30.0, 4.1e-4)), cpu_peaks=peaks)
+    around = trust.Around(probes=((30.0, 4.1e-4, None), (30.0, 4.1e-4, None)), cpu_peaks=peaks)
     one = trust.judged({"median_s": 1e-3, "threads": 1}, _measured(), around, None)
     assert one["canary_ratio"] == pytest.approx(1.025)
     two = trust.judged({"median_s": 1e-3, "threads": 2}, _measured(), around, None)
@@ -61,7 +64,7 @@ def test_a_median_under_the_least_time_is_below_floor_and_its_message_keeps_what
 
 def _canary_read(ratio: float) -> trust.Around:
     """A CPU pass whose canary read `ratio` times its calibrated 2.5e-4 s on both sides."""
-    return trust.Around(probes=((20.0, 2.5e-4 * ratio),) * 2, cpu_peaks={"canary_s_by_threads": {"2": 2.5e-4}})
+    return trust.Around(probes=((20.0, 2.5e-4 * ratio, None),) * 2, cpu_peaks={"canary_s_by_threads": {"2": 2.5e-4}})
 
 
 def test_the_flop_floor_is_taken_at_the_speed_the_canary_read_and_never_raised_by_a_slow_one():
@@ -81,3 +84,15 @@ def test_the_byte_floor_does_not_move_with_the_canary():
     # the memory probe did not follow the canary on the 2-core VM (correlation -0.25 over 90 s)
     floor, row = Floor(bytes_s=2e-3, flops_s=1e-4), {"median_s": 1e-3, "threads": 2}
     assert trust.judged(row, _measured(), _canary_read(0.5), floor)["status"] == Status.BELOW_FLOOR
+
+
+def test_a_cpu_pass_timed_beside_other_work_says_so_whether_or_not_its_threads_waited():
+    before, after = (30.0, 2e-4, (1000, 0, 2000, 100)), (30.0, 2e-4, (2000, 0, 4000, 100))  # half busy, none ours
+    found = trust.judged({"median_s": 1e-3, "threads": 1}, _measured(), trust.Around(probes=(before, after)), None)
+    cores = os.cpu_count() or 1
+    assert found["other_cores"] == pytest.approx(0.5 * cores) and found["other_cores"] >= BUSY_WARN_CORES
+    assert found["message"] == (f"busy: other work kept about {0.5 * cores:.1f} of {cores} cores busy while it "
+                                "was timed: its time is that machine's, not a quiet one's")
+    ours = (30.0, 2e-4, (2000, 0, 4000, 1100))  # the same busy ticks, all of them this process's
+    quiet = trust.judged({"median_s": 1e-3}, _measured(), trust.Around(probes=(before, ours)), None)
+    assert quiet["other_cores"] == 0.0 and "message" not in quiet

@@ -121,8 +121,8 @@ def test_a_noisy_cell_is_on_disk_before_it_is_measured_again_and_replaced_after(
 
 
 class Stops:
-    """Answers each cell with the next scripted (stop, canary_ratio, process) of its one pass; a settled median,
-    its samples all set aside where it stopped disturbed."""
+    """Answers each cell with the next scripted (stop, canary_ratio, process[, other_cores]) of its one pass; a
+    settled median, its samples all set aside where it stopped disturbed."""
 
     def __init__(self, script):
         self.script = {b: list(m) for b, m in script.items()}
@@ -131,12 +131,11 @@ class Stops:
     def run(self, cell: Cell) -> list[PassResult]:
         batch = cell.params["batch_size"]
         self.calls.append(batch)
-        stop, canary, process = self.script[batch].pop(0)
+        stop, canary, process, *busy = self.script[batch].pop(0)
         return [PassResult(op=cell.op, impl=cell.impl, batch_size=batch, pass_="forward", status="ok",
                            median_s=1.0, ci_lo_s=0.995, ci_hi_s=1.005, noisy=False, stop=stop,
                            samples_s=[1.0] * 12, disturbed=[stop == "disturbed"] * 12, canary_ratio=canary,
-                           process=process,
-                           message="")]
+                           process=process, other_cores=(busy or [None])[0], message="")]
 
 
 def test_disturbed_and_slow_machine_cells_are_measured_again_and_the_clean_measurement_kept(builtin_ops):
@@ -150,6 +149,20 @@ def test_disturbed_and_slow_machine_cells_are_measured_again_and_the_clean_measu
     assert executor.calls == [1, 2, 4, 2, 4]
     assert rows[2]["stop"] == "converged" and rows[2]["remeasured"] == 1
     assert rows[4]["canary_ratio"] == 1.01 and rows[4]["remeasured"] == 1 and "remeasured" not in rows[1]
+
+
+def test_a_cell_timed_beside_other_work_waits_for_quiet_and_keeps_the_quiet_measurement(builtin_ops):
+    """Its threads never waited and its canary read at speed, but another process kept a core busy meanwhile."""
+    script = {1: [("converged", 1.0, 0, 0.1)], 2: [("converged", 1.0, 0, 1.0), ("converged", 1.0, 0, 0.05)],
+              4: [("converged", 1.0, 0, 1.1), ("converged", 1.0, 0, 0.9)]}
+    cells = [Cell.make("hoconv2d", "filter", "py", "cpu", "float32", {"batch_size": b}) for b in script]
+    executor, out, settled = Stops(script), Collected(), []
+    Sweep(cells, executor, out, {"host": "h"}, remeasure=1, settle=lambda: settled.append(len(executor.calls))).run()
+    rows = {r["batch_size"]: r for r in out.rows}
+    assert executor.calls == [1, 2, 4, 2, 4] and settled == [3, 4]  # a wait before each re-measurement
+    assert rows[2]["other_cores"] == 0.05 and rows[2]["remeasured"] == 1
+    assert rows[4]["other_cores"] == 1.1 and rows[4]["message"].endswith("measured again 1 time(s) late in the "
+                                                                        "sweep, never settled")
 
 
 def test_with_processes_a_re_measurement_asks_every_process_and_keeps_their_medians(builtin_ops):

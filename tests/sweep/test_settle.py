@@ -1,4 +1,5 @@
-"""A session waits for a slow machine within its plan's budget (the canary's wait replaced by a script)."""
+"""A session waits for a busy or slow machine within its plan's budget (the load's and the canary's waits
+replaced by scripts)."""
 
 from types import SimpleNamespace
 
@@ -14,9 +15,17 @@ def session(settle_s: float, calibrated: float | None = 1e-3) -> Session:
     return Session(plan, SimpleNamespace(meta={"settled": []}))
 
 
-def scripted(monkeypatch, outcomes: list[tuple[float, float]]) -> list[float]:
-    """Each wait returns the next (ratio, seconds waited); the limits asked are returned."""
+def scripted(monkeypatch, outcomes: list[tuple[float, float]], quiet: list[tuple[float, float]] | None = None
+             ) -> list[float]:
+    """Each wait for speed returns the next (ratio, seconds waited), each wait for quiet the next of `quiet`
+    (busy cores, seconds waited: none busy, at once, by default); the limits asked of either are returned."""
     limits: list[float] = []
+
+    def wait_for_quiet(seconds):
+        limits.append(seconds)
+        return quiet.pop(0) if quiet else (0.1, 0.0)
+
+    monkeypatch.setattr(session_module.load, "wait_for_quiet", wait_for_quiet)
 
     def wait_for_speed(calibrated_s, limit_s, on_wait):
         limits.append(limit_s)
@@ -31,13 +40,23 @@ def test_the_waits_share_the_plans_budget_and_go_into_the_metadata(monkeypatch):
     s = session(60.0)
     for _ in range(4):
         s.settle()
-    assert limits == [60.0, 40.0, 5.0]  # the fourth finds the budget spent
+    assert limits == [60.0, 60.0, 40.0, 40.0, 5.0, 5.0]  # the fourth finds the budget spent
     assert [(w["waited_s"], w["canary_ratio"]) for w in s.writer.meta["settled"]] == [
         (20.0, 1.05), (35.0, 1.1), (5.0, 1.05)]
 
 
-def test_no_calibration_or_no_budget_no_wait(monkeypatch):
+def test_a_wait_for_other_work_to_stop_comes_first_and_shares_the_budget(monkeypatch):
+    limits = scripted(monkeypatch, [(1.0, 2.0), (1.0, 1.0)], quiet=[(1.0, 60.0), (0.2, 3.0)])
+    s = session(90.0)
+    s.settle()  # still busy after 60 s: the speed is waited for in the 30 s left
+    s.settle()  # ... quiet after 3 s of the 28 s left
+    assert limits == [90.0, 30.0, 28.0, 25.0]
+    assert [(w["waited_s"], w["other_cores"]) for w in s.writer.meta["settled"]] == [(62.0, 1.0), (4.0, 0.2)]
+
+
+def test_no_calibration_waits_for_quiet_only_and_no_budget_not_at_all(monkeypatch):
     limits = scripted(monkeypatch, [])
-    session(60.0, calibrated=None).settle()
+    uncalibrated = session(60.0, calibrated=None)
+    uncalibrated.settle()
     session(0.0).settle()
-    assert limits == []
+    assert limits == [60.0] and uncalibrated.writer.meta["settled"][0]["canary_ratio"] is None
