@@ -78,6 +78,10 @@ def _counted(stalled: int, beside: int, passes: int) -> str:
 
 
 def _median_canary(rows: pd.DataFrame) -> tuple[float | None, int]:
-    """The median canary ratio of the run's ok CPU passes (None under CALIBRATION_PASSES), and their count."""
-    ratios = rows.loc[rows["status"] == Status.OK, "canary_ratio"].dropna() if "canary_ratio" in rows else ()
+    """The median canary ratio of the run's ok CPU passes not timed beside other work (None under
+    CALIBRATION_PASSES), and their count: a neighbour slows the canary as it slows the pass, and says nothing
+    of the calibration or of the machine's own speed."""
+    ok = rows[rows["status"] == Status.OK]
+    quiet = ok[~ok.apply(beside_work, axis=1).astype(bool)] if len(ok) else ok
+    ratios = quiet["canary_ratio"].dropna() if "canary_ratio" in quiet else ()
     return (float(np.median(ratios)) if len(ratios) >= CALIBRATION_PASSES else None), len(ratios)

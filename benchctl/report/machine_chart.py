@@ -5,7 +5,8 @@ The dotted line is where `run` starts marking cells `mem` (75% of the run's medi
 one is the best probe `env --calibrate` stored (`read_gbps`), when the run recorded it.
 
 Beside it, the load: the cores other processes kept busy and the steal time, all through each run (its
-metadata's `timeline`), over each CPU row's compute canary against its calibrated time (`canary_ratio`),
+metadata's `timeline`), with each CPU pass's own reading of them while it was timed (`other_cores`), over each
+CPU row's compute canary against its calibrated time (`canary_ratio`),
 with the passes that set aside over MARKED_SHARE of their samples as disturbed marked, so a user sees when
 the neighbour came.
 """
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 import pandas as pd
 
 from benchctl.report.charts import figure_grid
-from benchctl.results.schema import CANARY_SLOW
+from benchctl.results.schema import BUSY_WARN_CORES, CANARY_SLOW
 from benchctl.analysis.summary import MEM_SLOW, probed
 from benchctl.vocab import Stop
 
@@ -64,15 +65,18 @@ def load_figure(rows: pd.DataFrame, metas: Sequence[Mapping[str, Any]] = ()) -> 
     start = min([*timeline["at"], *finished]) if len(timeline) or len(finished) else None
     fig, axes = figure_grid(2, 1, width=8.0)
     load_ax, canary_ax = axes[0, 0], axes[1, 0]
+    canary_ax.sharex(load_ax)  # one time axis: a pass's canary under the load it was timed in
     if len(timeline):
         minutes = (timeline["at"] - start).dt.total_seconds() / 60
         load_ax.plot(minutes, timeline["other_cores"], "-", label="busy cores, other processes")
         load_ax.plot(minutes, timeline["steal_cores"], "--", label="steal (cores)")
         load_ax.legend(loc="best", fontsize=8)
+    if len(canaries):
+        marked = canaries.assign(minutes=(finished - start).dt.total_seconds() / 60)
+        _passes_beside(load_ax, marked)
     load_ax.set_ylabel("cores")
     load_ax.set_ylim(bottom=0)
     if len(canaries):
-        marked = canaries.assign(minutes=(finished - start).dt.total_seconds() / 60)
         disturbed = marked.apply(_disturbed, axis=1)
         canary_ax.plot(marked["minutes"][~disturbed], marked["canary_ratio"][~disturbed], "o", markersize=3,
                        label="a pass's canary")
@@ -84,6 +88,16 @@ def load_figure(rows: pd.DataFrame, metas: Sequence[Mapping[str, Any]] = ()) -> 
     canary_ax.set_ylabel("canary time / calibrated")
     fig.suptitle("Other processes' load and the machine's speed during the run", fontsize=11)
     return fig
+
+
+def _passes_beside(ax: Any, marked: pd.DataFrame) -> None:
+    """Each CPU pass's own reading of the cores other processes kept busy while it was timed (`other_cores`), at
+    the time its cell finished, over the line from which it is `busy`."""
+    if "other_cores" not in marked or marked["other_cores"].isna().all():
+        return
+    ax.plot(marked["minutes"], marked["other_cores"], "^", markersize=4, label="busy cores while a pass was timed")
+    ax.axhline(BUSY_WARN_CORES, linestyle=":", color="gray", label=f"{BUSY_WARN_CORES}: the pass marked busy")
+    ax.legend(loc="best", fontsize=8)
 
 
 def _timeline(metas: Sequence[Mapping[str, Any]]) -> pd.DataFrame:

@@ -22,6 +22,9 @@ def test_a_run_whose_canary_read_far_over_its_calibrated_time_says_the_machine_r
     assert "the machine ran slower through this run" in line and slow_calibration_line(ran) is None
     assert slow_run_line(ran.assign(canary_ratio=[1.1, 1.0, 1.2, 1.14, 0.9, 1.15, 3.0])) is None  # within 15%
     assert slow_run_line(ran.iloc[1:]) is None  # five passes are too few to say
+    half = pd.DataFrame({"status": ["ok"] * 12, "canary_ratio": [1.5] * 6 + [1.0] * 6,
+                         "other_cores": [1.0] * 6 + [0.0] * 6})  # the slow half timed beside other work
+    assert slow_run_line(half) is None and slow_run_line(half.assign(other_cores=0.0)) is not None
 
 
 def test_a_run_beside_other_work_says_how_much_and_counts_the_passes_it_disturbed():

@@ -53,6 +53,17 @@ def test_the_load_figure_draws_the_timeline_and_marks_disturbed_passes():
     assert marks["+5%: marked slow"][1] == [1.05, 1.05]
 
 
+def test_the_load_panel_draws_each_pass_s_own_reading_of_other_work_over_the_busy_line():
+    from benchctl.report.machine_chart import load_figure
+
+    canaries = rows([30.0] * 4).assign(canary_ratio=[1.0, 1.0, 1.0, 1.0], other_cores=[0.02, 1.01, 0.98, None])
+    load_ax = load_figure(canaries, []).axes[0]
+    drawn = {line.get_label(): (list(line.get_xdata()), list(line.get_ydata())) for line in load_ax.get_lines()}
+    assert drawn["busy cores while a pass was timed"][1][:3] == [0.02, 1.01, 0.98]
+    assert drawn["0.5: the pass marked busy"][1] == [0.5, 0.5]
+    assert len(load_figure(canaries.drop(columns="other_cores"), []).axes[0].get_lines()) == 0  # a run before it
+
+
 def test_a_pass_is_marked_for_its_share_set_aside_over_five_percent_or_for_stopping_disturbed():
     from benchctl.report.machine_chart import load_figure
 
