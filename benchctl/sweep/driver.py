@@ -8,7 +8,7 @@ speed: `settle`); it keeps the flag only if it never settles. A cell whose round
 phase of the machine took one process's turn) is measured again too, one more round in each process, pooled
 with the rounds it has, where a round over 10% slower than another of its process is set aside
 (measure/pooling.py). A time too good to keep unexamined (below its floor, or far faster than the reference) is
-re-checked strictly first (recheck.py). The session runs it on this machine; a series job runs it on whichever
+re-checked strictly last, on the rows the sweep would keep (recheck.py). The session runs it on this machine; a series job runs it on whichever
 node has it.
 """
 
@@ -90,8 +90,8 @@ class Sweep:
                     self.on_done(cell, stamp(results, self.env))
                     if r == self.rounds - 1 or not all_ok(results):
                         self._finish(i, measured.pop(i), unsettled)
-            self._recheck(unsettled)
             self._remeasure(unsettled)
+            self._recheck(unsettled)
         finally:
             for rounds in measured.values():
                 if rounds:
@@ -109,9 +109,10 @@ class Sweep:
             self._written[i] = Held(merged, self.writer.write(stamp(merged, self.env)))
 
     def _recheck(self, unsettled: dict[int, Held]) -> None:
-        """Cells below their floor or far faster than their reference, measured once more, strictly: those
-        settled and those to be measured again (`unsettled`, as written so far), against the reference's rows
-        as written, settled or not (a noisy reference left every speedup of its point unexamined)."""
+        """Cells below their floor or far faster than their reference, measured once more, strictly, after every
+        re-measurement: those settled and those that never did (`unsettled`, as written so far), against the
+        reference's rows as written, settled or not (a noisy reference left every speedup of its point
+        unexamined)."""
         held_by_cell = {**self._written, **unsettled}
         references = {self.cells[i].point: {r.pass_: r for r in held.results}
                       for i, held in held_by_cell.items() if self.cells[i].is_reference}
@@ -149,7 +150,8 @@ class Sweep:
                 held.results = _best_of(held.results, merge(fresh), pooled, attempt)
                 held.rounds += fresh
                 if not _unsettled(held.results):
-                    self._replace(unsettled.pop(i), held.results)
+                    self._replace(held, held.results)
+                    self._written[i] = unsettled.pop(i)
 
     def _measure(self, cell: Cell) -> Results:
         axis, key = cell.axis, cell.series_key
@@ -198,8 +200,7 @@ def _never_settled(result: PassResult) -> PassResult:
 def _best_of(kept: Results, fresh: Results, pooled: dict[str, PassResult], attempt: int) -> Results:
     """Per pass: where its rounds split, all its rounds pooled; else the re-measurement where it ran and
     settled or narrowed the median's interval, else the result kept; every pass measured again says how
-    often. A re-measurement keeps the gate's findings and what the first call compiled, and either keeps
-    whether the pass was re-checked (recheck.py)."""
+    often. A re-measurement keeps the gate's findings and what the first call compiled."""
     again = {r.pass_: r for r in fresh if r.ok}
     out = []
     for result in kept:
@@ -208,9 +209,9 @@ def _best_of(kept: Results, fresh: Results, pooled: dict[str, PassResult], attem
             continue
         new, chosen = again.get(result.pass_), result
         if _split(result) and result.pass_ in pooled:
-            chosen = pooled[result.pass_].keeping(result, ("rechecked",))
+            chosen = pooled[result.pass_]
         elif new is not None and _better(new, result):
-            chosen = new.keeping(result, (*GATE_COLUMNS, *FIRST_CALL_COLUMNS, "rechecked"))
+            chosen = new.keeping(result, (*GATE_COLUMNS, *FIRST_CALL_COLUMNS))
         out.append(chosen.with_(remeasured=attempt))
     return out
 

@@ -163,27 +163,37 @@ def test_a_rechecked_compiled_cell_keeps_what_its_first_call_compiled(builtin_op
 
 def test_a_noisy_reference_still_gets_its_points_speedups_rechecked(builtin_ops):
     """A reference held to be measured again (noisy) once kept every speedup over it from the re-check; a
-    noisy suspect too. Both are measured again at the end, and the re-check's verdict is the row's."""
+    noisy suspect too. Both are measured again at the end, then re-checked, and the re-check's verdict is the
+    row's."""
     class Noisy(Scripted):
         def run(self, cell):
             return [r.with_(noisy=cell.impl == "py" or not cell.strict, remeasured=None) for r in super().run(cell)]
 
     cells = [Cell.make("hoconv2d", "filter", impl, "cpu", "float32", {"batch_size": 1}, passes=("forward",))
              for impl in ("py", "cpp")]
-    script = {"py": [("ok", 0.1, "")] * 3, "cpp": [("ok", 0.0001, ""), ("incorrect", None, "its 6 timed calls ...")]}
+    script = {"py": [("ok", 0.1, "")] * 2,
+              "cpp": [("ok", 0.0001, ""), ("ok", 0.0001, ""), ("incorrect", None, "its 6 timed calls ...")]}
     executor, out = Noisy(script), Collected()
     Sweep(cells, executor, out, {"host": "h"}, remeasure=1).run()
-    assert [(c.impl, c.strict) for c in executor.asked] == [("py", False), ("cpp", False), ("cpp", True), ("py", False)]
+    assert [(c.impl, c.strict) for c in executor.asked] == [("py", False), ("cpp", False), ("py", False),
+                                                            ("cpp", False), ("cpp", True)]
     kept = [r for r in out.rows if r["impl"] == "cpp"]
     assert [r["status"] for r in kept] == ["incorrect"] and kept[0]["rechecked"] is True
     assert kept[0]["message"] == "re-checked on fresh inputs: its 6 timed calls ..."
 
 
-def test_a_rechecked_pass_whose_rounds_split_keeps_its_recheck_when_its_rounds_are_pooled():
-    from benchctl.sweep.driver import _best_of
-
-    kept = PassResult(op="hoconv2d", impl="cpp", batch_size=1, pass_="forward", status="ok", median_s=0.001,
-                      mode_slow_s=0.002, rechecked=True)
-    pooled = PassResult(op="hoconv2d", impl="cpp", batch_size=1, pass_="forward", status="ok", median_s=0.0012)
-    (chosen,) = _best_of([kept], [], {"forward": pooled}, attempt=1)
-    assert chosen.median_s == 0.0012 and chosen.rechecked is True and chosen.remeasured == 1
+def test_a_re_measured_pass_is_re_checked_after_and_its_row_says_what_the_re_check_found(builtin_ops):
+    """The re-check judges the row the sweep keeps: a disturbed cell measured again at the end, clean, at 500x
+    its reference, is re-checked then, and its row gives the verdict (once, its re-measurement's row said
+    nothing of a re-check that had run on the disturbed one)."""
+    script = {"py": [("ok", 0.1, "")],
+              "cpp": [("ok", 0.0001, "", "disturbed"), ("ok", 0.0002, "clean"), ("ok", 0.0002, "strict")]}
+    cells = [Cell.make("hoconv2d", "filter", impl, "cpu", "float32", {"batch_size": 1}, passes=("forward",))
+             for impl in script]
+    executor, out = Scripted(script), Collected()
+    Sweep(cells, executor, out, {"host": "h"}, remeasure=1).run()
+    assert [(c.impl, c.strict) for c in executor.asked] == [("py", False), ("cpp", False), ("cpp", False),
+                                                            ("cpp", True)]
+    (row,) = [r for r in out.rows if r["impl"] == "cpp"]
+    assert row["median_s"] == 0.0002 and row["remeasured"] == 1 and row["rechecked"] is True
+    assert row["message"] == "clean; re-checked on fresh inputs: 500x the reference holds"
