@@ -102,6 +102,7 @@ def command(impls, devices, ops, ops_dirs, config, targets, batch_sizes, params,
     from benchctl.sweep.plan import Plan
 
     cfg = load_config(config) if config else SweepConfig()
+    start = _ready_here(threads, tf32) if in_process else None
     load_operators(ops_dirs, (*ops, *cfg.params, *cfg.targets) if ops else ())  # those the config names too
     request = SweepRequest(
         impls=impls, devices=devices, ops=tuple(ops), dtypes=tuple(dtypes),
@@ -112,13 +113,20 @@ def command(impls, devices, ops, ops_dirs, config, targets, batch_sizes, params,
     check_writable(Path(out))
     plan = Plan(cells, cfg, min_time=min_time, max_time=max_time, warmup_time=warmup_time, ci_target=ci_target,
                 remeasure=_remeasure(remeasure, quick), settle=settle, threads=threads, flush_l2=flush_l2, cuda_graph=cuda_graph,
-                tf32=tf32, timeout=timeout, in_process=in_process, ops_dirs=ops_dirs,
+                tf32=tf32, timeout=timeout, in_process=in_process, start=start, ops_dirs=ops_dirs,
                 rounds=rounds, processes=_processes(processes, quick, in_process, executor, fresh_worker),
                 fresh_worker=fresh_worker, allocator=allocator, executor=executor, address=address,
                 **({"recheck_above": recheck_above} if recheck_above else {}), gpu_kinds=kinds)
     plan.check()
     _check_allocator(allocator, in_process, executor)
     _execute(plan, Path(out))
+
+
+def _ready_here(threads: int | None, tf32: bool | None) -> dict:
+    """In process: this process readied as a worker readies itself, before the operator files are imported."""
+    from benchctl.measure import held
+
+    return held.ready(threads, tf32)
 
 
 def _processes(asked: int | None, quick: bool, in_process: bool, executor: str, fresh_worker: bool) -> int:

@@ -21,7 +21,7 @@ from collections import Counter
 
 import torch
 
-from benchctl.measure import cores
+from benchctl.measure import correctness, cores
 from benchctl.measure.clocks import thread_ids
 from benchctl.measure.result import PassResult
 from benchctl.measure.stats import join_messages
@@ -160,6 +160,16 @@ def _value(get: Callable[[], Any]) -> Any:
 def read() -> dict[str, Any]:
     """Each setting (SETTINGS) as it is now."""
     return {name: _value(get) for name, (get, _) in SETTINGS.items()}
+
+
+def ready(threads: int | None, tf32: bool | None) -> dict[str, Any]:
+    """This process readied to run cells (a worker, or `run --in-process`) before any operator file is imported:
+    torch's threads and TF32 as the run asks (None: torch's own), and the settings then (`start`, which Given
+    sets a cell's back to)."""
+    if threads:
+        torch.set_num_threads(threads)
+    correctness.set_tf32(tf32)
+    return read()
 
 
 class Given:

@@ -41,11 +41,15 @@ class Executor(Protocol):
 
 
 class InProcess:
-    def __init__(self, settings: Settings):
-        self.settings = settings
+    """Cells run in this process (tests, debugging: `run --in-process`). `start`: torch's settings as the process
+    was readied, before any operator file was imported (measure/held.py `ready`), which each cell's are set back
+    to, as a worker's are."""
+
+    def __init__(self, settings: Settings, start: dict[str, Any] | None = None):
+        self.settings, self.start = settings, start
 
     def run(self, cell: Cell) -> Results:
-        return run_cell(cell, self.settings)
+        return run_cell(cell, self.settings, start=self.start)
 
     def close(self) -> None:
         pass

@@ -54,6 +54,7 @@ class Plan:
     tf32: bool | None = None
     timeout: float | None = None
     in_process: bool = False
+    start: dict[str, Any] | None = None  # in process: torch's settings before the operator files (held.ready)
     ops_dirs: Sequence[str] = ()
     mem_limit: int | None = None
     rounds: int = 1  # within each worker process
@@ -118,7 +119,7 @@ class Plan:
         """Where cells run under the local executor: this process, one worker process at a time, or
         `processes` workers in turn."""
         if self.in_process:
-            return InProcess(self.settings())
+            return InProcess(self.settings(), self.start)
         spec = self.worker_spec()
         workers = [WorkerProcess(spec, fresh=self.fresh_worker) for _ in range(self.processes)]
         return Replicas(workers) if self.processes > 1 else workers[0]

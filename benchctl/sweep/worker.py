@@ -65,11 +65,9 @@ def main() -> None:
     faulthandler.enable(all_threads=False)
     proto = interpreter.reply_channel(buffering=1)
 
-    import torch
-
     from benchctl.ops import registry
     from benchctl.ops.cells import Cell
-    from benchctl.measure import correctness, held, seal
+    from benchctl.measure import held, seal
     from benchctl.measure.execute import run_cell
     from benchctl.sweep import channel
     from benchctl.sweep.worker_spec import WorkerSpec
@@ -79,12 +77,9 @@ def main() -> None:
     setup = json.loads(sys.stdin.readline())
     reply = channel.signer(setup.pop("key"))  # the key lives on only inside the signer's HMAC
     spec = WorkerSpec.from_setup(setup)
-    if spec.threads:
-        torch.set_num_threads(spec.threads)
+    start = held.ready(spec.threads, spec.settings.tf32)  # before any operator file is imported (measure/held.py)
     # The limit is inherited by subprocesses, so a caller that sets one builds extensions beforehand.
     _limit_memory(spec.mem_limit)
-    correctness.set_tf32(spec.settings.tf32)
-    start = held.read()  # torch's settings before any operator file is imported (measure/held.py)
     proto.write(json.dumps({"ready": True}) + "\n")
     for seq, line in enumerate(sys.stdin):
         cell = Cell.from_json(line)
