@@ -16,7 +16,7 @@ import pandas as pd
 
 from benchctl.analysis.history import Point
 from benchctl.analysis.pairs import block_interval, pair_ratios
-from benchctl.results.schema import PAIRED_COLUMNS, clean_samples, stored_list
+from benchctl.results.schema import PAIRED_COLUMNS, clean_samples, left_alone, stored_list
 from benchctl.vocab import Stop
 
 POOLED = ("canary_s", "mem_gbps", "sm_clock_mhz")  # the machine's probes: a pooled side takes their median
@@ -49,9 +49,10 @@ def own_levels(points: Sequence[Point]) -> np.ndarray:
 
 def pooled(points: Sequence[Point]) -> dict[str, Any]:
     """One row standing for several runs of a cell (module docstring). Runs that did not settle are left out
-    where any other did: noisy ones where another was not, disturbed ones where any other was not."""
+    where any other did: noisy ones where another was not, disturbed ones (or timed beside other work) where any
+    other was not."""
     rows = [p.row for p in points]
-    undisturbed = [r for r in rows if r.get("stop") != Stop.DISTURBED]
+    undisturbed = [r for r in rows if left_alone(r)]
     settled = [r for r in undisturbed if not _flag(r.get("noisy"))] or undisturbed or rows
     last = settled[-1].to_dict()
     if len(settled) == 1:

@@ -25,7 +25,7 @@ from ruptures.base import BaseCost
 
 from benchctl.analysis import compare, comparison, sides
 from benchctl.analysis.history import Point, Series
-from benchctl.vocab import Stop
+from benchctl.results.schema import left_alone
 
 Z95 = 1.959964  # a 95% interval's half-width in standard errors
 MAD_SIGMA = 1.4826  # median absolute deviation -> standard deviation, for normal scatter
@@ -79,10 +79,11 @@ def weights(levels: np.ndarray) -> np.ndarray:
 
 
 def searched(points: Sequence[Point]) -> list[int]:
-    """The indices of the runs the search reads: all but those the harness stopped as disturbed (a neighbour
-    held the machine through them, so their times say nothing of the code however narrow their interval:
-    one read 350x its neighbours with an interval under +-0.01%), unless fewer than two would be left."""
-    kept = [i for i, p in enumerate(points) if p.row.get("stop") != Stop.DISTURBED]
+    """The indices of the runs the search reads: all but those the harness stopped as disturbed or timed beside
+    other work (a neighbour held the machine through them, so their times say nothing of the code however
+    narrow their interval: one read 350x its neighbours with an interval under +-0.01%), unless fewer than two
+    would be left."""
+    kept = [i for i, p in enumerate(points) if left_alone(p.row)]
     return kept if len(kept) >= 2 else list(range(len(points)))
 
 

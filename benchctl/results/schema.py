@@ -13,6 +13,8 @@ from typing import Any, Mapping, Sequence
 
 import pyarrow as pa
 
+from benchctl.vocab import Stop
+
 SCHEMA_VERSION = 1
 CANARY_SLOW = 0.05  # a canary (machine/canary.py) more than this share over its calibrated time: the machine was slow
 # ... more than this share over it, or two rows' canaries this far apart: the VM in a slow phase, another
@@ -180,6 +182,12 @@ def beside_work(row: Mapping[str, Any]) -> bool:
     theirs as much as the code's, even where its own threads never waited for a core."""
     cores = row.get("other_cores")
     return isinstance(cores, (int, float)) and cores == cores and cores >= BUSY_WARN_CORES
+
+
+def left_alone(row: Mapping[str, Any]) -> bool:
+    """The machine left the pass alone: it did not stop `disturbed` (too few samples its threads ran without
+    waiting for a core), nor was it timed beside other work (`beside_work`)."""
+    return row.get("stop") != Stop.DISTURBED and not beside_work(row)
 
 
 def params_text(text: str) -> str:

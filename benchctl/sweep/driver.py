@@ -23,8 +23,8 @@ from benchctl.measure.result import PassResult, Results
 from benchctl.measure.stats import ci_half_width, join_messages
 from benchctl.ops import provenance
 from benchctl.ops.cells import Cell
-from benchctl.results.schema import FIRST_CALL_COLUMNS, SPEEDUP_LIMIT, Rows, beside_work
-from benchctl.vocab import Status, Stop
+from benchctl.results.schema import FIRST_CALL_COLUMNS, SPEEDUP_LIMIT, Rows, beside_work, left_alone
+from benchctl.vocab import Status
 from benchctl.analysis.summary import slow_machine
 from benchctl.sweep import recheck
 from benchctl.sweep.executors import Executor, failed
@@ -223,7 +223,7 @@ def _better(new: PassResult, kept: PassResult) -> bool:
 
 
 def _undisturbed(result: PassResult) -> bool:
-    return result.stop != Stop.DISTURBED and not slow_machine(result) and not beside_work(result)
+    return left_alone(result) and not slow_machine(result)
 
 
 def _spread(result: PassResult) -> float:

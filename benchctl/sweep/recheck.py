@@ -23,8 +23,8 @@ from typing import Mapping
 from benchctl.measure import unseen
 from benchctl.measure.result import PassResult, Results
 from benchctl.measure.stats import join_messages
-from benchctl.results.schema import FIRST_CALL_COLUMNS, beside_work
-from benchctl.analysis.speedup import disturbed, speedup
+from benchctl.results.schema import FIRST_CALL_COLUMNS, left_alone
+from benchctl.analysis.speedup import speedup
 from benchctl.vocab import Status
 
 ByPass = Mapping[str, PassResult]  # a cell's results by pass
@@ -83,18 +83,13 @@ def _judge_speedup(first: PassResult, new: PassResult, reference: PassResult | N
     ratio, before = speedup_over(new, reference), speedup_over(first, reference)
     if ratio is None or before is None:
         return first.with_(rechecked=True, message=join_messages(first.message, AGAIN))
-    if not (_left_alone(new) and _left_alone(reference)):
+    if not (left_alone(new) and left_alone(reference)):
         said = (f"{AGAIN}: too few samples the machine left alone, in the re-check or the reference's, to tell "
                 f"whether {before:.0f}x the reference holds")
         return first.with_(rechecked=True, message=join_messages(first.message, said))
     if ratio > limit:
-        kept, said = first if _left_alone(first) else new, f"{AGAIN}: {ratio:.0f}x the reference holds"
+        kept, said = first if left_alone(first) else new, f"{AGAIN}: {ratio:.0f}x the reference holds"
         return kept.with_(rechecked=True, message=join_messages(kept.message, said))
     said = (f"{AGAIN}: {ratio:.1f}x the reference, under the {limit:.0f}x that has a pass re-checked (its first "
             f"measurement read {before:.0f}x); the row keeps the re-check's times")
     return new.with_(rechecked=True, message=join_messages(new.message, said))
-
-
-def _left_alone(row: PassResult) -> bool:
-    """The machine left the pass alone: it is not `disturbed`, nor timed beside other work."""
-    return not (disturbed(row) or beside_work(row))

@@ -102,6 +102,12 @@ def test_a_run_stopped_disturbed_is_left_out_of_the_search():
     assert {2, 3} <= set(steps._change_points(s.points))  # read as a level: a step into it and out of it
 
 
+def test_a_run_timed_beside_other_work_is_left_out_of_the_search():
+    rows = [run_row(i) for i in range(RUNS)]
+    rows[1]["other_cores"], rows[4]["other_cores"] = 1.0, 0.1  # a neighbour through the second run, a shell the fifth
+    assert steps.searched(series(rows).points) == [i for i in range(RUNS) if i != 1]
+
+
 def test_a_side_of_noisy_runs_and_a_disturbed_one_pools_the_noisy_ones():
     """Noisy runs (own times wider than +-1%, as on a VM in a slow phase) still hold their pairs; a run stopped
     disturbed holds none: pooled with them, it would cost the side its pairs."""
