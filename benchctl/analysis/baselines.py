@@ -19,6 +19,7 @@ import pandas as pd
 from benchctl.errors import UsageError
 from benchctl.analysis.machine_lines import busy_through
 from benchctl.results import storage
+from benchctl.results.schema import beside_work
 from benchctl.vocab import Device, Status
 
 FOLDER = "baselines"
@@ -55,7 +56,7 @@ def save(name: str, run_dir: Path, root: Path) -> dict[str, Any]:
     if rows.empty:
         raise UsageError(f"no results in {run_dir} to keep as a baseline")
     _replicated(rows, run_dir)
-    _quiet(run_dir)
+    _quiet(rows, run_dir)
     kind = machine_kind(rows)
     dest = Path(root) / FOLDER / name / _slug(kind)
     if dest.exists():
@@ -85,14 +86,20 @@ def _replicated(rows: pd.DataFrame, run_dir: Path) -> None:
                      "keeps a run measured with nothing else running")
 
 
-def _quiet(run_dir: Path) -> None:
+def _quiet(rows: pd.DataFrame, run_dir: Path) -> None:
     """A baseline is measured with nothing else running: a run whose metadata says other work kept cores busy
     through a stretch of it (`busy_stretch`, sweep/session.py) is refused, though its rows may all read clean:
-    beside a compile that came and went, one of lstm_cell's passes read 0.339 ms against 0.213 ms quiet."""
+    beside a compile that came and went, one of lstm_cell's passes read 0.339 ms against 0.213 ms quiet; so is
+    a run with a pass timed beside other work (`busy`) still after its re-measurement."""
     stretch = storage.run_meta(run_dir).get("busy_stretch")
     if stretch:
         raise UsageError(f"{busy_through(stretch)} {run_dir}: a baseline keeps a run measured with nothing else "
                          "running")
+    timed = rows[rows["status"] == Status.OK]
+    busy = int(timed.apply(beside_work, axis=1).sum()) if len(timed) else 0
+    if busy:
+        raise UsageError(f"{busy} of the {len(timed)} timed passes of {run_dir} were timed beside other work "
+                         "(`busy`): a baseline keeps a run measured with nothing else running")
 
 
 def saved(root: Path, name: str | None = None) -> list[dict[str, Any]]:

@@ -9,10 +9,11 @@ from benchctl.analysis import baselines
 from benchctl.results import storage
 
 
-def write_run(root, run_id, cpu, gpu=None, processes=3, asked=None, busy=None):
+def write_run(root, run_id, cpu, gpu=None, processes=3, asked=None, busy=None, other_cores=None):
     rows = [{"run_id": run_id, "op": "hoconv2d", "target": "module", "impl": "py", "device": "cpu",
              "dtype": "float32", "params": json.dumps({"batch_size": 8}), "pass": "forward", "status": "ok",
-             "cpu_name": cpu, "gpu_name": gpu, "median_s": 1e-3, "samples_s": [1e-3] * 3, "processes": processes}]
+             "cpu_name": cpu, "gpu_name": gpu, "median_s": 1e-3, "samples_s": [1e-3] * 3, "processes": processes,
+             "other_cores": other_cores}]
     if gpu:
         rows.append({**rows[0], "device": "cuda"})
     writer = storage.RunWriter(root, run_id, {**({"processes": asked} if asked else {}), "busy_stretch": busy})
@@ -70,3 +71,8 @@ def test_a_run_other_work_shared_the_machine_with_is_not_kept_as_a_baseline(tmp_
                                          "a run measured with nothing else running$"):
         baselines.save("main", run, tmp_path)
     assert baselines.saved(tmp_path, "main") == []
+    run = write_run(tmp_path, "20240102-000000-bbbbbb", "EPYC 7B13", other_cores=1.0)  # a neighbour of one pass
+    with pytest.raises(UsageError, match="^1 of the 1 timed passes of .* were timed beside other work \\(`busy`\\)"):
+        baselines.save("main", run, tmp_path)
+    baselines.save("main", write_run(tmp_path, "20240103-000000-cccccc", "EPYC 7B13", other_cores=0.03), tmp_path)
+    assert [k["run"] for k in baselines.saved(tmp_path, "main")] == ["20240103-000000-cccccc"]
