@@ -130,8 +130,8 @@ def _aside_message(aside: set[int]) -> str:
     if not aside:
         return ""
     return (f"round(s) {', '.join(map(str, sorted(aside)))} set aside: over {MODES_APART:.0%} slower than "
-            f"another round of the same process, its canary over {SLOW_PHASE:.0%} slower (a slow phase of the machine) "
-            "or other work beside it alone")
+            f"another round of the same process, on a slower machine: its canary over {SLOW_PHASE:.0%} slower (a slow "
+            "phase), or other work beside it and not beside that round")
 
 
 def _blind_message(blind: set[int]) -> str:

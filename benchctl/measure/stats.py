@@ -91,9 +91,9 @@ def join_messages(*messages: str | None) -> str:
 
 
 def notes(message: str | None) -> list[str]:
-    """A row's message without the doubts its samples and neighbours give (noisy, disturbed, busy): what it says of the call
-    itself (timed alone, work left on another stream, ...), which pooled rounds keep while they derive
-    the doubts anew."""
+    """A row's message without the doubts its samples and neighbours give (noisy, disturbed, busy): what it says
+    of the call itself (timed alone, work left on another stream, ...), which pooled rounds keep while they
+    derive the doubts anew."""
     return [part for part in (message or "").split("; ") if part and not part.startswith((NOISY, DISTURBED, BUSY))]
 
 

@@ -8,8 +8,8 @@ speed: `settle`); it keeps the flag only if it never settles. A cell whose round
 phase of the machine took one process's turn) is measured again too, one more round in each process, pooled
 with the rounds it has, where a round over 10% slower than another of its process is set aside
 (measure/pooling.py). A time too good to keep unexamined (below its floor, or far faster than the reference) is
-re-checked strictly last, on the rows the sweep would keep (recheck.py). The session runs it on this machine; a series job runs it on whichever
-node has it.
+re-checked strictly last, on the rows the sweep would keep (recheck.py). The session runs it on this machine; a
+series job runs it on whichever node has it.
 """
 
 from __future__ import annotations

@@ -41,7 +41,8 @@ def test_a_run_beside_other_work_says_how_much_and_counts_the_passes_it_disturbe
     assert timed is not None and ": 4 of 4 CPU passes were timed beside it (`busy`), their times" in timed
     assert timed.endswith("measure again with it gone") and beside.endswith("--threads that fit in the cores it left")
     between = busy_run_line(ran.assign(stop="converged", other_cores=0.1), {"cores": 1.0, "share": 0.2}, 2)
-    assert between == "other work kept about 1.0 of 2 cores busy through 20% of this run: no CPU pass was timed beside it"
+    assert between == ("other work kept about 1.0 of 2 cores busy through 20% of this run: no CPU pass was timed "
+                       "beside it")
     calm = busy_run_line(ran.assign(stop="converged"), {"cores": 0.8, "share": 0.48}, 2)  # a run before other_cores
     assert calm is not None and calm.startswith("other work kept about 0.8 of 2 cores busy through 48% of this run: "
                                                 "no CPU pass stopped `disturbed`, but those measured beside it may")
