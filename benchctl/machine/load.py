@@ -17,7 +17,6 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from benchctl.machine import facts
 from benchctl.results.schema import BUSY_WARN_CORES
 
 INTERVAL_S = 1.0
@@ -114,13 +113,22 @@ class Timeline:
             previous = now
 
 
-def wait_for_quiet(seconds: float, read: Callable[[], float | None] = lambda: facts.busy_cores(interval=1.0),
+def others_busy(interval: float = INTERVAL_S, proc: Path = PROC,
+                sleep: Callable[[float], None] = time.sleep) -> float | None:
+    """The cores other processes than this one and its descendants keep busy, over the next `interval` seconds."""
+    before = ticks(proc=proc)
+    sleep(interval)
+    return other_cores(before, ticks(proc=proc))
+
+
+def wait_for_quiet(seconds: float, read: Callable[[], float | None] | None = None,
                    clock: Callable[[], float] = time.monotonic) -> tuple[float | None, float]:
-    """Reads the cores busy (`read`: over a second) until a reading is under BUSY_WARN_CORES, `seconds` readings
-    at most (one at least): that reading, else the last (None: the machine cannot tell), and the seconds taken."""
+    """Reads the cores other work keeps busy (`read`: others_busy, over a second) until a reading is under
+    BUSY_WARN_CORES, `seconds` readings at most (one at least): that reading, else the last (None: the machine
+    cannot tell), and the seconds taken."""
     start, busy = clock(), None
     for _ in range(max(1, int(seconds))):
-        busy = read()
+        busy = (read or others_busy)()
         if busy is None or busy < BUSY_WARN_CORES:
             break
     return busy, clock() - start

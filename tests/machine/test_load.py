@@ -84,6 +84,14 @@ def test_a_pass_reads_the_cores_other_processes_kept_busy_between_its_two_readin
     assert load.ticks(proc=tmp_path / "missing") is None and load.other_cores(before, None) is None
 
 
+def test_the_cores_others_keep_busy_over_a_second_leave_ours_out(tmp_path):
+    fake_proc(tmp_path, busy=1000, steal=0, idle=1000, ours=200)
+    found = load.others_busy(proc=tmp_path, sleep=lambda _: fake_proc(tmp_path, busy=1600, steal=0, idle=1400,
+                                                                      ours=500))
+    assert found == round(0.3 * (os.cpu_count() or 1), 3)  # 1000 jiffies: 600 busy, 300 of them ours
+    assert load.others_busy(proc=tmp_path / "missing", sleep=lambda _: None) is None
+
+
 def test_the_wait_for_quiet_stops_at_the_first_quiet_second_or_after_its_readings():
     readings, now = iter([1.2, 0.9, 0.3, 0.1]), iter(range(100))
     assert load.wait_for_quiet(10, read=lambda: next(readings), clock=lambda: float(next(now))) == (0.3, 1.0)

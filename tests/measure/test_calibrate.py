@@ -29,7 +29,7 @@ def measured(monkeypatch, tmp_path):
     windows = itertools.cycle([{1: 6e-4, 2: 4.5e-4}, {1: 4.1e-4, 2: 2.5e-4}, {1: 6.2e-4, 2: 4.4e-4}])
     monkeypatch.setattr(calibrate, "canary_window", lambda counts: next(windows) if counts else {})
     monkeypatch.setattr(calibrate, "canary_reading", lambda: 2.5e-4)  # at the calibrated speed around the matmuls
-    monkeypatch.setattr(calibrate.load.facts, "busy_cores", lambda interval: 0.1)  # nothing else running
+    monkeypatch.setattr(calibrate.load, "others_busy", lambda: 0.1)  # nothing else running
     monkeypatch.setattr(calibrate.load, "Timeline", Watched)  # ... all through it
 
 
@@ -50,14 +50,14 @@ def test_a_calibration_beside_other_work_stores_nothing(measured, monkeypatch):
     """A calibration under a neighbour holds every later run to what the neighbour left: it waits for the machine
     to be quiet, and where other work kept cores busy through a quarter of it or more, stores nothing."""
     readings = iter([1.0, 0.9, 0.2])
-    monkeypatch.setattr(calibrate.load.facts, "busy_cores", lambda interval: next(readings))
+    monkeypatch.setattr(calibrate.load, "others_busy", lambda: next(readings))
     monkeypatch.setattr(membw, "probe", lambda: 30.0)  # for each of the calibrations
     calibrate.calibrate(["cpu"])  # quiet at the third second
     stored = calibrate.calibration_path().read_text()
-    monkeypatch.setattr(calibrate.load.facts, "busy_cores", lambda interval: 1.0)
+    monkeypatch.setattr(calibrate.load, "others_busy", lambda: 1.0)
     with pytest.raises(calibrate.BusyMachine, match=r"^other work keeps about 1\.0 cores busy \(for 10 s\)"):
         calibrate.calibrate(["cpu"])
-    monkeypatch.setattr(calibrate.load.facts, "busy_cores", lambda interval: 0.1)
+    monkeypatch.setattr(calibrate.load, "others_busy", lambda: 0.1)
 
     monkeypatch.setattr(Watched, "other_cores", (1.0, 0.1, 0.1))
     with pytest.raises(calibrate.BusyMachine, match=r"^other work kept about 1\.0 cores busy through 33% of the "):
