@@ -1,7 +1,7 @@
 """One history chart: a pass of an operator on one device and machine kind, its time against the commit,
 a line per implementation (and params, where they vary: one line style each) with its 95% intervals as a
 band, a hollow marker for a run that did not settle (noisy) and a cross on one the step search leaves out
-(stopped disturbed), each step marked between the two commits it lies between and labelled with the commit
+(stopped disturbed, or timed beside other work), each step marked between the two commits it lies between and labelled with the commit
 after it, its verdict and change; and below, for the series timed against one unchanged partner, that
 time, in which their steps were found (analysis/sides.py)."""
 
@@ -88,7 +88,7 @@ def _axes(ax, axis: list[str], ylabel: str, log: bool) -> None:
     ax.set_xticks(range(len(axis)), axis, rotation=45, ha="right", fontsize=8, family="monospace")
     ax.set_xlim(-0.5, len(axis) - 0.5)
     ax.set_xlabel("commit of the measured code (* uncommitted changes)\nhollow: a noisy run; x: a run stopped "
-                  "disturbed, left out of the step search")
+                  "disturbed or timed beside other work, left out of the step search")
     ax.set_ylabel(ylabel)
     if log:
         ax.set_yscale("log")
