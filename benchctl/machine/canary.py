@@ -48,6 +48,17 @@ def canary() -> float:
     return statistics.median(times)
 
 
+def canary_on(threads: int | None) -> float:
+    """The canary on `threads` of torch's threads (None: as many as now), torch's count set back after: the speed
+    of the machine a run's passes are timed on, on their threads (`run --threads`)."""
+    given = torch.get_num_threads()
+    try:
+        torch.set_num_threads(threads or given)
+        return canary()
+    finally:
+        torch.set_num_threads(given)
+
+
 def calibrated_s(peaks: Mapping[str, Any], threads: int | None) -> float | None:
     """The canary's calibrated time on `threads` threads (it runs on the pass's threads: on the 2-core VM one
     thread took 1.5x two threads' time, so a `--threads 1` run held to the two-thread time read every pass

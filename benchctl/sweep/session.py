@@ -66,13 +66,15 @@ class Session:
         """Waits for other work to leave the machine (machine/load.py), then for it to return to its calibrated
         speed, within what is left of plan.settle (a wait that ends with the machine still busy or slow has
         spent it); the wait goes into the metadata."""
-        calibrated = canary.calibrated_s(self.plan.settings().peaks.get("cpu", {}), torch.get_num_threads())
+        threads = self.plan.threads or torch.get_num_threads()  # the passes', which the canary is read on
+        calibrated = canary.calibrated_s(self.plan.settings().peaks.get("cpu", {}), threads)
         waits = self.writer.meta["settled"]
         left = self.plan.settle - sum(w["waited_s"] for w in waits)
         if left <= 0:
             return
         busy, quiet_s = load.wait_for_quiet(left)
-        ratio, waited = canary.wait_for_speed(calibrated, left - quiet_s, on_wait) if calibrated else (None, 0.0)
+        ratio, waited = canary.wait_for_speed(calibrated, left - quiet_s, on_wait, lambda: canary.canary_on(threads)) \
+            if calibrated else (None, 0.0)
         waits.append({"at": datetime.now(timezone.utc).isoformat(), "waited_s": quiet_s + waited,
                       "canary_ratio": ratio, "other_cores": busy})
 

@@ -9,9 +9,10 @@ from benchctl.sweep import session as session_module
 from benchctl.sweep.session import Session
 
 
-def session(settle_s: float, calibrated: float | None = 1e-3) -> Session:
-    peaks = {"cpu": {"canary_s": calibrated, "threads": torch.get_num_threads()}} if calibrated else {}
-    plan = SimpleNamespace(settle=settle_s, settings=lambda: SimpleNamespace(peaks=peaks))
+def session(settle_s: float, calibrated: float | None = 1e-3, threads: int | None = None) -> Session:
+    by_threads = {"1": 3 * calibrated, str(torch.get_num_threads()): calibrated} if calibrated else {}
+    peaks = {"cpu": {"canary_s_by_threads": by_threads}} if calibrated else {}
+    plan = SimpleNamespace(settle=settle_s, threads=threads, settings=lambda: SimpleNamespace(peaks=peaks))
     return Session(plan, SimpleNamespace(meta={"settled": []}))
 
 
@@ -27,7 +28,7 @@ def scripted(monkeypatch, outcomes: list[tuple[float, float]], quiet: list[tuple
 
     monkeypatch.setattr(session_module.load, "wait_for_quiet", wait_for_quiet)
 
-    def wait_for_speed(calibrated_s, limit_s, on_wait):
+    def wait_for_speed(calibrated_s, limit_s, on_wait, read):
         limits.append(limit_s)
         return outcomes.pop(0)
 
@@ -60,3 +61,22 @@ def test_no_calibration_waits_for_quiet_only_and_no_budget_not_at_all(monkeypatc
     uncalibrated.settle()
     session(0.0).settle()
     assert limits == [60.0] and uncalibrated.writer.meta["settled"][0]["canary_ratio"] is None
+
+
+def test_with_run_threads_the_canary_is_read_and_held_on_them(monkeypatch):
+    """A `--threads 1` run's passes ran on one thread: the machine is at speed for them when the canary on one
+    thread is at its one-thread calibrated time (here 3x torch's default's, on more than one core)."""
+    asked: list[tuple[float, int]] = []
+
+    def wait_for_speed(calibrated_s, limit_s, on_wait, read):
+        monkeypatch.setattr(session_module.canary, "canary", torch.get_num_threads)  # the threads it ran on
+        asked.append((calibrated_s, read()))
+        return 1.0, 0.0
+
+    monkeypatch.setattr(session_module.load, "wait_for_quiet", lambda seconds: (0.0, 0.0))
+    monkeypatch.setattr(session_module.canary, "wait_for_speed", wait_for_speed)
+    given = torch.get_num_threads()
+    one = session(60.0, threads=1)
+    one.settle()
+    assert asked == [(one.plan.settings().peaks["cpu"]["canary_s_by_threads"]["1"], 1)]
+    assert torch.get_num_threads() == given
