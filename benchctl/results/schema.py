@@ -13,7 +13,7 @@ from typing import Any, Mapping, Sequence
 
 import pyarrow as pa
 
-from benchctl.vocab import Stop
+from benchctl import vocab
 
 SCHEMA_VERSION = 1
 CANARY_SLOW = 0.05  # a canary (machine/canary.py) more than this share over its calibrated time: the machine was slow
@@ -187,7 +187,7 @@ def beside_work(row: Mapping[str, Any]) -> bool:
 def left_alone(row: Mapping[str, Any]) -> bool:
     """The machine left the pass alone: it did not stop `disturbed` (too few samples its threads ran without
     waiting for a core), nor was it timed beside other work (`beside_work`)."""
-    return row.get("stop") != Stop.DISTURBED and not beside_work(row)
+    return row.get("stop") != vocab.Stop.DISTURBED and not beside_work(row)
 
 
 def params_text(text: str) -> str:
