@@ -13,7 +13,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchctl.bisect.measure import child_env, judged_at, measure
+from benchctl.bisect.measure import child_env, judged_at, measure_good
 from benchctl.bisect.spec import Spec
 from benchctl.errors import BenchError, UsageError
 from benchctl.results import commits
@@ -87,7 +87,7 @@ def bisect(spec: Spec, repo: Path, good: str, bad: str) -> Result:
 
 def _measure_ends(spec: Spec, repo: Path, good: str, bad: str) -> None:
     _git(repo, "checkout", "-q", good)
-    measure(spec, spec.good_run, repo)
+    measure_good(spec, repo)
     _git(repo, "checkout", "-q", bad)
     judged, _ = judged_at(spec, "bad", repo)
     if judged.verdict != CommitVerdict.BAD:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -15,7 +16,8 @@ from benchctl.bisect.spec import Spec
 from benchctl.errors import BenchError
 from benchctl.analysis import compare, comparison
 from benchctl.results import storage
-from benchctl.vocab import CommitVerdict, Verdict
+from benchctl.results.schema import left_alone
+from benchctl.vocab import CommitVerdict, Status, Verdict
 
 TRIES = 2  # an unsure commit is measured again once before it is skipped
 BAD_VERDICTS = comparison.REGRESSIONS  # slower, or stopped working
@@ -59,6 +61,25 @@ def measure(spec: Spec, out: Path, cwd: Path) -> Path:
         last = (done.stderr.strip() or done.stdout.strip()).splitlines()[-1:] or [f"exit {done.returncode}"]
         raise MeasureFailed(f"benchctl run failed: {last[0]}")
     return run
+
+
+def measure_good(spec: Spec, cwd: Path) -> Path:
+    """GOOD's run, which every commit is judged against: measured again, up to TRIES times in all, while the
+    machine did not leave one of its passes alone (`disturbed`, or timed beside other work), since `compare`
+    calls no change against such a pass; a run measured again replaces the one before."""
+    run = measure(spec, spec.good_run, cwd)
+    for _ in range(TRIES - 1):
+        if _left_alone(run):
+            break
+        shutil.rmtree(run)
+        run = measure(spec, spec.good_run, cwd)
+    return run
+
+
+def _left_alone(run: Path) -> bool:
+    """The machine left every timed pass of the run alone (results/schema.py)."""
+    rows = storage.load_run(run)
+    return all(left_alone(row) for row in rows[rows["status"] == Status.OK].to_dict("records"))
 
 
 def judge(spec: Spec, run: Path) -> Judged:

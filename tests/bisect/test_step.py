@@ -51,3 +51,30 @@ def test_a_step_that_breaks_stops_the_bisect_rather_than_judging_bad(monkeypatch
 
     monkeypatch.setattr(measure, "measure", broken)
     assert step.guarded([spec]) == ABORT and ABORT >= 128
+
+
+def test_a_good_run_the_machine_did_not_leave_alone_is_measured_again_once(monkeypatch, tmp_path):
+    """Every commit is judged against GOOD's run, and `compare` calls no change against a pass timed beside other
+    work: such a run is replaced by a second one (kept whatever it reads)."""
+    from benchctl.results import storage
+
+    def good(name: str, busy: list[float]) -> tuple[list[str], list[str]]:
+        """The runs measured, and those left in GOOD's folder, where each reads the next of `busy`."""
+        spec, made = Spec("op", "py", "cpu", str(tmp_path / name)), []
+
+        def fake(spec, out, cwd):
+            writer = storage.RunWriter(out, f"run-{len(made)}", {})
+            writer.write([{"op": "op", "impl": "py", "device": "cpu", "pass": "forward", "status": "ok",
+                           "median_s": 1e-3, "other_cores": busy[len(made)]}])
+            writer.finish()
+            made.append(writer.dir.name)
+            return writer.dir
+
+        monkeypatch.setattr(measure, "measure", fake)
+        kept = measure.measure_good(spec, tmp_path)
+        assert [p.name for p in spec.good_run.iterdir()] == [kept.name]
+        return made, [kept.name]
+
+    assert good("a", [1.0, 0.02]) == (["run-0", "run-1"], ["run-1"])
+    assert good("b", [0.01]) == (["run-0"], ["run-0"])
+    assert good("c", [1.0, 1.0, 0.0]) == (["run-0", "run-1"], ["run-1"])  # TRIES in all
