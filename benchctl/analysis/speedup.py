@@ -10,6 +10,7 @@ import math
 import numpy as np
 
 from benchctl.analysis.pairs import partner_median
+from benchctl.results.schema import beside_work
 from benchctl.vocab import Stop
 
 # A paired speedup is marked where its partner read this much slower or faster in the pairs than in its own row
@@ -59,7 +60,8 @@ def _paired_interval(row: Mapping[str, Any]) -> tuple[float, float] | None:
 def unsettled(base: Mapping[str, Any], row: Mapping[str, Any]) -> bool:
     """The speedup does not hold: its range goes from under 1 to over 1 (its rounds, or its paired interval,
     disagree on which implementation is faster), or either side's median is `disturbed` (too few clean
-    samples, so a stall may be in it: beside a neighbour one side can read 100x slow with no range to show it)."""
+    samples, so a stall may be in it: beside a neighbour one side can read 100x slow with no range to show it),
+    or, unpaired, one side alone was timed beside other work."""
     found = speedup_range(base, row)
     return _a_side_disturbed(base, row) or (found is not None and found[0] < 1.0 < found[1])
 
@@ -87,7 +89,11 @@ def disturbed(row: Mapping[str, Any]) -> bool:
 
 
 def _a_side_disturbed(base: Mapping[str, Any], row: Mapping[str, Any]) -> bool:
-    return disturbed(base) or disturbed(row)
+    """A side stopped `disturbed`; or, where the two were not timed in pairs, one was timed beside other work and
+    the other not (`beside_work`): a neighbour both halves of each pair share leaves their ratio as it was (within
+    4.5% beside a compile loop, docs/measuring.md), one that only one side met does not."""
+    alone = not _timed_together(base, row) and beside_work(base) != beside_work(row)
+    return disturbed(base) or disturbed(row) or alone
 
 
 def speedup_label(base: Mapping[str, Any], row: Mapping[str, Any]) -> str:

@@ -80,6 +80,15 @@ def test_a_speedup_against_a_disturbed_row_is_marked_as_not_holding():
     assert speedup_label({**py, "stop": "converged"}, cpp) == "243.8x"  # both clean: no mark
 
 
+def test_an_unpaired_speedup_with_one_side_alone_timed_beside_other_work_is_marked_as_not_holding():
+    py = {"impl": "py", "median_s": 1.2e-4, "other_cores": 1.0}  # a neighbour came for py's cell only
+    cpp = {"impl": "cpp", "median_s": 5e-5, "other_cores": 0.02}
+    assert speedup_label(py, cpp) == "2.4x?" and range_label(py, cpp) == "2.40x?"
+    assert speedup_label(py, {**cpp, "other_cores": 0.9}) == "2.4x"  # both beside it: a shared neighbour
+    paired = {**cpp, "paired_with": "py", "paired_speedup": 2.1, "paired_ci_lo": 2.0, "paired_ci_hi": 2.2}
+    assert speedup_label(py, paired) == "2.10x ±4.8%"  # its pairs shared whatever py's own row met
+
+
 def test_a_paired_speedup_whose_partner_read_far_from_its_own_row_is_marked():
     # lstm_cell's py forward at 16 in one quick sweep: 0.085 ms in its own row, 0.16 ms beside cpp
     py = {"impl": "py", "median_s": 0.085e-3}
