@@ -15,10 +15,11 @@ and the sweep first waits a while for the machine to return to speed (`wait_for_
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import statistics
 import time
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 import torch
 
@@ -48,15 +49,22 @@ def canary() -> float:
     return statistics.median(times)
 
 
-def canary_on(threads: int | None) -> float:
-    """The canary on `threads` of torch's threads (None: as many as now), torch's count set back after: the speed
-    of the machine a run's passes are timed on, on their threads (`run --threads`)."""
+@contextlib.contextmanager
+def on_threads(threads: int | None) -> Iterator[None]:
+    """torch's threads set to `threads` inside the block (None: left as they are), and set back after it."""
     given = torch.get_num_threads()
     try:
         torch.set_num_threads(threads or given)
-        return canary()
+        yield
     finally:
         torch.set_num_threads(given)
+
+
+def canary_on(threads: int | None) -> float:
+    """The canary on `threads` of torch's threads (None: as many as now): the speed of the machine a run's passes
+    are timed on, on their threads (`run --threads`)."""
+    with on_threads(threads):
+        return canary()
 
 
 def calibrated_s(peaks: Mapping[str, Any], threads: int | None) -> float | None:

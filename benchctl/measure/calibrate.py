@@ -28,7 +28,7 @@ import torch
 from benchctl.cache import cache_dir
 
 from benchctl.errors import BenchError
-from benchctl.machine import caches, load, membw
+from benchctl.machine import caches, canary, load, membw
 from benchctl.measure import trust
 from benchctl.measure.execute import make_clock
 from benchctl.measure.timing import Policy, measure
@@ -223,13 +223,10 @@ def canary_threads() -> tuple[int, ...]:
 
 def canary_window(counts: tuple[int, ...]) -> dict[int, float]:
     """The canary's time on each thread count in `counts` now: the median of CANARY_READINGS readings."""
-    default, found = torch.get_num_threads(), {}
-    try:
-        for n in counts:
-            torch.set_num_threads(n)
+    found = {}
+    for n in counts:
+        with canary.on_threads(n):
             found[n] = _canary_median(CANARY_READINGS)
-    finally:
-        torch.set_num_threads(default)
     return found
 
 

@@ -1,9 +1,9 @@
 """One history chart: a pass of an operator on one device and machine kind, its time against the commit,
 a line per implementation (and params, where they vary: one line style each) with its 95% intervals as a
 band, a hollow marker for a run that did not settle (noisy) and a cross on one the step search leaves out
-(stopped disturbed, or timed beside other work), each step marked between the two commits it lies between and labelled with the commit
-after it, its verdict and change; and below, for the series timed against one unchanged partner, that
-time, in which their steps were found (analysis/sides.py)."""
+(stopped disturbed, or timed beside other work), each step marked between the two commits it lies between
+and labelled with the commit after it, its verdict and change; and below, for the series timed against one
+unchanged partner, that time, in which their steps were found (analysis/sides.py)."""
 
 from __future__ import annotations
 
