@@ -154,10 +154,11 @@ def summary_tables(df: pd.DataFrame, references: dict[str, str]) -> list[Summary
     return tables
 
 
-def _others(params_json: str, axis: str) -> str:
+def _others(params_json: str | None, axis: str) -> str:
     """The params other than the swept axis, e.g. `H=256`: they tell series of one operator apart. A param
-    left unset (None, e.g. lstm_cell's I, which then follows H) says nothing and is left out."""
-    params = json.loads(params_json)
+    left unset (None, e.g. lstm_cell's I, which then follows H) says nothing and is left out; so does a row
+    with no params (a parquet file written by hand)."""
+    params = json.loads(params_json) if isinstance(params_json, str) else {}
     return ",".join(f"{k}={v}" for k, v in sorted(params.items()) if k != axis and v is not None)
 
 

@@ -40,7 +40,7 @@ def command(results: tuple[Path, ...], out_dir: Path | None, ops: tuple[str, ...
     """
     from benchctl import console
     from benchctl.report import history_page, page
-    from benchctl.results import storage
+    from benchctl.results import guard, run_state
 
     wanted = parse_baselines(baselines)
     with console.warnings_shown():
@@ -51,7 +51,8 @@ def command(results: tuple[Path, ...], out_dir: Path | None, ops: tuple[str, ...
         history = history_page.for_run(loaded.folders[0]) if len(loaded.folders) == 1 else None
         built = page.build(loaded.rows, out_dir or page.default_out_dir(loaded.folders, root),
                            loaded.metas, wanted, ops, history=history, profiles_root=root)
-    for line in storage.unfinished(loaded.metas):
-        console.warn(line)
+    for line in run_state.unfinished(loaded.metas) + [guard.changed_line(m) for m in loaded.metas]:
+        if line:
+            console.warn(line)
     for path in built.files:
         console.out.print(str(path), highlight=False, soft_wrap=True)

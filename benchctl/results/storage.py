@@ -6,9 +6,10 @@ them all. Older runs, whose metadata is `run.json`, are still read.
 
 Writing a small file per cell (atomically: write a hidden temp file, then rename) means an interrupted or
 crashed sweep keeps everything measured so far, and two runs writing into the same results folder
-never touch each other's files. Loaders skip a corrupt or partial file with a warning naming it. The
-metadata names the process writing the run, so a reader can tell a run still going from one whose
-writer was killed (`cut off`). A disk that fills up is one clear error; every part written before stays.
+never touch each other's files. Loaders skip a corrupt or partial file with a warning naming it, and a
+part a finished run does not list as written (guard.py holds the folder to what benchctl wrote). The metadata
+names the process writing the run (run_state.py). A disk that fills up is one clear error; every part
+written before stays.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from __future__ import annotations
 import errno
 import json
 import os
-import socket
 import uuid
 import warnings
 from datetime import datetime, timezone
@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from benchctl.errors import BenchError
-from benchctl.results import compaction
+from benchctl.results import compaction, guard, run_state
 from benchctl.results.schema import COLUMNS, RESULT_KEYS, SCHEMA, SCHEMA_VERSION
 from benchctl.vocab import RunState
 
@@ -65,9 +65,10 @@ class RunWriter:
         self.dir.mkdir(parents=True, exist_ok=False)
         self.run_id = run_id
         self.meta = {**meta, "run_id": run_id, "schema_version": SCHEMA_VERSION, "state": RunState.RUNNING,
-                     "writer": _this_process()}
+                     "writer": run_state.this_process()}
         self.parts = 0  # on disk now
         self._written = 0  # ever, which names the next part
+        self.guard = guard.FolderGuard(self.dir, compaction.write_atomically, self._put_meta)
         self._guarded(self._write_meta)
 
     def write(self, rows: Sequence[dict[str, Any]]) -> Path | None:
@@ -75,7 +76,9 @@ class RunWriter:
             return None
         path = self.dir / f"part-{self._written + 1:05d}.parquet"
         rows = [{**r, "run_id": self.run_id, "schema_version": SCHEMA_VERSION} for r in rows]
-        self._guarded(lambda: compaction.write_atomically(to_table(rows), path))
+        table = to_table(rows)
+        self._guarded(lambda: compaction.write_atomically(table, path))
+        self.guard.wrote_part(path, table)
         self._written += 1
         self.parts += 1
         return path
@@ -84,23 +87,54 @@ class RunWriter:
         """Remove a part whose rows a later part replaces (a noisy cell measured again)."""
         if written is not None:
             self._guarded(lambda: written.unlink(missing_ok=True))
+            self.guard.dropped_part(written)
             self.parts -= 1
 
+    def look(self, during: str | None = None) -> list[str]:
+        """What else changed the run folder since benchctl last wrote there (guard.py), put back; each look that
+        found something goes into the metadata (`tampered`), with what was measured `during` it."""
+        found: list[str] = []
+        self._guarded(lambda: found.extend(self.guard.look()))
+        if found:
+            self.meta.setdefault("tampered", []).append({"during": during, "found": found})
+        return found
+
+    def compact(self) -> Path | None:
+        """The run's parts merged into one file (compaction.py); a finished run's metadata lists the new digests."""
+        merged = compaction.compact(self.dir)
+        if merged is not None:
+            self.guard.merged_into(merged, pq.read_table(merged))
+        if merged is not None and guard.DIGESTS in self.meta:
+            self.meta[guard.DIGESTS] = self.guard.digests()
+            self._guarded(self._write_meta)
+        return merged
+
     def finish(self, state: RunState = RunState.COMPLETE, reason: str | None = None) -> None:
-        """Mark the run's end; best effort, since it runs on every way out, a full disk included."""
+        """Mark the run's end, with the digest of each part it wrote (after a last look at the folder); best
+        effort, since it runs on every way out, a full disk included."""
         self.meta["state"] = state
         if reason:
             self.meta["reason"] = reason
         self.meta["finished"] = datetime.now(timezone.utc).isoformat()
+        try:
+            self.look(during="the end of the run")
+        except ResultsNotWritten as exc:
+            warnings.warn(str(exc), stacklevel=2)
+        self.meta[guard.DIGESTS] = self.guard.digests()
         try:
             self._write_meta()
         except OSError as exc:
             warnings.warn(f"cannot mark {self.dir} {state}: {exc.strerror or exc}", stacklevel=2)
 
     def _write_meta(self) -> None:
+        text = json.dumps(self.meta, indent=2, default=str)
+        self._put_meta(text)
+        self.guard.wrote_meta(self.dir / RUN_FILE, text)
+
+    def _put_meta(self, text: str) -> None:
         tmp = self.dir / f".{RUN_FILE}.tmp"
         try:
-            tmp.write_text(json.dumps(self.meta, indent=2, default=str))
+            tmp.write_text(text)
             os.replace(tmp, self.dir / RUN_FILE)
         finally:
             tmp.unlink(missing_ok=True)
@@ -113,28 +147,6 @@ class RunWriter:
             reason = exc.strerror or os.strerror(exc.errno or errno.EIO)
             raise ResultsNotWritten(f"cannot write results to {self.dir}: {reason}; the {self.parts} "
                                     "part(s) written before are kept") from None
-
-
-def _this_process() -> dict[str, Any]:
-    return {"host": socket.gethostname(), "pid": os.getpid(), "pid_started": _started(os.getpid())}
-
-
-def _started(pid: int) -> int | None:
-    """When a process started (clock ticks since boot, /proc/PID/stat field 22): tells a live writer from
-    a later process that reuses its pid. None when the process does not exist (or there is no /proc)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return int(stat.rsplit(")", 1)[1].split()[19])
-
-
-def _writer_gone(writer: Any) -> bool:
-    """Whether the process that wrote a running run has ended (only knowable on the same host)."""
-    if not isinstance(writer, dict) or writer.get("host") != socket.gethostname():
-        return False
-    started = _started(int(writer.get("pid", 0)))
-    return started is None or started != writer.get("pid_started")
 
 
 def to_table(rows: Iterable[dict[str, Any]]) -> pa.Table:
@@ -165,23 +177,9 @@ def run_meta(run_dir: Path) -> dict[str, Any]:
     if path is None:
         raise FileNotFoundError(f"{run_dir} is not a run folder (no {RUN_FILE})")
     meta = json.loads(path.read_text())
-    if meta.get("state") == RunState.RUNNING and _writer_gone(meta.get("writer")):
+    if meta.get("state") == RunState.RUNNING and run_state.writer_gone(meta.get("writer")):
         meta["state"] = RunState.CUT_OFF
     return meta
-
-
-def unfinished(metas: Sequence[dict[str, Any]]) -> list[str]:
-    """One line for each run that did not complete, saying what a reader of its rows should know."""
-    said = {RunState.CUT_OFF: "was cut off (its writer died); its finished cells are loaded",
-            RunState.INTERRUPTED: "was interrupted; its finished cells are loaded",
-            RunState.FAILED: "failed", RunState.RUNNING: "is still running; the cells finished so far are loaded"}
-    lines = []
-    for meta in metas:
-        state = meta.get("state")
-        if state in said:
-            reason = f" ({meta['reason']})" if meta.get("reason") else ""
-            lines.append(f"run {meta.get('run_id')} {said[state]}{reason}")
-    return lines
 
 
 def latest(rows: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
@@ -215,9 +213,28 @@ def _frame(tables: Sequence[pa.Table]) -> pd.DataFrame:
 
 
 def load_run(run_dir: Path) -> pd.DataFrame:
-    """All rows of one run; part files that are corrupt, partial or not results are skipped with a warning
-    naming them."""
-    return _frame([t for t in map(read_results, compaction.parts(Path(run_dir))) if t is not None])
+    """All rows of one run; part files that are corrupt, partial or not results, or that a finished run's
+    metadata does not list as written (guard.py), are skipped with a warning naming them."""
+    listed = _listed(Path(run_dir))
+    tables = []
+    for path in compaction.parts(Path(run_dir)):
+        table = read_results(path)  # first: a file that is no results says so, whoever wrote it
+        why = guard.unlisted(path, listed) if table is not None else None
+        if why:
+            warnings.warn(why, stacklevel=2)
+        elif table is not None:
+            tables.append(table)
+    return _frame(tables)
+
+
+def _listed(run_dir: Path) -> dict[str, str] | None:
+    """The digests a finished run's metadata lists for its parts; None where it lists none (a run still
+    going, or one from before they were kept) or cannot be read (its rows still load)."""
+    try:
+        listed = run_meta(run_dir).get(guard.DIGESTS)
+    except (OSError, ValueError):
+        return None
+    return listed if isinstance(listed, dict) else None
 
 
 def load(paths: Sequence[Path | str] = (), root: Path | str = "results") -> pd.DataFrame:

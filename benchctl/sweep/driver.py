@@ -23,6 +23,7 @@ from benchctl.measure.result import PassResult, Results
 from benchctl.measure.stats import ci_half_width, join_messages
 from benchctl.ops import provenance
 from benchctl.ops.cells import Cell
+from benchctl.results import guard
 from benchctl.results.schema import FIRST_CALL_COLUMNS, SPEEDUP_LIMIT, Rows, beside_work, left_alone
 from benchctl.vocab import Status
 from benchctl.analysis.summary import slow_machine
@@ -72,6 +73,8 @@ class Sweep:
     processes: int = 1  # the executor's worker processes (Replicas): a re-measurement asks each of them
     recheck_above: float = SPEEDUP_LIMIT  # a speedup over the reference above this is re-checked
     settle: Callable[[], None] = lambda: None  # waits for a busy or slow machine to be quiet and at speed
+    # what changed the run folder while the cell named was measured (results/guard.py), put back
+    look: Callable[[str], list[str]] = lambda during: []
     _skip: dict[tuple, str] = field(default_factory=dict)
     _written: dict[int, Held] = field(default_factory=dict)  # settled cells as written, for the re-check
 
@@ -122,7 +125,7 @@ class Sweep:
             wanted = recheck.suspect_passes(held.results, theirs, self.recheck_above)
             if wanted:
                 self.on_start(cell)
-                again = merge([self.executor.run(replace(cell, passes=wanted, checked=False, strict=True))])
+                again = merge([self._run(replace(cell, passes=wanted, checked=False, strict=True))])
                 self._replace(held, recheck.judged(held.results, again, theirs, self.recheck_above))
                 if i in unsettled and not _unsettled(held.results):  # e.g. found incorrect: nothing to settle
                     self._written[i] = unsettled.pop(i)
@@ -145,7 +148,7 @@ class Sweep:
                     self.settle()
                 wanted = tuple(r.pass_ for r in held.results if _unsettled([r]))
                 again = replace(self.cells[i], passes=wanted, checked=True)
-                fresh = [self.executor.run(again) for _ in range(self.processes)]
+                fresh = [self._run(again) for _ in range(self.processes)]
                 pooled = _pooled(held.rounds + fresh) if any(map(_split, held.results)) else {}
                 held.results = _best_of(held.results, merge(fresh), pooled, attempt)
                 held.rounds += fresh
@@ -166,7 +169,14 @@ class Sweep:
             return failed(cell, Status.UNAVAILABLE, blocked)
         if key in self._skip:
             return failed(cell, Status.SKIPPED, self._skip[key])
-        return self.executor.run(cell)
+        return self._run(cell)
+
+    def _run(self, cell: Cell) -> Results:
+        """The cell measured by the executor, its passes an `error` where the run folder changed meanwhile
+        (results/guard.py: only benchctl writes there, and it put back what it wrote)."""
+        results = self.executor.run(cell)
+        found = self.look(cell.label())
+        return [r.with_(**guard.as_changed(r, found)) for r in results] if found else results
 
 
 def noisy(results: Results) -> bool:

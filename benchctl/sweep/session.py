@@ -18,7 +18,7 @@ import torch
 from benchctl.machine import canary, load
 from benchctl.machine.facts import environment, memory_setup
 from benchctl.ops.cells import Cell
-from benchctl.results import compaction
+from benchctl.results import guard
 from benchctl.results.storage import RunWriter, new_run_id
 from benchctl.results.schema import CELL_COLUMNS, Rows
 from benchctl.sweep.cluster import RayCluster
@@ -95,7 +95,7 @@ class Session:
             raise
         self._finish()
         if self.fanout is not None:  # a part per series: many small files on a cluster
-            compaction.compact(self.writer.dir)
+            self.writer.compact()
 
     def _finish(self, state: RunState = RunState.COMPLETE, reason: str | None = None) -> None:
         """The run's metadata closed, with the stretch of it other work kept cores busy (`busy_stretch`: the
@@ -111,7 +111,7 @@ class Session:
             Sweep(self.plan.cells, executor, self.writer, env, on_start=on_start, on_done=on_done,
                   blocked=self.blocked, rounds=self.plan.total_rounds, remeasure=self.plan.remeasure,
                   processes=self.plan.processes, recheck_above=self.plan.recheck_above,
-                  settle=lambda: self.settle(on_wait)).run()
+                  settle=lambda: self.settle(on_wait), look=self.writer.look).run()
         finally:
             executor.close()
 
@@ -119,6 +119,9 @@ class Session:
         """Series run where the executor puts them, and each node builds and judges availability for
         itself; rows come back stamped by the machine that ran them and are written here, a part a series."""
         def deliver(series: tuple[Cell, ...], rows: Rows) -> None:
+            found = self.writer.look(during=", ".join(cell.label() for cell in series))
+            if found:
+                rows = [{**row, **guard.as_changed(row, found)} for row in rows]
             self.writer.write(rows)
             for cell in series:
                 mine = [r for r in rows if _same_cell(r, cell)]

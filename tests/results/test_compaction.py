@@ -21,7 +21,7 @@ def write_run(root, n_parts: int):
 def test_compacting_a_run_keeps_every_row_in_one_file(tmp_path):
     writer = write_run(tmp_path, 5)
     before = storage.load_run(writer.dir).sort_values("impl").reset_index(drop=True)
-    assert compaction.compact(writer.dir) == writer.dir / compaction.COMPACTED
+    assert writer.compact() == writer.dir / compaction.COMPACTED
     assert [p.name for p in writer.dir.glob("part-*.parquet")] == [compaction.COMPACTED]
     after = storage.load_run(writer.dir).sort_values("impl").reset_index(drop=True)
     pd.testing.assert_frame_equal(before, after)
@@ -29,11 +29,15 @@ def test_compacting_a_run_keeps_every_row_in_one_file(tmp_path):
 
 
 def test_parts_written_after_a_compaction_are_read_too(tmp_path):
-    writer = write_run(tmp_path, 2)
-    compaction.compact(writer.dir)
+    writer = storage.RunWriter(tmp_path, storage.new_run_id(), {})
+    for impl in ("i0", "i1"):
+        writer.write([{"op": "toy", "impl": impl, "pass": "forward", "status": "ok"}])
+    writer.compact()
     writer.write([{"op": "toy", "impl": "late", "pass": "forward", "status": "ok"}])
     assert sorted(storage.load_run(writer.dir)["impl"]) == ["i0", "i1", "late"]
-    compaction.compact(writer.dir)
+    writer.finish()  # its metadata lists the compacted file and the late part
+    assert sorted(storage.load_run(writer.dir)["impl"]) == ["i0", "i1", "late"]
+    writer.compact()
     assert sorted(storage.load_run(writer.dir)["impl"]) == ["i0", "i1", "late"]
 
 
@@ -41,7 +45,7 @@ def test_a_crash_before_the_old_parts_are_deleted_counts_no_row_twice(tmp_path):
     writer = write_run(tmp_path, 3)
     kept = tmp_path / "kept"
     shutil.copytree(writer.dir, kept)
-    compaction.compact(writer.dir)
+    writer.compact()
     for part in kept.glob("part-*.parquet"):  # the parts as they were, beside the compacted file
         shutil.copy(part, writer.dir / part.name)
     assert sorted(storage.load_run(writer.dir)["impl"]) == ["i0", "i1", "i2"]
@@ -49,5 +53,5 @@ def test_a_crash_before_the_old_parts_are_deleted_counts_no_row_twice(tmp_path):
 
 def test_a_run_of_one_part_is_left_alone(tmp_path):
     writer = write_run(tmp_path, 1)
-    assert compaction.compact(writer.dir) is None
+    assert writer.compact() is None
     assert [p.name for p in writer.dir.glob("part-*.parquet")] == ["part-00001.parquet"]

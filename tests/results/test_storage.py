@@ -9,7 +9,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from benchctl.results import storage
+from benchctl.results import run_state, storage
 from benchctl.results.storage import RunWriter
 
 
@@ -133,7 +133,7 @@ def test_a_run_whose_writer_was_killed_reads_cut_off_with_its_rows(tmp_path):
     assert child.exitcode == -9
     meta = storage.run_meta(tmp_path / "killed")
     assert meta["state"] == "cut off" and len(storage.load([tmp_path / "killed"])) == 1
-    assert storage.unfinished([meta]) == ["run killed was cut off (its writer died); its finished cells are loaded"]
+    assert run_state.unfinished([meta]) == ["run killed was cut off (its writer died); its finished cells are loaded"]
 
 
 def test_a_run_still_being_written_reads_running_and_a_reused_pid_does_not_fool_it(tmp_path):
