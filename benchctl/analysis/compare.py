@@ -14,7 +14,7 @@ import pandas as pd
 
 from benchctl.errors import UsageError
 from benchctl.results import storage
-from benchctl.results.schema import CELL_COLUMNS, ENV_FIELDS, clean_samples, stored_list
+from benchctl.results.schema import CELL_COLUMNS, ENV_FIELDS, median_samples, stored_list
 from benchctl.analysis.comparison import CellChange, Comparison, EnvDifference, VERDICTS
 from benchctl.analysis.pairs import relative_change
 from benchctl.analysis.summary import probed
@@ -33,8 +33,10 @@ def code_changed(base: Mapping[str, Any], new: Mapping[str, Any], column: str = 
 
 
 def _samples(row: pd.Series) -> list[float]:
-    """The row's clean samples: those its worker did not set aside as disturbed."""
-    return clean_samples(stored_list(row.get("samples_s")), stored_list(row.get("disturbed")))
+    """The samples the row's median was taken from: those its worker did not set aside as disturbed, of the
+    mode its median is where its rounds split (else the interval of a -7.5% change read [-3, -1])."""
+    return median_samples(stored_list(row.get("samples_s")), stored_list(row.get("disturbed")),
+                          stored_list(row.get("mode_aside")))
 
 
 def _facts(row: pd.Series) -> dict[str, Any]:

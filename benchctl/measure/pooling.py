@@ -70,6 +70,9 @@ def pooled(rounds: Rounds) -> dict[str, Any]:
     stats = summarize(clean_samples(samples, flags))
     blind = {i for i, median in enumerate(medians, start=1) if math.isnan(median)}
     modes = _modes([(i, r) for i, r in numbered if i not in blind], medians)
+    if modes:
+        majority = modes.pop("majority")
+        modes["mode_aside"] = [i not in majority for i, r in numbered for _ in r["samples_s"]]
     noisy = is_noisy({**stats, **modes})
     disturbance = _disturbance(kept, flags, flags.count(False), noisy)
     said = join_messages(*dict.fromkeys(note for r in kept for note in notes(r.get("message"))),
@@ -227,7 +230,7 @@ def _process_speedups(rounds: Rounds, pairs: Sequence[tuple[np.ndarray, np.ndarr
 
 def _modes(numbered: Sequence[tuple[int, Round]], round_medians: Sequence[float]) -> dict[str, Any]:
     """Two modes when the rounds (with their numbers; `round_medians` by number - 1) disagree: both medians,
-    and the majority mode's statistics."""
+    the majority mode's statistics, and its rounds' numbers (`majority`, for pooled's `mode_aside`)."""
     ordered = sorted(numbered, key=lambda pair: round_medians[pair[0] - 1])
     medians = [round_medians[i - 1] for i, _ in ordered]
     if len(ordered) < 2 or medians[0] <= 0 or medians[-1] / medians[0] - 1 <= MODES_APART:
@@ -243,6 +246,7 @@ def _modes(numbered: Sequence[tuple[int, Round]], round_medians: Sequence[float]
     kept = {k: v for k, v in majority.items() if k not in ("n", "min_s", "max_s")}
     which = lambda part: ", ".join(str(i) for i, _ in sorted(part, key=lambda pair: pair[0]))  # noqa: E731
     return {**kept, "mode_fast_s": fast_stats["median_s"], "mode_slow_s": slow_stats["median_s"],
+            "majority": {i for i, _ in (fast if majority is fast_stats else slow)},
             "message": f"rounds disagree: {fast_stats['median_s'] * 1e3:.3g} ms in round(s) {which(fast)}, "
                        f"{slow_stats['median_s'] * 1e3:.3g} ms in round(s) {which(slow)}{_faults(fast, slow)}; "
                        f"the median is the {'fast' if majority is fast_stats else 'slow'} mode's, which holds "

@@ -103,7 +103,8 @@ COLUMNS: dict[str, pa.DataType] = {
     "round_spread": pa.float64(),  # slowest round's median / fastest round's - 1
     "round_medians_s": pa.list_(pa.float64()),  # each round's median in round order; NaN: all set aside
     "mode_fast_s": pa.float64(),  # rounds that disagree (spread over MODES_APART): the fast mode's median
-    "mode_slow_s": pa.float64(),  # ... and the slow mode's; median_s is then the mode of most samples
+    "mode_slow_s": pa.float64(),  # ... and the slow mode's; median_s is then the mode of most rounds
+    "mode_aside": pa.list_(pa.bool_()),  # ... per sample (beside samples_s): of the other mode, not the median's
     "processes": pa.int32(),  # worker processes the samples came from (run --processes); null: one
     "process_medians_s": pa.list_(pa.float64()),  # ... each one's median of its clean samples
     "process_spread": pa.float64(),  # ... the slowest one's median / the fastest one's - 1
@@ -169,6 +170,18 @@ def clean_samples(samples: Sequence[float], disturbed: Sequence[bool] | None) ->
     if not disturbed or len(disturbed) != len(samples):
         return list(samples)
     return [s for s, d in zip(samples, disturbed) if not d] or list(samples)
+
+
+def median_samples(samples: Sequence[float], disturbed: Sequence[bool] | None,
+                   mode_aside: Sequence[bool] | None) -> list[float]:
+    """The samples a row's median was taken from: its clean ones (`clean_samples`) and, where its rounds split
+    into two modes, only those of the median's mode (`mode_aside` False), so that an interval taken from them
+    is about the median the row gives."""
+    if not mode_aside or len(mode_aside) != len(samples):
+        return clean_samples(samples, disturbed)
+    flags = disturbed if disturbed and len(disturbed) == len(samples) else [False] * len(samples)
+    kept = [(s, d) for s, d, aside in zip(samples, flags, mode_aside) if not aside]
+    return clean_samples([s for s, _ in kept], [d for _, d in kept])
 SCHEMA = pa.schema(list(COLUMNS.items()))
 
 

@@ -50,6 +50,18 @@ def test_noise_around_the_same_median_is_the_same():
     assert not result.regressions
 
 
+def test_a_side_whose_rounds_split_gives_the_interval_of_its_median_s_mode():
+    """NEW's rounds split: two of three at 9.25 ms (its median), one at 10 ms. The interval was once all the
+    samples' (-7.5% [-3, -1]); it is now of the samples the median came from, and holds the change."""
+    fast, slow = timed(9.25e-3, 3, n=20) + timed(9.25e-3, 4, n=20), timed(10e-3, 5, n=40)
+    new = row(samples=fast + slow, mode_fast_s=9.25e-3, mode_slow_s=10e-3, mode_aside=[False] * 40 + [True] * 40)
+    new["median_s"] = float(np.median(fast))
+    (cell,) = compare.compare(frame([row(samples=timed(10e-3, 1))]), frame([new])).cells
+    assert cell.ratio == pytest.approx(0.925, rel=0.02) and cell.new_n == 40
+    assert cell.ratio_low < cell.ratio < cell.ratio_high < 0.97
+    assert cell.verdict == "unsure" and cell.reason == verdict.ROUNDS_SPLIT
+
+
 def test_samples_that_agree_beside_medians_that_do_not_are_unsure_not_same():
     """One process in a slow mode: the row keeps that mode's median (pooling.py), 26% over the other run's,
     while the pooled samples' interval is within 5%."""

@@ -124,8 +124,10 @@ def test_rounds_in_two_modes_give_both_and_the_majority_median():
     assert "rounds disagree: 15 ms in round(s) 1, 3, 100 ms in round(s) 2;" in m["message"]
     [m] = merge([[row(fast, page_faults=40.0)], [row(slow, page_faults=694.0)], [row(fast, page_faults=42.0)]])
     assert "100 ms in round(s) 2 (41 and 694 page faults per call); the median is the fast mode's" in m["message"]
+    assert m["mode_aside"] == [False] * 3 + [True] * 3 + [False] * 3  # round 2's samples: the other mode
     [quiet] = merge([[row([1.0, 1.02])], [row([1.05, 1.03])]])  # 5% apart: one mode, pooled
     assert quiet.get("mode_fast_s") is None and quiet["median_s"] == pytest.approx(1.025)
+    assert quiet.get("mode_aside") is None
 
 
 def test_the_mode_of_more_rounds_holds_though_a_noisy_round_sampled_on_longer():
