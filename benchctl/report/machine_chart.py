@@ -1,5 +1,6 @@
 """The machine over a run: every CPU row's memory bandwidth probe (`mem_gbps`) against when its cell
-finished, so a slow phase of the host shows as a dip that the cells measured in it share.
+was measured (its `timestamp`: a row kept from a first measurement and written again at the end of the sweep keeps
+that measurement's time), so a slow phase of the host shows as a dip that the cells measured in it share.
 
 The dotted line is where `run` starts marking cells `mem` (75% of the run's median probe); the dashed
 one is the best probe `env --calibrate` stored (`read_gbps`), when the run recorded it.

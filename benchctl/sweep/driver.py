@@ -174,7 +174,7 @@ class Sweep:
     def _run(self, cell: Cell) -> Results:
         """The cell measured by the executor, its passes an `error` where the run folder changed meanwhile
         (results/guard.py: only benchctl writes there, and it put back what it wrote)."""
-        results = self.executor.run(cell)
+        results = [r.with_(timestamp=_now()) for r in self.executor.run(cell)]  # when it was measured
         found = self.look(cell.label())
         return [r.with_(**guard.as_changed(r, found)) for r in results] if found else results
 
@@ -243,7 +243,12 @@ def _spread(result: PassResult) -> float:
 
 def stamp(results: Iterable[PassResult], env: dict[str, Any]) -> Rows:
     """The rows to write: each result's columns with the environment facts, the measured code's commit and
-    digests, and the time (a result's own facts win, e.g. threads)."""
-    now = datetime.now(timezone.utc).isoformat()
-    return [{**env, **provenance.code_facts(r.op), **provenance.cell_digests(r),
-             **{k: v for k, v in r.items() if v is not None}, "timestamp": now} for r in results]
+    digests, and the time (a result's own facts win, e.g. threads, and the time it was measured: a row kept from
+    a cell's first measurement and written again at the end of the sweep keeps it)."""
+    now = _now()
+    return [{**env, **provenance.code_facts(r.op), **provenance.cell_digests(r), "timestamp": now,
+             **{k: v for k, v in r.items() if v is not None}} for r in results]
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat()

@@ -76,6 +76,8 @@ def test_only_the_passes_that_did_not_settle_are_measured_again(builtin_ops):
     assert executor.asked == [("forward", "backward"), ("backward",)]
     rows = {r["pass"]: r for r in out.rows}
     assert rows["forward"]["median_s"] == 1.0 and rows["forward"]["remeasured"] == 0  # the first measurement
+    # ... with the time it was measured, before the backward's second measurement, though written with it
+    assert rows["forward"]["timestamp"] < rows["backward"]["timestamp"]
     assert rows["backward"]["median_s"] == 2.0 and rows["backward"]["remeasured"] == 1
     assert not rows["backward"]["noisy"] and len(out.rows) == 2
 
