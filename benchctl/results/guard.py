@@ -1,8 +1,8 @@
-"""A run folder held to what benchctl wrote into it.
+"""A run folder held to what benchctl wrote into it, and the files the sweep relies on to what it found.
 
 The measured code runs as the user who runs the sweep, so a worker, or a process it starts, can write into
 the run folder while the sweep goes on: add a part of forged rows, rewrite or delete a part, rewrite
-`_run.json`. The writer keeps what it wrote (each part's table, the file's digest and the metadata's text);
+`_run.json`; or rewrite the machine's calibration, whose peaks set every later run's floors (`watch`). The writer keeps what it wrote (each part's table, the file's digest and the metadata's text);
 `FolderGuard.look` compares the folder with it, writes back what was changed or removed, sets aside what
 benchctl never wrote (renamed hidden, `.tampered-NAME`, so no loader or dataset reader takes it) and says
 what it found. The sweep looks after each measurement, so a finding names the cell measured meanwhile.
@@ -63,6 +63,7 @@ class FolderGuard:
         self._write_part, self._write_meta = write_part, write_meta
         self._parts: dict[str, _Kept] = {}
         self._meta: tuple[str, str] | None = None  # the metadata file's name and the text written to it
+        self._watched: dict[Path, bytes | None] = {}  # files outside the folder, as the run found them
 
     def wrote_part(self, path: Path, table: pa.Table) -> None:
         self._parts[path.name] = _Kept(table, digest(path), _stamp(path))
@@ -79,6 +80,11 @@ class FolderGuard:
     def wrote_meta(self, path: Path, text: str) -> None:
         self._meta = (path.name, text)
 
+    def watch(self, path: Path) -> None:
+        """A file outside the folder that this run and later ones rely on (the machine's calibration: its
+        peaks set every floor), kept as the run found it; None where there was none."""
+        self._watched[Path(path)] = _contents(Path(path))
+
     def digests(self) -> dict[str, str]:
         """Each part's name and digest, as written: what the finished run's metadata lists."""
         return {name: kept.digest for name, kept in sorted(self._parts.items())}
@@ -88,6 +94,7 @@ class FolderGuard:
         put back as benchctl wrote it; empty where nothing was."""
         found = [said for name, kept in self._parts.items() if (said := self._part_back(name, kept))]
         found += [self._meta_back()] if self._meta_changed() else []
+        found += [said for path, kept in self._watched.items() if (said := _file_back(path, kept))]
         known = {*self._parts, *(self._meta[:1] if self._meta else ())}
         for entry in sorted(self.folder.iterdir()):
             if entry.name not in known and not entry.name.startswith((".", "_")):
@@ -122,11 +129,31 @@ class FolderGuard:
         return f"{name} rewritten (written again from benchctl's copy)"
 
 
+def _contents(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+def _file_back(path: Path, kept: bytes | None) -> str | None:
+    """A watched file put back as the run found it (removed where there was none); None where it is so."""
+    if _contents(path) == kept:
+        return None
+    if kept is None:
+        path.unlink()
+        return f"{path} written (removed: there was none when the run started)"
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_bytes(kept)
+    os.replace(tmp, path)
+    return f"{path} rewritten (written back as the run found it)"
+
+
 def as_changed(row: Mapping[str, Any], found: list[str]) -> dict[str, Any]:
     """The columns that make a row of a cell measured while the run folder changed an `error` (its times stay
     in the row, as measured, but no summary, verdict or history takes an error's)."""
-    said = ("the run's folder was changed while this cell was measured: " + "; ".join(found)
-            + ". Only benchctl writes there: its rows were put back and what it did not write set aside")
+    said = ("the run's files were changed while this cell was measured: " + "; ".join(found)
+            + ". Only benchctl writes them: what it wrote was put back, and what it did not set aside")
     return {"status": Status.ERROR, "message": f"{said}; {row['message']}" if row.get("message") else said}
 
 
@@ -148,6 +175,6 @@ def changed_line(meta: Mapping[str, Any]) -> str | None:
     if not looks:
         return None
     during = ", ".join(dict.fromkeys(str(look.get("during")) for look in looks))
-    return (f"run {meta.get('run_id')}: its folder was changed by something other than benchctl while it ran "
+    return (f"run {meta.get('run_id')}: its files were changed by something other than benchctl while it ran "
             f"(during {during}); benchctl put back what it wrote and set aside what it did not ({SET_ASIDE}*), "
             "and the cells measured meanwhile are errors")

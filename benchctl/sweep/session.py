@@ -17,6 +17,7 @@ import torch
 
 from benchctl.machine import canary, load
 from benchctl.machine.facts import environment, memory_setup
+from benchctl.measure.calibrate import calibration_path
 from benchctl.ops.cells import Cell
 from benchctl.results import guard
 from benchctl.results.storage import RunWriter, new_run_id
@@ -48,7 +49,9 @@ class Session:
              fanout: Pool | RayCluster | None = None, **facts: Any) -> "Session":
         """A new run folder under `out`; `facts` (e.g. busy_cores_at_start) go into its metadata."""
         meta = {"environment": environment(), "memory": memory_setup(), **plan.meta(), **facts}
-        return Session(plan, RunWriter(out, new_run_id(), meta), dict(blocked or {}), fanout)
+        writer = RunWriter(out, new_run_id(), meta)
+        writer.guard.watch(calibration_path())  # its peaks set the floors of this run's re-checks and every later run's
+        return Session(plan, writer, dict(blocked or {}), fanout)
 
     def run(self, on_start: Callable[[Cell], None] = lambda cell: None,
             on_done: Callable[[Cell, Rows], None] = lambda cell, rows: None,

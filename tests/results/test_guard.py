@@ -101,6 +101,19 @@ def test_a_run_written_before_digests_were_kept_loads_every_part(writer):
 def test_a_changed_row_is_an_error_that_says_what_was_found_and_keeps_its_message():
     columns = guard.as_changed(row(message="timed in pairs"), ["part-00001.parquet rewritten (...)"])
     assert columns["status"] == "error"
-    assert columns["message"].startswith("the run's folder was changed while this cell was measured: "
-                                         "part-00001.parquet rewritten (...). Only benchctl writes there")
+    assert columns["message"].startswith("the run's files were changed while this cell was measured: "
+                                         "part-00001.parquet rewritten (...). Only benchctl writes them")
     assert columns["message"].endswith("; timed in pairs")
+
+
+def test_a_watched_file_rewritten_or_made_is_put_back_as_the_run_found_it(writer, tmp_path):
+    peaks, absent = tmp_path / "calibration.json", tmp_path / "none.json"
+    peaks.write_text('{"cpu": {"read_gbps": 20.0}}')
+    writer.guard.watch(peaks)
+    writer.guard.watch(absent)
+    peaks.write_text('{"cpu": {"read_gbps": 2000.0}}')
+    absent.write_text("{}")
+    assert writer.look() == [f"{peaks} rewritten (written back as the run found it)",
+                             f"{absent} written (removed: there was none when the run started)"]
+    assert peaks.read_text() == '{"cpu": {"read_gbps": 20.0}}' and not absent.exists()
+    assert writer.look() == []
