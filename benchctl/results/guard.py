@@ -36,12 +36,13 @@ def digest(path: Path) -> str:
 
 
 def _stamp(path: Path) -> tuple[int, int, int] | None:
-    """What changes when a file is written (size, modification time, inode); None where it is gone."""
+    """What changes when a file is written (size, inode, and its change time, which unlike the modification
+    time no call can set back); None where it is gone."""
     try:
         st = path.stat()
     except FileNotFoundError:
         return None
-    return st.st_size, st.st_mtime_ns, st.st_ino
+    return st.st_size, st.st_ino, st.st_ctime_ns
 
 
 @dataclass

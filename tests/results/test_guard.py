@@ -117,3 +117,18 @@ def test_a_watched_file_rewritten_or_made_is_put_back_as_the_run_found_it(writer
                              f"{absent} written (removed: there was none when the run started)"]
     assert peaks.read_text() == '{"cpu": {"read_gbps": 20.0}}' and not absent.exists()
     assert writer.look() == []
+
+
+def test_a_part_edited_in_place_with_its_size_and_modification_time_kept_is_caught(writer):
+    import os
+    import struct
+    part = writer.dir / "part-00001.parquet"
+    before = part.stat()
+    data = part.read_bytes()
+    assert data.count(struct.pack("<d", 0.002)) >= 1
+    with open(part, "r+b") as f:  # the same file, the same size: one float's bytes changed
+        f.write(data.replace(struct.pack("<d", 0.002), struct.pack("<d", 0.02)))
+    os.utime(part, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert part.stat().st_size == before.st_size and part.stat().st_mtime_ns == before.st_mtime_ns
+    assert writer.look() == [
+        "part-00001.parquet rewritten (set aside as .tampered-part-00001.parquet, written again from benchctl's rows)"]
