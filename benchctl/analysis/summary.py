@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from benchctl.results import storage
-from benchctl.results.schema import BUSY_WARN_CORES, CANARY_SLOW, CELL_COLUMNS, beside_work, beyond_threads
+from benchctl.results.schema import BUSY_WARN_CORES, CELL_COLUMNS, SLOW_PHASE, beside_work, beyond_threads
 from benchctl.analysis.speedup import (PARTNER_APART, disturbed, partner_apart, partner_drift, present_value,
                                       speedup_label)
 from benchctl.analysis.verdict import timing_kinds
@@ -76,7 +76,7 @@ MARKS = {
          "not the medians' ratio",
     "~": "noisy",
     "dist": "disturbed, too few clean samples",
-    "slow": f"the machine's canary over {CANARY_SLOW:.0%} slower than calibrated",
+    "slow": f"the machine's canary over {SLOW_PHASE:.0%} slower than calibrated (a slow phase)",
     "busy": f"timed while other work kept {BUSY_WARN_CORES} cores or more busy",
     "os": "mostly OS time",
     "host": "host-bound",
@@ -198,9 +198,10 @@ def recompiled(row: Mapping[str, Any]) -> bool:
 
 
 def slow_machine(row: Mapping[str, Any]) -> bool:
-    """The machine's canary ran over CANARY_SLOW slower than calibrated around the pass."""
+    """The machine's canary ran over SLOW_PHASE slower than calibrated around the pass: a slow phase, not the
+    drift of a machine at speed."""
     ratio = row.get("canary_ratio")
-    return present_value(ratio) and ratio > 1 + CANARY_SLOW
+    return present_value(ratio) and ratio > 1 + SLOW_PHASE
 
 
 def _below(value: float | None, share: float, typical: float | None) -> bool:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 import pandas as pd
 
 from benchctl.report.charts import figure_grid
-from benchctl.results.schema import BUSY_WARN_CORES, CANARY_SLOW
+from benchctl.results.schema import BUSY_WARN_CORES, SLOW_PHASE
 from benchctl.analysis.summary import MEM_SLOW, probed
 from benchctl.vocab import Stop
 
@@ -83,7 +83,7 @@ def load_figure(rows: pd.DataFrame, metas: Sequence[Mapping[str, Any]] = ()) -> 
                        label="a pass's canary")
         canary_ax.plot(marked["minutes"][disturbed], marked["canary_ratio"][disturbed], "x", color="red",
                        markersize=6, label=f"a pass with over {MARKED_SHARE:.0%} of its samples disturbed")
-        canary_ax.axhline(1 + CANARY_SLOW, linestyle=":", color="gray", label=f"+{CANARY_SLOW:.0%}: marked slow")
+        canary_ax.axhline(1 + SLOW_PHASE, linestyle=":", color="gray", label=f"+{SLOW_PHASE:.0%}: marked slow")
         canary_ax.legend(loc="best", fontsize=8)
     canary_ax.set_xlabel("minutes since the run began")
     canary_ax.set_ylabel("canary time / calibrated")

@@ -16,9 +16,13 @@ import pyarrow as pa
 from benchctl import vocab
 
 SCHEMA_VERSION = 1
-CANARY_SLOW = 0.05  # a canary (machine/canary.py) more than this share over its calibrated time: the machine was slow
-# ... more than this share over it, or two rows' canaries this far apart: the VM in a slow phase, another
-# machine (docs/measuring.md, "Slow phases": at speed, within 15%; in a slow phase, 1.34-1.54x)
+# A probe of the processor's speed read more than this share slow (an SM clock under its maximum, the canary
+# around a calibration step): a clock that is read, not timed, or a correction, not a mark.
+CANARY_SLOW = 0.05
+# A canary (machine/canary.py) more than this share over its calibrated time, or two rows' canaries this far
+# apart: the VM in a slow phase, another machine, and the pass marked `slow` (docs/measuring.md, "Slow phases":
+# at speed, within 15%; in a slow phase, 1.34-1.54x). At speed a quiet run's canaries read 1.00-1.19x, 77% of
+# them over 1.05: a mark at 5% marked most passes of a quiet run, and their re-measurements read as slow.
 SLOW_PHASE = 0.15
 SPEEDUP_LIMIT = 50.0  # a pass this many times faster than its reference is re-checked (sweep/recheck.py)
 # A CPU pass whose calls kept more than its torch threads x (1 + this) cores busy ran threads of its own

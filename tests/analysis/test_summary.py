@@ -32,7 +32,7 @@ def test_the_tables_share_one_legend_of_the_marks_they_carry():
     marked = summary_tables(rows().assign(noisy=[True, False, False, False, False],
                                           canary_ratio=[1.0, 1.0, 1.3, None, 1.0]), {"lstm_cell": "py"})
     assert marked[0].rows[0][2] == "4 ~" and marked[0].rows[1][2] == "1 (4.0x) slow" and marked[1].marks == ()
-    assert legend(marked) == "marks: ~ noisy; slow: the machine's canary over 5% slower than calibrated"
+    assert legend(marked) == "marks: ~ noisy; slow: the machine's canary over 15% slower than calibrated (a slow phase)"
 
 
 def test_a_cell_that_is_mostly_os_time_is_marked():

@@ -50,7 +50,7 @@ def test_the_load_figure_draws_the_timeline_and_marks_disturbed_passes():
     marks = {line.get_label(): (list(line.get_xdata()), list(line.get_ydata())) for line in canary_ax.get_lines()}
     assert marks["a pass's canary"] == ([1.0, 3.0], [1.0, 1.01])
     assert marks["a pass with over 5% of its samples disturbed"] == ([1.5], [1.2])
-    assert marks["+5%: marked slow"][1] == [1.05, 1.05]
+    assert marks["+15%: marked slow"][1] == [1.15, 1.15]
 
 
 def test_the_load_panel_draws_each_pass_s_own_reading_of_other_work_over_the_busy_line():
