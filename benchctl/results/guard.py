@@ -27,6 +27,7 @@ from benchctl.vocab import Status
 
 SET_ASIDE = ".tampered-"  # what a file benchctl did not write is renamed to, before its name
 DIGESTS = "parts"  # the metadata's key for each part's digest, written when the run finishes
+TAMPERED = "tampered"  # ... for each look that found the folder changed: what was measured meanwhile, what it found
 
 
 def digest(path: Path) -> str:
@@ -172,7 +173,7 @@ def unlisted(path: Path, listed: dict[str, str] | None) -> str | None:
 
 def changed_line(meta: Mapping[str, Any]) -> str | None:
     """One line for a run whose folder something else changed while it ran (its metadata's `tampered`)."""
-    looks = meta.get("tampered") or []
+    looks = meta.get(TAMPERED) or []
     if not looks:
         return None
     during = ", ".join(dict.fromkeys(str(look.get("during")) for look in looks))

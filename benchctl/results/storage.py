@@ -96,7 +96,7 @@ class RunWriter:
         found: list[str] = []
         self._guarded(lambda: found.extend(self.guard.look()))
         if found:
-            self.meta.setdefault("tampered", []).append({"during": during, "found": found})
+            self.meta.setdefault(guard.TAMPERED, []).append({"during": during, "found": found})
         return found
 
     def compact(self) -> Path | None:
