@@ -16,6 +16,7 @@ from benchctl.machine.facts import environment
 from benchctl.sweep.executors import WorkerProcess
 from benchctl.sweep.worker_spec import WorkerSpec
 from benchctl.sweep.driver import stamp
+from benchctl.results import guard
 from benchctl.results.storage import RunWriter, new_run_id
 from benchctl.measure.timing import Policy
 from benchctl.vocab import Device, Status
@@ -86,6 +87,8 @@ class Prober:
 
         def fits(batch: int) -> bool:
             rows = stamp(worker.run(self._cell(batch)), env)
+            found = writer.look(self._cell(batch).label())  # only benchctl writes the run's folder (results/guard.py)
+            rows = [{**row, **guard.as_changed(row, found)} for row in rows] if found else rows
             writer.write(rows)
             status, message = rows[0]["status"], rows[0].get("message", "")
             if status not in (Status.OK, Status.OOM, Status.CRASHED):
