@@ -63,6 +63,7 @@ def pooled(points: Sequence[Point]) -> dict[str, Any]:
     probes = {k: _median([r.get(k) for r in settled]) for k in POOLED}
     pairs = _pairs(settled) if partner(settled) else {}
     return {**last, **dict.fromkeys(PAIRED_COLUMNS), **pairs, **probes, "samples_s": samples, "disturbed": aside,
+            "mode_aside": None,  # the last run's, beside its own samples only
             "median_s": float(np.median(clean_samples(samples, aside))),
             "processes": sum(int(_number(r.get("processes")) or 1) for r in settled),
             "process_spread": max([max(medians) / min(medians) - 1, *spreads]),
