@@ -25,7 +25,11 @@ import sys
 import time
 from pathlib import Path
 
-from benchctl.results.schema import CANARY_SLOW
+import pandas as pd
+
+from benchctl.analysis.summary import slow_machine
+from benchctl.results import storage
+from benchctl.results.schema import left_alone
 
 HERE = Path(__file__).resolve().parent
 BENCHCTL = [sys.executable, "-m", "benchctl"]
@@ -55,18 +59,18 @@ def verdicts(base: Path, new: Path) -> tuple[collections.Counter, list[str]]:
 
 
 def rows_of(folder: Path):
-    import pandas as pd
-
-    rows = pd.concat(pd.read_parquet(p) for p in folder.rglob("*.parquet"))
+    rows = storage.load([folder])
     return rows[rows["status"] == "ok"].set_index(["op", "impl", "params", "pass"])
 
 
 def disturbed(base: Path, new: Path) -> tuple[int, int, int]:
     """Of B's passes: how many had samples set aside, how many are off A's median by over 5% with no mark
-    (not stopped disturbed, not on a slow machine, not noisy), and how many there are."""
+    (not stopped disturbed, not on a slow machine, not timed beside other work, not noisy: the tables' marks),
+    and how many there are."""
     a, b = rows_of(base), rows_of(new)
     set_aside = (b["disturbed_share"].fillna(0) > 0).sum()
-    marked = (b["stop"] == "disturbed") | (b["canary_ratio"].fillna(1) > 1 + CANARY_SLOW) | b["noisy"].fillna(False)
+    flagged = [not left_alone(r) or slow_machine(r) for r in b.to_dict("records")]
+    marked = pd.Series(flagged, index=b.index, dtype=bool) | b["noisy"].fillna(False).astype(bool)
     off = (b["median_s"] / a["median_s"].reindex(b.index) - 1).abs() > 0.05
     return int(set_aside), int((off & ~marked).sum()), len(b)
 
