@@ -197,5 +197,11 @@ def env_differences(base: pd.DataFrame, new: pd.DataFrame, base_meta: Sequence[M
 
 
 def load_side(path: Path | str) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
-    """Rows and metadata of a run folder or a parquet file (whose folder may hold the metadata)."""
-    return storage.load([Path(path)]), storage.run_metas(storage.run_folders([path]))
+    """Rows and metadata of a run folder or a parquet file (whose folder may hold the metadata); a side a part
+    of which is not as benchctl wrote it is refused (a verdict without the cells it held would pass a gate)."""
+    folders = storage.run_folders([path])
+    changed = [why for folder in folders for why in storage.changed_parts(folder)]
+    if changed:
+        more = f" (and {len(changed) - 1} more)" if len(changed) > 1 else ""
+        raise UsageError(f"cannot compare {path}: {changed[0]}{more}")
+    return storage.load([Path(path)]), storage.run_metas(folders)

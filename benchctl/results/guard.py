@@ -19,7 +19,7 @@ import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 import pyarrow as pa
 
@@ -165,10 +165,16 @@ def unlisted(path: Path, listed: dict[str, str] | None) -> str | None:
     if listed is None:
         return None
     if path.name not in listed:
-        return f"skipping {path}: benchctl did not write it (the run's metadata does not list it)"
+        return f"{path}: benchctl did not write it (the run's metadata does not list it)"
     if digest(path) != listed[path.name]:
-        return f"skipping {path}: changed after benchctl wrote it (its digest is not the one the run's metadata lists)"
+        return f"{path}: changed after benchctl wrote it (its digest is not the one the run's metadata lists)"
     return None
+
+
+def gone(folder: Path, parts: Sequence[Path], listed: dict[str, str] | None) -> list[str]:
+    """What a finished run's metadata lists (`listed`) that its folder no longer holds (`parts`), in words."""
+    held = {p.name for p in parts}
+    return [f"{Path(folder) / name}: listed by the run's metadata, and gone" for name in listed or {} if name not in held]
 
 
 def changed_line(meta: Mapping[str, Any]) -> str | None:

@@ -91,8 +91,7 @@ class RunWriter:
             self.parts -= 1
 
     def look(self, during: str | None = None) -> list[str]:
-        """What else changed the run folder since benchctl last wrote there (guard.py), put back; each look that
-        found something goes into the metadata (`tampered`), with what was measured `during` it."""
+        """What else changed the run folder (guard.py), put back, and kept in the metadata with what ran `during` it."""
         found: list[str] = []
         self._guarded(lambda: found.extend(self.guard.look()))
         if found:
@@ -110,8 +109,7 @@ class RunWriter:
         return merged
 
     def finish(self, state: RunState = RunState.COMPLETE, reason: str | None = None) -> None:
-        """Mark the run's end, with the digest of each part it wrote (after a last look at the folder); best
-        effort, since it runs on every way out, a full disk included."""
+        """Mark the run's end and list its parts' digests, after a last look; best effort (any way out, a full disk)."""
         self.meta["state"] = state
         if reason:
             self.meta["reason"] = reason
@@ -167,8 +165,7 @@ def run_dirs(root: Path) -> list[Path]:
 
 
 def latest_run(root: Path) -> Path | None:
-    runs = run_dirs(root)
-    return runs[-1] if runs else None
+    return (run_dirs(root) or [None])[-1]
 
 
 def run_meta(run_dir: Path) -> dict[str, Any]:
@@ -190,8 +187,7 @@ def latest(rows: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
 
 
 def read_results(path: Path) -> pa.Table | None:
-    """The rows of one parquet file; None, with a warning naming it, where it is corrupt or partial, or is
-    not results (it lacks a column of RESULT_KEYS)."""
+    """The rows of one parquet file; None, with a warning naming it, where it is corrupt, partial or no results."""
     try:
         table = pq.read_table(path)
     except Exception as exc:  # pyarrow raises several types for a truncated file
@@ -214,22 +210,26 @@ def _frame(tables: Sequence[pa.Table]) -> pd.DataFrame:
 
 def load_run(run_dir: Path) -> pd.DataFrame:
     """All rows of one run; part files that are corrupt, partial or not results, or that a finished run's
-    metadata does not list as written (guard.py), are skipped with a warning naming them."""
-    listed = _listed(Path(run_dir))
-    tables = []
+    metadata does not list as written (`changed_parts`), are skipped with a warning naming them."""
+    listed, tables = _listed(Path(run_dir)), []
     for path in compaction.parts(Path(run_dir)):
         table = read_results(path)  # first: a file that is no results says so, whoever wrote it
         why = guard.unlisted(path, listed) if table is not None else None
         if why:
-            warnings.warn(why, stacklevel=2)
+            warnings.warn(f"skipping {why}", stacklevel=2)
         elif table is not None:
             tables.append(table)
     return _frame(tables)
 
 
+def changed_parts(run_dir: Path) -> list[str]:
+    """Why each part of a finished run is not as benchctl wrote it (guard.unlisted), or is gone; empty: all are."""
+    listed, parts = _listed(Path(run_dir)), compaction.parts(Path(run_dir))
+    return [why for path in parts if (why := guard.unlisted(path, listed))] + guard.gone(run_dir, parts, listed)
+
+
 def _listed(run_dir: Path) -> dict[str, str] | None:
-    """The digests a finished run's metadata lists for its parts; None where it lists none (a run still
-    going, or one from before they were kept) or cannot be read (its rows still load)."""
+    """The digests a finished run's metadata lists for its parts (None: none listed, or unreadable)."""
     try:
         listed = run_meta(run_dir).get(guard.DIGESTS)
     except (OSError, ValueError):

@@ -76,3 +76,14 @@ def test_a_run_other_work_shared_the_machine_with_is_not_kept_as_a_baseline(tmp_
         baselines.save("main", run, tmp_path)
     baselines.save("main", write_run(tmp_path, "20240103-000000-cccccc", "EPYC 7B13", other_cores=0.03), tmp_path)
     assert [k["run"] for k in baselines.saved(tmp_path, "main")] == ["20240103-000000-cccccc"]
+
+
+def test_a_run_changed_after_it_was_written_is_not_kept_as_a_baseline(tmp_path):
+    writer = storage.RunWriter(tmp_path, "20240101-000000-aaaaaa", {})
+    writer.write([{"op": "toy", "target": "t", "impl": "py", "device": "cpu", "dtype": "float32", "params": "{}",
+                   "pass": "forward", "status": "ok", "median_s": 0.1, "samples_s": [0.1] * 6, "processes": 3}])
+    writer.finish()
+    (writer.dir / "part-00001.parquet").unlink()
+    with pytest.raises(UsageError, match=r"is not as benchctl wrote it \(.*part-00001.parquet: listed by the run's "
+                                         r"metadata, and gone\): not kept as a baseline"):
+        baselines.save("main", writer.dir, tmp_path)

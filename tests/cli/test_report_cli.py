@@ -144,6 +144,32 @@ def test_compare_with_a_saved_baseline_of_the_same_machine_kind(runs):
     assert wrong.exit_code == 2 and "takes 1 run, got 2" in wrong.stderr
 
 
+@pytest.mark.parametrize("how, says", [("rewritten", "changed after benchctl wrote it"),
+                                       ("removed", "listed by the run's metadata, and gone")])
+def test_a_regression_gate_refuses_a_baseline_whose_rows_were_changed_after_it_was_written(tmp_path, how, says):
+    """The part of the cell that regressed rewritten (here with the other cell's row) or removed from the baseline:
+    the gate once judged the cells left, found none slower and passed, with a warning at most; now it refuses."""
+    import pyarrow.parquet as pq
+
+    root = tmp_path / "results"
+    writer = storage.RunWriter(root, "20240101-000000-aaaaaa", {"host": "box"})
+    for one in (row("py", 10e-3, 1), row("cpp", 10e-3, 2)):  # a part a cell, as a sweep writes them
+        writer.write([one])
+    writer.finish()
+    new = write_run(root, "20240102-000000-bbbbbb", [row("py", 10e-3, 3), row("cpp", 12e-3, 4)])
+    assert invoke("baseline", "save", "main", str(writer.dir), "--root", str(root)).exit_code == 0
+    (part,) = (root / "baselines" / "main").glob("*/part-00002.parquet")
+    if how == "removed":
+        part.unlink()
+    else:
+        pq.write_table(pq.read_table(part.with_name("part-00001.parquet")), part)
+    result = CliRunner().invoke(cli, ["compare", "--baseline", "main", str(new), "--root", str(root),
+                                      "--fail-on-regression"])
+    assert result.exit_code == 2, result.output
+    assert re.search(rf"cannot compare \S+: \S+part-00002.parquet: {says}", " ".join(result.stderr.split())), \
+        result.stderr
+
+
 def test_compare_judges_a_cell_paired_in_both_runs_by_its_pairs_and_shows_their_change(tmp_path):
     """cpp took 1.2x longer against py while the machine ran 1.3x slower: one process a side, so only the
     pairs can say."""
