@@ -52,12 +52,12 @@ def save(name: str, run_dir: Path, root: Path) -> dict[str, Any]:
     """Copy `run_dir` (without its report) as NAME's baseline for the run's machine kind; what `saved`
     lists for it."""
     _checked(name)
+    rows = storage.load_run(run_dir)  # first: a part that holds no results says so
+    if rows.empty:
+        raise UsageError(f"no results in {run_dir} to keep as a baseline")
     changed = storage.changed_parts(run_dir)
     if changed:  # a baseline holds every later run to it
         raise UsageError(f"{run_dir} is not as benchctl wrote it ({changed[0]}): not kept as a baseline")
-    rows = storage.load_run(run_dir)
-    if rows.empty:
-        raise UsageError(f"no results in {run_dir} to keep as a baseline")
     _replicated(rows, run_dir)
     _quiet(rows, run_dir)
     kind = machine_kind(rows)

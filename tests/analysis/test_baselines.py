@@ -80,10 +80,11 @@ def test_a_run_other_work_shared_the_machine_with_is_not_kept_as_a_baseline(tmp_
 
 def test_a_run_changed_after_it_was_written_is_not_kept_as_a_baseline(tmp_path):
     writer = storage.RunWriter(tmp_path, "20240101-000000-aaaaaa", {})
-    writer.write([{"op": "toy", "target": "t", "impl": "py", "device": "cpu", "dtype": "float32", "params": "{}",
-                   "pass": "forward", "status": "ok", "median_s": 0.1, "samples_s": [0.1] * 6, "processes": 3}])
+    for impl in ("py", "cpp"):  # a part a cell
+        writer.write([{"op": "toy", "target": "t", "impl": impl, "device": "cpu", "dtype": "float32", "params": "{}",
+                       "pass": "forward", "status": "ok", "median_s": 0.1, "samples_s": [0.1] * 6, "processes": 3}])
     writer.finish()
-    (writer.dir / "part-00001.parquet").unlink()
-    with pytest.raises(UsageError, match=r"is not as benchctl wrote it \(.*part-00001.parquet: listed by the run's "
+    (writer.dir / "part-00002.parquet").unlink()  # the cell that would have regressed
+    with pytest.raises(UsageError, match=r"is not as benchctl wrote it \(.*part-00002.parquet: listed by the run's "
                                          r"metadata, and gone\): not kept as a baseline"):
         baselines.save("main", writer.dir, tmp_path)
