@@ -88,7 +88,7 @@ class Prober:
         def fits(batch: int) -> bool:
             rows = stamp(worker.run(self._cell(batch)), env)
             found = writer.look(self._cell(batch).label())  # only benchctl writes the run's folder (results/guard.py)
-            rows = [{**row, **guard.as_changed(row, found)} for row in rows] if found else rows
+            rows = guard.changed_rows(rows, found) if found else rows
             writer.write(rows)
             status, message = rows[0]["status"], rows[0].get("message", "")
             if status not in (Status.OK, Status.OOM, Status.CRASHED):

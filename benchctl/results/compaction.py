@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Callable
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -32,11 +33,16 @@ def parts(run_dir: Path) -> list[Path]:
 
 
 def write_atomically(table: pa.Table, path: Path) -> None:
-    """Write through a hidden temp file renamed into place: a reader (a parquet dataset reader too)
+    """`table` written as `path` through a hidden temp file (replace_atomically)."""
+    replace_atomically(path, lambda tmp: pq.write_table(table, tmp))
+
+
+def replace_atomically(path: Path, write: Callable[[Path], object]) -> None:
+    """`write` into a hidden temp file, renamed into place as `path`: a reader (a parquet dataset reader too)
     never sees half a file, and a failed write leaves nothing behind."""
     tmp = path.with_name(f".{path.name}.tmp")
     try:
-        pq.write_table(table, tmp)
+        write(tmp)
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)

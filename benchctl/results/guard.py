@@ -2,8 +2,9 @@
 
 The measured code runs as the user who runs the sweep, so a worker, or a process it starts, can write into
 the run folder while the sweep goes on: add a part of forged rows, rewrite or delete a part, rewrite
-`_run.json`; or rewrite the machine's calibration, whose peaks set every later run's floors (`watch`). The writer keeps what it wrote (each part's table, the file's digest and the metadata's text);
-`FolderGuard.look` compares the folder with it, writes back what was changed or removed, sets aside what
+`_run.json`; or rewrite the machine's calibration, whose peaks set every later run's floors (`watch`). The
+writer keeps what it wrote (each part's table, the file's digest and the metadata's text); `FolderGuard.look`
+compares the folder with it, writes back what was changed or removed, sets aside what
 benchctl never wrote (renamed hidden, `.tampered-NAME`, so no loader or dataset reader takes it) and says
 what it found. The sweep looks after each measurement, so a finding names the cell measured meanwhile.
 
@@ -19,10 +20,11 @@ import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import pyarrow as pa
 
+from benchctl.results import compaction
 from benchctl.vocab import Status
 
 SET_ASIDE = ".tampered-"  # what a file benchctl did not write is renamed to, before its name
@@ -54,15 +56,11 @@ class _Kept:
 
 
 class FolderGuard:
-    """What benchctl wrote into one run folder, and a look at the folder against it.
+    """What benchctl wrote into one run folder, and a look at the folder against it. What it puts back it
+    writes as the writer does (compaction.write_atomically, replace_atomically)."""
 
-    `write_part(table, path)` and `write_meta(text, path)` are how the writer puts files there (atomically,
-    see compaction.write_atomically); the guard writes the same way when it puts one back."""
-
-    def __init__(self, folder: Path, write_part: Callable[[pa.Table, Path], None],
-                 write_meta: Callable[[str], None]):
+    def __init__(self, folder: Path):
         self.folder = Path(folder)
-        self._write_part, self._write_meta = write_part, write_meta
         self._parts: dict[str, _Kept] = {}
         self._meta: tuple[str, str] | None = None  # the metadata file's name and the text written to it
         self._watched: dict[Path, bytes | None] = {}  # files outside the folder, as the run found them
@@ -111,7 +109,7 @@ class FolderGuard:
             return None
         if stamp is not None:
             os.replace(path, self.folder / f"{SET_ASIDE}{name}")
-        self._write_part(kept.table, path)
+        compaction.write_atomically(kept.table, path)
         self._parts[name] = _Kept(kept.table, digest(path), _stamp(path))
         if stamp is None:
             return f"{name} removed (written again from benchctl's rows)"
@@ -127,7 +125,7 @@ class FolderGuard:
 
     def _meta_back(self) -> str:
         name, text = self._meta
-        self._write_meta(text)
+        _put(self.folder / name, text.encode())
         return f"{name} rewritten (written again from benchctl's copy)"
 
 
@@ -145,10 +143,17 @@ def _file_back(path: Path, kept: bytes | None) -> str | None:
     if kept is None:
         path.unlink()
         return f"{path} written (removed: there was none when the run started)"
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(kept)
-    os.replace(tmp, path)
+    _put(path, kept)
     return f"{path} rewritten (written back as the run found it)"
+
+
+def _put(path: Path, data: bytes) -> None:
+    compaction.replace_atomically(path, lambda tmp: tmp.write_bytes(data))
+
+
+def changed_rows(rows: Sequence[Mapping[str, Any]], found: list[str]) -> list[dict[str, Any]]:
+    """Rows of a cell measured while the run folder changed (`found`), each an `error` (as_changed)."""
+    return [{**row, **as_changed(row, found)} for row in rows]
 
 
 def as_changed(row: Mapping[str, Any], found: list[str]) -> dict[str, Any]:
@@ -174,7 +179,8 @@ def unlisted(path: Path, listed: dict[str, str] | None) -> str | None:
 def gone(folder: Path, parts: Sequence[Path], listed: dict[str, str] | None) -> list[str]:
     """What a finished run's metadata lists (`listed`) that its folder no longer holds (`parts`), in words."""
     held = {p.name for p in parts}
-    return [f"{Path(folder) / name}: listed by the run's metadata, and gone" for name in listed or {} if name not in held]
+    return [f"{Path(folder) / name}: listed by the run's metadata, and gone"
+            for name in listed or {} if name not in held]
 
 
 def changed_line(meta: Mapping[str, Any]) -> str | None:

@@ -68,7 +68,7 @@ class RunWriter:
                      "writer": run_state.this_process()}
         self.parts = 0  # on disk now
         self._written = 0  # ever, which names the next part
-        self.guard = guard.FolderGuard(self.dir, compaction.write_atomically, self._put_meta)
+        self.guard = guard.FolderGuard(self.dir)
         self._guarded(self._write_meta)
 
     def write(self, rows: Sequence[dict[str, Any]]) -> Path | None:
@@ -101,9 +101,10 @@ class RunWriter:
     def compact(self) -> Path | None:
         """The run's parts merged into one file (compaction.py); a finished run's metadata lists the new digests."""
         merged = compaction.compact(self.dir)
-        if merged is not None:
-            self.guard.merged_into(merged, pq.read_table(merged))
-        if merged is not None and guard.DIGESTS in self.meta:
+        if merged is None:
+            return None
+        self.guard.merged_into(merged, pq.read_table(merged))
+        if guard.DIGESTS in self.meta:
             self.meta[guard.DIGESTS] = self.guard.digests()
             self._guarded(self._write_meta)
         return merged
@@ -126,16 +127,8 @@ class RunWriter:
 
     def _write_meta(self) -> None:
         text = json.dumps(self.meta, indent=2, default=str)
-        self._put_meta(text)
+        compaction.replace_atomically(self.dir / RUN_FILE, lambda tmp: tmp.write_text(text))
         self.guard.wrote_meta(self.dir / RUN_FILE, text)
-
-    def _put_meta(self, text: str) -> None:
-        tmp = self.dir / f".{RUN_FILE}.tmp"
-        try:
-            tmp.write_text(text)
-            os.replace(tmp, self.dir / RUN_FILE)
-        finally:
-            tmp.unlink(missing_ok=True)
 
     def _guarded(self, write: Callable[[], object]) -> None:
         """Run `write`; an OS error (ENOSPC, EROFS, ...) becomes one line that says what is kept."""
@@ -165,7 +158,8 @@ def run_dirs(root: Path) -> list[Path]:
 
 
 def latest_run(root: Path) -> Path | None:
-    return (run_dirs(root) or [None])[-1]
+    runs = run_dirs(root)
+    return runs[-1] if runs else None
 
 
 def run_meta(run_dir: Path) -> dict[str, Any]:

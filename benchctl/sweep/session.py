@@ -124,7 +124,7 @@ class Session:
         def deliver(series: tuple[Cell, ...], rows: Rows) -> None:
             found = self.writer.look(during=", ".join(cell.label() for cell in series))
             if found:
-                rows = [{**row, **guard.as_changed(row, found)} for row in rows]
+                rows = guard.changed_rows(rows, found)
             self.writer.write(rows)
             for cell in series:
                 mine = [r for r in rows if _same_cell(r, cell)]
