@@ -31,6 +31,8 @@ def _rows(comparison) -> list[list[str]]:
 
     rows = []
     for c in comparison.ordered():
+        if c.verdict == Verdict.NOT_TIMED:  # in neither run (a device this machine lacks): counted below, in --json
+            continue
         change = "" if c.ratio is None else f"{(c.ratio - 1) * 100:+.1f}%"
         if c.ratio_low is not None:
             change += f" [{(c.ratio_low - 1) * 100:+.0f}, {(c.ratio_high - 1) * 100:+.0f}]"
@@ -41,6 +43,13 @@ def _rows(comparison) -> list[list[str]]:
         rows.append([op, c.impl, c.device, c.dtype, params_text(c.params), c.pass_name,
                      _ms(c.base_median_s), _ms(c.new_median_s), change, _against_partner(c), p, verdict])
     return rows
+
+
+def _counts(counts: dict) -> str:
+    """The cells of each verdict, in one line; those timed in neither run are not in the table."""
+    said = [f"{n} {v}" + (" (in neither run, not listed)" if v == Verdict.NOT_TIMED else "")
+            for v, n in counts.items() if n]
+    return ", ".join(said) or "no cells"
 
 
 def _against_partner(c) -> str:
@@ -90,7 +99,7 @@ def command(runs: tuple[Path, ...], baseline_name: str | None, root: Path, thres
         columns = ["op", "impl", "device", "dtype", "params", "pass", "base ms", "new ms", "change", "against partner",
                    "p", "verdict"]
         console.out.print(console.table(f"{_short(new)} vs {_short(base)}", columns, _rows(result)))
-        console.out.print(", ".join(f"{n} {v}" for v, n in result.counts.items() if n) or "no cells")
+        console.out.print(_counts(result.counts))
     if fail_on_regression and not result.compared:
         raise UsageError(f"no cell was in both runs ({new} vs {base}): nothing to judge for --fail-on-regression")
     if fail_on_regression and result.regressions:

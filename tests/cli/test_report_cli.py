@@ -97,6 +97,16 @@ def test_compare_shows_the_regression_and_exits_zero_without_the_flag(runs):
     assert result.stdout.index("slower") < result.stdout.index("same")
 
 
+def test_compare_leaves_cells_timed_in_neither_run_out_of_its_table_and_counts_them(runs):
+    """cuda is unavailable in both runs: a CPU machine's comparison would otherwise list every CUDA cell."""
+    _, base, new = runs
+    result = invoke("compare", str(base), str(new))
+    assert "cuda" not in result.stdout and "not timed" in result.stdout.splitlines()[-1]
+    assert "1 slower, 1 same, 1 not timed (in neither run, not listed)" in result.stdout
+    cells = json.loads(invoke("compare", str(base), str(new), "--json").stdout)["cells"]
+    assert [c["verdict"] for c in cells if c["impl"] == "cuda"] == ["not timed"]
+
+
 def test_compare_fails_on_regression_with_the_flag(runs):
     _, base, new = runs
     result = CliRunner().invoke(cli, ["compare", str(base), str(new), "--fail-on-regression"])
