@@ -9,7 +9,7 @@ from typing import Any, Mapping, NamedTuple, Sequence
 
 from benchctl.analysis.machine_lines import busy_through
 from benchctl.analysis.verdict import CODE_UNCHANGED, DECISIVE, TIMED_APART
-from benchctl.vocab import Verdict
+from benchctl.vocab import Status, Verdict
 
 # Runs whose median memory bandwidth probes (membw.py) differ by more than this share get a warning.
 BANDWIDTH_CHANGE = 0.2
@@ -63,6 +63,11 @@ class CellChange:
     def unexplained(self) -> bool:
         """Called slower or faster though its code's digest is the same in both runs."""
         return self.verdict in DECISIVE and self.code_changed is False
+
+    def timed(self) -> bool:
+        """Whether a run timed the cell: one timed in neither (a device this machine lacks), or only in a run that
+        did not time it, says nothing of a change."""
+        return Status.OK in (self.base_status, self.new_status)
 
     def words(self) -> str:
         """The verdict with what qualifies it: `broken (ok -> error)`, `unsure (REASON)`, `slower (by its pairs

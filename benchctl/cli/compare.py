@@ -31,7 +31,7 @@ def _rows(comparison) -> list[list[str]]:
 
     rows = []
     for c in comparison.ordered():
-        if c.verdict == Verdict.NOT_TIMED:  # in neither run (a device this machine lacks): counted below, in --json
+        if not c.timed():  # counted below, listed in --json
             continue
         change = "" if c.ratio is None else f"{(c.ratio - 1) * 100:+.1f}%"
         if c.ratio_low is not None:
@@ -45,11 +45,11 @@ def _rows(comparison) -> list[list[str]]:
     return rows
 
 
-def _counts(counts: dict) -> str:
-    """The cells of each verdict, in one line; those timed in neither run are not in the table."""
-    said = [f"{n} {v}" + (" (in neither run, not listed)" if v == Verdict.NOT_TIMED else "")
-            for v, n in counts.items() if n]
-    return ", ".join(said) or "no cells"
+def _counts(comparison) -> str:
+    """The cells of each verdict, in one line, and how many the table leaves out (timed in no run)."""
+    said = ", ".join(f"{n} {v}" for v, n in comparison.counts.items() if n) or "no cells"
+    left_out = sum(not c.timed() for c in comparison.cells)
+    return said + (f"; not listed: {left_out} timed in no run (--json has them)" if left_out else "")
 
 
 def _against_partner(c) -> str:
@@ -99,7 +99,7 @@ def command(runs: tuple[Path, ...], baseline_name: str | None, root: Path, thres
         columns = ["op", "impl", "device", "dtype", "params", "pass", "base ms", "new ms", "change", "against partner",
                    "p", "verdict"]
         console.out.print(console.table(f"{_short(new)} vs {_short(base)}", columns, _rows(result)))
-        console.out.print(_counts(result.counts))
+        console.out.print(_counts(result))
     if fail_on_regression and not result.compared:
         raise UsageError(f"no cell was in both runs ({new} vs {base}): nothing to judge for --fail-on-regression")
     if fail_on_regression and result.regressions:

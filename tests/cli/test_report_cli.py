@@ -102,9 +102,18 @@ def test_compare_leaves_cells_timed_in_neither_run_out_of_its_table_and_counts_t
     _, base, new = runs
     result = invoke("compare", str(base), str(new))
     assert "cuda" not in result.stdout and "not timed" in result.stdout.splitlines()[-1]
-    assert "1 slower, 1 same, 1 not timed (in neither run, not listed)" in result.stdout
+    assert "1 slower, 1 same, 1 not timed; not listed: 1 timed in no run (--json has them)" in result.stdout
     cells = json.loads(invoke("compare", str(base), str(new), "--json").stdout)["cells"]
     assert [c["verdict"] for c in cells if c["impl"] == "cuda"] == ["not timed"]
+
+
+def test_compare_lists_a_cell_only_one_run_has_where_that_run_timed_it(tmp_path):
+    base = write_run(tmp_path, "20240101-000000-aaaaaa", [row("py", 10e-3, 1)])
+    new = write_run(tmp_path, "20240102-000000-bbbbbb", [row("py", 10e-3, 3), row("jit", 5e-3, 4),
+                                                         row("cuda", 0, 0, status="unavailable")])
+    table = invoke("compare", str(base), str(new)).stdout
+    assert "jit" in table and "cuda" not in table
+    assert table.splitlines()[-1] == "1 same, 2 only in new; not listed: 1 timed in no run (--json has them)"
 
 
 def test_compare_fails_on_regression_with_the_flag(runs):
