@@ -29,15 +29,41 @@ def command(as_json: bool, calibrate: bool) -> None:
             facts[f"peak_{device}_matmul"] = _matmul_text(p["gflops_by_dtype"], p.get("matmul_slowdown", {}))
         if p.get("canary_s_by_threads"):
             facts[f"{device}_canary"] = _canary_text(p["canary_s_by_threads"])
+        if device == "cpu":
+            facts["cpu_canary_now"] = _canary_now(p)
         for level, v in p.get("levels", {}).items():
             facts[f"peak_{device}_{level}"] = f"{v['gbps']:.1f} GB/s copy within {v['bytes'] / 2**20:.3g} MiB"
     if not peaks:
         facts["peaks"] = "not measured: run `benchctl env --calibrate`"
-    facts["calibration_file"] = str(cal.calibration_path())
+    facts["calibration_file"] = str(cal.calibration_path()) + _age(cal.calibration_path())
     if as_json:
         click.echo(json.dumps(facts, indent=2, default=str))
         return
     console.out.print(console.table("environment", ("fact", "value"), sorted(facts.items())))
+
+
+def _canary_now(peaks: dict) -> str:
+    """The compute canary now, on torch's threads, against its calibrated time: a machine slower than when it was
+    calibrated marks a sweep's passes `slow` ("170 us on 2 threads, 1.46x calibrated")."""
+    import torch
+    from benchctl.machine import canary
+
+    threads = torch.get_num_threads()
+    now = canary.canary_on(threads)
+    ratio = canary.slowdown(now, canary.calibrated_s(peaks, threads))
+    return f"{now * 1e6:.0f} us on {threads} thread{'' if threads == 1 else 's'}" + \
+        (f", {ratio:.2f}x calibrated" if ratio else "")
+
+
+def _age(path) -> str:
+    """When the calibration was written, as " (written 3.3 h ago)" ('' where it was not)."""
+    import time
+
+    try:
+        hours = (time.time() - path.stat().st_mtime) / 3600
+    except OSError:
+        return ""
+    return f" (written {hours:.1f} h ago)"
 
 
 def _canary_text(by_threads: dict[str, float]) -> str:

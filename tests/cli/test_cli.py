@@ -1,7 +1,9 @@
 """The command line through click's CliRunner: list, env, run, check, and what bad input gets."""
 
 import json
+import os
 import re
+import time
 
 import pandas as pd
 import pytest
@@ -60,6 +62,22 @@ def test_env_shows_the_canary_calibrated_on_each_thread_count(monkeypatch, tmp_p
     monkeypatch.setattr("benchctl.measure.calibrate.load_peaks", lambda: peaks)
     facts = json.loads(invoke("env", "--json").stdout)
     assert facts["cpu_canary"] == "397 us on 1 thread, 248 us on 2 threads"
+
+
+def test_env_reads_the_canary_now_against_its_calibrated_time_and_says_how_old_the_calibration_is(
+        monkeypatch, tmp_path):
+    monkeypatch.setenv("BENCHCTL_CACHE", str(tmp_path))
+    threads = torch.get_num_threads()
+    peaks = {"cpu": {"gbps": 30.0, "gflops": 100.0, "canary_s_by_threads": {str(threads): 2.48e-4}}}
+    monkeypatch.setattr("benchctl.measure.calibrate.load_peaks", lambda: peaks)
+    monkeypatch.setattr("benchctl.machine.canary.canary_on", lambda n: 3.72e-4 if n == threads else None)
+    from benchctl.measure.calibrate import calibration_path
+    calibration_path().write_text("{}")
+    two_hours_ago = time.time() - 2 * 3600
+    os.utime(calibration_path(), (two_hours_ago, two_hours_ago))
+    facts = json.loads(invoke("env", "--json").stdout)
+    assert facts["cpu_canary_now"] == f"372 us on {threads} thread{'s' if threads > 1 else ''}, 1.50x calibrated"
+    assert facts["calibration_file"] == f"{calibration_path()} (written 2.0 h ago)"
 
 
 def test_env_says_which_matmul_rates_were_raised_to_the_canary_s_speed(monkeypatch, tmp_path):
