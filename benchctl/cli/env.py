@@ -44,15 +44,15 @@ def command(as_json: bool, calibrate: bool) -> None:
 
 def _canary_now(peaks: dict) -> str:
     """The compute canary now, on torch's threads, against its calibrated time: a machine slower than when it was
-    calibrated marks a sweep's passes `slow` ("170 us on 2 threads, 1.46x calibrated")."""
+    calibrated by over SLOW_PHASE marks a sweep's passes `slow` ("170 us on 2 threads, 1.46x calibrated")."""
     import torch
+    from benchctl.analysis.verdict import threads_words
     from benchctl.machine import canary
 
     threads = torch.get_num_threads()
     now = canary.canary_on(threads)
     ratio = canary.slowdown(now, canary.calibrated_s(peaks, threads))
-    return f"{now * 1e6:.0f} us on {threads} thread{'' if threads == 1 else 's'}" + \
-        (f", {ratio:.2f}x calibrated" if ratio else "")
+    return f"{now * 1e6:.0f} us on {threads_words(threads)}" + (f", {ratio:.2f}x calibrated" if ratio else "")
 
 
 def _age(path) -> str:
