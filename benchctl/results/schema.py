@@ -135,7 +135,7 @@ COLUMNS: dict[str, pa.DataType] = {
     "host_s": pa.float64(),  # median seconds the host took to issue a timed call (GPU clock)
     "mem_gbps": pa.float64(),  # the machine's memory read bandwidth around the measurement (CPU, membw.py)
     "canary_s": pa.float64(),  # a fixed compute-bound call's time around the measurement (CPU, canary.py)
-    "canary_ratio": pa.float64(),  # ... over its calibrated time: above 1.05 the machine was slow
+    "canary_ratio": pa.float64(),  # ... over its calibrated time: above 1 + SLOW_PHASE the pass is marked slow
     "other_cores": pa.float64(),  # CPU: cores other processes kept busy while the pass was timed (load.py)
     "sm_clock_mhz": pa.float64(),  # GPU: median SM clock while the pass was measured (NVML, gpu_clocks.py)
     "gpu_temp_c": pa.float64(),  # GPU: the highest temperature meanwhile
