@@ -15,7 +15,7 @@ from typing import Any, Callable
 import torch
 
 from benchctl.errors import error_message
-from benchctl.measure import audit, correctness, held, interference, memory, orphans, rates, seal, trust
+from benchctl.measure import audit, cores, correctness, held, interference, memory, orphans, rates, seal, trust
 from benchctl.measure.gate import checked
 from benchctl.machine import allocator, gpu_clocks
 from benchctl.machine.oom import is_oom
@@ -196,7 +196,7 @@ def _attempt(head: PassResult, prepared: Prepared, pass_name: str, settings: Set
                 m, paired = _time_paired(setup, clock, partner, pass_name, settings, tick, watch, clocks,
                                          prepared.untimed(setup))
         probes, calls = (bandwidth_before, probe()) if probe else None, _calls(clock, m, recorded)
-        cpu = [u.cpu_s for u in calls.get("usage", ())]
+        cpu = [cores.call_cpu(u) for u in calls.get("usage", ())]
         wrong = (prepared.written() or audited.verdict(m.samples, m.disturbed, len(m.warmup_s), cpu)) if audited else ""
         mem = memory.footprint(prepared.untimed(setup), prepared.resolved.cell.device) if settings.measure_memory \
             else memory.Footprint(None)

@@ -34,6 +34,14 @@ def test_threads_that_ended_within_the_calls_count_where_a_task_was_made_and_nev
     assert cores.ended(behind) == 0.0
 
 
+def test_a_calls_cpu_time_counts_the_threads_that_ended_within_it_where_a_task_was_made_and_never_less():
+    made, quiet, behind = (OsUsage(0, 0.0, cpu_s=0.001, wall_s=0.002, threads_s=0.001, process_s=0.003, tasks=2),
+                           OsUsage(0, 0.0, cpu_s=0.002, wall_s=0.002, threads_s=0.002, process_s=0.0005, tasks=0),
+                           OsUsage(0, 0.0, cpu_s=0.002, wall_s=0.002, threads_s=0.002, process_s=0.001, tasks=1))
+    assert cores.call_cpu(made) == pytest.approx(0.003)  # 2 ms on a thread no listing saw
+    assert cores.call_cpu(quiet) == 0.002 and cores.call_cpu(behind) == 0.002
+
+
 def test_the_task_count_changes_when_a_thread_is_made_and_every_reading_differs_where_it_cannot_be_read(tmp_path):
     count = TaskCount()
     before = count()
