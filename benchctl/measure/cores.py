@@ -34,7 +34,13 @@ def ended(usage: Sequence[OsUsage]) -> float:
     only at ticks and switches, so a call's difference is off by up to a tick per such thread, either way; summed
     over every call of an honest pass on torch's 2 threads it read 0.05-1.4 cores below the threads' own clocks.
     Hence the sum over the pass, never below 0, rather than each call's."""
-    return max(0.0, sum(u.process_s - u.threads_s for u in usage if u.tasks))
+    return max(0.0, sum(map(_unlisted, usage)))
+
+
+def _unlisted(usage: OsUsage) -> float:
+    """What the process's clock counted in one call beyond the listed threads' clocks, where the kernel made a task
+    meanwhile (a thread may have started and ended within it); 0 where it made none."""
+    return usage.process_s - usage.threads_s if usage.tasks else 0.0
 
 
 def call_cpu(usage: OsUsage) -> float:
@@ -42,9 +48,9 @@ def call_cpu(usage: OsUsage) -> float:
     meanwhile (`ended`, for one call): what unseen.by_cpu judges a call on data never given before by. A result
     cache can work out each miss on a thread of the call's own while processes not its children crowd the
     machine, so that the watch sets the miss aside and its work is in no listed thread's clock: by those alone
-    its misses read 12-134x their neighbours in a busy clean-clone test run, close to the bar of 10. Honest calls
-    on torch's 2 threads read 4.5 us more (median) by the process's clock, 17.5 us beside a compile loop."""
-    return usage.cpu_s + (max(0.0, usage.process_s - usage.threads_s) if usage.tasks else 0.0)
+    its misses read 12-134x their neighbours beside a busy test run, close to the bar of 10. Honest calls on
+    torch's 2 threads read 4.5 us more (median) by the process's clock, 17.5 us beside a compile loop."""
+    return usage.cpu_s + max(0.0, _unlisted(usage))
 
 
 def beyond(busy_cores: float | None, threads: int) -> str:
