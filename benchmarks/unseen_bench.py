@@ -9,7 +9,8 @@ then prints, per operator and for each measure, the passes judged, the median ra
 the largest of the passes' smallest ratios (what the rule compares with CACHED_RATIO); and how many passes the
 rule called a cache. The CPU-time ratios are given for every pass, though the rule reads them only where the
 watch set the unseen calls aside (unseen.by_cpu). `--neighbour` keeps a process spinning on one core
-throughout, as a busy machine would (a CI job, a compile).
+throughout, as a busy machine would (a CI job, a compile); `--neighbour forks` starts processes back to back
+instead, as a build does.
 Nothing else may run meanwhile.
 """
 
@@ -17,6 +18,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -24,6 +27,12 @@ from pathlib import Path
 import numpy as np
 
 from benchctl.measure import audit, unseen
+
+# What keeps the machine busy beside the sweep (--neighbour): a process spinning on one core, or processes
+# started back to back (each start a task the kernel makes, so every call's CPU time counts the process's clock
+# beyond its listed threads', cores.call_cpu)
+NEIGHBOURS = {"spin": [sys.executable, "-c", "while True: pass"],
+              "forks": ["sh", "-c", "while :; do /bin/true; done"]}
 
 
 def recorded(log: list[dict]) -> None:
@@ -97,12 +106,14 @@ def _row(op: str, passes: list[dict], measure: str) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--neighbour", action="store_true", help="a process spinning on one core throughout")
+    parser.add_argument("--neighbour", nargs="?", const="spin", choices=sorted(NEIGHBOURS),
+                        help="a neighbour throughout: a process spinning on one core (spin, the default), or a "
+                             "shell starting processes back to back, as a build does (forks)")
     args = parser.parse_args()
     log: list[dict] = []
     recorded(log)
     from benchctl.cli import main as cli
-    neighbour = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if args.neighbour else None
+    neighbour = subprocess.Popen(NEIGHBOURS[args.neighbour], start_new_session=True) if args.neighbour else None
     try:
         cli(["run", "all", "cpu", "--quick", "--in-process", "--out", str(args.out / "run")])
     except SystemExit as done:
@@ -110,7 +121,7 @@ def main() -> None:
             raise
     finally:
         if neighbour is not None:
-            neighbour.kill()
+            os.killpg(neighbour.pid, signal.SIGKILL)
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "ratios.json").write_text(json.dumps(log))
         summary(log)
