@@ -58,6 +58,20 @@ def lap() -> Callable[[], float]:
     return seconds
 
 
+def every(seconds: float, clock: Callable[[], float] = time.monotonic) -> Callable[[], bool]:
+    """A limit on a log's repeated lines: each call says whether `seconds` have passed since the last call that
+    said so (the first call does)."""
+    last = [None]
+
+    def due() -> bool:
+        now = clock()
+        if last[0] is not None and now - last[0] < seconds:
+            return False
+        last[0] = now
+        return True
+    return due
+
+
 def styled(prefix: str, style: str, message: str) -> Text:
     """`prefix` in `style`, then `message` exactly as given."""
     return Text.assemble((prefix, style), message)

@@ -120,3 +120,13 @@ def test_a_sweep_that_fails_is_marked_failed_with_its_reason(tmp_path, fixture_o
     assert result.exit_code != 0
     meta = storage.run_meta(storage.latest_run(tmp_path))
     assert meta["state"] == "failed" and "No space left on device" in meta["reason"]
+
+
+def test_a_repeated_log_line_is_due_once_in_its_interval():
+    now = [0.0]
+    due = console.every(10.0, clock=lambda: now[0])
+    said = []
+    for t in (0.0, 1.0, 9.9, 10.0, 15.0, 20.5):
+        now[0] = t
+        said.append(due())
+    assert said == [True, False, False, True, False, True]

@@ -13,6 +13,8 @@ from benchctl.cli.options import (Finite, Seconds, check_writable, load_operator
 from benchctl.vocab import (ALLOCATORS, EXECUTORS, PAIR_NONE, PAIR_REFERENCE, PAIR_REFERENCE_ON_CPU, Allocator,
                             Executor)
 
+WAIT_LINE_S = 10.0  # in a log, a line at most this often while the sweep waits for the machine (not one a reading)
+
 
 def _ints(text: str | None) -> tuple[int, ...]:
     from benchctl.sweep.words import split
@@ -210,7 +212,7 @@ def _progress_run(session) -> None:
     with console.progress() as bar:
         task = bar.add_task("cells", total=total, current="")
         lines = not bar.console.is_terminal  # a log (CI, a GPU machine) keeps no bar: a line per cell instead
-        count, since = [0], console.lap()
+        count, since, wait_line = [0], console.lap(), console.every(WAIT_LINE_S)
 
         def done(cell, rows) -> None:
             bad = [r for r in rows if r["status"] not in (Status.OK, Status.UNAVAILABLE)]
@@ -225,7 +227,7 @@ def _progress_run(session) -> None:
 
         def wait(ratio: float) -> None:
             said = f"waiting for the machine: its canary reads {ratio:.2f}x its calibrated time"
-            if lines:
+            if lines and wait_line():
                 bar.console.print(said)
             bar.update(task, current=said)
 

@@ -332,3 +332,17 @@ def test_processes_that_cannot_be_kept_are_a_one_line_usage_error(tmp_path, flag
     result = invoke("run", "py", "cpu", "--op", "hoconv2d", "--batch-sizes", "1", "--processes", "2", *flags,
                     "--out", str(tmp_path))
     assert result.exit_code == 2 and says in result.output and "Traceback" not in result.output
+
+
+def test_a_sweep_waiting_for_the_machine_prints_a_line_in_a_log_not_one_a_reading(capsys):
+    from types import SimpleNamespace
+
+    from benchctl.cli import run as run_module
+
+    def run(on_start, on_done, on_wait):
+        for ratio in (1.4, 1.38, 1.35) * 10:  # thirty slow readings, within one WAIT_LINE_S
+            on_wait(ratio)
+    session = SimpleNamespace(plan=SimpleNamespace(cells=[None], total_rounds=1), run=run)
+    run_module._progress_run(session)
+    said = [line for line in capsys.readouterr().err.splitlines() if line.startswith("waiting for the machine")]
+    assert said == ["waiting for the machine: its canary reads 1.40x its calibrated time"]
