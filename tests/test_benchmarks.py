@@ -122,3 +122,17 @@ def test_the_history_bench_writes_its_slowdown_into_the_operators_file(monkeypat
     text = bench.operator(1.2)
     assert "SLOWDOWN = 1.2" in text and "os.environ" not in text
     compile(text, "slowed.py", "exec")
+
+
+def test_the_settle_bench_plays_back_the_rule_the_sweep_waits_by(monkeypatch):
+    """A wait the bench plays back from a trace under the sweep's rule ends at the reading the sweep's own wait
+    (canary.wait_for_speed) ends at, on the same readings; the first-reading rule ends at the first under the bar."""
+    from benchctl.machine import canary
+
+    bench = _module("settle_bench", monkeypatch)
+    ratios = [1.5, 1.1, 1.5, 1.4, 1.1, 1.12, 2.0, 1.0]
+    readings, now = iter(ratios), [0.0]
+    _, waited = canary.wait_for_speed(1.0, 60.0, read=lambda: next(readings),
+                                      sleep=lambda s: now.__setitem__(0, now[0] + s), clock=lambda: now[0])
+    assert bench.waits(ratios, canary.SPEED_READINGS, after=1)[0] == (waited / canary.POLL_S, 2.0) == (5, 2.0)
+    assert bench.waits(ratios, 1, after=1)[0] == (1, 1.5)
