@@ -13,7 +13,7 @@ from benchctl.cli.options import (Finite, Seconds, check_writable, load_operator
 from benchctl.vocab import (ALLOCATORS, EXECUTORS, PAIR_NONE, PAIR_REFERENCE, PAIR_REFERENCE_ON_CPU, Allocator,
                             Executor)
 
-WAIT_LINE_S = 10.0  # in a log, a line at most this often while the sweep waits for the machine (not one a reading)
+WAIT_LINE_S = 10.0  # in a log, a line at most this often while the sweep waits for the machine (not one per reading)
 
 
 def _ints(text: str | None) -> tuple[int, ...]:
