@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import time
 from pathlib import Path
@@ -42,16 +43,22 @@ def trace(seconds: float, calibrated_s: float) -> list[float]:
 
 
 def waits(ratios: list[float], last: int, after: int) -> list[tuple[int, float]]:
-    """Each wait that starts at a slow reading and ends at the first reading where the median of the `last` read
-    in it is under the bar: its length in readings, and the median ratio of the `after` readings that follow it
-    (the waits that have them)."""
+    """Each wait that starts at a slow reading, played back through the sweep's own wait (canary.wait_for_speed)
+    on a canary that reads the trace, ending where the median of the `last` readings is under the bar: its length
+    in readings, and the median ratio of the `after` readings that follow it (the waits that have them)."""
     found = []
     for start, ratio in enumerate(ratios):
         if ratio <= BAR:
             continue
-        end = next((j for j in range(start + last - 1, len(ratios))
-                    if statistics.median(ratios[j - last + 1:j + 1]) <= BAR), None)
-        if end is not None and end + after < len(ratios):
+        now = [0.0]
+        try:
+            _, waited = canary.wait_for_speed(1.0, math.inf, read=iter(ratios[start:]).__next__,
+                                              sleep=lambda s: now.__setitem__(0, now[0] + s), clock=lambda: now[0],
+                                              readings=last)
+        except StopIteration:  # the trace ended first
+            continue
+        end = start + round(waited / canary.POLL_S)
+        if end + after < len(ratios):
             found.append((end - start, statistics.median(ratios[end + 1:end + 1 + after])))
     return found
 

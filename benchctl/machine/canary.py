@@ -88,16 +88,16 @@ def slowdown(canary_s: float | None, calibrated_s: float | None) -> float | None
 
 def wait_for_speed(calibrated_s: float, limit_s: float, on_wait: Callable[[float], None] = lambda ratio: None,
                    read: Callable[[], float] = canary, sleep: Callable[[float], None] = time.sleep,
-                   clock: Callable[[], float] = time.monotonic) -> tuple[float, float]:
-    """Reads the canary every POLL_S until the median of the last SPEED_READINGS readings is within SLOW_PHASE of
+                   clock: Callable[[], float] = time.monotonic, readings: int = SPEED_READINGS) -> tuple[float, float]:
+    """Reads the canary every POLL_S until the median of the last `readings` readings is within SLOW_PHASE of
     its calibrated time, for `limit_s` at most, telling `on_wait` each median over it; the last median and the
     seconds waited. One reading under the bar is luck on a VM in a slow phase: over 10 min of a canary read
     1.2-2.6x (10-90%), the 10 s after a wait that ended on one read a median 1.39x, after three 1.20x."""
     start, ratios = clock(), []
     while True:
         ratios.append(read() / calibrated_s)
-        ratio, waited = statistics.median(ratios[-SPEED_READINGS:]), clock() - start
-        if (ratio <= 1 + SLOW_PHASE and len(ratios) >= SPEED_READINGS) or waited >= limit_s:
+        ratio, waited = statistics.median(ratios[-readings:]), clock() - start
+        if (ratio <= 1 + SLOW_PHASE and len(ratios) >= readings) or waited >= limit_s:
             return ratio, waited
         if ratio > 1 + SLOW_PHASE:
             on_wait(ratio)
