@@ -11,7 +11,8 @@ import numpy as np
 import pandas as pd
 
 from benchctl.results import storage
-from benchctl.results.schema import BUSY_WARN_CORES, CELL_COLUMNS, SLOW_PHASE, beside_work, beyond_threads
+from benchctl.results.schema import (BUSY_WARN_CORES, CELL_COLUMNS, HOST_BOUND, SLOW_PHASE, beside_work, beyond_threads,
+                                     host_bound)
 from benchctl.analysis.speedup import (PARTNER_APART, disturbed, partner_apart, partner_drift, present_value,
                                       speedup_label)
 from benchctl.analysis.verdict import timing_kinds
@@ -20,9 +21,6 @@ from benchctl.vocab import Device, Status, TimingMode
 # A call whose system CPU time (all threads) is at least this share of its median is marked "os": most
 # of what was measured is the kernel, e.g. zero-filling fresh pages, not the implementation's own work.
 OS_HEAVY = 0.5
-# A GPU call whose host side (Python, dispatch, launches) took at least this share of its median is
-# marked "host": the GPU spent the sample waiting for work, so a faster kernel would not show.
-HOST_BOUND = 0.8
 # A CPU cell measured while the machine's memory bandwidth (membw.py) was below this share of the run's
 # median on that device is marked "mem": other work on the host slowed it, not only its own code.
 MEM_SLOW = 0.75
@@ -180,7 +178,7 @@ def _cell(row: dict | None, base: dict | None, is_ref: bool, typical_gbps: float
         text += " busy"
     if _share_at_least(row, "sys_s", OS_HEAVY):
         text += " os"
-    if _share_at_least(row, "host_s", HOST_BOUND):
+    if host_bound(row):
         text += " host"
     if _below(row.get("mem_gbps"), MEM_SLOW, typical_gbps):
         text += " mem"
@@ -208,8 +206,8 @@ def _below(value: float | None, share: float, typical: float | None) -> bool:
     return value is not None and typical is not None and not pd.isna(value) and value < share * typical
 
 
-def host_bound(rows: pd.DataFrame, suffix: str = "") -> pd.Series:
-    """Rows whose host took at least HOST_BOUND of the median to issue the call (the tables' `host` mark);
+def host_bound_rows(rows: pd.DataFrame, suffix: str = "") -> pd.Series:
+    """Rows whose host took at least HOST_BOUND of the median to issue the call (`host_bound`, a frame at once);
     `suffix` picks a merged frame's columns."""
     host, median = f"host_s{suffix}", f"median_s{suffix}"
     if host not in rows:
@@ -222,7 +220,7 @@ def host_bound_line(rows: pd.DataFrame) -> str | None:
     issuing each call, which a faster kernel would not change; CUDA graphs time the kernels alone."""
     mode = rows["timing_mode"] if "timing_mode" in rows else pd.Series(None, index=rows.index, dtype=object)
     eager = rows[(rows["status"] == Status.OK) & (rows["device"] == Device.CUDA) & (mode != TimingMode.CUDA_GRAPH)]
-    count = int(host_bound(eager).sum())
+    count = int(host_bound_rows(eager).sum())
     if not count:
         return None
     return (f"{count} of {len(eager)} GPU passes were host-bound (host): their times are the host issuing each "

@@ -8,6 +8,7 @@ PassResult (result.py) until it leaves here.
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
@@ -41,7 +42,8 @@ class Settings:
     # whose question is whether one call fits, and whose answer the audit's references and kept copies
     # would make the harness's rather than the implementation's.
     audit: bool = True
-    # CPU: memory bandwidth and the compute canary before and after each pass (membw.py, canary.py)
+    # The machine before and after each pass (trust.probe): its memory bandwidth, compute canary (CPU) and the
+    # cores other processes kept busy (load.py)
     probe_bandwidth: bool = True
     tf32: bool | None = None  # GPU float32 in TF32: on, off, or torch's default (None)
     # Measured peaks of this machine ({"cpu": {"gbps": .., "gflops": .., "levels": {..}}, "cuda": {...}}).
@@ -180,7 +182,7 @@ def _attempt(head: PassResult, prepared: Prepared, pass_name: str, settings: Set
     """The pass's row; None where it ran out of memory while the audit held kept outputs (`hold`)."""
     row = head.with_(pass_=pass_name, compile_s=prepared.compile_s, best_config=prepared.best_config)
     recorded = _recorded(clock)
-    probe = trust.probe if settings.probe_bandwidth and prepared.resolved.cell.device == Device.CPU else None
+    probe = functools.partial(trust.probe, prepared.resolved.cell.device) if settings.probe_bandwidth else None
     audited = None
     try:
         audited = _audit(prepared, pass_name, clock, hold) if settings.audit else None

@@ -17,26 +17,33 @@ from benchctl.measure.rates import Floor
 from benchctl.measure.stats import busy_message, disturbed_message, join_messages, noisy_message
 from benchctl.measure.timing import Measurement
 from benchctl.results.schema import beside_work
-from benchctl.vocab import Status, Stop
+from benchctl.vocab import Device, Status, Stop
 
 FLOOR_MARGIN = 0.10  # a median this far under its floor is below_floor
-Probe = tuple[float, float, load.Ticks | None]  # memory read GB/s, the compute canary's s, the machine's ticks
+# memory read GB/s, the compute canary's s (None on a GPU), the machine's ticks
+Probe = tuple[float | None, float | None, load.Ticks | None]
 
 
-def probe() -> Probe:
+def probe(device: str = Device.CPU) -> Probe:
     """The machine right now: its memory read bandwidth (GB/s), its compute canary (s), and the CPU ticks of all
-    processes and of this one (load.py), read last, so that a pass's two probes bracket it."""
+    processes and of this one (load.py), read last, so that a pass's two probes bracket it. On a GPU the ticks
+    alone: a neighbour reaches a GPU pass only through its host (trust.beside), and the host's memory and
+    canary say nothing of the kernels."""
+    if device != Device.CPU:
+        return None, None, load.ticks()
     return membw.probe(), canary.canary(), load.ticks()
 
 
 def machine_around(before: Probe, after: Probe, peaks: Mapping[str, Any], threads: int | None) -> dict[str, Any]:
-    """The machine's memory bandwidth and compute canary around a pass (the means of the readings before and
-    after it), the canary against its calibrated time on the pass's `threads` (its row's), and the cores other
-    processes kept busy between the two (`other_cores`)."""
+    """The cores other processes kept busy between a pass's two probes (`other_cores`), and where they read the
+    machine (a CPU pass) its memory bandwidth and compute canary around it (the means of the readings before
+    and after it), the canary against its calibrated time on the pass's `threads` (its row's)."""
+    busy = {"other_cores": load.other_cores(before[2], after[2])}
+    if None in (*before[:2], *after[:2]):
+        return busy
     canary_s = (before[1] + after[1]) / 2
     return {"mem_gbps": (before[0] + after[0]) / 2, "canary_s": canary_s,
-            "canary_ratio": canary.slowdown(canary_s, canary.calibrated_s(peaks, threads)),
-            "other_cores": load.other_cores(before[2], after[2])}
+            "canary_ratio": canary.slowdown(canary_s, canary.calibrated_s(peaks, threads)), **busy}
 
 
 def os_work(usage: Sequence[OsUsage]) -> dict[str, float]:
@@ -68,8 +75,9 @@ def doubts(m: Measurement) -> str:
 
 
 def beside(columns: Mapping[str, Any]) -> str:
-    """What to say where other processes kept cores busy while the pass was timed (`beside_work`; empty where
-    they did not): its threads may never have waited for a core and still read slow (memory, caches)."""
+    """What to say where other processes kept cores busy while the pass was timed (`beside_work`, of the whole
+    row: a GPU pass's host time and median; empty where they did not): its threads may never have waited for a
+    core and still read slow (memory, caches)."""
     return busy_message(columns["other_cores"], os.cpu_count() or 1) if beside_work(columns) else ""
 
 
@@ -86,8 +94,9 @@ def stray(per_call: Sequence[float]) -> str:
 
 @dataclass(frozen=True)
 class Around:
-    """What was recorded around a pass's sampled calls: the probes before and after it (CPU), the OS's
-    work of each call (CPU clock), and each call's host time and work left on other streams (GPU clock)."""
+    """What was recorded around a pass's sampled calls: the probes before and after it (`probe`: the machine
+    on a CPU, its ticks on a GPU), the OS's work of each call (CPU clock), and each call's host time and work
+    left on other streams (GPU clock)."""
     probes: tuple[Probe, Probe] | None = None
     cpu_peaks: Mapping[str, Any] = field(default_factory=dict)
     usage: Sequence[OsUsage] | None = None
@@ -106,7 +115,7 @@ def judged(columns: Mapping[str, Any], m: Measurement, around: Around, floor: Fl
         out.update(os_work(around.usage))
     if around.host:
         out["host_s"] = statistics.median(around.host)
-    message = join_messages(columns.get("message"), stray(around.stray), doubts(m), beside(out))
+    message = join_messages(columns.get("message"), stray(around.stray), doubts(m), beside({**columns, **out}))
     if message:
         out["message"] = message
     return {**out, **below_floor({**columns, **out}, floor)}

@@ -31,6 +31,10 @@ CORES_OVER = 0.25
 # Cores other processes kept busy (machine/load.py) from which a CPU measurement shares the machine with them:
 # a pass timed beside that much (`other_cores`) is `busy`, a run with it through a stretch says so
 BUSY_WARN_CORES = 0.5
+# A GPU call whose host side (Python, dispatch, launches) took at least this share of its median is marked
+# "host": the GPU spent the sample waiting for work, so a faster kernel would not show, and a neighbour that
+# slows the host slows the sample.
+HOST_BOUND = 0.8
 
 # Facts of the machine and software stamped on every row (machine/facts.py gathers them), with the
 # label the report's environment table gives each.
@@ -136,7 +140,7 @@ COLUMNS: dict[str, pa.DataType] = {
     "mem_gbps": pa.float64(),  # the machine's memory read bandwidth around the measurement (CPU, membw.py)
     "canary_s": pa.float64(),  # a fixed compute-bound call's time around the measurement (CPU, canary.py)
     "canary_ratio": pa.float64(),  # ... over its calibrated time: above 1 + SLOW_PHASE the pass is marked slow
-    "other_cores": pa.float64(),  # CPU: cores other processes kept busy while the pass was timed (load.py)
+    "other_cores": pa.float64(),  # cores other processes kept busy while the pass was timed (load.py)
     "sm_clock_mhz": pa.float64(),  # GPU: median SM clock while the pass was measured (NVML, gpu_clocks.py)
     "gpu_temp_c": pa.float64(),  # GPU: the highest temperature meanwhile
     "throttled": pa.bool_(),  # GPU: the clock stayed under 90% of its maximum, or a thermal/power reason was set
@@ -194,11 +198,26 @@ def beyond_threads(cores: Any, threads: Any) -> bool:
     return cores is not None and cores == cores and bool(threads) and cores > threads * (1 + CORES_OVER)
 
 
+def host_bound(row: Mapping[str, Any]) -> bool:
+    """A GPU pass whose host took at least HOST_BOUND of its median to issue each call (`host_s`): its sample is
+    the host's time, not its kernels' (the tables' `host` mark)."""
+    host, median = row.get("host_s"), row.get("median_s")
+    return _number(host) and _number(median) and median > 0 and host >= HOST_BOUND * median
+
+
 def beside_work(row: Mapping[str, Any]) -> bool:
     """Other processes kept BUSY_WARN_CORES or more busy while the pass was timed (`other_cores`): its time is
-    theirs as much as the code's, even where its own threads never waited for a core."""
+    theirs as much as the code's, even where its own threads never waited for a core. A GPU pass only where its
+    host set its time (`host_bound`): a GPU clock's sample is the larger of the kernels' time and the host's, so
+    a neighbour that slows a host issuing calls faster than the kernels run leaves the sample as it was."""
     cores = row.get("other_cores")
-    return isinstance(cores, (int, float)) and cores == cores and cores >= BUSY_WARN_CORES
+    busy = _number(cores) and cores >= BUSY_WARN_CORES
+    return busy and (row.get("device") != vocab.Device.CUDA or host_bound(row))
+
+
+def _number(value: Any) -> bool:
+    """A value that is a number, not None or NaN (a row read back from parquet holds NaN for a missing one)."""
+    return isinstance(value, (int, float)) and value == value
 
 
 def left_alone(row: Mapping[str, Any]) -> bool:

@@ -8,7 +8,7 @@ from typing import Sequence
 import pandas as pd
 
 from benchctl.analysis.compare import KEY
-from benchctl.analysis.summary import host_bound
+from benchctl.analysis.summary import host_bound_rows
 from benchctl.results import storage
 from benchctl.selftest.steps import EAGER
 from benchctl.selftest.verdict import Outcome
@@ -37,7 +37,7 @@ def _run_line(name: str, rows: pd.DataFrame) -> str:
     throttled = int(ok["throttled"].fillna(False).astype(bool).sum()) if "throttled" in ok else 0
     said = f"median SM clock {clock.median():.0f} MHz, {throttled} throttled" if len(clock) else "no NVML clock samples"
     return (f"- {name}: {len(ok)} of {len(rows)} passes ok, {int(ok['noisy'].fillna(False).sum())} noisy, "
-            f"{int(host_bound(ok).sum())} host-bound; {said}")
+            f"{int(host_bound_rows(ok).sum())} host-bound; {said}")
 
 
 def _ratio_line(name: str, rows: pd.DataFrame, eager: pd.DataFrame) -> str:
@@ -45,7 +45,7 @@ def _ratio_line(name: str, rows: pd.DataFrame, eager: pd.DataFrame) -> str:
     if both.empty:
         return f"- {name} against eager: no cell ran in both"
     ratio = both["median_s"] / both["median_s_eager"]
-    kernels = ratio[~host_bound(both, "_eager")]
+    kernels = ratio[~host_bound_rows(both, "_eager")]
     # Where the host sets the pace, an L2 flush or a graph changes the host's time, not the kernels'.
     said = (f"; over the {len(kernels)} GPU-bound in eager: {kernels.median():.3f}" if len(kernels)
             else "; every pass was host-bound in eager, so this compares host overhead, not kernels")

@@ -96,3 +96,18 @@ def test_a_cpu_pass_timed_beside_other_work_says_so_whether_or_not_its_threads_w
     ours = (30.0, 2e-4, (2000, 0, 4000, 1100))  # the same busy ticks, all of them this process's
     quiet = trust.judged({"median_s": 1e-3}, _measured(), trust.Around(probes=(before, ours)), None)
     assert quiet["other_cores"] == 0.0 and "message" not in quiet
+
+
+def test_a_gpu_pass_probes_only_the_ticks_and_is_busy_only_where_its_host_set_its_time(monkeypatch):
+    monkeypatch.setattr(trust.load, "ticks", lambda: (1000, 0, 2000, 100))
+    monkeypatch.setattr(trust.membw, "probe", lambda: pytest.fail("a GPU pass probes no host memory"))
+    assert trust.probe("cuda") == (None, None, (1000, 0, 2000, 100))
+    before, after = (None, None, (1000, 0, 2000, 100)), (None, None, (2000, 0, 4000, 100))  # half busy, none ours
+    around = trust.Around(probes=(before, after), host=(0.9e-3,) * 5)
+    cores = os.cpu_count() or 1
+    issued = trust.judged({"device": "cuda", "median_s": 1e-3}, _measured(), around, None)
+    assert issued["other_cores"] == pytest.approx(0.5 * cores) and "canary_s" not in issued
+    assert issued["message"].startswith(f"busy: other work kept about {0.5 * cores:.1f} of {cores} cores busy")
+    kernels = trust.judged({"device": "cuda", "median_s": 1e-3}, _measured(),
+                           trust.Around(probes=(before, after), host=(0.2e-3,) * 5), None)
+    assert kernels["other_cores"] == pytest.approx(0.5 * cores) and "message" not in kernels
