@@ -232,10 +232,11 @@ def timed_as(panel: pd.DataFrame) -> str:
 
 
 def floors(cell: pd.DataFrame) -> pd.DataFrame:
-    """The time below which no implementation can go, per param group and axis value: the pass's bytes
-    over the bandwidth of the cache level they fit in, or its FLOPs over the calibrated peak, whichever
-    is longer (the bound behind pct_of_peak, measure/execute.py). Where implementations count different
-    FLOPs, the lowest bound is the floor."""
+    """The roofline time per param group and axis value: the pass's bytes over the copy bandwidth of the cache
+    level their total fits in, or its FLOPs over the calibrated peak, whichever is longer (the bound behind
+    pct_of_peak, measure/rates.py). Not a floor: a pass whose inputs stay in a cache between calls while its
+    total does not fit there goes under it (the floor a row is held to, trust.below_floor, takes the fastest
+    level). Where implementations count different FLOPs, the lowest bound is drawn."""
     ok = cell[(cell["status"] == Status.OK) & cell["pct_of_peak"].notna() & cell["median_s"].notna()]
     bound = ok.assign(floor_s=ok["median_s"] * ok["pct_of_peak"] / 100.0)
     return bound.groupby(["group", "axis_value"], as_index=False)["floor_s"].min()
@@ -244,7 +245,7 @@ def floors(cell: pd.DataFrame) -> pd.DataFrame:
 def _draw_floors(ax: "Axes", cell: pd.DataFrame) -> None:
     for group, floor in floors(cell).groupby("group", sort=True):
         ax.plot(floor["axis_value"], floor["floor_s"] * 1e3, color="black", ls=":", lw=1.2, marker="_",
-                label="floor: bytes / bandwidth or FLOPs / peak", gid=f"floor:{group}")
+                label="roofline: bytes / copy GB/s of the level they fit, or FLOPs / peak", gid=f"roofline:{group}")
 
 
 def _timing_panel(ax: "Axes", cell: pd.DataFrame, colors: dict, styles: dict) -> None:

@@ -239,15 +239,15 @@ def test_an_unset_param_is_left_out_of_titles_and_labels():
     assert fixed == "C=3, H=64, W=32, dtype=float32, k=5" and set(grouped["group"]) == {""}
 
 
-def test_the_time_chart_draws_the_floor_where_peaks_are_calibrated():
+def test_the_time_chart_draws_the_roofline_where_peaks_are_calibrated():
     rows = [make_row(impl, "cpu", "backward", b) for impl in ("py", "cpp") for b in BATCHES]
-    for row in rows:  # cpp counts fewer FLOPs than py: the lower bound of the two is the floor
+    for row in rows:  # cpp counts fewer FLOPs than py: the lower bound of the two is drawn
         floor_ms = (0.5 if row["impl"] == "cpp" else 0.8) * row["batch_size"] / 8
         row["pct_of_peak"] = 100.0 * floor_ms * 1e-3 / row["median_s"]
     ax = plotting.timing_figure(frame(rows), "hoconv2d").axes[0]
-    floor = next(line for line in ax.get_lines() if str(line.get_gid()).startswith("floor:"))
+    floor = next(line for line in ax.get_lines() if str(line.get_gid()).startswith("roofline:"))
     np.testing.assert_allclose(floor.get_xdata(), BATCHES)
     np.testing.assert_allclose(floor.get_ydata(), [0.5 * b / 8 for b in BATCHES])
-    assert "floor" in floor.get_label()
+    assert floor.get_label().startswith("roofline:")
     bare = plotting.timing_figure(frame(sweep(devices=("cpu",))), "hoconv2d").axes[0]
-    assert not [line for line in bare.get_lines() if str(line.get_gid()).startswith("floor:")]
+    assert not [line for line in bare.get_lines() if str(line.get_gid()).startswith("roofline:")]
