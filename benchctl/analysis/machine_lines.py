@@ -38,8 +38,8 @@ def slow_run_line(rows: pd.DataFrame) -> str | None:
     if median is None or median <= 1 + SLOW_PHASE:
         return None
     return (f"the canary read a median {median:.2f}x its calibrated time over {passes} CPU passes: the machine "
-            "ran slower through this run than when calibrated, and these times with it; `compare` holds a "
-            "change against the canary of both runs")
+            "ran slower through this run than its calibrated speed (the fastest stretch `env --calibrate` read), "
+            "and these times with it; `compare` holds a change against the canary of both runs")
 
 
 def busy_through(stretch: Mapping[str, float], cores: int | None = None) -> str:
@@ -58,18 +58,30 @@ def busy_run_line(rows: pd.DataFrame, stretch: Mapping[str, float] | None, cores
     stalled = cpu.apply(disturbed, axis=1) if len(cpu) else pd.Series(dtype=bool)
     beside = cpu.apply(beside_work, axis=1) & ~stalled if len(cpu) else pd.Series(dtype=bool)
     said = f"{busy_through(stretch, cores)} this run"
-    if stalled.any() or beside.any():
+    issued = _host_bound_beside(rows)
+    if stalled.any() or beside.any() or issued:
         fit = ", or with --threads that fit in the cores it left" if stalled.any() else ""
-        return (f"{said}: {_counted(int(stalled.sum()), int(beside.sum()), len(cpu))}, their times as much its as "
-                f"the code's (the report's machine chart shows when); measure again with it gone{fit}")
+        counted = "; ".join(filter(None, [_counted(int(stalled.sum()), int(beside.sum()), len(cpu)),
+                                          f"{issued} host-bound GPU passes were timed beside it" if issued else ""]))
+        return (f"{said}: {counted}, their times as much its as the code's (the report's machine chart shows "
+                f"when); measure again with it gone{fit}")
     if "other_cores" in cpu and cpu["other_cores"].notna().any():
         return f"{said}: no CPU pass was timed beside it"
     return (f"{said}: no CPU pass stopped `disturbed`, but those measured beside it may read slow (`slow` where "
             "the canary saw it; the report's machine chart shows when)")
 
 
+def _host_bound_beside(rows: pd.DataFrame) -> int:
+    """The run's ok GPU passes timed beside other work (`beside_work`: host-bound ones, whose host set the time)."""
+    gpu = rows[(rows["device"] == Device.CUDA) & (rows["status"] == Status.OK)] if "device" in rows else rows[:0]
+    return int(gpu.apply(beside_work, axis=1).sum()) if len(gpu) else 0
+
+
 def _counted(stalled: int, beside: int, passes: int) -> str:
-    """How many of the run's CPU `passes` stopped `disturbed`, and how many more were timed `busy`."""
+    """How many of the run's CPU `passes` stopped `disturbed`, and how many more were timed `busy` (empty
+    where none was)."""
+    if not (stalled or beside):
+        return ""
     if stalled and beside:
         return f"{stalled} of {passes} CPU passes stopped `disturbed` and {beside} more were timed beside it (`busy`)"
     if stalled:

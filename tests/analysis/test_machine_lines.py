@@ -46,3 +46,13 @@ def test_a_run_beside_other_work_says_how_much_and_counts_the_passes_it_disturbe
     calm = busy_run_line(ran.assign(stop="converged"), {"cores": 0.8, "share": 0.48}, 2)  # a run before other_cores
     assert calm is not None and calm.startswith("other work kept about 0.8 of 2 cores busy through 48% of this run: "
                                                 "no CPU pass stopped `disturbed`, but those measured beside it may")
+
+
+def test_host_bound_gpu_passes_timed_beside_other_work_are_counted_and_device_bound_ones_are_not():
+    ran = pd.DataFrame({"device": ["cuda"] * 3, "status": ["ok"] * 3, "stop": ["converged"] * 3,
+                        "other_cores": [1.0] * 3, "median_s": [1e-4] * 3, "host_s": [0.95e-4, 0.9e-4, 0.1e-4]})
+    line = busy_run_line(ran, {"cores": 1.0, "share": 0.5}, 2)
+    assert line is not None and line.startswith("other work kept about 1.0 of 2 cores busy through 50% of this run: "
+                                                "2 host-bound GPU passes were timed beside it, their times")
+    kernels = busy_run_line(ran.assign(host_s=0.1e-4), {"cores": 1.0, "share": 0.5}, 2)
+    assert kernels is not None and "GPU" not in kernels  # their kernels set their times
