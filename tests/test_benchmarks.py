@@ -1,10 +1,12 @@
 """The benchmark scripts' own logic that a GPU run depends on, checked here so that no GPU time is lost to it."""
 
 import importlib.util
+import math
 import re
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import torch
 
@@ -136,3 +138,21 @@ def test_the_settle_bench_plays_back_the_rule_the_sweep_waits_by(monkeypatch):
                                       sleep=lambda s: now.__setitem__(0, now[0] + s), clock=lambda: now[0])
     assert bench.waits(ratios, canary.SPEED_READINGS, after=1)[0] == (waited / canary.POLL_S, 2.0) == (5, 2.0)
     assert bench.waits(ratios, 1, after=1)[0] == (1, 1.5)
+
+
+def test_the_canary_track_bench_matches_passes_and_measures_what_the_canary_explains(monkeypatch):
+    bench = _module("canary_track_bench", monkeypatch)
+    base = pd.DataFrame({"op": "x", "target": "op", "impl": ["py", "cpp", "cpp"], "device": ["cpu", "cpu", "cuda"],
+                         "dtype": "float32", "params": "{}", "pass": "forward", "status": "ok",
+                         "median_s": 1e-3, "canary_ratio": [1.0, 1.0, None]})
+    # py slowed with its canary, cpp slowed by as much with its canary still: the canary explains one of two
+    new = base.assign(median_s=[1.3e-3, 1.3e-3, 2e-3], canary_ratio=[1.3, 1.0, None])
+    pairs = bench.matched(base, new)
+    assert len(pairs) == 2  # the GPU pass has no canary
+    found = bench.tracking(pairs)
+    assert found["correlation"] != found["correlation"]  # NaN: one of the two changes does not vary
+    assert found["timed"] == pytest.approx(math.log(1.3)) and found["divided"] == pytest.approx(math.log(1.3) / 2)
+    assert found["moved_passes"] == 1 and found["moved"] == pytest.approx(math.log(1.3))
+    assert found["still"] == pytest.approx(math.log(1.3))
+    tracked = bench.tracking(bench.matched(base, base.assign(median_s=[1.3e-3, 1.1e-3, 0], canary_ratio=[1.3, 1.1, 0])))
+    assert tracked["correlation"] == pytest.approx(1.0) and tracked["divided"] == pytest.approx(0.0)
