@@ -28,7 +28,7 @@ def command(as_json: bool, calibrate: bool) -> None:
         if p.get("gflops_by_dtype"):
             facts[f"peak_{device}_matmul"] = _matmul_text(p["gflops_by_dtype"], p.get("matmul_slowdown", {}))
         if p.get("canary_s_by_threads"):
-            facts[f"{device}_canary"] = _canary_text(p["canary_s_by_threads"])
+            facts[f"{device}_canary"] = _canary_text(p["canary_s_by_threads"]) + _windows_text(p)
         if device == "cpu":
             facts["cpu_canary_now"] = _canary_now(p)
         for level, v in p.get("levels", {}).items():
@@ -70,6 +70,19 @@ def _canary_text(by_threads: dict[str, float]) -> str:
     """The compute canary's calibrated time per thread count: "397 us on 1 thread, 248 us on 2 threads"."""
     counts = sorted(by_threads, key=int)
     return ", ".join(f"{by_threads[n] * 1e6:.0f} us on {n} thread{'' if n == '1' else 's'}" for n in counts)
+
+
+def _windows_text(peaks: dict) -> str:
+    """How far the calibration's canary windows read from the fastest, the calibrated time, on torch's threads
+    then: "; its 4 windows on 2 threads read 1.00-1.29x the fastest" ('' for a calibration without them). A
+    machine whose windows spread wide reads over the calibrated time most of the time, and marks passes `slow`."""
+    windows, fastest = peaks.get("canary_windows_s"), peaks.get("canary_s")
+    if not windows or not fastest:
+        return ""
+    ratios = [w / fastest for w in windows]
+    threads = peaks.get("threads")
+    on = f" on {threads} thread{'' if threads == 1 else 's'}" if threads else ""
+    return f"; its {len(ratios)} windows{on} read {min(ratios):.2f}-{max(ratios):.2f}x the fastest"
 
 
 def _matmul_text(rates: dict[str, float], slowdown: dict[str, float]) -> str:

@@ -173,12 +173,15 @@ def _device_peaks(device: str, between: Callable[[], None]) -> dict[str, Any]:
 
 
 def _add_cpu_speed(cpu: dict[str, Any], counts: tuple[int, ...], windows: list[dict[int, float]]) -> None:
-    """The memory probes' best and median, the canary's fastest window per thread count, and the matmul rates
-    at the canary's calibrated speed (with how slow the canary read around each)."""
+    """The memory probes' best and median, the canary's fastest window per thread count (and every window's
+    median on torch's threads, `canary_windows_s`: how far the machine's speed moved while it was calibrated),
+    and the matmul rates at the canary's calibrated speed (with how slow the canary read around each)."""
     reads = [membw.probe() for _ in range(PROBES)]
     cpu.update(read_gbps=max(reads), read_gbps_typical=statistics.median(reads))
     by_threads = {str(n): min(w[n] for w in windows) for n in counts}
-    cpu.update(canary_s_by_threads=by_threads, canary_s=by_threads[str(torch.get_num_threads())])
+    threads = torch.get_num_threads()
+    cpu.update(canary_s_by_threads=by_threads, canary_s=by_threads[str(threads)],
+               canary_windows_s=[w[threads] for w in windows])
     cpu["gflops_by_dtype"], cpu["matmul_slowdown"] = at_canary_speed(cpu["gflops_by_dtype"],
                                                                      cpu.pop("matmul_canary_s"), cpu["canary_s"])
     cpu["gflops"] = cpu["gflops_by_dtype"]["float32"]

@@ -62,6 +62,10 @@ def test_env_shows_the_canary_calibrated_on_each_thread_count(monkeypatch, tmp_p
     monkeypatch.setattr("benchctl.measure.calibrate.load_peaks", lambda: peaks)
     facts = json.loads(invoke("env", "--json").stdout)
     assert facts["cpu_canary"] == "397 us on 1 thread, 248 us on 2 threads"
+    peaks["cpu"].update(canary_s=2.48e-4, threads=2, canary_windows_s=[3.1e-4, 2.48e-4, 3.2e-4, 2.6e-4])
+    facts = json.loads(invoke("env", "--json").stdout)
+    assert facts["cpu_canary"] == ("397 us on 1 thread, 248 us on 2 threads; its 4 windows on 2 threads read "
+                                   "1.00-1.29x the fastest")
 
 
 def test_env_reads_the_canary_now_against_its_calibrated_time_and_says_how_old_the_calibration_is(
