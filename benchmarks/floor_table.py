@@ -20,7 +20,7 @@ from typing import Any, Sequence
 
 import pandas as pd
 
-from benchctl.analysis.summary import host_bound
+from benchctl.analysis.summary import host_bound_rows
 from benchctl.analysis.verdict import timing_kinds
 from benchctl.report.page import measured_peaks
 from benchctl.results import storage
@@ -37,7 +37,7 @@ def floor_rows(rows: pd.DataFrame, copy_gbps: float | None, impls: Sequence[str]
     in numeric order), then by pass and implementation."""
     ok = rows[(rows["status"] == Status.OK) & (rows["device"] == device)]
     ok = ok if impls is None else ok[ok["impl"].isin(impls)]
-    ok = ok.assign(_timed=timing_kinds(ok).str.strip(" ()").replace("", "eager"), _host=host_bound(ok),
+    ok = ok.assign(_timed=timing_kinds(ok).str.strip(" ()").replace("", "eager"), _host=host_bound_rows(ok),
                    _pass=ok["pass"].map({p: i for i, p in enumerate(PASSES)}))
     ok = ok.sort_values(["op", "target", "axis_value", "params", "_pass", "impl", "_timed"])
     return [_line(row, copy_gbps, goal) for row in ok.to_dict("records")]

@@ -232,11 +232,10 @@ def timed_as(panel: pd.DataFrame) -> str:
 
 
 def floors(cell: pd.DataFrame) -> pd.DataFrame:
-    """The roofline time per param group and axis value: the pass's bytes over the copy bandwidth of the cache
-    level their total fits in, or its FLOPs over the calibrated peak, whichever is longer (the bound behind
-    pct_of_peak, measure/rates.py). Not a floor: a pass whose inputs stay in a cache between calls while its
-    total does not fit there goes under it (the floor a row is held to, trust.below_floor, takes the fastest
-    level). Where implementations count different FLOPs, the lowest bound is drawn."""
+    """The roofline time per param group and axis value (pct_of_peak's bound, measure/rates.py): bytes over the
+    copy GB/s of the cache level their total fits in, or FLOPs over the peak, whichever is longer. Not a floor
+    (trust.below_floor's takes the fastest level): a pass whose inputs stay in cache between calls goes under
+    it. Where implementations count different FLOPs, the lowest bound is drawn."""
     ok = cell[(cell["status"] == Status.OK) & cell["pct_of_peak"].notna() & cell["median_s"].notna()]
     bound = ok.assign(floor_s=ok["median_s"] * ok["pct_of_peak"] / 100.0)
     return bound.groupby(["group", "axis_value"], as_index=False)["floor_s"].min()
