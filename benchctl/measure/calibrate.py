@@ -45,6 +45,10 @@ MATMUL_MIN_N = 256
 MATMUL_CALL_S = 0.25
 SIZING = Policy(warmup=1, min_samples=1, min_time=0.0, max_time=1.0)
 POLICY = Policy(warmup=2, min_samples=10, min_time=0.5, max_time=10.0)
+# A window of a copy rate: the calibration takes several, spread over it, and keeps the fastest window's median.
+# One window of POLICY's (10 s) read the 2-core VM's DRAM copy at 31.8 GB/s in one calibration and 66.9 in the
+# next, an hour later (benchmarks/README.md, "Copy peaks").
+COPY_POLICY = Policy(warmup=2, min_samples=10, min_time=0.5, max_time=2.0)
 PROBES = 10
 # The canary's calibrated time, per thread count: the fastest of its windows' medians, a window being
 # CANARY_READINGS readings, each right after a memory probe as a sweep reads it, taken before the peaks are
@@ -71,11 +75,25 @@ def calibration_path() -> Path:
 
 
 def copy_gbps(device: str, nbytes: int = COPY_BYTES) -> float:
-    """A tensor copy of `nbytes` (DRAM by default), counting the bytes read plus the bytes written."""
+    """A tensor copy of `nbytes` (DRAM by default), counting the bytes read plus the bytes written: its median
+    call over a window of COPY_POLICY."""
     src = torch.ones(max(nbytes // 4, 1), dtype=torch.float32, device=device)
     dst = torch.empty_like(src)
-    m = measure(lambda: (lambda: dst.copy_(src)), make_clock(device), POLICY)
+    m = measure(lambda: (lambda: dst.copy_(src)), make_clock(device), COPY_POLICY)
     return 2 * src.numel() * 4 / m.median * 1e-9
+
+
+def copy_window(device: str) -> dict[str, float]:
+    """One window of copies: GB/s from DRAM ("DRAM") and within each cache level (`level_bytes`)."""
+    return {"DRAM": copy_gbps(device), **{name: copy_gbps(device, size // 4)
+                                          for name, size in level_bytes(device).items()}}
+
+
+def best_copies(windows: list[dict[str, float]], device: str) -> dict[str, Any]:
+    """The fastest of the windows' copy rates, from DRAM (`gbps`) and within each cache level (`levels`)."""
+    best = {name: max(w[name] for w in windows) for name in windows[0]}
+    return {"gbps": best["DRAM"],
+            "levels": {name: {"bytes": size, "gbps": best[name]} for name, size in level_bytes(device).items()}}
 
 
 def cache_sizes(device: str) -> list[caches.CacheSize]:
@@ -86,15 +104,11 @@ def cache_sizes(device: str) -> list[caches.CacheSize]:
     return caches.cpu_caches()
 
 
-def cache_levels(device: str) -> dict[str, dict[str, float]]:
-    """Copy GB/s with source and destination filling half of each cache level the pass's threads use
-    (a quarter each), so both stay in that level while it is timed."""
+def level_bytes(device: str) -> dict[str, int]:
+    """Each cache level's capacity for the pass's threads: a copy within it has source and destination fill half
+    of it (a quarter each), so both stay in that level while it is timed."""
     threads = torch.get_num_threads() if device == Device.CPU else 1
-    out = {}
-    for cache in cache_sizes(device):
-        capacity = cache.capacity(threads)
-        out[cache.name] = {"bytes": capacity, "gbps": copy_gbps(device, capacity // 4)}
-    return out
+    return {cache.name: cache.capacity(threads) for cache in cache_sizes(device)}
 
 
 def matmul_gflops(device: str, dtype: str = "float32") -> float:
@@ -161,14 +175,18 @@ def _wait_for_quiet() -> None:
 
 
 def _device_peaks(device: str, between: Callable[[], None]) -> dict[str, Any]:
-    """A device's copy GB/s, each cache level's, and each dtype's matmul rate, calling `between` after each."""
-    found: dict[str, Any] = {"gbps": copy_gbps(device), "threads": torch.get_num_threads()}
+    """A device's copy GB/s from DRAM and within each cache level, the fastest of its copy windows (one first,
+    one after each dtype's matmul rate, one last: a VM's memory runs slow for ten seconds and more at a time),
+    and each dtype's matmul rate, calling `between` after each step."""
+    windows = [copy_window(device)]
     between()
-    found["levels"] = cache_levels(device)
-    between()
-    found["gflops_by_dtype"], around = matmul_rates(device)
+    found: dict[str, Any] = {"threads": torch.get_num_threads()}
+    found["gflops_by_dtype"], around = matmul_rates(device, lambda: windows.append(copy_window(device)))
     found["gflops"] = found["gflops_by_dtype"]["float32"]
     between()
+    windows.append(copy_window(device))
+    between()
+    found.update(best_copies(windows, device))
     return {**found, "matmul_canary_s": around} if around else found
 
 
@@ -187,15 +205,16 @@ def _add_cpu_speed(cpu: dict[str, Any], counts: tuple[int, ...], windows: list[d
     cpu["gflops"] = cpu["gflops_by_dtype"]["float32"]
 
 
-def matmul_rates(device: str) -> tuple[dict[str, float], dict[str, float]]:
+def matmul_rates(device: str, after: Callable[[], None] = lambda: None) -> tuple[dict[str, float], dict[str, float]]:
     """Each dtype's matmul GFLOP/s, and on the CPU the canary's time around its timing (the mean of a reading
-    before it and one after)."""
+    before it and one after); `after` runs after each dtype's."""
     rates, around = {}, {}
     for dt in MATMUL_DTYPES[device]:
         before = canary_reading() if device == Device.CPU else None
         rates[dt] = matmul_gflops(device, dt)
         if before is not None:
             around[dt] = (before + canary_reading()) / 2
+        after()
     return rates, around
 
 
