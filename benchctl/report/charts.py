@@ -268,7 +268,7 @@ def _timing_panel(ax: "Axes", cell: pd.DataFrame, colors: dict, styles: dict) ->
 
 def timing_figure(df: pd.DataFrame, title: str) -> "Figure":
     """Median time (ms, log) against the sweep axis: a panel per device x pass, a line per implementation,
-    and the floor where the machine's peaks are calibrated."""
+    and the roofline where the machine's peaks are calibrated."""
     df, fixed = with_groups(df)
     return _panel_figure(df, title, fixed, _timing_panel)
 
