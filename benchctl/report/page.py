@@ -103,7 +103,7 @@ def measured_peaks(rows: pd.DataFrame, metas: Sequence[Mapping[str, Any]] = ()) 
     for by_device in (f for f in found if isinstance(f, dict)):
         for device, values in by_device.items():
             if isinstance(values, dict):
-                peaks.setdefault(device, {}).update({k: v if isinstance(v, dict) else float(v)
+                peaks.setdefault(device, {}).update({k: float(v) if isinstance(v, (int, float)) else v
                                                      for k, v in values.items() if v})
     return peaks
 

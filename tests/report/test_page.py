@@ -187,9 +187,11 @@ def test_measured_peaks_come_from_run_json(tmp_path):
     rated = [{**row("py", "cpu", "forward", 8), "gbps": 3.0, "gflops": 9.0, "flops": 1e9, "bytes": 1e8}]
     loaded = report.load_results([write_run(tmp_path, "20240101-000000-aaaaaa", rated,
                                             {"environment": {"peaks": {"cpu": {"gbps": 40, "gflops": 900,
-                                                                               "levels": LEVELS}}}})])
+                                                                               "levels": LEVELS,
+                                                                               "canary_windows_s": [3e-4, 2e-4]}}}})])
     assert report.measured_peaks(loaded.rows, loaded.metas) == {"cpu": {"gbps": 40.0, "gflops": 900.0,
-                                                                        "levels": LEVELS}}
+                                                                        "levels": LEVELS,
+                                                                        "canary_windows_s": [3e-4, 2e-4]}}
     assert report.measured_peaks(loaded.rows, []) == {}  # a run without calibration has no roof
     plain = report.load_results([write_run(tmp_path, "20240101-000000-cccccc", [row("py", "cpu", "forward", 8)])])
     assert report.measured_peaks(plain.rows, plain.metas) == {}  # no rates: nothing to compare with
