@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from benchctl.results import storage
-from benchctl.results.schema import (BUSY_WARN_CORES, CELL_COLUMNS, HOST_BOUND, SLOW_PHASE, beside_work, beyond_threads,
+from benchctl.results.schema import (BUSY_WARN_CORES, CELL_COLUMNS, SLOW_PHASE, beside_work, beyond_threads,
                                      host_bound)
 from benchctl.analysis.speedup import (PARTNER_APART, disturbed, partner_apart, partner_drift, present_value,
                                       speedup_label)
@@ -207,12 +207,12 @@ def _below(value: float | None, share: float, typical: float | None) -> bool:
 
 
 def host_bound_rows(rows: pd.DataFrame, suffix: str = "") -> pd.Series:
-    """Rows whose host took at least HOST_BOUND of the median to issue the call (`host_bound`, a frame at once);
-    `suffix` picks a merged frame's columns."""
+    """Each row's `host_bound` (the tables' `host` mark); `suffix` picks a merged frame's columns."""
     host, median = f"host_s{suffix}", f"median_s{suffix}"
     if host not in rows:
         return pd.Series(False, index=rows.index)
-    return (rows[host].fillna(0) >= HOST_BOUND * rows[median]) & (rows[median] > 0)
+    return pd.Series([host_bound({"host_s": h, "median_s": m}) for h, m in zip(rows[host], rows[median])],
+                     index=rows.index, dtype=bool)
 
 
 def host_bound_line(rows: pd.DataFrame) -> str | None:

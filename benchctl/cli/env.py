@@ -79,9 +79,10 @@ def _windows_text(peaks: dict) -> str:
     windows, fastest = peaks.get("canary_windows_s"), peaks.get("canary_s")
     if not windows or not fastest:
         return ""
+    from benchctl.analysis.verdict import threads_words
+
     ratios = [w / fastest for w in windows]
-    threads = peaks.get("threads")
-    on = f" on {threads} thread{'' if threads == 1 else 's'}" if threads else ""
+    on = f" on {threads_words(peaks['threads'])}" if peaks.get("threads") else ""
     return f"; its {len(ratios)} windows{on} read {min(ratios):.2f}-{max(ratios):.2f}x the fastest"
 
 
