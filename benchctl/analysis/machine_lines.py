@@ -54,27 +54,28 @@ def busy_run_line(rows: pd.DataFrame, stretch: Mapping[str, float] | None, cores
     it, stopped `disturbed` or timed `busy`, are its times as much as the code's."""
     if not stretch:
         return None
-    cpu = rows[(rows["device"] == Device.CPU) & (rows["status"] == Status.OK)] if "device" in rows else rows[:0]
+    cpu, gpu = _ok(rows, Device.CPU), _ok(rows, Device.CUDA)
     stalled = cpu.apply(disturbed, axis=1) if len(cpu) else pd.Series(dtype=bool)
     beside = cpu.apply(beside_work, axis=1) & ~stalled if len(cpu) else pd.Series(dtype=bool)
     said = f"{busy_through(stretch, cores)} this run"
-    issued = _host_bound_beside(rows)
+    issued = int(gpu.apply(beside_work, axis=1).sum()) if len(gpu) else 0  # host-bound ones: their host set the time
     if stalled.any() or beside.any() or issued:
         fit = ", or with --threads that fit in the cores it left" if stalled.any() else ""
         counted = "; ".join(filter(None, [_counted(int(stalled.sum()), int(beside.sum()), len(cpu)),
                                           f"{issued} host-bound GPU passes were timed beside it" if issued else ""]))
         return (f"{said}: {counted}, their times as much its as the code's (the report's machine chart shows "
                 f"when); measure again with it gone{fit}")
+    if len(gpu) and not len(cpu):
+        return f"{said}: no host-bound GPU pass was timed beside it (their kernels set their times)"
     if "other_cores" in cpu and cpu["other_cores"].notna().any():
         return f"{said}: no CPU pass was timed beside it"
     return (f"{said}: no CPU pass stopped `disturbed`, but those measured beside it may read slow (`slow` where "
             "the canary saw it; the report's machine chart shows when)")
 
 
-def _host_bound_beside(rows: pd.DataFrame) -> int:
-    """The run's ok GPU passes timed beside other work (`beside_work`: host-bound ones, whose host set the time)."""
-    gpu = rows[(rows["device"] == Device.CUDA) & (rows["status"] == Status.OK)] if "device" in rows else rows[:0]
-    return int(gpu.apply(beside_work, axis=1).sum()) if len(gpu) else 0
+def _ok(rows: pd.DataFrame, device: str) -> pd.DataFrame:
+    """The run's ok passes on `device`."""
+    return rows[(rows["device"] == device) & (rows["status"] == Status.OK)] if "device" in rows else rows[:0]
 
 
 def _counted(stalled: int, beside: int, passes: int) -> str:

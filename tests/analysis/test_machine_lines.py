@@ -55,4 +55,8 @@ def test_host_bound_gpu_passes_timed_beside_other_work_are_counted_and_device_bo
     assert line is not None and line.startswith("other work kept about 1.0 of 2 cores busy through 50% of this run: "
                                                 "2 host-bound GPU passes were timed beside it, their times")
     kernels = busy_run_line(ran.assign(host_s=0.1e-4), {"cores": 1.0, "share": 0.5}, 2)
-    assert kernels is not None and "GPU" not in kernels  # their kernels set their times
+    assert kernels == ("other work kept about 1.0 of 2 cores busy through 50% of this run: no host-bound GPU pass "
+                       "was timed beside it (their kernels set their times)")
+    both = busy_run_line(pd.concat([ran.assign(host_s=0.1e-4), ran.assign(device="cpu", other_cores=0.1)]),
+                         {"cores": 1.0, "share": 0.5}, 2)
+    assert both is not None and both.endswith(": no CPU pass was timed beside it")
