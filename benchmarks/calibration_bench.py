@@ -1,7 +1,10 @@
 """How much the canary's calibrated time moves from one `env --calibrate` to the next, by three rules: one
 window of readings after the peaks (the rule before), the median of the calibration's windows, and the
 fastest of them (the rule now); and the float32 matmul peak, as timed and raised to the canary's
-calibrated speed (the rule now).
+calibrated speed (the rule now); and the memory probe's typical reading (`read_gbps_typical`, the bar a run's
+start is warned against), as the median of ten probes back to back after the calibration (the rule before) and of
+the probes its canary windows take all through it (the rule now), with the share of those spread probes, a quiet
+machine's, that would have been warned under 60% of it (preflight.SLOW_MEMORY_SHARE).
 
     .venv/bin/python benchmarks/calibration_bench.py [--calibrations 8] [--pause 10]
 
@@ -22,16 +25,18 @@ import time
 
 import torch
 
+from benchctl.machine import membw
 from benchctl.measure import calibrate
+from benchctl.sweep.preflight import SLOW_MEMORY_SHARE
 
 
-def calibrated_windows() -> tuple[list[float], dict]:
-    """One calibration's canary windows on torch's default threads (seconds), in the order taken, and its
-    CPU peaks."""
-    seen: list[dict[int, float]] = []
+def calibrated_windows() -> tuple[list[float], list[float], dict]:
+    """One calibration's canary windows on torch's default threads (seconds), in the order taken, the memory
+    probes they took (GB/s), and its CPU peaks."""
+    seen: list[calibrate.Window] = []
     take = calibrate.canary_window
 
-    def recorded(counts: tuple[int, ...]) -> dict[int, float]:
+    def recorded(counts: tuple[int, ...]) -> calibrate.Window:
         seen.append(take(counts))
         return seen[-1]
 
@@ -41,7 +46,8 @@ def calibrated_windows() -> tuple[list[float], dict]:
     finally:
         calibrate.canary_window = take
     threads = torch.get_num_threads()
-    return [w[threads] for w in seen if threads in w], peaks
+    reads = [gbps for w in seen for gbps in w.read_gbps]
+    return [w.canary_s[threads] for w in seen if threads in w.canary_s], reads, peaks
 
 
 def spread(name: str, values: list[float], unit: str = "us", scale: float = 1e6) -> str:
@@ -60,21 +66,33 @@ def main() -> None:
              "fastest window (now)": min}
     found: dict[str, list[float]] = {name: [] for name in rules}
     peaks: dict[str, list[float]] = {"float32 as timed": [], "float32 raised (now)": []}
+    typical: dict[str, list[float]] = {"ten at the end (before)": [], "windows' probes (now)": []}
+    warned: dict[str, list[float]] = {name: [] for name in typical}
     for i in range(args.calibrations):
-        windows, cpu = calibrated_windows()
+        windows, reads, cpu = calibrated_windows()
+        ten = statistics.median(membw.probe() for _ in range(10))
+        for name, bar in zip(typical, (ten, cpu["read_gbps_typical"])):
+            typical[name].append(bar)
+            warned[name].append(sum(r < SLOW_MEMORY_SHARE * bar for r in reads) / len(reads))
         for name, rule in rules.items():
             found[name].append(rule(windows))
         raised = cpu["matmul_slowdown"]["float32"]
         peaks["float32 as timed"].append(cpu["gflops"] / raised)
         peaks["float32 raised (now)"].append(cpu["gflops"])
         print(f"calibration {i + 1}: windows {', '.join(f'{w * 1e6:.0f}' for w in windows)} us; float32 "
-              f"{cpu['gflops'] / raised:.0f} GFLOP/s timed, raised {raised:.2f}x", flush=True)
+              f"{cpu['gflops'] / raised:.0f} GFLOP/s timed, raised {raised:.2f}x; memory probes "
+              f"{min(reads):.1f}-{max(reads):.1f} GB/s (median {cpu['read_gbps_typical']:.1f}), ten at the end "
+              f"median {ten:.1f}", flush=True)
         if i + 1 < args.calibrations:
             time.sleep(args.pause)
     for name, values in found.items():
         print(spread(name, values))
     for name, values in peaks.items():
         print(spread(name, values, "GFLOP/s", 1.0))
+    for name, values in typical.items():
+        print(spread(f"read typical, {name}", values, "GB/s", 1.0)
+              + f"; spread probes under 60% of it: median {statistics.median(warned[name]):.0%}, "
+              f"most {max(warned[name]):.0%}")
 
 
 if __name__ == "__main__":

@@ -3,10 +3,10 @@ throughput (GFLOP/s) in each dtype, per device.
 
 Stored per host in the user's cache, so `run` can add `pct_of_peak` to every row: the share of the
 roofline bound (the larger of bytes / peak GB/s and FLOPs / peak GFLOP/s) that a pass achieves. On the
-CPU also the best of a few memory bandwidth probes (membw.py, `read_gbps`) and their median
-(`read_gbps_typical`): `run` compares the probe it takes at the start with the median and warns when the
-machine's memory is busy (against the best, it warned at most starts on a quiet 2-core VM: 30 GB/s against
-63), and the compute canary's time on each thread count a pass takes (`canary_s_by_threads`). A CPU matmul
+CPU also the best of the memory bandwidth probes its canary windows take all through it (membw.py,
+`read_gbps`) and their median (`read_gbps_typical`): `run` compares the probe it takes at the start with the
+median and warns when the machine's memory is busy (against the best, it warned at most starts on a quiet
+2-core VM: 30 GB/s against 63), and the compute canary's time on each thread count a pass takes (`canary_s_by_threads`). A CPU matmul
 rate timed while the canary read slow is raised to the canary's calibrated speed (`at_canary_speed`).
 
 Every run after it is held to what it stores, so a calibration beside other work stores nothing: it waits up
@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import socket
 import statistics
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -28,7 +29,7 @@ import torch
 from benchctl.cache import cache_dir
 
 from benchctl.errors import BenchError
-from benchctl.machine import caches, canary, load, membw
+from benchctl.machine import caches, canary, load
 from benchctl.measure import trust
 from benchctl.measure.execute import make_clock
 from benchctl.measure.timing import Policy, measure
@@ -49,7 +50,6 @@ POLICY = Policy(warmup=2, min_samples=10, min_time=0.5, max_time=10.0)
 # One window of POLICY's (10 s) read the 2-core VM's DRAM copy at 31.8 GB/s in one calibration and 66.9 in the
 # next, an hour later (benchmarks/README.md, "Copy peaks").
 COPY_POLICY = Policy(warmup=2, min_samples=10, min_time=0.5, max_time=2.0)
-PROBES = 10
 # The canary's calibrated time, per thread count: the fastest of its windows' medians, a window being
 # CANARY_READINGS readings, each right after a memory probe as a sweep reads it, taken before the peaks are
 # timed and after each step. The 2-core VM spends stretches of tens of seconds in a slow phase (the canary
@@ -64,6 +64,14 @@ CANARY_AROUND = 5  # canary readings before, and again after, each CPU matmul ra
 MATMUL_DTYPES = {"cpu": DTYPE_NAMES, "cuda": (*DTYPE_NAMES, TF32_PEAK)}
 QUIET_WAIT_S = 10  # readings of a second each, at most, for other work to leave the machine before calibrating
 BUSY_SHARE = 0.25  # of the calibration's load timeline with other work on the machine, from which nothing is stored
+
+
+@dataclass(frozen=True)
+class Window:
+    """One window of the canary: its median on each thread count (s), and the memory probes it was read after on
+    torch's threads (GB/s), as a sweep reads them."""
+    canary_s: dict[int, float]
+    read_gbps: list[float]
 
 
 class BusyMachine(BenchError):
@@ -190,16 +198,17 @@ def _device_peaks(device: str, between: Callable[[], None]) -> dict[str, Any]:
     return {**found, "matmul_canary_s": around} if around else found
 
 
-def _add_cpu_speed(cpu: dict[str, Any], counts: tuple[int, ...], windows: list[dict[int, float]]) -> None:
-    """The memory probes' best and median, the canary's fastest window per thread count (and every window's
-    median on torch's threads, `canary_windows_s`: how far the machine's speed moved while it was calibrated),
+def _add_cpu_speed(cpu: dict[str, Any], counts: tuple[int, ...], windows: list[Window]) -> None:
+    """The memory probes' best and median over every window (spread over the calibration, as the canary's are:
+    ten probes back to back at its end read one stretch of the host's memory traffic), the canary's fastest
+    window per thread count (and every window's median on torch's threads, `canary_windows_s`: how far the machine's speed moved while it was calibrated),
     and the matmul rates at the canary's calibrated speed (with how slow the canary read around each)."""
-    reads = [membw.probe() for _ in range(PROBES)]
+    reads = [gbps for w in windows for gbps in w.read_gbps]
     cpu.update(read_gbps=max(reads), read_gbps_typical=statistics.median(reads))
-    by_threads = {str(n): min(w[n] for w in windows) for n in counts}
+    by_threads = {str(n): min(w.canary_s[n] for w in windows) for n in counts}
     threads = torch.get_num_threads()
     cpu.update(canary_s_by_threads=by_threads, canary_s=by_threads[str(threads)],
-               canary_windows_s=[w[threads] for w in windows])
+               canary_windows_s=[w.canary_s[threads] for w in windows])
     cpu["gflops_by_dtype"], cpu["matmul_slowdown"] = at_canary_speed(cpu["gflops_by_dtype"],
                                                                      cpu.pop("matmul_canary_s"), cpu["canary_s"])
     cpu["gflops"] = cpu["gflops_by_dtype"]["float32"]
@@ -230,12 +239,14 @@ def at_canary_speed(rates: dict[str, float], around: dict[str, float],
 
 def canary_reading() -> float:
     """The canary on torch's default threads now: the median of CANARY_AROUND readings."""
-    return _canary_median(CANARY_AROUND)
+    return statistics.median(_readings(CANARY_AROUND)[1])
 
 
-def _canary_median(readings: int) -> float:
-    """The median of `readings` canary readings, each right after a memory probe as a sweep reads it."""
-    return statistics.median(trust.probe()[1] for _ in range(readings))
+def _readings(count: int) -> tuple[list[float], list[float]]:
+    """`count` memory probes (GB/s) and canary readings (s), each reading right after its probe as a sweep reads
+    them."""
+    probes = [trust.probe()[:2] for _ in range(count)]
+    return [gbps for gbps, _ in probes], [s for _, s in probes]
 
 
 def canary_threads() -> tuple[int, ...]:
@@ -243,13 +254,16 @@ def canary_threads() -> tuple[int, ...]:
     return tuple(sorted({1, torch.get_num_threads()}))
 
 
-def canary_window(counts: tuple[int, ...]) -> dict[int, float]:
-    """The canary's time on each thread count in `counts` now: the median of CANARY_READINGS readings."""
-    found = {}
+def canary_window(counts: tuple[int, ...]) -> Window:
+    """The canary's time on each thread count in `counts` now, the median of CANARY_READINGS readings, and the
+    memory probes read on torch's default threads."""
+    found, reads, threads = {}, [], torch.get_num_threads()
     for n in counts:
         with canary.on_threads(n):
-            found[n] = _canary_median(CANARY_READINGS)
-    return found
+            gbps, seconds = _readings(CANARY_READINGS)
+        found[n] = statistics.median(seconds)
+        reads += gbps if n == threads else []
+    return Window(found, reads)
 
 
 def load_peaks() -> dict[str, dict[str, float]]:

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from benchctl.measure import calibrate
-from benchctl.machine import caches, load, membw
+from benchctl.machine import caches, load
 
 RATE = {"float32": 1.0, "float64": 0.5, "float16": 4.0, "bfloat16": 4.0, "tf32": 2.0}  # x float32's
 SIZES = {"cpu": [caches.CacheSize("L2", 1 << 20, 1), caches.CacheSize("L3", 32 << 20, 2)],
@@ -22,11 +22,11 @@ def measured(monkeypatch, tmp_path):
     monkeypatch.setattr(calibrate.torch, "get_num_threads", lambda: 2)
     monkeypatch.setattr(calibrate, "matmul_gflops", lambda device, dtype="float32":
                         {"cpu": 130.0, "cuda": 48000.0}[device] * RATE[dtype])
-    probes = iter([30.0, 52.5, 41.0] + [12.0] * (calibrate.PROBES - 3))
-    monkeypatch.setattr(membw, "probe", lambda: next(probes))
     # the canary's windows (one thread, two), one before the peaks and one after each step: the machine in a
-    # slow phase for all but the second
-    windows = itertools.cycle([{1: 6e-4, 2: 4.5e-4}, {1: 4.1e-4, 2: 2.5e-4}, {1: 6.2e-4, 2: 4.4e-4}])
+    # slow phase for all but the second; and the memory probes each read
+    windows = itertools.cycle([calibrate.Window({1: 6e-4, 2: 4.5e-4}, [30.0, 12.0, 12.0]),
+                               calibrate.Window({1: 4.1e-4, 2: 2.5e-4}, [52.5, 12.0, 12.0]),
+                               calibrate.Window({1: 6.2e-4, 2: 4.4e-4}, [41.0, 12.0, 12.0])])
     monkeypatch.setattr(calibrate, "canary_window", lambda counts: next(windows) if counts else {})
     monkeypatch.setattr(calibrate, "canary_reading", lambda: 2.5e-4)  # at the calibrated speed around the matmuls
     monkeypatch.setattr(calibrate.load, "others_busy", lambda: 0.1)  # nothing else running
@@ -51,7 +51,6 @@ def test_a_calibration_beside_other_work_stores_nothing(measured, monkeypatch):
     to be quiet, and where other work kept cores busy through a quarter of it or more, stores nothing."""
     readings = iter([1.0, 0.9, 0.2])
     monkeypatch.setattr(calibrate.load, "others_busy", lambda: next(readings))
-    monkeypatch.setattr(membw, "probe", lambda: 30.0)  # for each of the calibrations
     calibrate.calibrate(["cpu"])  # quiet at the third second
     stored = calibrate.calibration_path().read_text()
     monkeypatch.setattr(calibrate.load, "others_busy", lambda: 1.0)
@@ -68,8 +67,8 @@ def test_a_calibration_beside_other_work_stores_nothing(measured, monkeypatch):
 def test_the_cpu_peaks_include_the_best_memory_probe(measured):
     peaks = calibrate.calibrate(["cpu"])
     assert peaks["cpu"]["gbps"] == 28.0 and peaks["cpu"]["gflops"] == 130.0
-    assert peaks["cpu"]["read_gbps"] == 52.5  # the best of the probes: what the machine can give
-    assert peaks["cpu"]["read_gbps_typical"] == 12.0  # their median: what it usually gives
+    assert peaks["cpu"]["read_gbps"] == 52.5  # the best of the windows' probes: what the machine can give
+    assert peaks["cpu"]["read_gbps_typical"] == 12.0  # their median (of 12, in four windows): what it usually gives
     assert peaks["cpu"]["canary_s"] == 2.5e-4  # the fastest of the canary's windows: a slow phase only slows it
     assert peaks["cpu"]["canary_s_by_threads"] == {"1": 4.1e-4, "2": 2.5e-4}  # a run may take one thread
     assert peaks["cpu"]["canary_windows_s"] == [4.5e-4, 2.5e-4, 4.4e-4, 4.5e-4]  # before, and after each step
@@ -184,8 +183,14 @@ def test_a_slow_dtype_is_timed_at_a_size_whose_call_stays_short(monkeypatch, gfl
 def test_a_canary_window_reads_each_thread_count_and_leaves_torch_threads_as_they_were(monkeypatch):
     before = calibrate.torch.get_num_threads()
     readings = iter(range(100))
-    monkeypatch.setattr(calibrate.trust, "probe",  # (GB/s, canary s) as a sweep reads; one thread 1e-3 slower
-                        lambda: (40.0, next(readings) * 1e-6 + (1e-3 if calibrate.torch.get_num_threads() == 1 else 0)))
-    found = calibrate.canary_window((1, 2))
-    assert found == {1: pytest.approx(1e-3 + 5e-6), 2: pytest.approx(16e-6)}  # the median of 11 readings each
+
+    def probe():  # (GB/s, canary s) as a sweep reads them; one thread reads half the memory rate, 1e-3 s slower
+        one = calibrate.torch.get_num_threads() == 1
+        return 20.0 if one else 40.0, next(readings) * 1e-6 + (1e-3 if one else 0)
+
+    monkeypatch.setattr(calibrate.trust, "probe", probe)
+    with calibrate.canary.on_threads(2):  # torch's default threads here
+        found = calibrate.canary_window((1, 2))
+    assert found.canary_s == {1: pytest.approx(1e-3 + 5e-6), 2: pytest.approx(16e-6)}  # the median of 11 each
+    assert found.read_gbps == [40.0] * 11  # the memory probes on torch's threads, as a sweep's start reads it
     assert calibrate.torch.get_num_threads() == before
