@@ -6,8 +6,9 @@ roofline bound (the larger of bytes / peak GB/s and FLOPs / peak GFLOP/s) that a
 CPU also the best of the memory bandwidth probes its canary windows take all through it (membw.py,
 `read_gbps`) and their median (`read_gbps_typical`): `run` compares the probe it takes at the start with the
 median and warns when the machine's memory is busy (against the best, it warned at most starts on a quiet
-2-core VM: 30 GB/s against 63), and the compute canary's time on each thread count a pass takes (`canary_s_by_threads`). A CPU matmul
-rate timed while the canary read slow is raised to the canary's calibrated speed (`at_canary_speed`).
+2-core VM: 30 GB/s against 63), and the compute canary's time on each thread count a pass takes
+(`canary_s_by_threads`). A CPU matmul rate timed while the canary read slow is raised to the canary's
+calibrated speed (`at_canary_speed`).
 
 Every run after it is held to what it stores, so a calibration beside other work stores nothing: it waits up
 to QUIET_WAIT_S for the machine to be quiet before it starts, watches the other processes' load while it runs
@@ -201,8 +202,8 @@ def _device_peaks(device: str, between: Callable[[], None]) -> dict[str, Any]:
 def _add_cpu_speed(cpu: dict[str, Any], counts: tuple[int, ...], windows: list[Window]) -> None:
     """The memory probes' best and median over every window (spread over the calibration, as the canary's are:
     ten probes back to back at its end read one stretch of the host's memory traffic), the canary's fastest
-    window per thread count (and every window's median on torch's threads, `canary_windows_s`: how far the machine's speed moved while it was calibrated),
-    and the matmul rates at the canary's calibrated speed (with how slow the canary read around each)."""
+    window per thread count (and every window's median on torch's threads, `canary_windows_s`: how far the
+    machine's speed moved while it was calibrated), and the matmul rates at the canary's calibrated speed (with how slow the canary read around each)."""
     reads = [gbps for w in windows for gbps in w.read_gbps]
     cpu.update(read_gbps=max(reads), read_gbps_typical=statistics.median(reads))
     by_threads = {str(n): min(w.canary_s[n] for w in windows) for n in counts}
