@@ -203,7 +203,8 @@ def _add_cpu_speed(cpu: dict[str, Any], counts: tuple[int, ...], windows: list[W
     """The memory probes' best and median over every window (spread over the calibration, as the canary's are:
     ten probes back to back at its end read one stretch of the host's memory traffic), the canary's fastest
     window per thread count (and every window's median on torch's threads, `canary_windows_s`: how far the
-    machine's speed moved while it was calibrated), and the matmul rates at the canary's calibrated speed (with how slow the canary read around each)."""
+    machine's speed moved while it was calibrated), and the matmul rates at the canary's calibrated speed (with
+    how slow the canary read around each)."""
     reads = [gbps for w in windows for gbps in w.read_gbps]
     cpu.update(read_gbps=max(reads), read_gbps_typical=statistics.median(reads))
     by_threads = {str(n): min(w.canary_s[n] for w in windows) for n in counts}
