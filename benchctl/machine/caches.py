@@ -1,9 +1,9 @@
 """This machine's cache levels and the bandwidth ceiling a pass is held against.
 
 A working set that fits in a cache is read from that cache, not from DRAM, so holding it against DRAM
-bandwidth gives percentages of peak far above 100. `env --calibrate` therefore measures a copy at each
-cache level's size as well as the DRAM copy, and a pass's bytes pick the smallest level they fit in:
-its `peak_level`. A level's capacity is what the threads of a pass can use together: a private L2 per
+bandwidth gives percentages of peak far above 100. `env --calibrate` therefore measures a copy within each
+cache level (calibrate.copy_sources) as well as the DRAM copy, and a pass's bytes pick the smallest level they
+fit in: its `peak_level`. A level's capacity is what the threads of a pass can use together: a private L2 per
 core counts once per thread, a shared L3 once.
 """
 

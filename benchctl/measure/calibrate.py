@@ -93,16 +93,18 @@ def copy_gbps(device: str, nbytes: int = COPY_BYTES) -> float:
 
 
 def copy_window(device: str) -> dict[str, float]:
-    """One window of copies: GB/s from DRAM ("DRAM") and within each cache level (`level_bytes`)."""
-    return {"DRAM": copy_gbps(device), **{name: copy_gbps(device, size // 4)
-                                          for name, size in level_bytes(device).items()}}
+    """One window of copies: GB/s from DRAM ("DRAM") and within each cache level (`copy_sources`)."""
+    return {"DRAM": copy_gbps(device), **{name: copy_gbps(device, size)
+                                          for name, size in copy_sources(device).items()}}
 
 
 def best_copies(windows: list[dict[str, float]], device: str) -> dict[str, Any]:
-    """The fastest of the windows' copy rates, from DRAM (`gbps`) and within each cache level (`levels`)."""
-    best = {name: max(w[name] for w in windows) for name in windows[0]}
+    """The fastest of the windows' copy rates, from DRAM (`gbps`) and within each cache level (`levels`: its
+    capacity, its rate, and the bytes the copy timed in it held, source and destination)."""
+    best, sources = {name: max(w[name] for w in windows) for name in windows[0]}, copy_sources(device)
     return {"gbps": best["DRAM"],
-            "levels": {name: {"bytes": size, "gbps": best[name]} for name, size in level_bytes(device).items()}}
+            "levels": {name: {"bytes": size, "gbps": best[name], "copy_bytes": 2 * sources[name]}
+                       for name, size in level_bytes(device).items()}}
 
 
 def cache_sizes(device: str) -> list[caches.CacheSize]:
@@ -114,10 +116,23 @@ def cache_sizes(device: str) -> list[caches.CacheSize]:
 
 
 def level_bytes(device: str) -> dict[str, int]:
-    """Each cache level's capacity for the pass's threads: a copy within it has source and destination fill half
-    of it (a quarter each), so both stay in that level while it is timed."""
+    """Each cache level's capacity for the pass's threads, smallest first."""
     threads = torch.get_num_threads() if device == Device.CPU else 1
     return {cache.name: cache.capacity(threads) for cache in cache_sizes(device)}
+
+
+def copy_sources(device: str) -> dict[str, int]:
+    """The source bytes of the copy timed within each cache level: a quarter of its capacity (source and
+    destination fill half of it), or, where that is less, twice the capacity of the level below (source and
+    destination fill four times it), so that the copy is surely out of the level below and surely within this
+    one. A VM's share of a large L3 is far less than the kernel reports: with a 480 MiB L3, copies holding 8 to
+    64 MiB ran at 57-58 GB/s and one holding 240 MiB (half of it, the rule before) at 29, a DRAM rate, which put honest
+    passes at up to 173% of peak."""
+    sources, below = {}, None
+    for name, capacity in level_bytes(device).items():
+        sources[name] = capacity // 4 if below is None else min(capacity // 4, 2 * below)
+        below = capacity
+    return sources
 
 
 def matmul_gflops(device: str, dtype: str = "float32") -> float:

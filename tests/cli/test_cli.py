@@ -68,6 +68,17 @@ def test_env_shows_the_canary_calibrated_on_each_thread_count(monkeypatch, tmp_p
                                    "1.00-1.29x the fastest")
 
 
+def test_env_says_how_much_each_cache_level_s_copy_held(monkeypatch, tmp_path):
+    monkeypatch.setenv("BENCHCTL_CACHE", str(tmp_path))
+    levels = {"L2": {"bytes": 4 << 20, "gbps": 173.9, "copy_bytes": 2 << 20},
+              "L3": {"bytes": 480 << 20, "gbps": 57.3}}  # a calibration from before it said
+    monkeypatch.setattr("benchctl.measure.calibrate.load_peaks",
+                        lambda: {"cpu": {"gbps": 27.5, "gflops": 396.5, "levels": levels}})
+    facts = json.loads(invoke("env", "--json").stdout)
+    assert facts["peak_cpu_L2"] == "173.9 GB/s copy of 2 MiB within 4 MiB"
+    assert facts["peak_cpu_L3"] == "57.3 GB/s copy within 480 MiB"
+
+
 def test_env_reads_the_canary_now_against_its_calibrated_time_and_says_how_old_the_calibration_is(
         monkeypatch, tmp_path):
     monkeypatch.setenv("BENCHCTL_CACHE", str(tmp_path))

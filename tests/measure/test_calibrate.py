@@ -83,14 +83,23 @@ def test_a_gpu_has_no_memory_probe_and_earlier_devices_are_kept(measured):
     assert stored["cpu"]["read_gbps"] == 52.5
 
 
-def test_each_cache_level_is_timed_with_half_of_what_the_threads_can_hold(measured):
+def test_each_cache_level_is_timed_within_what_the_threads_can_hold_and_out_of_the_level_below(measured):
     levels = calibrate.calibrate(["cpu", "cuda"])
     cpu, cuda = levels["cpu"]["levels"], levels["cuda"]["levels"]
     assert cpu["L2"]["bytes"] == 2 << 20 and cpu["L3"]["bytes"] == 32 << 20  # two private L2s, one L3
-    # the copy's source is a quarter of the capacity (source + destination: half)
+    # the smallest level's copy has a source of a quarter of its capacity (source + destination: half)
     assert cpu["L2"]["gbps"] == pytest.approx(28.0 * calibrate.COPY_BYTES / (512 << 10))
-    assert cuda["L2"]["bytes"] == 50 << 20
+    assert cpu["L2"]["copy_bytes"] == 1 << 20
+    # L3's, twice the L2s' capacity (4 MiB, under a quarter of L3's 32): a VM's share of a large L3 is far less
+    assert cpu["L3"]["gbps"] == pytest.approx(28.0 * calibrate.COPY_BYTES / (4 << 20))
+    assert cpu["L3"]["copy_bytes"] == 8 << 20
+    assert cuda["L2"]["bytes"] == 50 << 20 and cuda["L2"]["copy_bytes"] == 25 << 20
     assert cuda["L2"]["gbps"] == pytest.approx(2800.0 * calibrate.COPY_BYTES / (50 << 18))
+
+
+def test_a_level_not_four_times_the_one_below_is_timed_at_a_quarter_of_its_capacity(monkeypatch):
+    monkeypatch.setattr(calibrate, "level_bytes", lambda device: {"L2": 2 << 20, "L3": 6 << 20})
+    assert calibrate.copy_sources("cpu") == {"L2": 512 << 10, "L3": 1536 << 10}
 
 
 def test_each_copy_peak_is_the_fastest_of_windows_spread_over_the_calibration(measured, monkeypatch):
