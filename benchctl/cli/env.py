@@ -32,8 +32,8 @@ def command(as_json: bool, calibrate: bool) -> None:
         if device == "cpu":
             facts["cpu_canary_now"] = _canary_now(p)
         for level, v in p.get("levels", {}).items():
-            copied = f" of {v['copy_bytes'] / 2**20:.3g} MiB" if v.get("copy_bytes") else ""
-            facts[f"peak_{device}_{level}"] = f"{v['gbps']:.1f} GB/s copy{copied} within {v['bytes'] / 2**20:.3g} MiB"
+            held = f" of {v['copy_bytes'] / 2**20:.3g} MiB" if v.get("copy_bytes") else ""
+            facts[f"peak_{device}_{level}"] = f"{v['gbps']:.1f} GB/s copy{held} within {v['bytes'] / 2**20:.3g} MiB"
     if not peaks:
         facts["peaks"] = "not measured: run `benchctl env --calibrate`"
     facts["calibration_file"] = str(cal.calibration_path()) + _age(cal.calibration_path())

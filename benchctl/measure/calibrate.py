@@ -126,8 +126,8 @@ def copy_sources(device: str) -> dict[str, int]:
     destination fill half of it), or, where that is less, twice the capacity of the level below (source and
     destination fill four times it), so that the copy is surely out of the level below and surely within this
     one. A VM's share of a large L3 is far less than the kernel reports: with a 480 MiB L3, copies holding 8 to
-    64 MiB ran at 57-58 GB/s and one holding 240 MiB (half of it, the rule before) at 29, a DRAM rate, which put honest
-    passes at up to 173% of peak."""
+    64 MiB ran at 57-58 GB/s and one holding 240 MiB (half of it, the rule before) at 29, a DRAM rate, which
+    put honest passes at up to 173% of peak (benchmarks/copy_sizes_bench.py)."""
     sources, below = {}, None
     for name, capacity in level_bytes(device).items():
         sources[name] = capacity // 4 if below is None else min(capacity // 4, 2 * below)
@@ -279,7 +279,8 @@ def canary_window(counts: tuple[int, ...]) -> Window:
         with canary.on_threads(n):
             gbps, seconds = _readings(CANARY_READINGS)
         found[n] = statistics.median(seconds)
-        reads += gbps if n == threads else []
+        if n == threads:
+            reads = gbps
     return Window(found, reads)
 
 
