@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 PASS_MARKERS = {Pass.FORWARD: "o", Pass.BACKWARD: "s", Pass.FORWARD_BACKWARD: "^"}
+LEVEL_STYLES = ("--", ":", "-.")  # each cache level's roof, smallest first
 
 
 def roofline_figure(df: pd.DataFrame, title: str, peaks: Mapping[str, Mapping[str, float]] | None = None
@@ -51,6 +52,9 @@ def _roofline_panel(ax: "Axes", rows: pd.DataFrame, colors: dict, peak: Mapping[
                          4 * peak["gflops"] / peak["gbps"])), 200)
         ax.plot(xs, np.minimum(peak["gflops"], xs * peak["gbps"]), color="black", lw=1.2,
                 label=f"roof: {peak['gbps']:.0f} GB/s, {peak['gflops']:.0f} GFLOP/s", gid="roof")
+        for name, level, style in _levels(peak):  # a working set held in a cache is read at its rate
+            ax.plot(xs, np.minimum(peak["gflops"], xs * level["gbps"]), color="black", lw=0.9, ls=style, gid="roof",
+                    label=_level_label(name, level))
     ax.set_xscale("log"), ax.set_yscale("log")
     tidy_log(ax, "x"), tidy_log(ax, "y")
     ax.set_xlabel("arithmetic intensity (FLOP/byte)"), ax.set_ylabel("achieved GFLOP/s")
@@ -63,9 +67,17 @@ def _bandwidth_panel(ax: "Axes", rows: pd.DataFrame, colors: dict, peak: Mapping
                 ms=4, label=f"{impl} {PASS_LABELS.get(pass_name, pass_name)}")
     if peak.get("gbps"):
         ax.axhline(peak["gbps"], color="black", lw=1.2, label=f"peak {peak['gbps']:.0f} GB/s", gid="roof")
-    for (name, level), style in zip(sorted(peak.get("levels", {}).items()), ("--", ":", "-.")):
-        ax.axhline(level["gbps"], color="black", lw=0.9, ls=style, gid="roof",
-                   label=f"{name} {level['gbps']:.0f} GB/s (within {level['bytes'] / 2**20:.3g} MiB)")
+    for name, level, style in _levels(peak):
+        ax.axhline(level["gbps"], color="black", lw=0.9, ls=style, gid="roof", label=_level_label(name, level))
     scale_x(ax, str(rows["axis"].iloc[0]), rows["axis_value"].to_numpy(dtype=float))
     ax.set_yscale("log"), ax.set_ylabel("achieved GB/s")
     tidy_log(ax)
+
+
+def _levels(peak: Mapping) -> list[tuple[str, Mapping[str, float], str]]:
+    """The calibrated cache levels (name, its capacity and copy rate, its line style), smallest first."""
+    return [(name, level, style) for (name, level), style in zip(sorted(peak.get("levels", {}).items()), LEVEL_STYLES)]
+
+
+def _level_label(name: str, level: Mapping[str, float]) -> str:
+    return f"{name} {level['gbps']:.0f} GB/s (within {level['bytes'] / 2**20:.3g} MiB)"

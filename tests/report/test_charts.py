@@ -195,6 +195,12 @@ def test_roofline_draws_the_measured_roof_when_known():
     assert "measured peak" in ax.get_title()
     assert "peak not measured" in roofline.roofline_figure(df, "t", {}).axes[0].get_title()
     assert roofline.roofline_figure(frame(sweep()), "t") is None  # no rates: no roofline view
+    levels = {"L2": {"bytes": 4 << 20, "gbps": 175.0}, "L3": {"bytes": 480 << 20, "gbps": 57.0}}
+    cached = roofline.roofline_figure(df, "t", {"cpu": {"gbps": 27.0, "gflops": 400.0, "levels": levels}}).axes[0]
+    roofs = {line.get_label(): line for line in cached.get_lines() if line.get_gid() == "roof"}
+    assert sorted(roofs) == ["L2 175 GB/s (within 4 MiB)", "L3 57 GB/s (within 480 MiB)", "roof: 27 GB/s, 400 GFLOP/s"]
+    l3 = roofs["L3 57 GB/s (within 480 MiB)"]  # a working set held in L3 is read at its rate, up to the FLOP roof
+    assert l3.get_ydata()[0] == pytest.approx(57.0 * l3.get_xdata()[0]) and max(l3.get_ydata()) == pytest.approx(400.0)
 
 
 def test_the_bandwidth_view_draws_each_cache_level_beside_dram():
