@@ -18,6 +18,10 @@ from benchctl.vocab import Stop
 # machine, and their ratio is not the speedup. In one quick sweep on the 2-core VM, 17 of 93 paired passes
 # (lstm_cell's py forward at 16: 0.085 ms in its own row, 0.130-0.160 ms beside compile, cpp and jit).
 PARTNER_APART = 0.25
+# A paired interval is written as its two ends (`lopsided`) where it reaches over LOPSIDED_FROM of the speedup on
+# one side and over LOPSIDED times as far as on the other; a narrower one keeps its half width. Two quick sweeps
+# on the 2-core VM had 7 such of 92 paired passes each, the widest 1.48x at 1.45-15.9 ("±969%").
+LOPSIDED_FROM, LOPSIDED = 0.10, 2.0
 
 
 def speedup_text(ratio: float) -> str:
@@ -99,8 +103,9 @@ def _a_side_disturbed(base: Mapping[str, Any], row: Mapping[str, Any]) -> bool:
 def speedup_label(base: Mapping[str, Any], row: Mapping[str, Any]) -> str:
     """The speedup as text; where it is a paired one (measure/paired.py), to two decimals (three significant
     digits beyond 0.1-100: 0.0039x, not 0.00x) and with the half width of its interval: 2.05x ±0.3% (without
-    one where too few pairs gave it). A `?` after one whose range holds 1 (`unsettled`), a `≠` after one whose
-    partner read far from its own row in the pairs (`partner_apart`)."""
+    one where too few pairs gave it), or the interval itself where it is `lopsided`: 1.48x ±(1.45-15.9), not
+    ±969%, which reads as if the speedup could be negative. A `?` after one whose range holds 1 (`unsettled`),
+    a `≠` after one whose partner read far from its own row in the pairs (`partner_apart`)."""
     ratio = speedup(base, row)
     mark = ("?" if unsettled(base, row) else "") + ("≠" if partner_apart(base, row) else "")
     if not (_timed_together(base, row) and ratio > 0):
@@ -108,8 +113,18 @@ def speedup_label(base: Mapping[str, Any], row: Mapping[str, Any]) -> str:
     found = _paired_interval(row)
     if found is None:
         return f"{_ratio_text(ratio)}x{mark}"
-    half = max(ratio - found[0], found[1] - ratio) / ratio
-    return f"{_ratio_text(ratio)}x ±{half:.1%}{mark}"
+    if lopsided(ratio, found):
+        return f"{_ratio_text(ratio)}x ±({_ratio_text(found[0])}-{_ratio_text(found[1])}){mark}"
+    return f"{_ratio_text(ratio)}x ±{max(ratio - found[0], found[1] - ratio) / ratio:.1%}{mark}"
+
+
+def lopsided(ratio: float, interval: tuple[float, float]) -> bool:
+    """An interval wider than LOPSIDED_FROM of the ratio on one side, and over LOPSIDED times as wide there as on
+    the other: a half width would misstate both sides (a paired speedup of 1.48x whose pairs put it at
+    1.45-15.9: the reference had a slow mode in some of its pairs)."""
+    below, above = ratio - interval[0], interval[1] - ratio
+    wide, narrow = max(below, above), min(below, above)
+    return wide > LOPSIDED_FROM * ratio and wide > LOPSIDED * max(narrow, 0.0)
 
 
 def range_label(base: Mapping[str, Any], row: Mapping[str, Any]) -> str:

@@ -24,7 +24,7 @@ def command(as_json: bool, calibrate: bool) -> None:
     peaks = cal.load_peaks()
     for device, p in peaks.items():
         read = f", {p['read_gbps']:.1f} GB/s read" if p.get("read_gbps") else ""
-        facts[f"peak_{device}"] = f"{p['gbps']:.1f} GB/s copy{read}, {p['gflops']:.1f} GFLOP/s matmul"
+        facts[f"peak_{device}"] = f"{p['gbps']:.1f} GB/s copy{_held(p)}{read}, {p['gflops']:.1f} GFLOP/s matmul"
         if p.get("gflops_by_dtype"):
             facts[f"peak_{device}_matmul"] = _matmul_text(p["gflops_by_dtype"], p.get("matmul_slowdown", {}))
         if p.get("canary_s_by_threads"):
@@ -32,8 +32,7 @@ def command(as_json: bool, calibrate: bool) -> None:
         if device == "cpu":
             facts["cpu_canary_now"] = _canary_now(p)
         for level, v in p.get("levels", {}).items():
-            held = f" of {v['copy_bytes'] / 2**20:.3g} MiB" if v.get("copy_bytes") else ""
-            facts[f"peak_{device}_{level}"] = f"{v['gbps']:.1f} GB/s copy{held} within {v['bytes'] / 2**20:.3g} MiB"
+            facts[f"peak_{device}_{level}"] = f"{v['gbps']:.1f} GB/s copy{_held(v)} within {_size(v['bytes'])}"
     if not peaks:
         facts["peaks"] = "not measured: run `benchctl env --calibrate`"
     facts["calibration_file"] = str(cal.calibration_path()) + _age(cal.calibration_path())
@@ -41,6 +40,16 @@ def command(as_json: bool, calibrate: bool) -> None:
         click.echo(json.dumps(facts, indent=2, default=str))
         return
     console.out.print(console.table("environment", ("fact", "value"), sorted(facts.items())))
+
+
+def _held(copy: dict) -> str:
+    """The bytes a calibrated copy held, source and destination (" of 512 MiB"); "" where not stored."""
+    return f" of {_size(copy['copy_bytes'])}" if copy.get("copy_bytes") else ""
+
+
+def _size(nbytes: float) -> str:
+    """Bytes in MiB, or in GiB from 1 GiB: "480 MiB", "1.88 GiB"."""
+    return f"{nbytes / 2**30:.3g} GiB" if nbytes >= 2**30 else f"{nbytes / 2**20:.3g} MiB"
 
 
 def _canary_now(peaks: dict) -> str:

@@ -93,16 +93,16 @@ def copy_gbps(device: str, nbytes: int = COPY_BYTES) -> float:
 
 
 def copy_window(device: str) -> dict[str, float]:
-    """One window of copies: GB/s from DRAM ("DRAM") and within each cache level (`copy_sources`)."""
-    return {"DRAM": copy_gbps(device), **{name: copy_gbps(device, size)
-                                          for name, size in copy_sources(device).items()}}
+    """One window of copies: GB/s from DRAM ("DRAM", `dram_source`) and within each cache level (`copy_sources`)."""
+    return {"DRAM": copy_gbps(device, dram_source(device)), **{name: copy_gbps(device, size)
+                                                               for name, size in copy_sources(device).items()}}
 
 
 def best_copies(windows: list[dict[str, float]], device: str) -> dict[str, Any]:
     """The fastest of the windows' copy rates, from DRAM (`gbps`) and within each cache level (`levels`: its
     capacity, its rate, and the bytes the copy timed in it held, source and destination)."""
     best, sources = {name: max(w[name] for w in windows) for name in windows[0]}, copy_sources(device)
-    return {"gbps": best["DRAM"],
+    return {"gbps": best["DRAM"], "copy_bytes": 2 * dram_source(device),
             "levels": {name: {"bytes": size, "gbps": best[name], "copy_bytes": 2 * sources[name]}
                        for name, size in level_bytes(device).items()}}
 
@@ -133,6 +133,14 @@ def copy_sources(device: str) -> dict[str, int]:
         sources[name] = capacity // 4 if below is None else min(capacity // 4, 2 * below)
         below = capacity
     return sources
+
+
+def dram_source(device: str) -> int:
+    """The source bytes of the DRAM copy: COPY_BYTES, or twice the largest cache level's capacity where that is
+    more (source and destination fill four times it, as a level's copy is held out of the level below). A server
+    whose L3 across all its cores holds 1 GiB would time a copy of 512 MiB from its cache, and every pass's
+    `% of peak` against a DRAM rate it never reaches."""
+    return max(COPY_BYTES, 2 * max(level_bytes(device).values(), default=0))
 
 
 def matmul_gflops(device: str, dtype: str = "float32") -> float:

@@ -49,6 +49,17 @@ def test_a_paired_speedup_reads_with_the_half_width_of_its_interval():
     assert speedup_label(py, far) == "0.0039x ±2.6%"
 
 
+def test_a_lopsided_paired_interval_reads_as_its_two_ends():
+    """py had a slow mode in six of its 17 pairs with cpp: the pairs put the speedup at 1.45-15.9, which a half
+    width of 969% would read as reaching below zero."""
+    py = {"impl": "py", "median_s": 0.0112}
+    cpp = {"impl": "cpp", "median_s": 0.0075, "paired_with": "py", "paired_speedup": 1.4845, "paired_ci_lo": 1.4468,
+           "paired_ci_hi": 15.864}
+    assert speedup_label(py, cpp) == "1.48x ±(1.45-15.86)" and range_label(py, cpp) == "1.48x ±(1.45-15.86)"
+    assert speedup_label(py, {**cpp, "paired_ci_hi": 1.60}) == "1.48x ±7.8%"  # 2.6% below, 7.8% above: narrow
+    assert speedup_label(py, {**cpp, "paired_ci_lo": 1.10, "paired_ci_hi": 1.90}) == "1.48x ±28.0%"  # even
+
+
 def test_a_speedup_moves_as_far_as_its_rounds_ratios_or_its_paired_interval():
     py = {"impl": "py", "median_s": 0.40, "round_medians_s": [0.40, 0.40, 0.55]}
     cpp = {"impl": "cpp", "median_s": 0.25, "round_medians_s": [0.19, 0.25, 0.25]}

@@ -72,11 +72,14 @@ def test_env_says_how_much_each_cache_level_s_copy_held(monkeypatch, tmp_path):
     monkeypatch.setenv("BENCHCTL_CACHE", str(tmp_path))
     levels = {"L2": {"bytes": 4 << 20, "gbps": 173.9, "copy_bytes": 2 << 20},
               "L3": {"bytes": 480 << 20, "gbps": 57.3}}  # a calibration from before it said
-    monkeypatch.setattr("benchctl.measure.calibrate.load_peaks",
-                        lambda: {"cpu": {"gbps": 27.5, "gflops": 396.5, "levels": levels}})
+    peaks = {"cpu": {"gbps": 27.5, "gflops": 396.5, "levels": levels}}
+    monkeypatch.setattr("benchctl.measure.calibrate.load_peaks", lambda: peaks)
     facts = json.loads(invoke("env", "--json").stdout)
     assert facts["peak_cpu_L2"] == "173.9 GB/s copy of 2 MiB within 4 MiB"
     assert facts["peak_cpu_L3"] == "57.3 GB/s copy within 480 MiB"
+    assert facts["peak_cpu"] == "27.5 GB/s copy, 396.5 GFLOP/s matmul"
+    peaks["cpu"]["copy_bytes"] = 1920 << 20  # the DRAM copy's, four times that L3
+    assert json.loads(invoke("env", "--json").stdout)["peak_cpu"] == "27.5 GB/s copy of 1.88 GiB, 396.5 GFLOP/s matmul"
 
 
 def test_env_reads_the_canary_now_against_its_calibrated_time_and_says_how_old_the_calibration_is(

@@ -97,6 +97,16 @@ def test_each_cache_level_is_timed_within_what_the_threads_can_hold_and_out_of_t
     assert cuda["L2"]["gbps"] == pytest.approx(2800.0 * calibrate.COPY_BYTES / (50 << 18))
 
 
+def test_the_dram_copy_holds_four_times_the_largest_cache_where_that_is_more_than_its_own_size(measured,
+                                                                                                monkeypatch):
+    assert calibrate.calibrate(["cpu"])["cpu"]["copy_bytes"] == 2 * calibrate.COPY_BYTES  # a 32 MiB L3: 512 MiB
+    held = []
+    monkeypatch.setattr(calibrate, "copy_gbps", lambda device, nbytes=calibrate.COPY_BYTES: held.append(nbytes) or 1.0)
+    monkeypatch.setattr(calibrate, "level_bytes", lambda device: {"L2": 192 << 20, "L3": 1152 << 20})  # a large server
+    assert calibrate.calibrate(["cpu"])["cpu"]["copy_bytes"] == 4608 << 20  # source and destination, 4x the L3
+    assert held[0] == 2304 << 20 and held.count(2304 << 20) == len(calibrate.MATMUL_DTYPES["cpu"]) + 2
+
+
 def test_a_level_not_four_times_the_one_below_is_timed_at_a_quarter_of_its_capacity(monkeypatch):
     monkeypatch.setattr(calibrate, "level_bytes", lambda device: {"L2": 2 << 20, "L3": 6 << 20})
     assert calibrate.copy_sources("cpu") == {"L2": 512 << 10, "L3": 1536 << 10}
