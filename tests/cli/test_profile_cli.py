@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import stat
 import sys
 from pathlib import Path
@@ -97,7 +98,11 @@ def test_convolution_kernels_generated_at_run_time_are_named(tmp_path: Path, one
     unnamed = sum(r["samples"] for r in manifest["top_self"] if r["location"] == "?")
     assert sum(r["samples"] for r in generated) > unnamed  # only addresses outside the map stay unnamed
     assert f"({GENERATED})" in (out / "stacks.txt").read_text()
-    assert f"({GENERATED})" in (out / "flamegraph.svg").read_text()
+    # The flame graph's own py-spy takes a few dozen samples, which on a 2-core AMD EPYC VM put 3-100% of them in
+    # the convolution where the stacks' put 14-69%: it may catch no generated code at all. What it catches is named.
+    svg = (out / "flamegraph.svg").read_text()
+    boxes = [m.groups() for m in re.finditer(r"<title>[^<]*\(([^()<]*)\) \((\d+) samples", svg)]
+    assert sum(int(n) for loc, n in boxes if loc == GENERATED) >= sum(int(n) for loc, n in boxes if loc == "?")
     assert set(Path("/tmp").glob("perf-*.map")) <= maps_before
 
 
