@@ -111,3 +111,15 @@ def test_a_gpu_pass_probes_only_the_ticks_and_is_busy_only_where_its_host_set_it
     kernels = trust.judged({"device": "cuda", "median_s": 1e-3}, _measured(),
                            trust.Around(probes=(before, after), host=(0.2e-3,) * 5), None)
     assert kernels["other_cores"] == pytest.approx(0.5 * cores) and "message" not in kernels
+
+
+def test_the_cores_a_row_kept_busy_are_those_of_the_calls_its_statistics_are_from():
+    usage = [OsUsage(0, 0.0, cpu_s=2e-3, wall_s=1e-3), OsUsage(0, 0.0, cpu_s=1e-3, wall_s=1e-3),
+             OsUsage(0, 0.0, cpu_s=2e-3, wall_s=1e-3)]
+    around = trust.Around(usage=usage)
+    aside = _measured(SAMPLES[:3], disturbed=(False, True, False))  # the call whose threads waited for a CPU
+    assert trust.judged({"median_s": 1e-3}, aside, around, None)["cpu_cores"] == pytest.approx(2.0)
+    for flags in [(), (True,) * 3, (False,) * 3, (False, True)]:  # none aside, all, or not one flag a call: all
+        found = trust.judged({"median_s": 1e-3}, _measured(SAMPLES[:3], disturbed=flags), around, None)
+        assert found["cpu_cores"] == pytest.approx(5 / 3)
+
