@@ -52,24 +52,53 @@ def _reps(n: int) -> str:
     return f"{n} repetition" + ("" if n == 1 else "s")
 
 
+def _share(count: int, timed: int) -> str:
+    """A share of the timed samples with its 95% interval, in percent: `31.2 [27, 36]`."""
+    from benchctl.profile.stacks import share_interval
+
+    low, high = share_interval(count, timed)
+    return f"{100.0 * count / timed:.1f} [{low:.0f}, {high:.0f}]"
+
+
+def few_samples_warning(timed: int) -> str:
+    """Where the flame graph (its py-spy samples at 1/FLAMEGRAPH_SHARE of the rate) holds under FEW_SAMPLES timed
+    samples, what a 50% share, the least certain, is known to there and in the tables, and what to do; ''
+    otherwise."""
+    from benchctl.profile.profilers import FLAMEGRAPH_SHARE
+    from benchctl.profile.stacks import FEW_SAMPLES, share_interval
+
+    graph = timed // FLAMEGRAPH_SHARE
+    if graph >= FEW_SAMPLES:
+        return ""
+    tables = "{0:.0f}-{1:.0f}%".format(*share_interval(timed // 2, timed))
+    flame = "{0:.0f}-{1:.0f}%".format(*share_interval(graph // 2, graph)) if graph else "nothing"
+    return (f"{timed} timed samples, and about {graph} in the flame graph (sampled at 1/{FLAMEGRAPH_SHARE} of the "
+            f"rate): a 50% share is known to {tables} in the tables and to {flame} in the flame graph; profile for "
+            "longer (--duration) for finer shares")
+
+
 def render_frames(top: TopFrames, reps: int, rows: int) -> None:
 
     from benchctl import console
     from benchctl.profile.stacks import short_name
 
     s = top.samples
-    console.out.print(f"{s['timed']} samples in the timed thunk ({_reps(reps)}); not counted: "
+    timed = s["timed"]
+    console.out.print(f"{timed} samples in the timed thunk ({_reps(reps)}); not counted: "
                       f"{s['setup']} in the untimed setup, {s['startup']} in start-up", highlight=False)
+    few = few_samples_warning(timed)
+    if few:
+        console.warn(few)
     if top.path:  # the frames every sample passes through: context, not a place where time goes
         path = " > ".join(short_name(p.function, 40) for p in top.path)
         console.out.print(f"call path of the timed samples: {path}", highlight=False, soft_wrap=True)
     console.out.print(console.table(
-        "ATen operators, % of timed samples", ["self %", "total %", "operator"],
-        [(f"{r.self_pct:.1f}", f"{r.total_pct:.1f}", r.op) for r in top.by_op[:rows]]))
+        "ATen operators, % of timed samples [95% interval]", ["self %", "total %", "operator"],
+        [(_share(r.self_samples, timed), _share(r.total_samples, timed), r.op) for r in top.by_op[:rows]]))
     for title, stats in (("self", top.by_self), ("total", top.by_total)):
         console.out.print(console.table(
-            f"Top frames by {title} time, % of timed samples", ["%", "samples", "frame", "where"],
-            [(f"{r.pct:.1f}", r.samples, short_name(r.function), r.location)
+            f"Top frames by {title} time, % of timed samples [95% interval]", ["%", "samples", "frame", "where"],
+            [(_share(r.samples, timed), r.samples, short_name(r.function), r.location)
              for r in stats[:rows]]))
 
 

@@ -22,6 +22,7 @@ GENERATED = "generated code"  # the location of a frame named from a perf map (p
 NO_OP_GENERATED = "(in generated code; its op not unwound)"  # its caller's frames are lost below it
 KEEP_ROWS = 50
 PATH_SHARE = 0.95  # a frame on this share of the timed samples (outside the harness) is the way in
+FEW_SAMPLES = 50  # under this many samples, a 50% share's 95% interval is wider than 37-63%
 _HARNESS_FILE = re.compile(r"(^|/)(benchctl/|click/|runpy\.py$|<frozen runpy>$)")
 _PY_LOCATION = re.compile(r"^(.*\.py|<[^>]*>):(\d+)$")
 _ATEN_OP = re.compile(r"^at::_ops::(\w+)::call$")
@@ -178,6 +179,15 @@ def top_frames(stacks: Stacks, limit: int = KEEP_ROWS) -> TopFrames:
     path_rows = tuple(FrameStat(f.key, f.function, f.location, f.native, tally.total_n[f],
                                 pct(tally.total_n[f])) for f in path)
     return TopFrames(dict(tally.regions), rows(tally.self_n, []), rows(tally.total_n, path), ops, path_rows)
+
+
+def share_interval(count: int, timed: int) -> tuple[float, float]:
+    """The 95% interval, in percent, of the loop's share in a frame that `count` of `timed` samples were in: a
+    binomial's (Wilson's), as py-spy spaces its samples at random. 30 of 100 is 21.9-39.6%, 300 of 1000 27.2-32.9%."""
+    from scipy.stats import binomtest
+
+    ci = binomtest(count, timed).proportion_ci(0.95, method="wilson")
+    return 100.0 * float(ci.low), 100.0 * float(ci.high)
 
 
 def _hint(template_args: str) -> str:

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from benchctl.cli import cli
 from benchctl.profile import profilers as profiling
-from benchctl.profile.stacks import TopFrames
+from benchctl.profile.stacks import FrameStat, OpStat, TopFrames
 
 
 def test_a_profile_without_a_timed_sample_is_an_error_naming_duration(tmp_path: Path,
@@ -36,3 +36,19 @@ def test_a_torch_profile_without_an_operator_in_the_timed_code_is_an_error_namin
     assert lines == [f"error: the torch profiler recorded no operator in the timed code (5 repetitions, 0.5 s): its "
                      f"work is not in torch's operators, which --profiler py-spy does not need; what was recorded is "
                      f"in {out}"]
+
+
+def test_each_share_comes_with_its_interval_and_a_thin_flame_graph_is_warned_of(tmp_path: Path,
+                                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    frame = FrameStat("f (a.py)", "f", "a.py", False, 30, 25.0)
+    top = TopFrames({"total": 130, "timed": 120, "setup": 10, "startup": 0}, (frame,), (frame,),
+                    (OpStat("add_", 30, 25.0, 60, 50.0),))
+    monkeypatch.setattr(profiling, "profile_py_spy",
+                        lambda req, folder: profiling.ProfileResult(folder, "py-spy", 4, 0.4, top=top))
+    result = CliRunner().invoke(cli, ["profile", "lstm_cell", "py", "cpu", "--out", str(tmp_path / "p")])
+    assert result.exit_code == 0, result.output
+    assert ("warning: 120 timed samples, and about 30 in the flame graph (sampled at 1/4 of the rate): a 50% share is "
+            "known to 41-59% in the tables and to 33-67% in the flame graph; profile for longer (--duration) "
+            "for finer shares") in " ".join(result.output.split())
+    assert "│ 25.0 [18, 33] │ 50.0 [41, 59] │ add_" in result.output
+    assert "│ 25.0 [18, 33] │ 30 " in result.output

@@ -20,7 +20,7 @@ from benchctl.profile import child as profile_child
 from benchctl.profile import profilers as profiling
 from benchctl.ops.cells import Cell
 from benchctl.profile.stacks import (HARNESS, NO_OP, SETUP_FRAME, TIMED_FRAME, TopFrames, classify, parse_collapsed,
-                             parse_frame, short_name, speedscope, top_frames)
+                             parse_frame, share_interval, short_name, speedscope, top_frames)
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "profile_stacks.txt"
 FILL = ("c10::function_ref<void (char**, long const*, long, long)>::callback_fn<at::native::AVX2::VectorizedLoop2d<"
@@ -248,4 +248,11 @@ def test_child_command_is_a_list_without_a_shell() -> None:
     cmd = profiling.child_command(req, Path("/tmp/s.json"))
     assert cmd[:4] == [sys.executable, "-P", "-m", "benchctl.profile.child"]  # this benchctl, not the folder's
     assert cmd[cmd.index("--cell") + 1] == cell.to_json() and cmd[-2:] == ["--ops-dir", "/x y"]
+
+
+def test_a_share_of_the_samples_is_known_to_a_binomials_interval() -> None:
+    assert share_interval(30, 100) == pytest.approx((21.9, 39.6), abs=0.05)
+    assert share_interval(300, 1000) == pytest.approx((27.2, 32.9), abs=0.05)  # ten times the samples: a third as wide
+    low, high = share_interval(0, 40)
+    assert low == 0.0 and high == pytest.approx(8.8, abs=0.05)
 
