@@ -6,7 +6,6 @@ before reading them. Both are replaceable, so the timing loop is tested with fak
 from __future__ import annotations
 
 import functools
-import itertools
 import os
 import resource
 import time
@@ -37,7 +36,6 @@ class OsUsage(NamedTuple):
     threads_s: float = 0.0  # the part of cpu_s read from the listed threads' own clocks
     process_s: float = 0.0  # the process's CPU clock: all its threads', those that ended too (cores.ended)
     tasks: int = 0  # tasks (threads, processes) the kernel had made, machine-wide: a change says one was made
-    children_s: float = 0.0  # the part of cpu_s read from child processes' clocks (CpuClock.time: read late)
 
     def __sub__(self, other: OsUsage) -> OsUsage:
         return OsUsage(*(a - b for a, b in zip(self, other)))
@@ -129,9 +127,8 @@ class OsReader:
         ended = resource.getrusage(resource.RUSAGE_CHILDREN)
         own, kids = (_read(self.threads), _read(self.children, ended=0.0)) if self.threads else \
             (r.ru_utime + r.ru_stime, 0.0)
-        children = kids + ended.ru_utime + ended.ru_stime
-        return OsUsage(r.ru_minflt, r.ru_stime, own + children, time.perf_counter(), own,
-                       time.clock_gettime(time.CLOCK_PROCESS_CPUTIME_ID), made, children)
+        return OsUsage(r.ru_minflt, r.ru_stime, own + kids + ended.ru_utime + ended.ru_stime, time.perf_counter(),
+                       own, time.clock_gettime(time.CLOCK_PROCESS_CPUTIME_ID), made)
 
 
 def _read(clocks: dict[int, float], ended: float | None = None) -> float:
@@ -145,19 +142,10 @@ def _read(clocks: dict[int, float], ended: float | None = None) -> float:
     return sum(clocks.values())
 
 
-TICKETS = itertools.count()  # one for each call any CpuClock of the process times, in order
-
-
 class CpuClock:
     """perf_counter_ns around each call; also what the OS did for each call (`usage_per_call`, in
     order), read outside the clock (`usage`: an OsReader made with the clock, by default). A fresh multi-MB
-    result faults in every 4 KiB page on its first write, which can cost more than computing it.
-
-    A child process's CPU clock, read while it runs on another CPU, counts only to that CPU's last scheduler tick
-    (Linux brings only the reading thread's own runtime up to date): a child that did half of each call, read as
-    the call returned and before it waited again, was up to a tick short, and its calls read 1.06-1.68 cores where
-    they kept 1.65-1.74 busy. Read again before the next call, while it waits, it is up to date, and what it
-    counted meanwhile is the last call's (`_late`), where no other clock timed a call in between."""
+    result faults in every 4 KiB page on its first write, which can cost more than computing it."""
 
     def __init__(self, counter: Callable[[], int] = time.perf_counter_ns,
                  usage: Callable[[], OsUsage] | None = None):
@@ -165,31 +153,17 @@ class CpuClock:
         self.usage = usage or OsReader()
         self.usage_per_call: list[OsUsage] = []
         self.result: Any = NOTHING
-        self.last: tuple[OsUsage, int] | None = None  # the reading after this clock's last call, and its ticket
 
     def time(self, thunk: Thunk) -> float:
         self.result = NOTHING  # the last call's result, if nobody took it, is freed before this call
-        before, ticket = (self.usage() if self.usage else None), next(TICKETS)
-        if before is not None:
-            self._late(before, ticket)
+        before = self.usage() if self.usage else None
         start = self.counter()
         result = thunk()
         stop = self.counter()
         if before is not None:
-            after = self.usage()
-            self.usage_per_call.append(after - before)
-            self.last = after, ticket
+            self.usage_per_call.append(self.usage() - before)
         self.result = result  # freeing the output (and a forward's graph) is not part of the call
         return (stop - start) * 1e-9
-
-    def _late(self, before: OsUsage, ticket: int) -> None:
-        """Adds to the last call's OS work what its child processes' clocks counted from its end to `before`,
-        where it was the last call timed (its ticket the one before `ticket`)."""
-        if self.last is None or self.last[1] != ticket - 1:
-            return
-        late = before.children_s - self.last[0].children_s
-        call = self.usage_per_call[-1]
-        self.usage_per_call[-1] = call._replace(cpu_s=call.cpu_s + late, children_s=call.children_s + late)
 
     def take(self) -> Any:
         """The last call's result, let go by the clock (its output is checked outside the clock: audit.py);

@@ -66,28 +66,6 @@ def test_cpu_clock_counts_what_the_os_did_for_each_call_outside_the_clock():
     assert [u[:4] for u in clock.usage_per_call] == [(30, pytest.approx(0.25), 0.5, 0.5), (1, 0.0, 0.125, 0.25)]
 
 
-def _children(cpu_s: float, children_s: float, wall_s: float) -> OsUsage:
-    return OsUsage(0, 0.0, cpu_s, wall_s, children_s=children_s)
-
-
-def test_what_a_childs_clock_counted_after_a_call_is_added_to_it_unless_another_clock_timed_a_call_between():
-    # before/after call 1, before/after call 2: the child's clock gains 0.25 s between call 1's end and call 2
-    readings = iter([_children(1.0, 0.5, 0.0), _children(1.5, 0.75, 1.0), _children(1.75, 1.0, 1.5),
-                     _children(2.25, 1.25, 2.5)])
-    clock = CpuClock(FakeCounter([0.1, 0.1]), usage=lambda: next(readings))
-    clock.time(lambda: None)
-    clock.time(lambda: None)
-    assert [(u.cpu_s, u.children_s, u.wall_s) for u in clock.usage_per_call] == [(0.75, 0.5, 1.0), (0.5, 0.25, 1.0)]
-
-    readings = iter([_children(1.0, 0.5, 0.0), _children(1.5, 0.75, 1.0), _children(0.0, 0.0, 0.0),
-                     _children(0.0, 0.0, 0.0), _children(1.75, 1.0, 1.5), _children(2.25, 1.25, 2.5)])
-    first, other = (CpuClock(FakeCounter([0.1, 0.1]), usage=lambda: next(readings)) for _ in range(2))
-    first.time(lambda: None)
-    other.time(lambda: None)  # its call is between: the child's late 0.25 s may be its, and is nobody's
-    first.time(lambda: None)
-    assert [(u.cpu_s, u.children_s) for u in first.usage_per_call] == [(0.5, 0.25), (0.5, 0.25)]
-
-
 def test_measure_keeps_every_sample_and_reports_robust_stats():
     durations = [9.0] + [0.0100, 0.0101, 0.0102, 0.0100, 0.100, 0.0101, 0.0100]  # warm-up first, one outlier
     policy = Policy(ci_target=0, warmup=1, min_samples=7, min_time=0.0, max_time=100)
