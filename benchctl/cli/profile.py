@@ -52,12 +52,19 @@ def _reps(n: int) -> str:
     return f"{n} repetition" + ("" if n == 1 else "s")
 
 
-def _share(count: int, timed: int) -> str:
-    """A share of the timed samples with its 95% interval, in percent: `31.2 [27, 36]`."""
+def _share(pct: float, count: int, timed: int) -> str:
+    """A row's share of the timed samples with its 95% interval, in percent: `31.2 [27, 36]`."""
     from benchctl.profile.stacks import share_interval
 
     low, high = share_interval(count, timed)
-    return f"{100.0 * count / timed:.1f} [{low:.0f}, {high:.0f}]"
+    return f"{pct:.1f} [{low:.0f}, {high:.0f}]"
+
+
+def _half_known(n: int) -> str:
+    """What a 50% share of `n` samples is known to: "41-59%"."""
+    from benchctl.profile.stacks import share_interval
+
+    return "{0:.0f}-{1:.0f}%".format(*share_interval(n // 2, n)) if n else "nothing"
 
 
 def few_samples_warning(timed: int) -> str:
@@ -65,16 +72,14 @@ def few_samples_warning(timed: int) -> str:
     samples, what a 50% share, the least certain, is known to there and in the tables, and what to do; ''
     otherwise."""
     from benchctl.profile.profilers import FLAMEGRAPH_SHARE
-    from benchctl.profile.stacks import FEW_SAMPLES, share_interval
+    from benchctl.profile.stacks import FEW_SAMPLES
 
     graph = timed // FLAMEGRAPH_SHARE
     if graph >= FEW_SAMPLES:
         return ""
-    tables = "{0:.0f}-{1:.0f}%".format(*share_interval(timed // 2, timed))
-    flame = "{0:.0f}-{1:.0f}%".format(*share_interval(graph // 2, graph)) if graph else "nothing"
     return (f"{timed} timed samples, and about {graph} in the flame graph (sampled at 1/{FLAMEGRAPH_SHARE} of the "
-            f"rate): a 50% share is known to {tables} in the tables and to {flame} in the flame graph; profile for "
-            "longer (--duration) for finer shares")
+            f"rate): a 50% share is known to {_half_known(timed)} in the tables and to {_half_known(graph)} in the "
+            "flame graph; profile for longer (--duration) for finer shares")
 
 
 def render_frames(top: TopFrames, reps: int, rows: int) -> None:
@@ -94,11 +99,12 @@ def render_frames(top: TopFrames, reps: int, rows: int) -> None:
         console.out.print(f"call path of the timed samples: {path}", highlight=False, soft_wrap=True)
     console.out.print(console.table(
         "ATen operators, % of timed samples [95% interval]", ["self %", "total %", "operator"],
-        [(_share(r.self_samples, timed), _share(r.total_samples, timed), r.op) for r in top.by_op[:rows]]))
+        [(_share(r.self_pct, r.self_samples, timed), _share(r.total_pct, r.total_samples, timed), r.op)
+         for r in top.by_op[:rows]]))
     for title, stats in (("self", top.by_self), ("total", top.by_total)):
         console.out.print(console.table(
             f"Top frames by {title} time, % of timed samples [95% interval]", ["%", "samples", "frame", "where"],
-            [(_share(r.samples, timed), r.samples, short_name(r.function), r.location)
+            [(_share(r.pct, r.samples, timed), r.samples, short_name(r.function), r.location)
              for r in stats[:rows]]))
 
 

@@ -63,7 +63,7 @@ def clean_calls(usage: Sequence[OsUsage], disturbed: Sequence[bool]) -> Sequence
     where it set none or every one aside, or where its flags are not one a call). A call whose threads waited for a
     CPU kept fewer cores busy than it asked for: on the 2-core Zen 5 VM, calls that split their work over two
     threads of their own read 1.94-1.96 cores timed in a loop, and 1.12-1.57 as a row, half its samples waiting."""
-    if len(disturbed) != len(usage) or all(disturbed) or not any(disturbed):
+    if len(disturbed) != len(usage) or all(disturbed):
         return usage
     return [u for u, aside in zip(usage, disturbed) if not aside]
 

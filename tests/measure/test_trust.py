@@ -122,4 +122,3 @@ def test_the_cores_a_row_kept_busy_are_those_of_the_calls_its_statistics_are_fro
     for flags in [(), (True,) * 3, (False,) * 3, (False, True)]:  # none aside, all, or not one flag a call: all
         found = trust.judged({"median_s": 1e-3}, _measured(SAMPLES[:3], disturbed=flags), around, None)
         assert found["cpu_cores"] == pytest.approx(5 / 3)
-
