@@ -68,17 +68,13 @@ def _half_known(n: int) -> str:
 
 
 def few_samples_warning(timed: int) -> str:
-    """Where the flame graph (its py-spy samples at 1/FLAMEGRAPH_SHARE of the rate) holds under FEW_SAMPLES timed
-    samples, what a 50% share, the least certain, is known to there and in the tables, and what to do; ''
-    otherwise."""
-    from benchctl.profile.profilers import FLAMEGRAPH_SHARE
+    """Where the tables and the flame graph hold under FEW_SAMPLES timed samples, what a 50% share, the least
+    certain, is known to in them, and what to do; '' otherwise."""
     from benchctl.profile.stacks import FEW_SAMPLES
 
-    graph = timed // FLAMEGRAPH_SHARE
-    if graph >= FEW_SAMPLES:
+    if timed >= FEW_SAMPLES:
         return ""
-    return (f"{timed} timed samples, and about {graph} in the flame graph (sampled at 1/{FLAMEGRAPH_SHARE} of the "
-            f"rate): a 50% share is known to {_half_known(timed)} in the tables and to {_half_known(graph)} in the "
+    return (f"only {timed} timed samples: a 50% share is known to {_half_known(timed)} in the tables and the "
             "flame graph; profile for longer (--duration) for finer shares")
 
 

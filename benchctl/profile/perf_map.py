@@ -86,7 +86,3 @@ def name_stacks(stacks: Stacks, symbols: JitSymbols) -> Stacks:
     return [([_named(symbols, frame) if frame.startswith("0x") else frame for frame in stack], n)
             for stack, n in stacks]
 
-
-def name_svg(svg: str, symbols: JitSymbols) -> str:
-    """py-spy's flame graph with the same names (each box's label is its <title>)."""
-    return _named(symbols, svg) if symbols.starts else svg

@@ -1,11 +1,11 @@
 """Profiles of one cell's timing loop: py-spy (native frames) or torch.profiler, in a child process.
 
-py-spy attaches to the child once it has built its cell, and the child starts its loop once each py-spy says
-it samples (`handshake`): start-up stays out of the profile and the first sample comes at once. Two py-spy
-processes attach to it together, because py-spy cannot convert between its formats and the flame graph is its
-own rendering: one writes collapsed stacks (`stacks.txt`, from which `benchctl.profile.stacks` makes the
-top-frames tables and the speedscope JSON), the other the flame graph SVG at a quarter of the rate. Both files
-then name the code the child generated at run time, from its perf map (`perf_map`). The torch profiler runs in
+py-spy attaches to the child once it has built its cell, and the child starts its loop once py-spy says it
+samples (`handshake`): start-up stays out of the profile and the first sample comes at once. py-spy writes
+collapsed stacks (`stacks.txt`), which name the code the child generated at run time from its perf map
+(`perf_map`); from them `benchctl.profile.stacks` makes the top-frames tables and the speedscope JSON, and
+`flame` draws the flame graph of the same timed samples (one py-spy: a second one for py-spy's own SVG
+stopped the loop more often, and its fewer samples disagreed with the tables). The torch profiler runs in
 the child, which writes the Chrome trace and the top operators itself. Nothing here prints.
 """
 
@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from benchctl import interpreter
 from benchctl.errors import BenchError
 from benchctl.machine import load
-from benchctl.profile import perf_map
+from benchctl.profile import flame, perf_map
 from benchctl.profile.handshake import BUILD_GRACE_S, wait_attached, wait_ready
 from benchctl.profile.stacks import KEEP_ROWS, Stacks, TopFrames, parse_collapsed, speedscope, top_frames
 from benchctl.results import storage
@@ -37,8 +37,7 @@ if TYPE_CHECKING:  # cells imports torch, which the parent process has no need o
     from benchctl.ops.cells import Cell
 
 TORCH_RANGE = "benchctl.timed"
-RATE_HZ = 100  # py-spy's own default; at 200/s, two py-spys on a 2-core machine slowed a loop 2.3-2.5x
-FLAMEGRAPH_SHARE = 4  # the flame graph's py-spy at a quarter of the rate: a loop slowed 1.55x, not 1.85x
+RATE_HZ = 100  # py-spy's own default: each sample stops the loop while py-spy reads its stacks
 SLOWED = 2.0  # a profiled loop this many times slower than alone: its shares may not be the loop's own
 TORCH_MAX_REPS = 100  # each repetition adds every op to the Chrome trace: keep the file openable
 MANIFEST = storage.PROFILE_MANIFEST
@@ -165,23 +164,22 @@ def _child_result(summary: Path, proc: subprocess.CompletedProcess[str], req: Pr
     return data
 
 
-def _record(py_spy: str, req: ProfileRequest, outputs: dict[str, Path],
-            tmp: Path) -> tuple[dict[str, Any], perf_map.JitSymbols]:
-    """Start the child, attach one py-spy per format once it is ready, let it run; the child's summary
-    and the names of the code it generated."""
-    summary, err = tmp / "summary.json", tmp / "stderr.txt"  # a file: a pipe nobody reads fills and blocks
-    with open(err, "w") as stderr:
+def _record(py_spy: str, req: ProfileRequest, output: Path, tmp: Path) -> tuple[dict[str, Any], perf_map.JitSymbols]:
+    """Start the child, attach py-spy once it is ready, let it run; the child's summary and the names of
+    the code it generated."""
+    summary, err, said_file = tmp / "summary.json", tmp / "stderr.txt", tmp / "py-spy.said"
+    with open(err, "w") as stderr:  # a file: a pipe nobody reads fills and blocks
         child = subprocess.Popen(child_command(req, summary, handshake=tmp), stdout=subprocess.DEVNULL,
                                  stderr=stderr, env=interpreter.child_env(perf_map.child_env()))
         spies: list[subprocess.Popen[bytes]] = []
         try:
             wait_ready(child, tmp / "ready")
-            for fmt, output in outputs.items() if child.poll() is None else ():
-                cmd = [py_spy, "record", "--pid", str(child.pid), "--format", fmt, "--rate", str(_rate(req, fmt)),
+            if child.poll() is None:
+                cmd = [py_spy, "record", "--pid", str(child.pid), "--format", "raw", "--rate", str(req.rate_hz),
                        "--output", str(output)] + ["--native"] * req.native
-                with open(tmp / f"{fmt}.said", "w") as said:
+                with open(said_file, "w") as said:
                     spies.append(subprocess.Popen(cmd, stdout=said, stderr=stderr))
-            wait_attached(spies, [tmp / f"{fmt}.said" for fmt in outputs])
+            wait_attached(spies, [said_file])
             (tmp / "go").touch()
             child.wait(timeout=req.duration_s + BUILD_GRACE_S)
             for spy in spies:
@@ -195,17 +193,9 @@ def _record(py_spy: str, req: ProfileRequest, outputs: dict[str, Path],
             symbols = perf_map.take(child.pid)
     said = err.read_text(errors="replace")
     data = _child_result(summary, subprocess.CompletedProcess([], child.returncode, "", said), req)
-    missing = [fmt for fmt, output in outputs.items() if not output.exists()]
-    if missing:
-        raise BenchError(PTRACE_HINT if _PERMISSION.search(said) else
-                         f"py-spy wrote no {missing[0]} file: {said.strip()[-300:]}")
+    if not output.exists():
+        raise BenchError(PTRACE_HINT if _PERMISSION.search(said) else f"py-spy wrote no stacks: {said.strip()[-300:]}")
     return data, symbols
-
-
-def _rate(req: ProfileRequest, fmt: str) -> int:
-    """The flame graph's py-spy samples at a fraction of the rate: each sample stops the loop, and the
-    tables come from the other one's."""
-    return max(1, req.rate_hz // FLAMEGRAPH_SHARE) if fmt == "flamegraph" else req.rate_hz
 
 
 def profile_py_spy(req: ProfileRequest, out_dir: Path) -> ProfileResult:
@@ -215,25 +205,26 @@ def profile_py_spy(req: ProfileRequest, out_dir: Path) -> ProfileResult:
                          "install it with `pip install py-spy`")
     out_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp, load.Timeline() as timeline:
-        data, symbols = _record(py_spy, req, {"raw": out_dir / FILES["stacks"],
-                                              "flamegraph": out_dir / FILES["flamegraph"]}, Path(tmp))
+        data, symbols = _record(py_spy, req, out_dir / FILES["stacks"], Path(tmp))
     stacks = _stacks_named(out_dir, symbols)
     name = f"{req.cell.label()} {req.pass_name}"
     (out_dir / FILES["speedscope"]).write_text(json.dumps(speedscope(stacks, name)))
-    files = {k: FILES[k] for k in ("stacks", "flamegraph", "speedscope")}
-    result = ProfileResult(out_dir, "py-spy", data["reps"], data["timed_s"], files, top_frames(stacks),
+    files, top = {k: FILES[k] for k in ("stacks", "speedscope")}, top_frames(stacks)
+    if top.samples["timed"]:  # the flame graph is of the timed samples: none, no picture
+        flame.write(stacks, name, out_dir / FILES["flamegraph"])
+        files["flamegraph"] = FILES["flamegraph"]
+    result = ProfileResult(out_dir, "py-spy", data["reps"], data["timed_s"], files, top,
                            **_costs(data), other_cores=timeline.other_cores())
     write_manifest(req, result)
     return result
 
 
 def _stacks_named(out_dir: Path, symbols: perf_map.JitSymbols) -> Stacks:
-    """The stacks, with generated code named in them and in the flame graph (both files rewritten)."""
-    stacks_file, svg = out_dir / FILES["stacks"], out_dir / FILES["flamegraph"]
+    """The stacks, with generated code named in them (the file rewritten)."""
+    stacks_file = out_dir / FILES["stacks"]
     stacks = perf_map.name_stacks(parse_collapsed(stacks_file.read_text()), symbols)
     if symbols.starts:
         stacks_file.write_text("".join(f"{';'.join(stack)} {n}\n" for stack, n in stacks))
-        svg.write_text(perf_map.name_svg(svg.read_text(), symbols))
     return stacks
 
 

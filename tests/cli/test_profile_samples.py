@@ -38,17 +38,29 @@ def test_a_torch_profile_without_an_operator_in_the_timed_code_is_an_error_namin
                      f"in {out}"]
 
 
-def test_each_share_comes_with_its_interval_and_a_thin_flame_graph_is_warned_of(tmp_path: Path,
-                                                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    frame = FrameStat("f (a.py)", "f", "a.py", False, 30, 25.0)
-    top = TopFrames({"total": 130, "timed": 120, "setup": 10, "startup": 0}, (frame,), (frame,),
-                    (OpStat("add_", 30, 25.0, 60, 50.0),))
+def _profiled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, timed: int) -> str:
+    """`profile`'s output for a stand-in profile of `timed` timed samples, a quarter of them in one frame
+    and one operator, half in that operator or below it."""
+    frame = FrameStat("f (a.py)", "f", "a.py", False, timed // 4, 25.0)
+    top = TopFrames({"total": timed + 10, "timed": timed, "setup": 10, "startup": 0}, (frame,), (frame,),
+                    (OpStat("add_", timed // 4, 25.0, timed // 2, 50.0),))
     monkeypatch.setattr(profiling, "profile_py_spy",
                         lambda req, folder: profiling.ProfileResult(folder, "py-spy", 4, 0.4, top=top))
     result = CliRunner().invoke(cli, ["profile", "lstm_cell", "py", "cpu", "--out", str(tmp_path / "p")])
     assert result.exit_code == 0, result.output
-    assert ("warning: 120 timed samples, and about 30 in the flame graph (sampled at 1/4 of the rate): a 50% share is "
-            "known to 41-59% in the tables and to 33-67% in the flame graph; profile for longer (--duration) "
-            "for finer shares") in " ".join(result.output.split())
-    assert "│ 25.0 [18, 33] │ 50.0 [41, 59] │ add_" in result.output
-    assert "│ 25.0 [18, 33] │ 30 " in result.output
+    return result.output
+
+
+def test_each_share_comes_with_its_interval_and_a_thin_profile_is_warned_of(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    output = _profiled(tmp_path, monkeypatch, 40)
+    assert ("warning: only 40 timed samples: a 50% share is known to 35-65% in the tables and the flame graph; "
+            "profile for longer (--duration) for finer shares") in " ".join(output.split())
+    assert "│ 25.0 [14, 40] │ 50.0 [35, 65] │ add_" in output
+    assert "│ 25.0 [14, 40] │ 10 " in output
+
+
+def test_a_profile_of_fifty_timed_samples_is_not_warned_of(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    output = _profiled(tmp_path, monkeypatch, 120)
+    assert "timed samples: a 50% share" not in output
+    assert "│ 25.0 [18, 33] │ 50.0 [41, 59] │ add_" in output

@@ -1,0 +1,159 @@
+"""The flame graph of a py-spy profile, drawn from the samples its tables count (`stacks`).
+
+Each box is a frame (function and file, as the tables count frames), as wide as the timed samples whose
+stacks go through it, on top of its caller; the timed loop is the bottom box, with benchctl's own frames
+folded away as in the tables. Callees sit left to right, the widest first. Boxes on under MIN_SHARE of the
+samples are left out. Hovering a box shows its whole name, its samples and its share with the 95% interval
+the tables give it; labels are SVG text, so a browser's find locates a function. Drawn with matplotlib's
+object API on an SVG canvas; no torch, nothing printed.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import re
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from benchctl.profile.stacks import GENERATED, Frame, Stacks, classify, is_harness, share_interval, short_name
+
+MIN_SHARE = 0.001  # of the timed samples: narrower boxes would be under a pixel wide
+WIDTH_IN = 12.0
+LEVEL_IN = 0.2  # inches per stack level
+TOP_IN = 0.85  # inches above them: the title, what the boxes are, the colours
+FONT_PT = 7.0
+CHAR_IN = FONT_PT * 0.6 / 72  # a character's width at FONT_PT, about
+ROOT = "timed loop"
+_ATEN = re.compile(r"^at::_ops::\w+::call$")
+# Box colours by kind of frame: a little lighter or darker per name, so that neighbours differ.
+PYTHON, ATEN, NATIVE = "Python", "ATen operator", "C/C++"
+COLOURS = {PYTHON: (0.96, 0.78, 0.33), ATEN: (0.45, 0.66, 0.88), NATIVE: (0.93, 0.52, 0.36),
+           GENERATED: (0.56, 0.81, 0.56), ROOT: (0.75, 0.75, 0.75)}
+
+
+@dataclass
+class _Node:
+    samples: int = 0
+    children: dict[Frame, "_Node"] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Box:
+    name: str  # the frame's key (function and location), or ROOT
+    kind: str  # a COLOURS key
+    depth: int  # 0 for the root
+    start: int  # samples to its left
+    samples: int
+
+
+def kind(frame: Frame) -> str:
+    if frame.location == GENERATED:
+        return GENERATED
+    if not frame.native:
+        return PYTHON
+    return ATEN if _ATEN.match(frame.function) else NATIVE
+
+
+def _tree(stacks: Stacks) -> _Node:
+    """The timed samples as a tree of frames, benchctl's own left out (a sample with nothing else stays in
+    the root)."""
+    root = _Node()
+    for stack, n in stacks:
+        region, frames = classify(stack)
+        if region != "timed":
+            continue
+        root.samples += n
+        node = root
+        for frame in (f for f in frames if not is_harness(f)):
+            node = node.children.setdefault(frame, _Node())
+            node.samples += n
+    return root
+
+
+def boxes(stacks: Stacks) -> list[Box]:
+    """Every box of the flame graph, root first; none for a profile without timed samples."""
+    root = _tree(stacks)
+    if not root.samples:
+        return []
+    least = MIN_SHARE * root.samples
+    out = [Box(ROOT, ROOT, 0, 0, root.samples)]
+    todo = [(root, 0, 0)]
+    while todo:
+        node, depth, start = todo.pop()
+        for frame, child in sorted(node.children.items(), key=lambda item: (-item[1].samples, item[0].key)):
+            if child.samples >= least:
+                out.append(Box(frame.key, kind(frame), depth + 1, start, child.samples))
+                todo.append((child, depth + 1, start))
+            start += child.samples
+    return out
+
+
+def _colour(box: Box) -> tuple[float, float, float]:
+    shade = 0.9 + 0.2 * (zlib.crc32(box.name.encode()) % 100) / 100  # 0.9-1.1, the same for a name each time
+    return tuple(min(1.0, c * shade) for c in COLOURS[box.kind])  # type: ignore[return-value]
+
+
+def _label(box: Box, width_in: float) -> str:
+    """The function's short name, cut to what fits in the box; empty where not three characters do."""
+    chars = int(width_in / CHAR_IN) - 1
+    if chars < 3:
+        return ""
+    function = box.name if box.kind == ROOT else box.name.rsplit(" (", 1)[0]
+    return short_name(function, chars)
+
+
+def _tooltip(box: Box, timed: int) -> str:
+    low, high = share_interval(box.samples, timed)
+    return f"{box.name}: {box.samples} of {timed} samples, {100 * box.samples / timed:.1f}% [{low:.0f}, {high:.0f}]"
+
+
+def svg(stacks: Stacks, title: str) -> str:
+    """The flame graph as an SVG document; ValueError where no sample was of the timed loop."""
+    from matplotlib import rc_context
+    from matplotlib.backends.backend_svg import FigureCanvasSVG
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Patch, Rectangle
+
+    drawn = boxes(stacks)
+    if not drawn:
+        raise ValueError("no sample of the timed loop to draw")
+    timed, levels = drawn[0].samples, 1 + max(b.depth for b in drawn)
+    height = TOP_IN + LEVEL_IN * levels + 0.05
+    with rc_context({"svg.fonttype": "none", "svg.hashsalt": "benchctl"}):
+        fig = Figure(figsize=(WIDTH_IN, height))
+        FigureCanvasSVG(fig)
+        ax = fig.add_axes((0.01, 0.05 / height, 0.98, LEVEL_IN * levels / height))
+        for i, box in enumerate(drawn):
+            ax.add_patch(Rectangle((box.start, box.depth), box.samples, 0.92, facecolor=_colour(box),
+                                   edgecolor="none", gid=f"box{i}"))
+            label = _label(box, WIDTH_IN * 0.98 * box.samples / timed)
+            if label:
+                ax.text(box.start + 0.004 * timed, box.depth + 0.46, label, fontsize=FONT_PT, va="center",
+                        clip_on=True)
+        ax.set_xlim(0, timed)
+        ax.set_ylim(0, levels)
+        ax.set_axis_off()
+        fig.suptitle(title, fontsize=10, y=1 - 0.08 / height, va="top")
+        fig.text(0.5, 1 - 0.32 / height, f"{timed} timed samples, the ones the tables count; a box is as wide as "
+                 "the samples in it, its caller below it; hover over it for its share and 95% interval",
+                 ha="center", va="top", fontsize=8, color="0.35")
+        fig.legend(handles=[Patch(facecolor=colour, label=name) for name, colour in COLOURS.items()],
+                   loc="upper center", bbox_to_anchor=(0.5, 1 - 0.5 / height), ncols=len(COLOURS),
+                   frameon=False, fontsize=FONT_PT)
+        out = io.StringIO()
+        fig.savefig(out, format="svg")
+    return _with_tooltips(out.getvalue(), [_tooltip(b, timed) for b in drawn])
+
+
+def _with_tooltips(text: str, tips: list[str]) -> str:
+    """Each box's group given a <title>, which browsers show on hover."""
+    def one(match: re.Match[str]) -> str:
+        return f'{match.group(0)}\n   <title>{html.escape(tips[int(match.group(1))])}</title>'
+
+    return re.sub(r'<g id="box(\d+)">', one, text)
+
+
+def write(stacks: Stacks, title: str, path: Path) -> None:
+    path.write_text(svg(stacks, title))
