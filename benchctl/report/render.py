@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 
 from benchctl.report.contents import Report
-from benchctl.report.profiles import ProfileEntry
+from benchctl.report.profiles import FILE_ROLES, ProfileEntry
 from benchctl.report.tables import BANDWIDTH, ENV_COLUMNS
 
 
@@ -66,7 +66,8 @@ def render_markdown(report: Report) -> str:
 
 CSS = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1400px;padding:0 1em;color:#222}
 table{border-collapse:collapse;font-size:13px;margin:.5em 0 1.5em}th,td{border:1px solid #ccc;padding:2px 8px}
-th{background:#f0f0f0}td{text-align:left}figure{margin:1em 0}img{max-width:100%}.note{color:#a60}"""
+th{background:#f0f0f0}td{text-align:left}figure{margin:1em 0}img{max-width:100%}.note{color:#a60}
+details svg{max-width:100%;height:auto}"""
 
 
 def _img(report: Report, kind: str, paths: list[Path], title: str) -> str:
@@ -90,6 +91,8 @@ def _history_link(report: Report) -> list[str]:
 
 PROFILE_COLUMNS = ["cell", "pass", "profiler", "when", "profiler's cost", "most self time", "files"]
 PROFILES_TITLE = "Profiles"
+FLAME_GRAPHS = 3  # the newest profiles whose flame graph the page shows in it, not only links to
+FLAME_GRAPH = FILE_ROLES["flamegraph"]
 
 
 def _href(report: Report, path: Path) -> str:
@@ -121,7 +124,22 @@ def _profiles_html(report: Report) -> list[str]:
         cells = "".join(f"<td>{html.escape(c)}</td>" for c in _profile_cells(p))
         rows.append(f"<tr>{cells}<td>{links}</td></tr>")
     return [f'<h2 id="{slug(PROFILES_TITLE)}">{PROFILES_TITLE}</h2>',
-            f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"]
+            f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>", *_flame_graphs(report)]
+
+
+def _flame_graphs(report: Report) -> list[str]:
+    """The newest FLAME_GRAPHS flame graphs, in the page as SVG, so that hovering over a box shows its share
+    there too. One benchctl did not draw (py-spy's own, with its script) or cannot read stays a link."""
+    out = []
+    for p in [p for p in report.profiles if FLAME_GRAPH in p.files][:FLAME_GRAPHS]:
+        try:
+            svg = p.files[FLAME_GRAPH].read_text()
+        except (OSError, UnicodeDecodeError):
+            continue
+        if "<svg" in svg and "<script" not in svg:
+            what = f"{FLAME_GRAPH}: {p.label} {p.pass_name}, {p.created.replace('T', ' ')}"
+            out.append(f"<details open><summary>{html.escape(what)}</summary>{svg[svg.index('<svg'):]}</details>")
+    return out
 
 
 def render_html(report: Report) -> str:

@@ -6,6 +6,7 @@ index.html; every image loads, every link resolves, the console stays clean; a s
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -13,7 +14,10 @@ from urllib.parse import unquote, urlparse
 import pytest
 
 from benchctl.report import page as report
+from benchctl.profile import flame
+from benchctl.profile.stacks import parse_collapsed, speedscope
 from test_page import row, standard_rows, write_run
+from test_profiles import FIXTURE, write_profile
 
 CHROMIUM = next(filter(None, map(shutil.which, ("chromium", "chromium-browser", "google-chrome"))), None)
 
@@ -31,9 +35,14 @@ def index(tmp_path_factory) -> Path:
     """A report with every kind of content: charts, a failed cell, hostile text in a message."""
     rows = standard_rows() + [{**row("cpp", "cpu", "forward", 64, status="error"),
                                "message": "cannot read [/data/x.npy] <script>alert(1)</script> & more"}]
-    run = write_run(tmp_path_factory.mktemp("results"), "20240101-000000-browse", rows)
+    root = tmp_path_factory.mktemp("results")
+    run = write_run(root, "20240101-000000-browse", rows)
+    profile = write_profile(root, "spy", "hoconv2d", "py-spy", 1.5).parent  # its flame graph is in the page
+    stacks = parse_collapsed(FIXTURE.read_text())
+    flame.write(stacks, "hoconv2d/module py cpu backward", profile / "flamegraph.svg")
+    (profile / "speedscope.json").write_text(json.dumps(speedscope(stacks, "hoconv2d")))
     loaded = report.load_results([run])
-    built = report.build(loaded.rows, report.default_out_dir(loaded.folders), loaded.metas)
+    built = report.build(loaded.rows, report.default_out_dir(loaded.folders), loaded.metas, profiles_root=root)
     return built.out_dir / "index.html"
 
 
@@ -48,6 +57,8 @@ def test_the_report_opens_in_chromium_with_every_image_and_link_working(index, t
         page.goto(index.as_uri(), wait_until="load")
         images = page.eval_on_selector_all("img", "els => els.map(e => [e.src, e.complete && e.naturalWidth > 0])")
         links = page.eval_on_selector_all("a[href]", "els => els.map(e => e.href)")
+        boxes = page.eval_on_selector_all("details svg title", "els => els.length")
+        graph_width = page.eval_on_selector("details svg", "e => e.getBoundingClientRect().width")
         dialogs: list[str] = []
         page.on("dialog", lambda d: dialogs.append(d.message))
         shot = tmp_path / "report.png"
@@ -57,6 +68,7 @@ def test_the_report_opens_in_chromium_with_every_image_and_link_working(index, t
     assert images and all(ok for _, ok in images), [src for src, ok in images if not ok]
     assert not [href for href in links if not _resolves(href)]
     assert problems == [] and dialogs == []
+    assert boxes == 22 and 0 < graph_width <= 1400  # the fixture's boxes, each with its hover text, in the page
     assert "cannot read [/data/x.npy] <script>alert(1)</script> & more" in text  # shown as text, never run
     assert shot.stat().st_size > 10_000 and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 

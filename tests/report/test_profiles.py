@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from benchctl.ops.cells import Cell
+from benchctl.profile import flame
 from benchctl.profile import profilers as profiling
 from benchctl.profile.stacks import parse_collapsed, top_frames
 from benchctl.report import page as report
@@ -76,6 +77,27 @@ def test_both_pages_link_each_profiles_files(root: Path) -> None:
     summary = (root / "rep" / "summary.md").read_text()
     assert "## Profiles" in summary and "[flame graph](../profiles/a-spy/flamegraph.svg)" in summary
     assert "lstm_cell" not in summary
+
+
+def test_the_html_page_shows_the_newest_flame_graphs_benchctl_drew(root: Path) -> None:
+    stacks = parse_collapsed(FIXTURE.read_text())
+    flame.write(stacks, "hoconv2d/module py cpu backward", root / storage.PROFILES_DIR / "a-spy" / "flamegraph.svg")
+    run = write_run(root, "20240101-000000-aaaaaa", [row("py", "cpu", "backward", 8)])
+    loaded = report.load_results([run])
+    report.build(loaded.rows, root / "rep", loaded.metas, profiles_root=root)
+    page = (root / "rep" / "index.html").read_text()
+    assert page.count("<details open><summary>flame graph: hoconv2d") == 1  # the torch profile has none
+    assert "<title>timed loop: 65 of 65 samples, 100.0% [94, 100]</title>" in page  # the hover text, in the page
+    assert "<?xml" not in page
+
+
+def test_a_flame_graph_with_a_script_stays_a_link(root: Path) -> None:
+    (root / storage.PROFILES_DIR / "a-spy" / "flamegraph.svg").write_text("<svg><script>init()</script></svg>")
+    run = write_run(root, "20240101-000000-aaaaaa", [row("py", "cpu", "backward", 8)])
+    loaded = report.load_results([run])
+    report.build(loaded.rows, root / "rep", loaded.metas, profiles_root=root)
+    page = (root / "rep" / "index.html").read_text()
+    assert "<details" not in page and "<script" not in page and "a-spy/flamegraph.svg" in page
 
 
 def test_a_report_without_profiles_has_no_profiles_section(tmp_path: Path) -> None:
