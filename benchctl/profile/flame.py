@@ -131,11 +131,11 @@ def svg(stacks: Stacks, title: str) -> str:
             label = _label(box, WIDTH_IN * 0.98 * box.samples / timed)
             if label:
                 ax.text(box.start + 0.004 * timed, box.depth + 0.46, label, fontsize=FONT_PT, va="center",
-                        clip_on=True)
+                        clip_on=True, parse_math=False)  # a `$` in a name is a character, not mathtext
         ax.set_xlim(0, timed)
         ax.set_ylim(0, levels)
         ax.set_axis_off()
-        fig.suptitle(title, fontsize=10, y=1 - 0.08 / height, va="top")
+        fig.suptitle(title, fontsize=10, y=1 - 0.08 / height, va="top", parse_math=False)
         fig.text(0.5, 1 - 0.32 / height, f"{timed} timed samples, the ones the tables count; a box is as wide as "
                  "the samples in it, its caller below it; hover over it for its share and 95% interval",
                  ha="center", va="top", fontsize=8, color="0.35")

@@ -86,3 +86,8 @@ def test_the_fixtures_stacks_draw(tmp_path: Path) -> None:
     text = flame.svg(stacks, "fixture")
     assert "<title>timed loop: 65 of 65 samples" in text
     assert re.search(r"<title>c10::function_ref&lt;[^<]*fill_kernel[^<]*: 30 of 65 samples, 46.2% \[35, 58\]", text)
+
+
+def test_names_with_dollar_signs_are_drawn_as_they_are() -> None:
+    stacks = [([THUNK, "triton_$fused$_kernel (libkernels.so)"], 5)]
+    assert ">triton_$fused$_kernel<" in flame.svg(stacks, "a $b$ title")  # not read as mathtext
