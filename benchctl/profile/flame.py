@@ -66,9 +66,14 @@ def _tree(stacks: Stacks) -> _Node:
             continue
         root.samples += n
         node = root
-        for frame in (f for f in frames if not is_harness(f)):
-            node = node.children.setdefault(frame, _Node())
-            node.samples += n
+        for frame in frames:
+            if is_harness(frame):
+                continue
+            child = node.children.get(frame)
+            if child is None:
+                child = node.children[frame] = _Node()
+            child.samples += n
+            node = child
     return root
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field
+from functools import lru_cache
 from typing import Any
 
 TIMED_FRAME = "benchctl_timed_thunk"
@@ -43,6 +44,7 @@ class Frame:
         return f"{self.function} ({self.location})" if self.location else self.function
 
 
+@lru_cache(maxsize=1 << 16)  # a profile names each frame on many stacks: a 20,000-stack one parsed 4.6 s without
 def parse_frame(text: str) -> Frame:
     """`func (file.py:12)` or `symbol (libfoo.so)`; the location is the last parenthesis, because
     demangled C++ names contain parentheses of their own."""
@@ -71,6 +73,7 @@ def parse_collapsed(text: str) -> Stacks:
     return stacks
 
 
+@lru_cache(maxsize=1 << 16)
 def is_harness(frame: Frame) -> bool:
     return not frame.native and bool(_HARNESS_FILE.search(frame.location))
 
