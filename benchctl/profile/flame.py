@@ -2,8 +2,8 @@
 
 Each box is a frame (function and file, as the tables count frames), as wide as the timed samples whose
 stacks go through it, on top of its caller; the timed loop is the bottom box, with benchctl's own frames
-folded away as in the tables. Callees sit left to right, the widest first. Boxes on under MIN_SHARE of the
-samples are left out. Hovering a box shows its whole name, its samples and its share with the 95% interval
+folded away as in the tables. Callees sit left to right, the widest first. Boxes of under MIN_SHARE of the
+samples are left out, with what they call. Hovering a box shows its whole name, its samples and its share with the 95% interval
 the tables give it; labels are SVG text, so a browser's find locates a function. Drawn with matplotlib's
 object API on an SVG canvas; no torch, nothing printed.
 """
