@@ -144,9 +144,9 @@ def svg(stacks: Stacks, title: str) -> str:
         fig.text(0.5, 1 - 0.32 / height, f"{timed} timed samples, the ones the tables count; a box is as wide as "
                  "the samples in it, its caller below it; hover over it for its share and 95% interval",
                  ha="center", va="top", fontsize=8, color="0.35")
-        fig.legend(handles=[Patch(facecolor=colour, label=name) for name, colour in COLOURS.items()],
-                   loc="upper center", bbox_to_anchor=(0.5, 1 - 0.5 / height), ncols=len(COLOURS),
-                   frameon=False, fontsize=FONT_PT)
+        kinds = [name for name in COLOURS if any(b.kind == name for b in drawn)]  # the kinds it holds
+        fig.legend(handles=[Patch(facecolor=COLOURS[name], label=name) for name in kinds], loc="upper center",
+                   bbox_to_anchor=(0.5, 1 - 0.5 / height), ncols=len(kinds), frameon=False, fontsize=FONT_PT)
         out = io.StringIO()
         fig.savefig(out, format="svg")
     return _with_tooltips(out.getvalue(), [_tooltip(b, timed) for b in drawn])

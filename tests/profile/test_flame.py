@@ -71,6 +71,13 @@ def test_the_svg_shows_each_boxs_share_with_its_interval_on_hover(tmp_path: Path
     assert f"{KERNEL.replace('<', '&lt;').replace('>', '&gt;')}: 6 of 17 samples, 35.3% [17, 59]" in titles
     assert len(titles) == 6
     assert "model/op py cpu backward" in text and ">step<" in text  # title and labels are text, not paths
+    assert ">ATen operator<" in text and ">generated code<" in text  # the legend names the kinds drawn
+
+
+def test_the_legend_names_only_the_kinds_of_frame_drawn() -> None:
+    text = flame.svg([([THUNK, "step (model.py:3)", "relu (model.py:9)"], 5)], "python only")
+    assert ">Python<" in text and ">timed loop<" in text
+    assert ">ATen operator<" not in text and ">C/C++<" not in text and ">generated code<" not in text
 
 
 def test_labels_are_cut_to_their_box() -> None:
