@@ -87,7 +87,7 @@ def test_labels_are_cut_to_their_box() -> None:
     assert flame._label(wide, 0.1) == ""
 
 
-def test_the_fixtures_stacks_draw(tmp_path: Path) -> None:
+def test_the_fixtures_stacks_draw() -> None:
     fixture = Path(__file__).resolve().parent.parent / "fixtures" / "profile_stacks.txt"
     stacks = parse_collapsed(fixture.read_text())
     text = flame.svg(stacks, "fixture")
