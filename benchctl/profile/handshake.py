@@ -1,6 +1,6 @@
-"""The profile child's and py-spy's signals that each is ready, so the profiled loop starts once both samplers
-sample it: the child says its cell is built (the `ready` file: imports, inputs and the first call stay out of the
-profile), the parent attaches py-spy, each py-spy says it samples (ATTACHED, on its standard output, once it has
+"""The profile child's and py-spy's signals that each is ready, so the profiled loop starts once py-spy samples
+it: the child says its cell is built (the `ready` file: imports, inputs and the first call stay out of the
+profile), the parent attaches py-spy, py-spy says it samples (ATTACHED, on its standard output, once it has
 read the symbols of the child's libraries), and the parent says go (the `go` file).
 """
 
@@ -27,11 +27,10 @@ def wait_ready(child: subprocess.Popen[bytes], ready: Path) -> None:
         time.sleep(POLL_S)
 
 
-def wait_attached(spies: list[subprocess.Popen[bytes]], said: list[Path]) -> None:
-    """Until each py-spy says it samples (ATTACHED in its output file) or has ended (its stderr then says why)."""
+def wait_attached(spy: subprocess.Popen[bytes], said: Path) -> None:
+    """Until py-spy says it samples (ATTACHED in its output file) or has ended (its stderr then says why)."""
     deadline = time.monotonic() + ATTACH_TIMEOUT_S
-    while not all(spy.poll() is not None or ATTACHED in out.read_text(errors="replace")
-                  for spy, out in zip(spies, said)):
+    while spy.poll() is None and ATTACHED not in said.read_text(errors="replace"):
         if time.monotonic() > deadline:
             raise BenchError(f"py-spy did not attach within {ATTACH_TIMEOUT_S:g} s")
         time.sleep(POLL_S)

@@ -171,24 +171,25 @@ def _record(py_spy: str, req: ProfileRequest, output: Path, tmp: Path) -> tuple[
     with open(err, "w") as stderr:  # a file: a pipe nobody reads fills and blocks
         child = subprocess.Popen(child_command(req, summary, handshake=tmp), stdout=subprocess.DEVNULL,
                                  stderr=stderr, env=interpreter.child_env(perf_map.child_env()))
-        spies: list[subprocess.Popen[bytes]] = []
+        spy: subprocess.Popen[bytes] | None = None
         try:
             wait_ready(child, tmp / "ready")
-            if child.poll() is None:
+            if child.poll() is None:  # else it failed building its cell, and its summary says why
                 cmd = [py_spy, "record", "--pid", str(child.pid), "--format", "raw", "--rate", str(req.rate_hz),
                        "--output", str(output)] + ["--native"] * req.native
                 with open(said_file, "w") as said:
-                    spies.append(subprocess.Popen(cmd, stdout=said, stderr=stderr))
-            wait_attached(spies, [said_file])
+                    spy = subprocess.Popen(cmd, stdout=said, stderr=stderr)
+                wait_attached(spy, said_file)
             (tmp / "go").touch()
             child.wait(timeout=req.duration_s + BUILD_GRACE_S)
-            for spy in spies:
+            if spy is not None:
                 spy.wait(timeout=60)
         except subprocess.TimeoutExpired as exc:
             raise BenchError(f"profile of {req.cell.label()} timed out after {exc.timeout:.0f} s") from None
         finally:
-            for proc in (child, *spies):
-                proc.kill()
+            for proc in (child, spy):
+                if proc is not None:
+                    proc.kill()
             child.wait()
             symbols = perf_map.take(child.pid)
     said = err.read_text(errors="replace")

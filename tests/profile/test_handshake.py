@@ -24,16 +24,20 @@ ATTACHES = ("import time; time.sleep(0.3); print('py-spy> Sampling process 100 t
             "time.sleep(60)")
 
 
-def test_the_loop_waits_until_every_py_spy_says_it_samples_or_has_ended(tmp_path: Path) -> None:
-    slow, slow_said = _spy(tmp_path, "slow", ATTACHES)
-    failed, failed_said = _spy(tmp_path, "failed", "import sys; sys.exit(1)")  # its stderr says why
+def test_the_loop_waits_until_py_spy_says_it_samples(tmp_path: Path) -> None:
+    slow, said = _spy(tmp_path, "slow", ATTACHES)
     try:
-        handshake.wait_attached([slow, failed], [slow_said, failed_said])
-        assert handshake.ATTACHED in slow_said.read_text() and slow.poll() is None  # said so, still sampling
-        assert failed.poll() == 1
+        handshake.wait_attached(slow, said)
+        assert handshake.ATTACHED in said.read_text() and slow.poll() is None  # said so, still sampling
     finally:
         slow.kill()
         slow.wait()
+
+
+def test_the_loop_goes_on_once_py_spy_has_ended(tmp_path: Path) -> None:
+    failed, said = _spy(tmp_path, "failed", "import sys; sys.exit(1)")  # its stderr says why
+    handshake.wait_attached(failed, said)
+    assert failed.poll() == 1 and handshake.ATTACHED not in said.read_text()
 
 
 def test_a_py_spy_that_never_says_it_samples_is_a_one_line_error(tmp_path: Path,
@@ -42,7 +46,7 @@ def test_a_py_spy_that_never_says_it_samples_is_a_one_line_error(tmp_path: Path,
     silent, said = _spy(tmp_path, "silent", "import time; time.sleep(60)")
     try:
         with pytest.raises(BenchError, match=r"^py-spy did not attach within 0.2 s$"):
-            handshake.wait_attached([silent], [said])
+            handshake.wait_attached(silent, said)
     finally:
         silent.kill()
         silent.wait()
