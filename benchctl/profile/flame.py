@@ -2,10 +2,10 @@
 
 Each box is a frame (function and file, as the tables count frames), as wide as the timed samples whose
 stacks go through it, on top of its caller; the timed loop is the bottom box, with benchctl's own frames
-folded away as in the tables. Callees sit left to right, the widest first. Boxes of under MIN_SHARE of the
-samples are left out, with what they call. Hovering a box shows its whole name, its samples and its share with the 95% interval
-the tables give it; labels are SVG text, so a browser's find locates a function. Drawn with matplotlib's
-object API on an SVG canvas; no torch, nothing printed.
+folded away as in the tables (`stacks.own`). Callees sit left to right, the widest first. Boxes of under
+MIN_SHARE of the samples are left out, with what they call. Hovering a box shows its whole name, its samples
+and its share with the 95% interval the tables give it; labels are SVG text, so a browser's find locates a
+function. Drawn with matplotlib's object API on an SVG canvas; no torch, nothing printed.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchctl.profile.stacks import GENERATED, Frame, Stacks, classify, is_harness, share_interval, short_name
+from benchctl.profile.stacks import (ATEN_OP, GENERATED, Frame, Stacks, classify, own, share_interval,
+                                     short_name)
 
 MIN_SHARE = 0.001  # of the timed samples: narrower boxes would be under a pixel wide
 WIDTH_IN = 12.0
@@ -26,7 +27,6 @@ TOP_IN = 0.85  # inches above them: the title, what the boxes are, the colours
 FONT_PT = 7.0
 CHAR_IN = FONT_PT * 0.6 / 72  # a character's width at FONT_PT, about
 ROOT = "timed loop"
-_ATEN = re.compile(r"^at::_ops::\w+::call$")
 # Box colours by kind of frame: a little lighter or darker per name, so that neighbours differ.
 PYTHON, ATEN, NATIVE = "Python", "ATen operator", "C/C++"
 COLOURS = {PYTHON: (0.96, 0.78, 0.33), ATEN: (0.45, 0.66, 0.88), NATIVE: (0.93, 0.52, 0.36),
@@ -53,7 +53,7 @@ def kind(frame: Frame) -> str:
         return GENERATED
     if not frame.native:
         return PYTHON
-    return ATEN if _ATEN.match(frame.function) else NATIVE
+    return ATEN if ATEN_OP.match(frame.function) else NATIVE
 
 
 def _tree(stacks: Stacks) -> _Node:
@@ -66,9 +66,7 @@ def _tree(stacks: Stacks) -> _Node:
             continue
         root.samples += n
         node = root
-        for frame in frames:
-            if is_harness(frame):
-                continue
+        for frame in own(frames):
             child = node.children.get(frame)
             if child is None:
                 child = node.children[frame] = _Node()

@@ -26,7 +26,7 @@ PATH_SHARE = 0.95  # a frame on this share of the timed samples (outside the har
 FEW_SAMPLES = 50  # under this many samples, a 50% share's 95% interval is wider than 37-63%
 _HARNESS_FILE = re.compile(r"(^|/)(benchctl/|click/|runpy\.py$|<frozen runpy>$)")
 _PY_LOCATION = re.compile(r"^(.*\.py|<[^>]*>):(\d+)$")
-_ATEN_OP = re.compile(r"^at::_ops::(\w+)::call$")
+ATEN_OP = re.compile(r"^at::_ops::(\w+)::call$")  # an ATen operator's dispatch frame, the op its group
 _HINT_SKIP = {"lambda", "operator", "Tensor", "decltype"}
 
 Stacks = list[tuple[list[str], int]]
@@ -76,6 +76,11 @@ def parse_collapsed(text: str) -> Stacks:
 @lru_cache(maxsize=1 << 16)
 def is_harness(frame: Frame) -> bool:
     return not frame.native and bool(_HARNESS_FILE.search(frame.location))
+
+
+def own(frames: list[Frame]) -> list[Frame]:
+    """The frames that are the loop's own, benchctl's folded away: those the tables and the flame graph count."""
+    return [f for f in frames if not is_harness(f)]
 
 
 def classify(stack: list[str]) -> tuple[str, list[Frame]]:
@@ -146,12 +151,12 @@ class _Tally:
         self.regions[region] += n
         if region != "timed":
             return
-        kept = [f for f in frames if not is_harness(f)]
+        kept = own(frames)
         self.first = self.first or kept
         # A sample whose own frame is benchctl's (the loop itself) is the harness's self time.
         self.self_n[Frame(HARNESS, "", False) if not kept or is_harness(frames[-1]) else frames[-1]] += n
         self.total_n.update(dict.fromkeys(set(kept), n))  # once per sample, even when recursive
-        ops = [m.group(1) for f in kept if (m := _ATEN_OP.match(f.function))]
+        ops = [m.group(1) for f in kept if (m := ATEN_OP.match(f.function))]
         no_op = NO_OP_GENERATED if frames and frames[-1].location == GENERATED else NO_OP
         self.op_self[ops[-1] if ops else no_op] += n
         self.op_total.update(dict.fromkeys(set(ops) or {no_op}, n))
