@@ -33,6 +33,9 @@ def command(as_json: bool, calibrate: bool) -> None:
             facts["cpu_canary_now"] = _canary_now(p)
         for level, v in p.get("levels", {}).items():
             facts[f"peak_{device}_{level}"] = f"{v['gbps']:.1f} GB/s copy{_held(v)} within {_size(v['bytes'])}"
+        if p.get("copy_sizes"):
+            facts[f"peak_{device}_by_size"] = "GB/s of a copy holding " + ", ".join(
+                f"{_size(c['copy_bytes'])} {c['gbps']:.0f}" for c in p["copy_sizes"])
     if not peaks:
         facts["peaks"] = "not measured: run `benchctl env --calibrate`"
     facts["calibration_file"] = str(cal.calibration_path()) + _age(cal.calibration_path())

@@ -92,19 +92,34 @@ def copy_gbps(device: str, nbytes: int = COPY_BYTES) -> float:
     return 2 * src.numel() * 4 / m.median * 1e-9
 
 
-def copy_window(device: str) -> dict[str, float]:
-    """One window of copies: GB/s from DRAM ("DRAM", `dram_source`) and within each cache level (`copy_sources`)."""
-    return {"DRAM": copy_gbps(device, dram_source(device)), **{name: copy_gbps(device, size)
-                                                               for name, size in copy_sources(device).items()}}
+def copy_window(device: str, sizes: bool = False) -> dict[str | int, float]:
+    """One window of copies: GB/s from DRAM ("DRAM", `dram_source`) and within each cache level (`copy_sources`),
+    and with `sizes` also at each size between them (`between_sources`, keyed by their source bytes)."""
+    found: dict[str | int, float] = {"DRAM": copy_gbps(device, dram_source(device))}
+    found.update({name: copy_gbps(device, size) for name, size in copy_sources(device).items()})
+    found.update({size: copy_gbps(device, size) for size in (between_sources(device) if sizes else ())})
+    return found
 
 
-def best_copies(windows: list[dict[str, float]], device: str) -> dict[str, Any]:
+def best_copies(windows: list[dict[str | int, float]], device: str) -> dict[str, Any]:
     """The fastest of the windows' copy rates, from DRAM (`gbps`) and within each cache level (`levels`: its
-    capacity, its rate, and the bytes the copy timed in it held, source and destination)."""
-    best, sources = {name: max(w[name] for w in windows) for name in windows[0]}, copy_sources(device)
-    return {"gbps": best["DRAM"], "copy_bytes": 2 * dram_source(device),
-            "levels": {name: {"bytes": size, "gbps": best[name], "copy_bytes": 2 * sources[name]}
-                       for name, size in level_bytes(device).items()}}
+    capacity, its rate, and the bytes the copy timed in it held, source and destination), and every copy timed
+    by the bytes it held (`copy_sizes`, smallest first: the ceiling a working set is held to, machine/caches.py)."""
+    best: dict[str | int, float] = {}
+    for window in windows:
+        for key, gbps in window.items():
+            best[key] = max(best.get(key, 0.0), gbps)
+    sources = {"DRAM": dram_source(device), **copy_sources(device)}
+    held = {held_bytes(sources[key] if isinstance(key, str) else key): gbps for key, gbps in best.items()}
+    return {"gbps": best["DRAM"], "copy_bytes": held_bytes(sources["DRAM"]),
+            "levels": {name: {"bytes": size, "gbps": best[name], "copy_bytes": held_bytes(sources[name])}
+                       for name, size in level_bytes(device).items()},
+            "copy_sizes": [{"copy_bytes": nbytes, "gbps": held[nbytes]} for nbytes in sorted(held)]}
+
+
+def held_bytes(source: int) -> int:
+    """The bytes a copy of `source` bytes holds: its source and its destination."""
+    return 2 * source
 
 
 def cache_sizes(device: str) -> list[caches.CacheSize]:
@@ -141,6 +156,20 @@ def dram_source(device: str) -> int:
     whose L3 across all its cores holds 1 GiB would time a copy of 512 MiB from its cache, and every pass's
     `% of peak` against a DRAM rate it never reaches."""
     return max(COPY_BYTES, 2 * max(level_bytes(device).values(), default=0))
+
+
+def between_sources(device: str) -> list[int]:
+    """The source bytes of the copies timed between the levels' and the DRAM one: each doubling from the smallest
+    level's copy up to the DRAM copy. A working set between a level's copy and its capacity was held to that
+    copy's rate, which a VM's share of the level need not reach: on a 2-core VM with a 32 MiB L3, copies holding
+    8 and 16 MiB ran at 156-159 GB/s, one holding 32 MiB at 104 and 64 MiB at 57 (DRAM: 45)."""
+    ends = sorted({*copy_sources(device).values(), dram_source(device)})
+    found, size = [], 2 * ends[0]
+    while size < ends[-1]:
+        if size not in ends:
+            found.append(size)
+        size *= 2
+    return found
 
 
 def matmul_gflops(device: str, dtype: str = "float32") -> float:
@@ -208,15 +237,16 @@ def _wait_for_quiet() -> None:
 
 def _device_peaks(device: str, between: Callable[[], None]) -> dict[str, Any]:
     """A device's copy GB/s from DRAM and within each cache level, the fastest of its copy windows (one first,
-    one after each dtype's matmul rate, one last: a VM's memory runs slow for ten seconds and more at a time),
-    and each dtype's matmul rate, calling `between` after each step."""
-    windows = [copy_window(device)]
+    one after each dtype's matmul rate, one last: a VM's memory runs slow for ten seconds and more at a time; the
+    first and the last also at each size between the levels' copies, `between_sources`), and each dtype's matmul
+    rate, calling `between` after each step."""
+    windows = [copy_window(device, sizes=True)]
     between()
     found: dict[str, Any] = {"threads": torch.get_num_threads()}
     found["gflops_by_dtype"], around = matmul_rates(device, lambda: windows.append(copy_window(device)))
     found["gflops"] = found["gflops_by_dtype"]["float32"]
     between()
-    windows.append(copy_window(device))
+    windows.append(copy_window(device, sizes=True))
     between()
     found.update(best_copies(windows, device))
     return {**found, "matmul_canary_s": around} if around else found

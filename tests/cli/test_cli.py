@@ -80,6 +80,11 @@ def test_env_says_how_much_each_cache_level_s_copy_held(monkeypatch, tmp_path):
     assert facts["peak_cpu"] == "27.5 GB/s copy, 396.5 GFLOP/s matmul"
     peaks["cpu"]["copy_bytes"] = 1920 << 20  # the DRAM copy's, four times that L3
     assert json.loads(invoke("env", "--json").stdout)["peak_cpu"] == "27.5 GB/s copy of 1.88 GiB, 396.5 GFLOP/s matmul"
+    assert "peak_cpu_by_size" not in facts
+    peaks["cpu"]["copy_sizes"] = [{"copy_bytes": 2 << 20, "gbps": 173.9}, {"copy_bytes": 128 << 20, "gbps": 40.2},
+                                  {"copy_bytes": 1920 << 20, "gbps": 27.5}]
+    assert json.loads(invoke("env", "--json").stdout)["peak_cpu_by_size"] == (
+        "GB/s of a copy holding 2 MiB 174, 128 MiB 40, 1.88 GiB 28")
 
 
 def test_env_reads_the_canary_now_against_its_calibrated_time_and_says_how_old_the_calibration_is(

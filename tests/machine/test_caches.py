@@ -43,6 +43,29 @@ def test_the_smallest_level_a_working_set_fits_in_and_dram_beyond():
     assert caches.level_for(10, caches.levels({})) is None
 
 
+def test_a_working_set_is_held_to_what_a_copy_of_its_size_does():
+    """A VM's share of an L3 can be far less than its capacity: the calibration times copies at each doubling,
+    and a working set is held to what a copy of its size does (read between the two timed either side of it on a
+    log-log line), not to its level's best, nor to DRAM's just past the capacity."""
+    copies = {1: 110.0, 8: 140.0, 16: 144.0, 32: 104.0, 64: 57.0, 512: 30.0}  # GB/s by MiB held
+    peak = {"gbps": 30.0, "levels": {"L2": {"bytes": 2 << 20, "gbps": 110.0}, "L3": {"bytes": 32 << 20, "gbps": 140.0}},
+            "copy_sizes": [{"copy_bytes": mib << 20, "gbps": gbps} for mib, gbps in copies.items()]}
+
+    def held_to(nbytes, ceilings=caches.levels(peak)):
+        level = caches.level_for(nbytes, ceilings)
+        return level.name, pytest.approx(level.gbps)
+
+    assert held_to(512 << 10) == ("L2", 144.0)  # under the smallest copy: its rate, never below a larger copy's
+    assert held_to(16 << 20) == ("L3", 144.0)
+    assert held_to(24 << 20) == ("L3", 144.0 * (104.0 / 144.0) ** math.log2(1.5))
+    assert held_to(32 << 20) == ("L3", 104.0)  # the copy that fills the L3: what the VM's share of it moved
+    assert held_to((32 << 20) * 2 ** 0.5) == ("L3", (104.0 * 57.0) ** 0.5)  # halfway, on the log scale
+    assert held_to(64 << 20) == ("DRAM", 57.0)
+    assert held_to(1 << 30) == ("DRAM", 30.0)  # past the largest copy: its rate
+    by_capacity = caches.levels({name: v for name, v in peak.items() if name != "copy_sizes"})  # an older calibration
+    assert held_to(30 << 20, by_capacity) == ("L3", 140.0) and held_to(40 << 20, by_capacity) == ("DRAM", 30.0)
+
+
 @pytest.mark.parametrize("text, size", [("32K", 32 << 10), ("1024K", 1 << 20), ("8M", 8 << 20), ("4096", 4096)])
 def test_sizes_in_the_kernels_units(text, size):
     assert caches._size(text) == size
