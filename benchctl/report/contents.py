@@ -41,5 +41,6 @@ class Report:
     superseded: int = 0  # cells measured again in a later run: only the latest is shown
     machine: list[Path] = field(default_factory=list)  # the memory bandwidth probes over the run [png, svg]
     load: list[Path] = field(default_factory=list)  # other processes' load and the canary over the run [png, svg]
+    working_set: list[Path] = field(default_factory=list)  # each pass's GB/s against a copy of its size [png, svg]
     history: Path | None = None  # the history page of these cells across runs (report/history_page.py)
     profiles: list[ProfileEntry] = field(default_factory=list)  # `benchctl profile`'s of these operators

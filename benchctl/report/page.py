@@ -14,7 +14,7 @@ from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
-from benchctl.report import charts, machine_chart, profiles, roofline
+from benchctl.report import charts, machine_chart, profiles, roofline, working_set
 from benchctl.report.contents import Report, Section
 from benchctl.report.render import render_html, render_markdown, slug
 from benchctl.report.tables import environment, failure_table, op_table, speedup_legend
@@ -141,10 +141,13 @@ def build(rows: pd.DataFrame, out_dir: Path, metas: Sequence[Mapping[str, Any]] 
     statuses = {str(k): int(v) for k, v in rows["status"].fillna("missing").value_counts().items()}
     machine = machine_chart.bandwidth_figure(rows, peaks.get("cpu", {}).get("read_gbps"))
     load = machine_chart.load_figure(rows, metas)
+    by_size = working_set.working_set_figure(rows, peaks)
     report = Report(out_dir, sections, environment(rows, metas), statuses,
                     datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), superseded=superseded,
                     machine=charts.save(machine, out_dir / "figures" / "machine-bandwidth") if machine else [],
-                    load=charts.save(load, out_dir / "figures" / "machine-load") if load else [], history=history,
+                    load=charts.save(load, out_dir / "figures" / "machine-load") if load else [],
+                    working_set=charts.save(by_size, out_dir / "figures" / "working-set") if by_size else [],
+                    history=history,
                     profiles=profiles.find(profiles_root, set(rows["op"])) if profiles_root is not None else [])
     pages = {out_dir / "index.html": render_html(report), out_dir / "summary.md": render_markdown(report)}
     for path, text in pages.items():

@@ -54,6 +54,9 @@ def render_markdown(report: Report) -> str:
         out += [f"![machine memory bandwidth]({report.machine[0].relative_to(report.out_dir).as_posix()})", ""]
     if report.load:
         out += [f"![machine load and canary]({report.load[0].relative_to(report.out_dir).as_posix()})", ""]
+    if report.working_set:
+        out += [f"![passes against a copy of their size]({report.working_set[0].relative_to(report.out_dir).as_posix()})",
+                ""]
     for s in report.sections:
         out += [f"## {md_text(s.title)}", "", f"Baseline for speedups: {md_text(s.baseline)}."
                 + (f" ({md_text(s.note)})" if s.note else ""), ""]
@@ -152,6 +155,8 @@ def render_html(report: Report) -> str:
         body.append(_img(report, "memory bandwidth probes", report.machine, "machine"))
     if report.load:
         body.append(_img(report, "other processes' load and the machine's canary", report.load, "machine"))
+    if report.working_set:
+        body.append(_img(report, "each pass's GB/s against a copy of its size", report.working_set, "machine"))
     for s in report.sections:
         note = f' <span class="note">({html.escape(s.note)})</span>' if s.note else ""
         body += [f"<h2 id=\"{slug(s.title)}\">{html.escape(s.title)}</h2>",

@@ -81,6 +81,19 @@ def test_a_run_with_bandwidth_probes_gets_the_machine_figure(tmp_path):
     assert "memory bandwidth probes" in (tmp_path / "out" / "index.html").read_text()
 
 
+def test_a_run_calibrated_by_copy_size_gets_the_working_set_figure(tmp_path):
+    rows = [{**r, "bytes": 8e6 * b, "gbps": 4.0 * b, "pct_of_peak": 10.0} for r, b in
+            ((row("py", "cpu", "forward", b), b) for b in (8, 16))]
+    copies = [{"copy_bytes": 2 ** 20, "gbps": 150.0}, {"copy_bytes": 2 ** 29, "gbps": 30.0}]
+    meta = {"peaks": {"cpu": {"gbps": 30.0, "gflops": 100.0, "levels": {}, "copy_sizes": copies}}}
+    loaded = report.load_results([write_run(tmp_path, "20240101-000000-eeeeee", rows, meta)])
+    built = report.build(loaded.rows, tmp_path / "out", loaded.metas)
+    assert [p.name for p in built.working_set] == ["working-set.png", "working-set.svg"]
+    assert "![passes against a copy of their size](figures/working-set.png)" in (tmp_path / "out" / "summary.md").read_text()
+    assert "against a copy of its size" in (tmp_path / "out" / "index.html").read_text()
+    assert not report.build(loaded.rows, tmp_path / "older", loaded.metas, peaks={"cpu": {"gbps": 30.0}}).working_set
+
+
 def test_html_embeds_decodable_images_and_has_the_tables(built):
     page = (built.out_dir / "index.html").read_text()
     images = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', page)
