@@ -1,5 +1,5 @@
-"""This machine's measured peaks: copy bandwidth (GB/s) from DRAM and from each cache level, and matmul
-throughput (GFLOP/s) in each dtype, per device.
+"""This machine's measured peaks: copy bandwidth (GB/s) from DRAM, from each cache level and at each size
+between them, and matmul throughput (GFLOP/s) in each dtype, per device.
 
 Stored per host in the user's cache, so `run` can add `pct_of_peak` to every row: the share of the
 roofline bound (the larger of bytes / peak GB/s and FLOPs / peak GFLOP/s) that a pass achieves. On the
