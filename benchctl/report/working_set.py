@@ -31,7 +31,7 @@ def working_set_figure(rows: pd.DataFrame, peaks: Mapping[str, Mapping[str, Any]
     devices = [d for d in ordered(ok["device"], DEVICES) if caches.by_copy_size(peaks.get(d, {}))] if len(ok) else []
     if not devices:
         return None
-    fig, axes = figure_grid(1, len(devices), width=6.5)
+    fig, axes = figure_grid(1, len(devices), width=8.5)
     for ax, device in zip(axes[0], devices):
         _panel(ax, ok[ok["device"] == device], peaks[device])
         ax.set_title(f"{DEVICE_LABELS.get(device, device)}: each pass against a copy of its size", fontsize=10)
