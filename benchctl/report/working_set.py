@@ -27,8 +27,9 @@ COLORS = tuple(f"C{i}" for i in range(10)) * 10  # an operator's colour, its two
 
 def working_set_figure(rows: pd.DataFrame, peaks: Mapping[str, Mapping[str, Any]]) -> "Figure | None":
     """None where no device with rated passes has a calibration that timed copies by size."""
-    ok = rows[(rows["status"] == Status.OK) & (rows["gbps"] > 0) & (rows["bytes"] > 0)] if "gbps" in rows else rows
-    devices = [d for d in ordered(ok["device"], DEVICES) if caches.by_copy_size(peaks.get(d, {}))] if len(ok) else []
+    ok = rows[(rows["status"] == Status.OK) & (rows["gbps"] > 0) & (rows["bytes"] > 0)] if "gbps" in rows else \
+        rows.iloc[0:0]
+    devices = [d for d in ordered(ok["device"], DEVICES) if caches.by_copy_size(peaks.get(d, {}))]
     if not devices:
         return None
     fig, axes = figure_grid(1, len(devices), width=8.5)
