@@ -5,8 +5,8 @@ against the sizes the kernel reports and the copies `env --calibrate` times with
     .venv/bin/python benchmarks/copy_sizes_bench.py [--repeats 2]
 
 Prints, `--repeats` times, the GB/s of a copy (calibrate.copy_gbps: its median call over a window of 2 s)
-holding 2 MiB to 512 MiB, then the sizes the calibration's level copies hold. Run it with nothing else on the
-machine.
+holding 2 MiB to 512 MiB, then the sizes the calibration's level copies hold and the sizes it times between them
+(calibrate.between_sources). Run it with nothing else on the machine.
 """
 
 from __future__ import annotations
@@ -30,6 +30,8 @@ def main() -> None:
         print("GB/s by bytes held:", ", ".join(rates), flush=True)
     print("calibration's level copies hold:",
           ", ".join(f"{name} {2 * size / MIB:.3g} MiB" for name, size in calibrate.copy_sources("cpu").items()))
+    print("and its copies between them:",
+          ", ".join(f"{2 * size / MIB:.3g} MiB" for size in calibrate.between_sources("cpu")))
 
 
 if __name__ == "__main__":
