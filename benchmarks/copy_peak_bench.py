@@ -1,11 +1,11 @@
 """How far a calibrated copy bandwidth moves from one calibration to the next, by the rule that reads it: one
 window's median call (one copy timed as `env --calibrate` once timed it), or the fastest of several windows'
-medians spread over the calibration (as it times them now, calibrate.copy_window).
+medians spread over the calibration (as it times them now, copies.copy_window).
 
     .venv/bin/python benchmarks/copy_peak_bench.py [--windows 18] [--pause 10] [--best-of 6]
 
 Takes `--windows` windows `--pause` seconds apart, each the DRAM copy and the copy within each cache level
-(calibrate.copy_window), and prints per level, lowest to highest and how many times the lowest the highest is:
+(copies.copy_window), and prints per level, lowest to highest and how many times the lowest the highest is:
 each window's GB/s (one window a calibration), and the best of each `--best-of` consecutive windows (a
 calibration that takes that many). The peak a pass's `% of peak` is held to is one such reading: the rule whose
 readings move least moves every later row least. Run it with nothing else on the machine; the calibration on
@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from benchctl.measure import calibrate
+from benchctl.measure import calibrate, copies
 
 
 def spread(readings: list[float]) -> str:
@@ -40,7 +40,7 @@ def main() -> None:
     args = parser.parse_args()
     found: dict[str, list[float]] = {}
     for i in range(args.windows):
-        for level, gbps in calibrate.copy_window("cpu").items():
+        for level, gbps in copies.copy_window("cpu").items():
             found.setdefault(level, []).append(gbps)
         print(f"window {i + 1}/{args.windows}: " + ", ".join(f"{lv} {v[-1]:.1f}" for lv, v in found.items()),
               flush=True)

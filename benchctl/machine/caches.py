@@ -2,7 +2,7 @@
 
 A working set that fits in a cache is read from that cache, not from DRAM, so holding it against DRAM
 bandwidth gives percentages of peak far above 100. `env --calibrate` therefore measures a copy within each
-cache level (calibrate.copy_sources), the DRAM copy, and copies at each doubling between them; a pass's bytes
+cache level (copies.copy_sources), the DRAM copy, and copies at each doubling between them; a pass's bytes
 are held to what a copy of their size does, read between the two copies timed either side of them, and named
 after the level whose capacity holds the smaller: its `peak_level`. A VM's share of a cache can be far less
 than its capacity (on one 2-core VM a copy holding all of its 32 MiB L3 ran at 104 GB/s, one holding a quarter

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from benchctl.measure import calibrate
+from benchctl.measure import calibrate, copies
 from benchctl.machine import caches, load
 
 RATE = {"float32": 1.0, "float64": 0.5, "float16": 4.0, "bfloat16": 4.0, "tf32": 2.0}  # x float32's
@@ -16,9 +16,9 @@ SIZES = {"cpu": [caches.CacheSize("L2", 1 << 20, 1), caches.CacheSize("L3", 32 <
 @pytest.fixture
 def measured(monkeypatch, tmp_path):
     monkeypatch.setenv("BENCHCTL_CACHE", str(tmp_path))
-    monkeypatch.setattr(calibrate, "copy_gbps", lambda device, nbytes=calibrate.COPY_BYTES:
-                        {"cpu": 28.0, "cuda": 2800.0}[device] * calibrate.COPY_BYTES / nbytes)
-    monkeypatch.setattr(calibrate, "cache_sizes", SIZES.get)
+    monkeypatch.setattr(copies, "copy_gbps", lambda device, nbytes=copies.COPY_BYTES:
+                        {"cpu": 28.0, "cuda": 2800.0}[device] * copies.COPY_BYTES / nbytes)
+    monkeypatch.setattr(copies, "cache_sizes", SIZES.get)
     monkeypatch.setattr(calibrate.torch, "get_num_threads", lambda: 2)
     monkeypatch.setattr(calibrate, "matmul_gflops", lambda device, dtype="float32":
                         {"cpu": 130.0, "cuda": 48000.0}[device] * RATE[dtype])
@@ -88,21 +88,21 @@ def test_each_cache_level_is_timed_within_what_the_threads_can_hold_and_out_of_t
     cpu, cuda = levels["cpu"]["levels"], levels["cuda"]["levels"]
     assert cpu["L2"]["bytes"] == 2 << 20 and cpu["L3"]["bytes"] == 32 << 20  # two private L2s, one L3
     # the smallest level's copy has a source of a quarter of its capacity (source + destination: half)
-    assert cpu["L2"]["gbps"] == pytest.approx(28.0 * calibrate.COPY_BYTES / (512 << 10))
+    assert cpu["L2"]["gbps"] == pytest.approx(28.0 * copies.COPY_BYTES / (512 << 10))
     assert cpu["L2"]["copy_bytes"] == 1 << 20
     # L3's, twice the L2s' capacity (4 MiB, under a quarter of L3's 32): a VM's share of a large L3 is far less
-    assert cpu["L3"]["gbps"] == pytest.approx(28.0 * calibrate.COPY_BYTES / (4 << 20))
+    assert cpu["L3"]["gbps"] == pytest.approx(28.0 * copies.COPY_BYTES / (4 << 20))
     assert cpu["L3"]["copy_bytes"] == 8 << 20
     assert cuda["L2"]["bytes"] == 50 << 20 and cuda["L2"]["copy_bytes"] == 25 << 20
-    assert cuda["L2"]["gbps"] == pytest.approx(2800.0 * calibrate.COPY_BYTES / (50 << 18))
+    assert cuda["L2"]["gbps"] == pytest.approx(2800.0 * copies.COPY_BYTES / (50 << 18))
 
 
 def test_the_dram_copy_holds_four_times_the_largest_cache_where_that_is_more_than_its_own_size(measured,
                                                                                                 monkeypatch):
-    assert calibrate.calibrate(["cpu"])["cpu"]["copy_bytes"] == 2 * calibrate.COPY_BYTES  # a 32 MiB L3: 512 MiB
+    assert calibrate.calibrate(["cpu"])["cpu"]["copy_bytes"] == 2 * copies.COPY_BYTES  # a 32 MiB L3: 512 MiB
     held = []
-    monkeypatch.setattr(calibrate, "copy_gbps", lambda device, nbytes=calibrate.COPY_BYTES: held.append(nbytes) or 1.0)
-    monkeypatch.setattr(calibrate, "level_bytes", lambda device: {"L2": 192 << 20, "L3": 1152 << 20})  # a large server
+    monkeypatch.setattr(copies, "copy_gbps", lambda device, nbytes=copies.COPY_BYTES: held.append(nbytes) or 1.0)
+    monkeypatch.setattr(copies, "level_bytes", lambda device: {"L2": 192 << 20, "L3": 1152 << 20})  # a large server
     assert calibrate.calibrate(["cpu"])["cpu"]["copy_bytes"] == 4608 << 20  # source and destination, 4x the L3
     assert held[0] == 2304 << 20 and held.count(2304 << 20) == len(calibrate.MATMUL_DTYPES["cpu"]) + 2
 
@@ -110,21 +110,16 @@ def test_the_dram_copy_holds_four_times_the_largest_cache_where_that_is_more_tha
 def test_the_first_and_last_windows_also_time_a_copy_at_each_size_between_the_levels_and_dram(measured,
                                                                                               monkeypatch):
     held = []
-    monkeypatch.setattr(calibrate, "copy_gbps",
-                        lambda device, nbytes=calibrate.COPY_BYTES: held.append(nbytes) or (1 << 40) / nbytes)
+    monkeypatch.setattr(copies, "copy_gbps",
+                        lambda device, nbytes=copies.COPY_BYTES: held.append(nbytes) or (1 << 40) / nbytes)
     cpu = calibrate.calibrate(["cpu"])["cpu"]
     # sources from L2's copy (512 KiB) doubling up to DRAM's (256 MiB), past L3's (4 MiB)
     between = [mib << 20 for mib in (1, 2, 8, 16, 32, 64, 128)]
-    assert calibrate.between_sources("cpu") == between
+    assert copies.between_sources("cpu") == between
     assert [held.count(size) for size in between] == [2] * len(between)  # the first window and the last
-    assert held.count(4 << 20) == held.count(calibrate.COPY_BYTES) == len(calibrate.MATMUL_DTYPES["cpu"]) + 2
+    assert held.count(4 << 20) == held.count(copies.COPY_BYTES) == len(calibrate.MATMUL_DTYPES["cpu"]) + 2
     assert cpu["copy_sizes"] == [{"copy_bytes": (1 << 20) << k, "gbps": (1 << 40) / (512 << 10 << k)}
                                  for k in range(10)]  # source and destination, 1 MiB to 512 MiB
-
-
-def test_a_level_not_four_times_the_one_below_is_timed_at_a_quarter_of_its_capacity(monkeypatch):
-    monkeypatch.setattr(calibrate, "level_bytes", lambda device: {"L2": 2 << 20, "L3": 6 << 20})
-    assert calibrate.copy_sources("cpu") == {"L2": 512 << 10, "L3": 1536 << 10}
 
 
 def test_each_copy_peak_is_the_fastest_of_windows_spread_over_the_calibration(measured, monkeypatch):
@@ -132,12 +127,12 @@ def test_each_copy_peak_is_the_fastest_of_windows_spread_over_the_calibration(me
     A window is taken first, after each dtype's matmul rate, and last; each level keeps its fastest."""
     windows, drams = len(calibrate.MATMUL_DTYPES["cpu"]) + 2, []  # a window times DRAM first, then each level
 
-    def copy(device, nbytes=calibrate.COPY_BYTES):
-        if nbytes == calibrate.COPY_BYTES:
+    def copy(device, nbytes=copies.COPY_BYTES):
+        if nbytes == copies.COPY_BYTES:
             drams.append(nbytes)
             return 40.0 if len(drams) == 3 else 20.0  # fast in the third window
         return 300.0 if len(drams) == windows else 100.0  # the caches fast in the last
-    monkeypatch.setattr(calibrate, "copy_gbps", copy)
+    monkeypatch.setattr(copies, "copy_gbps", copy)
     cpu = calibrate.calibrate(["cpu"])["cpu"]
     assert len(drams) == windows
     assert cpu["gbps"] == 40.0 and cpu["levels"]["L2"]["gbps"] == 300.0 and cpu["levels"]["L3"]["gbps"] == 300.0
