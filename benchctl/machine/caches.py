@@ -114,8 +114,8 @@ def level_for(working_set: float, ceilings: list[Level]) -> Level | None:
     32 MiB L3 (48 MiB) against the 32 MiB copy's 104 GB/s where the 64 MiB copy did 57."""
     if not ceilings or ceilings[0].held is None:
         return next((lv for lv in ceilings if working_set <= lv.bytes), None)
-    below = [lv for lv in ceilings if lv.held <= working_set] or ceilings[:1]
-    level, above = below[-1], ceilings[len(below):len(below) + 1]
+    at = next(i for i, lv in enumerate(ceilings) if working_set < lv.bytes)  # its copy's, up to the next copy's size
+    level, above = ceilings[at], ceilings[at + 1:at + 2]
     if not above or working_set <= level.held:
         return level
     share = math.log(working_set / level.held) / math.log(above[0].held / level.held)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 import pandas as pd
 
 from benchctl.machine import caches
-from benchctl.report.charts import DEVICE_LABELS, DEVICES, figure_grid, finish, ordered, tidy_log
+from benchctl.report.charts import DEVICE_LABELS, DEVICES, figure_grid, finish, impl_colors, ordered, tidy_log
 from benchctl.vocab import Status
 
 if TYPE_CHECKING:
@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 MIB = 2 ** 20
-COLORS = tuple(f"C{i}" for i in range(10)) * 10  # an operator's colour, its two kinds of pass alike
 
 
 def working_set_figure(rows: pd.DataFrame, peaks: Mapping[str, Mapping[str, Any]]) -> "Figure | None":
@@ -49,8 +48,9 @@ def _panel(ax: "Axes", rows: pd.DataFrame, peak: Mapping[str, Any]) -> None:
     for (name, level), style in zip(sorted(peak.get("levels", {}).items()), (":", "--", "-.")):
         ax.axvline(level["bytes"] / MIB, color="gray", ls=style, lw=0.9, label=f"{name} capacity")
     flop_bound = _flop_bound(rows, ceilings)
-    for (op, part), color in zip(rows.groupby("op", sort=True), COLORS):
-        by_flops = flop_bound[part.index]
+    colors = impl_colors(rows["op"])  # an operator's colour, its two kinds of pass alike
+    for op, part in rows.groupby("op", sort=True):
+        by_flops, color = flop_bound[part.index], colors[op]
         ax.scatter(part["bytes"][~by_flops] / MIB, part["gbps"][~by_flops], s=16, color=color, label=str(op))
         ax.scatter(part["bytes"][by_flops] / MIB, part["gbps"][by_flops], s=16, facecolors="none", edgecolors=color)
     if flop_bound.any():
@@ -65,4 +65,4 @@ def _flop_bound(rows: pd.DataFrame, ceilings: list[caches.Level]) -> pd.Series:
     """The passes whose `% of peak` is held to their FLOPs at the matmul rate: over the share their GB/s is of a
     copy of their size (their FLOP bound is the longer)."""
     copy_gbps = rows["bytes"].map(lambda nbytes: caches.level_for(nbytes, ceilings).gbps)
-    return rows.get("pct_of_peak", pd.Series(0.0, index=rows.index)).fillna(0.0) > 100.0 * rows["gbps"] / copy_gbps * 1.001
+    return rows["pct_of_peak"].fillna(0.0) > 100.0 * rows["gbps"] / copy_gbps * 1.001
