@@ -221,8 +221,8 @@ def command(op: str, impl: str, device: str, target: str | None, pass_name: str,
     """Profile OP's IMPL on DEVICE: exactly the loop `benchctl run` times, in a child process.
 
     py-spy (default) writes a flame graph SVG, a speedscope JSON and the top frames by self and total
-    time, C++ frames included; `--profiler torch` writes a Chrome trace and the top operators (on a GPU,
-    the view that sees kernel time).
+    time, C++ frames included; `--profiler torch` writes a Chrome trace, the top operators and a flame graph
+    of operators by self time (on a GPU, the view that sees kernel time).
     """
     from benchctl.errors import UsageError
 

@@ -31,7 +31,9 @@ from benchctl.measure import execute
 from benchctl.ops import registry
 from benchctl.ops.cells import Cell
 from benchctl.profile import handshake
-from benchctl.profile.profilers import TORCH_MAX_REPS, TORCH_RANGE
+from benchctl.profile.profilers import FILES, TORCH_MAX_REPS
+from benchctl.profile.stacks import collapsed
+from benchctl.profile.torch_events import TORCH_RANGE, op_stacks, top_ops
 from benchctl.measure.clocks import Thunk
 from benchctl.measure.interference import RunQueue
 from benchctl.measure.timing import collector_off
@@ -91,37 +93,9 @@ def _sync(device: str) -> Callable[[], None]:
     return torch.cuda.synchronize if device == Device.CUDA else (lambda: None)
 
 
-def _in_ranges(start: float, end: float, ranges: list[tuple[float, float]]) -> bool:
-    return any(lo <= start and end <= hi for lo, hi in ranges)
-
-
-def top_ops(events: Any) -> list[dict[str, Any]]:
-    """Operators (and CUDA kernels) inside the timed ranges, aggregated by name, by self time.
-
-    Filtering by time range rather than by parent keeps backward ops that the autograd engine runs
-    on its own threads (CUDA), which are not children of the range on the calling thread.
-    """
-    ranges = [(e.time_range.start, e.time_range.end) for e in events if e.name == TORCH_RANGE]
-    rows: dict[str, dict[str, Any]] = {}
-    for e in events:
-        if e.name == TORCH_RANGE or not _in_ranges(e.time_range.start, e.time_range.end, ranges):
-            continue
-        row = rows.setdefault(e.name, {"name": e.name, "calls": 0, "self_cpu_us": 0.0, "self_device_us": 0.0,
-                                       "self_cpu_mem_bytes": 0, "self_device_mem_bytes": 0})
-        row["calls"] += 1
-        row["self_cpu_us"] += e.self_cpu_time_total
-        row["self_device_us"] += e.self_device_time_total
-        row["self_cpu_mem_bytes"] += e.self_cpu_memory_usage
-        row["self_device_mem_bytes"] += e.self_device_memory_usage
-    key = "self_device_us" if any(r["self_device_us"] > 0 for r in rows.values()) else "self_cpu_us"
-    total = sum(r[key] for r in rows.values()) or 1.0
-    for r in rows.values():
-        r["pct"] = 100.0 * r[key] / total
-    return sorted(rows.values(), key=lambda r: -r[key])
-
-
 def torch_profile(prepared: execute.Prepared, args: argparse.Namespace) -> dict[str, Any]:
-    """The loop under torch.profiler: a Chrome trace and the top operators (CSV) in `--torch-out`."""
+    """The loop under torch.profiler: a Chrome trace, the top operators (CSV) and the operator stacks the
+    flame graph is drawn from (collapsed, in microseconds) in `--torch-out`."""
     from torch.profiler import ProfilerActivity, profile, record_function
 
     device = prepared.resolved.cell.device
@@ -130,13 +104,16 @@ def torch_profile(prepared: execute.Prepared, args: argparse.Namespace) -> dict[
     with profile(activities=activities, profile_memory=args.memory) as prof:
         loop = run_loop(setup, args.duration, _sync(device), TORCH_MAX_REPS, lambda: record_function(TORCH_RANGE))
     out = Path(args.torch_out)
-    prof.export_chrome_trace(str(out / "trace.json"))
-    rows = top_ops(prof.events())
-    with open(out / "top_ops.csv", "w", newline="") as f:
+    prof.export_chrome_trace(str(out / FILES["trace"]))
+    events = prof.events()
+    rows = top_ops(events)
+    stacks, of = op_stacks(events)
+    (out / FILES["op_stacks"]).write_text(collapsed(stacks))
+    with open(out / FILES["top_ops"], "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]) if rows else ["name"])
         writer.writeheader()
         writer.writerows(rows)
-    result: dict[str, Any] = {**loop._asdict(), "top_ops": rows}
+    result: dict[str, Any] = {**loop._asdict(), "top_ops": rows, "op_stacks_of": of}
     if args.memory:
         from benchctl.measure.memory import peak_bytes
 

@@ -28,7 +28,8 @@ from benchctl.errors import BenchError
 from benchctl.machine import load
 from benchctl.profile import flame, perf_map
 from benchctl.profile.handshake import BUILD_GRACE_S, wait_attached, wait_ready
-from benchctl.profile.stacks import KEEP_ROWS, Stacks, TopFrames, parse_collapsed, speedscope, top_frames
+from benchctl.profile.stacks import (KEEP_ROWS, Stacks, TopFrames, collapsed, parse_collapsed, speedscope,
+                                     top_frames)
 from benchctl.results import storage
 from benchctl.results.schema import BUSY_WARN_CORES
 from benchctl.vocab import Pass, Status
@@ -36,13 +37,12 @@ from benchctl.vocab import Pass, Status
 if TYPE_CHECKING:  # cells imports torch, which the parent process has no need of
     from benchctl.ops.cells import Cell
 
-TORCH_RANGE = "benchctl.timed"
 RATE_HZ = 100  # py-spy's own default: each sample stops the loop while py-spy reads its stacks
 SLOWED = 2.0  # a profiled loop this many times slower than alone: its shares may not be the loop's own
 TORCH_MAX_REPS = 100  # each repetition adds every op to the Chrome trace: keep the file openable
 MANIFEST = storage.PROFILE_MANIFEST
 FILES = {"stacks": "stacks.txt", "flamegraph": "flamegraph.svg", "speedscope": "speedscope.json",
-         "trace": "trace.json", "top_ops": "top_ops.csv"}
+         "trace": "trace.json", "top_ops": "top_ops.csv", "op_stacks": "op_stacks.txt"}
 _PERMISSION = re.compile(r"permission denied|operation not permitted|os error (1|13)\b|ptrace", re.I)
 PTRACE_HINT = ("py-spy is not permitted to read the profiled process (it needs ptrace): run as root, "
                "start the container with --cap-add SYS_PTRACE, or allow it with "
@@ -225,7 +225,7 @@ def _stacks_named(out_dir: Path, symbols: perf_map.JitSymbols) -> Stacks:
     stacks_file = out_dir / FILES["stacks"]
     stacks = perf_map.name_stacks(parse_collapsed(stacks_file.read_text()), symbols)
     if symbols.starts:
-        stacks_file.write_text("".join(f"{';'.join(stack)} {n}\n" for stack, n in stacks))
+        stacks_file.write_text(collapsed(stacks))
     return stacks
 
 
@@ -234,12 +234,24 @@ def profile_torch(req: ProfileRequest, out_dir: Path) -> ProfileResult:
     with tempfile.TemporaryDirectory() as tmp, load.Timeline() as timeline:
         summary = Path(tmp, "torch.json")
         data = _child_result(summary, _run(child_command(req, summary, out_dir), req), req)
-    files = {k: FILES[k] for k in ("trace", "top_ops")}
+    files = {k: FILES[k] for k in ("trace", "top_ops", "op_stacks")}
+    if _draw_ops(req, out_dir, data.get("op_stacks_of")):
+        files["flamegraph"] = FILES["flamegraph"]
     result = ProfileResult(out_dir, "torch", data["reps"], data["timed_s"], files,
                            top_ops=tuple(data["top_ops"][:KEEP_ROWS]), peak_mem_bytes=data.get("peak_mem_bytes"),
                            **_costs(data), other_cores=timeline.other_cores())
     write_manifest(req, result)
     return result
+
+
+def _draw_ops(req: ProfileRequest, out_dir: Path, of: str | None) -> bool:
+    """The torch profile's flame graph from the operator stacks the child wrote; False where they hold no time."""
+    stacks = parse_collapsed((out_dir / FILES["op_stacks"]).read_text())
+    if of is None or not stacks:
+        return False
+    title = f"{req.cell.label()} {req.pass_name}: {of} time by operator"
+    (out_dir / FILES["flamegraph"]).write_text(flame.op_svg(stacks, title, of))
+    return True
 
 
 def _costs(data: dict[str, Any]) -> dict[str, float | None]:

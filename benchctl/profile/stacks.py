@@ -73,6 +73,11 @@ def parse_collapsed(text: str) -> Stacks:
     return stacks
 
 
+def collapsed(stacks: Stacks) -> str:
+    """Stacks as collapsed-stack lines (`a;b;c 12`, root first), the format flame graph tools read."""
+    return "".join(f"{';'.join(stack)} {n}\n" for stack, n in stacks)
+
+
 @lru_cache(maxsize=1 << 16)
 def is_harness(frame: Frame) -> bool:
     return not frame.native and bool(_HARNESS_FILE.search(frame.location))

@@ -70,5 +70,6 @@ def test_run_report_and_profile(user):
     result = invoke(user, "profile", "fmadd", "cpp", "cpu", "--profiler", "torch", "--duration", "0.3",
                     "--out", str(prof))
     assert result.exit_code == 0, result.output
-    assert sorted(p.name for p in prof.iterdir()) == ["profile.json", "top_ops.csv", "trace.json"]
+    assert sorted(p.name for p in prof.iterdir()) == ["flamegraph.svg", "op_stacks.txt", "profile.json", "top_ops.csv",
+                                                      "trace.json"]
     assert "fmadd_ext::fmadd" in (prof / "top_ops.csv").read_text()  # the user's kernel, by its op name

@@ -15,7 +15,8 @@ import torch
 from click.testing import CliRunner
 
 from benchctl.profile import profilers as profiling
-from benchctl.profile.stacks import GENERATED
+from benchctl.profile import torch_events
+from benchctl.profile.stacks import GENERATED, parse_collapsed
 from benchctl.cli import cli
 
 SMALL = ["hoconv2d", "py", "cpu", "--target", "filter", "--batch-size", "2", "--param", "H=32", "--param", "W=32"]
@@ -113,14 +114,22 @@ def test_torch_profiler_writes_trace_and_top_ops(tmp_path: Path, one_thread: Non
                     "--memory", "--out", str(out))
     assert result.exit_code == 0, result.output
     trace = json.loads((out / "trace.json").read_text())
-    assert any(e.get("name") == profiling.TORCH_RANGE for e in trace["traceEvents"])
+    assert any(e.get("name") == torch_events.TORCH_RANGE for e in trace["traceEvents"])
     rows = list(csv.DictReader((out / "top_ops.csv").open()))
     names = {r["name"] for r in rows}
-    assert {"aten::mul", "aten::add"} <= names and profiling.TORCH_RANGE not in names
+    assert {"aten::mul", "aten::add"} <= names and torch_events.TORCH_RANGE not in names
     manifest = json.loads((out / "profile.json").read_text())
     assert manifest["profiler"] == "torch" and manifest["peak_mem_bytes"] is not None
     assert sum(r["pct"] for r in manifest["top_ops"]) == pytest.approx(100.0)
     assert "Top operators by self time" in result.output and "aten::mul" in result.output
+    # The flame graph is of the operator stacks the child wrote: the same CPU time as the table's, by caller.
+    stacks = parse_collapsed((out / "op_stacks.txt").read_text())
+    assert all(stack[0] == torch_events.TORCH_RANGE for stack, _ in stacks)
+    in_ops = sum(us for stack, us in stacks if len(stack) > 1)
+    assert in_ops == pytest.approx(sum(float(r["self_cpu_us"]) for r in rows), rel=0.01)
+    assert manifest["files"]["flamegraph"] == "flamegraph.svg"
+    svg = (out / "flamegraph.svg").read_text()
+    assert "of CPU time in the timed loop" in svg and "<title>aten::mul: " in svg
 
 
 def test_missing_py_spy_is_one_line_exit_1(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from benchctl.profile import flame
+from benchctl.profile import flame, torch_events
 from benchctl.profile.stacks import GENERATED, SETUP_FRAME, TIMED_FRAME, parse_collapsed
 
 LOOP = "run_loop (benchctl/profile/child.py:56)"
@@ -98,3 +98,36 @@ def test_the_fixtures_stacks_draw() -> None:
 def test_names_with_dollar_signs_are_drawn_as_they_are() -> None:
     stacks = [([THUNK, "triton_$fused$_kernel (libkernels.so)"], 5)]
     assert ">triton_$fused$_kernel<" in flame.svg(stacks, "a $b$ title")  # not read as mathtext
+
+
+OP_STACKS = [(["benchctl.timed"], 7), (["benchctl.timed", "autograd::engine::evaluate_function: SliceBackward0"], 3),
+             (["benchctl.timed", "autograd::engine::evaluate_function: SliceBackward0", "aten::slice_backward"], 2),
+             (["benchctl.timed", "autograd::engine::evaluate_function: SliceBackward0", "aten::slice_backward",
+               "aten::zeros"], 46), (["benchctl.timed", "myop::fused"], 42)]
+
+
+def test_a_torch_profiles_boxes_are_operators_as_wide_as_their_time() -> None:
+    boxes = flame.op_boxes(OP_STACKS, torch_events.CPU_TIME)
+    assert boxes[0] == flame.Box(flame.ROOT, flame.ROOT, 0, 0, 100)  # the range's own 7 us included
+    named = by_name(boxes)
+    node = named["autograd::engine::evaluate_function: SliceBackward0"]
+    assert (node.kind, node.depth, node.samples) == (flame.AUTOGRAD, 1, 51)
+    assert named["myop::fused"] == flame.Box("myop::fused", flame.OTHER, 1, 51, 42) and node.start == 0  # widest first
+    zeros = named["aten::zeros"]
+    assert (zeros.kind, zeros.depth, zeros.start, zeros.samples) == (flame.ATEN, 3, 0, 46)
+
+
+def test_a_gpu_torch_profiles_leaves_are_kernels_and_its_hover_gives_milliseconds() -> None:
+    stacks = [(["benchctl.timed", "aten::add", "void add_kernel<float>(float*)"], 3000),
+              (["benchctl.timed", "aten::mul", "mul_kernel"], 1000)]
+    boxes = by_name(flame.op_boxes(stacks, torch_events.KERNEL_TIME))
+    assert boxes["void add_kernel<float>(float*)"].kind == torch_events.KERNEL_TIME
+    assert boxes["aten::add"].kind == flame.ATEN
+    text = flame.op_svg(stacks, "op cuda forward", torch_events.KERNEL_TIME)
+    titles = re.findall(r"<title>([^<]*)</title>", text)
+    assert titles[0] == "timed loop: 4 of 4 ms, 100.0%"
+    assert "void add_kernel&lt;float&gt;(float*): 3 of 4 ms, 75.0%" in titles
+    assert "4 ms of GPU kernel time in the timed loop" in text and ">GPU kernel<" in text
+    assert ">Python<" not in text  # the legend names only the kinds drawn
+    with pytest.raises(ValueError, match="no operator time"):
+        flame.op_svg([], "x", torch_events.CPU_TIME)

@@ -11,7 +11,6 @@ import sys
 import time
 from dataclasses import replace
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
@@ -182,21 +181,6 @@ def test_run_loop_keeps_the_garbage_collector_off_as_run_does() -> None:
     assert gc.isenabled()
     profile_child.run_loop(lambda: lambda: seen.append(gc.isenabled()), 10.0, lambda: None, max_reps=3)
     assert seen == [False] * 3 and gc.isenabled()  # off in the loop, on again after
-
-
-def event(name: str, start: float, end: float, cpu: float, device: float = 0.0, mem: int = 0) -> SimpleNamespace:
-    return SimpleNamespace(name=name, time_range=SimpleNamespace(start=start, end=end), self_cpu_time_total=cpu,
-                           self_device_time_total=device, self_cpu_memory_usage=mem, self_device_memory_usage=0)
-
-
-def test_torch_top_ops_keeps_only_the_timed_ranges() -> None:
-    events = [event(profiling.TORCH_RANGE, 0, 100, 1), event(profiling.TORCH_RANGE, 200, 300, 1),
-              event("aten::fill_", 10, 40, 30, mem=64), event("aten::fill_", 210, 230, 20),
-              event("aten::mul", 50, 90, 25), event("aten::mul", 120, 150, 500)]  # outside: setup's forward
-    rows = profile_child.top_ops(events)
-    assert [r["name"] for r in rows] == ["aten::fill_", "aten::mul"]
-    assert rows[0]["calls"] == 2 and rows[0]["self_cpu_us"] == 50 and rows[0]["self_cpu_mem_bytes"] == 64
-    assert rows[0]["pct"] == pytest.approx(100 * 50 / 75)
 
 
 def test_manifest_round_trips(tmp_path: Path, top: TopFrames) -> None:
