@@ -16,7 +16,7 @@ from benchctl.results.schema import (BUSY_WARN_CORES, CELL_COLUMNS, SLOW_PHASE, 
 from benchctl.analysis.speedup import (PARTNER_APART, disturbed, partner_apart, partner_drift, present_value,
                                       speedup_label)
 from benchctl.analysis.verdict import timing_kinds
-from benchctl.vocab import Device, Status, TimingMode
+from benchctl.vocab import Allocator, Device, Status, TimingMode
 
 # A call whose system CPU time (all threads) is at least this share of its median is marked "os": most
 # of what was measured is the kernel, e.g. zero-filling fresh pages, not the implementation's own work.
@@ -225,6 +225,31 @@ def host_bound_line(rows: pd.DataFrame) -> str | None:
         return None
     return (f"{count} of {len(eager)} GPU passes were host-bound (host): their times are the host issuing each "
             "call (Python, dispatch, launches), not the kernels; run again with --cuda-graph to time the kernels")
+
+
+def os_time_line(rows: pd.DataFrame) -> str | None:
+    """A line under the tables where CPU passes were mostly OS time (the tables' `os`): how many, the one most
+    in the OS with its page faults, and what makes such time and what takes it away."""
+    ok = rows[(rows["status"] == Status.OK) & (rows["device"] == Device.CPU)] if "sys_s" in rows else rows[:0]
+    ok = storage.latest(ok, [*CELL_COLUMNS, "pass"])
+    heavy = [r for r in ok.to_dict("records") if _share_at_least(r, "sys_s", OS_HEAVY)]
+    if not heavy:
+        return None
+    row = max(heavy, key=lambda r: r["sys_s"] / r["median_s"])
+    faults = row.get("page_faults") if present_value(row.get("page_faults")) else 0
+    where = f"{row['op']}/{row['target']} {row['impl']} {row['pass']} at {row['axis']}={axis_value_text(row['axis_value'])}"
+    said = (f"{len(heavy)} of {len(ok)} CPU passes were mostly OS time (os: the OS's CPU time on all threads over half "
+            f"the median; the most, {where}: {_fmt_ms(row['sys_s'])} ms of it in a {_fmt_ms(row['median_s'])} ms call"
+            + (f", {faults:,.0f} page faults)" if faults else ")"))
+    allocator = row.get("allocator") if present_value(row.get("allocator")) else Allocator.SYSTEM
+    if not faults:
+        return f"{said}: system calls, not page faults; `benchctl profile` shows which"
+    if allocator != Allocator.TCMALLOC:
+        gives = "the system allocator" if allocator == Allocator.SYSTEM else "jemalloc (at its defaults)"
+        return (f"{said}: {gives} gives a large buffer back to the OS when it is freed, and the next call faults its "
+                "pages in again, zero-filled; `--allocator tcmalloc` keeps such memory for reuse and times the code "
+                "without that")
+    return f"{said}: under tcmalloc too, so the code itself asks for fresh memory each call; `benchctl profile` shows where"
 
 
 def partner_apart_line(rows: pd.DataFrame) -> str | None:

@@ -4,7 +4,8 @@ import json
 
 import pandas as pd
 
-from benchctl.analysis.summary import absent_devices, host_bound_line, legend, partner_apart_line, summary_tables
+from benchctl.analysis.summary import (absent_devices, host_bound_line, legend, os_time_line, partner_apart_line,
+                                      summary_tables)
 
 
 def rows():
@@ -141,3 +142,18 @@ def test_a_pass_is_slow_in_a_slow_phase_not_in_the_drift_of_a_machine_at_speed()
     assert [slow_machine({"canary_ratio": r}) for r in (0.98, 1.07, 1.15, 1.16, 1.4)] == [False, False, False, True,
                                                                                           True]
     assert not slow_machine({"canary_ratio": None}) and not slow_machine({})
+
+
+def test_passes_mostly_in_the_os_get_a_line_naming_the_worst_and_what_keeps_its_memory():
+    df = rows().assign(sys_s=[0.0035, 0.001, 0.0002, None, 0.4], page_faults=[10.0, 0, 0, None, 49152.0],
+                       allocator="system")  # py H=256: 400 ms of OS time (two threads) in a 500 ms call
+    line = os_time_line(df)
+    assert line.startswith("2 of 4 CPU passes were mostly OS time (os: the OS's CPU time on all threads over half the "
+                           "median; the most, lstm_cell/cell py forward at batch_size=1: 3.5 ms of it in a 4 ms call, "
+                           "10 page faults): the system allocator gives a large buffer back")
+    assert line.endswith("`--allocator tcmalloc` keeps such memory for reuse and times the code without that")
+    assert "jemalloc (at its defaults) gives" in os_time_line(df.assign(allocator="jemalloc"))
+    assert "under tcmalloc too" in os_time_line(df.assign(allocator="tcmalloc"))
+    assert "system calls, not page faults" in os_time_line(df.assign(page_faults=0.0))
+    assert os_time_line(rows()) is None and os_time_line(df.assign(sys_s=0.0001)) is None
+    assert os_time_line(df.assign(device="cuda")) is None  # a GPU pass's OS time is its host's, not marked here
