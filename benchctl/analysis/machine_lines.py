@@ -48,7 +48,7 @@ def busy_through(stretch: Mapping[str, float], cores: int | None = None) -> str:
     return f"other work kept about {stretch['cores']:.1f}{of} cores busy through {stretch['share']:.0%} of"
 
 
-def busy_run_line(rows: pd.DataFrame, stretch: Mapping[str, float] | None, cores: int) -> str | None:
+def busy_run_line(rows: pd.DataFrame, stretch: Mapping[str, float] | None, cores: int | None) -> str | None:
     """A line under the tables where other work kept cores busy through a stretch of the run (`stretch`: the run
     metadata's `busy_stretch`, the median busy cores then and the share of the run): the passes measured beside
     it, stopped `disturbed` or timed `busy`, are its times as much as the code's."""

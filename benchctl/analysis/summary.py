@@ -237,10 +237,11 @@ def os_time_line(rows: pd.DataFrame) -> str | None:
         return None
     row = max(heavy, key=lambda r: r["sys_s"] / r["median_s"])
     faults = row.get("page_faults") if present_value(row.get("page_faults")) else 0
-    where = f"{row['op']}/{row['target']} {row['impl']} {row['pass']} at {row['axis']}={axis_value_text(row['axis_value'])}"
-    said = (f"{len(heavy)} of {len(ok)} CPU passes were mostly OS time (os: the OS's CPU time on all threads over half "
-            f"the median; the most, {where}: {_fmt_ms(row['sys_s'])} ms of it in a {_fmt_ms(row['median_s'])} ms call"
-            + (f", {faults:,.0f} page faults)" if faults else ")"))
+    where = (f"{row['op']}/{row['target']} {row['impl']} {row['pass']} at "
+             f"{row['axis']}={axis_value_text(row['axis_value'])}")
+    said = (f"{len(heavy)} of {len(ok)} CPU passes were mostly OS time (os: the OS's CPU time a call, on all threads, "
+            f"over half the median; the most, {where}: {_fmt_ms(row['sys_s'])} ms of it a call against a median of "
+            f"{_fmt_ms(row['median_s'])} ms" + (f", {faults:,.0f} page faults)" if faults else ")"))
     allocator = row.get("allocator") if present_value(row.get("allocator")) else Allocator.SYSTEM
     if not faults:
         return f"{said}: system calls, not page faults; `benchctl profile` shows which"
@@ -249,7 +250,8 @@ def os_time_line(rows: pd.DataFrame) -> str | None:
         return (f"{said}: {gives} gives a large buffer back to the OS when it is freed, and the next call faults its "
                 "pages in again, zero-filled; `--allocator tcmalloc` keeps such memory for reuse and times the code "
                 "without that")
-    return f"{said}: under tcmalloc too, so the code itself asks for fresh memory each call; `benchctl profile` shows where"
+    return (f"{said}: under tcmalloc too, so the code itself asks for fresh memory each call; `benchctl profile` "
+            "shows where")
 
 
 def partner_apart_line(rows: pd.DataFrame) -> str | None:

@@ -237,19 +237,16 @@ def _progress_run(session) -> None:
 def _render_summary(writer) -> None:
     from benchctl import console
     from benchctl.ops import registry
-    from benchctl.results import guard, storage
-    from benchctl.analysis.machine_lines import busy_run_line, slow_calibration_line, slow_run_line
-    from benchctl.analysis.summary import (absent_devices, host_bound_line, legend, os_time_line, partner_apart_line,
-                                           summary_tables)
+    from benchctl.results import storage
+    from benchctl.analysis.run_notes import notes
+    from benchctl.analysis.summary import absent_devices, legend, summary_tables
 
     df = storage.load_run(writer.dir)
     refs = {name: op.reference for name, op in registry.operators().items()}
     tables = summary_tables(df, refs)
     for t in tables:
         console.out.print(console.table(t.title, t.columns, t.rows))
-    lines = [legend(tables), partner_apart_line(df), os_time_line(df), host_bound_line(df), slow_calibration_line(df),
-             slow_run_line(df),
-             busy_run_line(df, writer.meta.get("busy_stretch"), os.cpu_count() or 1), guard.changed_line(writer.meta)]
+    lines = [legend(tables), *notes(df, [writer.meta], os.cpu_count() or 1)]
     for line in [a.line() for a in absent_devices(df)] + lines:
         if line:
             console.out.print(line)

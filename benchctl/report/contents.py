@@ -44,3 +44,4 @@ class Report:
     working_set: list[Path] = field(default_factory=list)  # each pass's GB/s against a copy of its size [png, svg]
     history: Path | None = None  # the history page of these cells across runs (report/history_page.py)
     profiles: list[ProfileEntry] = field(default_factory=list)  # `benchctl profile`'s of these operators
+    notes: tuple[str, ...] = ()  # what the numbers carry, the lines under `run`'s tables (analysis/run_notes.py)

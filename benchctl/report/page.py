@@ -19,6 +19,7 @@ from benchctl.report.contents import Report, Section
 from benchctl.report.render import render_html, render_markdown, slug
 from benchctl.report.tables import environment, failure_table, op_table, speedup_legend
 from benchctl.results import storage
+from benchctl.analysis import run_notes
 from benchctl.analysis.compare import KEY, machine_kinds
 from benchctl.analysis.summary import absent_devices, present
 from benchctl.errors import UsageError
@@ -148,7 +149,8 @@ def build(rows: pd.DataFrame, out_dir: Path, metas: Sequence[Mapping[str, Any]] 
                     load=charts.save(load, out_dir / "figures" / "machine-load") if load else [],
                     working_set=charts.save(by_size, out_dir / "figures" / "working-set") if by_size else [],
                     history=history,
-                    profiles=profiles.find(profiles_root, set(rows["op"])) if profiles_root is not None else [])
+                    profiles=profiles.find(profiles_root, set(rows["op"])) if profiles_root is not None else [],
+                    notes=tuple(run_notes.notes(rows, metas)))
     pages = {out_dir / "index.html": render_html(report), out_dir / "summary.md": render_markdown(report)}
     for path, text in pages.items():
         path.write_text(text, encoding="utf-8")

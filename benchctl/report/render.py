@@ -48,8 +48,10 @@ def _status_line(report: Report) -> str:
 
 
 def render_markdown(report: Report) -> str:
-    out = ["# benchctl report", "", f"Generated {report.generated}. Cells: {_status_line(report)}.", "",
-           "## Environment", "", _md_table(_env_table(report)), ""]
+    out = ["# benchctl report", "", f"Generated {report.generated}. Cells: {_status_line(report)}.", ""]
+    if report.notes:
+        out += [f"## {NOTES_TITLE}", "", *(f"- {md_text(line)}" for line in report.notes), ""]
+    out += ["## Environment", "", _md_table(_env_table(report)), ""]
     if report.machine:
         out += [f"![machine memory bandwidth]({report.machine[0].relative_to(report.out_dir).as_posix()})", ""]
     if report.load:
@@ -145,12 +147,22 @@ def _flame_graphs(report: Report) -> list[str]:
     return out
 
 
+NOTES_TITLE = "What the numbers carry"
+
+
+def _notes_html(report: Report) -> list[str]:
+    if not report.notes:
+        return []
+    items = "".join(f"<li>{html.escape(line)}</li>" for line in report.notes)
+    return [f"<h2>{NOTES_TITLE}</h2>", f'<ul class="note">{items}</ul>']
+
+
 def render_html(report: Report) -> str:
     body = [f"<h1>benchctl report</h1><p>Generated {report.generated}. Cells: {html.escape(_status_line(report))}.</p>",
             "<p>" + " · ".join([f'<a href="#{slug(s.title)}">{html.escape(s.title)}</a>' for s in report.sections]
                                + [f'<a href="#{slug(PROFILES_TITLE)}">{PROFILES_TITLE}</a>'] * bool(report.profiles))
             + "</p>",
-            *_history_link(report), "<h2>Environment</h2>", _html_table(_env_table(report))]
+            *_history_link(report), *_notes_html(report), "<h2>Environment</h2>", _html_table(_env_table(report))]
     if report.machine:
         body.append(_img(report, "memory bandwidth probes", report.machine, "machine"))
     if report.load:

@@ -148,9 +148,9 @@ def test_passes_mostly_in_the_os_get_a_line_naming_the_worst_and_what_keeps_its_
     df = rows().assign(sys_s=[0.0035, 0.001, 0.0002, None, 0.4], page_faults=[10.0, 0, 0, None, 49152.0],
                        allocator="system")  # py H=256: 400 ms of OS time (two threads) in a 500 ms call
     line = os_time_line(df)
-    assert line.startswith("2 of 4 CPU passes were mostly OS time (os: the OS's CPU time on all threads over half the "
-                           "median; the most, lstm_cell/cell py forward at batch_size=1: 3.5 ms of it in a 4 ms call, "
-                           "10 page faults): the system allocator gives a large buffer back")
+    assert line.startswith("2 of 4 CPU passes were mostly OS time (os: the OS's CPU time a call, on all threads, over "
+                           "half the median; the most, lstm_cell/cell py forward at batch_size=1: 3.5 ms of it a call "
+                           "against a median of 4 ms, 10 page faults): the system allocator gives a large buffer back")
     assert line.endswith("`--allocator tcmalloc` keeps such memory for reuse and times the code without that")
     assert "jemalloc (at its defaults) gives" in os_time_line(df.assign(allocator="jemalloc"))
     assert "under tcmalloc too" in os_time_line(df.assign(allocator="tcmalloc"))

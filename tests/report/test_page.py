@@ -139,6 +139,19 @@ def test_table_flags_noisy_cells_and_shows_peak_memory_and_os_work(tmp_path):
     assert table.loc["cpp", "OS ms"] == ""
 
 
+def test_the_page_says_what_the_numbers_carry_first(tmp_path, built):
+    rows = [{**row("py", "cpu", "forward", 8), "page_faults": 9768.0, "sys_s": 0.0415, "allocator": "system"},
+            row("cpp", "cpu", "forward", 8)]
+    loaded = report.load_results([write_run(tmp_path, "20240101-000000-aaaaaa", rows)])
+    made = report.build(loaded.rows, tmp_path / "out", loaded.metas)
+    assert len(made.notes) == 1 and made.notes[0].startswith("1 of 2 CPU passes were mostly OS time")
+    page = (tmp_path / "out" / "index.html").read_text()
+    assert page.index("What the numbers carry") < page.index("Environment")
+    assert "9,768 page faults): the system allocator gives a large buffer back" in page
+    assert "- 1 of 2 CPU passes were mostly OS time" in (tmp_path / "out" / "summary.md").read_text()
+    assert built.notes == () and "What the numbers carry" not in (built.out_dir / "index.html").read_text()
+
+
 def test_table_says_which_cells_were_measured_on_a_slow_machine(tmp_path):
     rows = [{**row("py", "cpu", "forward", 8), "canary_ratio": 1.52, "stop": "disturbed"},
             {**row("cpp", "cpu", "forward", 8), "canary_ratio": 1.52, "noisy": True},
