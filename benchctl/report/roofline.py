@@ -80,4 +80,9 @@ def _levels(peak: Mapping) -> list[tuple[str, Mapping[str, float], str]]:
 
 
 def _level_label(name: str, level: Mapping[str, float]) -> str:
-    return f"{name} {level['gbps']:.0f} GB/s (within {level['bytes'] / 2**20:.3g} MiB)"
+    """The level's roof: the rate of its copy, and the copy's size where the calibration kept it (a copy of the
+    level's whole capacity can be far slower: the working-set chart draws copies by size)."""
+    capacity = f"{level['bytes'] / 2**20:.3g} MiB"
+    if not level.get("copy_bytes"):
+        return f"{name} {level['gbps']:.0f} GB/s (within {capacity})"
+    return f"{name} {level['gbps']:.0f} GB/s (a copy of {level['copy_bytes'] / 2**20:.3g} MiB; holds {capacity})"

@@ -211,6 +211,10 @@ def test_the_bandwidth_view_draws_each_cache_level_beside_dram():
     roofs = [line for line in fig.axes[0].get_lines() if line.get_gid() == "roof"]
     assert sorted(line.get_ydata()[0] for line in roofs) == [20.0, 150.0, 160.0]
     assert any(line.get_label().startswith("L3 160 GB/s") for line in roofs)
+    timed = {"L3": {"bytes": 32 << 20, "gbps": 160.0, "copy_bytes": 8 << 20}}  # the copy's size kept: said
+    fig = roofline.roofline_figure(frame(rows), "t", {"cpu": {"gbps": 20.0, "gflops": 800.0, "levels": timed}})
+    labels = [line.get_label() for line in fig.axes[0].get_lines() if line.get_gid() == "roof"]
+    assert "L3 160 GB/s (a copy of 8 MiB; holds 32 MiB)" in labels
 
 
 def test_save_writes_a_decodable_png_and_an_svg(tmp_path):
