@@ -105,7 +105,18 @@ def render_frames(top: TopFrames, reps: int, rows: int) -> None:
 
 
 def render_ops(ops: Sequence[dict[str, Any]], reps: int, rows: int) -> None:
+    """The torch profile's top operators; on a GPU, its kernels (and copies) by time first, then the operators by
+    the time of the kernels they launched, each with its share of the kernels' time."""
+    kernels = [r for r in ops if r.get("device")]
+    if not kernels:
+        _ops_table(f"Top operators by self time ({_reps(reps)})", ops, rows)
+        return
+    _ops_table(f"GPU kernels and copies by time ({_reps(reps)}), % of their time", kernels, rows)
+    _ops_table("Operators by the GPU time of the kernels they launched, % of the kernels' time",
+               [r for r in ops if not r.get("device")], rows)
 
+
+def _ops_table(title: str, ops: Sequence[dict[str, Any]], rows: int) -> None:
     from benchctl import console
     from benchctl.profile.stacks import short_name
 
@@ -114,13 +125,13 @@ def render_ops(ops: Sequence[dict[str, Any]], reps: int, rows: int) -> None:
                ("self device ms", lambda r: f"{r['self_device_us'] / 1e3:.2f}"),
                ("self CPU MB", lambda r: f"{r['self_cpu_mem_bytes'] / 2**20:.1f}"),
                ("self device MB", lambda r: f"{r['self_device_mem_bytes'] / 2**20:.1f}")]
-    # Columns that are zero everywhere (device time on a CPU run, memory when not asked) are left out.
-    key = {"self device ms": "self_device_us", "self CPU MB": "self_cpu_mem_bytes",
+    # Columns that are zero everywhere (device time on a CPU run, CPU time of kernels, memory when not asked) are
+    # left out.
+    key = {"self CPU ms": "self_cpu_us", "self device ms": "self_device_us", "self CPU MB": "self_cpu_mem_bytes",
            "self device MB": "self_device_mem_bytes"}
     shown = [(h, f) for h, f in columns if h not in key or any(r[key[h]] for r in ops)]
-    console.out.print(console.table(
-        f"Top operators by self time ({_reps(reps)})", [h for h, _ in shown] + ["name"],
-        [[f(r) for _, f in shown] + [short_name(r["name"])] for r in ops[:rows]]))
+    console.out.print(console.table(title, [h for h, _ in shown] + ["name"],
+                                    [[f(r) for _, f in shown] + [short_name(r["name"])] for r in ops[:rows]]))
 
 
 def render_slowdown(result: ProfileResult, rate_hz: int = RATE_HZ) -> None:

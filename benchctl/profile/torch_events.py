@@ -55,7 +55,8 @@ def top_ops(events: Iterable[Any]) -> list[dict[str, Any]]:
         row["self_device_us"] += e.self_device_time_total
         row["self_cpu_mem_bytes"] += e.self_cpu_memory_usage
         row["self_device_mem_bytes"] += e.self_device_memory_usage
-        device_us += e.self_device_time_total if on_device(e) else 0.0
+        row["device"] = on_device(e)  # a kernel or copy, not an operator
+        device_us += e.self_device_time_total if row["device"] else 0.0
     key = "self_device_us" if device_us > 0 else "self_cpu_us"
     total = device_us or sum(r["self_cpu_us"] for r in rows.values()) or 1.0
     for r in rows.values():

@@ -312,3 +312,19 @@ def test_a_profile_beside_other_work_says_so_whatever_it_cost(capsys: pytest.Cap
     render_shared(profiling.ProfileResult(Path("p"), "py-spy", 2, 0.3))  # no /proc: nothing to say
     assert not capsys.readouterr().err
 
+
+
+def test_a_gpu_torch_profile_shows_its_kernels_then_the_operators_that_launched_them(capsys) -> None:
+    from benchctl.cli.profile import render_ops
+
+    def op(name: str, device_us: float, cpu_us: float, device: bool) -> dict:
+        return {"name": name, "calls": 4, "self_cpu_us": cpu_us, "self_device_us": device_us, "self_cpu_mem_bytes": 0,
+                "self_device_mem_bytes": 0, "pct": 100 * device_us / 40.0, "device": device}
+
+    render_ops([op("add_kernel", 30.0, 0.0, True), op("aten::add", 30.0, 6.0, False),
+                op("mul_kernel", 10.0, 0.0, True), op("aten::mul", 10.0, 8.0, False)], 4, 10)
+    out = " ".join(capsys.readouterr().out.split())  # the titles wrap over the narrow tables
+    kernels, ops = out.split("Operators by the GPU time of the kernels they launched")
+    assert "GPU kernels and copies by time (4 repetitions)" in kernels and "aten::add" not in kernels
+    assert "│ 75.0 │ 4 │ 0.03 │ add_kernel │" in kernels and "self CPU ms" not in kernels
+    assert "│ 75.0 │ 4 │ 0.01 │ 0.03 │ aten::add │" in ops and "mul_kernel" not in ops

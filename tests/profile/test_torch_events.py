@@ -47,6 +47,7 @@ def test_top_ops_on_a_gpu_share_the_kernels_time_once() -> None:
     # 40 us of kernels: each kernel's row and its operator's row hold its share, not half of it
     assert rows["add_kernel"]["pct"] == pytest.approx(75.0) and rows["aten::add"]["pct"] == pytest.approx(75.0)
     assert rows["mul_kernel"]["pct"] == pytest.approx(25.0) and rows["myop::fused"]["pct"] == 0.0
+    assert rows["add_kernel"]["device"] and not rows["aten::add"]["device"]  # the CLI's two tables
     assert [r["name"] for r in torch_events.top_ops(gpu_loop())][:2] in (["add_kernel", "aten::add"],
                                                                           ["aten::add", "add_kernel"])
 
