@@ -39,9 +39,11 @@ class ProfileEntry:
 
 
 def _top(data: dict[str, Any]) -> str:
-    """py-spy's ATen operators by self share, or the torch profiler's operators by self time."""
+    """py-spy's ATen operators by self share, or the torch profiler's operators by self time (on a GPU, by the
+    time of the kernels they launched: its kernels' rows, which share that time, are left to the files)."""
     sampled = sorted(data.get("top_ops_sampled") or [], key=lambda r: -r["self_pct"])
-    rows = [(r["op"], r["self_pct"]) for r in sampled] or [(r["name"], r["pct"]) for r in data.get("top_ops") or []]
+    timed = [r for r in data.get("top_ops") or [] if not r.get("device")]
+    rows = [(r["op"], r["self_pct"]) for r in sampled] or [(r["name"], r["pct"]) for r in timed]
     return ", ".join(f"{name} {pct:.0f}%" for name, pct in rows[:TOP])
 
 

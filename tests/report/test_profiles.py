@@ -3,6 +3,8 @@ writer, found for the report's operators only, and linked from both pages."""
 
 from __future__ import annotations
 
+import json
+
 import re
 from pathlib import Path
 
@@ -60,6 +62,15 @@ def test_the_report_operators_profiles_with_their_top_operators(root: Path) -> N
     # all of its cost in its thread, and profiled beside other work
     assert torch_profile.cost == "1.3x, 0% of it off the CPU (shared the machine)" and not torch_profile.slowed
     assert profiles.find(root / "nowhere", {"hoconv2d"}) == []
+
+
+def test_a_gpu_torch_profile_names_the_operators_by_their_kernels_time(tmp_path: Path) -> None:
+    manifest = write_profile(tmp_path, "gpu", "hoconv2d", "torch", 1.1)
+    data = json.loads(manifest.read_text())
+    data["top_ops"] = [{"name": "add_kernel", "pct": 75.0, "device": True}, {"name": "aten::add", "pct": 75.0},
+                       {"name": "mul_kernel", "pct": 25.0, "device": True}, {"name": "aten::mul", "pct": 25.0}]
+    manifest.write_text(json.dumps(data))
+    assert profiles.find(tmp_path, {"hoconv2d"})[0].top == "aten::add 75%, aten::mul 25%"  # each kernel's time once
 
 
 def test_both_pages_link_each_profiles_files(root: Path) -> None:
