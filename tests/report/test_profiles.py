@@ -4,7 +4,6 @@ writer, found for the report's operators only, and linked from both pages."""
 from __future__ import annotations
 
 import json
-
 import re
 from pathlib import Path
 
