@@ -142,17 +142,16 @@ def _wait_for_quiet() -> None:
 
 
 def _device_peaks(device: str, between: Callable[[], None]) -> dict[str, Any]:
-    """A device's copy GB/s from DRAM and within each cache level, the fastest of its copy windows (one first,
-    one after each dtype's matmul rate, one last: a VM's memory runs slow for ten seconds and more at a time; the
-    first and the last also at each size between the levels' copies, copies.between_sources), and each dtype's matmul
-    rate, calling `between` after each step."""
-    windows = [copies.copy_window(device, sizes=True)]
+    """A device's copy GB/s from DRAM, within each cache level and at each size between (copies.copy_window), the
+    fastest of its copy windows (one first, one after each dtype's matmul rate, one last: a VM's memory runs slow
+    for ten seconds and more at a time), and each dtype's matmul rate, calling `between` after each step."""
+    windows = [copies.copy_window(device)]
     between()
     found: dict[str, Any] = {"threads": torch.get_num_threads()}
     found["gflops_by_dtype"], around = matmul_rates(device, lambda: windows.append(copies.copy_window(device)))
     found["gflops"] = found["gflops_by_dtype"]["float32"]
     between()
-    windows.append(copies.copy_window(device, sizes=True))
+    windows.append(copies.copy_window(device))
     between()
     found.update(copies.best_copies(windows, device))
     return {**found, "matmul_canary_s": around} if around else found

@@ -107,8 +107,7 @@ def test_the_dram_copy_holds_four_times_the_largest_cache_where_that_is_more_tha
     assert held[0] == 2304 << 20 and held.count(2304 << 20) == len(calibrate.MATMUL_DTYPES["cpu"]) + 2
 
 
-def test_the_first_and_last_windows_also_time_a_copy_at_each_size_between_the_levels_and_dram(measured,
-                                                                                              monkeypatch):
+def test_every_window_also_times_a_copy_at_each_size_between_the_levels_and_dram(measured, monkeypatch):
     held = []
     monkeypatch.setattr(copies, "copy_gbps",
                         lambda device, nbytes=copies.COPY_BYTES: held.append(nbytes) or (1 << 40) / nbytes)
@@ -116,8 +115,9 @@ def test_the_first_and_last_windows_also_time_a_copy_at_each_size_between_the_le
     # sources from L2's copy (512 KiB) doubling up to DRAM's (256 MiB), past L3's (4 MiB)
     between = [mib << 20 for mib in (1, 2, 8, 16, 32, 64, 128)]
     assert copies.between_sources("cpu") == between
-    assert [held.count(size) for size in between] == [2] * len(between)  # the first window and the last
-    assert held.count(4 << 20) == held.count(copies.COPY_BYTES) == len(calibrate.MATMUL_DTYPES["cpu"]) + 2
+    windows = len(calibrate.MATMUL_DTYPES["cpu"]) + 2  # first, after each dtype's matmul, last
+    assert [held.count(size) for size in between] == [windows] * len(between)  # as often as DRAM's and the levels'
+    assert held.count(4 << 20) == held.count(copies.COPY_BYTES) == windows
     assert cpu["copy_sizes"] == [{"copy_bytes": (1 << 20) << k, "gbps": (1 << 40) / (512 << 10 << k)}
                                  for k in range(10)]  # source and destination, 1 MiB to 512 MiB
 
