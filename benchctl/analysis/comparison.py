@@ -129,8 +129,9 @@ class Comparison:
         apart = sorted({c.reason for c in self.cells if c.reason and c.reason.startswith(TIMED_APART)})
         if apart:
             count = sum(1 for c in self.cells if c.reason in apart)
-            options = ", ".join([*(["--threads"] if any("thread" in a for a in apart) else []),
-                                 *(["--cuda-graph", "--flush-l2"] if any("thread" not in a for a in apart) else [])])
+            kinds = {"thread": ["--threads"], "allocator": ["--allocator"], "": ["--cuda-graph", "--flush-l2"]}
+            said = [next(k for k in kinds if k in a) for a in apart]  # "" is in every reason: the last resort
+            options = ", ".join(option for k in kinds if k in said for option in kinds[k])
             out.append(f"{count} of {len(self.cells)} cells were {'; '.join(apart)}: they get no verdict; time both "
                        f"runs the same way ({options}) to compare them")
         return out

@@ -162,15 +162,19 @@ def doubt(ratio: float, sides: Sequence[dict], min_effect: float) -> str | None:
 def timed_apart(base: Mapping, new: Mapping) -> str | None:
     """Why two rows' times cannot be held against each other: their calls were timed differently (eager
     against CUDA-graph replays, which leave the host out; a warm L2 against one flushed before each call;
-    a CPU cell given another count of torch's threads). A row from before `flush_l2` was recorded leaves
-    the flush unknown, and unjudged."""
+    a CPU cell given another count of torch's threads, or run under another memory allocator: a large buffer
+    faulted in afresh each call under glibc's took 2-10x as long as under tcmalloc's, which keeps it). A row
+    from before `flush_l2` (or `allocator`) was recorded leaves it unknown, and unjudged."""
     a, b = _timing(base), _timing(new)
     if a[0] != b[0] or (None not in (a[1], b[1]) and a[1] != b[1]):
         return f"{TIMED_APART}: {_timing_words(a)} in BASE, {_timing_words(b)} in NEW"
     given = [_cpu_threads(row) for row in (base, new)]
-    if None in given or given[0] == given[1]:
+    if None not in given and given[0] != given[1]:
+        return f"{TIMED_APART}: on {threads_words(given[0])} in BASE, {given[1]} in NEW"
+    malloc = [row.get("allocator") if base.get("device") == Device.CPU else None for row in (base, new)]
+    if None in malloc or malloc[0] == malloc[1]:
         return None
-    return f"{TIMED_APART}: on {threads_words(given[0])} in BASE, {given[1]} in NEW"
+    return f"{TIMED_APART}: under the {malloc[0]} allocator in BASE, {malloc[1]} in NEW"
 
 
 def threads_words(count: int) -> str:

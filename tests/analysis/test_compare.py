@@ -164,6 +164,23 @@ def test_cpu_cells_given_other_counts_of_torchs_threads_get_no_verdict():
            "runs the same way (--threads) to compare them" in result.warnings()
 
 
+def test_cpu_cells_run_under_another_allocator_get_no_verdict():
+    """Under glibc's allocator a large buffer is faulted in afresh each call; under tcmalloc it is kept: the same
+    code reads 2-10x apart. A GPU cell's kernels do not allocate from it."""
+    base = frame([row(samples=timed(90e-3, 1), allocator="system"),
+                  row(samples=timed(5e-3, 3), device="cuda", allocator="system")])
+    new = frame([row(samples=timed(45e-3, 2), allocator="tcmalloc"),
+                 row(samples=timed(5e-3, 4), device="cuda", allocator="tcmalloc")])
+    result = compare.compare(base, new)
+    cpu, gpu = sorted(result.cells, key=lambda c: c.device)
+    assert (cpu.verdict, cpu.reason) == ("unsure", "timed differently: under the system allocator in BASE, tcmalloc "
+                                                   "in NEW")
+    assert gpu.verdict == "same" and gpu.reason is None
+    assert any(w.endswith("time both runs the same way (--allocator) to compare them") for w in result.warnings())
+    old = frame([row(samples=timed(90e-3, 1))])  # a row from before the allocator was recorded: judged
+    assert compare.compare(old, new.iloc[:1]).cells[0].reason is None
+
+
 @pytest.mark.parametrize("base_timing, new_timing, said", [
     ({"timing_mode": "eager", "flush_l2": False}, {"timing_mode": "cuda_graph", "flush_l2": False},
      "timed differently: eager in BASE, cuda_graph in NEW"),
