@@ -2,8 +2,9 @@
 
 CUDA: the caching allocator's peak above what was allocated before the pass. CPU: the process's
 resident-set high-water mark (VmHWM, reset through /proc/self/clear_refs) above the resident size
-before the pass. Free heap pages are returned to the system first (malloc_trim), so memory the pass
-needs shows up as new resident pages instead of hiding in reused free lists. The allocator's settings
+before the pass. Free heap pages are returned to the system first (malloc_trim; tcmalloc's where it is
+preloaded; the result blocks the extensions keep), so memory the pass needs shows up as new resident pages
+instead of hiding in reused free lists. The allocator's settings
 are left alone: changing them would change the timings taken in the same process.
 
 Kept: the memory in use (CUDA: allocated; CPU: resident, free heap pages returned first) after each of
@@ -56,12 +57,25 @@ def _resident(libc: ctypes.CDLL | None) -> int:
     (malloc_trim), and tcmalloc's where it is preloaded (`run --allocator tcmalloc`), whose cache would
     otherwise hand the pass memory already resident (a 300 MiB peak read 0-26 MiB under it)."""
     gc.collect(YOUNG_GENERATIONS)
+    _release_kept_outputs()
     if libc is not None:
         libc.malloc_trim(0)
     release = getattr(ctypes.CDLL(None), "MallocExtension_ReleaseFreeMemory", None)
     if release is not None:
         release()
     return _status_kib("VmRSS") * 1024
+
+
+RELEASE_OUTPUTS = "benchctl_release_outputs"  # the op an extension that keeps its result blocks defines
+
+
+def _release_kept_outputs() -> None:
+    """The blocks the loaded extensions keep for their large results back to the OS (benchctl_output.h): kept,
+    the next call's results reuse them and add no resident pages, and the pass's peak reads 0."""
+    for name in torch._C._dispatch_get_all_op_names():
+        namespace, _, op = name.partition("::")
+        if op == RELEASE_OUTPUTS:
+            getattr(getattr(torch.ops, namespace), op)()
 
 
 def cpu_footprint(setup: Callable[[], Thunk], calls: int = KEPT_CALLS) -> Footprint:

@@ -75,6 +75,12 @@ class OutputBlocks {
     trim(limit_);
   }
 
+  // Every kept block back to the OS (results still alive keep theirs).
+  void release() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    trim(0);
+  }
+
  private:
   OutputBlocks() : limit_(limit_from_env()) {}
 
@@ -114,6 +120,17 @@ class OutputBlocks {
 };
 
 #endif
+
+// The kept blocks back to the OS. Each extension that keeps blocks registers it as its op
+// `benchctl_release_outputs() -> ()` (BENCHCTL_RELEASE_OUTPUTS_SCHEMA): benchctl's CPU peak memory calls it
+// before it reads the resident size, so a pass's results count as the new pages they are in a fresh
+// process, not as memory already resident (naflex_posembed's cpp forward at B=32 read a 0.0 MiB peak).
+inline void release_outputs() {
+#if defined(__linux__)
+  OutputBlocks::instance().release();
+#endif
+}
+constexpr const char* BENCHCTL_RELEASE_OUTPUTS_SCHEMA = "benchctl_release_outputs() -> ()";
 
 // An empty contiguous tensor like `like`, for a kernel to fill. Large ones come from OutputBlocks on Linux.
 inline at::Tensor empty_output(const at::Tensor& like) {

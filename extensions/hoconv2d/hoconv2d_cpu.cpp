@@ -595,6 +595,7 @@ std::tuple<at::Tensor, at::Tensor> filter_backward_cpu(const at::Tensor& grad_ou
 
 // The schemas live in the CPU library, which is always loaded first; the CUDA library only adds kernels.
 TORCH_LIBRARY(hoconv2d, m) {
+  m.def(benchctl::BENCHCTL_RELEASE_OUTPUTS_SCHEMA, &benchctl::release_outputs);  // its kept result blocks
   m.def("hoconv2d_filter(Tensor x, Tensor weights) -> Tensor");
   m.def("hoconv2d_filter_backward(Tensor grad_out, Tensor x, Tensor weights) -> (Tensor, Tensor)");
   // The CUDA backward's tile math on the CPU, for the tests (hoconv2d_tile_cpu.cpp).

@@ -62,3 +62,20 @@ def test_tcmallocs_free_memory_is_released_before_the_peak_is_read(monkeypatch):
         MallocExtension_ReleaseFreeMemory=lambda: released.append(True)) if name is None else real(name))
     memory._resident(memory._libc())
     assert released == [True]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="VmHWM and the kept blocks are Linux's")
+def test_an_extensions_kept_result_blocks_count_in_its_peak(builtin_ops):
+    """naflex_posembed's cpp forward returns its B x N x D result in a block it keeps for the next call: kept,
+    that call's peak read 0; released before the peak is read, the result's own bytes."""
+    from benchctl.measure.execute import prepare
+    from benchctl.ops.cells import Cell
+
+    params = {"batch_size": 8, "D": 768, "grid": 32}
+    prepared = prepare(Cell.make("naflex_posembed", "add", "cpp", "cpu", "float32", params).resolve())
+    setup = prepared.untimed(prepared.setup("forward"))
+    result = setup()()  # a warm call: its block is kept once the result is let go of
+    nbytes = result.numel() * result.element_size()
+    del result
+    assert nbytes >= 8 << 20  # past the 2 MiB from which results get a block
+    assert cpu_footprint(setup).peak_bytes >= 0.9 * nbytes
