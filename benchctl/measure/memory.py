@@ -4,8 +4,8 @@ CUDA: the caching allocator's peak above what was allocated before the pass. CPU
 resident-set high-water mark (VmHWM, reset through /proc/self/clear_refs) above the resident size
 before the pass. Free heap pages are returned to the system first (malloc_trim; tcmalloc's where it is
 preloaded; the result blocks the extensions keep), so memory the pass needs shows up as new resident pages
-instead of hiding in reused free lists. The allocator's settings
-are left alone: changing them would change the timings taken in the same process.
+instead of hiding in reused free lists. The allocator's settings are left alone: changing them would change
+the timings taken in the same process.
 
 Kept: the memory in use (CUDA: allocated; CPU: resident, free heap pages returned first) after each of
 KEPT_CALLS calls, their results let go of: what the calls after the first kept, each, is memory no call
@@ -53,9 +53,10 @@ class Footprint:
 
 
 def _resident(libc: ctypes.CDLL | None) -> int:
-    """This process's resident bytes, the young garbage collected and free heap pages returned first: glibc's
-    (malloc_trim), and tcmalloc's where it is preloaded (`run --allocator tcmalloc`), whose cache would
-    otherwise hand the pass memory already resident (a 300 MiB peak read 0-26 MiB under it)."""
+    """This process's resident bytes, the young garbage collected and free memory returned first: the
+    extensions' kept result blocks, glibc's free heap pages (malloc_trim), and tcmalloc's where it is preloaded
+    (`run --allocator tcmalloc`), whose cache would otherwise hand the pass memory already resident (a 300 MiB
+    peak read 0-26 MiB under it)."""
     gc.collect(YOUNG_GENERATIONS)
     _release_kept_outputs()
     if libc is not None:
