@@ -78,15 +78,14 @@ def op_stacks(events: Iterable[Any]) -> tuple[Stacks, str]:
     microseconds, and what they are of: GPU kernel time where the operators launched kernels (each kernel a
     leaf under its operator), else CPU self time (the range's own, the Python between operators, at its root)."""
     events = list(events)
-    ranges = _ranges(events)
-    ops = [e for e in events if not on_device(e) and not getattr(e, "is_async", False) and _in_ranges(e, ranges)]
+    ops = [e for e in timed(events) if not on_device(e) and not getattr(e, "is_async", False)]
     weights: dict[tuple[str, ...], float] = defaultdict(float)
     for e in ops:
         for kernel in getattr(e, "kernels", ()):
             weights[(TORCH_RANGE, *_path(e), kernel.name)] += kernel.duration
     kind = KERNEL_TIME if weights else CPU_TIME
     if not weights:
-        for e in ops:
+        for e in [*(e for e in events if e.name == TORCH_RANGE), *ops]:  # the ranges' own time at the root
             weights[(TORCH_RANGE, *_path(e))] += e.self_cpu_time_total
     stacks = [(list(stack), round(us)) for stack, us in weights.items()]
     return [(stack, us) for stack, us in stacks if us > 0], kind
