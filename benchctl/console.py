@@ -34,12 +34,14 @@ def table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[obj
 
 
 def progress() -> Progress:
-    """Cells done / total, the current cell, elapsed time; on stderr so stdout stays clean."""
+    """Cells done / total, elapsed time, the time left (a task's field `left`), the current cell; on stderr so
+    stdout stays clean."""
     return Progress(
         TextColumn("{task.description}", style="bold", markup=False),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
+        TextColumn("{task.fields[left]}", markup=False),
         TextColumn("{task.fields[current]}", markup=False),
         console=err,
         transient=False,

@@ -56,9 +56,10 @@ def test_table_titles_headers_and_cells_print_text_literally(title, value):
 @given(HOSTILE)
 def test_progress_shows_the_current_cell_literally(text):
     bar = console.progress()
-    task = bar.add_task("cells", total=1, current=text)
+    task = bar.add_task("cells", total=1, current=text, left="about 4 min left")
     column = bar.columns[-1]
     assert squash(column.render(bar.tasks[task]).plain) == squash(text)
+    assert bar.columns[-2].render(bar.tasks[task]).plain == "about 4 min left"
 
 
 @settings(max_examples=200, deadline=None)

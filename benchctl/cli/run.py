@@ -171,8 +171,9 @@ def _execute(plan, out: Path) -> None:
     from benchctl.sweep.session import Interrupted, Session
 
     preflight = Preflight(plan.cells)
-    if plan.executor != Executor.RAY:  # on a cluster, each node judges availability and builds for itself
-        _check_and_build(preflight)
+    runnable = None  # on a cluster, each node judges availability and builds for itself
+    if plan.executor != Executor.RAY:
+        runnable = _check_and_build(preflight)
     busy, busy_warning = busy_cores_now(plan.cells, plan.threads)
     memory, memory_warning = memory_bandwidth_now(plan.cells, plan.settings().peaks.get("cpu", {}))
     for warning in filter(None, (busy_warning, memory_warning)):
@@ -183,14 +184,15 @@ def _execute(plan, out: Path) -> None:
     session = Session.open(plan, out, preflight.build_failures, fanout, busy_cores_at_start=busy,
                            mem_gbps_at_start=memory)
     try:
-        _progress_run(session)
+        _progress_run(session, runnable)
     except Interrupted as exc:
         console.error(str(exc))
         sys.exit(130)
     _render_summary(session.writer)
 
 
-def _check_and_build(preflight) -> None:
+def _check_and_build(preflight) -> set:
+    """The cells that can run here, once their extensions are built; the others said in a line a reason."""
     from benchctl import console
     from benchctl.errors import BenchError
 
@@ -201,16 +203,20 @@ def _check_and_build(preflight) -> None:
     if not runnable:
         raise BenchError(f"nothing can run here: {'; '.join(unavailable)}")
     preflight.build_extensions(lambda msg: console.err.print(msg))
+    return set(preflight.availability()[0])
 
 
-def _progress_run(session) -> None:
-    """The cells as they run: a bar in a terminal; in a log, a line per cell with its wall time."""
+def _progress_run(session, runnable: set | None) -> None:
+    """The cells as they run: a bar in a terminal; in a log, a line per cell with its wall time; both with the
+    time the cells left will take (sweep/time_left.py), where they run one at a time here."""
     from benchctl import console
+    from benchctl.sweep.time_left import TimeLeft
     from benchctl.vocab import Status
 
     total = len(session.plan.cells) * session.plan.total_rounds
+    left = TimeLeft(list(session.plan.cells) * session.plan.total_rounds, runnable)
     with console.progress() as bar:
-        task = bar.add_task("cells", total=total, current="")
+        task = bar.add_task("cells", total=total, current="", left="")
         lines = not bar.console.is_terminal  # a log (CI, a GPU machine) keeps no bar: a line per cell instead
         count, since, wait_line = [0], console.lap(), console.every(WAIT_LINE_S)
 
@@ -221,9 +227,12 @@ def _progress_run(session) -> None:
                 head = f"{cell.label()}: " + ("" if message.startswith(status) else f"{status} ")
                 bar.console.print(console.styled(head, "yellow", message))
             count[0] += 1
+            seconds = since()
+            if session.fanout is None:  # a fan-out delivers a series' cells at once
+                left.finished(cell, seconds)
             if lines:
-                bar.console.print(f"cell {count[0]}/{total} {cell.label()} ({since():.1f} s)")
-            bar.update(task, advance=1, current=cell.label())
+                bar.console.print(f"cell {count[0]}/{total} {cell.label()} ({seconds:.1f} s{_then(left.text())})")
+            bar.update(task, advance=1, current=cell.label(), left=left.text())
 
         def wait(ratio: float) -> None:
             said = f"waiting for the machine: its canary reads {ratio:.2f}x its calibrated time"
@@ -232,6 +241,10 @@ def _progress_run(session) -> None:
             bar.update(task, current=said)
 
         session.run(on_start=lambda c: bar.update(task, current=c.label()), on_done=done, on_wait=wait)
+
+
+def _then(text: str) -> str:
+    return f", {text}" if text else ""
 
 
 def _render_summary(writer) -> None:

@@ -128,9 +128,12 @@ def test_run_py_cpu_writes_parquet_with_all_passes(tmp_path):
         assert set_aside < len(s) or stop == Stop.DISTURBED
     assert re.search(r"speedup\s+vs\s+py", result.output)  # the title wraps at the table's width, which its cells set
     # outside a terminal each cell's line as it ends: a log keeps no progress bar
-    done = re.findall(r"^cell (\d+)/(\d+) hoconv2d/(\w+) py cpu float32 \[.*\] \(\d+\.\d s\)$", result.output, re.M)
-    assert [int(n) for n, _, _ in done] == list(range(1, len(done) + 1)) and {t for _, t, _ in done} == {str(len(done))}
-    assert len(done) % 4 == 0 and {target for _, _, target in done} == {"module", "filter"}  # 2 targets x 2 batches
+    done = re.findall(r"^cell (\d+)/(\d+) hoconv2d/(\w+) py cpu float32 \[.*\] \(\d+\.\d s(.*)\)$", result.output, re.M)
+    assert [int(n) for n, *_ in done] == list(range(1, len(done) + 1)) and {t for _, t, *_ in done} == {str(len(done))}
+    assert len(done) % 4 == 0 and {target for _, _, target, _ in done} == {"module", "filter"}  # 2 targets x 2 batches
+    # and how long the cells left will take, from those done (the first also started the worker); none after the last
+    lefts = [left for *_, left in done]
+    assert all(re.fullmatch(r", (under a minute|about \d+ min) left", left) for left in lefts[:-1]) and lefts[-1] == ""
 
 
 def test_a_busy_machine_is_warned_about_and_recorded(tmp_path, monkeypatch):
