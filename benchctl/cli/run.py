@@ -169,6 +169,7 @@ def _execute(plan, out: Path) -> None:
     from benchctl.sweep.preflight import Preflight, busy_cores_now, memory_bandwidth_now
     from benchctl.sweep.series import group
     from benchctl.sweep.session import Interrupted, Session
+    from benchctl.sweep.time_left import TimeLeft, taken_before
 
     preflight = Preflight(plan.cells)
     runnable = None  # on a cluster, each node judges availability and builds for itself
@@ -181,10 +182,12 @@ def _execute(plan, out: Path) -> None:
     fanout = plan.fanout()
     if fanout is not None:
         fanout.start(group(plan.cells, by_point=plan.rounds > 1))  # bad input about the cluster: one line, and no run folder
+    # a fan-out delivers a series' cells at once, from many workers: no time left is said
+    left = TimeLeft(list(plan.cells) * plan.total_rounds, runnable, taken_before(out)) if fanout is None else TimeLeft([])
     session = Session.open(plan, out, preflight.build_failures, fanout, busy_cores_at_start=busy,
                            mem_gbps_at_start=memory)
     try:
-        _progress_run(session, runnable)
+        _progress_run(session, left)
     except Interrupted as exc:
         console.error(str(exc))
         sys.exit(130)
@@ -206,17 +209,15 @@ def _check_and_build(preflight) -> set:
     return set(preflight.availability()[0])
 
 
-def _progress_run(session, runnable: set | None) -> None:
+def _progress_run(session, left) -> None:
     """The cells as they run: a bar in a terminal; in a log, a line per cell with its wall time; both with the
-    time the cells left will take (sweep/time_left.py), where they run one at a time here."""
+    time the cells left will take, as `left` says (sweep/time_left.py)."""
     from benchctl import console
-    from benchctl.sweep.time_left import TimeLeft
     from benchctl.vocab import Status
 
     total = len(session.plan.cells) * session.plan.total_rounds
-    left = TimeLeft(list(session.plan.cells) * session.plan.total_rounds, runnable)
     with console.progress() as bar:
-        task = bar.add_task("cells", total=total, current="", left="")
+        task = bar.add_task("cells", total=total, current="", left=left.text())
         lines = not bar.console.is_terminal  # a log (CI, a GPU machine) keeps no bar: a line per cell instead
         count, since, wait_line = [0], console.lap(), console.every(WAIT_LINE_S)
 
@@ -228,8 +229,7 @@ def _progress_run(session, runnable: set | None) -> None:
                 bar.console.print(console.styled(head, "yellow", message))
             count[0] += 1
             seconds = since()
-            if session.fanout is None:  # a fan-out delivers a series' cells at once
-                left.finished(cell, seconds)
+            left.finished(cell, seconds)
             if lines:
                 bar.console.print(f"cell {count[0]}/{total} {cell.label()} ({seconds:.1f} s{_then(left.text())})")
             bar.update(task, advance=1, current=cell.label(), left=left.text())

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import signal
 import threading
+import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -27,6 +28,7 @@ from benchctl.sweep.driver import Sweep
 from benchctl.sweep.plan import Plan
 from benchctl.sweep.pool import Pool
 from benchctl.sweep.series import group
+from benchctl.sweep.time_left import CELL_SECONDS
 from benchctl.vocab import RunState
 
 
@@ -110,6 +112,7 @@ class Session:
                   on_wait: Callable[[float], None]) -> None:
         executor = self.plan.local_executor()
         env = {**environment(), **({"threads": self.plan.threads} if self.plan.threads else {})}
+        on_start, on_done = self._timed(on_start, on_done)
         try:
             Sweep(self.plan.cells, executor, self.writer, env, on_start=on_start, on_done=on_done,
                   blocked=self.blocked, rounds=self.plan.total_rounds, remeasure=self.plan.remeasure,
@@ -117,6 +120,22 @@ class Session:
                   settle=lambda: self.settle(on_wait), look=self.writer.look).run()
         finally:
             executor.close()
+
+    def _timed(self, on_start: Callable[[Cell], None], on_done: Callable[[Cell, Rows], None]
+               ) -> tuple[Callable[[Cell], None], Callable[[Cell, Rows], None]]:
+        """`on_start` and `on_done`, noting in the metadata (time_left.CELL_SECONDS) the seconds between them: what
+        each round of a cell took, for the next run's estimate of its time left (a re-measurement is not noted)."""
+        took, started = self.writer.meta.setdefault(CELL_SECONDS, {}), {}
+
+        def start(cell: Cell) -> None:
+            started[cell] = time.monotonic()
+            on_start(cell)
+
+        def done(cell: Cell, rows: Rows) -> None:
+            if cell in started:
+                took.setdefault(cell.label(), []).append(round(time.monotonic() - started.pop(cell), 3))
+            on_done(cell, rows)
+        return start, done
 
     def _fan_out(self, fanout: Pool | RayCluster, on_done: Callable[[Cell, Rows], None]) -> None:
         """Series run where the executor puts them, and each node builds and judges availability for
