@@ -195,7 +195,7 @@ def _execute(plan, out: Path) -> None:
 
 
 def _check_and_build(preflight) -> set:
-    """The cells that can run here, once their extensions are built; the others said in a line a reason."""
+    """The cells that can run here, once their extensions are built; the others named, a line a reason."""
     from benchctl import console
     from benchctl.errors import BenchError
 
