@@ -368,7 +368,9 @@ def test_a_sweep_waiting_for_the_machine_prints_a_line_in_a_log_not_one_a_readin
     def run(on_start, on_done, on_wait):
         for ratio in (1.4, 1.38, 1.35) * 10:  # thirty slow readings, within one WAIT_LINE_S
             on_wait(ratio)
+    from benchctl.sweep.time_left import TimeLeft
+
     session = SimpleNamespace(plan=SimpleNamespace(cells=[None], total_rounds=1), run=run)
-    run_module._progress_run(session)
+    run_module._progress_run(session, TimeLeft([]))
     said = [line for line in capsys.readouterr().err.splitlines() if line.startswith("waiting for the machine")]
     assert said == ["waiting for the machine: its canary reads 1.40x its calibrated time"]
