@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -12,6 +13,9 @@ from benchctl.cli.options import (Finite, Seconds, check_writable, load_operator
                                    parse_params, tf32_option)
 from benchctl.vocab import (ALLOCATORS, EXECUTORS, PAIR_NONE, PAIR_REFERENCE, PAIR_REFERENCE_ON_CPU, Allocator,
                             Executor)
+
+if TYPE_CHECKING:  # rich loads inside the commands, so `benchctl --help` stays fast
+    from rich.text import Text
 
 WAIT_LINE_S = 10.0  # in a log, a line at most this often while the sweep waits for the machine (not one per reading)
 
@@ -224,9 +228,7 @@ def _progress_run(session, left) -> None:
         def done(cell, rows) -> None:
             bad = [r for r in rows if r["status"] not in (Status.OK, Status.UNAVAILABLE)]
             if bad:
-                status, message = bad[0]["status"], str(bad[0].get("message") or "")
-                head = f"{cell.label()}: " + ("" if message.startswith(status) else f"{status} ")
-                bar.console.print(console.styled(head, "yellow", message))
+                bar.console.print(_bad_line(cell, bad[0]))
             count[0] += 1
             seconds = since()
             left.finished(cell, seconds)
@@ -241,6 +243,18 @@ def _progress_run(session, left) -> None:
             bar.update(task, current=said)
 
         session.run(on_start=lambda c: bar.update(task, current=c.label()), on_done=done, on_wait=wait)
+
+
+def _bad_line(cell, row) -> Text:
+    """A pass that went wrong, as it ends: its status and message; and where the verdict is one a moment of load
+    can imitate, that it is measured again at the end (sweep/recheck.py), so the tables may say otherwise."""
+    from benchctl import console
+    from benchctl.sweep.recheck import rechecked
+
+    status, message = row["status"], str(row.get("message") or "")
+    head = f"{cell.label()}: " + ("" if message.startswith(status) else f"{status} ")
+    again = " (re-checked at the end of the sweep: the tables have the verdict)" if rechecked(status, message) else ""
+    return console.styled(head, "yellow", message + again)
 
 
 def _then(text: str) -> str:

@@ -39,11 +39,15 @@ def speedup_over(result: PassResult, reference: PassResult | None) -> float | No
     return speedup(reference, result) if result.median_s and reference.median_s else None
 
 
+def rechecked(status: str, message: str | None) -> bool:
+    """Whether a pass of this status and message is re-checked whatever its reference read: below the floor, or
+    found incorrect on its times alone."""
+    return status == Status.BELOW_FLOOR or (status == Status.INCORRECT and unseen.on_time(message))
+
+
 def suspect_passes(results: Results, references: ByPass, limit: float) -> tuple[str, ...]:
-    """The passes to re-check: below the floor, found incorrect on their times, or over `limit` times faster than
-    the reference's pass."""
-    return tuple(r.pass_ for r in results if r.status == Status.BELOW_FLOOR
-                 or (r.status == Status.INCORRECT and unseen.on_time(r.message))
+    """The passes to re-check: `rechecked` ones, and those over `limit` times faster than the reference's pass."""
+    return tuple(r.pass_ for r in results if rechecked(r.status, r.message)
                  or (speedup_over(r, references.get(r.pass_)) or 0.0) > limit)
 
 

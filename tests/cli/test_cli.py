@@ -374,3 +374,19 @@ def test_a_sweep_waiting_for_the_machine_prints_a_line_in_a_log_not_one_a_readin
     run_module._progress_run(session, TimeLeft([]))
     said = [line for line in capsys.readouterr().err.splitlines() if line.startswith("waiting for the machine")]
     assert said == ["waiting for the machine: its canary reads 1.40x its calibrated time"]
+
+
+@pytest.mark.parametrize("status, message, again", [
+    ("incorrect", "its 2 timed calls on data never given to it before took 3.3-6.8x as long as ...", True),
+    ("below_floor", "below the floor: 0.001 ms against 0.2 ms", True),
+    ("incorrect", "timed call 3 of 9: output 0: error 0.98 > 0.01", False),  # wrong outputs are not re-checked
+    ("error", "RuntimeError: boom", False),
+])
+def test_a_pass_that_went_wrong_says_as_it_ends_whether_the_end_of_the_sweep_checks_it_again(status, message, again):
+    from benchctl.cli import run as run_module
+    from benchctl.ops.cells import Cell
+
+    cell = Cell("naflex_posembed", "add", "loop", "cpu", "float32", {"batch_size": 16})
+    line = run_module._bad_line(cell, {"status": status, "message": message}).plain
+    assert line.startswith(f"{cell.label()}: {status} {message}")
+    assert line.endswith("(re-checked at the end of the sweep: the tables have the verdict)") is again
