@@ -215,7 +215,8 @@ def _check_and_build(preflight) -> set:
 
 def _progress_run(session, left) -> None:
     """The cells as they run: a bar in a terminal; in a log, a line per cell with its wall time; both with the
-    time the cells left will take, as `left` says (sweep/time_left.py)."""
+    time the cells left will take, as `left` says (sweep/time_left.py), and then the cells measured again at the
+    end (a log's last planned line is not the sweep's end)."""
     from benchctl import console
     from benchctl.vocab import Status
 
@@ -242,7 +243,15 @@ def _progress_run(session, left) -> None:
                 bar.console.print(said)
             bar.update(task, current=said)
 
-        session.run(on_start=lambda c: bar.update(task, current=c.label()), on_done=done, on_wait=wait)
+        def start(cell) -> None:
+            current = cell.label()
+            if count[0] >= total:  # every planned cell is done: this one is re-measured or re-checked
+                current = f"measuring again at the end: {current}"
+                if lines:
+                    bar.console.print(current)
+            bar.update(task, current=current)
+
+        session.run(on_start=start, on_done=done, on_wait=wait)
 
 
 def _bad_line(cell, row) -> Text:

@@ -390,3 +390,24 @@ def test_a_pass_that_went_wrong_says_as_it_ends_whether_the_end_of_the_sweep_che
     line = run_module._bad_line(cell, {"status": status, "message": message}).plain
     assert line.startswith(f"{cell.label()}: {status} {message}")
     assert line.endswith("(re-checked at the end of the sweep: the tables have the verdict)") is again
+
+
+def test_a_log_says_each_cell_measured_again_after_the_planned_ones(capsys, builtin_ops):
+    from types import SimpleNamespace
+
+    from benchctl.cli import run as run_module
+    from benchctl.ops.cells import Cell
+    from benchctl.sweep.time_left import TimeLeft
+
+    cells = [Cell("hoconv2d", "filter", "py", "cpu", "float32", {"batch_size": b}) for b in (1, 2)]
+
+    def run(on_start, on_done, on_wait):
+        for cell in cells:
+            on_start(cell)
+            on_done(cell, [])
+        on_start(cells[1])  # re-measured at the end: a start without a planned done
+    session = SimpleNamespace(plan=SimpleNamespace(cells=cells, total_rounds=1), run=run)
+    run_module._progress_run(session, TimeLeft(cells))
+    said = [line for line in capsys.readouterr().err.splitlines() if line.startswith(("cell ", "measuring again"))]
+    assert [line.split(" (")[0] for line in said] == [
+        f"cell 1/2 {cells[0].label()}", f"cell 2/2 {cells[1].label()}", f"measuring again at the end: {cells[1].label()}"]
