@@ -42,8 +42,8 @@ def _samples(row: pd.Series) -> list[float]:
 def _facts(row: pd.Series) -> dict[str, Any]:
     """What verdict.doubt and verdict.timed_apart read of a side."""
     return {k: (None if np.isscalar(row.get(k)) and pd.isna(row.get(k)) else row.get(k))
-            for k in ("stop", "noisy", "other_cores", "mode_slow_s", "processes", "process_spread", "timing_mode",
-                      "flush_l2", "device", "threads", "allocator")}
+            for k in ("stop", "noisy", "other_cores", "mode_slow_s", "canary_ratio", "processes", "process_spread",
+                      "timing_mode", "flush_l2", "device", "threads", "allocator")}
 
 
 def compare_cell(key: tuple, base: pd.Series, new: pd.Series, min_effect: float) -> CellChange:

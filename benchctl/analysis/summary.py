@@ -12,7 +12,7 @@ import pandas as pd
 
 from benchctl.results import storage
 from benchctl.results.schema import (BUSY_WARN_CORES, CELL_COLUMNS, SLOW_PHASE, beside_work, beyond_threads,
-                                     host_bound)
+                                     host_bound, slow_machine)
 from benchctl.analysis.speedup import (PARTNER_APART, disturbed, partner_apart, partner_drift, present_value,
                                       speedup_label)
 from benchctl.analysis.verdict import timing_kinds
@@ -193,13 +193,6 @@ def recompiled(row: Mapping[str, Any]) -> bool:
     """torch.compile (the @compile modifier) compiled the cell's code again for it: a new size, say."""
     count = row.get("recompiles")
     return present_value(count) and count > 0
-
-
-def slow_machine(row: Mapping[str, Any]) -> bool:
-    """The machine's canary ran over SLOW_PHASE slower than calibrated around the pass: a slow phase, not the
-    drift of a machine at speed."""
-    ratio = row.get("canary_ratio")
-    return present_value(ratio) and ratio > 1 + SLOW_PHASE
 
 
 def _below(value: float | None, share: float, typical: float | None) -> bool:

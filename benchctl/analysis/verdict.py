@@ -47,7 +47,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from benchctl.results.schema import CANARY_SLOW, SLOW_PHASE, beside_work
+from benchctl.results.schema import CANARY_SLOW, SLOW_PHASE, beside_work, slow_machine
 from benchctl.vocab import Device, Stop, TimingMode, Verdict
 
 # Why a change the samples call real is still `unsure`.
@@ -57,6 +57,10 @@ BESIDE_WORK = "beside other work"  # a side timed while other processes kept cor
 # one mode's median, and on a VM that drifts which mode is the majority is chance (one A/A pair read 48.8%
 # faster from a slow mode of 0.414 ms against rounds of 0.20-0.27 ms).
 ROUNDS_SPLIT = "its rounds split into two modes"
+# One side timed in a slow phase of the machine (its canary over SLOW_PHASE slower than calibrated), the other
+# at speed: canaries 14% apart can straddle that line, and the time of a small call does not follow the
+# canary (an A/A pair read grid_sample's py backward at 256 2.0x apart, its canaries 1.16x and 1.01x).
+PHASES = "one side timed in a slow phase of the machine, the other at speed"
 WITHIN_SPREAD = "within the spread between processes"
 MACHINE_SLOWER, MACHINE_FASTER = "the machine was slower", "the machine was faster"
 MACHINE_CHANGED = "the machine changed speed between the runs"
@@ -140,8 +144,8 @@ def verdict(interval: tuple[float, float] | None, p_value: float | None, min_eff
 
 def doubt(ratio: float, sides: Sequence[dict], min_effect: float) -> str | None:
     """Why a change of `ratio` (new / base) cannot be trusted as slower or faster, given each side's row
-    (its stop, noisy flag, the cores other work kept busy, processes and the spread between them); None when
-    nothing stands in the way."""
+    (its stop, noisy flag, the cores other work kept busy, the machine's phase, processes and the spread between
+    them); None when nothing stands in the way."""
     if any(r.get("stop") == Stop.DISTURBED for r in sides):
         return DISTURBED
     if any(r.get("noisy") for r in sides):
@@ -150,6 +154,8 @@ def doubt(ratio: float, sides: Sequence[dict], min_effect: float) -> str | None:
         return BESIDE_WORK
     if any(_present(r.get("mode_slow_s")) for r in sides):
         return ROUNDS_SPLIT
+    if len({slow_machine(r) for r in sides}) > 1:
+        return PHASES
     change = abs(math.log(ratio)) if ratio > 0 else math.inf
     if any((r.get("processes") or 1) < 2 for r in sides):
         return ONE_PROCESS if change <= math.log1p(ONE_PROCESS_BOUND) else None

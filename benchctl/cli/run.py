@@ -56,9 +56,9 @@ def _ints(text: str | None) -> tuple[int, ...]:
               help="Times a cell whose median did not settle is measured again at the end of the sweep "
                    "(default 1; 0 with --quick, which flags it instead: a fast look).")
 @click.option("--settle", type=Seconds(min=0), default=60.0, show_default=True, envvar="BENCHCTL_SETTLE",
-              help="Seconds in all the sweep may wait, before re-measuring a cell the machine's canary says ran "
-                   "on a slow machine, for the machine to return to its calibrated speed (0: no wait; also "
-                   "BENCHCTL_SETTLE).")
+              help="Seconds in all the sweep may wait, before its first cell and before re-measuring a cell the "
+                   "machine's canary says ran on a slow machine, for the machine to be quiet and at its calibrated "
+                   "speed (0: no wait; also BENCHCTL_SETTLE).")
 @click.option("--recheck-above", type=Finite(min=1),
               help="A pass this many times faster than the reference implementation is measured once more, "
                    "strictly (fresh inputs, more timed outputs checked), before it is kept (default 50).")

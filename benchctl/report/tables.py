@@ -11,9 +11,9 @@ import pandas as pd
 from benchctl.report import charts, compile_marks
 from benchctl.report.speedups import labels
 from benchctl.results import storage
-from benchctl.results.schema import ENV_FIELDS, beside_work
+from benchctl.results.schema import ENV_FIELDS, beside_work, slow_machine
 from benchctl.analysis.speedup import disturbed
-from benchctl.analysis.summary import axis_value_text, legend_of, marks_in, probed, slow_machine
+from benchctl.analysis.summary import axis_value_text, legend_of, marks_in, probed
 from benchctl.analysis.verdict import timing_kinds
 from benchctl.vocab import DEVICES, FAILED, PASS_LABELS, PASSES
 

@@ -215,6 +215,13 @@ def beside_work(row: Mapping[str, Any]) -> bool:
     return busy and (row.get("device") != vocab.Device.CUDA or host_bound(row))
 
 
+def slow_machine(row: Mapping[str, Any]) -> bool:
+    """The machine's canary ran over SLOW_PHASE slower than calibrated around the pass (`canary_ratio`): a slow
+    phase, not the drift of a machine at speed (the tables' `slow` mark)."""
+    ratio = row.get("canary_ratio")
+    return _number(ratio) and ratio > 1 + SLOW_PHASE
+
+
 def _number(value: Any) -> bool:
     """A value that is a number, not None or NaN (a row read back from parquet holds NaN for a missing one)."""
     return isinstance(value, (int, float)) and value == value

@@ -24,9 +24,8 @@ from benchctl.measure.stats import ci_half_width, join_messages
 from benchctl.ops import provenance
 from benchctl.ops.cells import Cell
 from benchctl.results import guard
-from benchctl.results.schema import FIRST_CALL_COLUMNS, SPEEDUP_LIMIT, Rows, beside_work, left_alone
+from benchctl.results.schema import FIRST_CALL_COLUMNS, SPEEDUP_LIMIT, Rows, beside_work, left_alone, slow_machine
 from benchctl.vocab import Status
-from benchctl.analysis.summary import slow_machine
 from benchctl.sweep import recheck
 from benchctl.sweep.executors import Executor, failed
 from benchctl.sweep.rounds import all_ok, merge

@@ -110,6 +110,10 @@ class Session:
 
     def _run_here(self, on_start: Callable[[Cell], None], on_done: Callable[[Cell, Rows], None],
                   on_wait: Callable[[float], None]) -> None:
+        # the first cells wait for a quiet machine at speed as a re-measured one does: right after `env
+        # --calibrate` (the README's main job) the 2-core VM ran grid_sample's first cell 1.7-2.0x slower than
+        # in runs started later (docs/measuring.md, "Slow phases")
+        self.settle(on_wait)
         executor = self.plan.local_executor()
         env = {**environment(), **({"threads": self.plan.threads} if self.plan.threads else {})}
         on_start, on_done = self._timed(on_start, on_done)

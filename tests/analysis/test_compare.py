@@ -80,6 +80,7 @@ def test_samples_that_agree_beside_medians_that_do_not_are_unsure_not_same():
     ({"process_spread": 0.25}, "within the spread between processes"),
     ({"process_spread": 0.15}, "within the spread between processes"),  # 1.2 is not past 1.15 by 5%
     ({"mode_fast_s": 9e-3, "mode_slow_s": 12e-3}, "its rounds split into two modes"),
+    ({"canary_ratio": 1.16}, "one side timed in a slow phase of the machine, the other at speed"),
 ])
 def test_a_change_the_samples_call_real_is_unsure_when_a_side_cannot_be_trusted(facts, reason):
     base = frame([row(samples=timed(10e-3, 1))])
@@ -100,6 +101,22 @@ def test_an_a_a_pair_whose_second_process_ran_slow_is_not_a_regression():
     far = frame([row(samples=timed(0.124e-3 * (1 + verdict.ONE_PROCESS_BOUND) * 1.2, 3), processes=None)])
     (cell,) = compare.compare(base, far).cells
     assert (cell.verdict, cell.reason) == ("slower", None)
+
+
+def test_an_a_a_pair_across_the_slow_phase_line_is_unsure_and_one_within_a_phase_is_judged():
+    """The same code right after `env --calibrate` and a minute later, one process each: 2.0x apart, canaries
+    1.16x and 1.01x calibrated (14% apart: within what two rows of one phase read). Both in a slow phase, or
+    both at speed, the same change is judged."""
+    def side(median, seed, canary_ratio):
+        return frame([row(samples=timed(median, seed), processes=None, process_spread=None,
+                          canary_s=300e-6 * canary_ratio, canary_ratio=canary_ratio)])
+
+    (cell,) = compare.compare(side(0.210e-3, 1, 1.157), side(0.105e-3, 2, 1.012)).cells
+    assert cell.ratio == pytest.approx(0.5, rel=0.03) and cell.p_adjusted < 1e-6
+    assert (cell.verdict, cell.reason) == ("unsure", verdict.PHASES)
+    for base, new in ((1.30, 1.20), (1.10, 1.01)):
+        (cell,) = compare.compare(side(0.210e-3, 1, base), side(0.105e-3, 2, new)).cells
+        assert (cell.verdict, cell.reason) == ("faster", None)
 
 
 def test_a_change_the_machine_made_is_unsure():

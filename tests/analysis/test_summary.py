@@ -138,7 +138,7 @@ def test_passes_whose_partner_read_far_from_its_own_row_are_marked_and_counted()
 def test_a_pass_is_slow_in_a_slow_phase_not_in_the_drift_of_a_machine_at_speed():
     """A quiet quick sweep read its canaries at 1.00-1.19x the calibrated time, 77% over 1.05; slow phases read
     1.34-1.54x (docs/measuring.md, "The canary")."""
-    from benchctl.analysis.summary import slow_machine
+    from benchctl.results.schema import slow_machine
     assert [slow_machine({"canary_ratio": r}) for r in (0.98, 1.07, 1.15, 1.16, 1.4)] == [False, False, False, True,
                                                                                           True]
     assert not slow_machine({"canary_ratio": None}) and not slow_machine({})

@@ -80,3 +80,25 @@ def test_with_run_threads_the_canary_is_read_and_held_on_them(monkeypatch):
     one.settle()
     assert asked == [(one.plan.settings().peaks["cpu"]["canary_s_by_threads"]["1"], 1)]
     assert torch.get_num_threads() == given
+
+
+def test_a_sweep_on_this_machine_waits_for_it_before_its_first_cell(monkeypatch):
+    """Within the same budget as the waits before re-measurements, and before the worker starts."""
+    limits, order = scripted(monkeypatch, [(1.05, 12.0)]), []
+
+    class Sweep:
+        def __init__(self, *args, **kwargs):
+            order.append(("sweep", len(s.writer.meta["settled"])))
+
+        def run(self):
+            order.append("run")
+
+    monkeypatch.setattr(session_module, "Sweep", Sweep)
+    monkeypatch.setattr(session_module, "environment", dict)
+    s = session(60.0)
+    s.plan.local_executor = lambda: order.append(("worker", len(s.writer.meta["settled"]))) or SimpleNamespace(
+        close=lambda: order.append("close"))
+    s.plan.cells, s.plan.total_rounds, s.plan.remeasure, s.plan.processes, s.plan.recheck_above = [], 1, 0, 1, 50.0
+    s.writer.look = None
+    s._run_here(lambda cell: None, lambda cell, rows: None, lambda ratio: None)
+    assert limits == [60.0, 60.0] and order == [("worker", 1), ("sweep", 1), "run", "close"]
