@@ -46,7 +46,7 @@ class Plan:
     warmup_time: float | None = None
     ci_target: float | None = None  # None: the config's, else the timing policy's default
     remeasure: int = 1  # times a noisy cell is measured again at the end of the sweep
-    settle: float = 0.0  # seconds in all the sweep may wait for a slow machine to return to speed (run: 60)
+    settle: float = 0.0  # seconds in all the sweep may wait for a quiet machine at speed (run: 60)
     recheck_above: float = SPEEDUP_LIMIT  # a speedup over the reference above this is re-checked (sweep/recheck.py)
     threads: int | None = None
     flush_l2: bool = False
