@@ -244,6 +244,8 @@ def _progress_run(session, left) -> None:
             bar.update(task, current=said)
 
         def start(cell) -> None:
+            if not count[0]:  # the first cell's time starts with it, not with the wait for the machine before it
+                since()
             current = cell.label()
             if count[0] >= total:  # every planned cell is done: this one is re-measured or re-checked
                 current = f"measuring again at the end: {current}"

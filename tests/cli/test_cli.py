@@ -411,3 +411,29 @@ def test_a_log_says_each_cell_measured_again_after_the_planned_ones(capsys, buil
     said = [line for line in capsys.readouterr().err.splitlines() if line.startswith(("cell ", "measuring again"))]
     assert [line.split(" (")[0] for line in said] == [
         f"cell 1/2 {cells[0].label()}", f"cell 2/2 {cells[1].label()}", f"measuring again at the end: {cells[1].label()}"]
+
+
+def test_the_wait_for_the_machine_before_the_first_cell_is_not_that_cells_time(capsys, monkeypatch, builtin_ops):
+    """The sweep waits for the machine before its first cell (up to --settle): a log that counted the wait
+    as the cell's time said 65 s for a 5 s cell, and the time left (87 min) from it."""
+    from types import SimpleNamespace
+
+    from benchctl import console
+    from benchctl.cli import run as run_module
+    from benchctl.ops.cells import Cell
+    from benchctl.sweep.time_left import TimeLeft
+
+    now = [0.0]
+    monkeypatch.setattr(console.time, "monotonic", lambda: now[0])
+    cells = [Cell("hoconv2d", "filter", "py", "cpu", "float32", {"batch_size": b}) for b in (1, 2)]
+
+    def run(on_start, on_done, on_wait):
+        now[0] += 60.0  # the wait before the first cell
+        for cell in cells:
+            on_start(cell)
+            now[0] += 5.0
+            on_done(cell, [])
+    session = SimpleNamespace(plan=SimpleNamespace(cells=cells, total_rounds=1), run=run)
+    run_module._progress_run(session, TimeLeft(cells))
+    said = [line for line in capsys.readouterr().err.splitlines() if line.startswith("cell ")]
+    assert said == [f"cell 1/2 {cells[0].label()} (5.0 s, under a minute left)", f"cell 2/2 {cells[1].label()} (5.0 s)"]
