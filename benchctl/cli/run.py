@@ -218,42 +218,54 @@ def _progress_run(session, left) -> None:
     time the cells left will take, as `left` says (sweep/time_left.py), and then the cells measured again at the
     end (a log's last planned line is not the sweep's end)."""
     from benchctl import console
-    from benchctl.vocab import Status
 
-    total = len(session.plan.cells) * session.plan.total_rounds
     with console.progress() as bar:
-        task = bar.add_task("cells", total=total, current="", left=left.text())
-        lines = not bar.console.is_terminal  # a log (CI, a GPU machine) keeps no bar: a line per cell instead
-        count, since, wait_line = [0], console.lap(), console.every(WAIT_LINE_S)
+        shown = _Progress(bar, len(session.plan.cells) * session.plan.total_rounds, left)
+        session.run(on_start=shown.start, on_done=shown.done, on_wait=shown.wait)
 
-        def done(cell, rows) -> None:
-            bad = [r for r in rows if r["status"] not in (Status.OK, Status.UNAVAILABLE)]
-            if bad:
-                bar.console.print(_bad_line(cell, bad[0]))
-            count[0] += 1
-            seconds = since()
-            left.finished(cell, seconds)
-            if lines:
-                bar.console.print(f"cell {count[0]}/{total} {cell.label()} ({seconds:.1f} s{_then(left.text())})")
-            bar.update(task, advance=1, current=cell.label(), left=left.text())
 
-        def wait(ratio: float) -> None:
-            said = f"waiting for the machine: its canary reads {ratio:.2f}x its calibrated time"
-            if lines and wait_line():
-                bar.console.print(said)
-            bar.update(task, current=said)
+class _Progress:
+    """What `_progress_run` shows of the sweep's callbacks: cells done of `total`, the time left, the cell now,
+    the waits for the machine."""
 
-        def start(cell) -> None:
-            if not count[0]:  # the first cell's time starts with it, not with the wait for the machine before it
-                since()
-            current = cell.label()
-            if count[0] >= total:  # every planned cell is done: this one is re-measured or re-checked
-                current = f"measuring again at the end: {current}"
-                if lines:
-                    bar.console.print(current)
-            bar.update(task, current=current)
+    def __init__(self, bar, total: int, left) -> None:
+        from benchctl import console
 
-        session.run(on_start=start, on_done=done, on_wait=wait)
+        self.bar, self.total, self.left, self.count = bar, total, left, 0
+        self.task = bar.add_task("cells", total=total, current="", left=left.text())
+        self.lines = not bar.console.is_terminal  # a log (CI, a GPU machine) keeps no bar: a line per cell instead
+        self.lap, self.wait_line = console.lap(), console.every(WAIT_LINE_S)
+
+    def start(self, cell) -> None:
+        if not self.count:  # the first cell's time starts with it, not with the wait for the machine before it
+            self.lap()
+        current = cell.label()
+        if self.count >= self.total:  # every planned cell is done: this one is re-measured or re-checked
+            current = f"measuring again at the end: {current}"
+            self._line(current)
+        self.bar.update(self.task, current=current)
+
+    def done(self, cell, rows) -> None:
+        from benchctl.vocab import Status
+
+        bad = [r for r in rows if r["status"] not in (Status.OK, Status.UNAVAILABLE)]
+        if bad:
+            self.bar.console.print(_bad_line(cell, bad[0]))
+        self.count += 1
+        seconds = self.lap()
+        self.left.finished(cell, seconds)
+        self._line(f"cell {self.count}/{self.total} {cell.label()} ({seconds:.1f} s{_then(self.left.text())})")
+        self.bar.update(self.task, advance=1, current=cell.label(), left=self.left.text())
+
+    def wait(self, ratio: float) -> None:
+        said = f"waiting for the machine: its canary reads {ratio:.2f}x its calibrated time"
+        if self.wait_line():
+            self._line(said)
+        self.bar.update(self.task, current=said)
+
+    def _line(self, text: str) -> None:
+        if self.lines:
+            self.bar.console.print(text)
 
 
 def _bad_line(cell, row) -> Text:
