@@ -27,9 +27,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from benchctl.analysis.summary import slow_machine
 from benchctl.results import storage
-from benchctl.results.schema import left_alone
+from benchctl.results.schema import left_alone, slow_machine
 
 HERE = Path(__file__).resolve().parent
 BENCHCTL = [sys.executable, "-m", "benchctl"]
