@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
@@ -13,11 +12,6 @@ from benchctl.cli.options import (Finite, Seconds, check_writable, load_operator
                                    parse_params, tf32_option)
 from benchctl.vocab import (ALLOCATORS, EXECUTORS, PAIR_NONE, PAIR_REFERENCE, PAIR_REFERENCE_ON_CPU, Allocator,
                             Executor)
-
-if TYPE_CHECKING:  # rich loads inside the commands, so `benchctl --help` stays fast
-    from rich.text import Text
-
-WAIT_LINE_S = 10.0  # in a log, a line at most this often while the sweep waits for the machine (not one per reading)
 
 
 def _ints(text: str | None) -> tuple[int, ...]:
@@ -174,6 +168,7 @@ def _execute(plan, out: Path) -> None:
     from benchctl.sweep.series import group
     from benchctl.sweep.session import Interrupted, Session
     from benchctl.sweep.time_left import TimeLeft, taken_before
+    from benchctl.cli.progress import progress_run
 
     preflight = Preflight(plan.cells)
     runnable = None  # on a cluster, each node judges availability and builds for itself
@@ -191,7 +186,7 @@ def _execute(plan, out: Path) -> None:
     session = Session.open(plan, out, preflight.build_failures, fanout, busy_cores_at_start=busy,
                            mem_gbps_at_start=memory)
     try:
-        _progress_run(session, left)
+        progress_run(session, left)
     except Interrupted as exc:
         console.error(str(exc))
         sys.exit(130)
@@ -211,77 +206,6 @@ def _check_and_build(preflight) -> set:
         raise BenchError(f"nothing can run here: {'; '.join(unavailable)}")
     preflight.build_extensions(lambda msg: console.err.print(msg))
     return set(preflight.availability()[0])
-
-
-def _progress_run(session, left) -> None:
-    """The cells as they run: a bar in a terminal; in a log, a line per cell with its wall time; both with the
-    time the cells left will take, as `left` says (sweep/time_left.py), and then the cells measured again at the
-    end (a log's last planned line is not the sweep's end)."""
-    from benchctl import console
-
-    with console.progress() as bar:
-        shown = _Progress(bar, len(session.plan.cells) * session.plan.total_rounds, left)
-        session.run(on_start=shown.start, on_done=shown.done, on_wait=shown.wait)
-
-
-class _Progress:
-    """What `_progress_run` shows of the sweep's callbacks: cells done of `total`, the time left, the cell now,
-    the waits for the machine."""
-
-    def __init__(self, bar, total: int, left) -> None:
-        from benchctl import console
-
-        self.bar, self.total, self.left, self.count = bar, total, left, 0
-        self.task = bar.add_task("cells", total=total, current="", left=left.text())
-        self.lines = not bar.console.is_terminal  # a log (CI, a GPU machine) keeps no bar: a line per cell instead
-        self.lap, self.wait_line = console.lap(), console.every(WAIT_LINE_S)
-
-    def start(self, cell) -> None:
-        if not self.count:  # the first cell's time starts with it, not with the wait for the machine before it
-            self.lap()
-        current = cell.label()
-        if self.count >= self.total:  # every planned cell is done: this one is re-measured or re-checked
-            current = f"measuring again at the end: {current}"
-            self._line(current)
-        self.bar.update(self.task, current=current)
-
-    def done(self, cell, rows) -> None:
-        from benchctl.vocab import Status
-
-        bad = [r for r in rows if r["status"] not in (Status.OK, Status.UNAVAILABLE)]
-        if bad:
-            self.bar.console.print(_bad_line(cell, bad[0]))
-        self.count += 1
-        seconds = self.lap()
-        self.left.finished(cell, seconds)
-        self._line(f"cell {self.count}/{self.total} {cell.label()} ({seconds:.1f} s{_then(self.left.text())})")
-        self.bar.update(self.task, advance=1, current=cell.label(), left=self.left.text())
-
-    def wait(self, ratio: float) -> None:
-        said = f"waiting for the machine: its canary reads {ratio:.2f}x its calibrated time"
-        if self.wait_line():
-            self._line(said)
-        self.bar.update(self.task, current=said)
-
-    def _line(self, text: str) -> None:
-        if self.lines:
-            self.bar.console.print(text)
-
-
-def _bad_line(cell, row) -> Text:
-    """A pass that went wrong, as it ends: its status and message; and where the verdict is one a moment of load
-    can imitate, that it is measured again at the end (sweep/recheck.py), so the tables may say otherwise."""
-    from benchctl import console
-    from benchctl.sweep.recheck import rechecked
-
-    status, message = row["status"], str(row.get("message") or "")
-    head = f"{cell.label()}: " + ("" if message.startswith(status) else f"{status} ")
-    again = " (re-checked at the end of the sweep: the tables have the verdict)" if rechecked(status, message) else ""
-    return console.styled(head, "yellow", message + again)
-
-
-def _then(text: str) -> str:
-    return f", {text}" if text else ""
 
 
 def _render_summary(writer) -> None:

@@ -1,0 +1,83 @@
+"""What `benchctl run` shows while its sweep runs: a progress bar in a terminal, a line per cell in a log (CI, a
+GPU machine), with the time the cells left will take, the waits for the machine, and what went wrong as it
+ends."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # rich loads inside the commands, so `benchctl --help` stays fast
+    from rich.text import Text
+
+WAIT_LINE_S = 10.0  # in a log, a line at most this often while the sweep waits for the machine (not one per reading)
+
+
+def progress_run(session, left) -> None:
+    """The cells as they run: a bar in a terminal; in a log, a line per cell with its wall time; both with the
+    time the cells left will take, as `left` says (sweep/time_left.py), and then the cells measured again at the
+    end (a log's last planned line is not the sweep's end)."""
+    from benchctl import console
+
+    with console.progress() as bar:
+        shown = _Progress(bar, len(session.plan.cells) * session.plan.total_rounds, left)
+        session.run(on_start=shown.start, on_done=shown.done, on_wait=shown.wait)
+
+
+class _Progress:
+    """What `progress_run` shows of the sweep's callbacks: cells done of `total`, the time left, the cell now,
+    the waits for the machine."""
+
+    def __init__(self, bar, total: int, left) -> None:
+        from benchctl import console
+
+        self.bar, self.total, self.left, self.count = bar, total, left, 0
+        self.task = bar.add_task("cells", total=total, current="", left=left.text())
+        self.lines = not bar.console.is_terminal  # a log (CI, a GPU machine) keeps no bar: a line per cell instead
+        self.lap, self.wait_line = console.lap(), console.every(WAIT_LINE_S)
+
+    def start(self, cell) -> None:
+        if not self.count:  # the first cell's time starts with it, not with the wait for the machine before it
+            self.lap()
+        current = cell.label()
+        if self.count >= self.total:  # every planned cell is done: this one is re-measured or re-checked
+            current = f"measuring again at the end: {current}"
+            self._line(current)
+        self.bar.update(self.task, current=current)
+
+    def done(self, cell, rows) -> None:
+        from benchctl.vocab import Status
+
+        bad = [r for r in rows if r["status"] not in (Status.OK, Status.UNAVAILABLE)]
+        if bad:
+            self.bar.console.print(_bad_line(cell, bad[0]))
+        self.count += 1
+        seconds = self.lap()
+        self.left.finished(cell, seconds)
+        self._line(f"cell {self.count}/{self.total} {cell.label()} ({seconds:.1f} s{_then(self.left.text())})")
+        self.bar.update(self.task, advance=1, current=cell.label(), left=self.left.text())
+
+    def wait(self, ratio: float) -> None:
+        said = f"waiting for the machine: its canary reads {ratio:.2f}x its calibrated time"
+        if self.wait_line():
+            self._line(said)
+        self.bar.update(self.task, current=said)
+
+    def _line(self, text: str) -> None:
+        if self.lines:
+            self.bar.console.print(text)
+
+
+def _bad_line(cell, row) -> Text:
+    """A pass that went wrong, as it ends: its status and message; and where the verdict is one a moment of load
+    can imitate, that it is measured again at the end (sweep/recheck.py), so the tables may say otherwise."""
+    from benchctl import console
+    from benchctl.sweep.recheck import rechecked
+
+    status, message = row["status"], str(row.get("message") or "")
+    head = f"{cell.label()}: " + ("" if message.startswith(status) else f"{status} ")
+    again = " (re-checked at the end of the sweep: the tables have the verdict)" if rechecked(status, message) else ""
+    return console.styled(head, "yellow", message + again)
+
+
+def _then(text: str) -> str:
+    return f", {text}" if text else ""
