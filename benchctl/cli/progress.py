@@ -53,8 +53,9 @@ class _Progress:
         self.count += 1
         seconds = self.lap()
         self.left.finished(cell, seconds)
-        self._line(f"cell {self.count}/{self.total} {cell.label()} ({seconds:.1f} s{_then(self.left.text())})")
-        self.bar.update(self.task, advance=1, current=cell.label(), left=self.left.text())
+        left = self.left.text()  # a guess for every cell left: made once a cell
+        self._line(f"cell {self.count}/{self.total} {cell.label()} ({seconds:.1f} s{_then(left)})")
+        self.bar.update(self.task, advance=1, current=cell.label(), left=left)
 
     def wait(self, ratio: float) -> None:
         said = f"waiting for the machine: its canary reads {ratio:.2f}x its calibrated time"
