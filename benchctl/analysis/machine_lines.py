@@ -1,21 +1,24 @@
 """What the machine did through a run, as the lines `run` prints after its tables: a canary that read far
-faster than calibrated (the calibration ran slow), or far slower (the machine ran slow), and other work that
-kept cores busy through a stretch of the run (its metadata's `busy_stretch`)."""
+faster than calibrated (the calibration ran slow), or far slower (the machine ran slow), a machine whose speed
+moves on several threads and holds on one, and other work that kept cores busy through a stretch of the run
+(its metadata's `busy_stretch`)."""
 
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
 
 from benchctl.analysis.speedup import disturbed
+from benchctl.analysis import canary_windows
 from benchctl.results.schema import SLOW_PHASE, beside_work
 from benchctl.vocab import Device, Status
 
 # Passes enough to say that the run's canary read far faster, or slower, than calibrated (slow_calibration_line,
-# slow_run_line).
+# slow_run_line, threads_line).
 CALIBRATION_PASSES = 6
+SLOW_SHARE = 0.2  # of a run's CPU passes on several threads marked slow, from which threads_line speaks
 
 
 def slow_calibration_line(rows: pd.DataFrame) -> str | None:
@@ -40,6 +43,25 @@ def slow_run_line(rows: pd.DataFrame) -> str | None:
     return (f"the canary read a median {median:.2f}x its calibrated time over {passes} CPU passes: the machine "
             "ran slower through this run than its calibrated speed (the fastest stretch `env --calibrate` read), "
             "and these times with it; `compare` holds a change against the canary of both runs")
+
+
+def threads_line(rows: pd.DataFrame, peaks: Mapping[str, Any] | None) -> str | None:
+    """A line under the tables where a share (SLOW_SHARE) of the run's CPU passes on more than one thread were
+    marked slow, and the calibration (`peaks`, the run's) read the canary spread past SLOW_PHASE on their threads
+    while one thread's held (canary_windows.only_threads_move): on such a machine a `--threads 1` run's times hold from
+    run to run. On the 2-core VM three runs each way of lstm_cell and patch_resample read a pass's median
+    1.7% apart between runs at the median (5.5% at the 90th percentile) on one thread, 3.9% (40%) on two."""
+    ok = _ok(rows, Device.CPU)
+    many = ok[ok["threads"] > 1] if "threads" in ok and "canary_ratio" in ok else ok.iloc[:0]
+    if len(many) < CALIBRATION_PASSES or not peaks:
+        return None
+    threads, slow = int(many["threads"].max()), int((many["canary_ratio"] > 1 + SLOW_PHASE).sum())
+    if slow < SLOW_SHARE * len(many) or not canary_windows.only_threads_move(peaks, threads):
+        return None
+    return (f"{slow} of {len(many)} CPU passes on {threads} threads were marked slow: this machine's speed moves on "
+            f"{threads} threads (the calibration's canary windows 1.00-{canary_windows.spread(peaks, threads):.2f}x "
+            f"the fastest) and holds on one (1.00-{canary_windows.spread(peaks, 1):.2f}x); `--threads 1` times on "
+            "the steady part, and its times hold closer from run to run")
 
 
 def busy_through(stretch: Mapping[str, float], cores: int | None = None) -> str:

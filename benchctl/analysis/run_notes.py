@@ -1,7 +1,7 @@
 """The lines under a run's tables that say what its numbers carry: passes whose partner read far from its own
-row, passes mostly in the OS, host-bound GPU passes, a calibration or a whole run in a slow phase, other work
-beside the run, its folder changed while it ran. One list, so `run` prints them under its tables and the
-report shows them above its sections."""
+row, passes mostly in the OS, host-bound GPU passes, a calibration or a whole run in a slow phase, a machine
+whose speed moves on several threads and holds on one, other work beside the run, its folder changed while it
+ran. One list, so `run` prints them under its tables and the report shows them above its sections."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
-from benchctl.analysis.machine_lines import busy_run_line, slow_calibration_line, slow_run_line
+from benchctl.analysis.machine_lines import busy_run_line, slow_calibration_line, slow_run_line, threads_line
 from benchctl.analysis.summary import host_bound_line, os_time_line, partner_apart_line
 from benchctl.results import storage
 from benchctl.results.guard import changed_line
@@ -24,5 +24,7 @@ def notes(rows: pd.DataFrame, metas: Sequence[Mapping[str, Any]], cores: int | N
     for meta in metas:
         mine = rows[rows["run_id"] == meta.get("run_id")] if several and "run_id" in rows else rows
         busy = busy_run_line(mine, meta.get("busy_stretch"), cores or storage.meta_fact(dict(meta), "cpu_count"))
-        lines += [f"run {meta.get('run_id')}: {busy}" if busy and several else busy, changed_line(meta)]
+        threads = threads_line(mine, (storage.meta_fact(dict(meta), "peaks") or {}).get("cpu"))
+        lines += [f"run {meta.get('run_id')}: {line}" if line and several else line for line in (busy, threads)]
+        lines.append(changed_line(meta))
     return [line for line in lines if line]

@@ -56,16 +56,24 @@ def _size(nbytes: float) -> str:
 
 
 def _canary_now(peaks: dict) -> str:
-    """The compute canary now, on torch's threads, against its calibrated time: a machine slower than when it was
-    calibrated by over SLOW_PHASE marks a sweep's passes `slow` ("170 us on 2 threads, 1.46x calibrated")."""
+    """The compute canary now, on each calibrated thread count, against its calibrated time: a machine slower than
+    when it was calibrated by over SLOW_PHASE marks a sweep's passes `slow` ("397 us on 1 thread, 1.00x
+    calibrated; 372 us on 2 threads, 1.50x calibrated"); where torch's threads read slow and one thread at speed,
+    it says so."""
     import torch
     from benchctl.analysis.verdict import threads_words
     from benchctl.machine import canary
+    from benchctl.results.schema import SLOW_PHASE
 
     threads = torch.get_num_threads()
-    now = canary.canary_on(threads)
-    ratio = canary.slowdown(now, canary.calibrated_s(peaks, threads))
-    return f"{now * 1e6:.0f} us on {threads_words(threads)}" + (f", {ratio:.2f}x calibrated" if ratio else "")
+    ratios, parts = {}, []
+    for n in sorted({int(n) for n in peaks.get("canary_s_by_threads", {})} | {threads}):
+        now = canary.canary_on(n)
+        ratios[n] = canary.slowdown(now, canary.calibrated_s(peaks, n))
+        parts.append(f"{now * 1e6:.0f} us on {threads_words(n)}" + (f", {ratios[n]:.2f}x calibrated" if ratios[n] else ""))
+    many, one = ratios.get(threads), ratios.get(1)
+    steady = threads > 1 and many and one and many > 1 + SLOW_PHASE >= one
+    return "; ".join(parts) + (f": slow on {threads_words(threads)}, at speed on one" if steady else "")
 
 
 def _age(path) -> str:
@@ -86,17 +94,21 @@ def _canary_text(by_threads: dict[str, float]) -> str:
 
 
 def _windows_text(peaks: dict) -> str:
-    """How far the calibration's canary windows read from the fastest, the calibrated time, on torch's threads
-    then: "; its 4 windows on 2 threads read 1.00-1.29x the fastest" ('' for a calibration without them). A
-    machine whose windows spread wide reads over the calibrated time most of the time, and marks passes `slow`."""
-    windows, fastest = peaks.get("canary_windows_s"), peaks.get("canary_s")
-    if not windows or not fastest:
-        return ""
+    """How far the calibration's canary windows read from the fastest (the calibrated time) on each thread count:
+    "; its 4 windows against the fastest: 1.00-1.01x on 1 thread, 1.00-1.73x on 2 threads" ('' for a calibration
+    without them). A machine whose windows spread wide reads over the calibrated time most of the time, and marks
+    passes `slow`; where only torch's threads spread, one thread is the steady part."""
+    from benchctl.analysis import canary_windows as cw
     from benchctl.analysis.verdict import threads_words
 
-    ratios = [w / fastest for w in windows]
-    on = f" on {threads_words(peaks['threads'])}" if peaks.get("threads") else ""
-    return f"; its {len(ratios)} windows{on} read {min(ratios):.2f}-{max(ratios):.2f}x the fastest"
+    threads = peaks.get("threads") or 1
+    counts = sorted({int(n) for n in peaks.get("canary_s_by_threads", {})} | {threads})
+    read = [f"1.00-{cw.spread(peaks, n):.2f}x on {threads_words(n)}" for n in counts if cw.spread(peaks, n)]
+    if not read:
+        return ""
+    moved = f": it moved on {threads_words(threads)}, held on one" if cw.only_threads_move(peaks, threads) else ""
+    count = max(len(cw.windows(peaks, n)) for n in counts)
+    return f"; its {count} windows against the fastest: " + ", ".join(read) + moved
 
 
 def _matmul_text(rates: dict[str, float], slowdown: dict[str, float]) -> str:

@@ -160,15 +160,15 @@ def _device_peaks(device: str, between: Callable[[], None]) -> dict[str, Any]:
 def _add_cpu_speed(cpu: dict[str, Any], counts: tuple[int, ...], windows: list[Window]) -> None:
     """The memory probes' best and median over every window (spread over the calibration, as the canary's are:
     ten probes back to back at its end read one stretch of the host's memory traffic), the canary's fastest
-    window per thread count (and every window's median on torch's threads, `canary_windows_s`: how far the
-    machine's speed moved while it was calibrated), and the matmul rates at the canary's calibrated speed (with
-    how slow the canary read around each)."""
+    window per thread count (and every window's median on each, `canary_windows_by_threads`: how far the
+    machine's speed moved on each while it was calibrated), and the matmul rates at the canary's calibrated
+    speed (with how slow the canary read around each)."""
     reads = [gbps for w in windows for gbps in w.read_gbps]
     cpu.update(read_gbps=max(reads), read_gbps_typical=statistics.median(reads))
     by_threads = {str(n): min(w.canary_s[n] for w in windows) for n in counts}
     threads = torch.get_num_threads()
     cpu.update(canary_s_by_threads=by_threads, canary_s=by_threads[str(threads)],
-               canary_windows_s=[w.canary_s[threads] for w in windows])
+               canary_windows_by_threads={str(n): [w.canary_s[n] for w in windows] for n in counts})
     cpu["gflops_by_dtype"], cpu["matmul_slowdown"] = at_canary_speed(cpu["gflops_by_dtype"],
                                                                      cpu.pop("matmul_canary_s"), cpu["canary_s"])
     cpu["gflops"] = cpu["gflops_by_dtype"]["float32"]

@@ -3,7 +3,7 @@ other work beside it."""
 
 import pandas as pd
 
-from benchctl.analysis.machine_lines import busy_run_line, slow_calibration_line, slow_run_line
+from benchctl.analysis.machine_lines import busy_run_line, slow_calibration_line, slow_run_line, threads_line
 
 
 def test_a_run_whose_canary_read_far_under_its_calibrated_time_says_the_calibration_was_slow():
@@ -25,6 +25,25 @@ def test_a_run_whose_canary_read_far_over_its_calibrated_time_says_the_machine_r
     half = pd.DataFrame({"status": ["ok"] * 12, "canary_ratio": [1.5] * 6 + [1.0] * 6,
                          "other_cores": [1.0] * 6 + [0.0] * 6})  # the slow half timed beside other work
     assert slow_run_line(half) is None and slow_run_line(half.assign(other_cores=0.0)) is not None
+
+
+# a calibration whose canary on two threads spread to 1.73x its fastest window while one thread's held within 1%
+MOVING = {"threads": 2, "canary_windows_by_threads": {"1": [3.96e-4, 3.97e-4, 4.0e-4], "2": [2.59e-4, 4.48e-4, 2.6e-4]}}
+
+
+def test_a_run_with_many_slow_passes_on_a_machine_whose_threads_moved_and_one_held_points_to_one_thread():
+    ran = pd.DataFrame({"device": "cpu", "status": ["ok"] * 10, "threads": 2,
+                        "canary_ratio": [1.7, 1.68, 1.0, 1.02, 1.03, 1.05, 1.01, 1.04, 1.02, 1.0]})
+    assert threads_line(ran, MOVING) == (
+        "2 of 10 CPU passes on 2 threads were marked slow: this machine's speed moves on 2 threads (the "
+        "calibration's canary windows 1.00-1.73x the fastest) and holds on one (1.00-1.01x); `--threads 1` times on "
+        "the steady part, and its times hold closer from run to run")
+    assert threads_line(ran.assign(canary_ratio=[1.7] + [1.0] * 9), MOVING) is None  # 1 of 10: under a fifth
+    assert threads_line(ran.assign(threads=1), MOVING) is None  # the run took one thread already
+    assert threads_line(ran, {**MOVING, "canary_windows_by_threads": {"2": [2.59e-4, 4.48e-4]}}) is None  # no 1
+    assert threads_line(ran, None) is None  # a run without a calibration
+    assert threads_line(ran.iloc[:5], MOVING) is None  # five passes are too few to say
+    assert threads_line(ran.assign(device="cuda"), MOVING) is None  # a GPU's passes have no canary
 
 
 def test_a_run_beside_other_work_says_how_much_and_counts_the_passes_it_disturbed():

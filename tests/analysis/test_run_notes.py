@@ -35,3 +35,13 @@ def test_a_report_of_several_runs_names_the_run_of_each_busy_line_and_counts_its
                                   "CPU passes stopped `disturbed`, their times as much its as the code's (the report's "
                                   "machine chart shows when); measure again with it gone, or with --threads that fit "
                                   "in the cores it left"]
+
+
+def test_a_run_whose_threads_ran_slow_on_a_machine_where_one_thread_holds_says_so_from_its_own_calibration() -> None:
+    rows = ran().assign(threads=2, canary_ratio=1.7)
+    rows = pd.concat([rows] * 3)  # six passes on two threads, all marked slow
+    windows = {"1": [3.96e-4, 3.98e-4], "2": [2.59e-4, 4.48e-4]}
+    lines = notes(rows, [{"run_id": "run-a", "peaks": {"cpu": {"canary_windows_by_threads": windows}}}], 2)
+    assert len(lines) == 2 and lines[0].startswith("the canary read a median 1.70x its calibrated time over 6 CPU")
+    assert lines[1].startswith("6 of 6 CPU passes on 2 threads were marked slow: this machine's speed moves on 2 ")
+    assert notes(rows, [{"run_id": "run-a"}], 2) == lines[:1]  # a run without a calibration says nothing of it

@@ -64,8 +64,12 @@ def test_env_shows_the_canary_calibrated_on_each_thread_count(monkeypatch, tmp_p
     assert facts["cpu_canary"] == "397 us on 1 thread, 248 us on 2 threads"
     peaks["cpu"].update(canary_s=2.48e-4, threads=2, canary_windows_s=[3.1e-4, 2.48e-4, 3.2e-4, 2.6e-4])
     facts = json.loads(invoke("env", "--json").stdout)
-    assert facts["cpu_canary"] == ("397 us on 1 thread, 248 us on 2 threads; its 4 windows on 2 threads read "
-                                   "1.00-1.29x the fastest")
+    assert facts["cpu_canary"] == ("397 us on 1 thread, 248 us on 2 threads; its 4 windows against the fastest: "
+                                   "1.00-1.29x on 2 threads")  # a calibration from before each count's were kept
+    peaks["cpu"]["canary_windows_by_threads"] = {"1": [3.97e-4, 4.0e-4], "2": [2.48e-4, 4.29e-4]}
+    facts = json.loads(invoke("env", "--json").stdout)
+    assert facts["cpu_canary"] == ("397 us on 1 thread, 248 us on 2 threads; its 2 windows against the fastest: "
+                                   "1.00-1.01x on 1 thread, 1.00-1.73x on 2 threads: it moved on 2 threads, held on one")
 
 
 def test_env_says_how_much_each_cache_level_s_copy_held(monkeypatch, tmp_path):
@@ -101,6 +105,21 @@ def test_env_reads_the_canary_now_against_its_calibrated_time_and_says_how_old_t
     facts = json.loads(invoke("env", "--json").stdout)
     assert facts["cpu_canary_now"] == f"372 us on {threads} thread{'s' if threads > 1 else ''}, 1.50x calibrated"
     assert facts["calibration_file"] == f"{calibration_path()} (written 2.0 h ago)"
+
+
+def test_env_reads_the_canary_now_on_each_calibrated_thread_count_and_says_when_only_one_thread_is_at_speed(
+        monkeypatch, tmp_path):
+    monkeypatch.setenv("BENCHCTL_CACHE", str(tmp_path))
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 2)
+    peaks = {"cpu": {"gbps": 30.0, "gflops": 100.0, "canary_s_by_threads": {"1": 3.96e-4, "2": 2.56e-4}}}
+    monkeypatch.setattr("benchctl.measure.calibrate.load_peaks", lambda: peaks)
+    now = {1: 4.0e-4, 2: 4.35e-4}  # the 2-core VM with its two threads in their slow state, one thread at speed
+    monkeypatch.setattr("benchctl.machine.canary.canary_on", now.get)
+    assert json.loads(invoke("env", "--json").stdout)["cpu_canary_now"] == (
+        "400 us on 1 thread, 1.01x calibrated; 435 us on 2 threads, 1.70x calibrated: slow on 2 threads, at speed on one")
+    now[1] = 4.6e-4  # one thread slow too (1.16x): the whole machine, and nothing more to say
+    assert json.loads(invoke("env", "--json").stdout)["cpu_canary_now"] == (
+        "460 us on 1 thread, 1.16x calibrated; 435 us on 2 threads, 1.70x calibrated")
 
 
 def test_env_says_which_matmul_rates_were_raised_to_the_canary_s_speed(monkeypatch, tmp_path):

@@ -71,7 +71,9 @@ def test_the_cpu_peaks_include_the_best_memory_probe(measured):
     assert peaks["cpu"]["read_gbps_typical"] == 12.0  # their median (of 12, in four windows): what it usually gives
     assert peaks["cpu"]["canary_s"] == 2.5e-4  # the fastest of the canary's windows: a slow phase only slows it
     assert peaks["cpu"]["canary_s_by_threads"] == {"1": 4.1e-4, "2": 2.5e-4}  # a run may take one thread
-    assert peaks["cpu"]["canary_windows_s"] == [4.5e-4, 2.5e-4, 4.4e-4, 4.5e-4]  # before, and after each step
+    # before the peaks, and after each step, on each count
+    assert peaks["cpu"]["canary_windows_by_threads"] == {"1": [6e-4, 4.1e-4, 6.2e-4, 6e-4],
+                                                         "2": [4.5e-4, 2.5e-4, 4.4e-4, 4.5e-4]}
     assert json.loads(calibrate.calibration_path().read_text()) == peaks == calibrate.load_peaks()
 
 
