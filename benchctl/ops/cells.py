@@ -110,7 +110,9 @@ class Cell:
         return self.impl == self.operator.reference
 
     def label(self) -> str:
-        keys = ",".join(f"{k}={v}" for k, v in self.params.items())
+        """"op/target impl device dtype [params]"; a param left unset (None: lstm_cell's I, which then follows H)
+        says nothing and is left out, as in the tables."""
+        keys = ",".join(f"{k}={v}" for k, v in self.params.items() if v is not None)
         return f"{self.op}/{self.target} {self.impl} {self.device} {self.dtype} [{keys}]"
 
     def resolve(self) -> "Resolved":

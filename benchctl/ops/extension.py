@@ -82,6 +82,17 @@ def isolated_build(impl: Any) -> Callable[[str], float] | None:
     return owner.build if isinstance(owner, Extension) else impl.build
 
 
+def built_before(impl: Any, device: str) -> bool:
+    """Whether the implementation's build hook is an Extension's whose library for `device` is in the cache and
+    loaded there before, unchanged since (isolated.proven): building it is only a look at the cache."""
+    owner = getattr(impl.build, "__self__", None)
+    if not isinstance(owner, Extension):
+        return False
+    from benchctl.ops import isolated
+
+    return isolated.proven(owner.library(_kind(device)))
+
+
 def _declaring_operator(depth: int = 2) -> str:
     """The operator whose file declares an Extension: the module registry.py imported it as
     (`benchctl_ops.<operator>` or `benchctl_ops.<operator>.ext`); "" elsewhere."""

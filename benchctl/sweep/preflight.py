@@ -63,10 +63,14 @@ class Preflight:
             say(clash.line())
         runnable, _ = self.availability()
         for key in dict.fromkeys((c.op, c.impl, c.device) for c in runnable):
-            hook = extension.isolated_build(next(c for c in runnable if (c.op, c.impl, c.device) == key).resolve().impl)
+            impl = next(c for c in runnable if (c.op, c.impl, c.device) == key).resolve().impl
+            hook = extension.isolated_build(impl)
             if hook is None:
                 continue
             op_name, impl_name, device = key
+            if extension.built_before(impl, device):
+                say(f"{op_name} {impl_name} for {device}: built before (its cached library)")
+                continue
             say(f"building {op_name} {impl_name} for {device} ...")
             try:
                 seconds = hook(device)

@@ -88,3 +88,22 @@ def test_a_library_that_aborts_while_loading_makes_its_cells_unavailable(project
     [reason] = reasons
     assert reason.startswith("abort_toy cpp: loading benchctl_abort_toy_boom_cpu ended its process")
     assert "static registration failed" in reason
+
+
+def test_a_sweep_says_an_extension_built_before_is_taken_from_the_cache_and_builds_one_that_is_not(project):
+    ext = Extension("tiny", sources=project / "one" / "csrc", operator="cached_toy")
+
+    def inputs(case: Case):
+        return {"x": randn(case, case.generator(), 2, 3)}
+
+    op = Operator("cached_toy", "d", {"batch_size": 2}, (Target("op", inputs),))
+    op.implementation("py")(lambda x: x * 2)
+    op.implementation("cpp", devices=("cpu",), build=ext.load)(lambda x: x * 2)
+    registry.register(op)
+    cells = [Cell.make("cached_toy", "op", "cpp", "cpu", "float32", {"batch_size": 2})]
+    said: list[str] = []
+    Preflight(cells).build_extensions(said.append)
+    assert said[0] == "building cached_toy cpp for cpu ..." and said[1].startswith("  ready in ")
+    said.clear()
+    Preflight(cells).build_extensions(said.append)
+    assert said == ["cached_toy cpp for cpu: built before (its cached library)"]
