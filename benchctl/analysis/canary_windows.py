@@ -30,5 +30,10 @@ def spread(peaks: Mapping[str, Any], threads: int | None) -> float | None:
 def only_threads_move(peaks: Mapping[str, Any], threads: int | None) -> bool:
     """Whether the calibration read the canary on `threads` threads (more than one) spread past SLOW_PHASE while
     one thread's stayed within it: the machine's parallel speed moves and one thread's holds."""
-    many, one = spread(peaks, threads), spread(peaks, 1)
-    return bool((threads or 1) > 1 and many and one and many > 1 + SLOW_PHASE >= one)
+    return (threads or 1) > 1 and slow_on_threads_alone(spread(peaks, threads), spread(peaks, 1))
+
+
+def slow_on_threads_alone(many: float | None, one: float | None) -> bool:
+    """Whether a ratio to the canary's calibrated time on several threads (`many`) is past SLOW_PHASE while one
+    thread's (`one`) is within it."""
+    return bool(many and one and many > 1 + SLOW_PHASE >= one)

@@ -10,8 +10,8 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from benchctl.analysis.speedup import disturbed
 from benchctl.analysis import canary_windows
+from benchctl.analysis.speedup import disturbed
 from benchctl.results.schema import SLOW_PHASE, beside_work
 from benchctl.vocab import Device, Status
 
@@ -47,10 +47,11 @@ def slow_run_line(rows: pd.DataFrame) -> str | None:
 
 def threads_line(rows: pd.DataFrame, peaks: Mapping[str, Any] | None) -> str | None:
     """A line under the tables where a share (SLOW_SHARE) of the run's CPU passes on more than one thread were
-    marked slow, and the calibration (`peaks`, the run's) read the canary spread past SLOW_PHASE on their threads
-    while one thread's held (canary_windows.only_threads_move): on such a machine a `--threads 1` run's times hold from
-    run to run. On the 2-core VM three runs each way of lstm_cell and patch_resample read a pass's median
-    1.7% apart between runs at the median (5.5% at the 90th percentile) on one thread, 3.9% (40%) on two."""
+    marked slow, and the calibration (`peaks`, the run's) read the canary spread past SLOW_PHASE on their
+    threads while one thread's held (canary_windows.only_threads_move): on such a machine a `--threads 1` run's
+    times hold from run to run. On the 2-core VM three runs each way of lstm_cell and patch_resample read a
+    pass's median 1.7% apart between runs at the median (5.5% at the 90th percentile) on one thread, 3.9%
+    (40%) on two."""
     ok = _ok(rows, Device.CPU)
     many = ok[ok["threads"] > 1] if "threads" in ok and "canary_ratio" in ok else ok.iloc[:0]
     if len(many) < CALIBRATION_PASSES or not peaks:
@@ -58,10 +59,11 @@ def threads_line(rows: pd.DataFrame, peaks: Mapping[str, Any] | None) -> str | N
     threads, slow = int(many["threads"].max()), int((many["canary_ratio"] > 1 + SLOW_PHASE).sum())
     if slow < SLOW_SHARE * len(many) or not canary_windows.only_threads_move(peaks, threads):
         return None
-    return (f"{slow} of {len(many)} CPU passes on {threads} threads were marked slow: this machine's speed moves on "
-            f"{threads} threads (the calibration's canary windows 1.00-{canary_windows.spread(peaks, threads):.2f}x "
-            f"the fastest) and holds on one (1.00-{canary_windows.spread(peaks, 1):.2f}x); `--threads 1` times on "
-            "the steady part, and its times hold closer from run to run")
+    spread = canary_windows.spread
+    return (f"{slow} of {len(many)} CPU passes on {threads} threads were marked slow: this machine's speed moves "
+            f"on {threads} threads (the calibration's canary windows 1.00-{spread(peaks, threads):.2f}x the fastest) "
+            f"and holds on one (1.00-{spread(peaks, 1):.2f}x); `--threads 1` times on the steady part, and its times "
+            "hold closer from run to run")
 
 
 def busy_through(stretch: Mapping[str, float], cores: int | None = None) -> str:

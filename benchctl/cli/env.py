@@ -61,19 +61,19 @@ def _canary_now(peaks: dict) -> str:
     calibrated; 372 us on 2 threads, 1.50x calibrated"); where torch's threads read slow and one thread at speed,
     it says so."""
     import torch
+    from benchctl.analysis.canary_windows import slow_on_threads_alone
     from benchctl.analysis.verdict import threads_words
     from benchctl.machine import canary
-    from benchctl.results.schema import SLOW_PHASE
 
     threads = torch.get_num_threads()
     ratios, parts = {}, []
     for n in sorted({int(n) for n in peaks.get("canary_s_by_threads", {})} | {threads}):
         now = canary.canary_on(n)
         ratios[n] = canary.slowdown(now, canary.calibrated_s(peaks, n))
-        parts.append(f"{now * 1e6:.0f} us on {threads_words(n)}" + (f", {ratios[n]:.2f}x calibrated" if ratios[n] else ""))
-    many, one = ratios.get(threads), ratios.get(1)
-    steady = threads > 1 and many and one and many > 1 + SLOW_PHASE >= one
-    return "; ".join(parts) + (f": slow on {threads_words(threads)}, at speed on one" if steady else "")
+        said = f", {ratios[n]:.2f}x calibrated" if ratios[n] else ""
+        parts.append(f"{now * 1e6:.0f} us on {threads_words(n)}{said}")
+    alone = threads > 1 and slow_on_threads_alone(ratios.get(threads), ratios.get(1))
+    return "; ".join(parts) + (f": slow on {threads_words(threads)}, at speed on one" if alone else "")
 
 
 def _age(path) -> str:

@@ -28,7 +28,8 @@ def test_a_run_whose_canary_read_far_over_its_calibrated_time_says_the_machine_r
 
 
 # a calibration whose canary on two threads spread to 1.73x its fastest window while one thread's held within 1%
-MOVING = {"threads": 2, "canary_windows_by_threads": {"1": [3.96e-4, 3.97e-4, 4.0e-4], "2": [2.59e-4, 4.48e-4, 2.6e-4]}}
+MOVING = {"threads": 2,
+          "canary_windows_by_threads": {"1": [3.96e-4, 3.97e-4, 4.0e-4], "2": [2.59e-4, 4.48e-4, 2.6e-4]}}
 
 
 def test_a_run_with_many_slow_passes_on_a_machine_whose_threads_moved_and_one_held_points_to_one_thread():

@@ -69,7 +69,8 @@ def test_env_shows_the_canary_calibrated_on_each_thread_count(monkeypatch, tmp_p
     peaks["cpu"]["canary_windows_by_threads"] = {"1": [3.97e-4, 4.0e-4], "2": [2.48e-4, 4.29e-4]}
     facts = json.loads(invoke("env", "--json").stdout)
     assert facts["cpu_canary"] == ("397 us on 1 thread, 248 us on 2 threads; its 2 windows against the fastest: "
-                                   "1.00-1.01x on 1 thread, 1.00-1.73x on 2 threads: it moved on 2 threads, held on one")
+                                   "1.00-1.01x on 1 thread, 1.00-1.73x on 2 threads: it moved on 2 threads, held on "
+                                   "one")
 
 
 def test_env_says_how_much_each_cache_level_s_copy_held(monkeypatch, tmp_path):
@@ -116,7 +117,8 @@ def test_env_reads_the_canary_now_on_each_calibrated_thread_count_and_says_when_
     now = {1: 4.0e-4, 2: 4.35e-4}  # the 2-core VM with its two threads in their slow state, one thread at speed
     monkeypatch.setattr("benchctl.machine.canary.canary_on", now.get)
     assert json.loads(invoke("env", "--json").stdout)["cpu_canary_now"] == (
-        "400 us on 1 thread, 1.01x calibrated; 435 us on 2 threads, 1.70x calibrated: slow on 2 threads, at speed on one")
+        "400 us on 1 thread, 1.01x calibrated; 435 us on 2 threads, 1.70x calibrated: slow on 2 threads, at speed "
+        "on one")
     now[1] = 4.6e-4  # one thread slow too (1.16x): the whole machine, and nothing more to say
     assert json.loads(invoke("env", "--json").stdout)["cpu_canary_now"] == (
         "460 us on 1 thread, 1.16x calibrated; 435 us on 2 threads, 1.70x calibrated")
