@@ -62,8 +62,8 @@ def threads_line(rows: pd.DataFrame, peaks: Mapping[str, Any] | None) -> str | N
     spread = canary_windows.spread
     return (f"{slow} of {len(many)} CPU passes on {threads} threads were marked slow: this machine's speed moves "
             f"on {threads} threads (the calibration's canary windows 1.00-{spread(peaks, threads):.2f}x the fastest) "
-            f"and holds on one (1.00-{spread(peaks, 1):.2f}x); `--threads 1` times on the steady part, and its times "
-            "hold closer from run to run")
+            f"and holds on one (1.00-{spread(peaks, 1):.2f}x); `--threads 1` times on the steady part, and its "
+            "compute-bound times hold closer from run to run")
 
 
 def busy_through(stretch: Mapping[str, float], cores: int | None = None) -> str:

@@ -38,7 +38,7 @@ def test_a_run_with_many_slow_passes_on_a_machine_whose_threads_moved_and_one_he
     assert threads_line(ran, MOVING) == (
         "2 of 10 CPU passes on 2 threads were marked slow: this machine's speed moves on 2 threads (the "
         "calibration's canary windows 1.00-1.73x the fastest) and holds on one (1.00-1.01x); `--threads 1` times on "
-        "the steady part, and its times hold closer from run to run")
+        "the steady part, and its compute-bound times hold closer from run to run")
     assert threads_line(ran.assign(canary_ratio=[1.7] + [1.0] * 9), MOVING) is None  # 1 of 10: under a fifth
     assert threads_line(ran.assign(threads=1), MOVING) is None  # the run took one thread already
     assert threads_line(ran, {**MOVING, "canary_windows_by_threads": {"2": [2.59e-4, 4.48e-4]}}) is None  # no 1
