@@ -12,7 +12,7 @@ import pandas as pd
 
 from benchctl.analysis import canary_windows
 from benchctl.analysis.speedup import disturbed
-from benchctl.results.schema import SLOW_PHASE, beside_work
+from benchctl.results.schema import SLOW_PHASE, beside_work, slow_machine
 from benchctl.vocab import Device, Status
 
 # Passes enough to say that the run's canary read far faster, or slower, than calibrated (slow_calibration_line,
@@ -56,7 +56,7 @@ def threads_line(rows: pd.DataFrame, peaks: Mapping[str, Any] | None) -> str | N
     many = ok[ok["threads"] > 1] if "threads" in ok and "canary_ratio" in ok else ok.iloc[:0]
     if len(many) < CALIBRATION_PASSES or not peaks:
         return None
-    threads, slow = int(many["threads"].max()), int((many["canary_ratio"] > 1 + SLOW_PHASE).sum())
+    threads, slow = int(many["threads"].max()), int(many.apply(slow_machine, axis=1).sum())
     if slow < SLOW_SHARE * len(many) or not canary_windows.only_threads_move(peaks, threads):
         return None
     spread = canary_windows.spread

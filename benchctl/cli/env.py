@@ -103,7 +103,8 @@ def _windows_text(peaks: dict) -> str:
 
     threads = peaks.get("threads") or 1
     counts = sorted({int(n) for n in peaks.get("canary_s_by_threads", {})} | {threads})
-    read = [f"1.00-{cw.spread(peaks, n):.2f}x on {threads_words(n)}" for n in counts if cw.spread(peaks, n)]
+    spreads = {n: cw.spread(peaks, n) for n in counts}
+    read = [f"1.00-{x:.2f}x on {threads_words(n)}" for n, x in spreads.items() if x]
     if not read:
         return ""
     moved = f": it moved on {threads_words(threads)}, held on one" if cw.only_threads_move(peaks, threads) else ""

@@ -78,19 +78,25 @@ def behind(impl: Any) -> "Extension | None":
 def isolated_build(impl: Any) -> Callable[[str], float] | None:
     """The build hook to call from benchctl's own process: an Extension's builds in a child process
     (whether the implementation named EXT.build or EXT.load); any other hook is called as it is."""
-    owner = getattr(impl.build, "__self__", None)
-    return owner.build if isinstance(owner, Extension) else impl.build
+    owner = _builder(impl)
+    return owner.build if owner is not None else impl.build
 
 
 def built_before(impl: Any, device: str) -> bool:
     """Whether the implementation's build hook is an Extension's whose library for `device` is in the cache and
     loaded there before, unchanged since (isolated.proven): building it is only a look at the cache."""
-    owner = getattr(impl.build, "__self__", None)
-    if not isinstance(owner, Extension):
+    owner = _builder(impl)
+    if owner is None:
         return False
     from benchctl.ops import isolated
 
     return isolated.proven(owner.library(_kind(device)))
+
+
+def _builder(impl: Any) -> "Extension | None":
+    """The Extension whose EXT.build or EXT.load is the implementation's build hook."""
+    owner = getattr(impl.build, "__self__", None)
+    return owner if isinstance(owner, Extension) else None
 
 
 def _declaring_operator(depth: int = 2) -> str:
