@@ -9,8 +9,9 @@ runs of a label it takes the cells both measured ok, their speedups as the repor
 (analysis.speedup.speedup: the paired ratio where paired, else the rounds' or the medians' ratio), and
 counts the cells whose speedup moved by more than 10% and 25%, and those that crossed from faster to
 slower (one over 1.05x, the other under 0.95x), and, of the cells both runs gave a range (the paired
-interval, or the rounds' lowest and highest), those whose two ranges do not overlap. Prints one line per
-label, and the wall time of each run.
+interval, or the rounds' lowest and highest), those whose two ranges do not overlap, and how often one run's
+speedup fell outside the other's range (each way: what `run`'s repeat line counts, analysis/repeat.py).
+Prints one line per label, and the wall time of each run.
 Run it on folders measured with nothing else on the machine.
 """
 
@@ -55,10 +56,18 @@ def moved(a: pd.DataFrame, b: pd.DataFrame) -> dict[str, float]:
     apart = ranged & ((a["hi"].to_numpy() < b["lo"].to_numpy()) | (b["hi"].to_numpy() < a["lo"].to_numpy()))
     change = np.abs(np.log(y / x))
     crossed = ((x > 1.05) & (y < 0.95)) | ((x < 0.95) & (y > 1.05))
-    return {"cells": len(both), "over_10": int((change > np.log(1.10)).sum()),
+    outside = [_outside(a.loc[both], y), _outside(b.loc[both], x)]  # b's speedup outside a's range, and back
+    return {"outside": sum(int(o.sum()) for o in outside),
+            "ranged_each": int(a["lo"].notna().sum() + b["lo"].notna().sum()),"cells": len(both), "over_10": int((change > np.log(1.10)).sum()),
             "over_25": int((change > np.log(1.25)).sum()), "crossed": int(crossed.sum()),
             "ranged": int(ranged.sum()), "apart": int(apart.sum()),
             "median_move": float(np.expm1(np.median(change))) if len(both) else float("nan")}
+
+
+def _outside(ranged: pd.DataFrame, speedup: np.ndarray) -> np.ndarray:
+    """Where `speedup` (the other run's) lies outside `ranged`'s range (False where it gave none)."""
+    lo, hi = ranged["lo"].to_numpy(), ranged["hi"].to_numpy()
+    return ~np.isnan(lo) & ((speedup < lo) | (speedup > hi))
 
 
 def wall(folder: Path) -> float:
@@ -77,7 +86,8 @@ def main(args: list[str]) -> None:
             m = moved(a, b)
             print(f"  run {i + 1} vs {j + 1}: {m['cells']} cells, moved >10% {m['over_10']}, >25% {m['over_25']},"
                   f" crossed 1x {m['crossed']}, median move {m['median_move']:.1%};"
-                  f" ranges that do not overlap {m['apart']} of {m['ranged']}")
+                  f" ranges that do not overlap {m['apart']} of {m['ranged']};"
+                  f" a speedup outside the other run's range {m['outside']} of {m['ranged_each']}")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """The lines under a run's tables that say what its numbers carry: passes whose partner read far from its own
 row, passes mostly in the OS, host-bound GPU passes, a calibration or a whole run in a slow phase, a machine
 whose speed moves on several threads and holds on one, other work beside the run, its folder changed while it
-ran. One list, so `run` prints them under its tables and the report shows them above its sections."""
+ran, speedups that earlier runs of the same code read outside this run's interval. One list, so `run` prints
+them under its tables and the report shows them above its sections."""
 
 from __future__ import annotations
 
@@ -10,14 +11,17 @@ from typing import Any, Mapping, Sequence
 import pandas as pd
 
 from benchctl.analysis.machine_lines import busy_run_line, slow_calibration_line, slow_run_line, threads_line
+from benchctl.analysis.repeat import repeat_line
 from benchctl.analysis.summary import host_bound_line, os_time_line, partner_apart_line
 from benchctl.results import storage
 from benchctl.results.guard import changed_line
 
 
-def notes(rows: pd.DataFrame, metas: Sequence[Mapping[str, Any]], cores: int | None = None) -> list[str]:
+def notes(rows: pd.DataFrame, metas: Sequence[Mapping[str, Any]], cores: int | None = None,
+          earlier: pd.DataFrame | None = None) -> list[str]:
     """The lines for these rows and the runs they came from (`metas`: each run's metadata; `cores`: the
-    machine's, else each run's `cpu_count` fact). A line of one run among several names it."""
+    machine's, else each run's `cpu_count` fact; `earlier`: the rows of the runs before them, repeat.py). A line
+    of one run among several names it."""
     lines = [partner_apart_line(rows), os_time_line(rows), host_bound_line(rows), slow_calibration_line(rows),
              slow_run_line(rows)]
     several = len(metas) > 1
@@ -27,4 +31,5 @@ def notes(rows: pd.DataFrame, metas: Sequence[Mapping[str, Any]], cores: int | N
         threads = threads_line(mine, (storage.meta_fact(dict(meta), "peaks") or {}).get("cpu"))
         lines += [f"run {meta.get('run_id')}: {line}" if line and several else line for line in (busy, threads)]
         lines.append(changed_line(meta))
+    lines.append(repeat_line(rows, earlier))
     return [line for line in lines if line]

@@ -105,9 +105,11 @@ def speedup_label(base: Mapping[str, Any], row: Mapping[str, Any]) -> str:
     digits beyond 0.1-100: 0.0039x, not 0.00x) and with the half width of its interval: 2.05x ±0.3% (without
     one where too few pairs gave it), or the interval itself where it is `lopsided`: 1.48x ±(1.45-15.9), not
     ±969%, which reads as if the speedup could be negative. A `?` after one whose range holds 1 (`unsettled`),
-    a `≠` after one whose partner read far from its own row in the pairs (`partner_apart`)."""
+    a `≠` after one whose partner read far from its own row in the pairs (`partner_apart`), a `↻` after one that
+    an earlier run of the same code read outside its interval (`earlier_speedups`, analysis/repeat.py)."""
     ratio = speedup(base, row)
     mark = ("?" if unsettled(base, row) else "") + ("≠" if partner_apart(base, row) else "")
+    mark += "↻" if outside_interval(_paired_interval(row), row.get("earlier_speedups") or ()) else ""
     if not (_timed_together(base, row) and ratio > 0):
         return speedup_text(ratio) + mark
     found = _paired_interval(row)
@@ -116,6 +118,11 @@ def speedup_label(base: Mapping[str, Any], row: Mapping[str, Any]) -> str:
     if lopsided(ratio, found):
         return f"{_ratio_text(ratio)}x ±({_ratio_text(found[0])}-{_ratio_text(found[1])}){mark}"
     return f"{_ratio_text(ratio)}x ±{max(ratio - found[0], found[1] - ratio) / ratio:.1%}{mark}"
+
+
+def outside_interval(interval: tuple[float, float] | None, speedups: Sequence[float]) -> tuple[float, ...]:
+    """The speedups outside `interval` (none without one)."""
+    return tuple(s for s in speedups if not interval[0] <= s <= interval[1]) if interval else ()
 
 
 def lopsided(ratio: float, interval: tuple[float, float]) -> bool:

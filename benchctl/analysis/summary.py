@@ -72,6 +72,7 @@ MARKS = {
          "in pairs) one side alone was busy",
     "≠": f"the reference read over {PARTNER_APART:.0%} off its own row in these pairs: the speedup is the pairs', "
          "not the medians' ratio",
+    "↻": "an earlier run of the same code on this machine read the speedup outside this interval",
     "~": "noisy",
     "dist": "disturbed, too few clean samples",
     "slow": f"the machine's canary over {SLOW_PHASE:.0%} slower than calibrated (a slow phase)",
@@ -96,7 +97,7 @@ class SummaryTable:
         return marks_in(text for row in self.rows for text in row)
 
 
-SYMBOLS = "±?≠"  # the marks written onto a speedup, so found anywhere in a cell's text; the others are words
+SYMBOLS = "±?≠↻"  # the marks written onto a speedup, so found anywhere in a cell's text; the others are words
 
 
 def marks_in(texts: Iterable[str]) -> tuple[str, ...]:

@@ -39,6 +39,7 @@ def command(results: tuple[Path, ...], out_dir: Path | None, ops: tuple[str, ...
     RESULTS are run folders, parquet files or folders of runs (merged); default: the latest run in --root.
     """
     from benchctl import console
+    from benchctl.analysis.repeat import earlier_rows
     from benchctl.report import history_page, page
     from benchctl.results import guard, run_state
 
@@ -48,9 +49,10 @@ def command(results: tuple[Path, ...], out_dir: Path | None, ops: tuple[str, ...
             loaded = page.load_results(results, root)
         except FileNotFoundError as exc:
             raise UsageError(str(exc)) from None
-        history = history_page.for_run(loaded.folders[0]) if len(loaded.folders) == 1 else None
-        built = page.build(loaded.rows, out_dir or page.default_out_dir(loaded.folders, root),
-                           loaded.metas, wanted, ops, history=history, profiles_root=root)
+        one = loaded.folders[0] if len(loaded.folders) == 1 else None
+        history = history_page.for_run(one) if one else None
+        built = page.build(loaded.rows, out_dir or page.default_out_dir(loaded.folders, root), loaded.metas, wanted,
+                           ops, history=history, profiles_root=root, earlier=earlier_rows(one) if one else None)
     for line in run_state.unfinished(loaded.metas) + [guard.changed_line(m) for m in loaded.metas]:
         if line:
             console.warn(line)

@@ -212,15 +212,17 @@ def _render_summary(writer) -> None:
     from benchctl import console
     from benchctl.ops import registry
     from benchctl.results import storage
+    from benchctl.analysis.repeat import earlier_rows, earlier_speedups
     from benchctl.analysis.run_notes import notes
     from benchctl.analysis.summary import absent_devices, legend, summary_tables
 
-    df = storage.load_run(writer.dir)
+    df, earlier = storage.load_run(writer.dir), earlier_rows(writer.dir)
+    df = df.assign(earlier_speedups=earlier_speedups(df, earlier))
     refs = {name: op.reference for name, op in registry.operators().items()}
     tables = summary_tables(df, refs)
     for t in tables:
         console.out.print(console.table(t.title, t.columns, t.rows))
-    lines = [legend(tables), *notes(df, [writer.meta], os.cpu_count() or 1)]
+    lines = [legend(tables), *notes(df, [writer.meta], os.cpu_count() or 1, earlier)]
     for line in [a.line() for a in absent_devices(df)] + lines:
         if line:
             console.out.print(line)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 import numpy as np
 import pandas as pd
 
-from benchctl.report import compile_marks, pair_marks
+from benchctl.report import compile_marks, pair_marks, repeat_marks
 from benchctl.report.speedups import ci_bars, intervals, speedups
 from benchctl.analysis.verdict import timing_kinds
 from benchctl.analysis.summary import axis_value_text
@@ -26,8 +26,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-DEVICE_LABELS = {Device.CPU: "CPU", Device.CUDA: "GPU"}
-LINESTYLES = ("-", "--", ":", "-.")
+DEVICE_LABELS, LINESTYLES = {Device.CPU: "CPU", Device.CUDA: "GPU"}, ("-", "--", ":", "-.")
 
 
 def params_of(text: Any) -> dict[str, Any]:
@@ -282,6 +281,7 @@ def speedup_figure(df: pd.DataFrame, title: str, baseline: str) -> "Figure | Non
 
     def draw(ax: "Axes", cell: pd.DataFrame, colors: dict, styles: dict) -> None:
         _line_panel(ax, cell[cell["impl"] != baseline], "speedup", colors, styles)
+        repeat_marks.mark_earlier(ax, cell, baseline, colors)
         ax.axhline(1.0, color="gray", lw=1, ls="--", label=f"{baseline} (baseline)")
         ax.set_yscale("log")
         tidy_log(ax)

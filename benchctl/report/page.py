@@ -21,6 +21,7 @@ from benchctl.report.tables import environment, failure_table, op_table, speedup
 from benchctl.results import storage
 from benchctl.analysis import run_notes
 from benchctl.analysis.compare import KEY, machine_kinds
+from benchctl.analysis.repeat import earlier_speedups
 from benchctl.analysis.summary import absent_devices, present
 from benchctl.errors import UsageError
 
@@ -122,9 +123,10 @@ def stored_references(metas: Sequence[Mapping[str, Any]]) -> dict[str, str]:
 def build(rows: pd.DataFrame, out_dir: Path, metas: Sequence[Mapping[str, Any]] = (),
           baselines: Mapping[str, str] | None = None, ops: Sequence[str] = (),
           peaks: Mapping[str, Mapping[str, float]] | None = None, history: Path | None = None,
-          profiles_root: Path | None = None) -> Report:
+          profiles_root: Path | None = None, earlier: pd.DataFrame | None = None) -> Report:
     """Charts for every operator and target in `rows`, then index.html and summary.md in `out_dir`; with
-    `profiles_root`, the profiles of those operators found under it."""
+    `profiles_root`, the profiles of those operators found under it; with `earlier` (the rows of the runs before
+    them, analysis/repeat.py), each speedup measured before drawn with the earlier runs' beside it."""
     wanted = dict(baselines or {})  # "*" applies to every operator without its own entry
     selected = select_ops(rows, ops)
     check_baselines(rows, wanted)
@@ -133,7 +135,7 @@ def build(rows: pd.DataFrame, out_dir: Path, metas: Sequence[Mapping[str, Any]] 
     out_dir.mkdir(parents=True, exist_ok=True)
     references = stored_references(metas)
     peaks = measured_peaks(rows, metas) if peaks is None else peaks
-    rows = rows.assign(machine=by_machine(rows))
+    rows = rows.assign(machine=by_machine(rows), earlier_speedups=earlier_speedups(rows, earlier))
     sections = [_section(part, str(op), str(target), out_dir,
                          wanted.get(str(op), wanted.get("*", references.get(str(op)))), peaks, str(machine))
                 for (op, target, machine), part in rows.groupby(["op", "target", "machine"], sort=True)]
@@ -150,7 +152,7 @@ def build(rows: pd.DataFrame, out_dir: Path, metas: Sequence[Mapping[str, Any]] 
                     working_set=charts.save(by_size, out_dir / "figures" / "working-set") if by_size else [],
                     history=history,
                     profiles=profiles.find(profiles_root, set(rows["op"])) if profiles_root is not None else [],
-                    notes=tuple(run_notes.notes(rows, metas)))
+                    notes=tuple(run_notes.notes(rows, metas, earlier=earlier)))
     pages = {out_dir / "index.html": render_html(report), out_dir / "summary.md": render_markdown(report)}
     for path, text in pages.items():
         path.write_text(text, encoding="utf-8")

@@ -128,7 +128,7 @@ def speedup_column(baseline: str) -> str:
 
 
 def speedup_legend(table: pd.DataFrame, baseline: str) -> str:
-    """What the marks on an `op_table`'s speedups (±, ?, ≠) mean, as `run`'s legend says it; "" where none."""
+    """What the marks on an `op_table`'s speedups (±, ?, ≠, ↻) mean, as `run`'s legend says it; "" where none."""
     return legend_of(marks_in(table[speedup_column(baseline)])) or ""
 
 

@@ -379,3 +379,17 @@ def test_processes_that_cannot_be_kept_are_a_one_line_usage_error(tmp_path, flag
     result = invoke("run", "py", "cpu", "--op", "hoconv2d", "--batch-sizes", "1", "--processes", "2", *flags,
                     "--out", str(tmp_path))
     assert result.exit_code == 2 and says in result.output and "Traceback" not in result.output
+
+
+def test_a_second_run_into_the_same_folder_says_how_the_first_runs_paired_speedups_fell_against_its_intervals(
+        tmp_path):
+    args = ("run", "py,jit", "cpu", "--op", "lstm_cell", "--batch-sizes", "16", "--passes", "forward",
+            "--max-time", "0.1", "--warmup-time", "0", "--remeasure", "0", "--processes", "1", "--out", str(tmp_path))
+    first = invoke(*args)
+    assert first.exit_code == 0, first.output
+    assert "paired speedups" not in first.output  # nothing before it
+    second = invoke(*args)
+    assert second.exit_code == 0, second.output
+    said = " ".join(second.output.split())
+    assert re.search(r"(\d of 1 paired speedups measured before \(up to 1 earlier run\(s\)|1 paired speedups were "
+                     r"measured before, in up to 1 earlier run\(s\))", said), said

@@ -263,3 +263,19 @@ def test_compare_fail_on_regression_with_no_cell_in_both_runs_is_an_error(tmp_pa
     assert result.exit_code == 2, result.output
     assert result.stderr.splitlines()[-1] == (f"error: no cell was in both runs ({new} vs {base}): nothing to judge "
                                               "for --fail-on-regression")
+
+
+def test_the_report_of_one_run_holds_its_paired_speedups_against_the_runs_before_it_in_its_folder(tmp_path):
+    def paired_run(run_id: str, speedup: float) -> list[dict]:
+        cpp = {**row("cpp", 5e-3, 2), "paired_with": "py", "impl_code": "aaaa", "partner_code": "bbbb",
+               "paired_speedup": speedup, "paired_ci_lo": speedup * 0.99, "paired_ci_hi": speedup * 1.01}
+        return [row("py", 10e-3, 1), cpp]
+
+    root = tmp_path / "results"
+    write_run(root, "20240101-000000-aaaaaa", paired_run("20240101-000000-aaaaaa", 3.0))
+    last = write_run(root, "20240102-000000-bbbbbb", paired_run("20240102-000000-bbbbbb", 2.0))
+    result = CliRunner().invoke(cli, ["report", str(last)])
+    assert result.exit_code == 0, result.output
+    summary = (last / "_report" / "summary.md").read_text()
+    assert "- 1 of 1 paired speedups measured before (up to 1 earlier run(s) of the same code on this machine)" in summary
+    assert "2.00x (1.98-2.02x) here, 3.00x before" in summary

@@ -1,0 +1,155 @@
+"""Whether a run's speedups repeat: each speedup timed in pairs (run --pair-with) against the same cell's in the
+earlier runs of the same code (its and its partner's digests, ops/digest.py) on the same kind of machine,
+timed the same way, found beside the run in its results folder.
+
+A paired interval comes from pairs timed within seconds of each other: it says how well that moment's pairs
+agree, not where the next run lands. Over five runs of the README's main job on the 2-core VM (the same code),
+a run's speedup fell outside another run's interval 821 times of 1,504 (55%; docs/measuring.md, "Speedups run
+after run"). A table that shows `2.05x ±0.3%` should not pass for a forecast, so the run and the report say how
+the earlier runs fell: a line, a `↻` on each speedup an earlier run read outside its interval, and a dash per
+earlier run on the report's speedup chart.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import pandas as pd
+
+from benchctl.analysis.compare import KEY, machine_kinds
+from benchctl.analysis.speedup import outside_interval, present_value
+from benchctl.analysis.summary import axis_value_text
+from benchctl.analysis.verdict import thread_kinds, timing_kinds
+from benchctl.results import storage
+from benchctl.vocab import Status
+
+EARLIER_RUNS = 10  # the latest runs before it in its results folder that a run is held against
+# What must be equal for two rows' speedups to be the same measurement, besides the cell and pass (KEY).
+SAME = ("paired_with", "impl_code", "partner_code")
+
+
+@dataclass(frozen=True)
+class Repeat:
+    """One paired speedup of a run with its interval, and the rows of the same measurement in earlier runs."""
+
+    row: Mapping[str, Any]
+    before: pd.DataFrame  # the earlier runs' rows
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        return float(self.row["paired_ci_lo"]), float(self.row["paired_ci_hi"])
+
+    @property
+    def earlier(self) -> tuple[float, ...]:
+        return tuple(self.before["paired_speedup"])
+
+    @property
+    def outside(self) -> tuple[float, ...]:
+        """The earlier speedups outside this run's interval."""
+        return outside_interval(self.interval, self.earlier)
+
+    @property
+    def furthest(self) -> float:
+        """How far (a factor, at least 1) the earlier speedup furthest outside the interval is from its nearer end."""
+        lo, hi = self.interval
+        return max((max(lo / s, s / hi) for s in self.outside), default=1.0)
+
+
+def repeats(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> list[Repeat]:
+    """Each ok row of `rows` timed in pairs with an interval that earlier runs measured (`matches`)."""
+    return [Repeat(row, before) for row, before in zip(rows.to_dict("records"), matches(rows, earlier))
+            if len(before) and present_value(row.get("paired_ci_lo")) and present_value(row.get("paired_ci_hi"))]
+
+
+def earlier_speedups(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> pd.Series:
+    """For each row of `rows`, the paired speedups of the earlier runs' rows that it `matches` (a tuple each)."""
+    found = [tuple(before["paired_speedup"]) for before in matches(rows, earlier)]
+    return pd.Series(found, index=rows.index, dtype=object)
+
+
+def matches(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> list[pd.DataFrame]:
+    """For each row of `rows` (in order), the rows of `earlier` (other runs; None: none) that measured the same
+    thing: same cell, pass, partner, code of both sides, machine kind, threads and timing; none for a row not
+    timed in pairs, without both digests, or not measured before."""
+    none = pd.DataFrame(columns=["paired_speedup"])
+    if earlier is None or earlier.empty:
+        return [none] * len(rows)
+    rows, before = rows.reset_index(drop=True), _keyed(_paired(earlier))
+    found = dict(tuple(before.groupby("_same"))) if len(before) else {}
+    ours = _keyed(_paired(rows))["_same"].to_dict()
+    return [found.get(ours.get(i), none) for i in range(len(rows))]
+
+
+def _paired(rows: pd.DataFrame) -> pd.DataFrame:
+    if rows.empty or "paired_speedup" not in rows:
+        return rows.iloc[:0]
+    found = rows[(rows["status"] == Status.OK) & rows["paired_speedup"].map(present_value)]
+    return found[found.reindex(columns=list(SAME)).notna().all(axis=1)]
+
+
+def _keyed(rows: pd.DataFrame) -> pd.DataFrame:
+    """The rows with `_same`: one text for everything that must be equal between two runs' rows."""
+    parts = [rows[c].astype(str) for c in (*KEY, *SAME)]
+    parts += [machine_kinds(rows), timing_kinds(rows), thread_kinds(rows)]
+    return rows.assign(_same=pd.concat(parts, axis=1).agg("|".join, axis=1) if len(rows) else pd.Series(dtype=str))
+
+
+def repeat_line(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> str | None:
+    """The line under the tables: of this run's paired speedups with an interval that earlier runs of the same
+    code measured, how many had an earlier one outside it, and the furthest; None where none was measured before."""
+    found = repeats(rows, earlier)
+    if not found:
+        return None
+    moved, runs = [r for r in found if r.outside], max(len(r.earlier) for r in found)
+    if not moved:
+        return (f"{len(found)} paired speedups were measured before, in up to {runs} earlier run(s) of the same code "
+                "on this machine: every earlier one fell inside this run's interval")
+    worst = max(moved, key=lambda r: r.furthest)
+    return (f"{len(moved)} of {len(found)} paired speedups measured before (up to {runs} earlier run(s) of the same "
+            f"code on this machine) had an earlier one outside this run's interval; the furthest, {_where(worst)}: "
+            f"{_interval_text(worst)} here{_canary_text([worst.row.get('canary_ratio')])}, "
+            f"{_range_text(worst.earlier)} before{_canary_text(worst.before.get('canary_ratio', ()))}. A paired "
+            "interval holds the pairs of one moment, not the next run's: judge a change with `benchctl compare`, "
+            "and a cell's runs with `benchctl history`")
+
+
+def _where(r: Repeat) -> str:
+    row = r.row
+    at = f" at {row['axis']}={axis_value_text(row['axis_value'])}" if present_value(row.get("axis")) else ""
+    return f"{row['op']}/{row['target']} {row['impl']} {row['pass']}{at}"
+
+
+def _interval_text(r: Repeat) -> str:
+    lo, hi = r.interval
+    return f"{_digits(float(r.row['paired_speedup']))}x ({_range_text((lo, hi))})"
+
+
+def _canary_text(ratios: Sequence[Any]) -> str:
+    """` with the canary at 1.51x calibrated` (or `1.17-1.51x`): the machine's speed beside the rows; empty
+    where none read it."""
+    found = [float(r) for r in ratios if present_value(r)]
+    return f" with the canary at {_range_text(found)} calibrated" if found else ""
+
+
+def _range_text(values: Sequence[float]) -> str:
+    """`2.96-3.08x`, or `3.01x` for one value: three digits, as a paired interval's ends need."""
+    lo, hi = _digits(min(values)), _digits(max(values))
+    return f"{lo}x" if lo == hi else f"{lo}-{hi}x"
+
+
+def _digits(value: float) -> str:
+    """Three significant digits, trailing zeros kept: 2.00, 0.0184, 12.0, 123."""
+    return f"{value:.{max(0, 2 - math.floor(math.log10(abs(value))))}f}" if value else "0"
+
+
+def earlier_rows(run_dir: Path | str, limit: int = EARLIER_RUNS) -> pd.DataFrame:
+    """The rows of the `limit` latest runs before `run_dir` in its results folder (its parent); empty where
+    there are none."""
+    run_dir = Path(run_dir).resolve()
+    before = [p for p in storage.run_dirs(run_dir.parent) if p.name < run_dir.name][-limit:]
+    frames = [storage.load_run(p) for p in before]
+    frames = [f for f in frames if not f.empty]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()

@@ -1,0 +1,93 @@
+"""Whether a run's paired speedups repeat (benchctl.analysis.repeat): held against the earlier runs of the same code."""
+
+import pandas as pd
+import pytest
+
+from benchctl.analysis.repeat import earlier_rows, earlier_speedups, repeat_line, repeats
+from benchctl.analysis.run_notes import notes
+from benchctl.results.storage import RunWriter
+
+
+def paired(run_id: str, speedups: list[float], lo: list[float] | None = None, hi: list[float] | None = None,
+           **changed: object) -> pd.DataFrame:
+    """One run's rows of `fused` timed in pairs with `py` at batch sizes 8, 16, ...: a speedup each, its interval."""
+    n = len(speedups)
+    rows = pd.DataFrame({"run_id": run_id, "op": "silu", "target": "op", "impl": "fused", "device": "cpu",
+                         "dtype": "float32", "params": [f'{{"batch_size": {8 << i}}}' for i in range(n)],
+                         "axis": "batch_size", "axis_value": [float(8 << i) for i in range(n)], "pass": "forward",
+                         "status": "ok", "median_s": 0.001, "cpu_name": "AMD EPYC", "threads": 2,
+                         "paired_with": "py", "impl_code": "aaaa", "partner_code": "bbbb",
+                         "paired_speedup": speedups, "paired_ci_lo": lo or [s * 0.98 for s in speedups],
+                         "paired_ci_hi": hi or [s * 1.02 for s in speedups]})
+    return rows.assign(**changed)
+
+
+def test_each_row_gets_the_earlier_runs_speedups_of_the_same_cell_pass_partner_and_code() -> None:
+    earlier = pd.concat([paired("r1", [2.0, 3.0]), paired("r2", [2.2, 3.3])])
+    assert earlier_speedups(paired("r3", [2.1, 3.1]), earlier).tolist() == [(2.0, 2.2), (3.0, 3.3)]
+
+
+@pytest.mark.parametrize("changed", [{"impl_code": "cccc"}, {"partner_code": "dddd"}, {"paired_with": "jit"},
+                                     {"threads": 1}, {"cpu_name": "Intel Xeon"}, {"pass": "backward"},
+                                     {"timing_mode": "cuda_graph"}, {"impl_code": None}])
+def test_a_row_of_other_code_partner_threads_machine_pass_or_timing_is_not_the_same_measurement(changed) -> None:
+    assert earlier_speedups(paired("r2", [2.0]), paired("r1", [2.0], **changed)).tolist() == [()]
+
+
+def test_no_earlier_runs_and_rows_not_timed_in_pairs_get_nothing() -> None:
+    assert earlier_speedups(paired("r2", [2.0]), None).tolist() == [()]
+    assert earlier_speedups(paired("r2", [2.0], paired_speedup=None), paired("r1", [2.0])).tolist() == [()]
+    assert repeat_line(paired("r2", [2.0]), pd.DataFrame()) is None
+
+
+def test_an_earlier_speedup_outside_the_interval_is_counted_and_the_furthest_named() -> None:
+    found = repeats(paired("r3", [2.0, 3.0], lo=[1.9, 2.9], hi=[2.1, 3.1]),
+                    pd.concat([paired("r1", [2.05, 3.6]), paired("r2", [1.5, 3.0])]))
+    assert [r.outside for r in found] == [(1.5,), (3.6,)]
+    assert [round(r.furthest, 3) for r in found] == [round(1.9 / 1.5, 3), round(3.6 / 3.1, 3)]
+
+
+def test_the_line_says_how_many_moved_outside_and_where_the_furthest_went() -> None:
+    now = paired("r3", [2.0, 3.0, 4.0], lo=[1.9, 2.9, 3.9], hi=[2.1, 3.1, 4.1])
+    line = repeat_line(now, pd.concat([paired("r1", [2.05, 3.6, 4.0]), paired("r2", [1.5, 3.0, 4.05])]))
+    assert line.startswith("2 of 3 paired speedups measured before (up to 2 earlier run(s) of the same code on this "
+                           "machine) had an earlier one outside this run's interval; the furthest, silu/op fused "
+                           "forward at batch_size=8: 2.00x (1.90-2.10x) here, 1.50-2.05x before.")
+
+
+def test_the_line_gives_the_canary_beside_the_furthest_here_and_before() -> None:
+    now = paired("r3", [2.0], canary_ratio=[0.99])
+    earlier = pd.concat([paired("r1", [3.0], canary_ratio=[1.51]), paired("r2", [3.1], canary_ratio=[1.17])])
+    assert ("2.00x (1.96-2.04x) here with the canary at 0.990x calibrated, 3.00-3.10x before with the canary at 1.17-1.51x "
+            "calibrated. A paired interval") in repeat_line(now, earlier)
+
+
+def test_the_line_says_so_where_every_earlier_speedup_fell_inside() -> None:
+    line = repeat_line(paired("r2", [2.0, 3.0]), paired("r1", [2.01, 2.99]))
+    assert line == ("2 paired speedups were measured before, in up to 1 earlier run(s) of the same code on this "
+                    "machine: every earlier one fell inside this run's interval")
+
+
+def test_a_row_without_an_interval_is_drawn_but_not_counted() -> None:
+    now = paired("r2", [2.0], lo=[None], hi=[None])
+    assert earlier_speedups(now, paired("r1", [3.0])).tolist() == [(3.0,)]
+    assert repeats(now, paired("r1", [3.0])) == []
+
+
+def test_run_notes_carry_the_line_when_given_the_earlier_rows() -> None:
+    now = paired("r2", [2.0])
+    assert notes(now, [{"run_id": "r2"}], 2) == []
+    assert notes(now, [{"run_id": "r2"}], 2, earlier=paired("r1", [3.0]))[0].startswith("1 of 1 paired speedups")
+
+
+def test_the_earlier_rows_are_those_of_the_runs_before_it_in_its_folder(tmp_path) -> None:
+    dirs = []
+    for run_id, speedup in (("20261201-000000-aaaaaa", 2.0), ("20261202-000000-bbbbbb", 3.0),
+                            ("20261203-000000-cccccc", 4.0)):
+        writer = RunWriter(tmp_path, run_id, {})
+        writer.write(paired(run_id, [speedup]).to_dict("records"))
+        writer.finish()
+        dirs.append(writer.dir)
+    assert sorted(earlier_rows(dirs[2])["paired_speedup"]) == [2.0, 3.0]
+    assert list(earlier_rows(dirs[2], limit=1)["paired_speedup"]) == [3.0]
+    assert earlier_rows(dirs[0]).empty

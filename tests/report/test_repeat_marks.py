@@ -1,0 +1,49 @@
+"""The earlier runs' speedups on the report's speedup chart (benchctl.report.repeat_marks): a dash in the
+implementation's colour at each, beside the point timed in pairs with the chart's baseline."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from benchctl.report import charts, repeat_marks
+from tests.report.test_pair_marks import paired_rows
+from tests.report.test_charts import frame
+
+
+def dashes(fig) -> dict[str, np.ndarray]:
+    return {a.get_gid(): a.get_offsets() for ax in fig.axes for a in ax.collections
+            if str(a.get_gid()).startswith("earlier:")}
+
+
+def test_each_earlier_speedup_is_a_dash_at_its_batch_size_in_the_implementations_colour():
+    rows = frame(paired_rows()).assign(earlier_speedups=[(), (3.0, 3.2), (), (1.1,)])
+    fig = charts.speedup_figure(rows, "lstm_cell / cell", "py")
+    found = dashes(fig)
+    assert list(found) == ["earlier:cpp"]
+    assert found["earlier:cpp"].tolist() == [[16.0, 3.0], [16.0, 3.2], [64.0, 1.1]]
+    assert repeat_marks.POINT_LABEL in [t.get_text() for t in fig.legends[0].get_texts()]
+
+
+def test_no_dashes_without_earlier_runs_or_against_another_baseline():
+    rows = frame(paired_rows())
+    assert dashes(charts.speedup_figure(rows.assign(earlier_speedups=[()] * 4), "lstm_cell", "py")) == {}
+    assert dashes(charts.speedup_figure(rows, "lstm_cell", "py")) == {}  # no column: a report without --root's runs
+    with_cpp = rows.assign(earlier_speedups=[(), (3.0,), (), ()])
+    assert dashes(charts.speedup_figure(with_cpp, "lstm_cell", "cpp")) == {}  # paired with py, not the chart's cpp
+
+
+def test_a_report_given_the_earlier_runs_says_how_they_fell_and_draws_them(tmp_path):
+    from benchctl.report import page
+
+    def run(run_id: str, scale: float) -> list[dict]:
+        return [{**r, "run_id": run_id, "impl_code": "aaaa", "partner_code": "bbbb",
+                 **({"paired_speedup": r["paired_speedup"] * scale, "paired_ci_lo": r["paired_speedup"] * scale * 0.99,
+                     "paired_ci_hi": r["paired_speedup"] * scale * 1.01} if "paired_speedup" in r else {})}
+                for r in paired_rows()]
+
+    built = page.build(frame(run("r2", 1.0)), tmp_path, earlier=frame(run("r1", 1.5)))
+    [line] = [n for n in built.notes if "paired speedups" in n]
+    assert line.startswith("2 of 2 paired speedups measured before (up to 1 earlier run(s) of the same code")
+    assert "- 2 of 2 paired speedups measured before" in (tmp_path / "summary.md").read_text()
+    [svg] = [p for p in built.files if p.name.endswith("speedup.svg")]
+    assert 'id="earlier:cpp"' in svg.read_text()
