@@ -10,7 +10,7 @@ runs of a label it takes the cells both measured ok, their speedups as the repor
 counts the cells whose speedup moved by more than 10% and 25%, and those that crossed from faster to
 slower (one over 1.05x, the other under 0.95x), and, of the cells both runs gave a range (the paired
 interval, or the rounds' lowest and highest), those whose two ranges do not overlap, and how often one run's
-speedup fell outside the other's range (each way: what `run`'s repeat line counts, analysis/repeat.py).
+speedup fell outside the other's range (each way: a 95% interval that held would leave about 5% outside).
 Prints one line per label, and the wall time of each run.
 Run it on folders measured with nothing else on the machine.
 """

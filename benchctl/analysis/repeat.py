@@ -6,8 +6,8 @@ A paired interval comes from pairs timed within seconds of each other: it says h
 agree, not where the next run lands. Over five runs of the README's main job on the 2-core VM (the same code),
 a run's speedup fell outside another run's interval 821 times of 1,504 (55%; docs/measuring.md, "Speedups run
 after run"). A table that shows `2.05x ±0.3%` should not pass for a forecast, so the run and the report say how
-the earlier runs fell: a line, a `↻` on each speedup an earlier run read outside its interval, and a dash per
-earlier run on the report's speedup chart.
+the earlier runs fell: a line, a `↻` on each speedup whose earlier runs read outside its interval at their
+median, and a dash per earlier run on the report's speedup chart.
 """
 
 from __future__ import annotations
@@ -17,10 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+import numpy as np
 import pandas as pd
 
 from benchctl.analysis.compare import KEY, machine_kinds
-from benchctl.analysis.speedup import outside_interval, present_value
+from benchctl.analysis.speedup import moved_since, present_value
 from benchctl.analysis.summary import axis_value_text
 from benchctl.analysis.verdict import thread_kinds, timing_kinds
 from benchctl.results import storage
@@ -47,15 +48,9 @@ class Repeat:
         return tuple(self.before["paired_speedup"])
 
     @property
-    def outside(self) -> tuple[float, ...]:
-        """The earlier speedups outside this run's interval."""
-        return outside_interval(self.interval, self.earlier)
-
-    @property
-    def furthest(self) -> float:
-        """How far (a factor, at least 1) the earlier speedup furthest outside the interval is from its nearer end."""
-        lo, hi = self.interval
-        return max((max(lo / s, s / hi) for s in self.outside), default=1.0)
+    def moved(self) -> float:
+        """How far the earlier runs' median lies outside this run's interval (speedup.moved_since; 1: inside)."""
+        return moved_since(self.interval, self.earlier)
 
 
 def repeats(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> list[Repeat]:
@@ -99,21 +94,22 @@ def _keyed(rows: pd.DataFrame) -> pd.DataFrame:
 
 def repeat_line(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> str | None:
     """The line under the tables: of this run's paired speedups with an interval that earlier runs of the same
-    code measured, how many had an earlier one outside it, and the furthest; None where none was measured before."""
+    code measured, how many the earlier runs' median read outside it, and the furthest; None where none was
+    measured before."""
     found = repeats(rows, earlier)
     if not found:
         return None
-    moved, runs = [r for r in found if r.outside], max(len(r.earlier) for r in found)
+    moved, runs = [r for r in found if r.moved > 1], max(len(r.earlier) for r in found)
+    before = f"(in up to {runs} earlier run(s) of the same code on this machine)"
     if not moved:
-        return (f"{len(found)} paired speedups were measured before, in up to {runs} earlier run(s) of the same code "
-                "on this machine: every earlier one fell inside this run's interval")
-    worst = max(moved, key=lambda r: r.furthest)
-    return (f"{len(moved)} of {len(found)} paired speedups measured before (up to {runs} earlier run(s) of the same "
-            f"code on this machine) had an earlier one outside this run's interval; the furthest, {_where(worst)}: "
-            f"{_interval_text(worst)} here{_canary_text([worst.row.get('canary_ratio')])}, "
-            f"{_range_text(worst.earlier)} before{_canary_text(worst.before.get('canary_ratio', ()))}. A paired "
-            "interval holds the pairs of one moment, not the next run's: judge a change with `benchctl compare`, "
-            "and a cell's runs with `benchctl history`")
+        return f"{len(found)} paired speedups measured before {before} read, at their median, inside this run's interval"
+    worst = max(moved, key=lambda r: r.moved)
+    return (f"{len(moved)} of {len(found)} paired speedups measured before {before} read, at their median, outside "
+            f"this run's interval (↻); the furthest, {_where(worst)}: {_interval_text(worst)} here"
+            f"{_canary_text([worst.row.get('canary_ratio')])}, {_range_text(worst.earlier)} before (median "
+            f"{_digits(float(np.median(worst.earlier)))}x){_canary_text(worst.before.get('canary_ratio', ()))}. A "
+            "paired interval holds the pairs of one moment, not the next run's: judge a change with `benchctl "
+            "compare`, and a cell's runs with `benchctl history`")
 
 
 def _where(r: Repeat) -> str:

@@ -106,10 +106,11 @@ def speedup_label(base: Mapping[str, Any], row: Mapping[str, Any]) -> str:
     one where too few pairs gave it), or the interval itself where it is `lopsided`: 1.48x ±(1.45-15.9), not
     ±969%, which reads as if the speedup could be negative. A `?` after one whose range holds 1 (`unsettled`),
     a `≠` after one whose partner read far from its own row in the pairs (`partner_apart`), a `↻` after one that
-    an earlier run of the same code read outside its interval (`earlier_speedups`, analysis/repeat.py)."""
+    the earlier runs of the same code read outside its interval (`moved_since`; `earlier_speedups`,
+    analysis/repeat.py)."""
     ratio = speedup(base, row)
     mark = ("?" if unsettled(base, row) else "") + ("≠" if partner_apart(base, row) else "")
-    mark += "↻" if outside_interval(_paired_interval(row), row.get("earlier_speedups") or ()) else ""
+    mark += "↻" if moved_since(_paired_interval(row), row.get("earlier_speedups") or ()) > 1 else ""
     if not (_timed_together(base, row) and ratio > 0):
         return speedup_text(ratio) + mark
     found = _paired_interval(row)
@@ -120,9 +121,14 @@ def speedup_label(base: Mapping[str, Any], row: Mapping[str, Any]) -> str:
     return f"{_ratio_text(ratio)}x ±{max(ratio - found[0], found[1] - ratio) / ratio:.1%}{mark}"
 
 
-def outside_interval(interval: tuple[float, float] | None, speedups: Sequence[float]) -> tuple[float, ...]:
-    """The speedups outside `interval` (none without one)."""
-    return tuple(s for s in speedups if not interval[0] <= s <= interval[1]) if interval else ()
+def moved_since(interval: tuple[float, float] | None, earlier: Sequence[float]) -> float:
+    """How far (a factor; 1: not at all) the median of the earlier runs' speedups (`earlier`) lies outside this
+    run's `interval` of the same speedup; 1 without either. The median, not any one run: of ten runs, one
+    would fall outside even a 95% interval that holds, 40% of the time."""
+    if not interval or not len(earlier):
+        return 1.0
+    typical = float(np.median(earlier))
+    return max(1.0, interval[0] / typical, typical / interval[1])
 
 
 def lopsided(ratio: float, interval: tuple[float, float]) -> bool:

@@ -1,7 +1,7 @@
 """The earlier runs' speedups on the speedup chart: a dash in the implementation's colour at each speedup that an
 earlier run of the same code on this machine read (analysis/repeat.py), beside each point timed in pairs with
-the chart's baseline. A point's bar is the interval of one moment's pairs; where the dashes fall outside it, the
-next run will too."""
+the chart's baseline. A point's bar is the interval of one moment's pairs; where the dashes fall outside it, so
+may the next run."""
 
 from __future__ import annotations
 

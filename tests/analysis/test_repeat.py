@@ -40,32 +40,33 @@ def test_no_earlier_runs_and_rows_not_timed_in_pairs_get_nothing() -> None:
     assert repeat_line(paired("r2", [2.0]), pd.DataFrame()) is None
 
 
-def test_an_earlier_speedup_outside_the_interval_is_counted_and_the_furthest_named() -> None:
-    found = repeats(paired("r3", [2.0, 3.0], lo=[1.9, 2.9], hi=[2.1, 3.1]),
-                    pd.concat([paired("r1", [2.05, 3.6]), paired("r2", [1.5, 3.0])]))
-    assert [r.outside for r in found] == [(1.5,), (3.6,)]
-    assert [round(r.furthest, 3) for r in found] == [round(1.9 / 1.5, 3), round(3.6 / 3.1, 3)]
+def test_a_speedup_moved_where_the_earlier_runs_median_lies_outside_its_interval() -> None:
+    found = repeats(paired("r4", [2.0, 3.0], lo=[1.9, 2.9], hi=[2.1, 3.1]),
+                    pd.concat([paired("r1", [2.05, 3.6]), paired("r2", [1.5, 3.0]), paired("r3", [2.0, 3.8])]))
+    assert [r.earlier for r in found] == [(2.05, 1.5, 2.0), (3.6, 3.0, 3.8)]
+    assert found[0].moved == 1.0  # one run of three outside: the median, 2.0, is inside
+    assert found[1].moved == pytest.approx(3.6 / 3.1)  # the median, 3.6, is 16% over the interval's top
 
 
 def test_the_line_says_how_many_moved_outside_and_where_the_furthest_went() -> None:
     now = paired("r3", [2.0, 3.0, 4.0], lo=[1.9, 2.9, 3.9], hi=[2.1, 3.1, 4.1])
-    line = repeat_line(now, pd.concat([paired("r1", [2.05, 3.6, 4.0]), paired("r2", [1.5, 3.0, 4.05])]))
-    assert line.startswith("2 of 3 paired speedups measured before (up to 2 earlier run(s) of the same code on this "
-                           "machine) had an earlier one outside this run's interval; the furthest, silu/op fused "
-                           "forward at batch_size=8: 2.00x (1.90-2.10x) here, 1.50-2.05x before.")
+    line = repeat_line(now, pd.concat([paired("r1", [1.6, 3.6, 4.0]), paired("r2", [1.5, 3.2, 4.05])]))
+    assert line.startswith("2 of 3 paired speedups measured before (in up to 2 earlier run(s) of the same code on this "
+                           "machine) read, at their median, outside this run's interval (↻); the furthest, silu/op "
+                           "fused forward at batch_size=8: 2.00x (1.90-2.10x) here, 1.50-1.60x before (median 1.55x).")
 
 
 def test_the_line_gives_the_canary_beside_the_furthest_here_and_before() -> None:
     now = paired("r3", [2.0], canary_ratio=[0.99])
     earlier = pd.concat([paired("r1", [3.0], canary_ratio=[1.51]), paired("r2", [3.1], canary_ratio=[1.17])])
-    assert ("2.00x (1.96-2.04x) here with the canary at 0.990x calibrated, 3.00-3.10x before with the canary at 1.17-1.51x "
-            "calibrated. A paired interval") in repeat_line(now, earlier)
+    assert ("2.00x (1.96-2.04x) here with the canary at 0.990x calibrated, 3.00-3.10x before (median 3.05x) with the "
+            "canary at 1.17-1.51x calibrated. A paired interval") in repeat_line(now, earlier)
 
 
-def test_the_line_says_so_where_every_earlier_speedup_fell_inside() -> None:
+def test_the_line_says_so_where_the_earlier_runs_read_inside() -> None:
     line = repeat_line(paired("r2", [2.0, 3.0]), paired("r1", [2.01, 2.99]))
-    assert line == ("2 paired speedups were measured before, in up to 1 earlier run(s) of the same code on this "
-                    "machine: every earlier one fell inside this run's interval")
+    assert line == ("2 paired speedups measured before (in up to 1 earlier run(s) of the same code on this machine) "
+                    "read, at their median, inside this run's interval")
 
 
 def test_a_row_without_an_interval_is_drawn_but_not_counted() -> None:

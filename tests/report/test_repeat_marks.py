@@ -43,7 +43,7 @@ def test_a_report_given_the_earlier_runs_says_how_they_fell_and_draws_them(tmp_p
 
     built = page.build(frame(run("r2", 1.0)), tmp_path, earlier=frame(run("r1", 1.5)))
     [line] = [n for n in built.notes if "paired speedups" in n]
-    assert line.startswith("2 of 2 paired speedups measured before (up to 1 earlier run(s) of the same code")
+    assert line.startswith("2 of 2 paired speedups measured before (in up to 1 earlier run(s) of the same code")
     assert "- 2 of 2 paired speedups measured before" in (tmp_path / "summary.md").read_text()
     [svg] = [p for p in built.files if p.name.endswith("speedup.svg")]
     assert 'id="earlier:cpp"' in svg.read_text()
