@@ -7,7 +7,7 @@ agree, not where the next run lands. Over five runs of the README's main job on 
 a run's speedup fell outside another run's interval 821 times of 1,504 (55%; docs/measuring.md, "Speedups run
 after run"). A table that shows `2.05x ±0.3%` should not pass for a forecast, so the run and the report say how
 the earlier runs fell: a line, a `↻` on each speedup whose earlier runs read outside its interval at their
-median, and a dash per earlier run on the report's speedup chart.
+median, and a cross per earlier run on the report's speedup chart.
 """
 
 from __future__ import annotations
@@ -28,8 +28,12 @@ from benchctl.results import storage
 from benchctl.vocab import Status
 
 EARLIER_RUNS = 10  # the latest runs before it in its results folder that a run is held against
-# What must be equal for two rows' speedups to be the same measurement, besides the cell and pass (KEY).
-SAME = ("paired_with", "impl_code", "partner_code")
+# What must be equal for two rows' speedups to be the same measurement, besides the cell and pass (KEY): the
+# partner, both sides' code (a row without both digests matches none), and what `compare` says makes two runs'
+# timings incomparable that a machine kind does not (torch, the allocator: the system's gives large buffers back
+# to the OS and faults them in again each call).
+DIGESTS = ("impl_code", "partner_code")
+SAME = ("paired_with", *DIGESTS, "torch_version", "allocator")
 
 
 @dataclass(frozen=True)
@@ -82,12 +86,12 @@ def _paired(rows: pd.DataFrame) -> pd.DataFrame:
     if rows.empty or "paired_speedup" not in rows:
         return rows.iloc[:0]
     found = rows[(rows["status"] == Status.OK) & rows["paired_speedup"].map(present_value)]
-    return found[found.reindex(columns=list(SAME)).notna().all(axis=1)]
+    return found[found.reindex(columns=list(DIGESTS)).notna().all(axis=1)]
 
 
 def _keyed(rows: pd.DataFrame) -> pd.DataFrame:
     """The rows with `_same`: one text for everything that must be equal between two runs' rows."""
-    parts = [rows[c].astype(str) for c in (*KEY, *SAME)]
+    parts = [rows.reindex(columns=[c])[c].fillna("").astype(str) for c in (*KEY, *SAME)]
     parts += [machine_kinds(rows), timing_kinds(rows), thread_kinds(rows)]
     return rows.assign(_same=pd.concat(parts, axis=1).agg("|".join, axis=1) if len(rows) else pd.Series(dtype=str))
 

@@ -16,6 +16,7 @@ def paired(run_id: str, speedups: list[float], lo: list[float] | None = None, hi
                          "dtype": "float32", "params": [f'{{"batch_size": {8 << i}}}' for i in range(n)],
                          "axis": "batch_size", "axis_value": [float(8 << i) for i in range(n)], "pass": "forward",
                          "status": "ok", "median_s": 0.001, "cpu_name": "AMD EPYC", "threads": 2,
+                         "torch_version": "2.14.1", "allocator": "system",
                          "paired_with": "py", "impl_code": "aaaa", "partner_code": "bbbb",
                          "paired_speedup": speedups, "paired_ci_lo": lo or [s * 0.98 for s in speedups],
                          "paired_ci_hi": hi or [s * 1.02 for s in speedups]})
@@ -29,7 +30,8 @@ def test_each_row_gets_the_earlier_runs_speedups_of_the_same_cell_pass_partner_a
 
 @pytest.mark.parametrize("changed", [{"impl_code": "cccc"}, {"partner_code": "dddd"}, {"paired_with": "jit"},
                                      {"threads": 1}, {"cpu_name": "Intel Xeon"}, {"pass": "backward"},
-                                     {"timing_mode": "cuda_graph"}, {"impl_code": None}])
+                                     {"timing_mode": "cuda_graph"}, {"impl_code": None}, {"partner_code": None},
+                                     {"torch_version": "2.13.0"}, {"allocator": "tcmalloc"}])
 def test_a_row_of_other_code_partner_threads_machine_pass_or_timing_is_not_the_same_measurement(changed) -> None:
     assert earlier_speedups(paired("r2", [2.0]), paired("r1", [2.0], **changed)).tolist() == [()]
 

@@ -1,4 +1,4 @@
-"""The earlier runs' speedups on the report's speedup chart (benchctl.report.repeat_marks): a dash in the
+"""The earlier runs' speedups on the report's speedup chart (benchctl.report.repeat_marks): a cross in the
 implementation's colour at each, beside the point timed in pairs with the chart's baseline."""
 
 from __future__ import annotations
@@ -10,26 +10,26 @@ from tests.report.test_pair_marks import paired_rows
 from tests.report.test_charts import frame
 
 
-def dashes(fig) -> dict[str, np.ndarray]:
+def crosses(fig) -> dict[str, np.ndarray]:
     return {a.get_gid(): a.get_offsets() for ax in fig.axes for a in ax.collections
             if str(a.get_gid()).startswith("earlier:")}
 
 
-def test_each_earlier_speedup_is_a_dash_at_its_batch_size_in_the_implementations_colour():
+def test_each_earlier_speedup_is_a_cross_at_its_batch_size_in_the_implementations_colour():
     rows = frame(paired_rows()).assign(earlier_speedups=[(), (3.0, 3.2), (), (1.1,)])
     fig = charts.speedup_figure(rows, "lstm_cell / cell", "py")
-    found = dashes(fig)
+    found = crosses(fig)
     assert list(found) == ["earlier:cpp"]
     assert found["earlier:cpp"].tolist() == [[16.0, 3.0], [16.0, 3.2], [64.0, 1.1]]
     assert repeat_marks.POINT_LABEL in [t.get_text() for t in fig.legends[0].get_texts()]
 
 
-def test_no_dashes_without_earlier_runs_or_against_another_baseline():
+def test_no_crosses_without_earlier_runs_or_against_another_baseline():
     rows = frame(paired_rows())
-    assert dashes(charts.speedup_figure(rows.assign(earlier_speedups=[()] * 4), "lstm_cell", "py")) == {}
-    assert dashes(charts.speedup_figure(rows, "lstm_cell", "py")) == {}  # no column: a report without --root's runs
+    assert crosses(charts.speedup_figure(rows.assign(earlier_speedups=[()] * 4), "lstm_cell", "py")) == {}
+    assert crosses(charts.speedup_figure(rows, "lstm_cell", "py")) == {}  # no column: a report without --root's runs
     with_cpp = rows.assign(earlier_speedups=[(), (3.0,), (), ()])
-    assert dashes(charts.speedup_figure(with_cpp, "lstm_cell", "cpp")) == {}  # paired with py, not the chart's cpp
+    assert crosses(charts.speedup_figure(with_cpp, "lstm_cell", "cpp")) == {}  # paired with py, not the chart's cpp
 
 
 def test_a_report_given_the_earlier_runs_says_how_they_fell_and_draws_them(tmp_path):
