@@ -1,6 +1,6 @@
 """What `benchctl run` shows while its sweep runs: a progress bar in a terminal, a line per cell in a log (CI, a
-GPU machine), with the time the cells left will take, the waits for the machine, and what went wrong as it
-ends."""
+GPU machine; none for a cell that cannot run here, which the run named before its sweep, a line a reason), with
+the time the cells left will take, the waits for the machine, and what went wrong as it ends."""
 
 from __future__ import annotations
 
@@ -54,7 +54,8 @@ class _Progress:
         seconds = self.lap()
         self.left.finished(cell, seconds)
         left = self.left.text()  # a guess for every cell left: made once a cell
-        self._line(f"cell {self.count}/{self.total} {cell.label()} ({seconds:.1f} s{_then(left)})")
+        if not rows or any(r["status"] != Status.UNAVAILABLE for r in rows):  # the others were named before the sweep
+            self._line(f"cell {self.count}/{self.total} {cell.label()} ({seconds:.1f} s{_then(left)})")
         self.bar.update(self.task, advance=1, current=cell.label(), left=left)
 
     def wait(self, ratio: float) -> None:

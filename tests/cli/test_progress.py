@@ -65,3 +65,19 @@ def test_the_wait_for_the_machine_before_the_first_cell_is_not_that_cells_time(c
     progress.progress_run(session, TimeLeft(cells))
     said = [line for line in capsys.readouterr().err.splitlines() if line.startswith("cell ")]
     assert said == [f"cell 1/2 {cells[0].label()} (5.0 s, under a minute left)", f"cell 2/2 {cells[1].label()} (5.0 s)"]
+
+
+def test_a_log_has_no_line_for_a_cell_that_cannot_run_here(capsys, builtin_ops):
+    """The run names those before its sweep, a line a reason: 92 lines of `(0.0 s, ...)` for the main job's
+    CUDA and Triton cells on a machine without a GPU said nothing the warnings had not."""
+    cells = [Cell("hoconv2d", "filter", impl, device, "float32", {"batch_size": 1})
+             for impl, device in (("py", "cpu"), ("cuda", "cuda"), ("cpp", "cpu"))]
+
+    def run(on_start, on_done, on_wait):
+        for cell in cells:
+            on_start(cell)
+            on_done(cell, [{"status": "unavailable" if cell.device == "cuda" else "ok"}])
+    session = SimpleNamespace(plan=SimpleNamespace(cells=cells, total_rounds=1), run=run)
+    progress.progress_run(session, TimeLeft(cells))
+    said = [line.split(" (")[0] for line in capsys.readouterr().err.splitlines() if line.startswith("cell ")]
+    assert said == [f"cell 1/3 {cells[0].label()}", f"cell 3/3 {cells[2].label()}"]
