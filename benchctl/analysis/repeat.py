@@ -71,8 +71,8 @@ def earlier_speedups(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> pd.Ser
 
 def matches(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> list[pd.DataFrame]:
     """For each row of `rows` (in order), the rows of `earlier` (other runs; None: none) that measured the same
-    thing: same cell, pass, partner, code of both sides, machine kind, threads and timing; none for a row not
-    timed in pairs, without both digests, or not measured before."""
+    thing (KEY, SAME, the machine kind, threads and timing); none for a row not timed in pairs, without both
+    digests, or not measured before."""
     none = pd.DataFrame(columns=["paired_speedup"])
     if earlier is None or earlier.empty:
         return [none] * len(rows)
