@@ -22,9 +22,12 @@ def mark_earlier(ax: "Axes", cell: pd.DataFrame, baseline: str, colors: dict) ->
     if "earlier_speedups" not in cell:
         return
     ok = cell[(cell["status"] == Status.OK) & (cell["paired_with"] == baseline)] if "paired_with" in cell else cell[:0]
+    drawn = False
     for impl, rows in ok.groupby("impl", sort=True):
         points = [(float(r["axis_value"]), s) for r in rows.to_dict("records") for s in r["earlier_speedups"]]
         if points:
-            art = ax.scatter(*zip(*points), marker="x", s=22, color=colors[impl], linewidths=1.0, alpha=0.8,
-                             zorder=4, label=POINT_LABEL)
+            art = ax.scatter(*zip(*points), marker="x", s=22, color=colors[impl], linewidths=1.0, alpha=0.8, zorder=4)
             art.set_gid(f"earlier:{impl}")
+            drawn = True
+    if drawn:  # one grey cross in the legend, not the first implementation's colour
+        ax.scatter([], [], marker="x", s=22, color="gray", linewidths=1.0, label=POINT_LABEL)
