@@ -99,8 +99,13 @@ class RunWriter:
         return found
 
     def compact(self) -> Path | None:
-        """The run's parts merged into one file (compaction.py); a finished run's metadata lists the new digests."""
-        merged = compaction.compact(self.dir)
+        """The run's parts merged into one file (compaction.py); a finished run's metadata lists the new digests.
+        None where there was nothing to merge, or the file could not be written: the parts stay, as good."""
+        try:
+            merged = compaction.compact(self.dir)
+        except OSError as exc:
+            warnings.warn(f"cannot merge the parts of {self.dir}: {exc.strerror or exc}; they are kept", stacklevel=2)
+            return None
         if merged is None:
             return None
         self.guard.merged_into(merged, pq.read_table(merged))
@@ -109,8 +114,10 @@ class RunWriter:
             self._guarded(self._write_meta)
         return merged
 
-    def finish(self, state: RunState = RunState.COMPLETE, reason: str | None = None) -> None:
-        """Mark the run's end and list its parts' digests, after a last look; best effort (any way out, a full disk)."""
+    def finish(self, state: RunState = RunState.COMPLETE, reason: str | None = None, compact: bool = False) -> None:
+        """Mark the run's end and list its parts' digests, after a last look; best effort (any way out, a full disk).
+        With `compact`, the parts are merged into one file after the look (so what it merges is what benchctl
+        wrote) and before they are listed (so no moment has the metadata list parts that are gone)."""
         self.meta["state"] = state
         if reason:
             self.meta["reason"] = reason
@@ -119,6 +126,8 @@ class RunWriter:
             self.look(during="the end of the run")
         except ResultsNotWritten as exc:
             warnings.warn(str(exc), stacklevel=2)
+        if compact:
+            self.compact()
         self.meta[guard.DIGESTS] = self.guard.digests()
         try:
             self._write_meta()

@@ -232,6 +232,7 @@ def test_rounds_pool_every_cell_into_one_row(tmp_path):
     assert (df["round_spread"] >= 0).all()
     (run,) = tmp_path.iterdir()
     assert json.loads((run / "_run.json").read_text())["rounds"] == 3
+    assert [p.name for p in run.glob("part-*")] == ["part-00000.parquet"]  # the two cells' parts merged at the end
 
 
 def test_user_operator_runs_from_ops_dir(tmp_path, example_ops_dir):

@@ -1,11 +1,15 @@
-"""A finished run compacted into one file reads the same; a run never compacted still reads; a crash
-between the compacted file's rename and the deletes never counts a row twice."""
+"""A finished run compacted into one file reads the same, and merges at its end what benchctl wrote (a
+full disk keeps the parts); a run never compacted still reads; a crash between the compacted file's rename
+and the deletes never counts a row twice."""
 
 from __future__ import annotations
 
+import errno
 import shutil
 
 import pandas as pd
+import pyarrow.parquet as pq
+import pytest
 
 from benchctl.results import compaction, storage
 
@@ -55,3 +59,42 @@ def test_a_run_of_one_part_is_left_alone(tmp_path):
     writer = write_run(tmp_path, 1)
     assert writer.compact() is None
     assert [p.name for p in writer.dir.glob("part-*.parquet")] == ["part-00001.parquet"]
+
+
+def test_a_run_finished_with_compact_lists_only_the_merged_file_and_reads_the_same(tmp_path):
+    writer = storage.RunWriter(tmp_path, storage.new_run_id(), {})
+    for i in range(4):
+        writer.write([{"op": "toy", "impl": f"i{i}", "pass": "forward", "status": "ok", "median_s": 0.1 * (i + 1)}])
+    writer.finish(compact=True)
+    assert [p.name for p in writer.dir.glob("part-*.parquet")] == [compaction.COMPACTED]
+    assert list(storage.run_meta(writer.dir)["parts"]) == [compaction.COMPACTED]
+    assert storage.changed_parts(writer.dir) == []
+    assert list(storage.load_run(writer.dir).sort_values("impl")["median_s"].round(2)) == [0.1, 0.2, 0.3, 0.4]
+
+
+def test_the_merge_at_the_end_takes_what_benchctl_wrote_not_a_part_rewritten_meanwhile(tmp_path):
+    writer = storage.RunWriter(tmp_path, storage.new_run_id(), {})
+    for impl, median in (("py", 0.2), ("cpp", 0.1)):
+        writer.write([{"op": "toy", "impl": impl, "pass": "forward", "status": "ok", "median_s": median}])
+    forged = storage.to_table([{"op": "toy", "impl": "py", "pass": "forward", "status": "ok", "median_s": 20.0,
+                                "run_id": writer.run_id}])
+    pq.write_table(forged, writer.dir / "part-00001.parquet")
+    writer.finish(compact=True)
+    rows = storage.load_run(writer.dir).set_index("impl")["median_s"]
+    assert rows.to_dict() == {"py": 0.2, "cpp": 0.1}
+    assert "part-00001.parquet rewritten" in " ".join(storage.run_meta(writer.dir)["tampered"][0]["found"])
+
+
+def test_a_merge_that_cannot_be_written_keeps_the_parts_and_the_run(tmp_path, monkeypatch):
+    writer = storage.RunWriter(tmp_path, storage.new_run_id(), {})
+    for impl in ("py", "cpp"):
+        writer.write([{"op": "toy", "impl": impl, "pass": "forward", "status": "ok", "median_s": 0.1}])
+
+    def full_disk(table, path):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(compaction, "write_atomically", full_disk)
+    with pytest.warns(UserWarning, match="cannot merge the parts of .*: No space left on device; they are kept"):
+        writer.finish(compact=True)
+    assert sorted(p.name for p in writer.dir.glob("part-*.parquet")) == ["part-00001.parquet", "part-00002.parquet"]
+    assert storage.run_meta(writer.dir)["state"] == storage.RunState.COMPLETE
+    assert sorted(storage.load_run(writer.dir)["impl"]) == ["cpp", "py"] and storage.changed_parts(writer.dir) == []
