@@ -9,6 +9,7 @@ compacted file and any later part, or every part of a run that was never compact
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 from typing import Callable
 
@@ -49,7 +50,8 @@ def replace_atomically(path: Path, write: Callable[[Path], object]) -> None:
 
 
 def compact(run_dir: Path) -> Path | None:
-    """Merge the run's parts into one file; None when there is nothing to merge."""
+    """Merge the run's parts into one file; None when there is nothing to merge, or the file cannot be written (a
+    full disk: the parts are kept, as good, with a warning)."""
     todo = parts(run_dir)
     if len(todo) < 2:
         return None
@@ -57,7 +59,11 @@ def compact(run_dir: Path) -> Path | None:
     through = max(_number(p) for p in todo)
     table = table.replace_schema_metadata({**(table.schema.metadata or {}), HOLDS: str(through).encode()})
     target = Path(run_dir) / COMPACTED
-    write_atomically(table, target)
+    try:
+        write_atomically(table, target)
+    except OSError as exc:
+        warnings.warn(f"cannot merge the parts of {run_dir}: {exc.strerror or exc}; they are kept", stacklevel=2)
+        return None
     for part in todo:
         if part != target:
             part.unlink()

@@ -1,4 +1,5 @@
-"""Results on disk: one folder per run, one parquet file per finished cell, loaded as one DataFrame.
+"""Results on disk: one folder per run, one parquet file per finished cell (one in all once the run is complete),
+loaded as one DataFrame.
 
 A run folder reads as a parquet dataset as it is (`pd.read_parquet(folder)`): its metadata is `_run.json`,
 its report goes to `_report/` and files being written are hidden (`.name.tmp`), so dataset readers skip
@@ -99,13 +100,8 @@ class RunWriter:
         return found
 
     def compact(self) -> Path | None:
-        """The run's parts merged into one file (compaction.py); a finished run's metadata lists the new digests.
-        None where there was nothing to merge, or the file could not be written: the parts stay, as good."""
-        try:
-            merged = compaction.compact(self.dir)
-        except OSError as exc:
-            warnings.warn(f"cannot merge the parts of {self.dir}: {exc.strerror or exc}; they are kept", stacklevel=2)
-            return None
+        """The run's parts merged into one file (compaction.py); a finished run's metadata lists the new digests."""
+        merged = compaction.compact(self.dir)
         if merged is None:
             return None
         self.guard.merged_into(merged, pq.read_table(merged))
@@ -116,8 +112,7 @@ class RunWriter:
 
     def finish(self, state: RunState = RunState.COMPLETE, reason: str | None = None, compact: bool = False) -> None:
         """Mark the run's end and list its parts' digests, after a last look; best effort (any way out, a full disk).
-        With `compact`, the parts are merged into one file after the look (so what it merges is what benchctl
-        wrote) and before they are listed (so no moment has the metadata list parts that are gone)."""
+        `compact` merges the parts after the look (what it merges is what benchctl wrote), before they are listed."""
         self.meta["state"] = state
         if reason:
             self.meta["reason"] = reason
