@@ -18,9 +18,11 @@
 export PYTHONUNBUFFERED=1 BENCHCTL_SETTLE=0 TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0} MAX_JOBS=${MAX_JOBS:-$(nproc)}
 OUT=${OUT:-results/gpu}; G=${WORK:-/tmp/gpu}; mkdir -p $OUT $G; START=$(date +%s); BUDGET=${BUDGET:-540}
 PY=${PYTHON:-python3}
+# The scripts run below as files (floor_table.py, the A/B bench) import benchctl, which such a machine has not installed.
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 if ls .whl/*.whl > /dev/null 2>&1; then
   [ -d /tmp/site ] || $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl > /dev/null 2>&1
-  export PYTHONPATH=/tmp/site:$PWD${PYTHONPATH:+:$PYTHONPATH} PATH=/tmp/site/bin:$PATH
+  export PYTHONPATH=/tmp/site:$PYTHONPATH PATH=/tmp/site/bin:$PATH
 fi
 left() { echo $(( BUDGET - ($(date +%s) - START) )); }
 part() {  # part NAME CAP COMMAND...: at most CAP seconds, and never past the budget
@@ -62,7 +64,9 @@ if [ ! -e $G/info.txt ]; then
 fi
 cat $G/info.txt
 M="--min-time 0.3 --max-time 1"
-TAILN=12 part calibrate 80 $PY -m benchctl env --calibrate
+# The GPU's peaks alone, which the kernels' floors are held to: the CPU's as well (a copy at every size between its
+# cache levels, in six windows: 121 s on a 2-core VM) ran past this part's cap, and a stopped calibration stores nothing.
+TAILN=12 part calibrate 80 $PY -c "from benchctl.measure.calibrate import calibrate; c = calibrate(['cuda'])['cuda']; print(round(c['gbps']), 'GB/s copy; GFLOP/s', c['gflops_by_dtype'])"
 # The implementations timed and the seed's largest size of each operator (configs/seed-*.toml; hoconv2d's
 # B=64 is the one its issue names).
 SEED=("cuda,triton,triton-channels hoconv2d --target filter --batch-sizes 64"

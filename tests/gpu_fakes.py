@@ -1,4 +1,7 @@
-"""A GPU's driver as tests fake it where there is no GPU: NVML's calls for one GPU."""
+"""A GPU as tests fake it where there is no GPU: NVML's calls for one GPU, and a stream whose work runs
+after the host has moved on."""
+
+import time
 
 
 class FakeNvml:
@@ -51,3 +54,20 @@ class FakeNvml:
 
     def nvmlDeviceGetPersistenceMode(self, handle):
         return self.persistence
+
+
+class FakeStream:
+    """A GPU stream as the host sees it: a launch returns at once and queues its work; `synchronize` waits
+    (sleeps) until the work queued is done. `log` names each launch and each synchronise, in order."""
+
+    def __init__(self):
+        self.queued_s, self.log = 0.0, []
+
+    def launch(self, name, seconds):
+        self.log.append(name)
+        self.queued_s += seconds
+
+    def synchronize(self):
+        time.sleep(self.queued_s)
+        self.queued_s = 0.0
+        self.log.append("sync")

@@ -2,7 +2,10 @@
 
 import importlib.util
 import math
+import os
 import re
+import shlex
+import subprocess
 import sys
 from pathlib import Path
 
@@ -115,6 +118,68 @@ def test_the_gpu_checks_seed_sweeps_name_params_the_operators_take(tmp_path):
         impls, *words = seed.split()
         result = CliRunner().invoke(cli, ["run", impls, "gpu", "--op", *words, "--out", str(tmp_path)])
         assert result.exit_code != 0 and "nothing can run here: no CUDA device" in result.output, seed
+
+
+def test_gpu_checks_puts_the_checkout_on_pythonpath_for_the_scripts_it_runs(tmp_path):
+    """floor_table.py and the A/B bench, run as scripts, import benchctl, which a GPU machine without a network
+    has not installed: gpu_checks.sh puts the checkout (the folder it runs from) on PYTHONPATH, whether or not
+    .whl/ holds the wheels it installs."""
+    script = (BENCHMARKS / "gpu_checks.sh").read_text()
+    preamble = script[:script.index("\nleft()")]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(OUT=str(tmp_path / "out"), WORK=str(tmp_path / "work"))
+    checkout = tmp_path / "checkout"  # no .whl/ in it
+    checkout.mkdir()
+    shown = subprocess.run(["bash", "-c", preamble + '\necho "$PYTHONPATH"'], cwd=checkout, env=env,
+                           capture_output=True, text=True, timeout=60)
+    assert shown.returncode == 0, shown.stderr
+    assert str(checkout) in shown.stdout.strip().split(":")
+
+
+def _run_part(script: str, name: str) -> int:
+    """Runs gpu_checks.sh's part NAME here, in this process (`$PY -m benchctl ...` or `$PY -c CODE`); its cap."""
+    from click.testing import CliRunner
+
+    from benchctl.cli import cli
+
+    cap, command = re.search(rf"^\S* ?part {name} (\d+) \$PY (.+)$", script, re.M).groups()
+    words = shlex.split(command)
+    if words[:2] == ["-m", "benchctl"]:
+        result = CliRunner().invoke(cli, words[2:])
+        assert result.exit_code == 0, result.output
+    else:
+        assert words[0] == "-c", command
+        exec(words[1], {})
+    return int(cap)
+
+
+def test_the_gpu_checks_calibration_times_the_gpu_alone_well_within_its_cap(tmp_path, monkeypatch):
+    """The floors gpu_checks.sh is for come from the GPU's calibrated peaks. A calibration of the CPU as well (six
+    windows of copies at every size between its cache levels: 121 s on the 2-core VM) runs past the part's cap, and
+    one stopped stores nothing: every run after it had no `% of peak`, floor.md no shares. Run here on fake copies
+    and matmuls, the part times the GPU alone and stores its peaks, and the least time its policies allow (each copy
+    and matmul warmed up and sampled for their minimum) is under half its cap."""
+    from benchctl.machine import caches, load
+    from benchctl.measure import calibrate, copies
+
+    monkeypatch.setenv("BENCHCTL_CACHE", str(tmp_path))
+    monkeypatch.setattr("benchctl.ops.registry.cuda_device_reason", lambda: None)  # as on the GPU machine
+    timed = []
+    monkeypatch.setattr(copies, "copy_gbps", lambda device, nbytes: timed.append(("copy", device)) or 3000.0)
+    monkeypatch.setattr(copies, "cache_sizes", lambda device: [caches.CacheSize("L2", 50 << 20, 1)])  # an H100's
+    monkeypatch.setattr(calibrate, "matmul_gflops", lambda device, dtype: timed.append(("matmul", device)) or 5e4)
+    monkeypatch.setattr(calibrate, "canary_window", lambda counts: calibrate.Window({n: 2e-4 for n in counts}, [50.0]))
+    monkeypatch.setattr(calibrate, "canary_reading", lambda: 2e-4)
+    monkeypatch.setattr(load, "others_busy", lambda: 0.0)
+    monkeypatch.setattr(load.Timeline, "__enter__", lambda self: self)  # a quiet machine all through
+
+    cap = _run_part((BENCHMARKS / "gpu_checks.sh").read_text(), "calibrate")
+    assert {device for _, device in timed} == {"cuda"}
+    assert calibrate.load_peaks()["cuda"]["gbps"] == 3000.0  # what floor_table.py holds the kernels to
+    copy_s = copies.COPY_POLICY.warmup_min_time + copies.COPY_POLICY.min_time
+    matmul_s = calibrate.SIZING.warmup_min_time + calibrate.POLICY.warmup_min_time + calibrate.POLICY.min_time
+    least_s = sum(copy_s if what == "copy" else matmul_s for what, _ in timed)
+    assert 20 < least_s < cap / 2  # 42 copies (6 sizes, 7 windows) and 5 matmul rates: 29 s
 
 
 def test_the_history_bench_writes_its_slowdown_into_the_operators_file(monkeypatch):

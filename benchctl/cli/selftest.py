@@ -18,7 +18,7 @@ from benchctl.cli.options import Seconds
               help="Keep the steps that passed in OUT's last self-test and run only the others.")
 def command(out: Path, step_timeout: float, resume: bool) -> None:
     """Run the GPU tests, `check all gpu`, quick GPU sweeps (eager, --flush-l2, --cuda-graph), `profile`
-    with both profilers, `maxbatch` and the timer agreement on the GPU; write OUT/verdict.md. Without a
+    with both profilers, `maxbatch` and the timer agreement on the GPU; write OUT/verdict.md and print it. Without a
     GPU, say so in one line and exit 0."""
     from benchctl import console
     from benchctl.errors import BenchError
@@ -41,9 +41,15 @@ def command(out: Path, step_timeout: float, resume: bool) -> None:
         verdict.save(saved, done)
         verdict.write(path, verdict.markdown(done, machine, figures.sweep_figures(done), pending=todo[len(done):]))
 
-    outcomes = verdict.run_steps(todo, verdict.process_runner(step_timeout, out / "logs"),
-                                 on_step=lambda step: console.err.print(f"selftest: {step.name} ..."), on_done=write,
-                                 passed_before=verdict.passed(saved, todo) if resume else None)
+    if not resume:
+        path.unlink(missing_ok=True)  # the verdict printed below is this self-test's
+    try:
+        outcomes = verdict.run_steps(todo, verdict.process_runner(step_timeout, out / "logs"),
+                                     on_step=lambda step: console.err.print(f"selftest: {step.name} ..."),
+                                     on_done=write, passed_before=verdict.passed(saved, todo) if resume else None)
+    finally:  # stopped from outside too (SIGTERM, as timeout(1) sends it): what it found so far
+        if path.is_file():  # whole: from a machine lent for one call, what it printed comes back and OUT does not
+            click.echo(path.read_text())
     console.out.print(str(path))
     failed = [o.step.name for o in outcomes if not o.ok]
     if failed:

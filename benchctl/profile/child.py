@@ -43,9 +43,13 @@ Setup = Callable[[], Thunk]
 UNPROFILED_S = 1.0  # the loop timed without a profiler for this long (at least one repetition)
 
 
-def benchctl_untimed_setup(setup: Setup) -> Thunk:
-    """Untimed in `benchctl run`; its name marks its samples (stacks.SETUP_FRAME)."""
-    return setup()
+def benchctl_untimed_setup(setup: Setup, sync: Callable[[], None]) -> Thunk:
+    """Untimed in `benchctl run`; its name marks its samples (stacks.SETUP_FRAME). CUDA: it waits for the kernels
+    it queued (a backward's forward, the copy of the next data set), as the CUDA-event clock synchronises before
+    its start event; else they ran in the timed range, and the timed thunk's wait counted them."""
+    thunk = setup()
+    sync()
+    return thunk
 
 
 def benchctl_timed_thunk(thunk: Thunk, sync: Callable[[], None]) -> None:
@@ -74,7 +78,7 @@ def run_loop(setup: Setup, duration_s: float, sync: Callable[[], None], max_reps
     deadline = time.perf_counter() + duration_s
     with collector_off():
         while reps == 0 or (time.perf_counter() < deadline and (max_reps is None or reps < max_reps)):
-            thunk = benchctl_untimed_setup(setup)
+            thunk = benchctl_untimed_setup(setup, sync)
             # The thread's CPU clock and run-queue delay are read outside the wall clock's reads, so that only
             # the call runs between those (as in `run`); theirs bracket it.
             ran, queued = time.thread_time(), queue.read()

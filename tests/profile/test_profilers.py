@@ -3,6 +3,7 @@ and the profile manifest (benchctl.profile.profilers), on a hand-made fixture wh
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import os
@@ -138,6 +139,26 @@ def test_run_loop_repeats_setup_then_thunk() -> None:
     assert (reps, calls) == (1, ["setup", "thunk"])  # at least once, even with no time
     reps = profile_child.run_loop(setup, 10.0, lambda: None, max_reps=4).reps
     assert reps == 4 and calls[2:] == ["setup", "thunk"] * 4
+
+
+def test_run_loop_on_a_gpu_times_the_thunk_s_kernels_not_those_its_setup_queued() -> None:
+    """A backward's setup queues its forward's kernels (30 ms here) and returns before they ran; as the CUDA-event
+    clock does, the loop waits for them before its clock starts, so the timed wall (and, in a profile, the timed
+    range and the samples of the wait in the timed frame) is the thunk's own 2 ms."""
+    from gpu_fakes import FakeStream
+
+    gpu = FakeStream()
+
+    def setup():
+        gpu.launch("forward", 0.03)
+        return lambda: gpu.launch("backward", 0.002)
+
+    opened = []
+    ranged = lambda: contextlib.nullcontext(opened.append(len(gpu.log)))  # noqa: E731
+    loop = profile_child.run_loop(setup, 10.0, gpu.synchronize, max_reps=3, timed_range=ranged)
+    assert gpu.log == ["forward", "sync", "backward", "sync"] * 3
+    assert opened == [2, 6, 10]  # each timed range opens once the setup's work is done
+    assert 3 * 0.002 <= loop.timed_s < 3 * 0.02
 
 
 def test_run_loop_counts_its_threads_cpu_time_apart_from_the_wall_time() -> None:

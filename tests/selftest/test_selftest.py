@@ -151,6 +151,39 @@ def test_a_comparison_of_host_bound_passes_only_says_it_compares_host_overhead(t
                              "not kernels")
 
 
+def test_the_self_test_prints_its_verdict_as_it_wrote_it(tmp_path, monkeypatch):
+    """A GPU machine lent for one call hands back what the call printed (and files under a folder of its own),
+    not OUT/verdict.md, which goes with the machine: the verdict is printed whole, failed step's tail too, as written.
+    Run here on steps that stand in for the GPU's."""
+    todo = [steps.Step("check all gpu", (sys.executable, "-c", "print('checked')"), "checks"),
+            steps.Step("maxbatch", (sys.executable, "-c", "raise SystemExit('out of memory at 8')"), "fits")]
+    monkeypatch.setattr("benchctl.ops.registry.cuda_device_reason", lambda: None)
+    monkeypatch.setattr(steps, "steps", lambda out, tests: todo)
+    monkeypatch.setattr("benchctl.machine.facts.environment", lambda: {"gpu_name": "NVIDIA H100 80GB HBM3"})
+    result = CliRunner().invoke(cli, ["selftest", "--out", str(tmp_path)])
+    assert result.exit_code == 1
+    written = (tmp_path / "verdict.md").read_text()
+    assert written.startswith("# GPU self-test: FAIL (1 of 2 steps)\n\nNVIDIA H100 80GB HBM3, driver None")
+    assert "| check all gpu | pass |" in written and "out of memory at 8" in written
+    assert written in result.output
+
+
+def test_a_self_test_stopped_from_outside_prints_what_it_found_so_far(tmp_path, monkeypatch):
+    """A device call's time limit stops the self-test (SIGTERM, here sent by its second step): the first step's
+    result is printed all the same, and a verdict left by an earlier self-test at OUT is not."""
+    stop = "import os, signal, time; time.sleep(0.5); os.kill(os.getppid(), signal.SIGTERM); time.sleep(60)"
+    todo = [steps.Step("check all gpu", (sys.executable, "-c", "print('checked')"), "checks"),
+            steps.Step("maxbatch", (sys.executable, "-c", stop), "fits")]
+    monkeypatch.setattr("benchctl.ops.registry.cuda_device_reason", lambda: None)
+    monkeypatch.setattr(steps, "steps", lambda out, tests: todo)
+    monkeypatch.setattr("benchctl.machine.facts.environment", lambda: {"gpu_name": "NVIDIA H100 80GB HBM3"})
+    (tmp_path / "verdict.md").write_text("# GPU self-test: PASS (9 of 9 steps)\n")  # an earlier one's
+    result = CliRunner().invoke(cli, ["selftest", "--out", str(tmp_path)])
+    assert result.exit_code == 128 + signal.SIGTERM
+    assert "# GPU self-test: UNFINISHED (1 of 2 steps)" in result.output and "| check all gpu | pass |" in result.output
+    assert "| maxbatch | not run yet | | fits |" in result.output and "PASS (9 of 9" not in result.output
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is here: the self-test would run for real (minutes)")
 def test_without_a_gpu_selftest_says_so_in_one_line_and_exits_0(tmp_path):
     result = CliRunner().invoke(cli, ["selftest", "--out", str(tmp_path)])
