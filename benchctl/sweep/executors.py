@@ -30,6 +30,10 @@ from benchctl.vocab import Status
 from benchctl.sweep import channel
 from benchctl.sweep.worker_spec import WorkerSpec
 
+# What a CUDA error says (torch raises AcceleratorError; an extension's check says "CUDA error: ..."). Most leave the
+# process's CUDA context unusable (an illegal memory access, a device-side assert), and every later CUDA call in it
+# fails with the same error: the next cell gets a fresh worker, so one broken kernel does not fail the cells after it.
+CUDA_ERROR_MARKS = ("AcceleratorError", "CUDA error")
 STDERR_TAIL_LINES = 20  # a crash's header, its Python stack (about a dozen frames deep) and the modules line
 OOM_MARKERS = ("Cannot allocate memory", "Resource temporarily unavailable", "std::bad_alloc", "MemoryError")
 
@@ -113,12 +117,13 @@ class WorkerProcess:
             return failed(cell, Status.ERROR, f"the worker's reply was rejected: {exc}; the measured code "
                                               "wrote to benchctl's channel")
         self._seq += 1
-        if self.fresh:
-            self.close()
         try:
-            return [restate(row) for row in rows]
+            results = [restate(row) for row in rows]
         except UnknownColumn as exc:
-            return failed(cell, Status.ERROR, f"the worker's reply was rejected: {exc}")
+            results = failed(cell, Status.ERROR, f"the worker's reply was rejected: {exc}")
+        if self.fresh or cuda_failed(results):
+            self.close()
+        return results
 
     def _may_share(self, op: str) -> bool:
         """Whether `op` may run in the worker that ran the operators before it: not when their C++
@@ -168,6 +173,11 @@ class WorkerProcess:
                 self._proc.wait()
             end_group(self._proc)
         self._proc = None
+
+
+def cuda_failed(results: Results) -> bool:
+    """A pass of the cell failed with a CUDA error (CUDA_ERROR_MARKS)."""
+    return any(not r.ok and any(mark in (r.message or "") for mark in CUDA_ERROR_MARKS) for r in results)
 
 
 def end_group(proc: subprocess.Popen) -> None:

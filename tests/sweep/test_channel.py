@@ -55,3 +55,18 @@ def test_a_reply_with_a_column_the_schema_does_not_list_is_an_error_row(fixture_
     [row] = worker._opened(cell, line)
     assert row["status"] == "error" and row["impl"] == "py" and row["pass"] == "forward"
     assert row["message"].startswith("the worker's reply was rejected: unknown column(s) 'medain_s'")
+
+
+@pytest.mark.parametrize("message, ends", [
+    ("AcceleratorError: CUDA error: an illegal memory access was encountered (ext.py:12)", True),
+    ("RuntimeError: CUDA error: device-side assert triggered", True),
+    ("RuntimeError: shapes cannot be multiplied (4x8 and 9x8)", False),
+])
+def test_a_cuda_error_in_a_reply_ends_the_worker_that_sent_it(message, ends):
+    worker = WorkerProcess(WorkerSpec(Settings()), oom_counter=None)
+    worker._key, closed = channel.new_key(), []
+    worker.close = lambda: closed.append(True)
+    cell = Cell.make("faulty", "op", "cuda", "cuda", "float32", {"batch_size": 4, "dim": 8}, passes=("forward",))
+    line = channel.signer(worker._key)(0, [{"pass": "forward", "status": "error", "message": message}])
+    [row] = worker._opened(cell, line)
+    assert row["status"] == "error" and row["message"] == message and closed == ([True] if ends else [])

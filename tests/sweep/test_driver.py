@@ -111,6 +111,16 @@ def test_fresh_worker_starts_a_process_per_cell(tmp_path, fixture_ops, monkeypat
     assert statuses(fresh) == [(4, "ok"), (2, "ok")] and len(set(starts)) == 3
 
 
+def test_a_cuda_error_ends_its_worker_and_the_next_cell_gets_a_fresh_one(tmp_path, fixture_ops, monkeypatch):
+    """An illegal memory access leaves the process's CUDA context unusable: every later CUDA call in it fails."""
+    starts = []
+    original = WorkerProcess._start
+    monkeypatch.setattr(WorkerProcess, "_start", lambda self: starts.append(1) or original(self))
+    df = sweep(tmp_path, "cuda_error", [4, 8, 2, 1], timeout=120)
+    assert statuses(df) == [(4, "ok"), (8, "error"), (2, "ok"), (1, "ok")] and len(starts) == 2
+    assert "AcceleratorError: CUDA error: an illegal memory access" in df[df["status"] == "error"].iloc[0]["message"]
+
+
 def test_a_memory_limit_is_the_operators_not_the_thread_pools(tmp_path, fixture_ops):
     """16 intra-op threads map stacks and malloc arenas of their own: started under the limit they took
     most of it (one 64 MiB row fitted under 512 MiB); started before it, the limit is the operator's."""
