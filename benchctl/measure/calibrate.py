@@ -228,8 +228,14 @@ def canary_window(counts: tuple[int, ...]) -> Window:
 
 
 def load_peaks() -> dict[str, dict[str, float]]:
-    path = calibration_path()
+    """The stored calibration: each device's peaks; {} where there is none, and without a device whose entry
+    lacks its copy and matmul rates (the file damaged, or written by something else: floors are read from it)."""
     try:
-        return json.loads(path.read_text())
+        peaks = json.loads(calibration_path().read_text())
     except (OSError, ValueError):
         return {}
+    return {device: p for device, p in peaks.items() if _rated(p)} if isinstance(peaks, dict) else {}
+
+
+def _rated(entry: Any) -> bool:
+    return isinstance(entry, dict) and all(type(entry.get(key)) in (int, float) for key in ("gbps", "gflops"))

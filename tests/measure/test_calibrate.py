@@ -225,3 +225,15 @@ def test_a_canary_window_reads_each_thread_count_and_leaves_torch_threads_as_the
     assert found.canary_s == {1: pytest.approx(1e-3 + 5e-6), 2: pytest.approx(16e-6)}  # the median of 11 each
     assert found.read_gbps == [40.0] * 11  # the memory probes on torch's threads, as a sweep's start reads it
     assert calibrate.torch.get_num_threads() == before
+
+
+@pytest.mark.parametrize("text, kept", [
+    ("[]", set()), ('{"cpu": 1}', set()), ('{"cpu": {}}', set()), ('{"cpu": {"gbps": "x", "gflops": 1.0}}', set()),
+    ('{"cpu": {"gbps": 30.5, "gflops": 230.0}, "cuda": {"gbps": true, "gflops": 5e4}}', {"cpu"}), ("{", set()),
+])
+def test_a_calibration_file_that_holds_no_rates_gives_no_peaks(monkeypatch, tmp_path, text, kept):
+    """A damaged or foreign file: `env` and every floor read it, and a device without its rates has none."""
+    monkeypatch.setenv("BENCHCTL_CACHE", str(tmp_path))
+    calibrate.calibration_path().parent.mkdir(parents=True, exist_ok=True)
+    calibrate.calibration_path().write_text(text)
+    assert set(calibrate.load_peaks()) == kept
