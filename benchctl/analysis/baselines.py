@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import warnings
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from benchctl.vocab import Device, Status
 FOLDER = "baselines"
 BASELINE_PROCESSES = 3  # worker processes a baseline's cells come from, at least (run --processes)
 ABOUT = "baseline.json"
+ABOUT_KEYS = ("name", "kind", "run", "saved")  # what `save` writes there, each a string
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
@@ -62,6 +64,8 @@ def save(name: str, run_dir: Path, root: Path) -> dict[str, Any]:
     _quiet(rows, run_dir)
     kind = machine_kind(rows)
     dest = Path(root) / FOLDER / name / _slug(kind)
+    if dest.resolve() in [Path(run_dir).resolve(), *Path(run_dir).resolve().parents]:  # replacing it would delete it
+        raise UsageError(f"{run_dir} is inside baseline {name}'s folder for {kind} ({dest}): it is kept there already")
     if dest.exists():
         shutil.rmtree(dest)
     shutil.copytree(run_dir, dest, ignore=shutil.ignore_patterns(storage.REPORT_DIR, "report", "report-*"))
@@ -80,7 +84,7 @@ def _replicated(rows: pd.DataFrame, run_dir: Path) -> None:
     short = int((processes < BASELINE_PROCESSES).sum())
     if not short:
         return
-    asked = int(storage.run_meta(run_dir).get("processes") or 1)
+    asked = int(_meta(run_dir).get("processes") or 1)
     if asked < BASELINE_PROCESSES:
         raise UsageError(f"{run_dir} measured its cells in {asked} process(es); a baseline keeps "
                          f"{BASELINE_PROCESSES} at least: run it with --processes {BASELINE_PROCESSES}")
@@ -94,7 +98,7 @@ def _quiet(rows: pd.DataFrame, run_dir: Path) -> None:
     through a stretch of it (`busy_stretch`, sweep/session.py) is refused, though its rows may all read clean:
     beside a compile that came and went, one of lstm_cell's passes read 0.339 ms against 0.213 ms quiet; so is
     a run with a pass timed beside other work (`busy`) still after its re-measurement."""
-    stretch = storage.run_meta(run_dir).get("busy_stretch")
+    stretch = _meta(run_dir).get("busy_stretch")
     if stretch:
         raise UsageError(f"{busy_through(stretch)} {run_dir}: a baseline keeps a run measured with nothing else "
                          "running")
@@ -105,11 +109,32 @@ def _quiet(rows: pd.DataFrame, run_dir: Path) -> None:
                          "(`busy`): a baseline keeps a run measured with nothing else running")
 
 
+def _meta(run_dir: Path) -> dict[str, Any]:
+    """The run's metadata, which a baseline is judged by: a run without it readable is not kept."""
+    try:
+        return storage.run_meta(run_dir)
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"cannot read the metadata of {run_dir} ({exc}): not kept as a baseline") from None
+
+
 def saved(root: Path, name: str | None = None) -> list[dict[str, Any]]:
-    """What is saved (of NAME, or of every name): name, kind, run, saved, and the folder."""
+    """What is saved (of NAME, or of every name): name, kind, run, saved, and the folder. A record that cannot be
+    read is skipped with a warning naming it."""
     base = Path(root) / FOLDER
     found = sorted(base.glob(f"{_checked(name) if name else '*'}/*/{ABOUT}"))
-    return [{**json.loads(p.read_text()), "path": p.parent} for p in found]
+    return [about for about in map(_about, found) if about is not None]
+
+
+def _about(path: Path) -> dict[str, Any] | None:
+    """A baseline's record (`ABOUT`), with its folder; None, with a warning, where it is damaged."""
+    try:
+        about = json.loads(path.read_text())
+    except (OSError, ValueError):
+        about = None
+    if not isinstance(about, dict) or not all(isinstance(about.get(key), str) for key in ABOUT_KEYS):
+        warnings.warn(f"skipping {path}: not a baseline's record ({', '.join(ABOUT_KEYS)})", stacklevel=2)
+        return None
+    return {**about, "path": path.parent}
 
 
 def find(name: str, rows: pd.DataFrame, root: Path, any_kind: bool = False) -> dict[str, Any]:

@@ -90,7 +90,7 @@ def unmatched(rows: pd.DataFrame, **wanted: Sequence[str]) -> str:
         kept = timed[column.isin(list(values))] if values else timed
         if kept.empty:
             held = ", ".join(sorted(column.dropna().astype(str).unique()))
-            return f"no timed cell has --{option.split('_')[0]} {','.join(values)} (it could match {held})"
+            return f"no timed cell has --{option.split('_')[0]} {','.join(values)!r} (it could match {held})"
         timed = kept
     return ""
 

@@ -43,7 +43,8 @@ def list_baselines(root: Path) -> None:
     from benchctl import console
     from benchctl.analysis import baselines
 
-    rows = [(b["name"], b["kind"], b["run"], b["saved"]) for b in baselines.saved(root)]
+    with console.warnings_shown():  # a damaged record is one line, and the others are listed
+        rows = [(b["name"], b["kind"], b["run"], b["saved"]) for b in baselines.saved(root)]
     if not rows:
         console.out.print(f"no baselines under {root / baselines.FOLDER}")
         return

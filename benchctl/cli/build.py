@@ -95,7 +95,7 @@ def command(ops: tuple[str, ...], cuda: bool, resources: bool, verbose: bool, jo
     if unknown:
         what = "extension sources or Triton kernels" if resources else "extension sources"
         choices = ", ".join(dict.fromkeys([*known, *triton]))
-        raise UsageError(f"no {what} for {', '.join(unknown)}; choose from: {choices}")
+        raise UsageError(f"no {what} for {', '.join(map(repr, unknown))}; choose from: {choices}")
     chosen = [entry for op in (ops or known) if op in known for entry in known[op]]
     chosen = list(dict.fromkeys(chosen))
     for clash in namespaces.clashes(folders[label] for label, _ in chosen):

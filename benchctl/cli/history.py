@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from benchctl.cli.compare import STYLES
-from benchctl.cli.options import Finite, names_list
+from benchctl.cli.options import Finite, check_writable, names_list, names_of
 
 
 @click.command("history")
@@ -17,9 +17,12 @@ from benchctl.cli.options import Finite, names_list
               help="The results folder whose runs make the history when no RUNS are given.")
 @click.option("--op", "ops", multiple=True, callback=names_list,
               help="Only this operator (repeatable, or a comma list).")
-@click.option("--impl", "impls", multiple=True, help="Only this implementation (repeatable).")
-@click.option("--pass", "passes", multiple=True, help="Only this pass: forward, backward, forward_backward.")
-@click.option("--device", "devices", multiple=True, help="Only this device: cpu, gpu.")
+@click.option("--impl", "impls", multiple=True, callback=names_of("implementation"),
+              help="Only this implementation (repeatable, or a comma list).")
+@click.option("--pass", "passes", multiple=True, callback=names_of("pass"),
+              help="Only this pass: forward, backward, forward_backward (repeatable, or a comma list).")
+@click.option("--device", "devices", multiple=True, help="Only this device: cpu, gpu, all (repeatable, or a comma "
+              "list).")
 @click.option("--threshold", "--min-effect", default=0.05, show_default=True, type=Finite(min=0),
               help="Minimum effect of a step's verdict, as in `compare`.")
 @click.option("--alpha", default=0.05, show_default=True, type=Finite(0, 1, min_open=True),
@@ -37,10 +40,10 @@ def command(runs, root, ops, impls, passes, devices, threshold, alpha, out_dir, 
     from benchctl.report import history_page
     from benchctl.analysis import history, steps
     from benchctl.sweep import words
-    from benchctl.vocab import DEVICE_ALIASES
 
-    words.check(devices=",".join(devices) or None, passes=",".join(passes) or None)
-    wanted = {"op": ops, "impl": impls, "pass_name": passes, "device": [DEVICE_ALIASES.get(d, d) for d in devices]}
+    words.check(passes=",".join(passes) or None)
+    wanted = {"op": ops, "impl": impls, "pass_name": passes,
+              "device": [name for given in devices for name in words.parse_devices(given)]}
     with console.warnings_shown():
         loaded = history.load(runs, root)
     all_series = history.series(history.select(loaded, **wanted))
@@ -48,7 +51,9 @@ def command(runs, root, ops, impls, passes, devices, threshold, alpha, out_dir, 
         raise UsageError(history.unmatched(loaded, **wanted))
     found = steps.all_steps(all_series, threshold, alpha)
     said = history.messages(all_series)
-    page = history_page.build(all_series, found, said, out_dir or history_page.default_folder(runs, root))
+    out = out_dir or history_page.default_folder(runs, root)
+    check_writable(out)
+    page = history_page.build(all_series, found, said, out)
     if as_json:
         click.echo(json.dumps(_json(all_series, found, str(page)), indent=2))
         return

@@ -6,7 +6,7 @@ import json
 import math
 import os
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import click
 
@@ -19,6 +19,7 @@ ops_dir_option = click.option(
 
 
 LONGEST_WAIT = 1e9  # seconds (31 years): a wait much longer overflows the clock's type
+MOST_THREADS = 2**31 - 1  # torch.set_num_threads takes a C int: a larger count fails the worker as it starts
 
 
 class Finite(click.FloatRange):
@@ -42,11 +43,17 @@ class Seconds(Finite):
         return number
 
 
-def names_list(ctx: click.Context, param: click.Parameter, value: Sequence[str]) -> tuple[str, ...]:
-    """A repeatable option that also takes comma lists, as IMPLS and DEVICES do: `--op a,b` is `--op a --op b`."""
-    from benchctl.sweep.words import split
+def names_of(what: str) -> Callable[[click.Context, click.Parameter, Sequence[str]], tuple[str, ...]]:
+    """The callback of a repeatable option that also takes comma lists, as IMPLS and DEVICES do: `--op a,b` is
+    `--op a --op b`; an empty list or name (`--op ""`) is a usage error naming `what`."""
+    def names(ctx: click.Context, param: click.Parameter, value: Sequence[str]) -> tuple[str, ...]:
+        from benchctl.sweep.words import split
 
-    return tuple(name for given in value for name in split(given, "operator"))
+        return tuple(name for given in value for name in split(given, what))
+    return names
+
+
+names_list = names_of("operator")
 
 
 op_option = click.option("--op", "ops", multiple=True, callback=names_list,

@@ -14,7 +14,7 @@ if TYPE_CHECKING:  # imported inside the functions, so `benchctl --help` does no
     from benchctl.profile.profilers import ProfileResult
     from benchctl.profile.stacks import TopFrames
 
-from benchctl.cli.options import Seconds, check_writable, parse_params
+from benchctl.cli.options import Seconds, check_writable, load_operators, parse_params
 from benchctl.profile.profilers import RATE_HZ
 from benchctl.vocab import DEVICE_ALIASES, DTYPE_NAMES, PASSES, Pass
 
@@ -27,11 +27,11 @@ def build_cell(op_name: str, impl: str, device: str, target: str | None, dtype: 
     from benchctl.sweep import request
     from benchctl.errors import BenchError, UsageError
 
+    load_operators(ops_dirs, [op_name], warn=False)  # an operator file that failed to import says why
     try:
-        registry.discover(ops_dirs, [op_name])
         op = registry.get(op_name)
-    except (KeyError, FileNotFoundError) as exc:
-        raise UsageError(str(exc).strip("'\"")) from None
+    except KeyError as exc:
+        raise UsageError(exc.args[0]) from None  # str() of a KeyError is its message's repr
     impl = modifiers.canonical(impl)
     if not lookup.known(op, impl):
         raise UsageError(f"{op_name} has no implementation {impl!r}; choose from: {', '.join(op.implementations)}")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from benchctl.cli.options import names_list
+from benchctl.cli.options import check_writable, names_list
 from benchctl.errors import UsageError
 
 
@@ -15,7 +15,7 @@ def parse_baselines(values: tuple[str, ...]) -> dict[str, str]:
     out: dict[str, str] = {}
     for value in values:
         op, sep, impl = value.partition("=")
-        if sep and not (op and impl):
+        if not value or (sep and not (op and impl)):
             raise UsageError(f"--baseline {value!r}: expected OP=IMPL or IMPL")
         out[op if sep else "*"] = impl if sep else op
     return out
@@ -50,9 +50,11 @@ def command(results: tuple[Path, ...], out_dir: Path | None, ops: tuple[str, ...
         except FileNotFoundError as exc:
             raise UsageError(str(exc)) from None
         one = loaded.folders[0] if len(loaded.folders) == 1 else None
+        out = out_dir or page.default_out_dir(loaded.folders, root)
+        check_writable(out)
         history = history_page.for_run(one) if one else None
-        built = page.build(loaded.rows, out_dir or page.default_out_dir(loaded.folders, root), loaded.metas, wanted,
-                           ops, history=history, profiles_root=root, earlier=earlier_rows(one) if one else None)
+        built = page.build(loaded.rows, out, loaded.metas, wanted, ops, history=history, profiles_root=root,
+                           earlier=earlier_rows(one) if one else None)
     for line in run_state.unfinished(loaded.metas) + [guard.changed_line(m) for m in loaded.metas]:
         if line:
             console.warn(line)

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import click
 
-from benchctl.cli.options import (Finite, Seconds, check_writable, load_operators, op_option, ops_dir_option,
-                                   parse_params, tf32_option)
+from benchctl.cli.options import (MOST_THREADS, Finite, Seconds, check_writable, load_operators, op_option,
+                                   ops_dir_option, parse_params, tf32_option)
 from benchctl.vocab import (ALLOCATORS, EXECUTORS, PAIR_NONE, PAIR_REFERENCE, PAIR_REFERENCE_ON_CPU, Allocator,
                             Executor)
 
@@ -68,7 +68,8 @@ def _ints(text: str | None) -> tuple[int, ...]:
               f"less. IMPL must be among IMPLS (its own cells run alone); '{PAIR_REFERENCE}': each operator's "
               f"reference implementation, which its speedups are over; '{PAIR_REFERENCE_ON_CPU}': the same on CPU "
               f"cells, where the reference runs too; '{PAIR_NONE}': every cell timed alone.")
-@click.option("--threads", type=click.IntRange(min=1), help="torch intra-op threads (default: torch's).")
+@click.option("--threads", type=click.IntRange(min=1, max=MOST_THREADS),
+              help="torch intra-op threads (default: torch's).")
 @click.option("--out", default="results", show_default=True, type=click.Path(file_okay=False))
 @click.option("--quick", is_flag=True, help="Each operator's small quick sweep.")
 @click.option("--timeout", type=Seconds(min=0, min_open=True), default=900.0, show_default=True,

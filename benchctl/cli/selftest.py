@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from benchctl.cli.options import Seconds
+from benchctl.cli.options import Seconds, check_writable
 
 
 @click.command("selftest")
@@ -30,6 +30,7 @@ def command(out: Path, step_timeout: float, resume: bool) -> None:
     if reason:
         console.out.print(f"selftest: no GPU here ({reason}); nothing to test")
         return
+    check_writable(out)
     tests = Path(__file__).resolve().parents[2] / "tests"
     todo = steps.steps(out, tests if tests.is_dir() else None)
     env = environment()

@@ -5,8 +5,8 @@ Three rules hold for every operator: a param whose default is an integer takes i
 as whatever the input factory makes of it, under a row that says 1.5), a batch size is a positive integer, and an
 integer fits in 64 bits (torch cannot take a larger one: every cell would fail at run time).
 The rest an operator declares, param by param: `Operator(..., rules={"k": (positive, odd)})`, or
-`rules=sizes("C", "H", "W")` for params that are all sizes. A None value (a default meaning "derive it") is
-never checked.
+`rules=sizes("C", "H", "W")` for params that are all sizes. A None value (null: a default meaning "derive it")
+is taken only by a param whose default is None, and never checked further.
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def describe(key: str, default: Any, rules: Sequence[Rule]) -> str:
 def broken(key: str, default: Any, rules: Sequence[Rule], value: Any) -> str | None:
     """The first rule `value` of param `key` breaks, in words, or None when it keeps them all."""
     if value is None:
-        return None
+        return None if _scalar(default) is None else "cannot be null (only a param whose default is null can be unset)"
     return _typed(key, default, value) or next(filter(None, (rule(value) for rule in rules)), None)
 
 
@@ -114,7 +114,7 @@ def check(op_name: str, defaults: Mapping[str, Any], rules: Mapping[str, Sequenc
             reason = broken(key, defaults.get(key), rules.get(key, ()), value)
             if reason:
                 unset = "; null leaves it unset" if key in defaults and defaults[key] is None else ""
-                return f"{op_name}: param {key} {reason}, got {value!r}{unset}"
+                return f"{op_name}: param {key} {reason}, got {'null' if value is None else repr(value)}{unset}"
     return None
 
 

@@ -234,7 +234,7 @@ def discover(extra_dirs: Sequence[str | Path] = (), only: Sequence[str] = ()) ->
 
 def _checked_folder(folder: Path) -> Path:
     if not folder.is_dir():
-        raise FileNotFoundError(f"operators folder not found: {folder.resolve()}")
+        raise FileNotFoundError(f"operators folder not found: {str(folder.resolve())!r}")
     return folder.resolve()
 
 
@@ -262,7 +262,7 @@ def _load_module(path: Path) -> None:
     sys.modules[mod_name] = module
     try:
         spec.loader.exec_module(module)
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # a file that calls sys.exit (argparse at import) must not end benchctl
         del sys.modules[mod_name]
         _LOAD_ERRORS[str(path)] = import_errors.collision(str(exc)) or import_errors.described(exc, init)
         return

@@ -53,7 +53,7 @@ def select_ops(rows: pd.DataFrame, ops: Sequence[str] = ()) -> pd.DataFrame:
         raise UsageError("these results hold no rows")
     missing = [op for op in ops if op not in present]
     if missing:
-        raise UsageError(f"no results for {', '.join(missing)}; these results have: {', '.join(present)}")
+        raise UsageError(f"no results for {', '.join(map(repr, missing))}; these results have: {', '.join(present)}")
     return rows[rows["op"].isin(ops)] if ops else rows
 
 
@@ -64,7 +64,7 @@ def check_baselines(rows: pd.DataFrame, wanted: Mapping[str, str]) -> None:
         for what, name, column in (("operator", op, "op"), ("implementation", impl, "impl")):
             present = sorted(rows[column].dropna().astype(str).unique())
             if name != "*" and name not in present:
-                raise UsageError(f"--baseline {impl if op == '*' else f'{op}={impl}'}: no results for {what} "
+                raise UsageError(f"--baseline {impl if op == '*' else f'{op}={impl}'!r}: no results for {what} "
                                  f"{name!r}; these results have: {', '.join(present)}")
 
 

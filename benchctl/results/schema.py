@@ -193,6 +193,22 @@ def median_samples(samples: Sequence[float], disturbed: Sequence[bool] | None,
 SCHEMA = pa.schema(list(COLUMNS.items()))
 
 
+def conformed(table: pa.Table) -> pa.Table:
+    """`table` as results: it holds RESULT_KEYS, and each column SCHEMA has is cast to SCHEMA's type (benchctl
+    writes them so). A ValueError says why it cannot be: a file something else wrote, or changed."""
+    missing = [name for name in RESULT_KEYS if name not in table.column_names]
+    if missing:
+        raise ValueError(f"missing columns: {', '.join(missing)}")
+    for i, field in enumerate(table.schema):
+        want = COLUMNS.get(field.name)
+        if want is not None and field.type != want:
+            try:
+                table = table.set_column(i, field.name, table.column(i).cast(want))
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+                raise ValueError(f"column {field.name} holds {field.type}, not {want}") from None
+    return table
+
+
 def beyond_threads(cores: Any, threads: Any) -> bool:
     """A pass's calls kept more cores busy (`cpu_cores`) than torch's `threads` given, by over CORES_OVER."""
     return cores is not None and cores == cores and bool(threads) and cores > threads * (1 + CORES_OVER)

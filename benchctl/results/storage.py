@@ -30,7 +30,7 @@ import pyarrow.parquet as pq
 
 from benchctl.errors import BenchError
 from benchctl.results import compaction, guard, run_state
-from benchctl.results.schema import COLUMNS, RESULT_KEYS, SCHEMA, SCHEMA_VERSION
+from benchctl.results.schema import COLUMNS, SCHEMA, SCHEMA_VERSION, conformed
 from benchctl.vocab import RunState
 
 RUN_FILE = "_run.json"  # leading underscore: parquet dataset readers skip it
@@ -172,6 +172,8 @@ def run_meta(run_dir: Path) -> dict[str, Any]:
     if path is None:
         raise FileNotFoundError(f"{run_dir} is not a run folder (no {RUN_FILE})")
     meta = json.loads(path.read_text())
+    if not isinstance(meta, dict):
+        raise ValueError(f"{path} holds a JSON {type(meta).__name__}, not a run's metadata")
     if meta.get("state") == RunState.RUNNING and run_state.writer_gone(meta.get("writer")):
         meta["state"] = RunState.CUT_OFF
     return meta
@@ -192,11 +194,11 @@ def read_results(path: Path) -> pa.Table | None:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         warnings.warn(f"skipping unreadable results file {path}: {first}", stacklevel=2)
         return None
-    missing = [name for name in RESULT_KEYS if name not in table.column_names]
-    if missing:
-        warnings.warn(f"skipping {path}: not a results file (missing columns: {', '.join(missing)})", stacklevel=2)
+    try:
+        return conformed(table)
+    except ValueError as exc:
+        warnings.warn(f"skipping {path}: not a results file ({exc})", stacklevel=2)
         return None
-    return table
 
 
 def _frame(tables: Sequence[pa.Table]) -> pd.DataFrame:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
+from benchctl.errors import UsageError
 from benchctl.selftest.steps import Step
 
 TAIL_LINES = 12
@@ -120,12 +121,26 @@ def save(path: Path, outcomes: Sequence[Outcome]) -> None:
     write(path, json.dumps(rows, indent=1))
 
 
+SAVED_KEYS = ("step", "ok", "seconds", "tail")  # what `save` writes of each step
+
+
 def passed(path: Path, steps: Sequence[Step]) -> dict[str, Outcome]:
-    """The steps that passed in the outcomes saved at `path` (none if there is no such file)."""
-    rows = json.loads(path.read_text()) if path.is_file() else []
+    """The steps that passed in the outcomes saved at `path` (none if there is no such file). A file that holds
+    no saved outcomes is a usage error: --resume would skip steps on its word."""
+    rows = _saved(path) if path.is_file() else []
     by_name = {step.name: step for step in steps}
     return {r["step"]: Outcome(by_name[r["step"]], 0, r["seconds"], r["tail"], earlier=True)
             for r in rows if r["ok"] and r["step"] in by_name}
+
+
+def _saved(path: Path) -> list[dict]:
+    try:
+        rows = json.loads(path.read_text())
+    except (OSError, ValueError):
+        rows = None
+    if not isinstance(rows, list) or not all(isinstance(r, dict) and all(k in r for k in SAVED_KEYS) for r in rows):
+        raise UsageError(f"cannot resume from {path}: it holds no self-test's saved steps; run without --resume")
+    return rows
 
 
 def write(path: Path, text: str) -> Path:

@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import math
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +27,7 @@ from benchctl.errors import UsageError
 TOP_KEYS = {"ops", "dtypes", "passes", "timing", "params", "targets"}
 TIMING_KEYS = {"min_time", "max_time", "min_samples", "max_samples", "warmup", "warmup_min_time", "warmup_time",
                "ci_target"}
+COUNT_KEYS = {"min_samples", "max_samples", "warmup"}  # counts of calls; ci_target a fraction; the rest seconds
 
 
 @dataclass(frozen=True)
@@ -65,11 +67,15 @@ def parse_config(data: Mapping[str, Any], where: str = "config") -> SweepConfig:
     timing = data.get("timing", {})
     _known(timing, TIMING_KEYS, f"{where} [timing]")
     for key, value in timing.items():
-        if not isinstance(value, (int, float)) or value < 0:
-            raise UsageError(f"{where} [timing] {key} must be a non-negative number, got {value!r}")
+        wrong = _timing_wrong(key, value)
+        if wrong:
+            raise UsageError(f"{where} [timing] {key} must be {wrong}, got {value!r}")
     params = data.get("params", {})
     if not isinstance(params, dict) or not all(isinstance(v, dict) for v in params.values()):
         raise UsageError(f"{where} [params] must hold one table per operator, e.g. [params.hoconv2d]")
+    targets = data.get("targets", {})
+    if not isinstance(targets, dict):
+        raise UsageError(f"{where} [targets] must be a table: operator = [target, ...], e.g. hoconv2d = [\"filter\"]")
     return SweepConfig(
         path=where,
         ops=_strings(data, "ops", where),
@@ -77,8 +83,21 @@ def parse_config(data: Mapping[str, Any], where: str = "config") -> SweepConfig:
         passes=_strings(data, "passes", where),
         timing=dict(timing),
         params={op: dict(p) for op, p in params.items()},
-        targets={op: tuple(t) for op, t in data.get("targets", {}).items()},
+        targets={op: _strings(targets, op, f"{where} [targets]") for op in targets},
     )
+
+
+def _timing_wrong(key: str, value: Any) -> str | None:
+    """What a [timing] value must be that it is not, in words; None where it is fine. A count is a whole number;
+    nan passes every comparison and inf would never stop sampling, so a time is finite."""
+    count, number = key in COUNT_KEYS, isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not number or (isinstance(value, float) and not math.isfinite(value)) or value < 0:
+        return "a non-negative whole number" if count else "a non-negative finite number"
+    if count and not isinstance(value, int):
+        return "a non-negative whole number"
+    if key == "ci_target" and value > 1:
+        return "a fraction, at most 1"
+    return None
 
 
 def _strings(data: Mapping[str, Any], key: str, where: str) -> tuple[str, ...]:

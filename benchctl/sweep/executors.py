@@ -36,6 +36,7 @@ from benchctl.sweep.worker_spec import WorkerSpec
 CUDA_ERROR_MARKS = ("AcceleratorError", "CUDA error")
 STDERR_TAIL_LINES = 20  # a crash's header, its Python stack (about a dozen frames deep) and the modules line
 OOM_MARKERS = ("Cannot allocate memory", "Resource temporarily unavailable", "std::bad_alloc", "MemoryError")
+START_S = 120  # seconds a worker may take to start (import torch, read its setup) before it is killed
 
 
 class Executor(Protocol):
@@ -87,8 +88,9 @@ class WorkerProcess:
         proc.stdin.write(json.dumps(self.spec.setup(self._key)) + "\n")
         proc.stdin.flush()
         self._proc, self._ops = proc, set()
-        if not self._read_line(timeout=120):
-            raise BenchError(f"worker failed to start: {self._failure(timed_out=True)[1]}")
+        line = self._read_line(timeout=START_S)
+        if not line:  # None: no word in START_S; "": it ended (its setup failed)
+            raise BenchError(f"worker failed to start: {self._failure(line is None, START_S)[1]}")
         return proc
 
     def run(self, cell: Cell) -> Results:
@@ -105,7 +107,7 @@ class WorkerProcess:
         line = self._read_line(self.spec.timeout)
         if line:
             return self._opened(cell, line)
-        status, message = self._failure(timed_out=line is None)
+        status, message = self._failure(line is None, self.spec.timeout)
         return failed(cell, status, message)
 
     def _opened(self, cell: Cell, line: str) -> Results:
@@ -138,8 +140,9 @@ class WorkerProcess:
         ready, _, _ = select.select([self._proc.stdout], [], [], timeout)
         return self._proc.stdout.readline() if ready else None
 
-    def _failure(self, timed_out: bool) -> tuple[str, str]:
-        """Kill what is left of the worker; describe how it ended, with the tail of its stderr."""
+    def _failure(self, timed_out: bool, waited: float | None) -> tuple[str, str]:
+        """Kill what is left of the worker; describe how it ended (`timed_out`: no word in `waited` seconds),
+        with the tail of its stderr."""
         proc = self._proc
         assert proc is not None
         if timed_out:
@@ -149,7 +152,7 @@ class WorkerProcess:
         self._proc = None
         tail = _tail(self._stderr)
         if timed_out:
-            return Status.TIMEOUT, f"no result within {self.spec.timeout:g} s; killed. {tail}".strip()
+            return Status.TIMEOUT, f"no result within {waited:g} s; killed. {tail}".strip()
         if code == -signal.SIGKILL:
             return self._killed(tail)
         how = f"killed by signal {signal.Signals(-code).name}" if code < 0 else f"exited with code {code}"

@@ -11,7 +11,7 @@ from benchctl.sweep.config import SweepConfig
 from benchctl.results.schema import SPEEDUP_LIMIT
 from benchctl.vocab import TF32_MODES, Allocator, Executor
 from benchctl.measure.execute import Settings
-from benchctl.sweep.rounds import per_round
+from benchctl.sweep.rounds import ROUND_SAMPLES, most_rounds, per_round
 from benchctl.sweep.cluster import RayCluster
 from benchctl.sweep.executors import InProcess, Replicas, WorkerProcess
 from benchctl.sweep.pool import Pool, local_gpus
@@ -68,6 +68,11 @@ class Plan:
     def settings(self) -> Settings:
         from benchctl.measure.calibrate import load_peaks
 
+        return Settings(policy=per_round(self.policy(), self.total_rounds), flush_l2=self.flush_l2,
+                        cuda_graph=self.cuda_graph, tf32=self.tf32, peaks=load_peaks())
+
+    def policy(self) -> Policy:
+        """The timing policy of the config and the flags, for all of a cell's rounds together."""
         timing = dict(self.config.timing)
         if self.min_time is not None:
             timing["min_time"] = self.min_time
@@ -80,8 +85,7 @@ class Plan:
         default = Policy()  # its fields' types say which keys are counts
         policy = replace(default, **{k: (int(v) if isinstance(getattr(default, k), int) else v)
                                      for k, v in timing.items()})
-        return Settings(policy=per_round(_time_bounds(policy, timing), self.total_rounds), flush_l2=self.flush_l2,
-                        cuda_graph=self.cuda_graph, tf32=self.tf32, peaks=load_peaks())
+        return _time_bounds(policy, timing)
 
     @property
     def total_rounds(self) -> int:
@@ -97,6 +101,22 @@ class Plan:
                              "--processes 1 with it, or the local executor")
         if self.processes > 1 and self.fresh_worker:
             raise UsageError("--processes keeps its workers for the whole sweep: leave out --fresh-worker")
+        if self.fresh_worker and self.in_process:
+            raise UsageError("--fresh-worker starts a worker process for every cell: leave out --in-process")
+        for given, option in ((self.address is not None, "--address"), (bool(self.gpu_kinds), "--gpu-kind")):
+            if given and self.executor != Executor.RAY:
+                raise UsageError(f"{option} is for --executor ray, not {self.executor}: add --executor ray, or "
+                                 f"leave {option} out")
+        self._check_rounds()
+
+    def _check_rounds(self) -> None:
+        """Rounds a policy can be shared among (rounds.most_rounds), as a usage error past them."""
+        policy = self.policy()
+        most = most_rounds(policy)
+        if self.total_rounds > most:
+            raise UsageError(f"--rounds {self.rounds} in each of {self.processes} process(es) is "
+                             f"{self.total_rounds} rounds of every cell, more than {most}: each takes "
+                             f"{ROUND_SAMPLES} samples of a pass at least, past max_samples ({policy.max_samples})")
 
     def references(self) -> dict[str, str]:
         """Each operator's reference implementation: the report's default baseline for speedups."""

@@ -108,10 +108,13 @@ def _check_config_ops(config: SweepConfig) -> None:
                                  f"{', '.join(sorted(known))}")
 
 
-def _check_params(ops: Sequence[Operator], given: Mapping[str, Any]) -> None:
+def _check_params(ops: Sequence[Operator], given: Mapping[str, Any], batch_sizes: Sequence[int] = ()) -> None:
     """A --param goes to the operators that have it; one that none of them has is a typo, not a no-op
     (the sweep would time the defaults under the name the user meant to change)."""
     known = {key for op in ops for key in op.params}
+    if batch_sizes and "batch_size" in given:  # one of them would be dropped without a word
+        raise UsageError("--param batch_size and the batch size option (--batch-sizes, profile's --batch-size) both "
+                         "set batch_size: give one of them")
     for key in given:
         if key not in known:
             raise UsageError(f"no operator here has param {key!r}; choose from {', '.join(sorted(known))}")
@@ -172,7 +175,7 @@ def cells(req: SweepRequest) -> list[Cell]:
     dtypes = choices(req.dtypes, req.config.dtypes or ("float32",), list(DTYPES), "dtype")
     passes = tuple(choices(req.passes, req.config.passes or PASSES, PASSES, "pass"))
     _check_targets(ops, req.targets)
-    _check_params(ops, req.params)
+    _check_params(ops, req.params, req.batch_sizes)
     _check_config_ops(req.config)
     found = []
     for op in ops:
@@ -209,7 +212,7 @@ def _with_partner(cells: list[Cell], partner: str, devices: tuple[str, ...] = ()
 
     points = {c.point for c in cells if c.impl == partner_of(c) and (not devices or c.device in devices)}
     if required and not points:
-        raise UsageError(f"--pair-with {partner}: {_not_run(partner, cells)}; list it in IMPLS too")
+        raise UsageError(f"--pair-with {partner!r}: {_not_run(partner, cells)}; list it in IMPLS too")
     return [replace(c, paired_with=partner_of(c)) if c.impl != partner_of(c) and c.point in points else c
             for c in cells]
 

@@ -19,13 +19,22 @@ from benchctl.measure.result import PassResult, Results
 from benchctl.measure.timing import Policy
 
 
+ROUND_SAMPLES = 2  # the fewest samples a round takes of a pass, however many rounds share the policy
+
+
 def per_round(policy: Policy, rounds: int) -> Policy:
     """One round's share of `policy`: its times and sample counts divided by `rounds`."""
     if rounds == 1:
         return policy
     return replace(policy, min_time=policy.min_time / rounds, max_time=policy.max_time / rounds,
-                   min_samples=max(2, math.ceil(policy.min_samples / rounds)),
-                   max_samples=max(2, math.ceil(policy.max_samples / rounds)))
+                   min_samples=max(ROUND_SAMPLES, math.ceil(policy.min_samples / rounds)),
+                   max_samples=max(ROUND_SAMPLES, math.ceil(policy.max_samples / rounds)))
+
+
+def most_rounds(policy: Policy) -> int:
+    """The most rounds `policy` can be shared among: past them, their ROUND_SAMPLES each pass more than its
+    max_samples in all (and a sweep of many more would never end)."""
+    return max(1, policy.max_samples // ROUND_SAMPLES)
 
 
 def all_ok(results: Results) -> bool:

@@ -30,10 +30,15 @@ BEFORE, HERE = "before", "here"  # a guess from an earlier run, or from this run
 
 
 def taken_before(out: Path) -> dict[str, float]:
-    """Each cell label's median seconds a round in the newest of the last RUNS_READ runs under `out` that has it."""
+    """Each cell label's median seconds a round in the newest of the last RUNS_READ runs under `out` that has it
+    (a run whose metadata cannot be read tells nothing: a guess needs none of it, and the sweep goes on)."""
     took: dict[str, float] = {}
     for run in storage.run_dirs(out)[-RUNS_READ:]:  # oldest first: a newer run overwrites
-        for label, seconds in (storage.run_meta(run).get(CELL_SECONDS) or {}).items():
+        try:
+            said = storage.run_meta(run).get(CELL_SECONDS)
+        except (OSError, ValueError):
+            continue
+        for label, seconds in (said if isinstance(said, dict) else {}).items():
             if seconds:
                 took[label] = statistics.median(seconds)
     return took

@@ -78,6 +78,33 @@ def test_a_run_other_work_shared_the_machine_with_is_not_kept_as_a_baseline(tmp_
     assert [k["run"] for k in baselines.saved(tmp_path, "main")] == ["20240103-000000-cccccc"]
 
 
+def test_a_baseline_saved_again_from_its_own_folder_is_refused_and_kept(tmp_path):
+    baselines.save("main", write_run(tmp_path, "20240101-000000-aaaaaa", "EPYC 7B13"), tmp_path)
+    [kept] = baselines.saved(tmp_path, "main")
+    with pytest.raises(UsageError, match=r"is inside baseline main's folder for EPYC 7B13 \(.*\): it is kept there "
+                                         "already"):
+        baselines.save("main", kept["path"], tmp_path)
+    assert baselines.saved(tmp_path, "main") == [kept] and len(storage.load_run(kept["path"])) == 1
+
+
+@pytest.mark.parametrize("damaged", ["{not json", "[]"])
+def test_a_run_whose_metadata_cannot_be_read_is_not_kept_as_a_baseline(tmp_path, damaged):
+    run = write_run(tmp_path, "20240101-000000-aaaaaa", "EPYC 7B13", processes=None)
+    (run / storage.RUN_FILE).write_text(damaged)
+    with pytest.raises(UsageError, match=f"^cannot read the metadata of {run} \\(.*\\): not kept as a baseline$"):
+        baselines.save("main", run, tmp_path)
+
+
+@pytest.mark.parametrize("damaged", ["{not json", "[]", '{"name": "main"}'])
+def test_a_damaged_baseline_record_is_skipped_with_a_warning_and_the_others_are_listed(tmp_path, damaged):
+    for run_id, cpu in (("20240101-000000-aaaaaa", "EPYC 7B13"), ("20240102-000000-bbbbbb", "Xeon 8480")):
+        baselines.save("main", write_run(tmp_path, run_id, cpu), tmp_path)
+    record = tmp_path / "baselines" / "main" / "EPYC-7B13" / baselines.ABOUT
+    record.write_text(damaged)
+    with pytest.warns(UserWarning, match=f"^skipping {record}: not a baseline's record \\(name, kind, run, saved\\)$"):
+        assert [b["kind"] for b in baselines.saved(tmp_path)] == ["Xeon 8480"]
+
+
 def test_a_run_changed_after_it_was_written_is_not_kept_as_a_baseline(tmp_path):
     writer = storage.RunWriter(tmp_path, "20240101-000000-aaaaaa", {})
     for impl in ("py", "cpp"):  # a part a cell

@@ -62,9 +62,9 @@ def test_a_filter_that_matches_nothing_is_named_with_what_it_could_match(written
     root, _ = written
     rows = history.load(root=root)
     assert history.unmatched(rows, op=["silu"], impl=["py"]) == ""
-    assert history.unmatched(rows, op=["gelu"]) == "no timed cell has --op gelu (it could match silu)"
+    assert history.unmatched(rows, op=["gelu"]) == "no timed cell has --op 'gelu' (it could match silu)"
     assert history.unmatched(rows, op=["silu"], pass_name=["backward", "nope"]) == (
-        "no timed cell has --pass backward,nope (it could match forward)")
+        "no timed cell has --pass 'backward,nope' (it could match forward)")
     assert history.unmatched(rows.assign(status="error")) == "these runs hold no timed cells"
 
 

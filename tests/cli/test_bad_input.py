@@ -1,6 +1,8 @@
 """Bad input every command reads alike: a float option takes finite numbers only, a comma list is a list of
 names without an empty one, a param's integer fits in 64 bits, a config names operators that exist and is
-UTF-8. Each is one line and exit 2, before anything runs."""
+UTF-8, a count or size past what the machine can take is refused, two options that cannot go together are
+refused rather than one ignored, a name is quoted. Each is one line and exit 2, before anything runs; a
+damaged run folder beside the ones asked for is read without what is damaged."""
 
 import pytest
 from click.testing import CliRunner
@@ -113,3 +115,178 @@ def test_a_usage_error_is_one_line_that_says_where_the_help_is(args, message):
     result = CliRunner().invoke(cli, args, prog_name="benchctl")
     assert result.exit_code == 2
     assert result.output.strip() == message
+
+
+def assert_one_line(result, code, message):
+    assert result.exit_code == code, result.output
+    assert message in result.output and result.output.strip().count("\n") == 0, result.output
+
+
+def test_an_operator_file_that_exits_as_it_is_imported_is_a_broken_file_not_the_end(tmp_path, monkeypatch):
+    from benchctl.ops import registry
+
+    monkeypatch.setattr(registry, "_LOAD_ERRORS", {})  # this process's later commands load other files
+    (tmp_path / "quits.py").write_text("import sys\nsys.exit(3)\n")
+    listed = invoke("list", "--ops-dir", str(tmp_path))
+    assert listed.exit_code == 0 and "SystemExit" in listed.output, listed.output
+    said = f"error: operator file {tmp_path / 'quits.py'} failed to import: SystemExit at line 2: 3"
+    assert_one_line(invoke("check", "py", "cpu", "--op", "quits", "--ops-dir", str(tmp_path)), 2, said)
+    assert_one_line(invoke("profile", "quits", "py", "cpu", "--ops-dir", str(tmp_path)), 2, said)
+
+
+CHECK, PROFILE = ["check", "py", "cpu", "--op", "lstm_cell"], ["profile", "lstm_cell", "py", "cpu"]
+
+
+@pytest.mark.parametrize("args, key", [(CHECK, "H"), (CHECK, "batch_size"), (PROFILE, "H"), (PROFILE, "batch_size"),
+                                       (RUN, "H"), (RUN[:-4], "batch_size"), (MAXBATCH, "H")])
+def test_null_is_refused_where_the_param_s_default_is_not_null(args, key, tmp_path):
+    result = invoke(*writing_to(tmp_path / "out", [*args, "--param", f"{key}=null"]))
+    assert_one_line_usage_error(result, f"error: lstm_cell: param {key} cannot be null (only a param whose "
+                                        "default is null can be unset), got null")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("toml, message", [
+    ("[timing]\nmin_time = nan\n", "[timing] min_time must be a non-negative finite number, got nan"),
+    ("[timing]\nmax_time = inf\n", "[timing] max_time must be a non-negative finite number, got inf"),
+    ("[timing]\nmin_samples = nan\n", "[timing] min_samples must be a non-negative whole number, got nan"),
+    ("[timing]\nwarmup = 1.5\n", "[timing] warmup must be a non-negative whole number, got 1.5"),
+    ("[timing]\nmax_samples = true\n", "[timing] max_samples must be a non-negative whole number, got True"),
+    ("[timing]\nci_target = 5\n", "[timing] ci_target must be a fraction, at most 1, got 5"),
+    ('targets = "cell"\n', "[targets] must be a table: operator = [target, ...]"),
+    ("[targets]\nlstm_cell = [1]\n", "[targets]: lstm_cell must be a list of strings, got [1]"),
+])
+def test_a_config_s_timing_and_targets_are_checked_before_anything_runs(toml, message, tmp_path):
+    config = tmp_path / "x.toml"
+    config.write_text(toml)
+    result = invoke(*RUN, "--config", str(config), "--out", str(tmp_path / "out"))
+    assert_one_line_usage_error(result, f"error: {config} {message}")
+
+
+def test_a_config_s_target_may_be_one_name_as_its_other_lists_may(tmp_path):
+    config, blocker = tmp_path / "x.toml", tmp_path / "file"
+    config.write_text('[targets]\nlstm_cell = "cell"\n')
+    blocker.write_text("")
+    result = invoke(*RUN, "--config", str(config), "--out", str(blocker / "o"))
+    assert_one_line_usage_error(result, "error: cannot write results")  # the sweep was made: the target passed
+
+
+@pytest.mark.parametrize("args", [RUN, [*PROFILE, "--batch-size", "1"]])
+def test_batch_sizes_given_twice_are_refused_not_one_of_them_ignored(args, tmp_path):
+    result = invoke(*args, "--param", "batch_size=2", "--out", str(tmp_path / "out"))
+    assert_one_line_usage_error(result, "error: --param batch_size and the batch size option (--batch-sizes, "
+                                        "profile's --batch-size) both set batch_size: give one of them")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--threads", str(2**31)], f"Invalid value for '--threads': {2**31} is not in the range 1<=x<=2147483647"),
+    (["--threads", str(2**31), "--in-process"], "Invalid value for '--threads': 2147483648 is not in the range"),
+    (["--rounds", "99999999999999999999"], "error: --rounds 99999999999999999999 in each of 1 process(es) is "
+                                           "99999999999999999999 rounds of every cell, more than 500: each takes 2 "
+                                           "samples of a pass at least, past max_samples (1000)"),
+    (["--rounds", "3", "--processes", "200"], "is 600 rounds of every cell, more than 500"),
+    (["--address", "auto"], "error: --address is for --executor ray, not local: add --executor ray, or leave "
+                            "--address out"),
+    (["--gpu-kind", "H100", "--executor", "pool"], "error: --gpu-kind is for --executor ray, not pool"),
+    (["--in-process", "--fresh-worker"], "error: --fresh-worker starts a worker process for every cell: leave out "
+                                         "--in-process"),
+])
+def test_run_settings_that_cannot_be_are_refused_before_a_run_folder_is_made(extra, message, tmp_path):
+    result = invoke(*RUN, *extra, "--out", str(tmp_path))
+    assert_one_line_usage_error(result, message)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--mem-limit", ""], "error: not a size: '' (use e.g. 512M or 2G)"),
+    (["--mem-limit", "99999999999999999999T"], "error: --mem-limit 99999999999999999999T is more than a worker can "
+                                               "be limited to (4 EiB)"),
+    (["--param", "batch_size=5"], "error: maxbatch searches batch_size itself: give --start and --limit, not "
+                                  "--param batch_size"),
+    (["--start", str(2**63)], f"Invalid value for '--start': {2**63} is not in the range 1<=x<={2**63 - 1}"),
+    (["--limit", str(2**63)], f"Invalid value for '--limit': {2**63} is not in the range 1<=x<={2**63 - 1}"),
+])
+def test_maxbatch_refuses_a_memory_limit_or_batch_size_it_would_ignore_or_fail_on(extra, message, tmp_path):
+    result = invoke(*MAXBATCH, *extra, "--out", str(tmp_path / "out"))
+    assert_one_line_usage_error(result, message)
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.fixture
+def a_run(tmp_path):
+    from tests.cli.test_report_cli import row, write_run
+
+    return write_run(tmp_path / "results", "20240101-000000-aaaaaa", [row("py", 1e-3, 1), row("cpp", 1e-3, 2)])
+
+
+@pytest.mark.parametrize("command", ["report", "history"])
+def test_a_page_that_cannot_be_written_is_one_line(command, a_run, tmp_path):
+    (tmp_path / "file").write_text("")
+    result = invoke(command, str(a_run), "--out", str(tmp_path / "file" / "page"))
+    assert_one_line_usage_error(result, f"error: cannot write results to {tmp_path / 'file' / 'page'}: Not a directory")
+
+
+def test_bisect_refuses_a_work_folder_it_cannot_write_before_it_checks_anything_out(tmp_path):
+    import subprocess
+
+    repo = tmp_path / "repo"
+    for args in (["init", "-q", str(repo)], *[["-C", str(repo), "-c", "user.email=a@b", "-c", "user.name=a", "commit",
+                                              "-q", "--allow-empty", "-m", m] for m in ("one", "two")]):
+        subprocess.run(["git", *args], check=True)
+    (tmp_path / "file").write_text("")
+    result = invoke("bisect", "HEAD~1", "HEAD", "--op", "lstm_cell", "--impl", "py", "--repo", str(repo),
+                    "--work", str(tmp_path / "file" / "work"))
+    assert result.exit_code == 2 and "error: cannot write results to" in result.output, result.output
+    assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--device", ""], "error: no device given ('')"),
+    (["--pass", ""], "error: no pass given ('')"),
+    (["--impl", "py,"], "error: an empty implementation in 'py,'"),
+    (["--device", "gpu"], "error: no timed cell has --device 'cuda' (it could match cpu)"),
+])
+def test_history_s_filters_are_words_as_run_s_are(args, message, a_run):
+    assert_one_line_usage_error(invoke("history", str(a_run), *args), message)
+
+
+@pytest.mark.parametrize("args", [["--device", "cpu,gpu"], ["--device", "all"], ["--impl", "py,cpp"],
+                                  ["--pass", "forward,backward"]])
+def test_history_s_filters_take_comma_lists(args, a_run, tmp_path):
+    result = invoke("history", str(a_run), *args, "--out", str(tmp_path / "page"))
+    assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize("args, message", [
+    (["build", "a\nb"], "error: no extension sources for 'a\\nb'; choose from:"),
+    ([*RUN, "--pair-with", "a\nb"], "error: --pair-with 'a\\nb': it is not among the implementations run here"),
+    ([*RUN, "--pair-with", ""], "error: --pair-with '': it is not among the implementations run here"),
+    (["list", "--ops-dir", "a\nb"], "error: operators folder not found: '"),
+])
+def test_a_name_with_a_newline_or_none_at_all_is_quoted_in_its_one_line(args, message, tmp_path):
+    assert_one_line_usage_error(invoke(*writing_to(tmp_path, args)), message)
+    assert invoke(*writing_to(tmp_path, args)).output.strip().count("\n") == 0
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--op", "a\nb"], "error: no results for 'a\\nb'; these results have: hoconv2d"),
+    (["--baseline", "a\nb"], "error: --baseline 'a\\nb': no results for implementation 'a\\nb'"),
+    (["--baseline", ""], "error: --baseline '': expected OP=IMPL or IMPL"),
+])
+def test_report_quotes_the_names_it_has_no_results_for(args, message, a_run, tmp_path):
+    assert_one_line(invoke("report", str(a_run), *args, "--out", str(tmp_path / "page")), 2, message)
+
+
+def test_a_run_whose_metadata_is_not_an_object_is_read_without_it(a_run, tmp_path):
+    from tests.cli.test_report_cli import row, write_run
+
+    other = write_run(tmp_path / "results", "20240102-000000-bbbbbb", [row("py", 1e-3, 3), row("cpp", 1e-3, 4)])
+    (other / "_run.json").write_text("[]")
+    said = (f"warning: cannot read the metadata of {other}: {other / '_run.json'} holds a JSON list, not a run's "
+            "metadata")
+    for args in (["compare", str(a_run), str(other)], ["report", str(a_run), "--out", str(tmp_path / "page")],
+                 ["history", str(other), "--out", str(tmp_path / "history")]):
+        result = invoke(*args)
+        assert result.exit_code == 0 and "Traceback" not in result.output, result.output
+    assert said in invoke("compare", str(a_run), str(other)).output

@@ -33,7 +33,7 @@ def test_second_build_is_cached() -> None:
 def test_unknown_operator_is_a_usage_error() -> None:
     result = CliRunner().invoke(cli, ["build", "no_such_op"])
     assert result.exit_code == 2
-    assert "no extension sources for no_such_op" in result.stderr and "hoconv2d" in result.stderr
+    assert "no extension sources for 'no_such_op'" in result.stderr and "hoconv2d" in result.stderr
 
 
 def test_compile_error_shows_the_compiler_lines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -131,7 +131,7 @@ def test_resources_shows_each_triton_kernel_config_with_its_occupancy_limit(monk
 def test_resources_of_a_name_with_neither_sources_nor_triton_kernels_is_a_usage_error() -> None:
     result = CliRunner().invoke(cli, ["build", "nope", "--resources"])
     assert result.exit_code == 2
-    assert "no extension sources or Triton kernels for nope; choose from:" in result.output
+    assert "no extension sources or Triton kernels for 'nope'; choose from:" in result.output
     assert "lstm_cell" in result.output and "Traceback" not in result.output
 
 

@@ -264,7 +264,7 @@ def test_pair_with_times_the_other_implementation_in_alternation_through_a_worke
     (["run", "py", "cpu", "--op", "lstm_cell", "--param", "I=0"], "lstm_cell: param I must be at least 1, got 0; null leaves it unset"),
     (["run", "py", "cpu", "--config", "missing.toml"], "config file not found"),
     (["run", "py", "cpu", "--rounds", "0"], "0 is not in the range x>=1"),
-    (["run", "cpp", "cpu", "--op", "hoconv2d", "--pair-with", "py"], "--pair-with py: it is not among the"),
+    (["run", "cpp", "cpu", "--op", "hoconv2d", "--pair-with", "py"], "--pair-with 'py': it is not among the"),
     (["run", "py", "cpu", "--op", "grid_sample", "--param", "image_size=big"], "image_size takes numbers, got 'big'"),
     (["check", "py", "cpu", "--op", "nope"], "unknown operator 'nope'"),
     (["list", "--ops-dir", "/no/such/folder"], "operators folder not found"),

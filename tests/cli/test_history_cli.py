@@ -59,7 +59,7 @@ def test_runs_given_put_the_page_beside_them(written):
 def test_filters_that_match_nothing_are_one_line(written):
     root, _ = written
     result = invoke("--root", str(root), "--impl", "cpp")
-    assert result.exit_code == 2 and "no timed cell has --impl cpp (it could match py)" in result.output
+    assert result.exit_code == 2 and "no timed cell has --impl 'cpp' (it could match py)" in result.output
     assert "Traceback" not in result.output
     result = invoke("--root", str(root), "--pass", "fwd")
     assert result.exit_code == 2 and "unknown pass 'fwd'; choose from forward, backward" in result.output

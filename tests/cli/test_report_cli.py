@@ -83,7 +83,7 @@ def test_report_without_runs_is_a_usage_error(tmp_path):
 
 def test_report_of_an_unknown_operator_is_a_usage_error(runs):
     result = CliRunner().invoke(cli, ["report", "--root", str(runs[0]), "--op", "nope"])
-    assert result.exit_code == 2 and "no results for nope" in result.output
+    assert result.exit_code == 2 and "no results for 'nope'" in result.output
 
 
 def test_compare_shows_the_regression_and_exits_zero_without_the_flag(runs):
@@ -234,10 +234,10 @@ def test_baseline_save_of_a_run_without_results_says_why_in_the_tool_s_own_lines
 
 
 @pytest.mark.parametrize("asked, message", [
-    ("nosuch", "--baseline nosuch: no results for implementation 'nosuch'; these results have: cpp, cuda, py"),
-    ("hoconv2d=nosuch", "--baseline hoconv2d=nosuch: no results for implementation 'nosuch'; these results have: "
+    ("nosuch", "--baseline 'nosuch': no results for implementation 'nosuch'; these results have: cpp, cuda, py"),
+    ("hoconv2d=nosuch", "--baseline 'hoconv2d=nosuch': no results for implementation 'nosuch'; these results have: "
                         "cpp, cuda, py"),
-    ("nosuchop=py", "--baseline nosuchop=py: no results for operator 'nosuchop'; these results have: hoconv2d"),
+    ("nosuchop=py", "--baseline 'nosuchop=py': no results for operator 'nosuchop'; these results have: hoconv2d"),
 ])
 def test_report_baseline_that_names_nothing_in_the_results_is_an_error(runs, asked, message):
     result = CliRunner().invoke(cli, ["report", str(runs[2]), "--baseline", asked])

@@ -27,6 +27,9 @@ RULES = {"k": (positive, odd), "I": sizes("I")["I"]}
     ("k", 2**63 + 1, "must fit in a signed 64-bit integer"),  # torch could take no such size
     ("batch_size", 10**20, "must fit in a signed 64-bit integer"),
     ("alpha", -(2**63) - 1, "must fit in a signed 64-bit integer"),
+    ("k", None, "cannot be null (only a param whose default is null can be unset)"),  # null would reach the code
+    ("batch_size", None, "cannot be null (only a param whose default is null can be unset)"),
+    ("mode", None, "cannot be null (only a param whose default is null can be unset)"),
 ])
 def test_a_value_that_breaks_a_rule_says_which(key, value, reason):
     assert param_rules.broken(key, DEFAULTS[key], RULES.get(key, ()), value) == reason
@@ -47,6 +50,9 @@ def test_check_names_the_operator_the_param_and_the_first_bad_value():
     assert param_rules.check("op", DEFAULTS, RULES, {"k": [3, 5]}) is None
     assert param_rules.check("op", DEFAULTS, {"I": sizes("I")["I"]}, {"I": ["None"]}) == (
         "op: param I takes integers, got 'None'; null leaves it unset")  # its default is None: `I=null` asks for it
+    assert param_rules.check("op", DEFAULTS, RULES, {"I": [None]}) is None
+    assert param_rules.check("op", DEFAULTS, RULES, {"k": [None]}) == (
+        "op: param k cannot be null (only a param whose default is null can be unset), got null")
 
 
 def test_sizes_and_at_least():

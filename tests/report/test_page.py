@@ -262,7 +262,7 @@ def test_operators_can_be_selected_and_unknown_ones_are_usage_errors(tmp_path):
     loaded = report.load_results([folder])
     built = report.build(loaded.rows, tmp_path / "out", loaded.metas, ops=["lstm_cell"])
     assert [s.title for s in built.sections] == ["lstm_cell"]
-    with pytest.raises(UsageError, match="no results for nope"):
+    with pytest.raises(UsageError, match="no results for 'nope'"):
         report.build(loaded.rows, tmp_path / "out2", loaded.metas, ops=["nope"])
 
 

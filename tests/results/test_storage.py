@@ -87,6 +87,33 @@ def test_a_file_given_that_holds_no_results_is_skipped_with_a_warning(tmp_path, 
     assert len(said) == 2 and all(m.startswith("skipping ") and str(bad) in m and "\n" not in m for m in said)
 
 
+def test_a_part_whose_column_holds_another_type_is_skipped_and_one_that_converts_is_read(tmp_path):
+    w = RunWriter(tmp_path, "run-t", {})
+    w.write([row()])
+    pd.DataFrame([row(impl="cpp", n="many")]).to_parquet(w.dir / "part-00002.parquet")  # written by something else
+    pd.DataFrame([row(impl="jit", n=None)]).to_parquet(w.dir / "part-00003.parquet")  # n: a double column of nulls
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        df = storage.load_run(w.dir)
+    assert sorted(df["impl"]) == ["jit", "py"]  # the nulls read as int64 nulls
+    assert [str(c.message) for c in caught] == [
+        f"skipping {w.dir / 'part-00002.parquet'}: not a results file (column n holds large_string, not int64)"]
+
+
+@pytest.mark.parametrize("text, kind", [("[]", "list"), ('"x"', "str"), ("3", "int")])
+def test_metadata_that_is_not_an_object_is_unreadable_metadata(tmp_path, text, kind):
+    w = RunWriter(tmp_path, "run-m", {})
+    w.write([row()])
+    (w.dir / storage.RUN_FILE).write_text(text)
+    with pytest.raises(ValueError, match=f"holds a JSON {kind}, not a run's metadata"):
+        storage.run_meta(w.dir)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert storage.run_metas([w.dir]) == [] and len(storage.load_run(w.dir)) == 1
+    assert [str(c.message) for c in caught] == [
+        f"cannot read the metadata of {w.dir}: {w.dir / storage.RUN_FILE} holds a JSON {kind}, not a run's metadata"]
+
+
 def test_a_run_folder_skips_a_part_that_is_not_results(tmp_path):
     w = RunWriter(tmp_path, "run-d", {})
     not_results(w.dir / "part-00001.parquet", "other columns")

@@ -13,6 +13,7 @@ import torch
 from click.testing import CliRunner
 
 from benchctl.cli import cli
+from benchctl.errors import UsageError
 from benchctl.results.storage import RunWriter
 from benchctl.selftest import figures, steps, verdict
 
@@ -66,6 +67,22 @@ def test_resume_keeps_the_steps_that_passed_and_runs_the_failed_and_unrun_ones_a
     text = verdict.markdown(outcomes, "H100")
     assert text.startswith("# GPU self-test: PASS (3 of 3 steps)") and "| GPU tests | pass (earlier run) |" in text
     assert verdict.passed(tmp_path / "none.json", todo) == {}
+
+
+@pytest.mark.parametrize("damaged", ["{not json", "{}", '[{"step": "GPU tests"}]'])
+def test_resume_from_a_file_that_holds_no_saved_steps_is_a_usage_error(tmp_path, damaged):
+    (tmp_path / "steps.json").write_text(damaged)
+    with pytest.raises(UsageError, match="^cannot resume from .*steps.json: it holds no self-test's saved steps; run "
+                                         "without --resume$"):
+        verdict.passed(tmp_path / "steps.json", [steps.Step("GPU tests", ("tests",), "t")])
+
+
+def test_a_self_test_whose_folder_cannot_be_written_is_one_line(tmp_path, monkeypatch):
+    monkeypatch.setattr("benchctl.ops.registry.cuda_device_reason", lambda: None)  # as on a GPU machine
+    (tmp_path / "file").write_text("")
+    result = CliRunner().invoke(cli, ["selftest", "--out", str(tmp_path / "file" / "out")])
+    assert result.exit_code == 2 and result.output == f"error: cannot write results to {tmp_path / 'file' / 'out'}: " \
+                                                      "Not a directory\n", result.output
 
 
 def test_a_step_past_its_time_limit_fails_and_its_whole_process_group_is_stopped(tmp_path):

@@ -21,3 +21,21 @@ def test_the_time_bound_given_wins_over_the_default_and_two_that_conflict_are_an
     assert Plan([], SweepConfig(timing={"min_time": 3.0}), max_time=4.0).settings().policy.min_time == 3.0
     with pytest.raises(UsageError, match="max_time 2 s is less than min_time 3 s"):
         Plan([], min_time=3.0, max_time=2.0).settings()
+
+
+def test_rounds_past_what_the_policy_s_samples_can_be_shared_among_are_refused():
+    config = SweepConfig(timing={"max_samples": 20})
+    Plan([], config, rounds=5, processes=2).check()  # 10 rounds of 2 samples: the 20 allowed
+    with pytest.raises(UsageError, match=r"--rounds 4 in each of 3 process\(es\) is 12 rounds of every cell, more "
+                                         r"than 10: each takes 2 samples of a pass at least, past max_samples \(20\)"):
+        Plan([], config, rounds=4, processes=3).check()
+
+
+@pytest.mark.parametrize("plan, message", [
+    (Plan([], in_process=True, fresh_worker=True), "--fresh-worker starts a worker process for every cell"),
+    (Plan([], address="auto"), "--address is for --executor ray, not local"),
+    (Plan([], executor="pool", gpu_kinds=("H100",)), "--gpu-kind is for --executor ray, not pool"),
+])
+def test_settings_that_would_be_ignored_are_refused(plan, message):
+    with pytest.raises(UsageError, match=message):
+        plan.check()

@@ -63,7 +63,7 @@ def test_config_errors_are_one_line_usage_errors(tmp_path, builtin_ops):
         load_config(bad)
     with pytest.raises(UsageError, match="unknown key 'batchsize'"):
         parse_config({"batchsize": 3})
-    with pytest.raises(UsageError, match="min_time must be a non-negative number"):
+    with pytest.raises(UsageError, match="min_time must be a non-negative finite number"):
         parse_config({"timing": {"min_time": "fast"}})
     cfg = parse_config({"params": {"hoconv2d": {"kernel": 3}}})
     with pytest.raises(UsageError, match="hoconv2d has no param 'kernel'"):
@@ -103,7 +103,7 @@ def test_the_implementations_of_one_point_are_measured_one_after_the_other(built
 def test_pair_with_times_the_other_implementations_of_each_point_in_alternation_with_it(fixture_ops):
     cells = expand(SweepRequest("py,wrong,zeros", "cpu", ops=("faulty",), batch_sizes=(1, 2), pair_with="py"))
     assert [(c.impl, c.paired_with) for c in cells] == [("py", None), ("wrong", "py"), ("zeros", "py")] * 2
-    with pytest.raises(UsageError, match="--pair-with loop: it is not among the implementations run here"):
+    with pytest.raises(UsageError, match="--pair-with 'loop': it is not among the implementations run here"):
         expand(SweepRequest("py,wrong", "cpu", ops=("faulty",), pair_with="loop"))
 
 
@@ -113,7 +113,7 @@ def test_pair_with_reference_pairs_each_operator_s_cells_with_its_own_reference(
     assert ("lstm_cell", "py", None) in pairs and ("lstm_cell", "cpp", "py") in pairs
     assert ("patch_resample", "bmm", None) in pairs and ("patch_resample", "vmap", "bmm") in pairs
     assert {c.paired_with for c in cells if not c.is_reference} == {"py", "bmm"}
-    with pytest.raises(UsageError, match=r"--pair-with reference: no operator's reference implementation \(py\) is "
+    with pytest.raises(UsageError, match=r"--pair-with 'reference': no operator's reference implementation \(py\) is "
                                          "among those run here; list it in IMPLS too"):
         expand(SweepRequest("cpp", "cpu", ops=("lstm_cell",), pair_with="reference"))
 

@@ -91,3 +91,12 @@ def test_what_cells_took_is_read_from_the_newest_runs_that_have_them(tmp_path):
         storage.RunWriter(tmp_path, run_id, {CELL_SECONDS: took}).finish()
     assert taken_before(tmp_path) == {a: 1.0, b: 3.0}
     assert taken_before(tmp_path / "none") == {}
+
+
+@pytest.mark.parametrize("damaged", ["{not json", "[]", '{"cell_s": [1, 2]}'])
+def test_a_run_whose_metadata_is_damaged_tells_nothing_and_the_others_still_do(tmp_path, damaged):
+    a = cell().label()
+    storage.RunWriter(tmp_path, "20240101-000000-aaaaaa", {CELL_SECONDS: {a: [2.0]}}).finish()
+    storage.RunWriter(tmp_path, "20240102-000000-bbbbbb", {}).finish()
+    (tmp_path / "20240102-000000-bbbbbb" / storage.RUN_FILE).write_text(damaged)
+    assert taken_before(tmp_path) == {a: 2.0}  # a sweep into this folder goes on
