@@ -73,7 +73,10 @@ def bisect(spec: Spec, repo: Path, good: str, bad: str) -> Result:
     good_sha, bad_sha = _resolve(repo, good), _resolve(repo, bad)
     check_order(repo, good_sha, bad_sha)
     start = commits.git(repo, "symbolic-ref", "-q", "--short", "HEAD") or _git(repo, "rev-parse", "HEAD")
-    Path(spec.work).mkdir(parents=True, exist_ok=True)
+    try:  # made once the commits are known good: a bisect refused leaves no folder behind
+        Path(spec.work).mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot write results to {spec.work}: {exc.strerror or exc}") from None
     try:
         _measure_ends(spec, repo, good_sha, bad_sha)
         _git(repo, "checkout", "-q", start)

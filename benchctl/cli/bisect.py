@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from benchctl.cli.options import Finite, check_writable, ops_dir_option
+from benchctl.cli.options import Finite, ops_dir_option
 
 
 @click.command("bisect")
@@ -46,7 +46,6 @@ def command(good, bad, op, impl, passes, device, ops_dirs, repo, run_args, thres
         raise UsageError("bisect needs the repository: give --ops-dir (its repository) or --repo")
     top = driver.repository(repo or ops_dirs[0])
     folder = work or Path(tempfile.mkdtemp(prefix="benchctl-bisect-"))
-    check_writable(folder)
     spec = Spec(op, impl, DEVICE_ALIASES.get(device, device), str(folder.resolve()), tuple(passes),
                 tuple(str(Path(d).resolve()) for d in ops_dirs), tuple(run_args), threshold, alpha)
     signal.signal(signal.SIGTERM, _interrupt)  # stopped either way, the repository is left as found
