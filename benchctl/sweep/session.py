@@ -104,7 +104,7 @@ class Session:
         """The run's metadata closed, with the stretch of it other work kept cores busy (`busy_stretch`: the
         median busy cores then and the share of the run, machine/load.py; None for a quiet run). A complete
         run's parts (one per cell or series) become one file: the README's main job wrote 142, which every
-        later report, compare, history and run's look at the runs before it read in 0.6 s, and 0.04 s merged."""
+        later report, compare, history and run's look at the runs before it read in 0.51 s, and 0.008 s merged."""
         self.writer.meta["busy_stretch"] = load.busy_stretch(self.writer.meta["timeline"])
         self.writer.finish(state, reason, compact=state == RunState.COMPLETE)
 
