@@ -8,9 +8,9 @@ import click
 
 from benchctl.cli.options import load_operators, ops_dir_option
 from benchctl.cli.options import Seconds, check_writable, parse_params
+from benchctl.ops.param_rules import INT64  # a batch size is a tensor's size
 from benchctl.vocab import PASSES, Pass
 
-MOST_BATCH = 2**63 - 1  # a batch size is a tensor's size: a signed 64-bit integer, as the rows store it
 MOST_MEMORY = 2**62  # bytes (4 EiB): past any machine's address space, with room below a C long for what a worker maps
 
 
@@ -25,8 +25,8 @@ MOST_MEMORY = 2**62  # bytes (4 EiB): past any machine's address space, with roo
 @click.option("--dtype", default="float32", show_default=True)
 @click.option("--mem-limit", help="CPU: the address space the worker may map for the operator, above what it "
                                   "maps once its threads have started, e.g. 2G (default: half of free RAM).")
-@click.option("--start", default=1, show_default=True, type=click.IntRange(min=1, max=MOST_BATCH))
-@click.option("--limit", default=1 << 14, show_default=True, type=click.IntRange(min=1, max=MOST_BATCH))
+@click.option("--start", default=1, show_default=True, type=click.IntRange(min=1, max=INT64[1]))
+@click.option("--limit", default=1 << 14, show_default=True, type=click.IntRange(min=1, max=INT64[1]))
 @click.option("--timeout", type=Seconds(min=0, min_open=True), default=600.0, show_default=True,
               help="Seconds per probe.")
 @click.option("--out", default="results", show_default=True, type=click.Path(file_okay=False))

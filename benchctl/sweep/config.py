@@ -23,11 +23,13 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from benchctl.errors import UsageError
+from benchctl.measure.timing import Policy
 
 TOP_KEYS = {"ops", "dtypes", "passes", "timing", "params", "targets"}
 TIMING_KEYS = {"min_time", "max_time", "min_samples", "max_samples", "warmup", "warmup_min_time", "warmup_time",
                "ci_target"}
-COUNT_KEYS = {"min_samples", "max_samples", "warmup"}  # counts of calls; ci_target a fraction; the rest seconds
+# The counts of calls, as Policy's defaults type them; ci_target is a fraction, the rest seconds.
+COUNT_KEYS = {key for key in TIMING_KEYS if isinstance(getattr(Policy(), key), int)}
 
 
 @dataclass(frozen=True)

@@ -82,10 +82,7 @@ class Plan:
             timing["warmup_time"] = self.warmup_time
         if self.ci_target is not None:
             timing["ci_target"] = self.ci_target
-        default = Policy()  # its fields' types say which keys are counts
-        policy = replace(default, **{k: (int(v) if isinstance(getattr(default, k), int) else v)
-                                     for k, v in timing.items()})
-        return _time_bounds(policy, timing)
+        return _time_bounds(replace(Policy(), **timing), timing)  # a config's counts are whole numbers (config.py)
 
     @property
     def total_rounds(self) -> int:
