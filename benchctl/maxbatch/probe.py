@@ -19,7 +19,7 @@ from benchctl.sweep.driver import stamp
 from benchctl.results import guard
 from benchctl.results.storage import RunWriter, new_run_id
 from benchctl.measure.timing import Policy
-from benchctl.vocab import Device, Status
+from benchctl.vocab import Device, RunState, Status
 
 # One repetition after the first call is enough to know whether a size fits. Nothing else is run beside
 # the call: no correctness gate, and no audit, whose reference at the probed size and kept outputs (with
@@ -100,11 +100,17 @@ class Prober:
 
         try:
             result = search(fits, start, limit)
+        except KeyboardInterrupt:
+            writer.finish(RunState.INTERRUPTED)
+            raise
+        except BaseException as exc:  # a probe that errors leaves the folder failed, not running
+            writer.finish(RunState.FAILED, reason=f"{type(exc).__name__}: {exc}")
+            raise
         finally:
             worker.close()
         writer.meta["maxbatch"].update(largest_ok=result.largest_ok, smallest_failed=result.smallest_failed,
                                        probes=result.probes, capped=result.capped)
-        writer.finish()
+        writer.finish(compact=True)
         return result, writer.dir
 
     def _cell(self, batch: int) -> Cell:

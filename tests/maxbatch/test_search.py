@@ -53,3 +53,18 @@ def test_real_search_under_a_memory_limit(tmp_path, fixture_ops, fixture_ops_dir
         assert re.search(rf"^batch {batch}: {'fits' if fits else 'fails'} \(\d+\.\d s\)$", result.output, re.M)
     df = storage.load_run(storage.latest_run(tmp_path))
     assert set(df["status"]) == {"ok", "oom"}
+
+
+def test_a_probe_that_errors_leaves_its_run_failed_with_the_probes_before_it(tmp_path, fixture_ops_dir):
+    from click.testing import CliRunner
+
+    from benchctl.results import storage
+    from benchctl.cli import cli
+
+    # `cuda_error` raises the error a kernel's illegal access does once the batch reaches 8
+    result = CliRunner().invoke(cli, ["maxbatch", "faulty", "cuda_error", "cpu", "--ops-dir", str(fixture_ops_dir),
+                                      "--out", str(tmp_path), "--limit", "64", "--pass", "forward"])
+    assert result.exit_code != 0 and "batch 8: error" in result.output, result.output
+    meta = storage.run_meta(storage.latest_run(tmp_path))
+    assert meta["state"] == "failed" and "batch 8" in meta["reason"]
+    assert list(storage.load_run(storage.latest_run(tmp_path))["status"]) == ["ok"] * 3 + ["error"]  # 1, 2, 4, then 8
