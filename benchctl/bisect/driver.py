@@ -12,6 +12,7 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from benchctl.bisect.measure import child_env, judged_at, measure_good
 from benchctl.bisect.spec import Spec
@@ -68,7 +69,8 @@ def check_order(repo: Path, good: str, bad: str) -> None:
                          "a bisect searches the commits from GOOD to BAD")
 
 
-def bisect(spec: Spec, repo: Path, good: str, bad: str) -> Result:
+def bisect(spec: Spec, repo: Path, good: str, bad: str, on_start: Callable[[], None] = lambda: None) -> Result:
+    """`on_start` is called once the repository and both commits are known good, before anything is measured."""
     check_ready(repo)
     good_sha, bad_sha = _resolve(repo, good), _resolve(repo, bad)
     check_order(repo, good_sha, bad_sha)
@@ -77,6 +79,7 @@ def bisect(spec: Spec, repo: Path, good: str, bad: str) -> Result:
         Path(spec.work).mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UsageError(f"cannot write results to {spec.work}: {exc.strerror or exc}") from None
+    on_start()
     try:
         _measure_ends(spec, repo, good_sha, bad_sha)
         _git(repo, "checkout", "-q", start)

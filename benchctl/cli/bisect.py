@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import signal
 import tempfile
+import uuid
 from pathlib import Path
 
 import click
@@ -45,12 +46,12 @@ def command(good, bad, op, impl, passes, device, ops_dirs, repo, run_args, thres
     if repo is None and not ops_dirs:
         raise UsageError("bisect needs the repository: give --ops-dir (its repository) or --repo")
     top = driver.repository(repo or ops_dirs[0])
-    folder = work or Path(tempfile.mkdtemp(prefix="benchctl-bisect-"))
+    folder = work or Path(tempfile.gettempdir()) / f"benchctl-bisect-{uuid.uuid4().hex[:8]}"  # made once all is known good
     spec = Spec(op, impl, DEVICE_ALIASES.get(device, device), str(folder.resolve()), tuple(passes),
                 tuple(str(Path(d).resolve()) for d in ops_dirs), tuple(run_args), threshold, alpha)
     signal.signal(signal.SIGTERM, _interrupt)  # stopped either way, the repository is left as found
-    console.err.print(f"bisecting {top} between {good} and {bad}; measurements in {folder}")
-    result = driver.bisect(spec, top, good, bad)
+    result = driver.bisect(spec, top, good, bad, on_start=lambda: console.err.print(
+        f"bisecting {top} between {good} and {bad}; measurements in {folder}"))
     rows = [[t["commit"][:12], t["verdict"], str(t["tries"]), t["cells"]] for t in result.tested]
     console.out.print(console.table("commits measured", ["commit", "verdict", "tries", "cells"], rows))
     if result.first_bad is None:

@@ -133,6 +133,7 @@ def test_a_dirty_tree_and_unknown_commits_are_refused(repo):
     result = CliRunner().invoke(cli, ["bisect", "nope", "HEAD", "--op", "bisect_probe", "--impl", "py",
                                       "--ops-dir", str(top / "ops")])
     assert result.exit_code == 2 and "'nope' is not a commit" in result.output
+    assert "bisecting" not in result.output  # nothing said to start that did not
     (top / "ops" / "bisect_probe.py").write_text("# changed\n")
     result = bisect(top, {})
     assert result.exit_code == 2 and "has uncommitted changes" in result.output
