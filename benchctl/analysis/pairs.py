@@ -49,8 +49,16 @@ def _turns(samples: Sequence[float], aside: Sequence[bool], pairs: int) -> tuple
     values = np.asarray(samples, dtype=np.float64)[:pairs * calls].reshape(pairs, calls)
     flags = _flags(aside, len(samples))[:pairs * calls].reshape(pairs, calls)
     clean = ~flags.all(axis=1)
-    medians = np.array([np.median(v[~f]) if c else np.median(v) for v, f, c in zip(values, flags, clean)])
-    return medians.reshape(pairs), clean
+    return _row_medians(values, flags & clean[:, None]), clean
+
+
+def _row_medians(values: np.ndarray, left_out: np.ndarray) -> np.ndarray:
+    """Each row's median of the values not left out (a row keeps at least one), as np.median takes it: the
+    middle value, or the mean of the two middle ones. All rows at once: a history of 10 runs takes 130,000."""
+    ordered = np.sort(np.where(left_out, np.inf, values), axis=1)
+    kept = (~left_out).sum(axis=1)
+    rows = np.arange(len(values))
+    return (ordered[rows, (kept - 1) // 2] + ordered[rows, kept // 2]) / 2
 
 
 def _flags(aside: Sequence[bool], n: int) -> np.ndarray:

@@ -26,6 +26,20 @@ def test_pair_ratios_take_each_turn_s_median_of_its_clean_samples():
     assert list(ratios) == [3.0, 4.0] and list(clean) == [True, False]
 
 
+@pytest.mark.parametrize("calls", [1, 2, 3, 4, 7])
+def test_pair_ratios_are_each_turn_s_numpy_median_of_its_clean_samples_or_all_where_none_is(calls):
+    rng = np.random.default_rng(calls)
+    pairs = 50
+    own, partner = rng.lognormal(size=pairs * calls), rng.lognormal(size=pairs)
+    aside = rng.random(pairs * calls) < 0.4
+    aside[:calls] = True  # the first turn wholly set aside
+    ratios, clean = pair_ratios(list(own), list(partner), list(aside))
+    turns, flags = own.reshape(pairs, calls), aside.reshape(pairs, calls)
+    expected = [np.median(t[~f]) if (~f).any() else np.median(t) for t, f in zip(turns, flags)]
+    assert np.array_equal(ratios, partner / np.array(expected))
+    assert list(clean) == [bool((~f).any()) for f in flags] and not all(clean) and any(clean)
+
+
 def test_u_counts_are_the_exact_null_distribution_scipy_tests_against():
     counts = u_counts(6, 6)
     assert sum(counts) == math.comb(12, 6) and len(counts) == 37 and counts == counts[::-1]
