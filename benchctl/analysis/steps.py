@@ -25,6 +25,7 @@ from ruptures.base import BaseCost
 
 from benchctl.analysis import compare, comparison, sides
 from benchctl.analysis.history import Point, Series
+from benchctl.analysis.verdict import CODE_UNCHANGED
 from benchctl.results.schema import left_alone
 
 Z95 = 1.959964  # a 95% interval's half-width in standard errors
@@ -66,6 +67,18 @@ class Step:
     @property
     def after(self) -> Point:
         return self.series.points[self.index]
+
+    @property
+    def code_unchanged(self) -> bool:
+        """The cell's code digest is the same on both sides of the step: the commit after it did not touch the
+        cell's code (the machine, or the software around it, moved it)."""
+        return self.change.code_changed is False
+
+    def words(self) -> str:
+        """The verdict as `compare` words it, with `(code unchanged)` on any verdict where the code did not
+        change, not only a decisive one: a history names the commit after each step, and it did not cause this."""
+        said = self.change.words()
+        return f"{said} ({CODE_UNCHANGED})" if self.code_unchanged and not self.change.unexplained else said
 
 
 def weights(levels: np.ndarray) -> np.ndarray:

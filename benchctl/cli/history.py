@@ -76,7 +76,7 @@ def _step_row(step, said) -> list:
     from benchctl.report.history_page import change_text
 
     c = step.change
-    verdict = Text(c.words(), style=STYLES.get(c.verdict, ""))
+    verdict = Text(step.words(), style="" if step.code_unchanged else STYLES.get(c.verdict, ""))
     subject = said[step.after.sha].subject if step.after.sha in said else ""
     return [step.series.name(), step.before.label, step.after.label, change_text(step), verdict, subject]
 

@@ -16,12 +16,14 @@ from benchctl.report.charts import LINESTYLES, figure_grid, impl_colors, panel_t
 from benchctl.analysis import sides, steps
 from benchctl.analysis.history import Point, Series
 from benchctl.analysis.steps import Step
+from benchctl.analysis.verdict import CODE_UNCHANGED
 from benchctl.vocab import Verdict
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-VERDICT_COLORS = {Verdict.SLOWER: "#c62828", Verdict.FASTER: "#2e7d32"}  # other verdicts: grey
+VERDICT_COLORS = {Verdict.SLOWER: "#c62828", Verdict.FASTER: "#2e7d32"}
+UNSURE_COLOR = "#777777"  # other verdicts, and any step where the cell's code did not change
 SPREAD = 0.3  # the runs of one commit share its slot, this wide
 
 
@@ -73,8 +75,8 @@ def history_figure(series: Sequence[Series], found: Sequence[Step], title: str) 
         for s in shown:
             label = " ".join(filter(None, [s.cell["impl"], variant(s, varying)]))
             _draw(ax, *_levels(s, axis, relative), colors[s.cell["impl"]], styles[variant(s, varying)], label)
-        for step in found:
-            _mark(ax, step, axis)
+        for n, step in enumerate(found):
+            _mark(ax, step, axis, sum(s.after.label == step.after.label for s in found[:n]))
         _axes(ax, axis, ylabel, log=not relative)
     first = series[0].cell
     axes[0][0].set_title(f"{title}: {panel_title(first['device'], first['pass'])}", fontsize=10)
@@ -127,13 +129,16 @@ def _noisy(p: Point) -> bool:
     return bool(value) if isinstance(value, (bool, np.bool_)) else False
 
 
-def _mark(ax, step: Step, axis: list[str]) -> None:
+def _mark(ax, step: Step, axis: list[str], before: int) -> None:
+    """The step's line and label, in its verdict's colour unless the cell's code did not change there (grey,
+    and said); `before`: the steps already marked at the same commit, whose labels this one's stands beside."""
     at = axis.index(step.after.label) - 0.5
-    color = VERDICT_COLORS.get(step.change.verdict, "#777777")
+    color = UNSURE_COLOR if step.code_unchanged else VERDICT_COLORS.get(step.change.verdict, UNSURE_COLOR)
     ax.axvline(at, color=color, linestyle="--", linewidth=1)
     c = step.change
     ratio = c.relative if c.by_pairs else c.ratio
     change = f" {(ratio - 1) * 100:+.0f}%" if ratio is not None else ""
-    ax.annotate(f"{step.series.cell['impl']} {c.verdict}{change} at {step.after.label}", (at, 1),
-                xycoords=("data", "axes fraction"), xytext=(3, -3), textcoords="offset points", rotation=90,
-                va="top", fontsize=7, color=color)
+    unchanged = f", {CODE_UNCHANGED}" if step.code_unchanged else ""
+    ax.annotate(f"{step.series.cell['impl']} {c.verdict}{change} at {step.after.label}{unchanged}", (at, 1),
+                xycoords=("data", "axes fraction"), xytext=(3 + 9 * before, -3), textcoords="offset points",
+                rotation=90, va="top", fontsize=7, color=color)

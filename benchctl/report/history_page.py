@@ -59,7 +59,7 @@ def _percent(ratio: float, low: float | None, high: float | None) -> str:
 def steps_table(found: Sequence[Step], said: Mapping[str, Commit]) -> pd.DataFrame:
     return pd.DataFrame([{"cell": s.series.name(), "machine": s.series.machine, "before": s.before.label,
                           "after": s.after.label, "message": _subject(s.after.sha, said),
-                          "change [95% interval]": change_text(s), "verdict": s.change.words()} for s in found],
+                          "change [95% interval]": change_text(s), "verdict": s.words()} for s in found],
                         columns=["cell", "machine", "before", "after", "message", "change [95% interval]", "verdict"])
 
 

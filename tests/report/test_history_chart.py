@@ -3,10 +3,12 @@ time against the partner, where its step was found, marked with the change the p
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from benchctl.analysis import sides, steps
-from benchctl.report.history_chart import history_figure
+from benchctl.report.history_chart import UNSURE_COLOR, VERDICT_COLORS, history_figure
 from tests.analysis.test_sides import CODE_SLOWS_AT, RUNS, run_row, series
 
 
@@ -37,3 +39,26 @@ def test_a_run_stopped_disturbed_is_crossed_in_the_time_panel_and_absent_from_th
     crossed = [line for line in top.lines if line.get_marker() == "x"]
     assert len(crossed) == 1 and np.allclose(crossed[0].get_ydata(), [rows[2]["median_s"] * 1e3])
     assert len(bottom.lines[0].get_xdata()) == RUNS - 1
+
+
+def test_a_step_where_the_code_did_not_change_is_grey_and_says_so_in_the_chart_and_its_words():
+    s = series([{**run_row(i), "impl_code": "a" * 12} for i in range(RUNS)])  # the same code throughout
+    (step,) = steps.steps(s)
+    assert step.change.verdict == "slower" and step.code_unchanged
+    assert step.words() == "slower (by its pairs with py) (code unchanged)"
+    bottom = history_figure([s], [step], "hoconv2d").axes[1]
+    (mark,) = bottom.texts
+    assert mark.get_text() == f"cpp slower +25% at {s.points[CODE_SLOWS_AT].label}, code unchanged"
+    assert mark.get_color() == UNSURE_COLOR != VERDICT_COLORS["slower"]
+    unsure = replace(step, change=replace(step.change, verdict="unsure", reason="noisy"))
+    assert unsure.words() == "unsure (noisy) (code unchanged)"  # compare says it of decisive verdicts only
+    changed = steps.steps(series([run_row(i) for i in range(RUNS)]))[0]
+    assert not changed.code_unchanged and changed.words() == "slower (by its pairs with py)"
+
+
+def test_steps_at_one_commit_stand_side_by_side():
+    s = series([run_row(i) for i in range(RUNS)])
+    (step,) = steps.steps(s)
+    top = history_figure([s], [step, step], "hoconv2d").axes[0]
+    first, second = (t.xyann[0] for t in top.texts)  # offsets from the line, in points
+    assert second - first >= 7  # the labels' 7-point font: apart, not on top of each other
