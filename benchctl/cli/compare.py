@@ -45,6 +45,23 @@ def _rows(comparison) -> list[list[str]]:
     return rows
 
 
+COLUMNS = ("op", "impl", "device", "dtype", "params", "pass", "base ms", "new ms", "change", "against partner", "p",
+           "verdict")
+IN_TITLE = ("device", "dtype")  # said once, in the title, where every row holds the same
+LEFT_OUT_EMPTY = ("against partner",)  # no cell was paired in both runs
+
+
+def _folded(columns: tuple[str, ...], rows: list[list]) -> tuple[str, list[str], list[list]]:
+    """The table narrowed to what differs between its rows: a device or dtype every row shares goes into the
+    title (` (cpu, float32)`), a column no row fills is left out; twelve columns wrapped every cell's name."""
+    one = {name: {str(r[i]) for r in rows} for i, name in enumerate(columns)}
+    shared = [name for name in IN_TITLE if len(one[name]) == 1]
+    gone = set(shared) | {name for name in LEFT_OUT_EMPTY if one[name] <= {""}}
+    kept = [i for i, name in enumerate(columns) if name not in gone]
+    said = f" ({', '.join(one[name].pop() for name in shared)})" if shared and rows else ""
+    return said, [columns[i] for i in kept], [[r[i] for i in kept] for r in rows]
+
+
 def _counts(comparison) -> str:
     """The cells of each verdict, in one line, and how many the table leaves out (timed in no run)."""
     said = ", ".join(f"{n} {v}" for v, n in comparison.counts.items() if n) or "no cells"
@@ -96,9 +113,8 @@ def command(runs: tuple[Path, ...], baseline_name: str | None, root: Path, thres
         # plain echo: rich would wrap long lines and break the JSON for the program reading it
         click.echo(json.dumps({"base": str(base), "new": str(new), **result.to_dict()}, indent=2))
     else:
-        columns = ["op", "impl", "device", "dtype", "params", "pass", "base ms", "new ms", "change", "against partner",
-                   "p", "verdict"]
-        console.out.print(console.table(f"{_short(new)} vs {_short(base)}", columns, _rows(result)))
+        said, columns, rows = _folded(COLUMNS, _rows(result))
+        console.out.print(console.table(f"{_short(new)} vs {_short(base)}{said}", columns, rows))
         console.out.print(_counts(result))
     if fail_on_regression and not result.compared:
         raise UsageError(f"no cell was in both runs ({new} vs {base}): nothing to judge for --fail-on-regression")

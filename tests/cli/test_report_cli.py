@@ -116,6 +116,18 @@ def test_compare_lists_a_cell_only_one_run_has_where_that_run_timed_it(tmp_path)
     assert table.splitlines()[-1] == "1 same, 2 only in new; not listed: 1 timed in no run (--json has them)"
 
 
+def test_compare_says_a_device_and_dtype_every_cell_shares_once_in_its_title(runs, tmp_path):
+    _, base, new = runs
+    table = invoke("compare", str(base), str(new)).stdout
+    header = next(line for line in table.splitlines() if "verdict" in line)
+    assert "(cpu, float32)" in table.splitlines()[0]
+    assert "dtype" not in header and "device" not in header and "against partner" not in header  # none paired
+    mixed = write_run(tmp_path, "20240103-000000-cccccc", [row("py", 10e-3, 5), {**row("cpp", 12e-3, 6),
+                                                                                  "dtype": "float64"}])
+    header = next(line for line in invoke("compare", str(base), str(mixed)).stdout.splitlines() if "verdict" in line)
+    assert "dtype" in header and "device" not in header
+
+
 def test_compare_fails_on_regression_with_the_flag(runs):
     _, base, new = runs
     result = CliRunner().invoke(cli, ["compare", str(base), str(new), "--fail-on-regression"])
