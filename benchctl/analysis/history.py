@@ -108,7 +108,8 @@ def series(rows: pd.DataFrame) -> list[Series]:
     timed = timed.assign(_machine=timed["_machine"] + threads.where(several, ""))
     timed = storage.latest(timed, [*KEY, "_machine", "run_id"])
     places = _git_places(timed)
-    return [_series(tuple(key[:-1]), key[-1], part, places) for key, part in timed.groupby([*KEY, "_machine"], sort=True)]
+    return [_series(tuple(key[:-1]), key[-1], part, places)
+            for key, part in timed.groupby([*KEY, "_machine"], sort=True)]
 
 
 def _git_places(rows: pd.DataFrame) -> dict[str, dict[str, int]]:

@@ -46,7 +46,8 @@ def command(good, bad, op, impl, passes, device, ops_dirs, repo, run_args, thres
     if repo is None and not ops_dirs:
         raise UsageError("bisect needs the repository: give --ops-dir (its repository) or --repo")
     top = driver.repository(repo or ops_dirs[0])
-    folder = work or Path(tempfile.gettempdir()) / f"benchctl-bisect-{uuid.uuid4().hex[:8]}"  # made once all is known good
+    # the folder is made once the commits are known good: a refused bisect leaves none behind
+    folder = work or Path(tempfile.gettempdir()) / f"benchctl-bisect-{uuid.uuid4().hex[:8]}"
     spec = Spec(op, impl, DEVICE_ALIASES.get(device, device), str(folder.resolve()), tuple(passes),
                 tuple(str(Path(d).resolve()) for d in ops_dirs), tuple(run_args), threshold, alpha)
     signal.signal(signal.SIGTERM, _interrupt)  # stopped either way, the repository is left as found
