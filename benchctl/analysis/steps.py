@@ -15,6 +15,7 @@ by the pairs where they speak.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Sequence
 
@@ -138,6 +139,18 @@ def steps(series: Series, threshold: float = 0.05, alpha: float = 0.05) -> list[
 def newest_first(found: Sequence[Step]) -> list[Step]:
     """Steps across series, the latest first (by the date of the commit after the step)."""
     return sorted(found, key=lambda s: (s.after.time, s.after.run_id), reverse=True)
+
+
+def summary(found: Sequence[Step]) -> str:
+    """`12 steps: 2 where the cell's code changed (1 slower, 1 unsure), 10 at commits that did not touch it`:
+    what to read first in a history whose steps are mostly the machine's."""
+    changed = [s for s in found if s.change.code_changed]
+    verdicts = Counter(s.change.verdict for s in changed)
+    said = f" ({', '.join(f'{n} {v}' for v, n in verdicts.most_common())})" if changed else ""
+    unknown = sum(s.change.code_changed is None for s in found)
+    return (f"{len(found)} step(s): {len(changed)} where the cell's code changed{said}, "
+            f"{sum(s.code_unchanged for s in found)} at commits that did not touch it"
+            + (f", {unknown} where a side does not record its code" if unknown else ""))
 
 
 def all_steps(series: Sequence[Series], threshold: float = 0.05, alpha: float = 0.05) -> list[Step]:

@@ -62,6 +62,8 @@ def command(runs, root, ops, impls, passes, devices, threshold, alpha, out_dir, 
     console.out.print(console.table("steps, newest first", ["cell", "before", "after", "change [95% interval]",
                                                              "verdict", "message"],
                                     [_step_row(st, said) for st in found]) if found else "no steps found")
+    if found:
+        console.out.print(steps.summary(found))
     console.out.print(str(page), highlight=False, soft_wrap=True)
 
 

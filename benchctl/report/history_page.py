@@ -19,7 +19,7 @@ from benchctl.results.commits import Commit
 from benchctl.results import storage
 from benchctl.analysis.compare import KEY, machine_kinds
 from benchctl.analysis.history import Series
-from benchctl.analysis.steps import Step
+from benchctl.analysis.steps import Step, summary
 
 FOLDER = "history"  # the page's folder under the results root, beside the run folders
 CHART_KEY = ("op", "target", "device", "pass")
@@ -84,8 +84,9 @@ def build(series: Sequence[Series], found: Sequence[Step], said: Mapping[str, Co
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     body = [f"<h1>benchctl history</h1><p>Generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M UTC}. "
-            f"{len(series)} series, {len({p.run_id for s in series for p in s.points})} runs, "
-            f"{len(found)} steps.</p>", "<h2>Steps, newest first</h2>", _table(steps_table(found, said))]
+            f"{len(series)} series, {len({p.run_id for s in series for p in s.points})} runs. "
+            f"{html.escape(summary(found), quote=False) if found else 'No steps'}.</p>",
+            "<h2>Steps, newest first</h2>", _table(steps_table(found, said))]
     for key, group in chart_groups(series).items():
         op, target, device, pass_name, machine = key
         title = (op if target in ("op", "") else f"{op} / {target}") + (f" on {machine}" if machine else "")

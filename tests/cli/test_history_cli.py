@@ -33,6 +33,8 @@ def test_the_steps_table_names_the_commit_and_the_change(written):
     (line,) = [l for l in result.output.splitlines() if shas[STEP_AT][:8] in l and "slower" in l]
     assert shas[STEP_AT - 1][:8] in line and f"change {STEP_AT}" in line and "+10" in line  # about +100%
     assert (root / "history" / "index.html").is_file()
+    assert "1 step(s): 0 where the cell's code changed, 0 at commits that did not touch it, 1 where a side does " \
+           "not record its code" in " ".join(result.output.split())  # these rows carry no digest
 
 
 def test_json_has_every_point_in_commit_order_and_the_step(written, tmp_path):
