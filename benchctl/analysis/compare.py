@@ -14,7 +14,7 @@ import pandas as pd
 
 from benchctl.errors import UsageError
 from benchctl.results import storage
-from benchctl.results.schema import CELL_COLUMNS, ENV_FIELDS, median_samples, stored_list
+from benchctl.results.schema import CELL_COLUMNS, ENV_FIELDS, median_samples, slow_machine, stored_list
 from benchctl.analysis.comparison import CellChange, Comparison, EnvDifference, VERDICTS
 from benchctl.analysis.pairs import relative_change
 from benchctl.analysis.summary import probed
@@ -67,7 +67,8 @@ def compare_cell(key: tuple, base: pd.Series, new: pd.Series, min_effect: float)
                       p_value=p, base_n=len(a), new_n=len(b),
                       reason=_reason(ratio, _facts(base), _facts(new), min_effect),
                       machine=_machine_change(base, new), code_changed=code_changed(base, new),
-                      partner_changed=relative is not None and bool(code_changed(base, new, "partner_code")))
+                      partner_changed=relative is not None and bool(code_changed(base, new, "partner_code")),
+                      phases_apart=slow_machine(_facts(base)) != slow_machine(_facts(new)))
 
 
 def _reason(ratio: float, base: dict, new: dict, min_effect: float) -> str | None:
@@ -93,7 +94,7 @@ def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float, np.floating)) and math.isfinite(value) and value > 0 else None
 
 
-def _judged(cells: list[CellChange], threshold: float, alpha: float) -> list[CellChange]:
+def _judged(cells: list[CellChange], threshold: float, alpha: float, bridge: bool) -> list[CellChange]:
     """Timed cells get their verdict from their interval and their p-value adjusted over all of them."""
     timed = [i for i, c in enumerate(cells) if c.ratio is not None]
     for i, q in zip(timed, adjusted([cells[i].p_value for i in timed])):
@@ -104,12 +105,13 @@ def _judged(cells: list[CellChange], threshold: float, alpha: float) -> list[Cel
         if reason and (said in (Verdict.SLOWER, Verdict.FASTER) or reason.startswith(TIMED_APART)):
             said = Verdict.UNSURE
         cells[i] = replace(c, p_adjusted=q, verdict=said, reason=reason if said == Verdict.UNSURE else None)
-    return _judged_by_pairs(cells, threshold, alpha)
+    return _judged_by_pairs(cells, threshold, alpha, bridge)
 
 
-def _judged_by_pairs(cells: list[CellChange], threshold: float, alpha: float) -> list[CellChange]:
+def _judged_by_pairs(cells: list[CellChange], threshold: float, alpha: float, bridge: bool) -> list[CellChange]:
     """Cells paired with the same partner in both runs: their pairs' verdict, with p-values adjusted over
-    those cells, where it stands in for their own times' (verdict.with_pairs)."""
+    those cells, where it stands in for their own times' (verdict.with_pairs); across a slow phase on one
+    side only where `bridge`."""
     paired = [i for i, c in enumerate(cells) if c.relative is not None]
     said = {(c.op, c.target, c.impl, c.device, c.dtype, c.params, c.pass_name): c.verdict for c in cells}
     for i, q in zip(paired, adjusted([cells[i].relative_p for i in paired])):
@@ -118,7 +120,8 @@ def _judged_by_pairs(cells: list[CellChange], threshold: float, alpha: float) ->
         by_pairs = None if c.partner_changed else relative_verdict(interval, q, c.relative, c.relative_spread,
                                                                     threshold, alpha)
         partner = said.get((c.op, c.target, c.partner, c.device, c.dtype, c.params, c.pass_name))
-        verdict_, reason, by = with_pairs(c.verdict, c.reason, by_pairs, partner, c.machine.get("canary"))
+        verdict_, reason, by = with_pairs(c.verdict, c.reason, by_pairs, partner, c.machine.get("canary"),
+                                          apart=c.phases_apart and not bridge)
         cells[i] = replace(c, relative_p=q, verdict=verdict_, reason=reason, by_pairs=by)
     return cells
 
@@ -147,15 +150,17 @@ def check_same_hardware(base: pd.DataFrame, new: pd.DataFrame) -> None:
 
 def compare(base: pd.DataFrame, new: pd.DataFrame, threshold: float = 0.05, alpha: float = 0.05,
             base_meta: Sequence[Mapping[str, Any]] = (), new_meta: Sequence[Mapping[str, Any]] = (),
-            across_hosts: bool = False) -> Comparison:
+            across_hosts: bool = False, bridge_phases: bool = True) -> Comparison:
     """Every cell of both runs with a verdict; cells in only one run are listed as such. Cells are matched
-    on the same kind of hardware too, unless `across_hosts`."""
+    on the same kind of hardware too, unless `across_hosts`. A cell's pairs judge it across a slow phase of
+    the machine on one side only where `bridge_phases` (history's steps do not: steps.py)."""
     if not across_hosts:
         check_same_hardware(base, new)
     keys = KEY if across_hosts else (*KEY, MACHINE)
     a, b = _by_cell(base, keys), _by_cell(new, keys)
     cell = lambda k: k[:len(KEY)]  # noqa: E731
-    cells = _judged([compare_cell(cell(k), a[k], b[k], threshold) for k in a if k in b], threshold, alpha)
+    cells = _judged([compare_cell(cell(k), a[k], b[k], threshold) for k in a if k in b], threshold, alpha,
+                    bridge_phases)
     cells += [CellChange(*cell(k), verdict=Verdict.ONLY_IN_BASE, base_status=a[k]["status"]) for k in a if k not in b]
     cells += [CellChange(*cell(k), verdict=Verdict.ONLY_IN_NEW, new_status=b[k]["status"]) for k in b if k not in a]
     counts = {v: sum(c.verdict == v for c in cells) for v in VERDICTS}

@@ -19,7 +19,8 @@ from benchctl.analysis.pairs import block_interval, pair_ratios
 from benchctl.results.schema import PAIRED_COLUMNS, clean_samples, left_alone, stored_list
 from benchctl.vocab import Stop
 
-POOLED = ("canary_s", "mem_gbps", "sm_clock_mhz")  # the machine's probes: a pooled side takes their median
+# the machine's probes, and the canary against its calibrated time: a pooled side takes their median
+POOLED = ("canary_s", "canary_ratio", "mem_gbps", "sm_clock_mhz")
 
 
 def partner(rows: Sequence[Mapping[str, Any]]) -> str | None:

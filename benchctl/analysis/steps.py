@@ -9,7 +9,9 @@ difference of successive points), so a noisy run, whose interval is wide, weighs
 while a clean run far from its neighbours does. A step must pay the BIC penalty (2 ln n in chi-square
 units). Each step found is then a comparison: the runs since the step before it against the runs up to
 the step after it, each side pooled into one row (sides.pooled), and the verdict given by compare.compare,
-by the pairs where they speak.
+by the pairs where they speak, but not across a slow phase of the machine on one side only: the search puts
+a step where the series moved most, which is where such a phase flips, and the phase moves a pass's time
+against its partner too (docs/measuring.md, "A cell's history").
 """
 
 from __future__ import annotations
@@ -130,7 +132,7 @@ def steps(series: Series, threshold: float = 0.05, alpha: float = 0.05) -> list[
     out = []
     for left, at, right in zip(bounds, bounds[1:], bounds[2:]):
         before, after = (pd.DataFrame([sides.pooled(series.points[a:b])]) for a, b in ((left, at), (at, right)))
-        change = compare.compare(before, after, threshold, alpha).cells[0]
+        change = compare.compare(before, after, threshold, alpha, bridge_phases=False).cells[0]
         code = compare.code_changed(series.points[at - 1].row, series.points[at].row)  # at the step itself
         out.append(Step(series, at, replace(change, code_changed=code)))
     return out

@@ -262,16 +262,18 @@ def relative_verdict(interval: tuple[float, float], p_value: float | None, ratio
 
 
 def with_pairs(said: str, reason: str | None, by_pairs: str | None, partner_said: str | None,
-               canary: float | None) -> tuple[str, str | None, bool]:
+               canary: float | None, apart: bool = False) -> tuple[str, str | None, bool]:
     """The verdict, its reason and whether the pairs gave it, from the own times' word (`said`, `reason`) and
     the pairs' (`by_pairs`; None: not paired in both runs). The pairs speak where both runs timed their
     calls alike, the partner's own times were not judged changed (the relative time assumes the partner
-    stayed as it was), the canary moved by less than PAIRS_HOLD, and the own times do not say the opposite;
-    their `same` stands in for `unsure` only."""
-    held = canary is None or abs(math.log(canary)) <= math.log(PAIRS_HOLD)
+    stayed as it was), the canary moved by less than PAIRS_HOLD, the sides are not `apart` (a slow phase on
+    one side that the pairs may not bridge), and the own times do not say otherwise: the opposite, or
+    `same` (the own time held within the minimum effect, so the partner's moved); their `same` stands in for
+    `unsure` only."""
+    held = not apart and (canary is None or abs(math.log(canary)) <= math.log(PAIRS_HOLD))
     if by_pairs is None or not held or partner_said in DECISIVE or (reason or "").startswith(TIMED_APART):
         return said, reason, False
-    if by_pairs in DECISIVE and said in DECISIVE and said != by_pairs:
+    if by_pairs in DECISIVE and (said in DECISIVE or said == Verdict.SAME) and said != by_pairs:
         return Verdict.UNSURE, DISAGREE, False
     if by_pairs in DECISIVE or (by_pairs == Verdict.SAME and said == Verdict.UNSURE):
         return by_pairs, None, True

@@ -6,22 +6,23 @@ from __future__ import annotations
 import pytest
 
 from benchctl.analysis import compare
-from benchctl.analysis.verdict import DISAGREE, PAIRED_EFFECT, relative_verdict, with_pairs
+from benchctl.analysis.verdict import DISAGREE, PAIRED_EFFECT, PHASES, relative_verdict, with_pairs
 from benchctl.vocab import Verdict
 from tests.analysis.test_compare import frame, row, timed
 from tests.analysis.test_pairs import paired
 
 
-def cell(speedup: float, seed: int, slower: float = 1.0, canary_s: float = 300e-6) -> dict:
+def cell(speedup: float, seed: int, slower: float = 1.0, canary_s: float = 300e-6, **facts) -> dict:
     """cpp, timed beside py, in one process: its own times alone can only be `unsure` below 2x."""
     return row(impl="cpp", canary_s=canary_s, processes=None, process_spread=None,
-               **{**paired(speedup, seed, slower), "samples": None})
+               **{**paired(speedup, seed, slower), "samples": None, **facts})
 
 
-def sides(base: dict, new: dict, partner_slower: float = 1.0) -> compare.Comparison:
+def sides(base: dict, new: dict, partner_slower: float = 1.0, **options) -> compare.Comparison:
     """The two runs, each with py's own row (timed alone) beside the cpp cell."""
     py = lambda slower, seed: row(impl="py", samples=timed(10e-3 * slower, seed))  # noqa: E731
-    return compare.compare(frame([as_timed(base), py(1.0, 5)]), frame([as_timed(new), py(partner_slower, 6)]))
+    return compare.compare(frame([as_timed(base), py(1.0, 5)]), frame([as_timed(new), py(partner_slower, 6)]),
+                           **options)
 
 
 def as_timed(r: dict) -> dict:
@@ -90,6 +91,22 @@ def test_the_pairs_say_nothing_of_a_side_measured_in_one_process_nor_within_the_
     (Verdict.UNSURE, "noisy", Verdict.SLOWER, None, 0.6, (Verdict.UNSURE, "noisy", False)),
     (Verdict.UNSURE, "noisy", None, None, 1.0, (Verdict.UNSURE, "noisy", False)),
     (Verdict.UNSURE, "timed differently: x", Verdict.SAME, None, 1.0, (Verdict.UNSURE, "timed differently: x", False)),
+    # the own time held within the minimum effect: the partner's moved, not this cell's
+    (Verdict.SAME, None, Verdict.SLOWER, None, 1.0, (Verdict.UNSURE, DISAGREE, False)),
+    (Verdict.SAME, None, Verdict.SAME, None, 1.0, (Verdict.SAME, None, False)),
 ])
 def test_with_pairs_lets_the_pairs_speak_only_where_they_hold(said, reason, by_pairs, partner, canary, expected):
     assert with_pairs(said, reason, by_pairs, partner, canary) == expected
+
+
+def test_the_pairs_bridge_a_slow_phase_on_one_side_only_where_asked():
+    """The planted 20% above, NEW in a slow phase (its canary 1.3x calibrated), BASE at speed: `compare` lets the
+    pairs judge it; history's steps do not (the step search puts a step where a phase flips, and the phase moved
+    a pass's time against its partner by up to 42% in nine main-job runs: benchmarks/README.md)."""
+    base, new = cell(2.0, 1, canary_ratio=1.0), cell(2.0 / 1.2, 2, slower=1.3, canary_s=390e-6, canary_ratio=1.3)
+    bridged = cpp(sides(base, new))
+    assert bridged.phases_apart and (bridged.verdict, bridged.by_pairs) == (Verdict.SLOWER, True)
+    kept = cpp(sides(base, new, bridge_phases=False))
+    assert (kept.verdict, kept.reason, kept.by_pairs) == (Verdict.UNSURE, PHASES, False)
+    assert kept.relative == pytest.approx(1.2, rel=0.02)  # shown, not judged
+    assert with_pairs(Verdict.UNSURE, PHASES, Verdict.SLOWER, None, 1.3, apart=True) == (Verdict.UNSURE, PHASES, False)
