@@ -58,6 +58,7 @@ def compare_cell(key: tuple, base: pd.Series, new: pd.Series, min_effect: float)
     ratio = float(new["median_s"] / base["median_s"]) if base["median_s"] else math.nan
     p, interval = mann_whitney_p(a, b), ratio_interval(a, b)
     relative = relative_change(base, new)
+    facts = (_facts(base), _facts(new))
     pairs = {} if relative is None else {"partner": relative.partner, "relative": relative.ratio,
                                          "relative_low": relative.low, "relative_high": relative.high,
                                          "relative_p": relative.p_value, "relative_spread": relative.spread}
@@ -65,10 +66,10 @@ def compare_cell(key: tuple, base: pd.Series, new: pd.Series, min_effect: float)
                       base_median_s=float(base["median_s"]), new_median_s=float(new["median_s"]), ratio=ratio,
                       ratio_low=interval[0] if interval else None, ratio_high=interval[1] if interval else None,
                       p_value=p, base_n=len(a), new_n=len(b),
-                      reason=_reason(ratio, _facts(base), _facts(new), min_effect),
+                      reason=_reason(ratio, *facts, min_effect),
                       machine=_machine_change(base, new), code_changed=code_changed(base, new),
                       partner_changed=relative is not None and bool(code_changed(base, new, "partner_code")),
-                      phases_apart=slow_machine(_facts(base)) != slow_machine(_facts(new)))
+                      phases_apart=slow_machine(facts[0]) != slow_machine(facts[1]))
 
 
 def _reason(ratio: float, base: dict, new: dict, min_effect: float) -> str | None:
