@@ -91,9 +91,17 @@ def _paired(rows: pd.DataFrame) -> pd.DataFrame:
 
 def _keyed(rows: pd.DataFrame) -> pd.DataFrame:
     """The rows with `_same`: one text for everything that must be equal between two runs' rows."""
-    parts = [rows.reindex(columns=[c])[c].fillna("").astype(str) for c in (*KEY, *SAME)]
+    return rows.assign(_same=measurement(rows, SAME))
+
+
+def measurement(rows: pd.DataFrame, same: Sequence[str]) -> pd.Series:
+    """One text per row for what two runs' rows must share to be the same measurement: the cell and pass (KEY),
+    the columns `same`, the machine kind, the way of timing and the threads."""
+    if rows.empty:
+        return pd.Series(dtype=str)
+    parts = [rows.reindex(columns=[c])[c].astype(object).fillna("").astype(str) for c in (*KEY, *same)]
     parts += [machine_kinds(rows), timing_kinds(rows), thread_kinds(rows)]
-    return rows.assign(_same=pd.concat(parts, axis=1).agg("|".join, axis=1) if len(rows) else pd.Series(dtype=str))
+    return pd.concat(parts, axis=1).agg("|".join, axis=1)
 
 
 def repeat_line(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> str | None:
@@ -109,15 +117,15 @@ def repeat_line(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> str | None:
         return f"{len(found)} paired speedups measured before {before} read, at their median, inside this run's interval"
     worst = max(moved, key=lambda r: r.moved)
     return (f"{len(moved)} of {len(found)} paired speedups measured before {before} read, at their median, outside "
-            f"this run's interval (↻); the furthest, {_where(worst)}: {_interval_text(worst)} here"
+            f"this run's interval (↻); the furthest, {where(worst.row)}: {_interval_text(worst)} here"
             f"{_canary_text([worst.row.get('canary_ratio')])}, {_range_text(worst.earlier)} before (median "
             f"{_digits(float(np.median(worst.earlier)))}x){_canary_text(worst.before.get('canary_ratio', ()))}. A "
             "paired interval holds the pairs of one moment, not the next run's: judge a change with `benchctl "
             "compare`, and a cell's runs with `benchctl history`")
 
 
-def _where(r: Repeat) -> str:
-    row = r.row
+def where(row: Mapping[str, Any]) -> str:
+    """`lstm_cell/cell py forward at batch_size=256`: a row's cell and pass, as the lines name them."""
     at = f" at {row['axis']}={axis_value_text(row['axis_value'])}" if present_value(row.get("axis")) else ""
     return f"{row['op']}/{row['target']} {row['impl']} {row['pass']}{at}"
 

@@ -76,6 +76,8 @@ MARKS = {
     "~": "noisy",
     "dist": "disturbed, too few clean samples",
     "slow": f"the machine's canary over {SLOW_PHASE:.0%} slower than calibrated (a slow phase)",
+    "slow↑": f"in a slow phase, and over {SLOW_PHASE:.0%} above its time at speed in earlier runs of the same code",
+    "slow↓": f"in a slow phase, and over {SLOW_PHASE:.0%} below its time at speed in earlier runs of the same code",
     "busy": f"timed while other work kept {BUSY_WARN_CORES} cores or more busy",
     "os": "mostly OS time",
     "host": "host-bound",
@@ -119,7 +121,7 @@ def legend_of(found: Iterable[str]) -> str | None:
     return "marks: " + "; ".join(said) if said else None
 
 
-def _fmt_ms(seconds: float) -> str:
+def ms_text(seconds: float) -> str:
     ms = seconds * 1e3
     return f"{ms:.3g}" if ms < 100 else f"{ms:.0f}"
 
@@ -166,7 +168,7 @@ def _cell(row: dict | None, base: dict | None, is_ref: bool, typical_gbps: float
         return ""
     if row["status"] != Status.OK:
         return row["status"]
-    text = _fmt_ms(row["median_s"])
+    text = ms_text(row["median_s"])
     if base is not None and not is_ref and row["median_s"] > 0:
         text += f" ({speedup_label(base, row)})"
     if row.get("noisy"):
@@ -174,7 +176,7 @@ def _cell(row: dict | None, base: dict | None, is_ref: bool, typical_gbps: float
     if disturbed(row):
         text += " dist"
     if slow_machine(row):
-        text += " slow"
+        text += " slow" + at_speed_arrow(row["median_s"] / (row.get("at_speed_s") or math.nan))
     if beside_work(row):
         text += " busy"
     if _share_at_least(row, "sys_s", OS_HEAVY):
@@ -188,6 +190,14 @@ def _cell(row: dict | None, base: dict | None, is_ref: bool, typical_gbps: float
     if beyond_threads(row.get("cpu_cores"), row.get("threads")):
         text += " cores"
     return text
+
+
+def at_speed_arrow(ratio: float) -> str:
+    """`↑` for a pass over SLOW_PHASE above its time at speed (`ratio`: its time over that time; at_speed.py),
+    `↓` for one over SLOW_PHASE below it, else "" (within it, or not known)."""
+    if not present_value(ratio):
+        return ""
+    return "↑" if ratio > 1 + SLOW_PHASE else "↓" if ratio < 1 / (1 + SLOW_PHASE) else ""
 
 
 def recompiled(row: Mapping[str, Any]) -> bool:
@@ -234,8 +244,8 @@ def os_time_line(rows: pd.DataFrame) -> str | None:
     where = (f"{row['op']}/{row['target']} {row['impl']} {row['pass']} at "
              f"{row['axis']}={axis_value_text(row['axis_value'])}")
     said = (f"{len(heavy)} of {len(ok)} CPU passes were mostly OS time (os: the OS's CPU time a call, on all threads, "
-            f"over half the median; the most, {where}: {_fmt_ms(row['sys_s'])} ms of it a call against a median of "
-            f"{_fmt_ms(row['median_s'])} ms" + (f", {faults:,.0f} page faults)" if faults else ")"))
+            f"over half the median; the most, {where}: {ms_text(row['sys_s'])} ms of it a call against a median of "
+            f"{ms_text(row['median_s'])} ms" + (f", {faults:,.0f} page faults)" if faults else ")"))
     allocator = row.get("allocator") if present_value(row.get("allocator")) else Allocator.SYSTEM
     if not faults:
         return f"{said}: system calls, not page faults; `benchctl profile` shows which"
@@ -260,8 +270,8 @@ def partner_apart_line(rows: pd.DataFrame) -> str | None:
     where = f"{row['op']}/{row['target']} {row['pass']} at {row['axis']}={axis_value_text(row['axis_value'])}"
     beside = base["median_s"] * partner_drift(base, row)
     return (f"{len(apart)} of {len(found)} passes timed in pairs read their partner over {PARTNER_APART:.0%} off "
-            f"the partner's own row (the widest, {where}: {base['impl']} {_fmt_ms(base['median_s'])} ms in its "
-            f"row, {_fmt_ms(beside)} ms beside {row['impl']}): the machine changed speed between "
+            f"the partner's own row (the widest, {where}: {base['impl']} {ms_text(base['median_s'])} ms in its "
+            f"row, {ms_text(beside)} ms beside {row['impl']}): the machine changed speed between "
             "the cells; each speedup is its pairs', timed side by side")
 
 

@@ -213,12 +213,13 @@ def _render_summary(writer) -> None:
     from benchctl import console
     from benchctl.ops import registry
     from benchctl.results import storage
-    from benchctl.analysis.repeat import earlier_rows, earlier_speedups
+    from benchctl.analysis.at_speed import with_earlier
+    from benchctl.analysis.repeat import earlier_rows
     from benchctl.analysis.run_notes import notes
     from benchctl.analysis.summary import absent_devices, legend, summary_tables
 
     df, earlier = storage.load_run(writer.dir), earlier_rows(writer.dir)
-    df = df.assign(earlier_speedups=earlier_speedups(df, earlier))
+    df = with_earlier(df, earlier)
     refs = {name: op.reference for name, op in registry.operators().items()}
     tables = summary_tables(df, refs)
     for t in tables:

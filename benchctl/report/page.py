@@ -21,7 +21,7 @@ from benchctl.report.tables import environment, failure_table, op_table, speedup
 from benchctl.results import storage
 from benchctl.analysis import run_notes
 from benchctl.analysis.compare import KEY, machine_kinds
-from benchctl.analysis.repeat import earlier_speedups
+from benchctl.analysis.at_speed import with_earlier
 from benchctl.analysis.summary import absent_devices, present
 from benchctl.errors import UsageError
 
@@ -135,7 +135,7 @@ def build(rows: pd.DataFrame, out_dir: Path, metas: Sequence[Mapping[str, Any]] 
     out_dir.mkdir(parents=True, exist_ok=True)
     references = stored_references(metas)
     peaks = measured_peaks(rows, metas) if peaks is None else peaks
-    rows = rows.assign(machine=by_machine(rows), earlier_speedups=earlier_speedups(rows, earlier))
+    rows = with_earlier(rows.assign(machine=by_machine(rows)), earlier)
     sections = [_section(part, str(op), str(target), out_dir,
                          wanted.get(str(op), wanted.get("*", references.get(str(op)))), peaks, str(machine))
                 for (op, target, machine), part in rows.groupby(["op", "target", "machine"], sort=True)]

@@ -12,7 +12,7 @@ from benchctl.report import charts, compile_marks
 from benchctl.report.speedups import labels
 from benchctl.results import storage
 from benchctl.results.schema import ENV_FIELDS, beside_work, slow_machine
-from benchctl.analysis.speedup import disturbed
+from benchctl.analysis.speedup import disturbed, present_value
 from benchctl.analysis.summary import axis_value_text, legend_of, marks_in, probed
 from benchctl.analysis.verdict import timing_kinds
 from benchctl.vocab import DEVICES, FAILED, PASS_LABELS, PASSES
@@ -80,12 +80,23 @@ def percent_of_peak(pct: Any, level: Any) -> str:
 
 def _status(row: Mapping[str, Any]) -> str:
     """A pass's status with what makes its median doubtful: disturbed or noisy, measured on a slow machine (its
-    canary, as `run`'s table marks it `slow`), and beside other work (`busy`)."""
+    canary, as `run`'s table marks it `slow`; with its time against its time at speed where earlier runs had it),
+    and beside other work (`busy`)."""
     doubts = ["disturbed" if disturbed(row) else
               "noisy" if pd.notna(row.get("noisy")) and bool(row.get("noisy")) else "",
-              "slow machine" if slow_machine(row) else "", "beside other work" if beside_work(row) else ""]
+              _slow(row), "beside other work" if beside_work(row) else ""]
     said = ", ".join(d for d in doubts if d)
     return f"{row['status']} ({said})" if said else row["status"]
+
+
+def _slow(row: Mapping[str, Any]) -> str:
+    """`slow machine`, `slow machine: 1.86x its time at speed` (at_speed.py), or "" where the machine was not slow."""
+    if not slow_machine(row):
+        return ""
+    at_speed = row.get("at_speed_s")
+    if not present_value(at_speed):
+        return "slow machine"
+    return f"slow machine: {row['median_s'] / at_speed:.2f}x its time at speed"
 
 
 def op_table(rows: pd.DataFrame, baseline: str) -> pd.DataFrame:

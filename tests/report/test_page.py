@@ -160,6 +160,9 @@ def test_table_says_which_cells_were_measured_on_a_slow_machine(tmp_path):
     status = report.op_table(loaded.rows, "py").set_index(["impl", "batch_size"])["status"]
     assert status[("py", "8")] == "ok (disturbed, slow machine)" and status[("cpp", "8")] == "ok (noisy, slow machine)"
     assert status[("py", "16")] == "ok"  # within 5% of its calibrated time
+    timed = loaded.rows.assign(at_speed_s=[loaded.rows["median_s"].iloc[0] / 1.86, None, None])
+    status = report.op_table(timed, "py").set_index(["impl", "batch_size"])["status"]
+    assert status[("py", "8")] == "ok (disturbed, slow machine: 1.86x its time at speed)"
 
 
 def test_markdown_lists_failed_cells_and_links_charts(built):

@@ -1,0 +1,76 @@
+"""Passes marked slow against their own time at speed in earlier runs of the same code (benchctl.analysis.at_speed)."""
+
+import math
+
+import pandas as pd
+import pytest
+
+from benchctl.analysis.at_speed import at_speed_line, at_speed_times, with_earlier
+from benchctl.analysis.run_notes import notes
+
+
+def timed(run_id: str, medians_ms: list[float], canary: float, **changed: object) -> pd.DataFrame:
+    """One run's rows of `py` forward at batch sizes 8, 16, ...: a median each, all at one canary ratio."""
+    n = len(medians_ms)
+    rows = pd.DataFrame({"run_id": run_id, "op": "silu", "target": "op", "impl": "py", "device": "cpu",
+                         "dtype": "float32", "params": [f'{{"batch_size": {8 << i}}}' for i in range(n)],
+                         "axis": "batch_size", "axis_value": [float(8 << i) for i in range(n)], "pass": "forward",
+                         "status": "ok", "median_s": [m / 1e3 for m in medians_ms], "canary_ratio": canary,
+                         "cpu_name": "AMD EPYC", "threads": 2, "torch_version": "2.14.1", "allocator": "system",
+                         "impl_code": "aaaa"})
+    return rows.assign(**changed)
+
+
+AT_SPEED = pd.concat([timed("r1", [0.25, 1.0, 4.0], 1.02), timed("r2", [0.27, 1.0, 4.2], 1.05),
+                      timed("r3", [0.5, 1.1, 3.0], 1.4)])  # r3 in the slow state: not the time at speed
+
+
+def test_a_pass_s_time_at_speed_is_the_median_of_the_earlier_runs_timed_at_speed() -> None:
+    found = at_speed_times(timed("r4", [0.5, 1.0, 3.0], 1.5), AT_SPEED)
+    assert found.tolist() == pytest.approx([0.26e-3, 1.0e-3, 4.1e-3])
+
+
+@pytest.mark.parametrize("changed", [{"impl_code": "cccc"}, {"impl_code": None}, {"threads": 1},
+                                     {"cpu_name": "Intel Xeon"}, {"paired_with": "jit"}, {"torch_version": "2.13.0"},
+                                     {"allocator": "tcmalloc"}, {"pass": "backward"}])
+def test_other_code_threads_machine_partner_or_pass_is_not_the_same_time(changed) -> None:
+    assert at_speed_times(timed("r4", [0.5], 1.5), AT_SPEED.assign(**changed)).isna().all()
+    assert at_speed_times(timed("r4", [0.5], 1.5, **changed), AT_SPEED).isna().all()
+
+
+@pytest.mark.parametrize("spoiled", [{"canary_ratio": 1.3}, {"canary_ratio": None}, {"stop": "disturbed"},
+                                     {"other_cores": 1.0}, {"status": "incorrect"}])
+def test_one_earlier_run_at_speed_left_alone_is_not_enough(spoiled) -> None:
+    earlier = pd.concat([timed("r1", [0.25], 1.02), timed("r2", [0.27], 1.05, **spoiled)])
+    assert math.isnan(at_speed_times(timed("r4", [0.5], 1.5), earlier).iloc[0])
+    assert at_speed_line(timed("r4", [0.5], 1.5), earlier) is None
+
+
+def test_the_line_counts_the_marked_passes_by_which_way_they_moved_and_names_the_furthest() -> None:
+    now = pd.concat([timed("r4", [0.5, 1.05, 3.0], 1.5), timed("r4", [9.0], 1.0, impl="cpp")])  # cpp at speed
+    assert at_speed_line(now, AT_SPEED) == (
+        "3 of the 3 passes marked slow were timed at speed in earlier runs of the same code on this machine: "
+        "1 read over 15% above their time at speed (slow↑), 1 over 15% below it (slow↓), 1 within it; the furthest, "
+        "silu/op py forward at batch_size=8: 0.5 ms here, 0.26 ms at speed (1.92x)")
+
+
+def test_marked_passes_that_held_say_so_and_a_run_none_marked_or_none_known_says_nothing() -> None:
+    assert at_speed_line(timed("r4", [0.26, 1.0], 1.5), AT_SPEED).endswith(
+        "0 read over 15% above their time at speed (slow↑), 0 over 15% below it (slow↓), 2 within it (the slow phase "
+        "did not move them)")
+    assert at_speed_line(timed("r4", [0.5, 2.0], 1.1), AT_SPEED) is None  # not marked
+    assert at_speed_line(timed("r4", [0.5], 1.5), None) is None
+    assert at_speed_line(timed("r4", [0.5], 1.5), pd.DataFrame()) is None
+    assert at_speed_line(timed("r4", [0.5], 1.5, impl_code="cccc"), AT_SPEED) is None
+
+
+def test_the_run_s_notes_carry_the_line() -> None:
+    assert any(line.startswith("1 of the 1 passes marked slow") for line in
+               notes(timed("r4", [0.5], 1.5), [{"run_id": "r4"}], earlier=AT_SPEED))
+
+
+def test_the_rows_carry_what_the_earlier_runs_read_for_the_tables_and_the_charts() -> None:
+    rows = with_earlier(timed("r4", [0.5, 1.0], 1.5, paired_speedup=2.0, partner_code="bbbb", paired_with="loop"),
+                        AT_SPEED.assign(paired_speedup=2.1, partner_code="bbbb", paired_with="loop"))
+    assert rows["at_speed_s"].tolist() == pytest.approx([0.26e-3, 1.0e-3])
+    assert rows["earlier_speedups"].tolist() == [(2.1, 2.1, 2.1), (2.1, 2.1, 2.1)]
