@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 import numpy as np
 import pandas as pd
 
-from benchctl.report import compile_marks, pair_marks, repeat_marks
+from benchctl.report import at_speed_marks, compile_marks, pair_marks, repeat_marks
 from benchctl.report.speedups import ci_bars, intervals, speedups
 from benchctl.analysis.verdict import timing_kinds
 from benchctl.analysis.summary import axis_value_text
@@ -184,8 +184,7 @@ def _line_panel(ax: "Axes", cell: pd.DataFrame, y_col: str, colors: dict, styles
         ok = series[(series["status"] == Status.OK) & series[y_col].notna()].sort_values("axis_value")
         if ok.empty:
             continue
-        label = series_label(impl, group)
-        scale = 1e3 if y_col == "median_s" else 1.0
+        label, scale = series_label(impl, group), (1e3 if y_col == "median_s" else 1.0)
         yerr = [b * scale for b in iqr_bars(ok)] if y_col == "median_s" else ci_bars(ok)
         x, y = ok["axis_value"].to_numpy(dtype=float), ok[y_col].to_numpy(dtype=float) * scale
         bars = ax.errorbar(x, y, yerr=yerr, color=colors[impl], ls=styles[group],
@@ -262,6 +261,7 @@ def _timing_panel(ax: "Axes", cell: pd.DataFrame, colors: dict, styles: dict) ->
     _mark_failed(ax, failed, colors)
     compile_marks.mark_recompiles(ax, cell)
     pair_marks.mark_partners(ax, cell, colors)
+    at_speed_marks.mark_at_speed(ax, cell, colors)
     ax.set_ylabel("median time (ms)")
 
 
