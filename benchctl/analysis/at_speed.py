@@ -65,7 +65,7 @@ def at_speed_line(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> str | Non
             f"code on this machine: {up} read over {SLOW_PHASE:.0%} above their time at speed (slow↑), {down} over "
             f"{SLOW_PHASE:.0%} below it (slow↓), {len(known) - up - down} within it")
     if not up + down:
-        return text + " (the slow phase did not move them)"
+        return text + f" (none moved past {SLOW_PHASE:.0%})"
     furthest = known.index[int(np.argmax(np.abs(np.log(known.to_numpy()))))]
     row, ratio = marked.loc[furthest], float(known[furthest])
     return (f"{text}; the furthest, {where(row)}: {ms_text(row['median_s'])} ms here, "

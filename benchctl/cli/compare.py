@@ -120,6 +120,12 @@ def command(runs: tuple[Path, ...], baseline_name: str | None, root: Path, thres
         raise UsageError(f"no cell was in both runs ({new} vs {base}): nothing to judge for --fail-on-regression")
     if fail_on_regression and result.regressions:
         raise BenchError(f"{len(result.regressions)} cell(s) slower or broken ({new} vs {base})")
+    unsure = result.counts.get(Verdict.UNSURE, 0)
+    if fail_on_regression and unsure:
+        timed = sum(c.timed() for c in result.compared)
+        console.warn(f"{unsure} of {timed} cells timed in both runs were unsure: --fail-on-regression passes "
+                     "them, so a regression among them would not fail this check (their reasons are in the table; "
+                     "runs with --processes 3 on a quiet machine decide more)")
 
 
 def _sides(runs: tuple[Path, ...], baseline_name: str | None, root: Path, across_hosts: bool):

@@ -56,8 +56,8 @@ def test_the_line_counts_the_marked_passes_by_which_way_they_moved_and_names_the
 
 def test_marked_passes_that_held_say_so_and_a_run_none_marked_or_none_known_says_nothing() -> None:
     assert at_speed_line(timed("r4", [0.26, 1.0], 1.5), AT_SPEED).endswith(
-        "0 read over 15% above their time at speed (slow↑), 0 over 15% below it (slow↓), 2 within it (the slow phase "
-        "did not move them)")
+        "0 read over 15% above their time at speed (slow↑), 0 over 15% below it (slow↓), 2 within it (none moved past "
+        "15%)")
     assert at_speed_line(timed("r4", [0.5, 2.0], 1.1), AT_SPEED) is None  # not marked
     assert at_speed_line(timed("r4", [0.5], 1.5), None) is None
     assert at_speed_line(timed("r4", [0.5], 1.5), pd.DataFrame()) is None
