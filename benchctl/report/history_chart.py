@@ -1,6 +1,8 @@
 """One history chart: a pass of an operator on one device and machine kind, its time against the commit,
 a line per implementation (and params, where they vary: one line style each) with its 95% intervals as a
-band, a hollow marker for a run that did not settle (noisy) and a cross on one the step search leaves out
+band, a hollow marker for a run that did not settle (noisy), a hollow triangle on one timed in a slow phase of
+the machine (its canary over SLOW_PHASE slower than calibrated: where a step lies between such runs and runs at
+speed, the machine may have made it, and the step's verdict says so) and a cross on one the step search leaves out
 (stopped disturbed, or timed beside other work), each step marked between the two commits it lies between
 and labelled with the commit after it, its verdict and change; and below, for the series timed against one
 unchanged partner, that time, in which their steps were found (analysis/sides.py)."""
@@ -17,6 +19,7 @@ from benchctl.analysis import sides, steps
 from benchctl.analysis.history import Point, Series
 from benchctl.analysis.steps import Step
 from benchctl.analysis.verdict import CODE_UNCHANGED
+from benchctl.results.schema import slow_machine
 from benchctl.vocab import Verdict
 
 if TYPE_CHECKING:
@@ -89,8 +92,8 @@ def _axes(ax, axis: list[str], ylabel: str, log: bool) -> None:
 
     ax.set_xticks(range(len(axis)), axis, rotation=45, ha="right", fontsize=8, family="monospace")
     ax.set_xlim(-0.5, len(axis) - 0.5)
-    ax.set_xlabel("commit of the measured code (* uncommitted changes)\nhollow: a noisy run; x: a run stopped "
-                  "disturbed or timed beside other work, left out of the step search")
+    ax.set_xlabel("commit of the measured code (* uncommitted changes)\nhollow: a noisy run; ^: a run in a slow "
+                  "phase; x: a run stopped disturbed or timed beside other work, left out of the step search")
     ax.set_ylabel(ylabel)
     if log:
         ax.set_yscale("log")
@@ -120,6 +123,9 @@ def _draw(ax, runs: list[Point], x: np.ndarray, levels: np.ndarray, left_out: li
     noisy = [i for i, p in enumerate(runs) if _noisy(p)]
     if noisy:
         ax.plot(x[noisy], levels[noisy, 0], "o", markersize=8, markerfacecolor="white", color=color)
+    slow = [i for i, p in enumerate(runs) if slow_machine(p.row)]
+    if slow:
+        ax.plot(x[slow], levels[slow, 0], "^", markersize=10, markerfacecolor="none", color=color)
     if left_out:
         ax.plot(x[left_out], levels[left_out, 0], "x", markersize=10, markeredgewidth=2, color=color)
 

@@ -41,6 +41,18 @@ def test_a_run_stopped_disturbed_is_crossed_in_the_time_panel_and_absent_from_th
     assert len(bottom.lines[0].get_xdata()) == RUNS - 1
 
 
+def test_a_run_in_a_slow_phase_gets_a_hollow_triangle_in_both_panels():
+    rows = [{**run_row(i), "canary_ratio": 1.4 if i in (1, 3) else 1.02} for i in range(RUNS)]
+    s = series(rows)
+    for panel in history_figure([s], steps.steps(s), "hoconv2d").axes:
+        (slow,) = [line for line in panel.lines if line.get_marker() == "^"]
+        assert np.allclose(slow.get_xdata(), panel.lines[0].get_xdata()[[1, 3]])
+        assert "^: a run in a slow phase" in panel.get_xlabel()
+    quiet = series([{**run_row(i), "canary_ratio": 1.1} for i in range(RUNS)])
+    assert not [line for ax in history_figure([quiet], [], "hoconv2d").axes for line in ax.lines
+                if line.get_marker() == "^"]
+
+
 def test_a_step_where_the_code_did_not_change_is_grey_and_says_so_in_the_chart_and_its_words():
     s = series([{**run_row(i), "impl_code": "a" * 12} for i in range(RUNS)])  # the same code throughout
     (step,) = steps.steps(s)
