@@ -1,12 +1,13 @@
-"""What a slow phase did to each pass marked `slow`: its time against its own time at speed, the median of the
-earlier runs of the same code on the same kind of machine (repeat.earlier_rows) that timed it with the machine at
-speed and left alone.
+"""What a slow phase did to each pass marked `slow`: its time against its own runs at speed, the earlier runs of
+the same code on the same kind of machine (repeat.earlier_rows) that timed it with the machine at speed and left
+alone.
 
 The mark says the machine's canary ran over SLOW_PHASE slower than calibrated around the pass; it does not say
 what that did to the pass. Over nine main-job runs on the 2-core VM the state moved passes both ways: lstm_cell's
 py forward at B=256 read 1.9x its time at speed, hoconv2d's py backward 0.75x, and most passes held
-(benchmarks/README.md, "Which passes the slow state moves"). Where the folder holds the pass at speed, the line
-under the tables says how many marked passes read far from it, which way, and the furthest.
+(benchmarks/README.md, "Which passes the slow state moves"). Where the folder holds the pass at speed, the tables
+mark a pass beyond those runs (summary.at_speed_arrow) and the line under them says how many, which way, and the
+furthest.
 """
 
 from __future__ import annotations
@@ -26,19 +27,23 @@ from benchctl.vocab import Status
 # be the same: the code, the partner it was timed beside (pairs interleave its calls), torch and the allocator.
 OWN = ("impl_code", "paired_with", "torch_version", "allocator")
 RUNS_AT_SPEED = 2  # earlier runs that timed the pass at speed, at least, for its time at speed
+# The columns `with_earlier` adds (not columns of the files: worked out from the folder at each table): the pass's
+# time at speed (the median of those runs' medians), and the fastest and slowest of them.
+AT_SPEED = {"median": "at_speed_s", "min": "at_speed_lo_s", "max": "at_speed_hi_s"}
 
 
-def at_speed_times(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> pd.Series:
-    """For each row of `rows`, the median time (s) of the same measurement in the earlier runs that timed it at
-    speed and left alone (NaN where fewer than RUNS_AT_SPEED did, or the row has no code digest)."""
+def at_speed_times(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> pd.DataFrame:
+    """For each row of `rows`, the median, fastest and slowest time (s) of the same measurement in the earlier runs
+    that timed it at speed and left alone (AT_SPEED's columns; NaN where fewer than RUNS_AT_SPEED did, or the row
+    has no code digest)."""
     keep = [] if earlier is None else list(map(_at_speed, earlier.to_dict("records")))
     quiet = earlier.loc[np.array(keep, dtype=bool)] if any(keep) else pd.DataFrame()
     if quiet.empty or rows.empty:
-        return pd.Series(np.nan, index=rows.index)
-    times = quiet.groupby(measurement(quiet, OWN))["median_s"].agg(["median", "count"])
-    found = times[times["count"] >= RUNS_AT_SPEED]["median"]
+        return pd.DataFrame(np.nan, index=rows.index, columns=list(AT_SPEED.values()))
+    times = quiet.groupby(measurement(quiet, OWN))["median_s"].agg([*AT_SPEED, "count"])
+    found = times[times["count"] >= RUNS_AT_SPEED][list(AT_SPEED)].rename(columns=AT_SPEED)
     keys = measurement(rows, OWN).where(rows.reindex(columns=["impl_code"])["impl_code"].notna())
-    return keys.map(found).astype(float)
+    return found.reindex(keys.to_numpy()).set_axis(rows.index).astype(float)
 
 
 def _at_speed(row: Mapping[str, Any]) -> bool:
@@ -48,25 +53,28 @@ def _at_speed(row: Mapping[str, Any]) -> bool:
 
 def with_earlier(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> pd.DataFrame:
     """The rows with what the earlier runs read of each, for the tables' `↻` and `slow↑`/`slow↓` and the report's
-    crosses: their paired speedups (`earlier_speedups`) and the pass's time at speed (`at_speed_s`)."""
-    return rows.assign(earlier_speedups=earlier_speedups(rows, earlier), at_speed_s=at_speed_times(rows, earlier))
+    crosses and dashes: their paired speedups (`earlier_speedups`) and the pass's times at speed (AT_SPEED)."""
+    return rows.assign(earlier_speedups=earlier_speedups(rows, earlier), **at_speed_times(rows, earlier))
 
 
 def at_speed_line(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> str | None:
     """The line under the tables: of this run's passes marked `slow` that earlier runs timed at speed, how many
-    read over SLOW_PHASE above their time at speed, how many below it, and the furthest; None where none was."""
+    read over SLOW_PHASE above the slowest of those runs (`slow↑`), how many below the fastest (`slow↓`), and the
+    furthest from its time at speed; None where none was."""
     marked = rows[(rows["status"] == Status.OK) & rows.apply(slow_machine, axis=1)] if len(rows) else rows
-    known = (marked["median_s"] / at_speed_times(marked, earlier)).dropna() if len(marked) else marked
+    known = marked.assign(**at_speed_times(marked, earlier)).dropna(subset=["at_speed_s"]) if len(marked) else marked
     if known.empty:
         return None
-    arrows = known.map(at_speed_arrow)
+    arrows = known.apply(at_speed_arrow, axis=1)
     up, down = int((arrows == "↑").sum()), int((arrows == "↓").sum())
     text = (f"{len(known)} of the {len(marked)} passes marked slow were timed at speed in earlier runs of the same "
-            f"code on this machine: {up} read over {SLOW_PHASE:.0%} above their time at speed (slow↑), {down} over "
-            f"{SLOW_PHASE:.0%} below it (slow↓), {len(known) - up - down} within it")
+            f"code on this machine: {up} read over {SLOW_PHASE:.0%} above the slowest of those runs (slow↑), {down} "
+            f"over {SLOW_PHASE:.0%} below the fastest (slow↓), {len(known) - up - down} within")
     if not up + down:
-        return text + f" (none moved past {SLOW_PHASE:.0%})"
-    furthest = known.index[int(np.argmax(np.abs(np.log(known.to_numpy()))))]
-    row, ratio = marked.loc[furthest], float(known[furthest])
+        return text
+    moved = known[arrows != ""]
+    ratios = moved["median_s"] / moved["at_speed_s"]
+    row = moved.loc[ratios.map(lambda r: abs(np.log(r))).idxmax()]
     return (f"{text}; the furthest, {where(row)}: {ms_text(row['median_s'])} ms here, "
-            f"{ms_text(row['median_s'] / ratio)} ms at speed ({ratio:.2f}x)")
+            f"{ms_text(row['at_speed_s'])} ms at speed ({row['median_s'] / row['at_speed_s']:.2f}x; "
+            f"{ms_text(row['at_speed_lo_s'])}-{ms_text(row['at_speed_hi_s'])} ms)")

@@ -1,7 +1,5 @@
 """Passes marked slow against their own time at speed in earlier runs of the same code (benchctl.analysis.at_speed)."""
 
-import math
-
 import pandas as pd
 import pytest
 
@@ -25,24 +23,26 @@ AT_SPEED = pd.concat([timed("r1", [0.25, 1.0, 4.0], 1.02), timed("r2", [0.27, 1.
                       timed("r3", [0.5, 1.1, 3.0], 1.4)])  # r3 in the slow state: not the time at speed
 
 
-def test_a_pass_s_time_at_speed_is_the_median_of_the_earlier_runs_timed_at_speed() -> None:
+def test_a_pass_s_time_at_speed_is_the_median_and_range_of_the_earlier_runs_timed_at_speed() -> None:
     found = at_speed_times(timed("r4", [0.5, 1.0, 3.0], 1.5), AT_SPEED)
-    assert found.tolist() == pytest.approx([0.26e-3, 1.0e-3, 4.1e-3])
+    assert found["at_speed_s"].tolist() == pytest.approx([0.26e-3, 1.0e-3, 4.1e-3])
+    assert found["at_speed_lo_s"].tolist() == pytest.approx([0.25e-3, 1.0e-3, 4.0e-3])
+    assert found["at_speed_hi_s"].tolist() == pytest.approx([0.27e-3, 1.0e-3, 4.2e-3])
 
 
 @pytest.mark.parametrize("changed", [{"impl_code": "cccc"}, {"impl_code": None}, {"threads": 1},
                                      {"cpu_name": "Intel Xeon"}, {"paired_with": "jit"}, {"torch_version": "2.13.0"},
                                      {"allocator": "tcmalloc"}, {"pass": "backward"}])
 def test_other_code_threads_machine_partner_or_pass_is_not_the_same_time(changed) -> None:
-    assert at_speed_times(timed("r4", [0.5], 1.5), AT_SPEED.assign(**changed)).isna().all()
-    assert at_speed_times(timed("r4", [0.5], 1.5, **changed), AT_SPEED).isna().all()
+    assert at_speed_times(timed("r4", [0.5], 1.5), AT_SPEED.assign(**changed)).isna().all(axis=None)
+    assert at_speed_times(timed("r4", [0.5], 1.5, **changed), AT_SPEED).isna().all(axis=None)
 
 
 @pytest.mark.parametrize("spoiled", [{"canary_ratio": 1.3}, {"canary_ratio": None}, {"stop": "disturbed"},
                                      {"other_cores": 1.0}, {"status": "incorrect"}])
 def test_one_earlier_run_at_speed_left_alone_is_not_enough(spoiled) -> None:
     earlier = pd.concat([timed("r1", [0.25], 1.02), timed("r2", [0.27], 1.05, **spoiled)])
-    assert math.isnan(at_speed_times(timed("r4", [0.5], 1.5), earlier).iloc[0])
+    assert at_speed_times(timed("r4", [0.5], 1.5), earlier).isna().all(axis=None)
     assert at_speed_line(timed("r4", [0.5], 1.5), earlier) is None
 
 
@@ -50,14 +50,20 @@ def test_the_line_counts_the_marked_passes_by_which_way_they_moved_and_names_the
     now = pd.concat([timed("r4", [0.5, 1.05, 3.0], 1.5), timed("r4", [9.0], 1.0, impl="cpp")])  # cpp at speed
     assert at_speed_line(now, AT_SPEED) == (
         "3 of the 3 passes marked slow were timed at speed in earlier runs of the same code on this machine: "
-        "1 read over 15% above their time at speed (slow↑), 1 over 15% below it (slow↓), 1 within it; the furthest, "
-        "silu/op py forward at batch_size=8: 0.5 ms here, 0.26 ms at speed (1.92x)")
+        "1 read over 15% above the slowest of those runs (slow↑), 1 over 15% below the fastest (slow↓), 1 within; "
+        "the furthest, silu/op py forward at batch_size=8: 0.5 ms here, 0.26 ms at speed (1.92x; 0.25-0.27 ms)")
+
+
+def test_a_pass_is_held_against_the_range_of_its_runs_at_speed_not_their_median() -> None:
+    spread = pd.concat([timed("r1", [0.2], 1.02), timed("r2", [0.4], 1.05)])  # median 0.3, range 0.2-0.4
+    assert at_speed_line(timed("r4", [0.45], 1.5), spread).endswith("0 over 15% below the fastest (slow↓), 1 within")
+    assert "1 read over 15% above" in at_speed_line(timed("r4", [0.47], 1.5), spread)
+    assert "1 over 15% below the fastest" in at_speed_line(timed("r4", [0.17], 1.5), spread)
 
 
 def test_marked_passes_that_held_say_so_and_a_run_none_marked_or_none_known_says_nothing() -> None:
     assert at_speed_line(timed("r4", [0.26, 1.0], 1.5), AT_SPEED).endswith(
-        "0 read over 15% above their time at speed (slow↑), 0 over 15% below it (slow↓), 2 within it (none moved past "
-        "15%)")
+        "0 read over 15% above the slowest of those runs (slow↑), 0 over 15% below the fastest (slow↓), 2 within")
     assert at_speed_line(timed("r4", [0.5, 2.0], 1.1), AT_SPEED) is None  # not marked
     assert at_speed_line(timed("r4", [0.5], 1.5), None) is None
     assert at_speed_line(timed("r4", [0.5], 1.5), pd.DataFrame()) is None
@@ -73,4 +79,5 @@ def test_the_rows_carry_what_the_earlier_runs_read_for_the_tables_and_the_charts
     rows = with_earlier(timed("r4", [0.5, 1.0], 1.5, paired_speedup=2.0, partner_code="bbbb", paired_with="loop"),
                         AT_SPEED.assign(paired_speedup=2.1, partner_code="bbbb", paired_with="loop"))
     assert rows["at_speed_s"].tolist() == pytest.approx([0.26e-3, 1.0e-3])
+    assert with_earlier(rows, AT_SPEED).columns.tolist() == rows.columns.tolist()  # again: the same columns
     assert rows["earlier_speedups"].tolist() == [(2.1, 2.1, 2.1), (2.1, 2.1, 2.1)]
