@@ -60,9 +60,12 @@ def with_earlier(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> pd.DataFra
 def at_speed_line(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> str | None:
     """The line under the tables: of this run's passes marked `slow` that earlier runs timed at speed, how many
     read over SLOW_PHASE above the slowest of those runs (`slow↑`), how many below the fastest (`slow↓`), and the
-    furthest from its time at speed; None where none was."""
+    furthest from its time at speed; None where none was. Rows that `with_earlier` gave their times at speed are
+    not held against `earlier` again."""
     marked = rows[(rows["status"] == Status.OK) & rows.apply(slow_machine, axis=1)] if len(rows) else rows
-    known = marked.assign(**at_speed_times(marked, earlier)).dropna(subset=["at_speed_s"]) if len(marked) else marked
+    given = set(AT_SPEED.values()) <= set(marked.columns)  # `with_earlier` already read them (run, report)
+    known = marked if given or marked.empty else marked.assign(**at_speed_times(marked, earlier))
+    known = known.dropna(subset=["at_speed_s"]) if len(known) else known
     if known.empty:
         return None
     arrows = known.apply(at_speed_arrow, axis=1)

@@ -48,6 +48,7 @@ def test_one_earlier_run_at_speed_left_alone_is_not_enough(spoiled) -> None:
 
 def test_the_line_counts_the_marked_passes_by_which_way_they_moved_and_names_the_furthest() -> None:
     now = pd.concat([timed("r4", [0.5, 1.05, 3.0], 1.5), timed("r4", [9.0], 1.0, impl="cpp")])  # cpp at speed
+    assert at_speed_line(with_earlier(now, AT_SPEED), None) == at_speed_line(now, AT_SPEED)  # read once, in run
     assert at_speed_line(now, AT_SPEED) == (
         "3 of the 3 passes marked slow were timed at speed in earlier runs of the same code on this machine: "
         "1 read over 15% above the slowest of those runs (slow↑), 1 over 15% below the fastest (slow↓), 1 within; "
