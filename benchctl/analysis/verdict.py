@@ -112,14 +112,35 @@ def adjusted(p_values: Sequence[float | None]) -> list[float | None]:
     return out
 
 
+def resampled_medians(samples: np.ndarray, rng: np.random.Generator, count: int) -> np.ndarray:
+    """`count` medians of resamples (with replacement, of the samples' size) drawn without forming them.
+
+    A resample is x[floor(n * U_i)] for n uniforms U_i over the sorted samples x, a monotone map, so its
+    k-th smallest value is x at the uniforms' k-th smallest, which is Beta(k, n - k + 1); the next one above
+    it lies a Beta(1, n - k) share of the way from there to 1. So the resampled median has exactly the
+    distribution of resampling and taking `np.median`, the mean of the middle two where n is even, at a cost
+    that does not grow with the samples (a pooled side of ten runs holds ~14,000 of them)."""
+    x, n = np.sort(samples), len(samples)
+    k = (n + 1) // 2
+    low = rng.beta(k, n - k + 1, count)
+    if n % 2:
+        return _at(x, low)
+    return (_at(x, low) + _at(x, low + (1 - low) * rng.beta(1, n - k, count))) / 2
+
+
+def _at(sorted_samples: np.ndarray, uniforms: np.ndarray) -> np.ndarray:
+    """The resample's values drawn by these uniforms: x[floor(n * u)]."""
+    n = len(sorted_samples)
+    return sorted_samples[np.minimum((n * uniforms).astype(np.int64), n - 1)]
+
+
 def ratio_interval(base: Sequence[float], new: Sequence[float]) -> tuple[float, float] | None:
     """The bootstrap 95% interval of median(new) / median(base); None with fewer than 2 samples a side."""
     a, b = np.asarray(base, dtype=float), np.asarray(new, dtype=float)
     if len(a) < 2 or len(b) < 2 or np.median(a) <= 0:
         return None
     rng = np.random.default_rng(SEED)
-    medians_a = np.median(rng.choice(a, (RESAMPLES, len(a))), axis=1)
-    medians_b = np.median(rng.choice(b, (RESAMPLES, len(b))), axis=1)
+    medians_a, medians_b = (resampled_medians(x, rng, RESAMPLES) for x in (a, b))
     ratios = medians_b / np.where(medians_a > 0, medians_a, np.nan)
     tail = (1 - CONFIDENCE) / 2 * 100
     low, high = np.nanpercentile(ratios, [tail, 100 - tail])
