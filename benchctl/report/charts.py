@@ -295,6 +295,6 @@ def save(fig: "Figure", stem: Path) -> list[Path]:
     stem.parent.mkdir(parents=True, exist_ok=True)
     paths = [stem.with_suffix(".png"), stem.with_suffix(".svg")]
     fig.savefig(paths[0], dpi=110)
-    fig.set_layout_engine("none")  # keep the layout just computed: constrained layout is the slow part
+    fig.set_layout_engine(None)  # keep the layout just computed, without drawing again to lay it out (the slow part)
     fig.savefig(paths[1])
     return paths
