@@ -48,6 +48,13 @@ def progress() -> Progress:
     )
 
 
+@contextmanager
+def doing(first: str) -> Iterator[Callable[[str], None]]:
+    """A spinner on stderr saying what long work does now (a terminal only); yields the call that says the next step."""
+    with err.status(f"{first} ...") as status:
+        yield lambda step: status.update(f"{step} ...")
+
+
 def lap() -> Callable[[], float]:
     """A stopwatch for the lines of long work: each call gives the seconds since the last (the first: since
     it was made)."""

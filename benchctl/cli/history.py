@@ -49,11 +49,12 @@ def command(runs, root, ops, impls, passes, devices, threshold, alpha, out_dir, 
     all_series = history.series(history.select(loaded, **wanted))
     if not all_series:
         raise UsageError(history.unmatched(loaded, **wanted))
-    found = steps.all_steps(all_series, threshold, alpha)
-    said = history.messages(all_series)
     out = out_dir or history_page.default_folder(runs, root)
     check_writable(out)
-    page = history_page.build(all_series, found, said, out)
+    with console.doing(f"finding the steps in {len(all_series)} series") as doing:
+        found = steps.all_steps(all_series, threshold, alpha)
+        said = history.messages(all_series)
+        page = history_page.build(all_series, found, said, out, doing)
     if as_json:
         click.echo(json.dumps(_json(all_series, found, str(page)), indent=2))
         return

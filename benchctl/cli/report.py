@@ -52,9 +52,11 @@ def command(results: tuple[Path, ...], out_dir: Path | None, ops: tuple[str, ...
         one = loaded.folders[0] if len(loaded.folders) == 1 else None
         out = out_dir or page.default_out_dir(loaded.folders, root)
         check_writable(out)
-        history = history_page.for_run(one) if one else None
-        built = page.build(loaded.rows, out, loaded.metas, wanted, ops, history=history, profiles_root=root,
-                           earlier=earlier_rows(one) if one else None)
+        with console.doing("building the report") as doing:
+            history = history_page.for_run(one, doing=doing) if one else None
+            doing("reading the earlier runs")
+            built = page.build(loaded.rows, out, loaded.metas, wanted, ops, history=history, profiles_root=root,
+                               earlier=earlier_rows(one) if one else None, doing=doing)
     for line in run_state.unfinished(loaded.metas) + [guard.changed_line(m) for m in loaded.metas]:
         if line:
             console.warn(line)

@@ -5,10 +5,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import pandas as pd
 
 from benchctl.report.profiles import ProfileEntry
+
+Doing = Callable[[str], None]  # told what a page's build is doing now ("drawing hoconv2d's charts, 2 of 6"), for a spinner
+
+
+def unseen(doing: str) -> None:
+    """A build that nobody watches."""
 
 
 @dataclass(frozen=True)

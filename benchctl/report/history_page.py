@@ -13,6 +13,7 @@ from typing import Mapping, Sequence
 import pandas as pd
 
 from benchctl.report import charts
+from benchctl.report.contents import Doing, unseen
 from benchctl.report.history_chart import history_figure
 from benchctl.report.render import CSS, slug
 from benchctl.results.commits import Commit
@@ -79,16 +80,20 @@ def _subject(sha: str | None, said: Mapping[str, Commit]) -> str:
     return said[sha].subject if sha in said else ""
 
 
-def build(series: Sequence[Series], found: Sequence[Step], said: Mapping[str, Commit], out_dir: Path) -> Path:
-    """Write `out_dir/index.html` (and each chart's PNG and SVG under figures/); its path."""
+def build(series: Sequence[Series], found: Sequence[Step], said: Mapping[str, Commit], out_dir: Path,
+          doing: Doing = unseen) -> Path:
+    """Write `out_dir/index.html` (and each chart's PNG and SVG under figures/); its path. `doing` is told each
+    chart as it starts."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     body = [f"<h1>benchctl history</h1><p>Generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M UTC}. "
             f"{len(series)} series, {len({p.run_id for s in series for p in s.points})} runs. "
             f"{html.escape(summary(found), quote=False) if found else 'No steps'}.</p>",
             "<h2>Steps, newest first</h2>", _table(steps_table(found, said))]
-    for key, group in chart_groups(series).items():
+    groups = chart_groups(series)
+    for i, (key, group) in enumerate(groups.items(), start=1):
         op, target, device, pass_name, machine = key
+        doing(f"history: drawing chart {i} of {len(groups)}")
         title = (op if target in ("op", "") else f"{op} / {target}") + (f" on {machine}" if machine else "")
         mine = [s for s in found if any(s.series is g for g in group)]
         paths = charts.save(history_figure(group, mine, title), out_dir / "figures" / slug(*key, "history"))
@@ -114,12 +119,14 @@ def _img(paths: list[Path], out_dir: Path, title: str) -> str:
             f"<figcaption>time against commit · {links}</figcaption></figure>")
 
 
-def for_run(run_dir: Path, threshold: float = 0.05, alpha: float = 0.05) -> Path | None:
+def for_run(run_dir: Path, threshold: float = 0.05, alpha: float = 0.05, doing: Doing = unseen) -> Path | None:
     """The history page of a run's cells, built beside the run folders from the runs of the same machine
-    kind in its results folder (those cells only); None when the run is the only one of its kind there."""
+    kind in its results folder (those cells only); None when the run is the only one of its kind there.
+    `doing` is told each step as it starts."""
     from benchctl.analysis import history, steps
 
     root = Path(run_dir).resolve().parent
+    doing(f"history: reading the runs in {root}")
     rows = history.load([root])
     ours = rows["run_id"] == Path(run_dir).name
     cells = pd.MultiIndex.from_frame(rows[list(KEY)].astype(str))
@@ -127,5 +134,6 @@ def for_run(run_dir: Path, threshold: float = 0.05, alpha: float = 0.05) -> Path
     if rows["run_id"].nunique() < 2:
         return None
     all_series = history.series(rows)
+    doing(f"history: finding the steps in {len(all_series)} series")
     found = steps.all_steps(all_series, threshold, alpha)
-    return build(all_series, found, history.messages(all_series), root / FOLDER)
+    return build(all_series, found, history.messages(all_series), root / FOLDER, doing)

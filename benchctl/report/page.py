@@ -10,12 +10,12 @@ import warnings
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import pandas as pd
 
 from benchctl.report import charts, machine_chart, profiles, roofline, working_set
-from benchctl.report.contents import Report, Section
+from benchctl.report.contents import Doing, Report, Section, unseen
 from benchctl.report.render import render_html, render_markdown, slug
 from benchctl.report.tables import environment, failure_table, op_table, speedup_legend
 from benchctl.results import storage
@@ -95,6 +95,17 @@ def _section(rows: pd.DataFrame, op: str, target: str, out_dir: Path, requested:
                    tuple(a.line() for a in absent), speedup_legend(table, baseline))
 
 
+def _sections(rows: pd.DataFrame, out_dir: Path, baseline: Callable[[str], str | None],
+              peaks: Mapping[str, Mapping[str, float]], doing: Doing) -> list[Section]:
+    """A section per operator, target and machine kind, each with the baseline asked for it (or None)."""
+    groups = rows.groupby(["op", "target", "machine"], sort=True)
+    sections = []
+    for i, ((op, target, machine), part) in enumerate(groups, start=1):
+        doing(f"drawing {op}'s charts ({i} of {groups.ngroups})")
+        sections.append(_section(part, str(op), str(target), out_dir, baseline(str(op)), peaks, str(machine)))
+    return sections
+
+
 def measured_peaks(rows: pd.DataFrame, metas: Sequence[Mapping[str, Any]] = ()) -> dict[str, dict[str, Any]]:
     """Peak GB/s and GFLOP/s per device (and the cache levels' GB/s), as `benchctl run` stored them in
     metadata from the machine's calibration; {} when the rows have no rates to compare with them."""
@@ -123,10 +134,11 @@ def stored_references(metas: Sequence[Mapping[str, Any]]) -> dict[str, str]:
 def build(rows: pd.DataFrame, out_dir: Path, metas: Sequence[Mapping[str, Any]] = (),
           baselines: Mapping[str, str] | None = None, ops: Sequence[str] = (),
           peaks: Mapping[str, Mapping[str, float]] | None = None, history: Path | None = None,
-          profiles_root: Path | None = None, earlier: pd.DataFrame | None = None) -> Report:
+          profiles_root: Path | None = None, earlier: pd.DataFrame | None = None, doing: Doing = unseen) -> Report:
     """Charts for every operator and target in `rows`, then index.html and summary.md in `out_dir`; with
     `profiles_root`, the profiles of those operators found under it; with `earlier` (the rows of the runs before
-    them, analysis/repeat.py), each speedup measured before drawn with the earlier runs' beside it."""
+    them, analysis/repeat.py), each speedup measured before drawn with the earlier runs' beside it. `doing` is
+    told each step as it starts."""
     wanted = dict(baselines or {})  # "*" applies to every operator without its own entry
     selected = select_ops(rows, ops)
     check_baselines(rows, wanted)
@@ -136,12 +148,11 @@ def build(rows: pd.DataFrame, out_dir: Path, metas: Sequence[Mapping[str, Any]] 
     references = stored_references(metas)
     peaks = measured_peaks(rows, metas) if peaks is None else peaks
     rows = with_earlier(rows.assign(machine=by_machine(rows)), earlier)
-    sections = [_section(part, str(op), str(target), out_dir,
-                         wanted.get(str(op), wanted.get("*", references.get(str(op)))), peaks, str(machine))
-                for (op, target, machine), part in rows.groupby(["op", "target", "machine"], sort=True)]
+    sections = _sections(rows, out_dir, lambda op: wanted.get(op, wanted.get("*", references.get(op))), peaks, doing)
     for asked in (s for s in sections if s.note and (s.op in wanted or "*" in wanted)):
         warnings.warn(f"{asked.title}: {asked.note}", stacklevel=2)
     statuses = {str(k): int(v) for k, v in rows["status"].fillna("missing").value_counts().items()}
+    doing("drawing the machine's charts")
     machine = machine_chart.bandwidth_figure(rows, peaks.get("cpu", {}).get("read_gbps"))
     load = machine_chart.load_figure(rows, metas)
     by_size = working_set.working_set_figure(rows, peaks)

@@ -24,24 +24,27 @@ def made(tmp_path_factory):
     shas = write_history(base / "results", base / "repo", impls=("py", "fused"))
     all_series = history.series(history.load(root=base / "results"))
     found = steps.all_steps(all_series)
-    index = history_page.build(all_series, found, history.messages(all_series), base / "results" / "history")
-    return index, shas, found
+    said: list[str] = []
+    index = history_page.build(all_series, found, history.messages(all_series), base / "results" / "history",
+                               said.append)
+    return index, shas, found, said
 
 
 def test_the_page_has_a_chart_per_pass_and_the_steps_with_their_messages(made):
-    index, shas, found = made
+    index, shas, found, said = made
     text = index.read_text()
     (png,) = (index.parent / "figures").glob("*.png")
     assert matplotlib.image.imread(png).shape[1] > 600
     assert len(found) == 2 and {s.series.cell["impl"] for s in found} == {"py", "fused"}
     assert text.count("<img ") == 1 and text.count(f"change {STEP_AT}") == 3  # two steps, one commit row
+    assert said == ["history: drawing chart 1 of 1"]
     assert f"runs. {steps.summary(found)}.</p>" in text
     # a row per step and per commit (the headers' rows are <tr style=...>)
     assert all(sha[:8] in text for sha in shas) and text.count("<tr>") == len(found) + COMMITS
 
 
 def test_the_history_page_opens_in_chromium(made, tmp_path):
-    index, _, _ = made
+    index, _, _, _ = made
     with browser_page() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         view = browser.new_page(viewport={"width": 1400, "height": 1000})
@@ -60,7 +63,7 @@ def test_the_history_page_opens_in_chromium(made, tmp_path):
 
 
 def test_a_run_report_links_to_the_history_of_its_machine_kind(made):
-    index, _, _ = made
+    index, _, _, _ = made
     root = index.parent.parent
     run = sorted(p for p in root.iterdir() if p.name.startswith("2024"))[0]
     loaded = report.load_results([run])

@@ -53,10 +53,23 @@ def run_dir(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def built(run_dir):
-    """One report of the standard run, shared: rendering charts is the slow part of these tests."""
+def told(run_dir):
+    """One report of the standard run, shared (rendering charts is the slow part of these tests), and the
+    steps it said it was doing as it built."""
     loaded = report.load_results([run_dir])
-    return report.build(loaded.rows, report.default_out_dir(loaded.folders), loaded.metas)
+    steps: list[str] = []
+    return report.build(loaded.rows, report.default_out_dir(loaded.folders), loaded.metas, doing=steps.append), steps
+
+
+@pytest.fixture(scope="module")
+def built(told):
+    return told[0]
+
+
+def test_the_build_says_each_section_it_draws_as_it_starts(told):
+    built, steps = told
+    assert len(built.sections) == 1  # hoconv2d's module target, on both devices
+    assert steps == ["drawing hoconv2d's charts (1 of 1)", "drawing the machine's charts"]
 
 
 def test_build_writes_html_markdown_and_figures(run_dir, built):
