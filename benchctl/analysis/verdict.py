@@ -115,11 +115,10 @@ def adjusted(p_values: Sequence[float | None]) -> list[float | None]:
 def resampled_medians(samples: np.ndarray, rng: np.random.Generator, count: int) -> np.ndarray:
     """`count` medians of resamples (with replacement, of the samples' size) drawn without forming them.
 
-    A resample is x[floor(n * U_i)] for n uniforms U_i over the sorted samples x, a monotone map, so its
-    k-th smallest value is x at the uniforms' k-th smallest, which is Beta(k, n - k + 1); the next one above
-    it lies a Beta(1, n - k) share of the way from there to 1. So the resampled median has exactly the
-    distribution of resampling and taking `np.median`, the mean of the middle two where n is even, at a cost
-    that does not grow with the samples (a pooled side of ten runs holds ~14,000 of them)."""
+    A resample is x[floor(n * U_i)] for n uniforms U_i over the sorted samples x, a monotone map, so its k-th
+    smallest value is x at the uniforms' k-th smallest, Beta(k, n - k + 1); the next above it lies a Beta(1, n - k)
+    share of the way from there to 1. So the median has exactly the distribution of resampling and `np.median`
+    (the mean of the middle two where n is even), at a cost that does not grow with the samples (~14,000)."""
     x, n = np.sort(samples), len(samples)
     k = (n + 1) // 2
     low = rng.beta(k, n - k + 1, count)
