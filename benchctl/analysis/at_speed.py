@@ -52,9 +52,10 @@ def _at_speed(row: Mapping[str, Any]) -> bool:
 
 
 def with_earlier(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> pd.DataFrame:
-    """The rows with what the earlier runs read of each, for the tables' `↻` and `slow↑`/`slow↓` and the report's
-    crosses and dashes: their paired speedups (`earlier_speedups`) and the pass's times at speed (AT_SPEED)."""
-    return rows.assign(earlier_speedups=earlier_speedups(rows, earlier), **at_speed_times(rows, earlier))
+    """The rows with what the earlier runs read of each, for the tables' `↻` and `slow↑`/`slow↓`, the report's
+    marks and dashes and the line on the two states: their paired speedups in the same machine state as the row and
+    in the other (`earlier_speedups`), and the pass's times at speed (AT_SPEED)."""
+    return rows.assign(**earlier_speedups(rows, earlier), **at_speed_times(rows, earlier))
 
 
 def at_speed_line(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> str | None:

@@ -7,7 +7,12 @@ agree, not where the next run lands. Over five runs of the README's main job on 
 a run's speedup fell outside another run's interval 821 times of 1,504 (55%; docs/measuring.md, "Speedups run
 after run"). A table that shows `2.05x ±0.3%` should not pass for a forecast, so the run and the report say how
 the earlier runs fell: a line, a `↻` on each speedup whose earlier runs read outside its interval at their
-median, and a cross per earlier run on the report's speedup chart.
+median, and a mark per earlier run on the report's speedup chart.
+
+Part of that is the machine's state: lstm_cell's cpp forward at B=256 read 2.02-2.07x over py in eight runs at
+speed and 2.89-3.13x in five in a slow phase (py's time nearly doubles there, cpp's grows 15%). So a speedup is
+held against the earlier runs in the same state as it (both in a slow phase, or both not: `slow_machine`), and
+those in the other state are kept apart (speedup_states.py says where the two states read apart).
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from benchctl.analysis.speedup import moved_since, present_value
 from benchctl.analysis.summary import axis_value_text
 from benchctl.analysis.verdict import thread_kinds, timing_kinds
 from benchctl.results import storage
+from benchctl.results.schema import slow_machine
 from benchctl.vocab import Status
 
 EARLIER_RUNS = 10  # the latest runs before it in its results folder that a run is held against
@@ -34,6 +40,10 @@ EARLIER_RUNS = 10  # the latest runs before it in its results folder that a run 
 # to the OS and faults them in again each call).
 DIGESTS = ("impl_code", "partner_code")
 SAME = ("paired_with", *DIGESTS, "torch_version", "allocator")
+# The columns `earlier_speedups` gives each row (worked out from the folder at each table, not in the files): the
+# earlier runs' speedups in the same machine state as the row (which `↻` holds it against), and in the other.
+SAME_STATE, OTHER_STATE = "earlier_speedups", "other_state_speedups"
+STATES = "both in a slow phase or both at speed"
 
 
 @dataclass(frozen=True)
@@ -41,7 +51,7 @@ class Repeat:
     """One paired speedup of a run with its interval, and the rows of the same measurement in earlier runs."""
 
     row: Mapping[str, Any]
-    before: pd.DataFrame  # the earlier runs' rows
+    before: pd.DataFrame  # the earlier runs' rows in the same machine state as it
 
     @property
     def interval(self) -> tuple[float, float]:
@@ -58,15 +68,30 @@ class Repeat:
 
 
 def repeats(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> list[Repeat]:
-    """Each ok row of `rows` timed in pairs with an interval that earlier runs measured (`matches`)."""
-    return [Repeat(row, before) for row, before in zip(rows.to_dict("records"), matches(rows, earlier))
+    """Each ok row of `rows` timed in pairs with an interval that earlier runs measured in the same machine state
+    (`matches`, `in_state`)."""
+    found = [(row, in_state(before, slow_machine(row))) for row, before in zip(rows.to_dict("records"),
+                                                                                matches(rows, earlier))]
+    return [Repeat(row, before) for row, before in found
             if len(before) and present_value(row.get("paired_ci_lo")) and present_value(row.get("paired_ci_hi"))]
 
 
-def earlier_speedups(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> pd.Series:
-    """For each row of `rows`, the paired speedups of the earlier runs' rows that it `matches` (a tuple each)."""
-    found = [tuple(before["paired_speedup"]) for before in matches(rows, earlier)]
-    return pd.Series(found, index=rows.index, dtype=object)
+def earlier_speedups(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> pd.DataFrame:
+    """For each row of `rows`, the paired speedups of the earlier runs' rows that it `matches`, a tuple each: in
+    the same machine state as the row (SAME_STATE) and in the other (OTHER_STATE)."""
+    states = [(slow_machine(row), before) for row, before in zip(rows.to_dict("records"), matches(rows, earlier))]
+    return pd.DataFrame({SAME_STATE: [_speedups(before, slow) for slow, before in states],
+                         OTHER_STATE: [_speedups(before, not slow) for slow, before in states]},
+                        index=rows.index, dtype=object)
+
+
+def _speedups(before: pd.DataFrame, slow: bool) -> tuple[float, ...]:
+    return tuple(in_state(before, slow)["paired_speedup"])
+
+
+def in_state(rows: pd.DataFrame, slow: bool) -> pd.DataFrame:
+    """The rows timed with the machine in a slow phase (`slow`), or not."""
+    return rows[rows.apply(slow_machine, axis=1) == slow] if len(rows) else rows
 
 
 def matches(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> list[pd.DataFrame]:
@@ -106,13 +131,13 @@ def measurement(rows: pd.DataFrame, same: Sequence[str]) -> pd.Series:
 
 def repeat_line(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> str | None:
     """The line under the tables: of this run's paired speedups with an interval that earlier runs of the same
-    code measured, how many the earlier runs' median read outside it, and the furthest; None where none was
-    measured before."""
+    code measured in the same machine state, how many the earlier runs' median read outside it, and the furthest;
+    None where none was measured before."""
     found = repeats(rows, earlier)
     if not found:
         return None
     moved, runs = [r for r in found if r.moved > 1], max(len(r.earlier) for r in found)
-    before = f"(in up to {runs} earlier run(s) of the same code on this machine)"
+    before = f"(in up to {runs} earlier run(s) of the same code on this machine, in the same state: {STATES})"
     if not moved:
         return f"{len(found)} paired speedups measured before {before} read, at their median, inside this run's interval"
     worst = max(moved, key=lambda r: r.moved)

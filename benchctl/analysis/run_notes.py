@@ -2,7 +2,7 @@
 row, passes mostly in the OS, host-bound GPU passes, a calibration or a whole run in a slow phase, a machine
 whose speed moves on several threads and holds on one, other work beside the run, its folder changed while it
 ran, passes marked slow against their time at speed in earlier runs, speedups that earlier runs of the same code
-read outside this run's interval. One list, so `run` prints them under its tables and the report shows them
+read outside this run's interval, speedups that read apart at speed and in a slow phase. One list, so `run` prints them under its tables and the report shows them
 above its sections."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import pandas as pd
 from benchctl.analysis.at_speed import at_speed_line
 from benchctl.analysis.machine_lines import busy_run_line, slow_calibration_line, slow_run_line, threads_line
 from benchctl.analysis.repeat import repeat_line
+from benchctl.analysis.speedup_states import states_line
 from benchctl.analysis.summary import host_bound_line, os_time_line, partner_apart_line
 from benchctl.results import storage
 from benchctl.results.guard import changed_line
@@ -33,5 +34,5 @@ def notes(rows: pd.DataFrame, metas: Sequence[Mapping[str, Any]], cores: int | N
         threads = threads_line(mine, (storage.meta_fact(dict(meta), "peaks") or {}).get("cpu"))
         lines += [f"run {meta.get('run_id')}: {line}" if line and several else line for line in (busy, threads)]
         lines.append(changed_line(meta))
-    lines += [at_speed_line(rows, earlier), repeat_line(rows, earlier)]
+    lines += [at_speed_line(rows, earlier), repeat_line(rows, earlier), states_line(rows, earlier)]
     return [line for line in lines if line]

@@ -115,10 +115,10 @@ def speedup_label(base: Mapping[str, Any], row: Mapping[str, Any]) -> str:
         return speedup_text(ratio) + mark
     found = _paired_interval(row)
     if found is None:
-        return f"{_ratio_text(ratio)}x{mark}"
+        return f"{ratio_text(ratio)}x{mark}"
     if lopsided(ratio, found):
-        return f"{_ratio_text(ratio)}x ±({_ratio_text(found[0])}-{_ratio_text(found[1])}){mark}"
-    return f"{_ratio_text(ratio)}x ±{max(ratio - found[0], found[1] - ratio) / ratio:.1%}{mark}"
+        return f"{ratio_text(ratio)}x ±({ratio_text(found[0])}-{ratio_text(found[1])}){mark}"
+    return f"{ratio_text(ratio)}x ±{max(ratio - found[0], found[1] - ratio) / ratio:.1%}{mark}"
 
 
 def moved_since(interval: tuple[float, float] | None, earlier: Sequence[float]) -> float:
@@ -149,11 +149,11 @@ def range_label(base: Mapping[str, Any], row: Mapping[str, Any]) -> str:
         return speedup_label(base, row)
     mark = "?" if _a_side_disturbed(base, row) else ""
     if found is None or found[0] == found[1]:
-        return f"{_ratio_text(ratio)}x{mark}"
-    return f"{_ratio_text(ratio)}x ({_ratio_text(found[0])}-{_ratio_text(found[1])}){mark}"
+        return f"{ratio_text(ratio)}x{mark}"
+    return f"{ratio_text(ratio)}x ({ratio_text(found[0])}-{ratio_text(found[1])}){mark}"
 
 
-def _ratio_text(ratio: float) -> str:
+def ratio_text(ratio: float) -> str:
     """Two decimals from 0.1 to 100 (1.06, 0.97, 26.40), three significant digits beyond (0.0133, 210)."""
     return f"{ratio:.2f}" if 0.1 <= ratio < 100 else f"{ratio:.3g}"
 

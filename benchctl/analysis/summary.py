@@ -72,7 +72,8 @@ MARKS = {
          "in pairs) one side alone was busy",
     "≠": f"the reference read over {PARTNER_APART:.0%} off its own row in these pairs: the speedup is the pairs', "
          "not the medians' ratio",
-    "↻": "the earlier runs of the same code on this machine read the speedup outside this interval, at their median",
+    "↻": "the earlier runs of the same code on this machine in the same state (a slow phase or at speed) read the "
+         "speedup outside this interval, at their median",
     "~": "noisy",
     "dist": "disturbed, too few clean samples",
     "slow": f"the machine's canary over {SLOW_PHASE:.0%} slower than calibrated (a slow phase)",

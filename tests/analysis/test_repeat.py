@@ -3,7 +3,8 @@
 import pandas as pd
 import pytest
 
-from benchctl.analysis.repeat import earlier_rows, earlier_speedups, repeat_line, repeats
+from benchctl.analysis.repeat import (OTHER_STATE, SAME_STATE, earlier_rows, earlier_speedups, repeat_line,
+                                      repeats)
 from benchctl.analysis.run_notes import notes
 from benchctl.results.storage import RunWriter
 
@@ -25,7 +26,21 @@ def paired(run_id: str, speedups: list[float], lo: list[float] | None = None, hi
 
 def test_each_row_gets_the_earlier_runs_speedups_of_the_same_cell_pass_partner_and_code() -> None:
     earlier = pd.concat([paired("r1", [2.0, 3.0]), paired("r2", [2.2, 3.3])])
-    assert earlier_speedups(paired("r3", [2.1, 3.1]), earlier).tolist() == [(2.0, 2.2), (3.0, 3.3)]
+    assert earlier_speedups(paired("r3", [2.1, 3.1]), earlier)[SAME_STATE].tolist() == [(2.0, 2.2), (3.0, 3.3)]
+
+
+def test_the_earlier_runs_in_the_other_machine_state_are_kept_apart_from_those_in_the_same() -> None:
+    """A run at speed (canary 0.99x) and runs in a slow phase (over 1.15x): lstm_cell's cpp forward read 2.04x at
+    speed and 3.0x slow on the 2-core VM."""
+    earlier = pd.concat([paired("r1", [3.0], canary_ratio=[1.51]), paired("r2", [2.05], canary_ratio=[1.01]),
+                         paired("r3", [3.1], canary_ratio=[1.17])])
+    found = earlier_speedups(paired("r4", [2.04], canary_ratio=[0.99]), earlier)
+    assert found[SAME_STATE].tolist() == [(2.05,)] and found[OTHER_STATE].tolist() == [(3.0, 3.1)]
+    slow = earlier_speedups(paired("r4", [2.9], canary_ratio=[1.2]), earlier)
+    assert slow[SAME_STATE].tolist() == [(3.0, 3.1)] and slow[OTHER_STATE].tolist() == [(2.05,)]
+    # `↻` holds a speedup against its own state's runs only: 2.04x is inside at speed, whatever the slow runs read
+    assert [r.earlier for r in repeats(paired("r4", [2.04], canary_ratio=[0.99]), earlier)] == [(2.05,)]
+    assert repeats(paired("r4", [2.04], canary_ratio=[0.99]), earlier)[0].moved == 1.0
 
 
 @pytest.mark.parametrize("changed", [{"impl_code": "cccc"}, {"partner_code": "dddd"}, {"paired_with": "jit"},
@@ -33,12 +48,13 @@ def test_each_row_gets_the_earlier_runs_speedups_of_the_same_cell_pass_partner_a
                                      {"timing_mode": "cuda_graph"}, {"impl_code": None}, {"partner_code": None},
                                      {"torch_version": "2.13.0"}, {"allocator": "tcmalloc"}])
 def test_a_row_of_other_code_partner_threads_machine_pass_or_timing_is_not_the_same_measurement(changed) -> None:
-    assert earlier_speedups(paired("r2", [2.0]), paired("r1", [2.0], **changed)).tolist() == [()]
+    found = earlier_speedups(paired("r2", [2.0]), paired("r1", [2.0], **changed))
+    assert found[SAME_STATE].tolist() == found[OTHER_STATE].tolist() == [()]
 
 
 def test_no_earlier_runs_and_rows_not_timed_in_pairs_get_nothing() -> None:
-    assert earlier_speedups(paired("r2", [2.0]), None).tolist() == [()]
-    assert earlier_speedups(paired("r2", [2.0], paired_speedup=None), paired("r1", [2.0])).tolist() == [()]
+    assert earlier_speedups(paired("r2", [2.0]), None)[SAME_STATE].tolist() == [()]
+    assert earlier_speedups(paired("r2", [2.0], paired_speedup=None), paired("r1", [2.0]))[SAME_STATE].tolist() == [()]
     assert repeat_line(paired("r2", [2.0]), pd.DataFrame()) is None
 
 
@@ -54,26 +70,29 @@ def test_the_line_says_how_many_moved_outside_and_where_the_furthest_went() -> N
     now = paired("r3", [2.0, 3.0, 4.0], lo=[1.9, 2.9, 3.9], hi=[2.1, 3.1, 4.1])
     line = repeat_line(now, pd.concat([paired("r1", [1.6, 3.6, 4.0]), paired("r2", [1.5, 3.2, 4.05])]))
     assert line.startswith("2 of 3 paired speedups measured before (in up to 2 earlier run(s) of the same code on this "
-                           "machine) read, at their median, outside this run's interval (↻); the furthest, silu/op "
+                           "machine, in the same state: both in a slow phase or both at speed) read, at their median, "
+                           "outside this run's interval (↻); the furthest, silu/op "
                            "fused forward at batch_size=8: 2.00x (1.90-2.10x) here, 1.50-1.60x before (median 1.55x).")
 
 
 def test_the_line_gives_the_canary_beside_the_furthest_here_and_before() -> None:
-    now = paired("r3", [2.0], canary_ratio=[0.99])
-    earlier = pd.concat([paired("r1", [3.0], canary_ratio=[1.51]), paired("r2", [3.1], canary_ratio=[1.17])])
-    assert ("2.00x (1.96-2.04x) here with the canary at 0.990x calibrated, 3.00-3.10x before (median 3.05x) with the "
+    now = paired("r3", [2.0], canary_ratio=[1.2])
+    earlier = pd.concat([paired("r1", [3.0], canary_ratio=[1.51]), paired("r2", [3.1], canary_ratio=[1.17]),
+                         paired("r0", [2.0], canary_ratio=[0.99])])  # at speed: not held against a slow run
+    assert ("2.00x (1.96-2.04x) here with the canary at 1.20x calibrated, 3.00-3.10x before (median 3.05x) with the "
             "canary at 1.17-1.51x calibrated. A paired interval") in repeat_line(now, earlier)
 
 
 def test_the_line_says_so_where_the_earlier_runs_read_inside() -> None:
     line = repeat_line(paired("r2", [2.0, 3.0]), paired("r1", [2.01, 2.99]))
-    assert line == ("2 paired speedups measured before (in up to 1 earlier run(s) of the same code on this machine) "
-                    "read, at their median, inside this run's interval")
+    assert line == ("2 paired speedups measured before (in up to 1 earlier run(s) of the same code on this machine, "
+                    "in the same state: both in a slow phase or both at speed) read, at their median, inside this run's "
+                    "interval")
 
 
 def test_a_row_without_an_interval_is_drawn_but_not_counted() -> None:
     now = paired("r2", [2.0], lo=[None], hi=[None])
-    assert earlier_speedups(now, paired("r1", [3.0])).tolist() == [(3.0,)]
+    assert earlier_speedups(now, paired("r1", [3.0]))[SAME_STATE].tolist() == [(3.0,)]
     assert repeats(now, paired("r1", [3.0])) == []
 
 

@@ -1,5 +1,6 @@
-"""The earlier runs' speedups on the report's speedup chart (benchctl.report.repeat_marks): a cross in the
-implementation's colour at each, beside the point timed in pairs with the chart's baseline."""
+"""The earlier runs' speedups on the report's speedup chart (benchctl.report.repeat_marks): a mark in the
+implementation's colour at each, beside the point timed in pairs with the chart's baseline, a cross for a run at
+speed and a hollow triangle for one in a slow phase."""
 
 from __future__ import annotations
 
@@ -19,9 +20,20 @@ def test_each_earlier_speedup_is_a_cross_at_its_batch_size_in_the_implementation
     rows = frame(paired_rows()).assign(earlier_speedups=[(), (3.0, 3.2), (), (1.1,)])
     fig = charts.speedup_figure(rows, "lstm_cell / cell", "py")
     found = crosses(fig)
-    assert list(found) == ["earlier:cpp"]
-    assert found["earlier:cpp"].tolist() == [[16.0, 3.0], [16.0, 3.2], [64.0, 1.1]]
-    assert repeat_marks.POINT_LABEL in [t.get_text() for t in fig.legends[0].get_texts()]
+    assert list(found) == ["earlier:cpp:at speed"]
+    assert found["earlier:cpp:at speed"].tolist() == [[16.0, 3.0], [16.0, 3.2], [64.0, 1.1]]
+    assert repeat_marks.MARKS[False][1] in [t.get_text() for t in fig.legends[0].get_texts()]
+
+
+def test_the_earlier_runs_in_a_slow_phase_are_hollow_triangles_whichever_state_the_point_met():
+    rows = frame(paired_rows()).assign(canary_ratio=[1.0, 1.0, 1.0, 1.4], earlier_speedups=[(), (2.0,), (), (3.0,)],
+                                       other_state_speedups=[(), (3.1,), (), (2.1, 2.2)])
+    fig = charts.speedup_figure(rows, "lstm_cell / cell", "py")
+    found = crosses(fig)
+    assert found["earlier:cpp:at speed"].tolist() == [[16.0, 2.0], [64.0, 2.1], [64.0, 2.2]]
+    assert found["earlier:cpp:slow"].tolist() == [[16.0, 3.1], [64.0, 3.0]]
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert repeat_marks.MARKS[False][1] in legend and repeat_marks.MARKS[True][1] in legend
 
 
 def test_no_crosses_without_earlier_runs_or_against_another_baseline():
@@ -46,4 +58,4 @@ def test_a_report_given_the_earlier_runs_says_how_they_fell_and_draws_them(tmp_p
     assert line.startswith("2 of 2 paired speedups measured before (in up to 1 earlier run(s) of the same code")
     assert "- 2 of 2 paired speedups measured before" in (tmp_path / "summary.md").read_text()
     [svg] = [p for p in built.files if p.name.endswith("speedup.svg")]
-    assert 'id="earlier:cpp"' in svg.read_text()
+    assert 'id="earlier:cpp:at speed"' in svg.read_text()
