@@ -9,8 +9,8 @@ after run"). A table that shows `2.05x ±0.3%` should not pass for a forecast, s
 the earlier runs fell: a line, a `↻` on each speedup whose earlier runs read outside its interval at their
 median, and a mark per earlier run on the report's speedup chart.
 
-Part of that is the machine's state: lstm_cell's cpp forward at B=256 read 2.02-2.07x over py in eight runs at
-speed and 2.89-3.13x in five in a slow phase (py's time nearly doubles there, cpp's grows 15%). So a speedup is
+Part of that is the machine's state: lstm_cell's cpp forward at B=256 read 2.02-2.07x over py in seven runs at
+speed and 2.89-3.13x in six in a slow phase (py's time nearly doubles there, cpp's grows 15%). So a speedup is
 held against the earlier runs in the same state as it (both in a slow phase, or both not: `slow_machine`), and
 those in the other state are kept apart (speedup_states.py says where the two states read apart).
 """

@@ -106,8 +106,8 @@ def speedup_label(base: Mapping[str, Any], row: Mapping[str, Any]) -> str:
     one where too few pairs gave it), or the interval itself where it is `lopsided`: 1.48x ±(1.45-15.9), not
     ±969%, which reads as if the speedup could be negative. A `?` after one whose range holds 1 (`unsettled`),
     a `≠` after one whose partner read far from its own row in the pairs (`partner_apart`), a `↻` after one that
-    the earlier runs of the same code read outside its interval (`moved_since`; `earlier_speedups`,
-    analysis/repeat.py)."""
+    the earlier runs of the same code in the same machine state read outside its interval (`moved_since`;
+    `earlier_speedups`, analysis/repeat.py)."""
     ratio = speedup(base, row)
     mark = ("?" if unsettled(base, row) else "") + ("≠" if partner_apart(base, row) else "")
     mark += "↻" if moved_since(_paired_interval(row), row.get("earlier_speedups") or ()) > 1 else ""

@@ -3,7 +3,7 @@ same code in a run's folder (repeat.py keeps the two states apart).
 
 On the 2-core VM the slow state of two threads does not slow every implementation alike: lstm_cell's py forward at
 B=256 took 0.26 ms at speed and 0.44-0.48 ms in a slow phase while cpp's went from 0.13 to 0.15 ms, so cpp's
-speedup read 2.02-2.07x in eight runs at speed and 2.89-3.13x in five in a slow phase, each run's interval
+speedup read 2.02-2.07x in seven runs at speed and 2.89-3.13x in six in a slow phase, each run's interval
 within 3%. Both are true of the machine they met; a speedup like that is two numbers here, and the line under the
 tables says which speedups are, how far apart, and which state this run met.
 """
