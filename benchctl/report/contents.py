@@ -11,11 +11,11 @@ import pandas as pd
 
 from benchctl.report.profiles import ProfileEntry
 
-Doing = Callable[[str], None]  # told what a page's build is doing now ("drawing hoconv2d's charts, 2 of 6"), for a spinner
+Doing = Callable[[str], None]  # told each step of a page's build as it starts ("drawing hoconv2d's charts (2 of 6)")
 
 
-def unseen(doing: str) -> None:
-    """A build that nobody watches."""
+def unseen(step: str) -> None:
+    """The steps of a build that nobody watches."""
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,8 @@ from benchctl.report import charts, compile_marks
 from benchctl.report.speedups import labels
 from benchctl.results import storage
 from benchctl.results.schema import ENV_FIELDS, beside_work, slow_machine
-from benchctl.analysis.speedup import disturbed, present_value
+from benchctl.analysis.speedup import disturbed, present_value, ratio_text
+from benchctl.analysis.speedup_states import readings, states_apart
 from benchctl.analysis.summary import axis_value_text, legend_of, marks_in, probed
 from benchctl.analysis.verdict import timing_kinds
 from benchctl.vocab import DEVICES, FAILED, PASS_LABELS, PASSES
@@ -80,11 +81,11 @@ def percent_of_peak(pct: Any, level: Any) -> str:
 
 def _status(row: Mapping[str, Any]) -> str:
     """A pass's status with what makes its median doubtful: disturbed or noisy, measured on a slow machine (its
-    canary, as `run`'s table marks it `slow`; with its time against its time at speed where earlier runs had it),
-    and beside other work (`busy`)."""
+    canary, as `run`'s table marks it `slow`; with its time against its time at speed where earlier runs had it), a
+    speedup that reads apart in the machine's two states, and beside other work (`busy`)."""
     doubts = ["disturbed" if disturbed(row) else
               "noisy" if pd.notna(row.get("noisy")) and bool(row.get("noisy")) else "",
-              _slow(row), "beside other work" if beside_work(row) else ""]
+              _slow(row), _states(row), "beside other work" if beside_work(row) else ""]
     said = ", ".join(d for d in doubts if d)
     return f"{row['status']} ({said})" if said else row["status"]
 
@@ -97,6 +98,17 @@ def _slow(row: Mapping[str, Any]) -> str:
     if not present_value(at_speed):
         return "slow machine"
     return f"slow machine: {row['median_s'] / at_speed:.2f}x its time at speed"
+
+
+def _states(row: Mapping[str, Any]) -> str:
+    """`speedup 2.04x at speed, 2.98x in a slow phase` where earlier runs of the same code read its paired speedup
+    apart between the machine's two states (speedup_states.py); "" elsewhere."""
+    apart = states_apart(row)
+    if apart is None or apart == 1.0:
+        return ""
+    mine, other = (float(np.median(r)) for r in readings(row))
+    slow, at_speed = (mine, other) if slow_machine(row) else (other, mine)
+    return f"speedup {ratio_text(at_speed)}x at speed, {ratio_text(slow)}x in a slow phase"
 
 
 def op_table(rows: pd.DataFrame, baseline: str) -> pd.DataFrame:

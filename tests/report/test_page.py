@@ -178,6 +178,18 @@ def test_table_says_which_cells_were_measured_on_a_slow_machine(tmp_path):
     assert status[("py", "8")] == "ok (disturbed, slow machine: 1.86x its time at speed)"
 
 
+def test_table_gives_the_speedup_in_each_state_where_the_two_read_apart(tmp_path):
+    """lstm_cell's cpp forward at B=256 on the 2-core VM: 2.04x over py at speed, about 3x in a slow phase."""
+    cpp = {**row("cpp", "cpu", "forward", 8), "canary_ratio": 1.2, "paired_with": "py", "paired_speedup": 2.89}
+    loaded = report.load_results([write_run(tmp_path, "20240101-000000-aaaaaa", [row("py", "cpu", "forward", 8), cpp])])
+    held = loaded.rows.assign(earlier_speedups=[(), (3.0, 3.1)], other_state_speedups=[(), (2.02, 2.04, 2.07)])
+    status = report.op_table(held, "py").set_index(["impl", "batch_size"])["status"]
+    assert status[("cpp", "8")] == "ok (slow machine, speedup 2.04x at speed, 3.00x in a slow phase)"
+    assert status[("py", "8")] == "ok"
+    near = held.assign(other_state_speedups=[(), (2.7, 2.8)])  # within 15%: one number
+    assert report.op_table(near, "py").set_index(["impl", "batch_size"])["status"][("cpp", "8")] == "ok (slow machine)"
+
+
 def test_markdown_lists_failed_cells_and_links_charts(built):
     md = (built.out_dir / "summary.md").read_text()
     assert "![hoconv2d / module time](figures/hoconv2d-module-time.png)" in md
