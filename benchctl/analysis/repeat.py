@@ -11,8 +11,8 @@ median, and a mark per earlier run on the report's speedup chart.
 
 Part of that is the machine's state: lstm_cell's cpp forward at B=256 read 2.02-2.07x over py in seven runs at
 speed and 2.89-3.13x in six in a slow phase (py's time nearly doubles there, cpp's grows 15%). So a speedup is
-held against the earlier runs in the same state as it (both in a slow phase, or both not: `slow_machine`), and
-those in the other state are kept apart (speedup_states.py says where the two states read apart).
+held against the earlier runs in the same state as it (both in a slow phase, or both at speed: `machine_state`),
+and those in the other state are kept apart (speedup_states.py says where the two states read apart).
 """
 
 from __future__ import annotations
@@ -70,8 +70,8 @@ class Repeat:
 def repeats(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> list[Repeat]:
     """Each ok row of `rows` timed in pairs with an interval that earlier runs measured in the same machine state
     (`matches`, `in_state`)."""
-    found = [(row, in_state(before, slow_machine(row))) for row, before in zip(rows.to_dict("records"),
-                                                                                matches(rows, earlier))]
+    found = [(row, in_state(before, machine_state(row))) for row, before in zip(rows.to_dict("records"),
+                                                                                 matches(rows, earlier))]
     return [Repeat(row, before) for row, before in found
             if len(before) and present_value(row.get("paired_ci_lo")) and present_value(row.get("paired_ci_hi"))]
 
@@ -79,19 +79,25 @@ def repeats(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> list[Repeat]:
 def earlier_speedups(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> pd.DataFrame:
     """For each row of `rows`, the paired speedups of the earlier runs' rows that it `matches`, a tuple each: in
     the same machine state as the row (SAME_STATE) and in the other (OTHER_STATE)."""
-    states = [(slow_machine(row), before) for row, before in zip(rows.to_dict("records"), matches(rows, earlier))]
-    return pd.DataFrame({SAME_STATE: [_speedups(before, slow) for slow, before in states],
-                         OTHER_STATE: [_speedups(before, not slow) for slow, before in states]},
+    states = [(machine_state(row), before) for row, before in zip(rows.to_dict("records"), matches(rows, earlier))]
+    other = [() if state is None else _speedups(before, not state) for state, before in states]  # unknown: no other
+    return pd.DataFrame({SAME_STATE: [_speedups(before, state) for state, before in states], OTHER_STATE: other},
                         index=rows.index, dtype=object)
 
 
-def _speedups(before: pd.DataFrame, slow: bool) -> tuple[float, ...]:
-    return tuple(in_state(before, slow)["paired_speedup"])
+def _speedups(before: pd.DataFrame, state: bool | None) -> tuple[float, ...]:
+    return tuple(in_state(before, state)["paired_speedup"])
 
 
-def in_state(rows: pd.DataFrame, slow: bool) -> pd.DataFrame:
-    """The rows timed with the machine in a slow phase (`slow`), or not."""
-    return rows[rows.apply(slow_machine, axis=1) == slow] if len(rows) else rows
+def machine_state(row: Mapping[str, Any]) -> bool | None:
+    """The machine around a pass: True in a slow phase (`slow_machine`), False at speed, None where its canary was
+    not read (no calibration): unknown, held only against rows as unknown."""
+    return slow_machine(row) if present_value(row.get("canary_ratio")) else None
+
+
+def in_state(rows: pd.DataFrame, state: bool | None) -> pd.DataFrame:
+    """The rows timed with the machine in this state (`machine_state`)."""
+    return rows[[machine_state(r) == state for r in rows.to_dict("records")]] if len(rows) else rows
 
 
 def matches(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> list[pd.DataFrame]:

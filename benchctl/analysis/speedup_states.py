@@ -26,7 +26,7 @@ RUNS_IN_STATE = 2  # earlier runs in the other state, at least, for a speedup's 
 def readings(row: Mapping[str, Any]) -> tuple[list[float], list[float]] | None:
     """A paired speedup's readings in this run's machine state (this run's, and the earlier runs' in that state)
     and in the other state (at least RUNS_IN_STATE earlier runs); None where the folder holds too few."""
-    other = list(row.get(OTHER_STATE) or ())
+    other = list(row.get(OTHER_STATE) or ())  # none where this run's state is unknown (repeat.machine_state)
     if len(other) < RUNS_IN_STATE or not present_value(row.get("paired_speedup")):
         return None
     return [float(row["paired_speedup"]), *(row.get(SAME_STATE) or ())], other
@@ -35,9 +35,9 @@ def readings(row: Mapping[str, Any]) -> tuple[list[float], list[float]] | None:
 def states_apart(row: Mapping[str, Any]) -> float | None:
     """How far a paired speedup reads apart between the states: the median of its readings in a slow phase over
     the median at speed, where no reading in one state lies within the range of the other's and the medians lie
-    over SLOW_PHASE apart; 1.0 where they do not; None where the folder does not hold it in both. (Over eleven
-    main-job runs, 18.7% of the speedups held in both read so apart, and 2.8% where the runs were put into two
-    groups at random instead of by state; by the medians alone, 32% against 16%.)"""
+    over SLOW_PHASE apart; 1.0 where they do not; None where the folder does not hold it in both. (Over thirteen
+    main-job runs, 18.0% of the speedups held in both read so apart, and 3.5% where the runs were dealt into two
+    groups at random instead; by the medians alone, 32% against 17%: benchmarks/speedup_states_bench.py.)"""
     found = readings(row)
     if found is None:
         return None

@@ -1,8 +1,9 @@
-"""The earlier runs' speedups on the report's speedup chart: a mark in the implementation's colour at each speedup that
-an earlier run of the same code on this machine read (analysis/repeat.py), beside each point timed in pairs with
-the chart's baseline: a cross for a run at speed, a hollow triangle for one in a slow phase (as on the history
-chart). A point's bar is the interval of one moment's pairs; where the marks of its state fall outside it, so may
-the next run; where the two states' marks sit apart, the speedup depends on the machine's state."""
+"""The earlier runs' speedups on the report's speedup chart: a mark in the implementation's colour at each speedup
+that an earlier run of the same code on this machine read (analysis/repeat.py), beside each point timed in pairs
+with the chart's baseline: a cross for a run at speed (or one whose canary was not read), a hollow triangle for one
+in a slow phase (as on the history chart). A point's bar is the interval of one moment's pairs; where the marks of
+its state fall outside it, so may the next run; where the two states' marks sit apart, the speedup depends on the
+machine's state."""
 
 from __future__ import annotations
 
@@ -10,15 +11,14 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 import pandas as pd
 
-from benchctl.analysis.repeat import OTHER_STATE, SAME_STATE
-from benchctl.results.schema import slow_machine
+from benchctl.analysis.repeat import OTHER_STATE, SAME_STATE, machine_state
 from benchctl.vocab import Status
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
 # the earlier runs' state -> how they are drawn and named in the legend
-MARKS = {False: ("x", "earlier runs of the same code on this machine, at speed"),
+MARKS = {False: ("x", "earlier runs of the same code on this machine"),
          True: ("^", "earlier runs of the same code on this machine, in a slow phase")}
 
 
@@ -47,5 +47,6 @@ def _drawn(marker: str, color: str) -> dict[str, str]:
 
 
 def _in_state(row: Mapping[str, Any], slow: bool) -> tuple[float, ...]:
-    """The row's earlier speedups timed in a slow phase (`slow`) or at speed: the same state's or the other's."""
-    return tuple(row.get(SAME_STATE if slow_machine(row) == slow else OTHER_STATE) or ())
+    """The row's earlier speedups timed in a slow phase (`slow`), or not (at speed, or where no canary was read):
+    the same state's or the other's."""
+    return tuple(row.get(SAME_STATE if bool(machine_state(row)) == slow else OTHER_STATE) or ())

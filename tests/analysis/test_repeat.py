@@ -43,6 +43,16 @@ def test_the_earlier_runs_in_the_other_machine_state_are_kept_apart_from_those_i
     assert repeats(paired("r4", [2.04], canary_ratio=[0.99]), earlier)[0].moved == 1.0
 
 
+def test_a_run_without_a_canary_reading_is_of_neither_state() -> None:
+    """No calibration, no canary: such a row is held only against runs as unknown, and has no other state."""
+    earlier = pd.concat([paired("r1", [3.0], canary_ratio=[1.51]), paired("r2", [2.05], canary_ratio=[1.01]),
+                         paired("r3", [2.5])])
+    unknown = earlier_speedups(paired("r4", [2.4]), earlier)
+    assert unknown[SAME_STATE].tolist() == [(2.5,)] and unknown[OTHER_STATE].tolist() == [()]
+    at_speed = earlier_speedups(paired("r4", [2.04], canary_ratio=[0.99]), earlier)
+    assert at_speed[SAME_STATE].tolist() == [(2.05,)] and at_speed[OTHER_STATE].tolist() == [(3.0,)]
+
+
 @pytest.mark.parametrize("changed", [{"impl_code": "cccc"}, {"partner_code": "dddd"}, {"paired_with": "jit"},
                                      {"threads": 1}, {"cpu_name": "Intel Xeon"}, {"pass": "backward"},
                                      {"timing_mode": "cuda_graph"}, {"impl_code": None}, {"partner_code": None},
