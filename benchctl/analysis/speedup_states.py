@@ -50,8 +50,8 @@ def states_apart(row: Mapping[str, Any]) -> float | None:
 
 
 def states_line(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> str | None:
-    """The line under the tables: of the paired speedups the folder holds in both states, how many read over
-    SLOW_PHASE apart between them, and the furthest; None where none is held in both. Rows that `with_earlier`
+    """The line under the tables: of the paired speedups the folder holds in both states, how many read apart
+    between them (`states_apart`), and the furthest; None where none is held in both. Rows that `with_earlier`
     gave their earlier speedups are not held against `earlier` again."""
     if rows.empty or "paired_speedup" not in rows:
         return None
