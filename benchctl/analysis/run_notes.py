@@ -2,8 +2,8 @@
 row, passes mostly in the OS, host-bound GPU passes, a calibration or a whole run in a slow phase, a machine
 whose speed moves on several threads and holds on one, other work beside the run, its folder changed while it
 ran, passes marked slow against their time at speed in earlier runs, speedups that earlier runs of the same code
-read outside this run's interval, speedups that read apart at speed and in a slow phase. One list, so `run` prints them under its tables and the report shows them
-above its sections."""
+read outside this run's interval, speedups that read apart at speed and in a slow phase. One list, so `run`
+prints them under its tables and the report shows them above its sections."""
 
 from __future__ import annotations
 

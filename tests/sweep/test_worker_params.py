@@ -21,7 +21,7 @@ def test_the_worker_path_parses_a_cells_params_only_in_from_json(fixture_ops, mo
     line = cell.to_json()
     received = Cell.from_json(line)  # what the worker does with the line it reads
     rows = run_cell(received, FAST)
-    assert {r["status"] for r in rows} == {"ok"} and {r["correct"] for r in rows} == {True}
+    assert {r["status"] for r in rows} == {"ok"} and {r["correct"] for r in rows} == {True}, [r["message"] for r in rows]
     assert parsed.count(line) == 1
     assert [t for t in parsed if t in (cell.params_json, check) or t != line and "batch_size" in str(t)] == []
     assert {r["params"] for r in rows} == {cell.params_json}
