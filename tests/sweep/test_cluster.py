@@ -56,25 +56,16 @@ def run(tmp_path, cluster, fixture_ops_dir, cell_list, **kw) -> tuple[Session, o
     return session, storage
 
 
-def slow_series(marks, seconds: int) -> dict:
-    """Ray options that give a series' worker the fixture's slow first call (faulty's `slow`) and a place to mark
-    it started, in its runtime env: the driver's BENCHCTL_* settings reach the workers in the job's runtime env,
-    fixed when the first test of the module connected, so a later test's own settings would never arrive."""
-    return {"runtime_env": {"env_vars": {"BENCHCTL_TEST_MARKS": str(marks), "BENCHCTL_TEST_SLOW": str(seconds)}}}
-
-
-def test_series_spread_over_the_nodes_land_in_one_run(tmp_path, cluster, fixture_ops, fixture_ops_dir):
+def test_series_spread_over_the_nodes_land_in_one_run(tmp_path, cluster, fixture_ops, fixture_ops_dir,
+                                                      monkeypatch):
+    monkeypatch.setenv("BENCHCTL_TEST_MARKS", str(tmp_path))
+    monkeypatch.setenv("BENCHCTL_TEST_SLOW", "1")
     four_series = [Cell.make("faulty", "op", "slow", "cpu", "float32", {"batch_size": 2, "dim": d}, ("forward",))
                    for d in (3, 5, 7, 9)]
-    marks = tmp_path / "marks"
-    marks.mkdir()
-    session, _ = run(tmp_path / "out", cluster, fixture_ops_dir, four_series,
-                     requests=lambda self, s: [{**r, **slow_series(marks, 1)}
-                                               for r in RayCluster.default_requests(self, s)])
+    session, _ = run(tmp_path / "out", cluster, fixture_ops_dir, four_series)
     session.run()
     df = storage.load_run(session.writer.dir)
     assert len(df) == 4 and set(df["status"]) == {"ok"}
-    assert len(list(marks.iterdir())) >= 2  # a slow first call in each worker process, on both nodes
     assert df["node_id"].nunique() == 2  # one CPU a node, series of a second each: both nodes worked
     assert storage.run_meta(session.writer.dir)["state"] == "complete"
     assert [p.name for p in session.writer.dir.glob("part-*")] == ["part-00000.parquet"]  # compacted
@@ -101,13 +92,13 @@ def test_a_node_removed_mid_sweep_loses_nothing(tmp_path, cluster, fixture_ops, 
     marks.mkdir()
     victim = cluster.add_node(num_cpus=1, resources={"victim": 1})
     cluster.wait_for_nodes()
-    # The series goes to the victim if it can (soft affinity), so its retry may run on another node. With its
-    # settings in the driver's environment only, it ran with the first test's (a 1 s sleep, marks elsewhere), and
-    # the test waited out its deadline and removed an idle node.
+    # The series goes to the victim if it can (soft affinity), so its retry may run on another node. Its settings
+    # go in its runtime env: a Ray worker left from an earlier test would not see the driver's environment, run
+    # the series at once, and leave nothing to remove the node from.
     on_victim = NodeAffinitySchedulingStrategy(node_id=victim.node_id, soft=True)
+    slow = {"env_vars": {"BENCHCTL_TEST_MARKS": str(marks), "BENCHCTL_TEST_SLOW": "20"}}
     session, _ = run(tmp_path / "out", cluster, fixture_ops_dir, cells("slow", (2,)),
-                     requests=lambda self, s: [{"num_cpus": 1, "scheduling_strategy": on_victim,
-                                                **slow_series(marks, 20)}])
+                     requests=lambda self, s: [{"num_cpus": 1, "scheduling_strategy": on_victim, "runtime_env": slow}])
     thread = threading.Thread(target=session.run)
     thread.start()
     deadline = time.monotonic() + 120
