@@ -49,6 +49,12 @@ def states_apart(row: Mapping[str, Any]) -> float | None:
     return ratio if slow_machine(row) else 1 / ratio
 
 
+def state_medians(row: Mapping[str, Any]) -> tuple[float, float]:
+    """The median of a paired speedup's readings at speed and in a slow phase (`readings`: held in both)."""
+    mine, other = (float(np.median(r)) for r in readings(row))
+    return (other, mine) if slow_machine(row) else (mine, other)
+
+
 def states_line(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> str | None:
     """The line under the tables: of the paired speedups the folder holds in both states, how many read apart
     between them (`states_apart`), and the furthest; None where none is held in both. Rows that `with_earlier`
@@ -74,7 +80,8 @@ def states_line(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> str | None:
 
 def _states_text(row: Mapping[str, Any]) -> str:
     """`3.01x in a slow phase (this run's 2.89x and 5 earlier), 2.04x at speed (7 earlier runs)`."""
-    mine, other = readings(row) or ([], [])
+    mine, other = readings(row)
+    medians = dict(zip(("at speed", "in a slow phase"), state_medians(row)))
     here, there = ("in a slow phase", "at speed") if slow_machine(row) else ("at speed", "in a slow phase")
-    return (f"{ratio_text(float(np.median(mine)))}x {here} (this run's {ratio_text(float(row['paired_speedup']))}x "
-            f"and {len(mine) - 1} earlier), {ratio_text(float(np.median(other)))}x {there} ({len(other)} earlier runs)")
+    return (f"{ratio_text(medians[here])}x {here} (this run's {ratio_text(float(row['paired_speedup']))}x "
+            f"and {len(mine) - 1} earlier), {ratio_text(medians[there])}x {there} ({len(other)} earlier runs)")

@@ -13,7 +13,7 @@ from benchctl.report.speedups import labels
 from benchctl.results import storage
 from benchctl.results.schema import ENV_FIELDS, beside_work, slow_machine
 from benchctl.analysis.speedup import disturbed, present_value, ratio_text
-from benchctl.analysis.speedup_states import readings, states_apart
+from benchctl.analysis.speedup_states import state_medians, states_apart
 from benchctl.analysis.summary import axis_value_text, legend_of, marks_in, probed
 from benchctl.analysis.verdict import timing_kinds
 from benchctl.vocab import DEVICES, FAILED, PASS_LABELS, PASSES
@@ -106,8 +106,7 @@ def _states(row: Mapping[str, Any]) -> str:
     apart = states_apart(row)
     if apart is None or apart == 1.0:
         return ""
-    mine, other = (float(np.median(r)) for r in readings(row))
-    slow, at_speed = (mine, other) if slow_machine(row) else (other, mine)
+    at_speed, slow = state_medians(row)
     return f"speedup {ratio_text(at_speed)}x at speed, {ratio_text(slow)}x in a slow phase"
 
 
