@@ -1,16 +1,17 @@
-"""Honest implementations' calls on data never drawn before, against the calls around them and against the
-median of the pass's calls (measure/unseen.py): how far from 1 their ratios go, set against CACHED_RATIO, the
-bar a pass must clear in every one of its judged calls, by either measure, to be called a result cache.
+"""Honest implementations' calls on data never drawn before, against the calls around them, against the controls
+(calls on seen data copied in as the unseen data was) and against the median of the pass's calls
+(measure/unseen.py): how far from 1 their ratios go, set against CACHED_RATIO and OVERALL_RATIO, the bars a pass
+must clear in every one of its judged calls, by one measure, to be called a result cache.
 
     .venv/bin/python benchmarks/unseen_bench.py --out /tmp/unseen
 
 Runs `benchctl run all cpu --quick --in-process` with each pass's ratios recorded as its audit judges them,
 then prints, per operator and for each measure, the passes judged, the median ratio, the largest ratio, and
-the largest of the passes' smallest ratios (what the rule compares with CACHED_RATIO); and how many passes the
-rule called a cache. The CPU-time ratios are given for every pass, though the rule reads them only where the
-watch set the unseen calls aside (unseen.by_cpu). `--neighbour` keeps a process spinning on one core
-throughout, as a busy machine would (a CI job, a compile); `--neighbour forks` starts processes back to back
-instead, as a build does.
+the largest of the passes' smallest ratios (what the rule compares with its bar); how many passes the rule
+called a cache, and how many the rule before the controls (against the pass's median) would have. The CPU-time
+ratios are given for every pass, though the rule reads them only where the watch set the unseen calls aside
+(unseen.by_cpu). `--neighbour` keeps a process spinning on one core throughout, as a busy machine would (a CI
+job, a compile); `--neighbour forks` starts processes back to back instead, as a build does.
 Nothing else may run meanwhile.
 """
 
@@ -41,16 +42,19 @@ def recorded(log: list[dict]) -> None:
 
     def verdict(self, samples=(), aside=(), warm=0, cpu=()):
         said = real(self, samples, aside, warm, cpu)  # first: it observes the last call
-        flags = self.unseen[warm:]
+        flags, controls = self.unseen[warm:], self.controls[warm:]
         ours = len(flags) == len(samples)
         cell = self.resolved.cell
         log.append({"op": cell.op, "impl": cell.impl, "pass": self.pass_name, "params": cell.params.to_dict(),
                     "ratios": unseen.ratios(samples, flags, aside) if ours else [],
-                    "overall": unseen.overall(samples, flags, aside) if ours else [],
+                    "overall": unseen.overall(samples, flags, aside, controls) if ours else [],
+                    "median": unseen.overall(samples, flags, aside) if ours else [],
+                    "controlled": unseen.controlled(samples, controls, aside),
                     "cpu": unseen.ratios(cpu, flags) if len(cpu) == len(flags) else [],
                     "cpu_overall": unseen.overall(cpu, flags) if len(cpu) == len(flags) else [],
                     "by_cpu": unseen.by_cpu(flags, aside, cpu),
-                    "cache": bool(unseen.cached(samples, flags, aside, cpu)), **_aside(flags, aside)})
+                    "cache": bool(unseen.cached(samples, flags, aside, cpu, controls)),
+                    "cache_by_median": bool(unseen.cached(samples, flags, aside, cpu)), **_aside(flags, aside)})
         return said
     audit.Audit.verdict = verdict
 
@@ -80,7 +84,9 @@ def set_aside(log: list[dict]) -> None:
 
 
 def summary(log: list[dict]) -> None:
-    for measure, title in (("ratios", "against the calls around them"), ("overall", "against the pass's median"),
+    for measure, title in (("ratios", "against the calls around them"),
+                           ("overall", "against the controls (where two were left clean; else the pass's median)"),
+                           ("median", "against the pass's median (the rule before the controls)"),
                            ("cpu", "CPU time against the calls around them"),
                            ("cpu_overall", "CPU time against the pass's median")):
         print(f"\n{title}\n")
@@ -89,7 +95,9 @@ def summary(log: list[dict]) -> None:
         for op in sorted({r["op"] for r in log}):
             print(_row(op, [r for r in log if r["op"] == op], measure))
     print(f"\npasses: {len(log)}; judged: {sum(len(r['ratios']) >= unseen.UNSEEN_JUDGED for r in log)}; "
-          f"CACHED_RATIO {unseen.CACHED_RATIO}")
+          f"CACHED_RATIO {unseen.CACHED_RATIO}, OVERALL_RATIO {unseen.OVERALL_RATIO}; set against their controls: "
+          f"{sum(r['controlled'] for r in log)}; called a cache: {sum(r['cache'] for r in log)}, against the pass's "
+          f"median (before the controls): {sum(r['cache_by_median'] for r in log)}")
     set_aside(log)
 
 
@@ -99,7 +107,7 @@ def _row(op: str, passes: list[dict], measure: str) -> str:
     if not every:
         return f"| {op} | 0 | | | | |"
     smallest = max(min(r[measure]) for r in judged)
-    caches = sum(r["cache"] for r in passes)
+    caches = sum(r["cache_by_median" if measure == "median" else "cache"] for r in passes)  # by that rule
     return f"| {op} | {len(judged)} | {np.median(every):.2f} | {max(every):.2f} | {smallest:.2f} | {caches} |"
 
 

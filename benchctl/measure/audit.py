@@ -92,6 +92,7 @@ class Audit:
         self.calls = 0
         self.kept: list[Kept] = []
         self.unseen: list[bool] = []  # by call: its data was never drawn before
+        self.controls: list[bool] = []  # by call: seen data copied in as unseen data is (fresh.Draw.control)
         self.problem = ""
         self.pending: fresh.Draw | None = None
         self.key: str | None = None  # the input the draws refresh (fresh.py)
@@ -124,7 +125,7 @@ class Audit:
         """Before each call: the previous call's result is looked at, then this call's draw noted."""
         self._observe()
         self.pending, self.key = draw, draw.key
-        if draw.unseen and self.alone is not None:  # whether its call is set aside is then its own (unseen.py)
+        if (draw.unseen or draw.control) and self.alone is not None:  # its call's flag is then its own (unseen.py)
             self.alone()
 
     def finish(self) -> None:
@@ -140,6 +141,7 @@ class Audit:
         tensors = flat(result)
         self.calls += 1
         self.unseen.append(draw.unseen)
+        self.controls.append(draw.control)
         self._let_go_of_reused(tensors)
         self.problem = self.problem or not_plain(tensors) or self._threads() or self._spot(draw, tensors)
         slot = len(self.kept) if len(self.kept) < self.size else self.random.randrange(self.calls)
@@ -219,7 +221,7 @@ class Audit:
         self.finish()
         found = self.problem or ("" if self._exempt() else self._kept_wrong())
         self.unjudged = unseen.unjudged(self.unseen[warm:], aside, cpu)
-        return found or unseen.cached(samples, self.unseen[warm:], aside, cpu)
+        return found or unseen.cached(samples, self.unseen[warm:], aside, cpu, self.controls[warm:])
 
     def _kept_wrong(self) -> str:
         for kept in self.kept:

@@ -29,6 +29,8 @@ one gradient it is always given (16-109x), missed nowhere before. Given as new t
 of copied in, the others were cold where the cell's own were warm: grid_sample's cpp forward read 2.4-4.5x
 on unseen data, a false `incorrect`. Where `prepare` made every input anew (no key), the unseen draws hold
 its making of the new data set: such a cell had no unseen draws, and a result kept by value took 52x, `ok`.
+A few more draws (`Draw.control`) copy the others' own data back into them (seen data, copied in as an unseen
+draw's is), so the unseen calls' times have calls of the same cache state to be set against.
 unseen.py says where they fall and what their times must show. A cell whose inputs take over POOL_BYTES has
 none: each would be a making of its whole inputs, and tried on 288 MB in a re-check (where one draw in two is
 unseen), an honest pass was called a cache in 3 of 7 tries: its calls took 210-250 ms or 780-1120 ms, as the
@@ -68,6 +70,7 @@ class Draw:
     source: int
     key: str | None = None
     others: tuple[str, ...] = ()  # the other inputs holding data set `source` too (an unseen draw's)
+    control: bool = False  # seen data, copied into the others as an unseen draw's data is (unseen.py)
 
     @property
     def unseen(self) -> bool:
@@ -160,6 +163,7 @@ class InputPool:
         self.random = random.Random(os.urandom(16))  # where the unseen draws fall: the calls cannot know it
         self.every, self.sampled, self.held = 0, False, False  # unseen draws: see `begin`
         self.unseen_at: list[int] = []  # the draws, by their index in `calls`, that are to hold unseen data
+        self.control_at: list[int] = []  # those that are to copy the others' own data in (unseen.positions)
         self.ahead: tuple[int, Inputs] | None = None  # the next unseen data set, made a draw before its own
         self.restore = False  # the last draw was unseen: the others hold its data
 
@@ -179,13 +183,14 @@ class InputPool:
     def begin(self, every: int) -> None:
         """A new pass: once its sampling begins (`sampling`), a few draws hold data never drawn before (one
         at random in each window of `every`: unseen.positions; 0: none)."""
-        self.every, self.sampled, self.unseen_at, self.ahead = every, False, [], None
+        self.every, self.sampled, self.unseen_at, self.control_at, self.ahead = every, False, [], [], None
 
     def sampling(self) -> None:
         """The pass's first sample is taken: its windows begin with the draw after the next (which makes the
         first unseen data set). Warm-up calls are not judged, and a cheap call warms up for hundreds."""
         if self.every and (self.key is not None or self.others) and not (self.sampled or self.large):
-            self.sampled, self.unseen_at = True, unseen.positions(self.calls + 1, self.every, self.random)
+            self.sampled = True
+            self.unseen_at, self.control_at = unseen.positions(self.calls + 1, self.every, self.random)
 
     def seen(self, setup: Callable[[], Thunk]) -> Thunk:
         """`setup()` with its draw from the rotation: an untimed call's (a paired turn's first, paired.py), which
@@ -200,15 +205,20 @@ class InputPool:
         """A data set of its own seed for every input refreshed (made whole by the target, so it is of the cell's
         kind; where `prepare` made every input, made whole by it): a cache kept by an input that the rotation
         leaves alone misses too. An input whose shape follows the seed (NaFlex's lengths) keeps its own."""
-        for k, own in self.others.items():
-            if own is None:
-                self.others[k] = self.store[k].detach().clone()
+        self._own()
         source = SOURCES + int.from_bytes(os.urandom(3), "little")
         made = raw_inputs(self.resolved, source)
         if self.key is None:  # no input passed through prepare: prepare's making of the new data
             made = self.resolved.impl.prepare(dict(made))
         return source, {k: made[k].detach() for k in (self.key, *self.others)
                         if k is not None and _fits(made.get(k), self.store[k])}
+
+    def _own(self) -> Inputs:
+        """The others' own data (copied when first asked for, while they hold it)."""
+        for k, own in self.others.items():
+            if own is None:
+                self.others[k] = self.store[k].detach().clone()
+        return self.others
 
     def refreshed(self) -> tuple[str, ...]:
         """The inputs whose data the draws replace now: the key, and the others while they hold an unseen draw's."""
@@ -219,27 +229,37 @@ class InputPool:
         return list(range(len(self.data))) if self.key is not None else [-1]
 
     def draw(self) -> Draw:
-        source, data = -1, {}
+        source, data, control = -1, {}, False
         if self.key is not None or self.others:
-            source, data = self._next()
+            control = self._control()
+            source, data = self._next(control)
             with torch.no_grad():
                 for k, t in data.items():
                     self.store[k].detach().copy_(t)
         self.calls += 1
         others = tuple(k for k in data if k != self.key) if source >= SOURCES else ()
-        return Draw({k: fresh_view(v) for k, v in self.store.items()}, source, self.key, others)
+        return Draw({k: fresh_view(v) for k, v in self.store.items()}, source, self.key, others, control)
 
-    def _next(self) -> tuple[int, Inputs]:
+    def _control(self) -> bool:
+        """Whether this draw is the pass's next control: a timed call's, neither an unseen draw nor the one after
+        it (where an untimed call moved a control's place there, the control waits for the next)."""
+        unseen_now = self.ahead is not None and self.calls >= self.unseen_at[0]
+        if self.control_at and self.calls >= self.control_at[0] and not (self.held or self.restore or unseen_now):
+            del self.control_at[0]
+            return True
+        return False
+
+    def _next(self, control: bool = False) -> tuple[int, Inputs]:
         """The next draw's data: the unseen set made ahead where this draw is the pass's next unseen one, else
-        the next of the rotation for the key, and the others' own data back after an unseen draw (the unseen set
-        for later made first, outside any call's clock)."""
+        the next of the rotation for the key, and the others' own data back after an unseen draw or copied in
+        again for a control (the unseen set for later made first, outside any call's clock)."""
         if self.ahead is not None and not self.held and self.calls >= self.unseen_at[0]:
             found, self.ahead, self.restore = self.ahead, None, True
             del self.unseen_at[0]
             return found
         if self.unseen_at and self.ahead is None:
             self.ahead = self._unseen_data()
-        back, self.restore = (self.others if self.restore else {}), False
+        back, self.restore = (self._own() if self.restore or control else {}), False
         if self.key is None:
             return -1, back
         source = self.calls % len(self.data)

@@ -5,11 +5,12 @@ import torch
 
 from benchctl.measure import fresh
 from benchctl.measure.audit import Audit
-from benchctl.measure.unseen import UNSEEN_MAX
+from benchctl.measure.unseen import STRICT_EVERY, UNSEEN_MAX
 from benchctl.measure.prepared import prepare
 from benchctl.ops.cells import Cell
 
 PARAMS = {"batch_size": 4, "dim": 8, "alpha": 0.5}
+DRAWS = STRICT_EVERY * UNSEEN_MAX + 2  # every window of a strict pass's, and the draw after the last
 
 
 def test_each_draw_is_new_objects_over_one_storage_with_new_data(fixture_ops):
@@ -36,7 +37,7 @@ def test_a_pass_begun_with_unseen_draws_gives_a_few_of_its_samples_data_never_dr
     resolved = Cell.make("axpy", "op", "py", "cpu", "float32", PARAMS).resolve()
     prepared = prepare(resolved)
     pool = fresh.InputPool(resolved, prepared.inputs, prepared.raw)
-    pool.begin(2)
+    pool.begin(STRICT_EVERY)
     draws, data, untimed = [], [], []
     for i in range(40):
         if i == 5:
@@ -63,10 +64,10 @@ def test_an_unseen_draw_refreshes_every_input_the_pool_can_and_the_next_puts_the
     pool = fresh.InputPool(resolved, prepared.inputs, prepared.raw)
     (other,) = pool.others  # x and y both pass through prepare: the key and one more
     own = prepared.inputs[other].clone()
-    pool.begin(2)
+    pool.begin(STRICT_EVERY)
     pool.sampling()
     data = []
-    for _ in range(16):
+    for _ in range(DRAWS):
         drawn = pool.draw()
         data.append((drawn, drawn.inputs[other].clone()))
     assert sum(d.unseen for d, _ in data) == UNSEEN_MAX
@@ -75,6 +76,32 @@ def test_an_unseen_draw_refreshes_every_input_the_pool_can_and_the_next_puts_the
             assert not torch.equal(held, own) and torch.equal(held, fresh.inputs_of(resolved, drawn)[other])
         else:
             assert torch.equal(held, own)
+
+
+def test_a_control_copies_the_others_own_data_in_as_an_unseen_draw_copies_its_data(fixture_ops, monkeypatch):
+    resolved = Cell.make("axpy", "op", "py", "cpu", "float32", PARAMS).resolve()
+    prepared = prepare(resolved)
+    pool = fresh.InputPool(resolved, prepared.inputs, prepared.raw)
+    (other,) = pool.others
+    own = prepared.inputs[other].clone()
+    copied = []  # by draw: whether the other input was written before its call
+    real_copy = torch.Tensor.copy_
+    monkeypatch.setattr(torch.Tensor, "copy_", lambda t, src: copied.append(t.data_ptr()) or real_copy(t, src))
+    pool.begin(STRICT_EVERY)
+    pool.sampling()
+    draws, wrote = [], []
+    for _ in range(DRAWS):
+        copied.clear()
+        draws.append(pool.draw())
+        wrote.append(prepared.inputs[other].data_ptr() in copied)
+    controls = [i for i, d in enumerate(draws) if d.control]
+    unseen = [i for i, d in enumerate(draws) if d.unseen]
+    assert len(controls) == UNSEEN_MAX and not set(controls) & ({*unseen} | {i + 1 for i in unseen})
+    for i in controls:  # seen data: the key from the rotation, the other its own, copied in all the same
+        assert draws[i].source in range(fresh.SOURCES) and wrote[i]
+        assert torch.equal(draws[i].inputs[other], own) and not draws[i].others
+    assert all(wrote[i] for i in unseen) and all(wrote[i + 1] for i in unseen if i + 1 < len(draws))
+    assert not any(wrote[i] for i in range(len(draws)) if i not in {*controls, *unseen, *(j + 1 for j in unseen)})
 
 
 def test_a_backward_on_unseen_data_starts_from_a_gradient_of_its_own(fixture_ops):
@@ -103,9 +130,9 @@ def test_where_prepare_made_every_input_the_unseen_draws_hold_its_making_of_new_
     pool = fresh.InputPool(resolved, prepared.inputs, prepared.raw)
     assert pool.key is None and set(pool.others) == {"x", "w"}  # both made anew in float64: no rotation
     own = {k: t.clone() for k, t in prepared.inputs.items()}
-    pool.begin(2)
+    pool.begin(STRICT_EVERY)
     pool.sampling()
-    draws = [(d, {k: t.clone() for k, t in d.inputs.items()}) for d in (pool.draw() for _ in range(16))]
+    draws = [(d, {k: t.clone() for k, t in d.inputs.items()}) for d in (pool.draw() for _ in range(DRAWS))]
     assert sum(d.unseen for d, _ in draws) == UNSEEN_MAX
     for drawn, held in draws:
         assert held["x"].dtype == torch.float64  # prepare's making
@@ -121,9 +148,9 @@ def test_an_input_whose_shape_follows_the_seed_keeps_its_own_data_in_an_unseen_d
                          {"batch_size": 8, "D": 16, "grid": 8}).resolve()
     prepared = prepare(resolved)
     pool = fresh.InputPool(resolved, prepared.inputs, prepared.raw)
-    pool.begin(2)
+    pool.begin(STRICT_EVERY)
     pool.sampling()
-    draws = [pool.draw() for _ in range(16)]  # the sequence lengths differ between seeds: nothing to copy them into
+    draws = [pool.draw() for _ in range(DRAWS)]  # the sequence lengths differ between seeds: nothing to copy them into
     unseen = [d for d in draws if d.unseen]
     assert len(unseen) == UNSEEN_MAX
     for drawn in draws:
@@ -138,7 +165,7 @@ def test_a_cell_of_large_inputs_rotates_the_data_of_those_that_fit_and_has_no_un
     prepared = prepare(resolved)
     pool = fresh.InputPool(resolved, prepared.inputs, prepared.raw)
     assert pool.key in ("x", "y") and not pool.others
-    pool.begin(2)
+    pool.begin(STRICT_EVERY)
     pool.sampling()
     draws, data = [], []
     for _ in range(12):

@@ -13,6 +13,18 @@ def test_each_unseen_sample_is_set_against_the_median_of_its_clean_seen_neighbou
     assert unseen.ratios(samples, flags, aside) == [9.0 / 3.5, 50.0 / 5.0]  # (1, 2, 5, 6); (2, 5, 6)
 
 
+@pytest.mark.parametrize("seed", range(50))
+def test_each_window_holds_an_unseen_draw_and_a_control_that_is_neither_it_nor_the_draw_after_one(seed):
+    import random
+
+    found, controls = unseen.positions(10, unseen.STRICT_EVERY, random.Random(seed))
+    assert len(found) == len(controls) == unseen.UNSEEN_MAX
+    for k, (u, c) in enumerate(zip(found, controls)):
+        window = range(10 + k * unseen.STRICT_EVERY, 10 + (k + 1) * unseen.STRICT_EVERY)
+        assert u in window and c in window
+        assert c not in found and c - 1 not in found
+
+
 def test_calls_fast_only_on_seen_data_are_a_result_cache():
     samples = [0.01] * 30
     flags = [False] * 30
@@ -50,6 +62,26 @@ def test_a_cache_that_slows_the_calls_after_each_miss_is_judged_against_the_whol
     said = unseen.cached(samples, flags)
     assert said.startswith("its 4 timed calls on data never given to it before took 100.0-100.0x as long as the "
                            "median of its calls on data it had been given")
+
+
+def test_unseen_calls_as_slow_as_the_controls_are_no_finding_however_fast_the_rest():
+    """The copies before an unseen call leave the caches cold: so do a control's (seen data, copied in alike)."""
+    n = 200
+    samples = [0.45e-3] * 48 + [0.1e-3] * (n - 48)  # the calls around the copies slow, the rest of the pass fast
+    flags, controls = [False] * n, [False] * n
+    for i in range(6):
+        samples[8 * i + 2] = 0.5e-3 + 0.01e-3 * i  # unseen: cold after its copies
+        samples[8 * i + 5] = 0.48e-3  # a control: as cold, on seen data
+        flags[8 * i + 2], controls[8 * i + 5] = True, True
+    assert min(unseen.overall(samples, flags)) > unseen.OVERALL_RATIO  # against the pass's median: 5x
+    assert unseen.overall(samples, flags, controls=controls) == [1.0] * 6  # within EXCESS_S of the controls
+    assert unseen.cached(samples, flags, controls=controls) == ""
+    cache = [0.1e-3 if c else s for s, c in zip(samples, controls)]  # a cache answers a control from memory
+    said = unseen.cached(cache, flags, controls=controls)
+    assert said.startswith("its 6 timed calls on data never given to it before took 5.0-5.5x as long as its calls "
+                           "on data it had been given that was copied in as theirs was")
+    aside = [c and i < 40 for i, c in enumerate(controls)]  # all but one control set aside: the pass's median
+    assert "as long as the median of its calls" in unseen.cached(samples, flags, aside, controls=controls)
 
 
 def test_honest_times_drifting_through_the_pass_are_no_finding_against_its_median():
