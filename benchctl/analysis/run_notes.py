@@ -15,7 +15,8 @@ from benchctl.analysis.at_speed import at_speed_line
 from benchctl.analysis.machine_lines import busy_run_line, slow_calibration_line, slow_run_line, threads_line
 from benchctl.analysis.repeat import repeat_line
 from benchctl.analysis.speedup_states import states_line
-from benchctl.analysis.summary import host_bound_line, os_time_line, partner_apart_line
+from benchctl.analysis.partner_lines import partner_apart_line
+from benchctl.analysis.summary import host_bound_line, os_time_line
 from benchctl.results import storage
 from benchctl.results.guard import changed_line
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
@@ -13,8 +12,7 @@ import pandas as pd
 from benchctl.results import storage
 from benchctl.results.schema import (BUSY_WARN_CORES, CELL_COLUMNS, SLOW_PHASE, beside_work, beyond_threads,
                                      host_bound, slow_machine)
-from benchctl.analysis.speedup import (PARTNER_APART, disturbed, partner_apart, partner_drift, present_value,
-                                      speedup_label)
+from benchctl.analysis.speedup import PARTNER_APART, disturbed, present_value, speedup_label
 from benchctl.analysis.verdict import timing_kinds
 from benchctl.vocab import Allocator, Device, Status, TimingMode
 
@@ -260,32 +258,6 @@ def os_time_line(rows: pd.DataFrame) -> str | None:
                 "without that")
     return (f"{said}: under tcmalloc too, so the code itself asks for fresh memory each call; `benchctl profile` "
             "shows where")
-
-
-def partner_apart_line(rows: pd.DataFrame) -> str | None:
-    """A line under the tables where passes timed in pairs read their partner far from the partner's own row
-    (`partner_apart`, the tables' `≠`): how many, and the widest, so nobody divides two medians of the table
-    that the machine's speed set apart."""
-    found = [(b, r) for b, r in _paired_with_base(rows) if partner_drift(b, r) is not None]
-    apart = [(b, r) for b, r in found if partner_apart(b, r)]
-    if not apart:
-        return None
-    base, row = max(apart, key=lambda f: abs(math.log(partner_drift(*f))))
-    where = f"{row['op']}/{row['target']} {row['pass']} at {row['axis']}={axis_value_text(row['axis_value'])}"
-    beside = base["median_s"] * partner_drift(base, row)
-    return (f"{len(apart)} of {len(found)} passes timed in pairs read their partner over {PARTNER_APART:.0%} off "
-            f"the partner's own row (the widest, {where}: {base['impl']} {ms_text(base['median_s'])} ms in its "
-            f"row, {ms_text(beside)} ms beside {row['impl']}): the machine changed speed between "
-            "the cells; each speedup is its pairs', timed side by side")
-
-
-def _paired_with_base(rows: pd.DataFrame) -> list[tuple[dict, dict]]:
-    """Each ok row timed in pairs, with the ok row of its partner in the same cell and pass."""
-    key = [c for c in CELL_COLUMNS if c != "impl"] + ["pass"]
-    ok = storage.latest(rows[rows["status"] == Status.OK], [*CELL_COLUMNS, "pass"])
-    own = {(r["impl"], *(r[k] for k in key)): r for r in ok.to_dict("records")}
-    paired = (r for r in ok.to_dict("records") if present_value(r.get("paired_with")))
-    return [(own[k], r) for r in paired if (k := (r["paired_with"], *(r[c] for c in key))) in own]
 
 
 def _share_at_least(row: dict, column: str, share: float) -> bool:

@@ -1,8 +1,9 @@
 """What a partner read inside its pairs, on the time chart: a hollow point in the partner's colour at its median
 beside each implementation timed in pairs with it (run --pair-with). The partner's line is its own row's
-medians, timed at another moment; where the machine changed speed between the cells (on the 2-core VM,
-lstm_cell's py forward at 16 read 0.085 ms in its row and 0.16 ms beside jit), the points sit off the line and
-show why the speedups (the pairs') are not the ratio of the lines."""
+medians, timed at another moment; where the machine changed speed between the cells, or the pairing moved the
+partner's time (analysis/partner_lines.py; on the 2-core VM, lstm_cell's py forward at 16 read 0.085 ms in its
+row and 0.16 ms beside jit), the points sit off the line and show why the speedups (the pairs') are not the
+ratio of the lines."""
 
 from __future__ import annotations
 

@@ -3,9 +3,10 @@
 import json
 
 import pandas as pd
+import pytest
 
-from benchctl.analysis.summary import (absent_devices, host_bound_line, legend, os_time_line, partner_apart_line,
-                                      summary_tables)
+from benchctl.analysis.partner_lines import partner_apart_line
+from benchctl.analysis.summary import absent_devices, host_bound_line, legend, os_time_line, summary_tables
 
 
 def rows():
@@ -142,9 +143,23 @@ def test_passes_whose_partner_read_far_from_its_own_row_are_marked_and_counted()
     line = partner_apart_line(df.assign(**paired))
     assert line is not None and line.startswith("1 of 1 passes timed in pairs read their partner over 25% off")
     assert "the widest, lstm_cell/cell forward at batch_size=1: py 0.085 ms in its row, 0.16 ms beside cpp" in line
+    assert "in 1 the canary was not read (no calibration); each speedup is its pairs'" in line
     near = {**paired, "partner_samples_s": [None, [0.09e-3] * 3]}
     assert partner_apart_line(df.assign(**near)) is None
     assert summary_tables(df.assign(**near), {"lstm_cell": "py"})[0].rows[1][2] == "0.0668 (2.32x)"
+
+
+@pytest.mark.parametrize("canaries, cause", [
+    ((1.0, 1.5), "in 1 the canary moved the same way between the two cells (the machine changed speed)"),
+    ((1.0, 1.05), "in 1 it did not (the partner's time moved beside the cell, timed by turns with it"),
+    ((1.5, 1.0), "in 1 it did not"),  # the machine faster at cpp's cell: py would have read faster, not slower
+])
+def test_the_canary_says_whether_the_machine_or_the_pairs_moved_the_partner(canaries, cause):
+    df = rows().iloc[[0, 2]].assign(median_s=[0.085e-3, 0.0668e-3], canary_ratio=list(canaries),
+                                    paired_with=[None, "py"], paired_speedup=[None, 2.32],
+                                    partner_samples_s=[None, [0.16e-3, 0.15e-3, 0.17e-3]])
+    line = partner_apart_line(df)
+    assert f"0.16 ms beside cpp, the canary {canaries[0]:.2f}x and {canaries[1]:.2f}x calibrated): {cause}" in line
 
 
 def test_a_pass_is_slow_in_a_slow_phase_not_in_the_drift_of_a_machine_at_speed():

@@ -1,0 +1,73 @@
+"""The line under a run's tables for passes timed in pairs whose partner read far from the partner's own row
+(speedup.partner_apart, the tables' `≠`): how many, the widest, and what moved them.
+
+The machine's canary (each row's `canary_ratio`: its time around the pass over the calibrated time) says which
+of two things did. Where it read the machine over SLOW_PHASE slower at one cell than at the other, the way the
+partner moved, the machine changed speed between the cells. Where it read within SLOW_PHASE at both (or moved
+the other way), the machine did not: the partner's time moved beside the cell, timed by turns with it (the two
+share the caches and the memory). In one main-job run, 15 of 20 such passes were of the first kind (lstm_cell's
+at batch size 16: the canary 1.13x at py's cells, 1.44-1.67x at the others'), 5 of the second, among them
+grid_sample's py beside cpp at image size 1024 (1.83-1.91x its own row, the canary 1.00-1.11x at both) and
+naflex_posembed's loop beside gridsample at batch size 32 (4.35x; 1.15x and 1.16x).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from benchctl.analysis.speedup import PARTNER_APART, partner_apart, partner_drift, present_value
+from benchctl.analysis.summary import axis_value_text, ms_text
+from benchctl.results import storage
+from benchctl.results.schema import CELL_COLUMNS, SLOW_PHASE
+from benchctl.vocab import Status
+
+
+def partner_apart_line(rows: pd.DataFrame) -> str | None:
+    """How many passes timed in pairs read their partner far from its own row, the widest, and how many of them
+    the canary says the machine moved (`machine_moved`), so nobody divides two medians of the table that the
+    machine's speed, or the pairing itself, set apart."""
+    found = [(b, r) for b, r in paired_with_base(rows) if partner_drift(b, r) is not None]
+    apart = [(b, r) for b, r in found if partner_apart(b, r)]
+    if not apart:
+        return None
+    base, row = max(apart, key=lambda f: abs(math.log(partner_drift(*f))))
+    where = f"{row['op']}/{row['target']} {row['pass']} at {row['axis']}={axis_value_text(row['axis_value'])}"
+    beside = base["median_s"] * partner_drift(base, row)
+    canaries = (f", the canary {base['canary_ratio']:.2f}x and {row['canary_ratio']:.2f}x calibrated"
+                if machine_moved(base, row) is not None else "")
+    return (f"{len(apart)} of {len(found)} passes timed in pairs read their partner over {PARTNER_APART:.0%} off "
+            f"the partner's own row (the widest, {where}: {base['impl']} {ms_text(base['median_s'])} ms in its "
+            f"row, {ms_text(beside)} ms beside {row['impl']}{canaries}): {_causes(apart)}; each speedup is its "
+            "pairs', timed side by side")
+
+
+def machine_moved(base: dict, row: dict) -> bool | None:
+    """Whether the canary read the machine over SLOW_PHASE slower (or faster) at `row`'s cell than at `base`'s,
+    the way `base`'s implementation moved in `row`'s pairs; None where a canary was not read."""
+    before, during = base.get("canary_ratio"), row.get("canary_ratio")
+    if not (present_value(before) and present_value(during)) or before <= 0 or during <= 0:
+        return None
+    moved = math.log(during / before)
+    return abs(moved) > math.log1p(SLOW_PHASE) and (moved > 0) == (partner_drift(base, row) > 1)
+
+
+def _causes(apart: list[tuple[dict, dict]]) -> str:
+    said = [machine_moved(b, r) for b, r in apart]
+    machine, pairs, unread = said.count(True), said.count(False), said.count(None)
+    parts = [f"in {machine} the canary moved the same way between the two cells (the machine changed speed)"
+             if machine else "",
+             f"in {pairs} it did not (the partner's time moved beside the cell, timed by turns with it: the two "
+             "share the caches and the memory)" if pairs else "",
+             f"in {unread} the canary was not read (no calibration)" if unread else ""]
+    return ", ".join(p for p in parts if p)
+
+
+def paired_with_base(rows: pd.DataFrame) -> list[tuple[dict, dict]]:
+    """Each ok row timed in pairs, with the ok row of its partner in the same cell and pass."""
+    key = [c for c in CELL_COLUMNS if c != "impl"] + ["pass"]
+    ok = storage.latest(rows[rows["status"] == Status.OK], [*CELL_COLUMNS, "pass"])
+    own = {(r["impl"], *(r[k] for k in key)): r for r in ok.to_dict("records")}
+    paired = (r for r in ok.to_dict("records") if present_value(r.get("paired_with")))
+    return [(own[k], r) for r in paired if (k := (r["paired_with"], *(r[c] for c in key))) in own]
