@@ -2,13 +2,14 @@
 (speedup.partner_apart, the tables' `≠`): how many, the widest, and what moved them.
 
 The machine's canary (each row's `canary_ratio`: its time around the pass over the calibrated time) says which
-of two things did. Where it read the machine over SLOW_PHASE slower at one cell than at the other, the way the
-partner moved, the machine changed speed between the cells. Where it read within SLOW_PHASE at both (or moved
-the other way), the machine did not: the partner's time moved beside the cell, timed by turns with it (the two
-share the caches and the memory). In one main-job run, 15 of 20 such passes were of the first kind (lstm_cell's
-at batch size 16: the canary 1.13x at py's cells, 1.44-1.67x at the others'), 5 of the second, among them
-grid_sample's py beside cpp at image size 1024 (1.83-1.91x its own row, the canary 1.00-1.11x at both) and
-naflex_posembed's loop beside gridsample at batch size 32 (4.35x; 1.15x and 1.16x).
+of two things did. Where the canary's move between the two cells accounts for the partner's (the partner's
+time in the pairs over its own row's, divided by the canary's ratio at the one cell to the other, within
+PARTNER_APART), the machine changed speed between the cells. Where it does not, the partner's time moved
+beside the cell, timed by turns with it (the two share the caches and the memory). In two main-job runs, 15 of
+20 and 7 of 16 such passes were of the first kind (lstm_cell's cpp beside py at batch size 16: py 1.30-1.33x
+its own row, the canary 1.14x at py's cell and 1.46-1.49x at cpp's); among the others, grid_sample's py read
+1.83-1.91x its own row beside cpp at image size 1024 with the canary at 1.00-1.11x at both, and 3.98x beside
+py-imagegrad with the canary at 1.41x and 1.63x.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import pandas as pd
 from benchctl.analysis.speedup import PARTNER_APART, partner_apart, partner_drift, present_value
 from benchctl.analysis.summary import axis_value_text, ms_text
 from benchctl.results import storage
-from benchctl.results.schema import CELL_COLUMNS, SLOW_PHASE
+from benchctl.results.schema import CELL_COLUMNS
 from benchctl.vocab import Status
 
 
@@ -44,21 +45,21 @@ def partner_apart_line(rows: pd.DataFrame) -> str | None:
 
 
 def machine_moved(base: dict, row: dict) -> bool | None:
-    """Whether the canary read the machine over SLOW_PHASE slower (or faster) at `row`'s cell than at `base`'s,
-    the way `base`'s implementation moved in `row`'s pairs; None where a canary was not read."""
+    """Whether the canary's move between the two cells accounts for the partner's: `base`'s implementation's time
+    in `row`'s pairs over its own row's (`partner_drift`), divided by the canary's ratio at `row`'s cell to
+    `base`'s, is within PARTNER_APART; None where a canary was not read."""
     before, during = base.get("canary_ratio"), row.get("canary_ratio")
     if not (present_value(before) and present_value(during)) or before <= 0 or during <= 0:
         return None
-    moved = math.log(during / before)
-    return abs(moved) > math.log1p(SLOW_PHASE) and (moved > 0) == (partner_drift(base, row) > 1)
+    return abs(math.log(partner_drift(base, row) * before / during)) <= math.log1p(PARTNER_APART)
 
 
 def _causes(apart: list[tuple[dict, dict]]) -> str:
     said = [machine_moved(b, r) for b, r in apart]
     machine, pairs, unread = said.count(True), said.count(False), said.count(None)
-    parts = [f"in {machine} the canary moved the same way between the two cells (the machine changed speed)"
+    parts = [f"in {machine} the canary's move between the two cells accounts for it (the machine changed speed)"
              if machine else "",
-             f"in {pairs} it did not (the partner's time moved beside the cell, timed by turns with it: the two "
+             f"in {pairs} it does not (the partner's time moved beside the cell, timed by turns with it: the two "
              "share the caches and the memory)" if pairs else "",
              f"in {unread} the canary was not read (no calibration)" if unread else ""]
     return ", ".join(p for p in parts if p)
