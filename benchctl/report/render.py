@@ -50,7 +50,7 @@ def _status_line(report: Report) -> str:
 def render_markdown(report: Report) -> str:
     out = ["# benchctl report", "", f"Generated {report.generated}. Cells: {_status_line(report)}.", ""]
     if report.notes:
-        out += [f"## {NOTES_TITLE}", "", *(f"- {md_text(line)}" for line in report.notes), ""]
+        out += [f"## {NOTES_TITLE}", "", *(f"- {_md_note(line)}" for line in report.notes), ""]
     out += ["## Environment", "", _md_table(_env_table(report)), ""]
     if report.machine:
         out += [f"![machine memory bandwidth]({report.machine[0].relative_to(report.out_dir).as_posix()})", ""]
@@ -150,10 +150,20 @@ def _flame_graphs(report: Report) -> list[str]:
 NOTES_TITLE = "What the numbers carry"
 
 
+def _md_note(line: str) -> str:
+    """A note made literal in Markdown (`md_text`) but for its `command`s, which stay code spans."""
+    return "".join(part if part.startswith("`") else md_text(part) for part in re.split(r"(`[^`]+`)", line))
+
+
+def _code_spans(escaped: str) -> str:
+    """A note's `command` (its backticks) as code on the page, as a Markdown viewer shows it."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", escaped)
+
+
 def _notes_html(report: Report) -> list[str]:
     if not report.notes:
         return []
-    items = "".join(f"<li>{html.escape(line)}</li>" for line in report.notes)
+    items = "".join(f"<li>{_code_spans(html.escape(line))}</li>" for line in report.notes)
     return [f"<h2>{NOTES_TITLE}</h2>", f'<ul class="note">{items}</ul>']
 
 

@@ -161,7 +161,9 @@ def test_the_page_says_what_the_numbers_carry_first(tmp_path, built):
     page = (tmp_path / "out" / "index.html").read_text()
     assert page.index("What the numbers carry") < page.index("Environment")
     assert "9,768 page faults): the system allocator gives a large buffer back" in page
-    assert "- 1 of 2 CPU passes were mostly OS time" in (tmp_path / "out" / "summary.md").read_text()
+    assert "<code>--allocator tcmalloc</code> keeps such memory" in page  # the note's command, as code
+    markdown = (tmp_path / "out" / "summary.md").read_text()
+    assert "- 1 of 2 CPU passes were mostly OS time" in markdown and " `--allocator tcmalloc` keeps" in markdown
     assert built.notes == () and "What the numbers carry" not in (built.out_dir / "index.html").read_text()
 
 
