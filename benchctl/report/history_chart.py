@@ -28,6 +28,9 @@ if TYPE_CHECKING:
 VERDICT_COLORS = {Verdict.SLOWER: "#c62828", Verdict.FASTER: "#2e7d32"}
 UNSURE_COLOR = "#777777"  # other verdicts, and any step where the cell's code did not change
 SPREAD = 0.3  # the runs of one commit share its slot, this wide
+# Steps at one commit labelled each beside the others; more are counted in one label (the page's table lists
+# them): eight labels at one commit ran over the points of the next.
+SIDE_BY_SIDE = 3
 
 
 def commit_axis(series: Sequence[Series]) -> list[str]:
@@ -78,8 +81,12 @@ def history_figure(series: Sequence[Series], found: Sequence[Step], title: str) 
         for s in shown:
             label = " ".join(filter(None, [s.cell["impl"], variant(s, varying)]))
             _draw(ax, *_levels(s, axis, relative), colors[s.cell["impl"]], styles[variant(s, varying)], label)
-        for n, step in enumerate(found):
-            _mark(ax, step, axis, sum(s.after.label == step.after.label for s in found[:n]))
+        for group in _by_commit(found).values():
+            if len(group) > SIDE_BY_SIDE:
+                _mark_many(ax, group, axis)
+                continue
+            for n, step in enumerate(group):
+                _mark(ax, step, axis, n)
         _axes(ax, axis, ylabel, log=not relative)
     first = series[0].cell
     axes[0][0].set_title(f"{title}: {panel_title(first['device'], first['pass'])}", fontsize=10)
@@ -93,7 +100,8 @@ def _axes(ax, axis: list[str], ylabel: str, log: bool) -> None:
     ax.set_xticks(range(len(axis)), axis, rotation=45, ha="right", fontsize=8, family="monospace")
     ax.set_xlim(-0.5, len(axis) - 0.5)
     ax.set_xlabel("commit of the measured code (* uncommitted changes)\nhollow: a noisy run; ^: a run in a slow "
-                  "phase; x: a run stopped disturbed or timed beside other work, left out of the step search")
+                  "phase;\nx: a run stopped disturbed or timed beside other work, left out of the step search",
+                  fontsize=9)
     ax.set_ylabel(ylabel)
     if log:
         ax.set_yscale("log")
@@ -133,6 +141,27 @@ def _draw(ax, runs: list[Point], x: np.ndarray, levels: np.ndarray, left_out: li
 def _noisy(p: Point) -> bool:
     value = p.row.get("noisy")
     return bool(value) if isinstance(value, (bool, np.bool_)) else False
+
+
+def _by_commit(found: Sequence[Step]) -> dict[str, list[Step]]:
+    groups: dict[str, list[Step]] = {}
+    for step in found:
+        groups.setdefault(step.after.label, []).append(step)
+    return groups
+
+
+def _mark_many(ax, group: Sequence[Step], axis: list[str]) -> None:
+    """One line and one label for the steps at one commit: how many, by verdict (the page's table lists them); in
+    their verdict's colour where they share one and the code changed there, else grey."""
+    at = axis.index(group[0].after.label) - 0.5
+    verdicts = sorted({s.change.verdict for s in group})
+    unchanged = all(s.code_unchanged for s in group)
+    color = VERDICT_COLORS.get(verdicts[0], UNSURE_COLOR) if len(verdicts) == 1 and not unchanged else UNSURE_COLOR
+    ax.axvline(at, color=color, linestyle="--", linewidth=1)
+    counts = ", ".join(f"{sum(s.change.verdict == v for s in group)} {v}" for v in verdicts)
+    said = f"{len(group)} steps" + (f", {CODE_UNCHANGED}" if unchanged else "")
+    ax.annotate(f"{said}:\n{counts}", (at, 1), xycoords=("data", "axes fraction"), xytext=(3, -3),
+                textcoords="offset points", rotation=90, va="top", fontsize=7, color=color)
 
 
 def _mark(ax, step: Step, axis: list[str], before: int) -> None:

@@ -74,3 +74,13 @@ def test_steps_at_one_commit_stand_side_by_side():
     top = history_figure([s], [step, step], "hoconv2d").axes[0]
     first, second = (t.xyann[0] for t in top.texts)  # offsets from the line, in points
     assert second - first >= 7  # the labels' 7-point font: apart, not on top of each other
+
+
+def test_many_steps_at_one_commit_are_counted_in_one_label():
+    s = series([{**run_row(i), "impl_code": "a" * 12} for i in range(RUNS)])
+    (step,) = steps.steps(s)
+    unsure = replace(step, change=replace(step.change, verdict="unsure"))
+    top = history_figure([s], [step] * 2 + [unsure] * 3, "hoconv2d").axes[0]
+    (label,) = top.texts
+    assert label.get_text() == "5 steps, code unchanged:\n2 slower, 3 unsure"
+    assert label.get_color() == UNSURE_COLOR
