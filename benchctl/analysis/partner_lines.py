@@ -18,7 +18,7 @@ import math
 
 import pandas as pd
 
-from benchctl.analysis.speedup import PARTNER_APART, partner_apart, partner_drift, present_value
+from benchctl.analysis.speedup import PARTNER_APART, machine_moved, partner_apart, partner_drift, present_value
 from benchctl.analysis.summary import axis_value_text, ms_text
 from benchctl.results import storage
 from benchctl.results.schema import CELL_COLUMNS
@@ -42,16 +42,6 @@ def partner_apart_line(rows: pd.DataFrame) -> str | None:
             f"the partner's own row (the widest, {where}: {base['impl']} {ms_text(base['median_s'])} ms in its "
             f"row, {ms_text(beside)} ms beside {row['impl']}{canaries}): {_causes(apart)}; each speedup is its "
             "pairs', timed side by side")
-
-
-def machine_moved(base: dict, row: dict) -> bool | None:
-    """Whether the canary's move between the two cells accounts for the partner's: `base`'s implementation's time
-    in `row`'s pairs over its own row's (`partner_drift`), divided by the canary's ratio at `row`'s cell to
-    `base`'s, is within PARTNER_APART; None where a canary was not read."""
-    before, during = base.get("canary_ratio"), row.get("canary_ratio")
-    if not (present_value(before) and present_value(during)) or before <= 0 or during <= 0:
-        return None
-    return abs(math.log(partner_drift(base, row) * before / during)) <= math.log1p(PARTNER_APART)
 
 
 def _causes(apart: list[tuple[dict, dict]]) -> str:

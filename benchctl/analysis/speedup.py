@@ -65,9 +65,10 @@ def unsettled(base: Mapping[str, Any], row: Mapping[str, Any]) -> bool:
     """The speedup does not hold: its range goes from under 1 to over 1 (its rounds, or its paired interval,
     disagree on which implementation is faster), or either side's median is `disturbed` (too few clean
     samples, so a stall may be in it: beside a neighbour one side can read 100x slow with no range to show it),
-    or, unpaired, one side alone was timed beside other work."""
+    or, unpaired, one side alone was timed beside other work, or the pairing moved the partner (`pairing_moved`)."""
     found = speedup_range(base, row)
-    return _a_side_disturbed(base, row) or (found is not None and found[0] < 1.0 < found[1])
+    return (_a_side_disturbed(base, row) or pairing_moved(base, row)
+            or (found is not None and found[0] < 1.0 < found[1]))
 
 
 def partner_drift(base: Mapping[str, Any], row: Mapping[str, Any]) -> float | None:
@@ -85,6 +86,25 @@ def partner_apart(base: Mapping[str, Any], row: Mapping[str, Any]) -> bool:
     the speedup (the pairs' is)."""
     drift = partner_drift(base, row)
     return drift is not None and abs(math.log(drift)) > math.log1p(PARTNER_APART)
+
+
+def machine_moved(base: Mapping[str, Any], row: Mapping[str, Any]) -> bool | None:
+    """Whether the canary's move between the two cells accounts for the partner's: `base`'s implementation's time
+    in `row`'s pairs over its own row's (`partner_drift`), divided by the canary's ratio at `row`'s cell to
+    `base`'s, is within PARTNER_APART; None where a canary or the drift was not read."""
+    before, during, drift = base.get("canary_ratio"), row.get("canary_ratio"), partner_drift(base, row)
+    if drift is None or not (present_value(before) and present_value(during)) or before <= 0 or during <= 0:
+        return None
+    return abs(math.log(drift * before / during)) <= math.log1p(PARTNER_APART)
+
+
+def pairing_moved(base: Mapping[str, Any], row: Mapping[str, Any]) -> bool:
+    """The partner read over PARTNER_APART off its own row in the pairs (`partner_apart`) and the canary's move does
+    not account for it (`machine_moved`): timed by turns, the two met another regime than alone (grid_sample at
+    image size 1024 on the 2-core VM: py 0.066 ms alone, 0.10-0.26 ms by turns with cpp or py-imagegrad, the
+    canary steady), so the pairs' speedup and the medians' ratio are two answers (cpp over py: 1.48-2.06x in the
+    pairs, 1.1x by the medians)."""
+    return partner_apart(base, row) and machine_moved(base, row) is False
 
 
 def disturbed(row: Mapping[str, Any]) -> bool:

@@ -66,8 +66,8 @@ def present(rows: pd.DataFrame, absent: list[Absent]) -> pd.DataFrame:
 # What each mark after a table cell's time says, in the order the legend gives them (`legend`).
 MARKS = {
     "±": "the paired speedup's interval, from this run's pairs (its two ends where lopsided)",
-    "?": "the speedup does not hold: its rounds disagree on which is faster, a side is disturbed, or (not timed "
-         "in pairs) one side alone was busy",
+    "?": "the speedup does not hold: its rounds disagree on which is faster, a side is disturbed, (not timed in "
+         "pairs) one side alone was busy, or (≠ with the canary steady) the pairing moved the reference",
     "≠": f"the reference read over {PARTNER_APART:.0%} off its own row in these pairs: the speedup is the pairs', "
          "not the medians' ratio",
     "↻": "the earlier runs of the same code on this machine in the same state (a slow phase or at speed) read the "
