@@ -243,17 +243,21 @@ class InputPool:
     def _control(self) -> bool:
         """Whether this draw is the pass's next control: a timed call's, neither an unseen draw nor the one after
         it (where an untimed call moved a control's place there, the control waits for the next)."""
-        unseen_now = self.ahead is not None and self.calls >= self.unseen_at[0]
-        if self.control_at and self.calls >= self.control_at[0] and not (self.held or self.restore or unseen_now):
+        if self.control_at and self.calls >= self.control_at[0] and not (self.held or self.restore
+                                                                          or self._unseen_due()):
             del self.control_at[0]
             return True
         return False
+
+    def _unseen_due(self) -> bool:
+        """Whether this draw is the pass's next unseen one (its data made ahead; a timed call's)."""
+        return self.ahead is not None and not self.held and self.calls >= self.unseen_at[0]
 
     def _next(self, control: bool = False) -> tuple[int, Inputs]:
         """The next draw's data: the unseen set made ahead where this draw is the pass's next unseen one, else
         the next of the rotation for the key, and the others' own data back after an unseen draw or copied in
         again for a control (the unseen set for later made first, outside any call's clock)."""
-        if self.ahead is not None and not self.held and self.calls >= self.unseen_at[0]:
+        if self._unseen_due():
             found, self.ahead, self.restore = self.ahead, None, True
             del self.unseen_at[0]
             return found

@@ -124,18 +124,19 @@ def overall(samples: Sequence[float], unseen: Sequence[bool], aside: Sequence[bo
             controls: Sequence[bool] = ()) -> list[float]:
     """Each clean unseen sample over the median of the clean controls (`_against`; `_ratio`)."""
     clean = _clean(samples, aside)
-    middle = _against(samples, unseen, clean, controls)
+    middle = _against(samples, unseen, aside, controls)
     if middle <= 0:
         return []
     return [_ratio(s, middle) for s, u, c in zip(samples, unseen, clean) if c and u]
 
 
-def _against(samples: Sequence[float], unseen: Sequence[bool], clean: Sequence[bool],
+def _against(samples: Sequence[float], unseen: Sequence[bool], aside: Sequence[bool],
              controls: Sequence[bool]) -> float:
-    """The median of the clean controls (seen data copied in as an unseen draw's is), where UNSEEN_JUDGED of them
-    were left; else of every clean seen sample of the pass; 0 where fewer than two."""
-    mine = [s for s, k, c in zip(samples, controls, clean) if c and k] if len(controls) == len(samples) else []
-    seen = mine if len(mine) >= UNSEEN_JUDGED else [s for s, u, c in zip(samples, unseen, clean) if c and not u]
+    """The median of the clean controls (seen data copied in as an unseen draw's is) where the pass is
+    `controlled`; else of every clean seen sample of the pass; 0 where fewer than two."""
+    clean = _clean(samples, aside)
+    picked = controls if controlled(samples, controls, aside) else [not u for u in unseen]
+    seen = [s for s, k, c in zip(samples, picked, clean) if c and k]
     return float(np.median(seen)) if len(seen) >= 2 else 0.0
 
 

@@ -157,10 +157,15 @@ def _mark_many(ax, group: Sequence[Step], axis: list[str]) -> None:
     verdicts = sorted({s.change.verdict for s in group})
     unchanged = all(s.code_unchanged for s in group)
     color = VERDICT_COLORS.get(verdicts[0], UNSURE_COLOR) if len(verdicts) == 1 and not unchanged else UNSURE_COLOR
-    ax.axvline(at, color=color, linestyle="--", linewidth=1)
     counts = ", ".join(f"{sum(s.change.verdict == v for s in group)} {v}" for v in verdicts)
     said = f"{len(group)} steps" + (f", {CODE_UNCHANGED}" if unchanged else "")
-    ax.annotate(f"{said}:\n{counts}", (at, 1), xycoords=("data", "axes fraction"), xytext=(3, -3),
+    _line(ax, at, color, f"{said}:\n{counts}", 0)
+
+
+def _line(ax, at: float, color: str, text: str, before: int) -> None:
+    """A step's dashed line at `at` and its label down from the top, beside the `before` labels already there."""
+    ax.axvline(at, color=color, linestyle="--", linewidth=1)
+    ax.annotate(text, (at, 1), xycoords=("data", "axes fraction"), xytext=(3 + 9 * before, -3),
                 textcoords="offset points", rotation=90, va="top", fontsize=7, color=color)
 
 
@@ -169,11 +174,8 @@ def _mark(ax, step: Step, axis: list[str], before: int) -> None:
     and said); `before`: the steps already marked at the same commit, whose labels this one's stands beside."""
     at = axis.index(step.after.label) - 0.5
     color = UNSURE_COLOR if step.code_unchanged else VERDICT_COLORS.get(step.change.verdict, UNSURE_COLOR)
-    ax.axvline(at, color=color, linestyle="--", linewidth=1)
     c = step.change
     ratio = c.relative if c.by_pairs else c.ratio
     change = f" {(ratio - 1) * 100:+.0f}%" if ratio is not None else ""
     unchanged = f", {CODE_UNCHANGED}" if step.code_unchanged else ""
-    ax.annotate(f"{step.series.cell['impl']} {c.verdict}{change} at {step.after.label}{unchanged}", (at, 1),
-                xycoords=("data", "axes fraction"), xytext=(3 + 9 * before, -3), textcoords="offset points",
-                rotation=90, va="top", fontsize=7, color=color)
+    _line(ax, at, color, f"{step.series.cell['impl']} {c.verdict}{change} at {step.after.label}{unchanged}", before)

@@ -148,16 +148,17 @@ def _flame_graphs(report: Report) -> list[str]:
 
 
 NOTES_TITLE = "What the numbers carry"
+CODE_SPAN = re.compile(r"(`[^`]+`)")  # a `command` in a note
 
 
 def _md_note(line: str) -> str:
     """A note made literal in Markdown (`md_text`) but for its `command`s, which stay code spans."""
-    return "".join(part if part.startswith("`") else md_text(part) for part in re.split(r"(`[^`]+`)", line))
+    return "".join(part if CODE_SPAN.fullmatch(part) else md_text(part) for part in CODE_SPAN.split(line))
 
 
 def _code_spans(escaped: str) -> str:
     """A note's `command` (its backticks) as code on the page, as a Markdown viewer shows it."""
-    return re.sub(r"`([^`]+)`", r"<code>\1</code>", escaped)
+    return CODE_SPAN.sub(lambda m: f"<code>{m.group(1)[1:-1]}</code>", escaped)
 
 
 def _notes_html(report: Report) -> list[str]:
