@@ -18,8 +18,9 @@ from benchctl.results.schema import CELL_COLUMNS, ENV_FIELDS, median_samples, sl
 from benchctl.analysis.comparison import CellChange, Comparison, EnvDifference, VERDICTS
 from benchctl.analysis.pairs import relative_change
 from benchctl.analysis.summary import probed
+from benchctl.analysis.timed_alike import TIMED_APART, timed_apart
 from benchctl.analysis.verdict import (adjusted, doubt, machine_doubt, mann_whitney_p, ratio_interval,
-                                      relative_verdict, TIMED_APART, timed_apart, verdict, with_pairs)
+                                      relative_verdict, verdict, with_pairs)
 from benchctl.vocab import BROKEN, Device, Status, Verdict
 
 KEY = (*CELL_COLUMNS, "pass")
@@ -40,7 +41,7 @@ def _samples(row: pd.Series) -> list[float]:
 
 
 def _facts(row: pd.Series) -> dict[str, Any]:
-    """What verdict.doubt and verdict.timed_apart read of a side."""
+    """What verdict.doubt and timed_alike.timed_apart read of a side."""
     return {k: (None if np.isscalar(row.get(k)) and pd.isna(row.get(k)) else row.get(k))
             for k in ("stop", "noisy", "other_cores", "mode_slow_s", "canary_ratio", "processes", "process_spread",
                       "timing_mode", "flush_l2", "device", "threads", "allocator")}

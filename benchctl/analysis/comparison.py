@@ -8,7 +8,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping, NamedTuple, Sequence
 
 from benchctl.analysis.machine_lines import busy_through
-from benchctl.analysis.verdict import CODE_UNCHANGED, DECISIVE, TIMED_APART
+from benchctl.analysis.timed_alike import TIMED_APART
+from benchctl.analysis.verdict import CODE_UNCHANGED, DECISIVE
 from benchctl.vocab import Status, Verdict
 
 # Runs whose median memory bandwidth probes (membw.py) differ by more than this share get a warning.
@@ -130,7 +131,7 @@ class Comparison:
         apart = sorted({c.reason for c in self.cells if c.reason and c.reason.startswith(TIMED_APART)})
         if apart:
             count = sum(1 for c in self.cells if c.reason in apart)
-            kinds = {"thread": ["--threads"], "allocator": ["--allocator"], "": ["--cuda-graph", "--flush-l2"]}
+            kinds = {"thread": ["--threads"], "allocator": ["--allocator"], "": ["--cuda-graph", "--flush-caches"]}
             said = [next(k for k in kinds if k in a) for a in apart]  # "" is in every reason: the last resort
             options = ", ".join(option for k in kinds if k in said for option in kinds[k])
             out.append(f"{count} of {len(self.cells)} cells were {'; '.join(apart)}: they get no verdict; time both "

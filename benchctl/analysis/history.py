@@ -18,7 +18,7 @@ import pandas as pd
 from benchctl.errors import UsageError
 from benchctl.results import commits, storage
 from benchctl.analysis.compare import KEY, machine_kinds
-from benchctl.analysis.verdict import thread_kinds, timing_kinds
+from benchctl.analysis.timed_alike import thread_kinds, timing_kinds
 from benchctl.results.schema import params_text
 from benchctl.vocab import Status
 

@@ -9,7 +9,8 @@ beside the cell, timed by turns with it (the two share the caches and the memory
 20 and 7 of 16 such passes were of the first kind (lstm_cell's cpp beside py at batch size 16: py 1.30-1.33x
 its own row, the canary 1.14x at py's cell and 1.46-1.49x at cpp's); among the others, grid_sample's py read
 1.83-1.91x its own row beside cpp at image size 1024 with the canary at 1.00-1.11x at both, and 3.98x beside
-py-imagegrad with the canary at 1.41x and 1.63x.
+py-imagegrad with the canary at 1.41x and 1.63x. With each call started on flushed caches (run --flush-caches),
+py read 0.369 ms alone and 0.369-0.372 ms beside cpp and py-imagegrad.
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ from benchctl.analysis.summary import axis_value_text, ms_text
 from benchctl.results import storage
 from benchctl.results.schema import CELL_COLUMNS
 from benchctl.vocab import Status
+
+# What the line says of a partner the pairing moved, where its calls ran on warm caches.
+COLD = "`--flush-caches` starts every call on cold caches, alone and by turns alike"
 
 
 def partner_apart_line(rows: pd.DataFrame) -> str | None:
@@ -47,10 +51,11 @@ def partner_apart_line(rows: pd.DataFrame) -> str | None:
 def _causes(apart: list[tuple[dict, dict]]) -> str:
     said = [machine_moved(b, r) for b, r in apart]
     machine, pairs, unread = said.count(True), said.count(False), said.count(None)
+    warm = not any(r.get("flush_l2") is True for (_, r), moved in zip(apart, said) if moved is False)
     parts = [f"in {machine} the canary's move between the two cells accounts for it (the machine changed speed)"
              if machine else "",
              f"in {pairs} it does not (the partner's time moved beside the cell, timed by turns with it: the two "
-             "share the caches and the memory)" if pairs else "",
+             "share the caches and the memory" + (f"; {COLD}" if warm else "") + ")" if pairs else "",
              f"in {unread} the canary was not read (no calibration)" if unread else ""]
     return ", ".join(p for p in parts if p)
 

@@ -28,7 +28,7 @@ import pandas as pd
 from benchctl.analysis.compare import KEY, machine_kinds
 from benchctl.analysis.speedup import moved_since, present_value
 from benchctl.analysis.summary import axis_value_text
-from benchctl.analysis.verdict import thread_kinds, timing_kinds
+from benchctl.analysis.timed_alike import thread_kinds, timing_kinds
 from benchctl.results import storage
 from benchctl.results.schema import slow_machine
 from benchctl.vocab import Status

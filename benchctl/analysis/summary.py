@@ -13,7 +13,7 @@ from benchctl.results import storage
 from benchctl.results.schema import (BUSY_WARN_CORES, CELL_COLUMNS, SLOW_PHASE, beside_work, beyond_threads,
                                      host_bound, slow_machine)
 from benchctl.analysis.speedup import PARTNER_APART, disturbed, present_value, speedup_label
-from benchctl.analysis.verdict import timing_kinds
+from benchctl.analysis.timed_alike import timing_kinds
 from benchctl.vocab import Allocator, Device, Status, TimingMode
 
 # A call whose system CPU time (all threads) is at least this share of its median is marked "os": most

@@ -45,10 +45,10 @@ import math
 from typing import Mapping, Sequence
 
 import numpy as np
-import pandas as pd
 
+from benchctl.analysis.timed_alike import TIMED_APART
 from benchctl.results.schema import CANARY_SLOW, SLOW_PHASE, beside_work, slow_machine
-from benchctl.vocab import Device, Stop, TimingMode, Verdict
+from benchctl.vocab import Stop, Verdict
 
 # Why a change the samples call real is still `unsure`.
 DISTURBED, NOISY, ONE_PROCESS = "disturbed", "noisy", "one process"
@@ -64,7 +64,6 @@ PHASES = "one side timed in a slow phase of the machine, the other at speed"
 WITHIN_SPREAD = "within the spread between processes"
 MACHINE_SLOWER, MACHINE_FASTER = "the machine was slower", "the machine was faster"
 MACHINE_CHANGED = "the machine changed speed between the runs"
-TIMED_APART = "timed differently"  # no verdict at all, not even `same`: the two times measure different things
 # The probes of the processor's own speed (not the memory's), and how far apart two rows' readings of it
 # say the runs ran on machines of different speed. The SM clock is read, not timed: CANARY_SLOW. The
 # canary is timed, and a 2-core VM is either at speed or in a slow phase: rows of the same phase read
@@ -183,62 +182,6 @@ def doubt(ratio: float, sides: Sequence[dict], min_effect: float) -> str | None:
     # past it by the minimum effect: three processes' range understates the next three's (one A/A pair
     # read 1.37x against a spread of 37%)
     return WITHIN_SPREAD if change <= math.log1p(spread) + math.log1p(min_effect) else None
-
-
-def timed_apart(base: Mapping, new: Mapping) -> str | None:
-    """Why two rows' times cannot be held against each other: their calls were timed differently (eager
-    against CUDA-graph replays, which leave the host out; a warm L2 against one flushed before each call;
-    a CPU cell given another count of torch's threads, or run under another memory allocator: a large buffer
-    faulted in afresh each call under glibc's took 2-10x as long as under tcmalloc's, which keeps it). A row
-    from before `flush_l2` (or `allocator`) was recorded leaves it unknown, and unjudged."""
-    a, b = _timing(base), _timing(new)
-    if a[0] != b[0] or (None not in (a[1], b[1]) and a[1] != b[1]):
-        return f"{TIMED_APART}: {_timing_words(a)} in BASE, {_timing_words(b)} in NEW"
-    given = [_cpu_threads(row) for row in (base, new)]
-    if None not in given and given[0] != given[1]:
-        return f"{TIMED_APART}: on {threads_words(given[0])} in BASE, {given[1]} in NEW"
-    malloc = [row.get("allocator") if base.get("device") == Device.CPU else None for row in (base, new)]
-    if None in malloc or malloc[0] == malloc[1]:
-        return None
-    return f"{TIMED_APART}: under the {malloc[0]} allocator in BASE, {malloc[1]} in NEW"
-
-
-def threads_words(count: int) -> str:
-    """`count` of torch's threads, in words: 1 thread, 2 threads."""
-    return f"{count} thread" + ("s" if count != 1 else "")
-
-
-def _cpu_threads(row: Mapping) -> int | None:
-    """torch's threads a CPU row was given (None: a GPU row's, or not recorded)."""
-    threads = row.get("threads")
-    if row.get("device") != Device.CPU or threads is None or pd.isna(threads):
-        return None
-    return int(threads)
-
-
-def timing_kinds(rows: pd.DataFrame) -> pd.Series:
-    """How each row's calls were timed, in words, where not eager on a warm cache (` (cuda_graph)`,
-    ` (eager, L2 flushed)`), else "": what a history's series, a chart's panel and a table's title add."""
-    facts = rows.reindex(columns=["timing_mode", "flush_l2"]).astype(object).to_dict("records")
-    words = [_timing_words(_timing(row)) for row in facts]
-    return pd.Series([f" ({w})" if w != TimingMode.EAGER else "" for w in words], index=rows.index, dtype=object)
-
-
-def thread_kinds(rows: pd.DataFrame) -> pd.Series:
-    """Each CPU row's count of torch's threads, in words (` (2 threads)`), else "" (a GPU row, or not recorded)."""
-    facts = rows.reindex(columns=["device", "threads"]).astype(object).to_dict("records")
-    given = [_cpu_threads(row) for row in facts]
-    return pd.Series([f" ({threads_words(n)})" if n else "" for n in given], index=rows.index, dtype=object)
-
-
-def _timing(row: Mapping) -> tuple[str, bool | None]:
-    mode, flushed = row.get("timing_mode"), row.get("flush_l2")
-    return (mode if isinstance(mode, str) and mode else "eager",
-            bool(flushed) if isinstance(flushed, (bool, np.bool_)) else None)
-
-
-def _timing_words(timing: tuple[str, bool | None]) -> str:
-    return timing[0] + (", L2 flushed" if timing[1] else "")
 
 
 def _present(value: object) -> float:

@@ -62,7 +62,7 @@ def _canary_now(peaks: dict) -> str:
     it says so."""
     import torch
     from benchctl.analysis.canary_windows import slow_on_threads_alone
-    from benchctl.analysis.verdict import threads_words
+    from benchctl.analysis.timed_alike import threads_words
     from benchctl.machine import canary
 
     threads = torch.get_num_threads()
@@ -99,7 +99,7 @@ def _windows_text(peaks: dict) -> str:
     without them). A machine whose windows spread wide reads over the calibrated time most of the time, and marks
     passes `slow`; where only torch's threads spread, one thread is the steady part."""
     from benchctl.analysis import canary_windows as cw
-    from benchctl.analysis.verdict import threads_words
+    from benchctl.analysis.timed_alike import threads_words
 
     threads = peaks.get("threads") or 1
     counts = sorted({int(n) for n in peaks.get("canary_s_by_threads", {})} | {threads})

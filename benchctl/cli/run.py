@@ -74,7 +74,9 @@ def _ints(text: str | None) -> tuple[int, ...]:
 @click.option("--quick", is_flag=True, help="Each operator's small quick sweep.")
 @click.option("--timeout", type=Seconds(min=0, min_open=True), default=900.0, show_default=True,
               help="Seconds per cell before it is killed.")
-@click.option("--flush-l2", is_flag=True, help="GPU: write a buffer larger than L2 before each repetition.")
+@click.option("--flush-caches", "--flush-l2", "flush_l2", is_flag=True,
+              help="Start each timed call on cold caches: a buffer twice the last cache level (GPU: L2) is written "
+                   "(GPU) or read (CPU) before it, untimed; rows record it.")
 @click.option("--cuda-graph", is_flag=True, help="GPU: time replays of each call captured in a CUDA graph, "
               "launch overhead left out; rows record the timing mode.")
 @tf32_option

@@ -145,23 +145,27 @@ def _read(clocks: dict[int, float], ended: float | None = None) -> float:
 class CpuClock:
     """perf_counter_ns around each call; also what the OS did for each call (`usage_per_call`, in
     order), read outside the clock (`usage`: an OsReader made with the clock, by default). A fresh multi-MB
-    result faults in every 4 KiB page on its first write, which can cost more than computing it."""
+    result faults in every 4 KiB page on its first write, which can cost more than computing it. An optional
+    `before` hook (a cache flush, flush.py) runs before the OS's work is first read, so neither counts it."""
 
     def __init__(self, counter: Callable[[], int] = time.perf_counter_ns,
-                 usage: Callable[[], OsUsage] | None = None):
+                 usage: Callable[[], OsUsage] | None = None, before: Thunk | None = None):
         self.counter = counter
         self.usage = usage or OsReader()
+        self.before = before
         self.usage_per_call: list[OsUsage] = []
         self.result: Any = NOTHING
 
     def time(self, thunk: Thunk) -> float:
         self.result = NOTHING  # the last call's result, if nobody took it, is freed before this call
-        before = self.usage() if self.usage else None
+        if self.before is not None:
+            self.before()
+        used = self.usage() if self.usage else None
         start = self.counter()
         result = thunk()
         stop = self.counter()
-        if before is not None:
-            self.usage_per_call.append(self.usage() - before)
+        if used is not None:
+            self.usage_per_call.append(self.usage() - used)
         self.result = result  # freeing the output (and a forward's graph) is not part of the call
         return (stop - start) * 1e-9
 

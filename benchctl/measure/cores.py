@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from benchctl.analysis.verdict import threads_words
+from benchctl.analysis.timed_alike import threads_words
 from benchctl.measure.clocks import OsUsage
 from benchctl.results.schema import beyond_threads
 

@@ -29,6 +29,7 @@ from benchctl.measure.paired import PAIRS_UP_TO, measure_paired, paired_stats
 from benchctl.measure.stats import join_messages
 from benchctl.measure.timing import Measurement, Policy, measure
 from benchctl.measure.cuda_graph import CudaGraphClock, repeatable_thunk
+from benchctl.measure.flush import flusher
 from benchctl.vocab import Device, Status, TimingMode
 
 @dataclass(frozen=True)
@@ -120,7 +121,7 @@ def _timing(clock: Clock | None, device: str, settings: Settings) -> dict[str, A
     say it: a pass is compared, tabled and charted only with passes timed alike."""
     graph = isinstance(clock, CudaGraphClock) if clock is not None else settings.cuda_graph and device == Device.CUDA
     mode = TimingMode.CUDA_GRAPH if graph else TimingMode.EAGER
-    return {"timing_mode": mode, **({"flush_l2": settings.flush_l2} if device == Device.CUDA else {})}
+    return {"timing_mode": mode, "flush_l2": settings.flush_l2}
 
 
 def _partner(resolved: Resolved) -> tuple[Prepared | None, str]:
@@ -222,7 +223,7 @@ def _judged(row: PassResult, prepared: Prepared, pass_name: str, settings: Setti
             around: trust.Around) -> PassResult:
     """An ok row with its rates and floors, and what the trust checks make of its time (trust.py)."""
     found, floor = rates.rates(prepared.resolved, prepared.setup(pass_name), pass_name, m.median,
-                               settings.peaks.get(prepared.resolved.cell.device, {}))
+                               settings.peaks.get(prepared.resolved.cell.device, {}), settings.flush_l2)
     row = row.with_(**found)
     return row.with_(**trust.judged(row, m, around, floor))
 
@@ -268,9 +269,11 @@ def _time_paired(setup: Callable[[], Thunk], clock: Clock, partner: Prepared, pa
 
 
 def make_clock(device: str, flush_l2: bool = False, cuda_graph: bool = False) -> Clock:
+    """The clock of `device`'s calls; with `flush_l2`, one that leaves the caches cold before each (flush.py)."""
+    before = flusher(device) if flush_l2 else None
     if device != Device.CUDA:
-        return CpuClock()
-    events = CudaEventClock(before=l2_flusher() if flush_l2 else None)
+        return CpuClock(before=before)
+    events = CudaEventClock(before=before)
     return CudaGraphClock(events) if cuda_graph else events
 
 
@@ -290,9 +293,3 @@ def _setup(prepared: Prepared, pass_name: str, clock: Clock, audited: audit.Audi
     return lambda: thunk
 
 
-def l2_flusher() -> Thunk:
-    """Writes a buffer twice the size of the GPU's L2 cache, so each repetition starts cold."""
-    props = torch.cuda.get_device_properties(torch.cuda.current_device())
-    size = max(int(getattr(props, "L2_cache_size", 0)) * 2, 64 * 1024 * 1024)
-    buf = torch.empty(size, dtype=torch.uint8, device="cuda")
-    return lambda: buf.zero_()

@@ -31,11 +31,13 @@ class Floor:
 
 
 def rates(resolved: Resolved, setup: Callable[[], Thunk], pass_name: str, median: float,
-          peaks: dict[str, Any]) -> tuple[dict[str, Any], Floor]:
+          peaks: dict[str, Any], cold: bool = False) -> tuple[dict[str, Any], Floor]:
     """FLOPs (as torch counts them in a call of `setup`'s thunk, else the operator's formula: flops.py) and
     bytes (the formula) -> GFLOP/s, GB/s and % of the roofline bound, whose bandwidth is that of the cache
-    level the pass's bytes fit in (machine/caches.py) and whose FLOP/s is this device's calibrated matmul
-    rate in the pass's dtype; and the least time the pass could take here (least_time)."""
+    level the pass's bytes fit in (machine/caches.py), or the largest copy's (DRAM) where each call started
+    on caches flushed (`cold`, run --flush-caches: its inputs come from memory however small), and whose
+    FLOP/s is this device's calibrated matmul rate in the pass's dtype; and the least time the pass could
+    take here (least_time, by the fastest level still: declared bytes count re-reads a cache serves)."""
     cell, target = resolved.cell, resolved.target
     params, size = cell.params, cell.torch_dtype.itemsize
     fwd = (target.flops(params), target.bytes(params, size))
@@ -48,7 +50,7 @@ def rates(resolved: Resolved, setup: Callable[[], Thunk], pass_name: str, median
     if median > 0:
         out.update(per_second(flops_done, nbytes, median))
     ceilings = caches.levels(peaks)
-    level, gflops = caches.level_for(nbytes, ceilings), matmul_peak(peaks, cell)
+    level, gflops = caches.level_for(nbytes, ceilings[-1:] if cold else ceilings), matmul_peak(peaks, cell)
     bound = max(nbytes / (level.gbps * 1e9) if level else 0.0, flops_done / (gflops * 1e9) if gflops else 0.0)
     if bound > 0 and median > 0:
         out["pct_of_peak"] = 100.0 * bound / median

@@ -18,7 +18,7 @@ import pandas as pd
 
 from benchctl.report import at_speed_marks, compile_marks, pair_marks, repeat_marks
 from benchctl.report.speedups import ci_bars, intervals, speedups
-from benchctl.analysis.verdict import timing_kinds
+from benchctl.analysis.timed_alike import timing_kinds
 from benchctl.analysis.summary import axis_value_text
 from benchctl.vocab import DEVICES, FAILED, PASS_LABELS, PASSES, Device, Status
 

@@ -15,7 +15,7 @@ from benchctl.results.schema import ENV_FIELDS, beside_work, slow_machine
 from benchctl.analysis.speedup import disturbed, present_value, ratio_text
 from benchctl.analysis.speedup_states import state_medians, states_apart
 from benchctl.analysis.summary import axis_value_text, legend_of, marks_in, probed
-from benchctl.analysis.verdict import timing_kinds
+from benchctl.analysis.timed_alike import timing_kinds
 from benchctl.vocab import DEVICES, FAILED, PASS_LABELS, PASSES
 
 # The environment table: the run, the facts of the machine (results/schema.py), and the run's own.

@@ -217,7 +217,7 @@ def test_passes_timed_differently_get_no_verdict(base_timing, new_timing, said):
         assert (cell.verdict, cell.reason) == (("unsure", said) if said else (unjudged, None))
         assert [w for w in result.warnings() if "timed" in w] == ([
             f"1 of 1 cells were {said}: they get no verdict; time both runs the same way (--cuda-graph, "
-            "--flush-l2) to compare them"] if said else [])
+            "--flush-caches) to compare them"] if said else [])
 
 
 def test_compare_judges_the_clean_samples_only():

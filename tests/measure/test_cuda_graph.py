@@ -113,7 +113,8 @@ def test_every_row_says_how_its_calls_were_timed(builtin_ops):
     graph = CudaGraphClock(events([0.0, 1.0]), lambda thunk: thunk)
     assert _timing(graph, "cuda", Settings(flush_l2=True)) == {"timing_mode": "cuda_graph", "flush_l2": True}
     assert _timing(graph.events, "cuda", Settings()) == {"timing_mode": "eager", "flush_l2": False}
-    assert _timing(CpuClock(), "cpu", Settings()) == {"timing_mode": "eager"}  # a CPU has no L2 flush
+    assert _timing(CpuClock(), "cpu", Settings()) == {"timing_mode": "eager", "flush_l2": False}
+    assert _timing(None, "cpu", Settings(flush_l2=True)) == {"timing_mode": "eager", "flush_l2": True}
     # the untimed rows too (without a GPU: unavailable), so a graph run's tables and charts hold its failures
     # beside its times
     cell = Cell.make("hoconv2d", "filter", "cuda", "cuda", "float32", {"batch_size": 1, "C": 3, "H": 8, "W": 8, "k": 3})

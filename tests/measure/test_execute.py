@@ -154,6 +154,17 @@ def test_the_roofline_holds_a_small_working_set_against_the_cache_it_fits_in(bui
     assert row["pct_of_peak"] == pytest.approx(100 * row["bytes"] / 20e9 / row["median_s"])
 
 
+def test_a_pass_timed_on_flushed_caches_is_held_against_dram_and_says_so(builtin_ops):
+    """Each call started cold (run --flush-caches) reads its inputs from memory however small they are."""
+    levels = {"L2": {"bytes": 1 << 20, "gbps": 400.0}, "L3": {"bytes": 32 << 20, "gbps": 150.0}}
+    peaks = {"cpu": {"gbps": 20.0, "gflops": 1e6, "levels": levels}}
+    cell = Cell.make("hoconv2d", "filter", "py", "cpu", "float32", SMALL, ("forward",))
+    [row] = run_cell(cell, replace(FAST, peaks=peaks, probe_bandwidth=False, flush_l2=True))
+    assert row["status"] == "ok" and row["flush_l2"] is True
+    assert row["bytes"] < 1 << 20 and row["peak_level"] == "DRAM"
+    assert row["pct_of_peak"] == pytest.approx(100 * row["bytes"] / 20e9 / row["median_s"])
+
+
 def test_a_median_under_the_floor_is_below_floor_not_a_record(builtin_ops):
     """A machine calibrated at 1 MB/s cannot move the filter's bytes in microseconds: the time is
     impossible, so the pass keeps its samples but is not ok."""

@@ -25,7 +25,7 @@ SMALL = {"batch_size": 2, "C": 3, "H": 16, "W": 20, "k": 5}
 # its rates, and the machine's facts measured around it ...
 TIMED = {"op", "target", "impl", "device", "dtype", "params", "axis", "axis_value", "batch_size", "allocator",
          "pass", "status", "message", "correct", "max_abs_err", "max_rel_err", "tolerance", "check_params",
-         "timing_mode", "compile_s", "best_config", "samples_s", "noisy", "stop", "peak_mem_bytes", "wall_s",
+         "timing_mode", "flush_l2", "compile_s", "best_config", "samples_s", "noisy", "stop", "peak_mem_bytes", "wall_s",
          "n", "median_s", "iqr_s", "mean_s", "std_s", "min_s", "max_s", "ci_lo_s", "ci_hi_s", "mem_gbps",
          "canary_s", "canary_ratio", "page_faults", "sys_s", "cpu_cores", "threads", "flops", "bytes", "flops_source",
          "gflops", "gbps"}

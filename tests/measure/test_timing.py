@@ -57,6 +57,15 @@ def test_cpu_clock_times_only_the_thunk():
     assert calls == [1]
 
 
+def test_a_cpu_clock_runs_its_before_hook_outside_the_clock_and_the_os_reading():
+    counter, order = FakeCounter([0.25, 0.5]), []
+    usage = lambda: order.append("usage") or OsUsage(0, 0.0, 0.0, 0.0)  # noqa: E731
+    clock = CpuClock(lambda: order.append("clock") or counter(), usage=usage, before=lambda: order.append("flush"))
+    assert clock.time(lambda: order.append("call")) == pytest.approx(0.25)
+    assert clock.time(lambda: order.append("call")) == pytest.approx(0.5)
+    assert order == ["flush", "usage", "clock", "call", "clock", "usage"] * 2
+
+
 def test_cpu_clock_counts_what_the_os_did_for_each_call_outside_the_clock():
     readings = iter([OsUsage(100, 1.0, 3.0, 7.0), OsUsage(130, 1.25, 3.5, 7.5), OsUsage(130, 1.25, 3.5, 8.0),
                      OsUsage(131, 1.25, 3.625, 8.25)])
