@@ -21,7 +21,7 @@ from typing import Any, Sequence
 import pandas as pd
 
 from benchctl.analysis.summary import host_bound_rows
-from benchctl.analysis.verdict import timing_kinds
+from benchctl.analysis.timed_alike import timing_kinds
 from benchctl.report.page import measured_peaks
 from benchctl.results import storage
 from benchctl.results.schema import params_text

@@ -87,9 +87,9 @@ def run_cell(cell: Cell, settings: Settings = Settings(), clock: Clock | None = 
 def _run_resolved(resolved: Resolved, settings: Settings, clock: Clock | None) -> list[PassResult]:
     cell = resolved.cell
     timing = _timing(clock, cell.device, settings)
-    # a GPU row says how the run times it, timed or not: a graph run's tables and charts hold its failures
-    # beside its times (a CPU has one way of timing, said by the rows that were timed)
-    base = base_result(resolved).with_(**(timing if cell.device == Device.CUDA else {}))
+    # a row says how the run times it, timed or not: a graph run's (or a flushed one's) tables and charts hold
+    # its failures beside its times
+    base = base_result(resolved).with_(**timing)
     reason = resolved.unavailable_reason()
     if reason:
         return each_pass(base, cell.passes, status=Status.UNAVAILABLE, message=reason)

@@ -223,9 +223,9 @@ def _panel_figure(df: pd.DataFrame, title: str, subtitle: str,
 
 
 def timed_as(panel: pd.DataFrame) -> str:
-    """How a panel's times were taken, where not eager on a warm cache (` (cuda_graph)`): a graph replay
-    leaves the host out and reads several times faster, so a chart must say which it shows."""
-    kinds = set(timing_kinds(panel))
+    """How a panel's times were taken, where not eager on warm caches (` (cuda_graph)`): a graph replay leaves the
+    host out and reads several times faster, so a chart must say which it shows; by its timed rows where it has any."""
+    kinds = set(timing_kinds(panel[panel["median_s"].notna()] if panel["median_s"].notna().any() else panel))
     return kinds.pop() if len(kinds) == 1 else " (timed in several ways)" if kinds else ""
 
 

@@ -121,6 +121,9 @@ def test_every_row_says_how_its_calls_were_timed(builtin_ops):
     quick = Policy(warmup=1, warmup_time=0, min_samples=3, min_time=0, max_samples=3, ci_target=0)
     rows = [r.to_row() for r in run_cell(cell, Settings(cuda_graph=True, policy=quick, probe_bandwidth=False))]
     assert {(r["timing_mode"], r["flush_l2"]) for r in rows} == {("cuda_graph", False)}
+    triton = Cell.make("hoconv2d", "filter", "triton", "cpu", "float32", {"batch_size": 1, "C": 3, "H": 8, "W": 8, "k": 3})
+    rows = [r.to_row() for r in run_cell(triton, Settings(flush_l2=True, policy=quick, probe_bandwidth=False))]
+    assert {(r["status"], r["timing_mode"], r["flush_l2"]) for r in rows} == {("unavailable", "eager", True)}
 
 
 def test_the_backward_thunk_reuses_one_graph_so_it_can_be_replayed():

@@ -70,7 +70,8 @@ def test_a_row_that_never_ran_is_the_cells_columns_and_why(fixture_ops):
     rows = run_cell(cell, FAST)
     assert rows == [{"op": "faulty", "target": "op", "impl": "noreason", "device": "cpu", "dtype": "float32",
                      "params": cell.params_json, "axis": "batch_size", "axis_value": 4.0, "batch_size": 4,
-                     "allocator": allocator.current(), "pass": p, "status": "unavailable",
+                     "allocator": allocator.current(), "timing_mode": "eager", "flush_l2": False, "pass": p,
+                     "status": "unavailable",
                      "message": "needs a thing this machine lacks"} for p in cell.passes]
 
 

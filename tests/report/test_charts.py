@@ -93,6 +93,13 @@ def test_a_gpu_panel_says_when_its_times_are_graph_replays_or_cold_cache():
     assert titles == {"CPU forward", "CPU backward", "GPU forward (cuda_graph)", "GPU backward (timed in several ways)"}
 
 
+def test_a_cpu_panel_of_flushed_times_says_so_beside_an_untimed_row_that_recorded_no_flush():
+    rows = [{**r, "flush_l2": True} for r in sweep(devices=("cpu",))]
+    rows.append(make_row("triton", "cpu", "forward", 128, status="unavailable"))  # written before it was recorded
+    titles = {ax.get_title() for ax in plotting.timing_figure(frame(rows), "hoconv2d / module").axes}
+    assert titles == {"CPU forward (eager, caches flushed)", "CPU backward (eager, caches flushed)"}
+
+
 def test_failed_cells_are_marked_with_their_status():
     rows = sweep(devices=("cuda",)) + [make_row("py", "cuda", "forward", 128, status="oom")]
     fig = plotting.timing_figure(frame(rows), "t")
