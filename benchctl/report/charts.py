@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 DEVICE_LABELS, LINESTYLES = {Device.CPU: "CPU", Device.CUDA: "GPU"}, ("-", "--", ":", "-.")
+ROOF_BYTES = {False: "copy GB/s of the level they fit", True: "DRAM copy GB/s (caches flushed)"}
 
 
 def params_of(text: Any) -> dict[str, Any]:
@@ -53,8 +54,7 @@ def with_groups(df: pd.DataFrame) -> tuple[pd.DataFrame, str]:
 
 
 def _plain(value_json: str) -> str:
-    value = json.loads(value_json)
-    return value if isinstance(value, str) else json.dumps(value)
+    return value if isinstance(value := json.loads(value_json), str) else json.dumps(value)
 
 
 def series_label(impl: str, group: str) -> str:
@@ -172,8 +172,7 @@ def tidy_log(ax: "Axes", which: str = "y") -> None:
 
 
 def tick_text(value: float) -> str:
-    """A log axis's tick at 6 significant digits: its ticks are computed powers, 1.7000000000000002."""
-    return axis_value_text(float(f"{value:.6g}"))
+    return axis_value_text(float(f"{value:.6g}"))  # a log axis's ticks are computed powers: 1.7000000000000002
 
 
 def _line_panel(ax: "Axes", cell: pd.DataFrame, y_col: str, colors: dict, styles: dict) -> bool:
@@ -240,9 +239,10 @@ def floors(cell: pd.DataFrame) -> pd.DataFrame:
 
 
 def _draw_floors(ax: "Axes", cell: pd.DataFrame) -> None:
+    cold = cell.reindex(columns=["flush_l2"])["flush_l2"].eq(True).any()  # a flushed pass is held against DRAM
     for group, floor in floors(cell).groupby("group", sort=True):
-        ax.plot(floor["axis_value"], floor["floor_s"] * 1e3, color="black", ls=":", lw=1.2, marker="_",
-                label="roofline: bytes / copy GB/s of the level they fit, or FLOPs / peak", gid=f"roofline:{group}")
+        ax.plot(floor["axis_value"], floor["floor_s"] * 1e3, color="black", ls=":", lw=1.2, marker="_", label=(
+            f"roofline: bytes / {ROOF_BYTES[bool(cold)]}, or FLOPs / peak"), gid=f"roofline:{group}")
 
 
 def _timing_panel(ax: "Axes", cell: pd.DataFrame, colors: dict, styles: dict) -> None:

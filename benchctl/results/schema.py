@@ -102,7 +102,7 @@ COLUMNS: dict[str, pa.DataType] = {
     "noisy": pa.bool_(),  # the median did not settle: its interval is wider than +-1% of it
     "stop": pa.string(),  # a vocab.Stop: why sampling ended (converged, max_time, ...)
     "timing_mode": pa.string(),  # a vocab.TimingMode: eager, or cuda_graph
-    "flush_l2": pa.bool_(),  # GPU: the L2 cache was flushed before each call (run --flush-l2): cold-cache times
+    "flush_l2": pa.bool_(),  # caches flushed before each call (run --flush-caches; GPU: L2): cold-cache times
     # measured again strictly: below its floor, or far faster than its reference (sweep/recheck.py)
     "rechecked": pa.bool_(),
     "remeasured": pa.int32(),  # times the cell was measured again late in the sweep because it was noisy

@@ -265,6 +265,9 @@ def test_the_time_chart_draws_the_roofline_where_peaks_are_calibrated():
     floor = next(line for line in ax.get_lines() if str(line.get_gid()).startswith("roofline:"))
     np.testing.assert_allclose(floor.get_xdata(), BATCHES)
     np.testing.assert_allclose(floor.get_ydata(), [0.5 * b / 8 for b in BATCHES])
-    assert floor.get_label().startswith("roofline:")
+    assert floor.get_label() == "roofline: bytes / copy GB/s of the level they fit, or FLOPs / peak"
+    flushed = plotting.timing_figure(frame([{**r, "flush_l2": True} for r in rows]), "hoconv2d").axes[0]
+    assert [line.get_label() for line in flushed.get_lines() if str(line.get_gid()).startswith("roofline:")] == [
+        "roofline: bytes / DRAM copy GB/s (caches flushed), or FLOPs / peak"]
     bare = plotting.timing_figure(frame(sweep(devices=("cpu",))), "hoconv2d").axes[0]
     assert not [line for line in bare.get_lines() if str(line.get_gid()).startswith("roofline:")]
