@@ -126,7 +126,7 @@ class WatchedClock:
     """A clock whose calls are watched by a meter: each call's sample comes from the clock it wraps;
     `disturbed` and `readings` (the meter's reading per call: seconds waited on a CPU, MHz on a GPU)
     follow the calls in order, filled when each window closes (`flush` closes the one open). The window
-    starts at one call and grows to the size that keeps the reads under READ_BUDGET of its time."""
+    starts at one call and grows to the size that keeps the reads under READ_BUDGET of its wall time."""
 
     def __init__(self, clock: Clock, meter: Meter, counter: Callable[[], int] = time.perf_counter_ns,
                  read_cost_s: float | None = None, kind: str = "cpu"):
@@ -140,7 +140,6 @@ class WatchedClock:
         self.window = 1
         self._open: tuple[float, int] | None = None  # (delay, counter) when the window opened
         self._calls = 0
-        self._timed = 0.0
         self._alone = False  # the next call is judged in a window of its own
 
     def alone(self) -> None:
@@ -154,7 +153,6 @@ class WatchedClock:
             self._open = (self.meter.open(), self.counter())
         sample = self.clock.time(thunk)
         self._calls += 1
-        self._timed += sample
         if self._calls >= self.window or self._alone:
             self.flush(resize=not self._alone)
             self._alone = False
@@ -172,8 +170,11 @@ class WatchedClock:
         self.disturbed += [disturbed] * self._calls
         self.readings += [reading] * self._calls
         if resize:
-            self.window = window_for(self.read_cost_s, self._timed / self._calls)
-        self._open, self._calls, self._timed = None, 0, 0.0
+            # by the window's wall time a call, not its samples': with the caches flushed before each call
+            # (flush.py) a window of cheap calls sized by their samples spans a thousand times their time, and
+            # a wait many calls long is under DISTURBED_WAIT of it
+            self.window = window_for(self.read_cost_s, wall / self._calls)
+        self._open, self._calls = None, 0
 
     def close(self) -> None:
         self.flush()

@@ -106,6 +106,23 @@ def test_cheap_calls_are_judged_in_windows_and_a_disturbed_window_sets_all_its_c
     assert clock.readings[8] == pytest.approx(5e-5 / 7)
 
 
+def test_windows_are_sized_by_their_wall_time_so_a_flush_before_each_call_hides_no_wait():
+    """Caches flushed before each call (1 ms of wall, no sample): sized by its 10 us samples, a window would hold 7
+    calls and span 7 ms, and a wait twenty calls long (0.2 ms) would be under 5% of it."""
+    class Flushing(Machine):
+        def time(self, thunk) -> float:
+            self.now_ns += 1_000_000
+            return super().time(thunk)
+
+    calls = [(1e-5, 0.0)] * 12
+    calls[6] = (1e-5, 2e-4)
+    clock = watched(Flushing(calls), read_cost_s=1e-6)
+    for _ in range(12):
+        clock.time(lambda: None)
+    clock.flush()
+    assert clock.window == 1 and clock.disturbed == [False] * 6 + [True] + [False] * 5
+
+
 def test_a_call_on_unseen_data_is_judged_in_a_window_of_its_own_and_the_windows_keep_their_size():
     calls = [(1e-5, 0.0)] * 30
     calls[12] = (1e-3, 1e-4)  # the call on unseen data: a miss, on a machine crowded for it
