@@ -40,7 +40,7 @@ def summary(name: str, facts: list[dict]) -> str:
     drifts = np.array([abs(math.log(f["drift"])) for f in facts])
     offs = np.array([abs(math.log(f["off"])) for f in facts])
     apart = [f for f in facts if f["apart"]]
-    return (f"{name}: {len(facts)} paired passes, {len(apart)} partners over 25% off their own row "
+    return (f"{name}: {len(facts)} paired passes, {len(apart)} partners over {PARTNER_APART:.0%} off their own row "
             f"({sum(f['machine'] for f in apart)} the machine's, {sum(f['pairing'] for f in apart)} the pairing's); "
             f"partner drift median {math.exp(np.median(drifts)):.2f}x, largest {math.exp(drifts.max()):.2f}x; "
             f"paired speedup off the medians' ratio median {math.exp(np.median(offs)):.2f}x, largest "

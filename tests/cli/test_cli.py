@@ -245,6 +245,17 @@ def test_user_operator_runs_from_ops_dir(tmp_path, example_ops_dir):
     assert set(df["impl"]) == {"py", "addcmul"} and set(df["status"]) == {"ok"}
 
 
+@pytest.mark.parametrize("option", ["--flush-caches", "--flush-l2"])
+def test_a_cpu_run_on_flushed_caches_says_so_in_every_row(tmp_path, example_ops_dir, option):
+    result = invoke("run", "py,addcmul", "cpu", "--op", "scale_shift", "--ops-dir", str(example_ops_dir),
+                    "--batch-sizes", "4", "--passes", "forward", "--min-time", "0", "--warmup-time", "0", option,
+                    "--out", str(tmp_path), "--in-process")
+    assert result.exit_code == 0, result.output
+    assert "(eager, caches flushed)" in " ".join(result.output.split())  # the table's title
+    df = storage.load(root=tmp_path)
+    assert set(df["status"]) == {"ok"} and set(df["flush_l2"]) == {True}
+
+
 def test_pair_with_times_the_other_implementation_in_alternation_through_a_worker(tmp_path, example_ops_dir):
     result = invoke("run", "py,addcmul", "cpu", "--op", "scale_shift", "--ops-dir", str(example_ops_dir),
                     "--batch-sizes", "4", "--passes", "forward", "--min-time", "0", "--warmup-time", "0",
