@@ -221,6 +221,8 @@ def render(result: ProfileResult, rows: int, rate_hz: int = RATE_HZ) -> None:
 @click.option("--native/--no-native", default=True, show_default=True, help="py-spy: C/C++ frames too.")
 @click.option("--profiler", type=click.Choice(["py-spy", "torch"]), default="py-spy", show_default=True)
 @click.option("--memory", is_flag=True, help="torch profiler: record memory per operator and the peak.")
+@click.option("--flush-caches", "--flush-l2", "flush_caches", is_flag=True,
+              help="Start each repetition on cold caches, as `run --flush-caches` times it (the flush untimed).")
 @click.option("--top", type=click.IntRange(min=1), default=15, show_default=True, help="Rows per table.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Default: results/profiles/<op>-<impl>-<device>-<pass>-<timestamp>.")
@@ -228,7 +230,7 @@ def render(result: ProfileResult, rows: int, rate_hz: int = RATE_HZ) -> None:
               help="Extra folder of operators (repeatable).")
 def command(op: str, impl: str, device: str, target: str | None, pass_name: str, batch_size: int | None,
             params: tuple[str, ...], dtype: str, duration: float, rate: int, native: bool, profiler: str,
-            memory: bool, top: int, out_dir: Path | None, ops_dirs: tuple[str, ...]) -> None:
+            memory: bool, flush_caches: bool, top: int, out_dir: Path | None, ops_dirs: tuple[str, ...]) -> None:
     """Profile OP's IMPL on DEVICE: exactly the loop `benchctl run` times, in a child process.
 
     py-spy (default) writes a flame graph SVG, a speedscope JSON and the top frames by self and total
@@ -244,13 +246,18 @@ def command(op: str, impl: str, device: str, target: str | None, pass_name: str,
     from benchctl.profile import profilers as profiling
     from benchctl.results import storage
     cell = build_cell(op, impl, device, target, dtype, batch_size, params, ops_dirs)
-    req = profiling.ProfileRequest(cell, pass_name, duration, rate, native, memory, tuple(ops_dirs))
+    req = profiling.ProfileRequest(cell, pass_name, duration, rate, native, memory, tuple(ops_dirs), flush_caches)
     stamp = f"{datetime.now():%Y%m%d-%H%M%S}"
     out = out_dir or Path("results", storage.PROFILES_DIR, f"{op}-{impl}-{cell.device}-{pass_name}-{stamp}")
     check_writable(out)
     run = profiling.profile_torch if profiler == "torch" else profiling.profile_py_spy
     result = run(req, out)
     _check_sampled(result)
+    if flush_caches:
+        from benchctl import console
+
+        console.out.print("each repetition started on cold caches: flushed in the untimed setup, so the flush is in "
+                          "neither the timed samples nor the times", highlight=False)
     render(result, top, rate)
 
 

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from benchctl import interpreter
 from benchctl.errors import BenchError
+from benchctl.analysis.timed_alike import FLUSHED
 from benchctl.machine import load
 from benchctl.profile import flame, perf_map
 from benchctl.profile.handshake import BUILD_GRACE_S, wait_attached, wait_ready
@@ -58,6 +59,7 @@ class ProfileRequest:
     native: bool = True
     memory: bool = False
     ops_dirs: tuple[str, ...] = ()
+    flush_caches: bool = False  # each repetition starts on cold caches (measure/flush.py), as `run --flush-caches`
 
 
 @dataclass(frozen=True)
@@ -120,6 +122,12 @@ class ProfileResult:
         return self.slowdown is not None and self.slowdown >= SLOWED
 
 
+def profiled(req: ProfileRequest) -> str:
+    """The cell and pass a profile's pictures are titled with, and how its repetitions started where they
+    started on cold caches: `... forward (caches flushed)`."""
+    return f"{req.cell.label()} {req.pass_name}" + (f" ({FLUSHED[req.cell.device]})" if req.flush_caches else "")
+
+
 def find_py_spy() -> str | None:
     """py-spy beside this Python first (a venv that is not activated), then on PATH."""
     beside = Path(sys.executable).parent / "py-spy"
@@ -136,6 +144,8 @@ def child_command(req: ProfileRequest, summary: Path, torch_out: Path | None = N
         cmd += ["--ready", str(handshake / "ready"), "--go", str(handshake / "go")]
     for folder in req.ops_dirs:
         cmd += ["--ops-dir", str(folder)]
+    if req.flush_caches:
+        cmd.append("--flush-caches")
     if torch_out is not None:
         cmd += ["--torch-out", str(torch_out)] + (["--memory"] if req.memory else [])
     return cmd
@@ -208,7 +218,7 @@ def profile_py_spy(req: ProfileRequest, out_dir: Path) -> ProfileResult:
     with tempfile.TemporaryDirectory() as tmp, load.Timeline() as timeline:
         data, symbols = _record(py_spy, req, out_dir / FILES["stacks"], Path(tmp))
     stacks = _stacks_named(out_dir, symbols)
-    name = f"{req.cell.label()} {req.pass_name}"
+    name = profiled(req)
     (out_dir / FILES["speedscope"]).write_text(json.dumps(speedscope(stacks, name)))
     files, top = {k: FILES[k] for k in ("stacks", "speedscope")}, top_frames(stacks)
     if top.samples["timed"]:  # the flame graph is of the timed samples: none, no picture
@@ -249,7 +259,7 @@ def _draw_ops(req: ProfileRequest, out_dir: Path, of: str | None) -> bool:
     stacks = parse_collapsed((out_dir / FILES["op_stacks"]).read_text())
     if of is None or not stacks:
         return False
-    title = f"{req.cell.label()} {req.pass_name}: {of} time by operator"
+    title = f"{profiled(req)}: {of} time by operator"
     (out_dir / FILES["flamegraph"]).write_text(flame.op_svg(stacks, title, of))
     return True
 
@@ -269,6 +279,7 @@ def write_manifest(req: ProfileRequest, result: ProfileResult) -> Path:
         "schema_version": 1, "profiler": result.profiler, "created": datetime.now().isoformat(timespec="seconds"),
         "cell": json.loads(req.cell.to_json()), "label": req.cell.label(), "pass": req.pass_name,
         "duration_s": req.duration_s, "rate_hz": req.rate_hz, "native": req.native, "memory": req.memory,
+        "flush_caches": req.flush_caches,
         "reps": result.reps, "timed_s": result.timed_s, "unprofiled_s_per_rep": result.unprofiled_s,
         "slowdown": result.slowdown, "slowed": result.slowed, "cpu_s": result.cpu_s,
         "unprofiled_cpu_s_per_rep": result.unprofiled_cpu_s, "ran": result.ran, "off_cpu": result.off_cpu,

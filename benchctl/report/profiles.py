@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Collection
 
+from benchctl.analysis.timed_alike import FLUSHED
 from benchctl.results import storage
 
 TOP = 3  # operators named per profile
@@ -19,7 +20,7 @@ FILE_ROLES = {"flamegraph": "flame graph", "speedscope": "speedscope", "trace": 
 @dataclass(frozen=True)
 class ProfileEntry:
     label: str  # the cell
-    pass_name: str
+    pass_name: str  # with how its repetitions started where they started on cold caches
     profiler: str
     created: str
     top: str  # the operators with the most self time, with their shares
@@ -47,6 +48,12 @@ def _top(data: dict[str, Any]) -> str:
     return ", ".join(f"{name} {pct:.0f}%" for name, pct in rows[:TOP])
 
 
+def _pass(data: dict[str, Any]) -> str:
+    """The pass profiled, and `caches flushed` (GPU: `L2 flushed`) where each repetition started cold."""
+    flushed = FLUSHED[data["cell"]["device"]] if data.get("flush_caches") else ""
+    return str(data["pass"]) + (f", {flushed}" if flushed else "")
+
+
 def entry(manifest: Path, ops: Collection[str]) -> ProfileEntry | None:
     """One profile of one of `ops` from its manifest; None for another operator's, or for a file that is
     not a manifest (unreadable, or another format)."""
@@ -56,7 +63,7 @@ def entry(manifest: Path, ops: Collection[str]) -> ProfileEntry | None:
             return None
         files = {FILE_ROLES[role]: manifest.parent / name for role, name in data.get("files", {}).items()
                  if role in FILE_ROLES}
-        return ProfileEntry(str(data["label"]), str(data["pass"]), str(data["profiler"]), str(data["created"]),
+        return ProfileEntry(str(data["label"]), _pass(data), str(data["profiler"]), str(data["created"]),
                             _top(data), data.get("slowdown"), bool(data.get("slowed")), data.get("off_cpu"),
                             bool(data.get("shared")), {**files, storage.PROFILE_MANIFEST: manifest})
     except (OSError, ValueError, KeyError, TypeError, AttributeError):

@@ -132,6 +132,23 @@ def test_torch_profiler_writes_trace_and_top_ops(tmp_path: Path, one_thread: Non
     assert "of CPU time in the timed loop" in svg and "<title>aten::mul: " in svg
 
 
+def test_a_torch_profile_on_cold_caches_leaves_the_flush_out_of_the_timed_operators(tmp_path: Path,
+                                                                                      one_thread: None) -> None:
+    """The flush reads its buffer with a sum before each repetition: the trace holds those sums, the timed
+    operators (a forward of muls and adds, no sum of its own) none of them."""
+    out = tmp_path / "cold"
+    result = invoke("profile", *SMALL, "--pass", "forward", "--duration", "0.3", "--profiler", "torch",
+                    "--flush-caches", "--out", str(out))
+    assert result.exit_code == 0, result.output
+    assert "each repetition started on cold caches" in result.output
+    names = {r["name"] for r in csv.DictReader((out / "top_ops.csv").open())}
+    assert "aten::mul" in names and "aten::sum" not in names
+    trace = json.loads((out / "trace.json").read_text())["traceEvents"]
+    assert any(e.get("name") == "aten::sum" for e in trace)  # the flushes ran, outside the timed ranges
+    manifest = json.loads((out / "profile.json").read_text())
+    assert manifest["flush_caches"] is True and "(caches flushed)" in (out / "flamegraph.svg").read_text()
+
+
 def test_missing_py_spy_is_one_line_exit_1(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(profiling.sys, "executable", str(tmp_path / "python"))  # nothing beside it
     monkeypatch.setenv("PATH", str(tmp_path))
@@ -251,7 +268,8 @@ def test_help_lists_the_options() -> None:
 
     result = invoke("profile", "--help")
     assert result.exit_code == 0
-    for option in ("--pass", "--native / --no-native", "--profiler", "--duration", "--rate", "--out", "--memory"):
+    for option in ("--pass", "--native / --no-native", "--profiler", "--duration", "--rate", "--out", "--memory",
+                   "--flush-caches, --flush-l2"):
         assert option in result.output
     assert DTYPE_NAMES == tuple(DTYPES)  # names only, so --help does not import torch
 

@@ -161,6 +161,39 @@ def test_run_loop_on_a_gpu_times_the_thunk_s_kernels_not_those_its_setup_queued(
     assert 3 * 0.002 <= loop.timed_s < 3 * 0.02
 
 
+def test_run_loop_flushes_in_the_untimed_setup_after_it_and_before_the_sync() -> None:
+    """With --flush-caches, each repetition's flush runs inside the setup's frame (its py-spy samples are not the
+    timed thunk's), after the setup and before the wait for the device, so its GPU work is not in the timed range
+    either; its time is not in the timed wall."""
+    log: list[str] = []
+
+    def setup():
+        log.append("setup")
+        return lambda: log.append("thunk")
+
+    def flush():
+        log.append("flush")
+        time.sleep(0.02)
+        assert sys._getframe(1).f_code.co_name == SETUP_FRAME
+
+    loop = profile_child.run_loop(setup, 10.0, lambda: log.append("sync"), max_reps=3, before=flush)
+    assert log == ["setup", "flush", "sync", "thunk", "sync"] * 3
+    assert loop.timed_s < 0.02  # three flushes of 20 ms each ran, none inside the clock
+
+
+def test_a_profile_on_cold_caches_asks_its_child_for_them_and_keeps_it_in_its_manifest(tmp_path: Path) -> None:
+    cell = Cell.make("hoconv2d", "filter", "py", "cpu", "float32", {"batch_size": 2})
+    warm, cold = profiling.ProfileRequest(cell, "forward", 1.0), profiling.ProfileRequest(cell, "forward", 1.0,
+                                                                                          flush_caches=True)
+    assert "--flush-caches" not in profiling.child_command(warm, Path("/tmp/s.json"))
+    assert "--flush-caches" in profiling.child_command(cold, Path("/tmp/s.json"))
+    assert profile_child.parse_args(profiling.child_command(cold, Path("/tmp/s.json"))[4:]).flush_caches
+    assert profiling.profiled(cold) == profiling.profiled(warm) + " (caches flushed)"
+    result = profiling.ProfileResult(tmp_path, "py-spy", 1, 0.1)
+    assert json.loads(profiling.write_manifest(cold, result).read_text())["flush_caches"] is True
+    assert json.loads(profiling.write_manifest(warm, result).read_text())["flush_caches"] is False
+
+
 def test_run_loop_counts_its_threads_cpu_time_apart_from_the_wall_time() -> None:
     asleep = profile_child.run_loop(lambda: lambda: time.sleep(0.05), 10.0, lambda: None, max_reps=2)
     assert asleep.timed_s >= 0.1 and asleep.cpu_s < 0.2 * asleep.timed_s  # asleep: off the CPU

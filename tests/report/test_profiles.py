@@ -24,10 +24,10 @@ TORCH_OPS = ({"name": "aten::fill_", "pct": 43.0}, {"name": "aten::convolution_b
 
 
 def write_profile(root: Path, name: str, op: str, profiler: str, slowdown: float, ran: float | None = None,
-                  other_cores: float | None = None) -> Path:
+                  other_cores: float | None = None, device: str = "cpu", flush_caches: bool = False) -> Path:
     """A manifest as `benchctl profile` writes it: 4 repetitions, 0.1 s each alone (on the CPU all of it);
     under the profiler the thread ran `ran` times as long, and others kept `other_cores` busy, where measured."""
-    cell = Cell.make(op, "module", "py", "cpu", "float32", {"batch_size": 8}, ("backward",))
+    cell = Cell.make(op, "module", "py", device, "float32", {"batch_size": 8}, ("backward",))
     top = top_frames(parse_collapsed(FIXTURE.read_text())) if profiler == "py-spy" else None
     files = {"flamegraph": "flamegraph.svg", "speedscope": "speedscope.json"} if top else {"trace": "trace.json"}
     result = profiling.ProfileResult(root / storage.PROFILES_DIR / name, profiler, 4, 0.4 * slowdown, files, top,
@@ -35,7 +35,7 @@ def write_profile(root: Path, name: str, op: str, profiler: str, slowdown: float
                                      cpu_s=None if ran is None else 0.4 * ran, unprofiled_cpu_s=0.1,
                                      other_cores=other_cores)
     result.out_dir.mkdir(parents=True)
-    return profiling.write_manifest(profiling.ProfileRequest(cell, "backward"), result)
+    return profiling.write_manifest(profiling.ProfileRequest(cell, "backward", flush_caches=flush_caches), result)
 
 
 @pytest.fixture
@@ -70,6 +70,14 @@ def test_a_gpu_torch_profile_names_the_operators_by_their_kernels_time(tmp_path:
                        {"name": "mul_kernel", "pct": 25.0, "device": True}, {"name": "aten::mul", "pct": 25.0}]
     manifest.write_text(json.dumps(data))
     assert profiles.find(tmp_path, {"hoconv2d"})[0].top == "aten::add 75%, aten::mul 25%"  # each kernel's time once
+
+
+def test_a_profile_on_cold_caches_says_so_beside_its_pass(tmp_path: Path) -> None:
+    write_profile(tmp_path, "warm", "hoconv2d", "py-spy", 1.0)
+    write_profile(tmp_path, "cold", "hoconv2d", "py-spy", 1.0, flush_caches=True)
+    write_profile(tmp_path, "cold-gpu", "hoconv2d", "torch", 1.0, device="cuda", flush_caches=True)
+    passes = {p.files[storage.PROFILE_MANIFEST].parent.name: p.pass_name for p in profiles.find(tmp_path, {"hoconv2d"})}
+    assert passes == {"warm": "backward", "cold": "backward, caches flushed", "cold-gpu": "backward, L2 flushed"}
 
 
 def test_both_pages_link_each_profiles_files(root: Path) -> None:
