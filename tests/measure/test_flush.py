@@ -24,11 +24,14 @@ def test_the_cpu_flush_reads_every_byte_of_a_buffer_of_its_own(monkeypatch):
 
 
 def test_a_flushing_cpu_clock_runs_the_flush_before_each_call(monkeypatch):
-    flushes = []
+    flushes, made = [], []
+    monkeypatch.setattr(flush, "_MADE", {})
     monkeypatch.setattr(flush, "cpu_flush_bytes", lambda: 1 << 16)
-    monkeypatch.setattr(flush, "cpu_flusher", lambda nbytes: lambda: flushes.append(nbytes))
+    monkeypatch.setattr(flush, "cpu_flusher", lambda nbytes: made.append(nbytes) or (lambda: flushes.append(nbytes)))
     clock = make_clock("cpu", flush_l2=True)
     for _ in range(3):
         clock.time(lambda: None)
     assert flushes == [1 << 16] * 3
     assert make_clock("cpu").before is None
+    # a partner's clock, and the next cell's, flush with the same buffer: one made in the process
+    assert make_clock("cpu", flush_l2=True).before is clock.before and made == [1 << 16]
