@@ -35,3 +35,18 @@ def test_a_flushing_cpu_clock_runs_the_flush_before_each_call(monkeypatch):
     assert make_clock("cpu").before is None
     # a partner's clock, and the next cell's, flush with the same buffer: one made in the process
     assert make_clock("cpu", flush_l2=True).before is clock.before and made == [1 << 16]
+
+
+def test_each_gpu_of_a_process_gets_a_flush_buffer_of_its_own(monkeypatch):
+    """The buffer lives on the GPU it is made on: one a device index, and the CPU's apart."""
+    monkeypatch.setattr(flush, "_MADE", {})
+    current, made = [0], []
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: current[0])
+    monkeypatch.setattr(flush, "gpu_flusher", lambda: made.append(current[0]) or (lambda: current[0]))
+    monkeypatch.setattr(flush, "cpu_flusher", lambda nbytes: made.append("cpu") or (lambda: None))
+    first = flush.flusher("cuda")
+    current[0] = 1
+    second = flush.flusher("cuda")
+    assert flush.flusher("cuda") is second and second is not first and flush.flusher("cpu") is not None
+    current[0] = 0
+    assert flush.flusher("cuda") is first and made == [0, 1, "cpu"]
