@@ -1,7 +1,7 @@
 """How much the canary's calibrated time moves from one `env --calibrate` to the next, by three rules: one
 window of readings after the peaks (the rule before), the median of the calibration's windows, and the
-fastest of them (the rule now); and the float32 matmul peak, as timed and raised to the canary's
-calibrated speed (the rule now); and the memory probe's typical reading (`read_gbps_typical`, the bar a run's
+fastest of them (the rule now); and the float32 matmul peak, as timed and raised to the float32
+matmul's fastest reading (the rule now); and the memory probe's typical reading (`read_gbps_typical`, the bar a run's
 start is warned against), as the median of ten probes back to back after the calibration (the rule before) and of
 the probes its canary windows take all through it (the rule now), with the share of those spread probes, a quiet
 machine's, that would have been warned under 60% of it (preflight.SLOW_MEMORY_SHARE).

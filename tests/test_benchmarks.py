@@ -169,7 +169,7 @@ def test_the_gpu_checks_calibration_times_the_gpu_alone_well_within_its_cap(tmp_
     monkeypatch.setattr(copies, "cache_sizes", lambda device: [caches.CacheSize("L2", 50 << 20, 1)])  # an H100's
     monkeypatch.setattr(calibrate, "matmul_gflops", lambda device, dtype: timed.append(("matmul", device)) or 5e4)
     monkeypatch.setattr(calibrate, "canary_window", lambda counts: calibrate.Window({n: 2e-4 for n in counts}, [50.0]))
-    monkeypatch.setattr(calibrate, "canary_reading", lambda: 2e-4)
+    monkeypatch.setattr(calibrate, "matmul_reading", lambda: 200.0)
     monkeypatch.setattr(load, "others_busy", lambda: 0.0)
     monkeypatch.setattr(load.Timeline, "__enter__", lambda self: self)  # a quiet machine all through
 

@@ -113,9 +113,9 @@ def _windows_text(peaks: dict) -> str:
 
 
 def _matmul_text(rates: dict[str, float], slowdown: dict[str, float]) -> str:
-    """Each dtype's calibrated matmul GFLOP/s, saying which were raised to the canary's calibrated speed:
-    "float32 187 (timed at 1.44x the canary, raised), float64 65"."""
+    """Each dtype's calibrated matmul GFLOP/s, saying which were timed in a slow moment and raised (calibrate's
+    at_matmul_speed): "float32 187 (raised 1.44x: timed in a slow moment), float64 65"."""
     def text(dtype: str, rate: float) -> str:
         slow = slowdown.get(dtype, 1.0)
-        return f"{dtype} {rate:.3g}" + (f" (timed at {slow:.2f}x the canary, raised)" if slow > 1.0 else "")
+        return f"{dtype} {rate:.3g}" + (f" (raised {slow:.2f}x: timed in a slow moment)" if slow > 1.0 else "")
     return ", ".join(text(dt, v) for dt, v in rates.items())

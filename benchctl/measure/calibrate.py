@@ -7,8 +7,8 @@ CPU also the best of the memory bandwidth probes its canary windows take all thr
 `read_gbps`) and their median (`read_gbps_typical`): `run` compares the probe it takes at the start with the
 median and warns when the machine's memory is busy (against the best, it warned at most starts on a quiet
 2-core VM: 30 GB/s against 63), and the compute canary's time on each thread count a pass takes
-(`canary_s_by_threads`). A CPU matmul rate timed while the canary read slow is raised to the canary's
-calibrated speed (`at_canary_speed`).
+(`canary_s_by_threads`). A CPU matmul rate timed while the float32 matmul itself read slow is raised to that
+matmul's fastest reading (`at_matmul_speed`).
 
 Every run after it is held to what it stores, so a calibration beside other work stores nothing: it waits up
 to QUIET_WAIT_S for the machine to be quiet before it starts, watches the other processes' load while it runs
@@ -54,7 +54,13 @@ POLICY = Policy(warmup=2, min_samples=10, min_time=0.5, max_time=10.0)
 # median of the windows 250-369, the fastest 248-256. Runs after a slow calibration read their canaries
 # under 1 and could not mark a slow pass (the sweeps after a 450 us one read 0.55-0.73 of it).
 CANARY_READINGS = 11
-CANARY_AROUND = 5  # canary readings before, and again after, each CPU matmul rate is timed
+# The float32 matmul's own speed, read before and after each CPU matmul rate is timed: the fastest of
+# READING_CALLS calls at MATMUL_N (a rate is its fastest call). The canary, a call of 0.2 ms, does not
+# say it: over 90 s on the 2-core VM the canary read 1.47x slower in its slowest quarter than in its
+# fastest, a 1024 matmul 1.13x (benchmarks/matmul_speed_bench.py).
+READING_CALLS = 3
+READING = Policy(warmup=1, warmup_min_time=0.0, min_samples=READING_CALLS, max_samples=READING_CALLS,
+                 min_time=0.0, max_time=5.0, ci_target=0.0)
 # The matmul rates measured: a pass is held against the rate of its own dtype (a GPU's bfloat16 tensor cores
 # do over ten times its float32 rate). TF32_PEAK: float32 with TF32 allowed, for float32 GPU passes timed so.
 MATMUL_DTYPES = {"cpu": DTYPE_NAMES, "cuda": (*DTYPE_NAMES, TF32_PEAK)}
@@ -87,6 +93,11 @@ def matmul_gflops(device: str, dtype: str = "float32") -> float:
         return _matmul_rate(device, dtype, matmul_size(device, dtype), POLICY)
     finally:
         torch.backends.cuda.matmul.allow_tf32 = allowed
+
+
+def matmul_reading() -> float:
+    """The CPU's float32 matmul speed now (GFLOP/s): the fastest of READING_CALLS calls at MATMUL_N."""
+    return _matmul_rate(Device.CPU, "float32", MATMUL_N, READING)
 
 
 def matmul_size(device: str, dtype: str) -> int:
@@ -154,52 +165,52 @@ def _device_peaks(device: str, between: Callable[[], None]) -> dict[str, Any]:
     windows.append(copies.copy_window(device))
     between()
     found.update(copies.best_copies(windows, device))
-    return {**found, "matmul_canary_s": around} if around else found
+    return {**found, "matmul_readings": around} if around else found
 
 
 def _add_cpu_speed(cpu: dict[str, Any], counts: tuple[int, ...], windows: list[Window]) -> None:
     """The memory probes' best and median over every window (spread over the calibration, as the canary's are:
     ten probes back to back at its end read one stretch of the host's memory traffic), the canary's fastest
     window per thread count (and every window's median on each, `canary_windows_by_threads`: how far the
-    machine's speed moved on each while it was calibrated), and the matmul rates at the canary's calibrated
-    speed (with how slow the canary read around each)."""
+    machine's speed moved on each while it was calibrated), and the matmul rates at the float32 matmul's
+    fastest reading (with how much slower it read around each)."""
     reads = [gbps for w in windows for gbps in w.read_gbps]
     cpu.update(read_gbps=max(reads), read_gbps_typical=statistics.median(reads))
     by_threads = {str(n): min(w.canary_s[n] for w in windows) for n in counts}
     threads = torch.get_num_threads()
     cpu.update(canary_s_by_threads=by_threads, canary_s=by_threads[str(threads)],
                canary_windows_by_threads={str(n): [w.canary_s[n] for w in windows] for n in counts})
-    cpu["gflops_by_dtype"], cpu["matmul_slowdown"] = at_canary_speed(cpu["gflops_by_dtype"],
-                                                                     cpu.pop("matmul_canary_s"), cpu["canary_s"])
+    cpu["gflops_by_dtype"], cpu["matmul_slowdown"] = at_matmul_speed(cpu["gflops_by_dtype"],
+                                                                     cpu.pop("matmul_readings"))
     cpu["gflops"] = cpu["gflops_by_dtype"]["float32"]
 
 
-def matmul_rates(device: str, after: Callable[[], None] = lambda: None) -> tuple[dict[str, float], dict[str, float]]:
-    """Each dtype's matmul GFLOP/s, and on the CPU the canary's time around its timing (the mean of a reading
-    before it and one after); `after` runs after each dtype's."""
+Around = dict[str, tuple[float, float]]  # dtype -> the float32 matmul's readings (GFLOP/s) before and after its rate
+
+
+def matmul_rates(device: str, after: Callable[[], None] = lambda: None) -> tuple[dict[str, float], Around]:
+    """Each dtype's matmul GFLOP/s, and on the CPU the float32 matmul's speed read before and after its timing
+    (matmul_reading); `after` runs after each dtype's."""
     rates, around = {}, {}
     for dt in MATMUL_DTYPES[device]:
-        before = canary_reading() if device == Device.CPU else None
+        before = matmul_reading() if device == Device.CPU else None
         rates[dt] = matmul_gflops(device, dt)
         if before is not None:
-            around[dt] = (before + canary_reading()) / 2
+            around[dt] = (before, matmul_reading())
         after()
     return rates, around
 
 
-def at_canary_speed(rates: dict[str, float], around: dict[str, float],
-                    canary_s: float) -> tuple[dict[str, float], dict[str, float]]:
-    """Each rate as if timed with the canary at its calibrated time `canary_s`, and the ratio it was raised by:
-    a rate timed while the canary read over CANARY_SLOW slower is raised by that ratio, never lowered. A
-    matmul's rate follows the canary, itself a matmul (correlation 0.84 over 90 s on the 2-core VM); a peak
-    timed slow put an honest bmm's 209 GFLOP/s under the floor (trust.below_floor) against its 146."""
-    slow = {dt: around[dt] / canary_s if around[dt] > (1 + CANARY_SLOW) * canary_s else 1.0 for dt in around}
+def at_matmul_speed(rates: dict[str, float], around: Around) -> tuple[dict[str, float], dict[str, float]]:
+    """Each rate as if timed with the float32 matmul at its fastest reading of the calibration, and the ratio it
+    was raised by: a rate whose two readings read, on average, over CANARY_SLOW slower than that is raised by
+    the ratio, never lowered. A peak timed slow put an honest bmm's 209 GFLOP/s under the floor
+    (trust.below_floor) against its 146; raised by the canary's ratio instead, the float32 peak read 363 GFLOP/s,
+    a rate no call of the machine reached (benchmarks/matmul_speed_bench.py)."""
+    fastest = max((r for pair in around.values() for r in pair), default=0.0)
+    ratio = {dt: fastest / statistics.mean(pair) for dt, pair in around.items()}
+    slow = {dt: r if r > 1 + CANARY_SLOW else 1.0 for dt, r in ratio.items()}
     return {dt: rate * slow.get(dt, 1.0) for dt, rate in rates.items()}, slow
-
-
-def canary_reading() -> float:
-    """The canary on torch's default threads now: the median of CANARY_AROUND readings."""
-    return statistics.median(_readings(CANARY_AROUND)[1])
 
 
 def _readings(count: int) -> tuple[list[float], list[float]]:

@@ -125,13 +125,13 @@ def test_env_reads_the_canary_now_on_each_calibrated_thread_count_and_says_when_
         "460 us on 1 thread, 1.16x calibrated; 435 us on 2 threads, 1.70x calibrated")
 
 
-def test_env_says_which_matmul_rates_were_raised_to_the_canary_s_speed(monkeypatch, tmp_path):
+def test_env_says_which_matmul_rates_were_timed_in_a_slow_moment_and_raised(monkeypatch, tmp_path):
     monkeypatch.setenv("BENCHCTL_CACHE", str(tmp_path))
     peaks = {"cpu": {"gbps": 30.0, "gflops": 187.2, "gflops_by_dtype": {"float32": 187.2, "float64": 65.0},
                      "matmul_slowdown": {"float32": 1.44, "float64": 1.0}}}
     monkeypatch.setattr("benchctl.measure.calibrate.load_peaks", lambda: peaks)
     facts = json.loads(invoke("env", "--json").stdout)
-    assert facts["peak_cpu_matmul"] == "float32 187 (timed at 1.44x the canary, raised), float64 65"
+    assert facts["peak_cpu_matmul"] == "float32 187 (raised 1.44x: timed in a slow moment), float64 65"
 
 
 def test_run_py_cpu_writes_parquet_with_all_passes(tmp_path):

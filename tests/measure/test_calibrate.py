@@ -28,7 +28,7 @@ def measured(monkeypatch, tmp_path):
                                calibrate.Window({1: 4.1e-4, 2: 2.5e-4}, [52.5, 12.0, 12.0]),
                                calibrate.Window({1: 6.2e-4, 2: 4.4e-4}, [41.0, 12.0, 12.0])])
     monkeypatch.setattr(calibrate, "canary_window", lambda counts: next(windows) if counts else {})
-    monkeypatch.setattr(calibrate, "canary_reading", lambda: 2.5e-4)  # at the calibrated speed around the matmuls
+    monkeypatch.setattr(calibrate, "matmul_reading", lambda: 130.0)  # the float32 matmul at one speed throughout
     monkeypatch.setattr(calibrate.load, "others_busy", lambda: 0.1)  # nothing else running
     monkeypatch.setattr(calibrate.load, "Timeline", Watched)  # ... all through it
 
@@ -147,25 +147,34 @@ def test_every_dtype_gets_its_own_matmul_rate_and_a_gpu_its_tf32_one(measured):
     assert peaks["cuda"]["gflops_by_dtype"]["tf32"] == 96000.0 and peaks["cuda"]["gflops"] == 48000.0
 
 
-def test_a_cpu_matmul_rate_timed_while_the_canary_read_slow_is_raised_to_the_canary_s_calibrated_speed(
+def test_a_cpu_matmul_rate_timed_while_the_float32_matmul_read_slow_is_raised_to_its_fastest_reading(
         measured, monkeypatch):
-    # around float32: 3.5e-4 before, 3.7e-4 after (1.44x the fastest window's 2.5e-4); float64 faster than
-    # calibrated (never lowered); float16 1.04x, within the canary's own noise; bfloat16 at speed
-    readings = iter([3.5e-4, 3.7e-4, 2.0e-4, 2.2e-4, 2.6e-4, 2.6e-4, 2.5e-4, 2.5e-4])
-    monkeypatch.setattr(calibrate, "canary_reading", lambda: next(readings))
+    # the float32 matmul read before and after each rate: around float32 90 and 95 GFLOP/s (1.41x under the
+    # fastest reading, 130), around float64 120 and 130 (1.04x: within the readings' own noise), around float16
+    # 65 and 130 (1.33x), around bfloat16 130 and 130 (at speed)
+    readings = iter([90.0, 95.0, 120.0, 130.0, 65.0, 130.0, 130.0, 130.0])
+    monkeypatch.setattr(calibrate, "matmul_reading", lambda: next(readings))
     peaks = calibrate.calibrate(["cpu"])["cpu"]
-    assert peaks["gflops_by_dtype"] == pytest.approx({"float32": 187.2, "float64": 65.0, "float16": 520.0,
-                                                      "bfloat16": 520.0})
-    assert peaks["gflops"] == pytest.approx(187.2)
-    assert peaks["matmul_slowdown"] == pytest.approx({"float32": 1.44, "float64": 1.0, "float16": 1.0,
+    assert peaks["matmul_slowdown"] == pytest.approx({"float32": 130 / 92.5, "float64": 1.0, "float16": 130 / 97.5,
                                                       "bfloat16": 1.0})
-    assert "matmul_canary_s" not in peaks
+    assert peaks["gflops_by_dtype"] == pytest.approx({"float32": 130 * 130 / 92.5, "float64": 65.0,
+                                                      "float16": 520 * 130 / 97.5, "bfloat16": 520.0})
+    assert peaks["gflops"] == pytest.approx(182.7, abs=0.05)
+    assert "matmul_readings" not in peaks
 
 
-def test_a_gpu_matmul_rate_is_not_held_to_the_cpu_canary(measured, monkeypatch):
-    monkeypatch.setattr(calibrate, "canary_reading", lambda: 1.0)  # would raise every rate 4000x
+def test_a_gpu_matmul_rate_is_not_held_to_the_cpu_s_matmul(measured, monkeypatch):
+    monkeypatch.setattr(calibrate, "matmul_reading", lambda: pytest.fail("read the CPU's matmul for a GPU's rates"))
     peaks = calibrate.calibrate(["cuda"])["cuda"]
     assert peaks["gflops"] == 48000.0 and "matmul_slowdown" not in peaks
+
+
+def test_a_matmul_reading_is_the_fastest_of_its_calls_at_the_peak_s_size(monkeypatch):
+    timed = []
+    monkeypatch.setattr(calibrate, "_matmul_rate", lambda device, dtype, n, policy: timed.append(
+        (device, dtype, n, policy.warmup, policy.min_samples, policy.max_samples)) or 200.0)
+    assert calibrate.matmul_reading() == 200.0
+    assert timed == [("cpu", "float32", calibrate.MATMUL_N, 1, calibrate.READING_CALLS, calibrate.READING_CALLS)]
 
 
 @pytest.fixture
