@@ -18,6 +18,7 @@ as it was and says so (`BusyMachine`).
 
 from __future__ import annotations
 
+import functools
 import json
 import socket
 import statistics
@@ -96,8 +97,14 @@ def matmul_gflops(device: str, dtype: str = "float32") -> float:
 
 
 def matmul_reading() -> float:
-    """The CPU's float32 matmul speed now (GFLOP/s): the fastest of READING_CALLS calls at MATMUL_N."""
-    return _matmul_rate(Device.CPU, "float32", MATMUL_N, READING)
+    """The CPU's float32 matmul speed now (GFLOP/s): the fastest of READING_CALLS calls at the size of the
+    float32 peak (MATMUL_N, or less on a CPU too slow for it)."""
+    return _matmul_rate(Device.CPU, "float32", _reading_size(), READING)
+
+
+@functools.cache
+def _reading_size() -> int:
+    return matmul_size(Device.CPU, "float32")
 
 
 def matmul_size(device: str, dtype: str) -> int:

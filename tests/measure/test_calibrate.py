@@ -169,12 +169,18 @@ def test_a_gpu_matmul_rate_is_not_held_to_the_cpu_s_matmul(measured, monkeypatch
     assert peaks["gflops"] == 48000.0 and "matmul_slowdown" not in peaks
 
 
-def test_a_matmul_reading_is_the_fastest_of_its_calls_at_the_peak_s_size(monkeypatch):
+def test_a_matmul_reading_is_the_fastest_of_its_calls_at_the_float32_peak_s_size(monkeypatch):
     timed = []
     monkeypatch.setattr(calibrate, "_matmul_rate", lambda device, dtype, n, policy: timed.append(
-        (device, dtype, n, policy.warmup, policy.min_samples, policy.max_samples)) or 200.0)
-    assert calibrate.matmul_reading() == 200.0
-    assert timed == [("cpu", "float32", calibrate.MATMUL_N, 1, calibrate.READING_CALLS, calibrate.READING_CALLS)]
+        (device, dtype, n, policy.max_samples)) or 200.0)
+    monkeypatch.setattr(calibrate, "matmul_size", lambda device, dtype: 512 if (device, dtype) == ("cpu", "float32")
+                        else pytest.fail(f"sized {device} {dtype}"))
+    calibrate._reading_size.cache_clear()
+    try:
+        assert calibrate.matmul_reading() == 200.0 and calibrate.matmul_reading() == 200.0
+    finally:
+        calibrate._reading_size.cache_clear()
+    assert timed == [("cpu", "float32", 512, calibrate.READING_CALLS)] * 2  # sized once: a slow CPU's float32 size
 
 
 @pytest.fixture
