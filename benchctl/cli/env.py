@@ -38,6 +38,9 @@ def command(as_json: bool, calibrate: bool) -> None:
                 f"{_size(c['copy_bytes'])} {c['gbps']:.0f}" for c in p["copy_sizes"])
     if not peaks:
         facts["peaks"] = "not measured: run `benchctl env --calibrate`"
+    stale = cal.stale_matmul_peaks(peaks.get("cpu", {}))
+    if stale:
+        facts["peak_cpu_matmul"] += f"; {stale}"
     facts["calibration_file"] = str(cal.calibration_path()) + _age(cal.calibration_path())
     if as_json:
         click.echo(json.dumps(facts, indent=2, default=str))

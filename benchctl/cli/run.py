@@ -11,7 +11,7 @@ import click
 from benchctl.cli.options import (MOST_THREADS, Finite, Seconds, check_writable, load_operators, op_option,
                                    ops_dir_option, parse_params, tf32_option)
 from benchctl.vocab import (ALLOCATORS, EXECUTORS, PAIR_NONE, PAIR_REFERENCE, PAIR_REFERENCE_ON_CPU, Allocator,
-                            Executor)
+                            Device, Executor)
 
 
 def _ints(text: str | None) -> tuple[int, ...]:
@@ -167,6 +167,7 @@ def _check_allocator(name: str, in_process: bool, executor: str) -> None:
 def _execute(plan, out: Path) -> None:
     """The preflight, then the session, with progress and the summary around them."""
     from benchctl import console
+    from benchctl.measure.calibrate import stale_matmul_peaks
     from benchctl.sweep.preflight import Preflight, busy_cores_now, memory_bandwidth_now
     from benchctl.sweep.series import group
     from benchctl.sweep.session import Interrupted, Session
@@ -178,8 +179,10 @@ def _execute(plan, out: Path) -> None:
     if plan.executor != Executor.RAY:
         runnable = _check_and_build(preflight)
     busy, busy_warning = busy_cores_now(plan.cells, plan.threads)
-    memory, memory_warning = memory_bandwidth_now(plan.cells, plan.settings().peaks.get("cpu", {}))
-    for warning in filter(None, (busy_warning, memory_warning)):
+    cpu_peaks = plan.settings().peaks.get("cpu", {})
+    memory, memory_warning = memory_bandwidth_now(plan.cells, cpu_peaks)
+    stale = stale_matmul_peaks(cpu_peaks) if any(c.device == Device.CPU for c in plan.cells) else None
+    for warning in filter(None, (busy_warning, memory_warning, stale)):
         console.warn(warning)
     fanout = plan.fanout()
     if fanout is not None:

@@ -189,9 +189,13 @@ def _add_cpu_speed(cpu: dict[str, Any], counts: tuple[int, ...], windows: list[W
                canary_windows_by_threads={str(n): [w.canary_s[n] for w in windows] for n in counts})
     cpu["gflops_by_dtype"], cpu["matmul_slowdown"] = at_matmul_speed(cpu["gflops_by_dtype"],
                                                                      cpu.pop("matmul_readings"))
+    cpu["matmul_raised_by"] = MATMUL_RAISED_BY
     cpu["gflops"] = cpu["gflops_by_dtype"]["float32"]
 
 
+# What a calibration's CPU matmul peaks were raised by where timed slow (`matmul_raised_by`). Files without it
+# raised them by the compute canary's slowdown, which overstated them (at_matmul_speed); stale_matmul_peaks.
+MATMUL_RAISED_BY = "float32 matmul readings"
 Around = dict[str, tuple[float, float]]  # dtype -> the float32 matmul's readings (GFLOP/s) before and after its rate
 
 
@@ -225,6 +229,19 @@ def _readings(count: int) -> tuple[list[float], list[float]]:
     them."""
     probes = [trust.probe()[:2] for _ in range(count)]
     return [gbps for gbps, _ in probes], [s for _, s in probes]
+
+
+def stale_matmul_peaks(cpu: dict[str, Any]) -> str | None:
+    """Why a stored CPU calibration's matmul peaks cannot be trusted, or None: raised by the compute canary's
+    slowdown (a calibration from before MATMUL_RAISED_BY), which put the float32 peak up to 1.56x above the
+    fastest rate timed (benchmarks/README.md, "The matmul peak, and the floor it sets")."""
+    raised = {dt: r for dt, r in cpu.get("matmul_slowdown", {}).items() if r > 1.0}
+    if not raised or cpu.get("matmul_raised_by") == MATMUL_RAISED_BY:
+        return None
+    which = ", ".join(f"{dt} {r:.2f}x" for dt, r in raised.items())
+    return (f"the calibration raised its CPU matmul peaks by the compute canary's slowdown ({which}), a rule that "
+            "stored them above any rate the machine reaches, so compute-bound passes read a low % of peak: "
+            "calibrate again (`benchctl env --calibrate`)")
 
 
 def canary_threads() -> tuple[int, ...]:

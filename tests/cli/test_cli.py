@@ -10,6 +10,7 @@ import pytest
 import torch
 from click.testing import CliRunner
 
+from benchctl.measure import calibrate
 from benchctl.results import storage
 from benchctl.results.schema import slow_machine
 from benchctl.cli import cli
@@ -128,7 +129,8 @@ def test_env_reads_the_canary_now_on_each_calibrated_thread_count_and_says_when_
 def test_env_says_which_matmul_rates_were_timed_in_a_slow_moment_and_raised(monkeypatch, tmp_path):
     monkeypatch.setenv("BENCHCTL_CACHE", str(tmp_path))
     peaks = {"cpu": {"gbps": 30.0, "gflops": 187.2, "gflops_by_dtype": {"float32": 187.2, "float64": 65.0},
-                     "matmul_slowdown": {"float32": 1.44, "float64": 1.0}}}
+                     "matmul_slowdown": {"float32": 1.44, "float64": 1.0},
+                     "matmul_raised_by": calibrate.MATMUL_RAISED_BY}}
     monkeypatch.setattr("benchctl.measure.calibrate.load_peaks", lambda: peaks)
     facts = json.loads(invoke("env", "--json").stdout)
     assert facts["peak_cpu_matmul"] == "float32 187 (raised 1.44x: timed in a slow moment), float64 65"
@@ -188,6 +190,22 @@ def test_busy_memory_is_warned_about_and_recorded(tmp_path, monkeypatch, now, wa
     assert ("memory bandwidth is 20 GB/s now, 40% of the 50 GB/s calibrated" in result.output) is warned
     (run,) = tmp_path.iterdir()
     assert json.loads((run / "_run.json").read_text())["mem_gbps_at_start"] == now
+
+
+@pytest.mark.parametrize("raised_by, warned", [(None, True), (calibrate.MATMUL_RAISED_BY, False)])
+def test_a_calibration_whose_matmul_peaks_the_canary_raised_is_warned_about(tmp_path, monkeypatch, raised_by, warned):
+    cpu = {"gbps": 30.0, "gflops": 363.0, "gflops_by_dtype": {"float32": 363.0, "float64": 180.0},
+           "matmul_slowdown": {"float32": 1.74, "float64": 1.0}}
+    monkeypatch.setattr("benchctl.measure.calibrate.load_peaks",
+                        lambda: {"cpu": {**cpu, **({"matmul_raised_by": raised_by} if raised_by else {})}})
+    result = invoke("run", "py", "cpu", "--op", "hoconv2d", "--target", "filter", "--batch-sizes", "1",
+                    "--param", "H=8", "--param", "W=8", "--passes", "forward", "--min-time", "0",
+                    "--warmup-time", "0", "--out", str(tmp_path))
+    assert result.exit_code == 0, result.output
+    said = "raised its CPU matmul peaks by the compute canary's slowdown (float32 1.74x)"
+    assert (said in " ".join(result.output.split())) is warned
+    facts = json.loads(invoke("env", "--json").stdout)
+    assert ("calibrate again" in facts["peak_cpu_matmul"]) is warned
 
 
 def test_the_tf32_mode_is_recorded_and_a_wrong_one_refused(tmp_path):

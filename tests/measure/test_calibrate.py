@@ -163,6 +163,16 @@ def test_a_cpu_matmul_rate_timed_while_the_float32_matmul_read_slow_is_raised_to
     assert "matmul_readings" not in peaks
 
 
+def test_a_calibration_says_its_rule_and_one_raised_by_the_canary_reads_stale(measured):
+    cpu = calibrate.calibrate(["cpu"])["cpu"]
+    assert cpu["matmul_raised_by"] == calibrate.MATMUL_RAISED_BY and calibrate.stale_matmul_peaks(cpu) is None
+    old = {"matmul_slowdown": {"float32": 1.74, "float64": 1.0, "bfloat16": 1.62}}
+    assert calibrate.stale_matmul_peaks(old).startswith(
+        "the calibration raised its CPU matmul peaks by the compute canary's slowdown (float32 1.74x, bfloat16 1.62x)")
+    assert calibrate.stale_matmul_peaks({"matmul_slowdown": {"float32": 1.0}}) is None  # nothing was raised
+    assert calibrate.stale_matmul_peaks({}) is None  # older still: never raised
+
+
 def test_a_gpu_matmul_rate_is_not_held_to_the_cpu_s_matmul(measured, monkeypatch):
     monkeypatch.setattr(calibrate, "matmul_reading", lambda: pytest.fail("read the CPU's matmul for a GPU's rates"))
     peaks = calibrate.calibrate(["cuda"])["cuda"]
