@@ -23,9 +23,10 @@ class Floor:
     flops_s: float = 0.0
 
     def at_speed(self, canary_ratio: float | None) -> float | None:
-        """The longer bound, the FLOP bound taken at the machine's speed around the pass: a canary (a matmul,
-        machine/canary.py) under its calibrated time says the cores ran faster than when the peak was timed
-        (a 2-core VM's bmm did 209 GFLOP/s beside a canary at 0.93x, against a peak of 146 timed slow)."""
+        """The longer bound, the FLOP bound eased where the canary (machine/canary.py) read under its calibrated
+        time around the pass: a floor errs towards passing an honest call. The canary says little of a large
+        matmul's speed (calibrate.at_matmul_speed), but a 2-core VM's bmm once did 209 GFLOP/s beside a canary
+        at 0.93x, against a peak of 146 timed slow."""
         speed = min(1.0, canary_ratio) if canary_ratio else 1.0
         return max(self.bytes_s, self.flops_s * speed) or None
 
