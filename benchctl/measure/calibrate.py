@@ -56,12 +56,15 @@ POLICY = Policy(warmup=2, min_samples=10, min_time=0.5, max_time=10.0)
 # under 1 and could not mark a slow pass (the sweeps after a 450 us one read 0.55-0.73 of it).
 CANARY_READINGS = 11
 # The float32 matmul's own speed, read before and after each CPU matmul rate is timed: the fastest of
-# READING_CALLS calls at MATMUL_N (a rate is its fastest call). The canary, a call of 0.2 ms, does not
-# say it: over 90 s on the 2-core VM the canary read 1.47x slower in its slowest quarter than in its
-# fastest, a 1024 matmul 1.13x (benchmarks/matmul_speed_bench.py).
+# READING_CALLS calls at the float32 peak's size (a rate is its fastest call). The canary, a call of 0.2 ms,
+# does not say it: over 120 s on the 2-core VM the float32 peak's time correlated with the canary's at 0.13,
+# with these readings' at 0.85 (benchmarks/matmul_speed_bench.py).
 READING_CALLS = 3
 READING = Policy(warmup=1, warmup_min_time=0.0, min_samples=READING_CALLS, max_samples=READING_CALLS,
                  min_time=0.0, max_time=5.0, ci_target=0.0)
+# What a calibration's CPU matmul peaks were raised by where timed slow (`matmul_raised_by`). Files without it
+# raised them by the compute canary's slowdown, which overstated them (at_matmul_speed); stale_matmul_peaks.
+MATMUL_RAISED_BY = "float32 matmul readings"
 # The matmul rates measured: a pass is held against the rate of its own dtype (a GPU's bfloat16 tensor cores
 # do over ten times its float32 rate). TF32_PEAK: float32 with TF32 allowed, for float32 GPU passes timed so.
 MATMUL_DTYPES = {"cpu": DTYPE_NAMES, "cuda": (*DTYPE_NAMES, TF32_PEAK)}
@@ -193,9 +196,6 @@ def _add_cpu_speed(cpu: dict[str, Any], counts: tuple[int, ...], windows: list[W
     cpu["gflops"] = cpu["gflops_by_dtype"]["float32"]
 
 
-# What a calibration's CPU matmul peaks were raised by where timed slow (`matmul_raised_by`). Files without it
-# raised them by the compute canary's slowdown, which overstated them (at_matmul_speed); stale_matmul_peaks.
-MATMUL_RAISED_BY = "float32 matmul readings"
 Around = dict[str, tuple[float, float]]  # dtype -> the float32 matmul's readings (GFLOP/s) before and after its rate
 
 
