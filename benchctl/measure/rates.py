@@ -27,8 +27,11 @@ class Floor:
         time around the pass: a floor errs towards passing an honest call. The canary says little of a large
         matmul's speed (calibrate.at_matmul_speed), but a 2-core VM's bmm once did 209 GFLOP/s beside a canary
         at 0.93x, against a peak of 146 timed slow."""
-        speed = min(1.0, canary_ratio) if canary_ratio else 1.0
-        return max(self.bytes_s, self.flops_s * speed) or None
+        return max(self.bytes_s, self.flops_at(canary_ratio)) or None
+
+    def flops_at(self, canary_ratio: float | None) -> float:
+        """The FLOP bound, eased where the canary read under its calibrated time (at_speed)."""
+        return self.flops_s * (min(1.0, canary_ratio) if canary_ratio else 1.0)
 
 
 def rates(resolved: Resolved, setup: Callable[[], Thunk], pass_name: str, median: float,

@@ -19,7 +19,11 @@ from benchctl.measure.timing import Measurement
 from benchctl.results.schema import beside_work
 from benchctl.vocab import Device, Status, Stop
 
-FLOOR_MARGIN = 0.10  # a median this far under its floor is below_floor
+FLOOR_MARGIN = 0.10  # a median this far under its byte floor is below_floor
+# ... and this far under its FLOP floor: the float32 peak is the matmul's fastest reading of one calibration,
+# and three calibrations on the 2-core VM stored 210-232 GFLOP/s while its readings over two minutes spread
+# 198-238; a call that skips its work is far faster than either margin.
+FLOP_FLOOR_MARGIN = 0.25
 # memory read GB/s, the compute canary's s (None on a GPU), the machine's ticks
 Probe = tuple[float | None, float | None, load.Ticks | None]
 
@@ -132,14 +136,15 @@ def judged(columns: Mapping[str, Any], m: Measurement, around: Around, floor: Fl
 
 
 def below_floor(row: Mapping[str, Any], floor: Floor | None) -> dict[str, Any]:
-    """A median more than FLOOR_MARGIN under the least time the pass can take here (`floor`: its bytes at the
-    fastest calibrated bandwidth, or its FLOPs at the calibrated peak at the speed the row's canary read)
-    cannot be a record: the call skipped work, or the clock missed it. The row keeps its samples, with status
-    below_floor and a message."""
+    """A median more than FLOOR_MARGIN under the least time its bytes take at the fastest calibrated
+    bandwidth, or more than FLOP_FLOOR_MARGIN under the time its FLOPs take at the calibrated peak (at the speed
+    the row's canary read, where faster), cannot be a record: the call skipped work, or the clock missed it.
+    The row keeps its samples, with status below_floor and a message."""
     median, ratio = row.get("median_s"), row.get("canary_ratio")
-    least_s = floor.at_speed(ratio) if floor else None
-    if not least_s or not median or median * (1 + FLOOR_MARGIN) >= least_s:
+    if not floor or not median or (median * (1 + FLOOR_MARGIN) >= floor.bytes_s
+                                   and median * (1 + FLOP_FLOOR_MARGIN) >= floor.flops_at(ratio)):
         return {}
+    least_s = floor.at_speed(ratio)
     speed = f" (its peak at the {ratio:.2f}x canary read around the pass)" if ratio and ratio < 1 else ""
     said = (f"below the floor: {median * 1e3:.3g} ms, while moving {(row.get('bytes') or 0) / 1e6:.3g} MB and "
             f"doing {(row.get('flops') or 0) / 1e9:.3g} GFLOP take at least {least_s * 1e3:.3g} ms at this machine's "

@@ -80,6 +80,17 @@ def test_the_flop_floor_is_taken_at_the_speed_the_canary_read_and_never_raised_b
     assert "at least 14.9 ms" in skipped["message"] and "its peak at the 0.80x canary" in skipped["message"]
 
 
+def test_the_flop_floor_holds_a_wider_margin_than_the_byte_floor():
+    """An honest matmul can beat a peak taken from one calibration's readings by their spread (210-232 GFLOP/s
+    stored by three calibrations here): 20% under its FLOP floor is no proof of skipped work, 20% under its byte
+    floor is."""
+    row = {"median_s": 1e-3, "threads": 2}
+    assert "status" not in trust.judged(row, _measured(), _canary_read(1.0), Floor(flops_s=1.2e-3))
+    assert trust.judged(row, _measured(), _canary_read(1.0), Floor(flops_s=1.3e-3))["status"] == Status.BELOW_FLOOR
+    assert trust.judged(row, _measured(), _canary_read(1.0), Floor(bytes_s=1.2e-3))["status"] == Status.BELOW_FLOOR
+    assert "status" not in trust.judged(row, _measured(), _canary_read(1.0), Floor(bytes_s=1.05e-3))
+
+
 def test_the_byte_floor_does_not_move_with_the_canary():
     # the memory probe did not follow the canary on the 2-core VM (correlation -0.25 over 90 s)
     floor, row = Floor(bytes_s=2e-3, flops_s=1e-4), {"median_s": 1e-3, "threads": 2}
