@@ -21,6 +21,7 @@ import pandas as pd
 
 from benchctl.analysis.speedup import PARTNER_APART, machine_moved, partner_apart, partner_drift, present_value
 from benchctl.analysis.summary import axis_value_text, ms_text
+from benchctl.analysis.timed_alike import flushed
 from benchctl.results import storage
 from benchctl.results.schema import CELL_COLUMNS
 from benchctl.vocab import Status
@@ -51,7 +52,7 @@ def partner_apart_line(rows: pd.DataFrame) -> str | None:
 def _causes(apart: list[tuple[dict, dict]]) -> str:
     said = [machine_moved(b, r) for b, r in apart]
     machine, pairs, unread = said.count(True), said.count(False), said.count(None)
-    warm = not any(r.get("flush_l2") is True for (_, r), moved in zip(apart, said) if moved is False)
+    warm = not any(flushed(r) for (_, r), moved in zip(apart, said) if moved is False)
     parts = [f"in {machine} the canary's move between the two cells accounts for it (the machine changed speed)"
              if machine else "",
              f"in {pairs} it does not (the partner's time moved beside the cell, timed by turns with it: the two "

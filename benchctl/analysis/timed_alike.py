@@ -67,6 +67,11 @@ def thread_kinds(rows: pd.DataFrame) -> pd.Series:
     return pd.Series([f" ({threads_words(n)})" if n else "" for n in given], index=rows.index, dtype=object)
 
 
+def flushed(row: Mapping) -> bool | None:
+    """Whether the row's calls started on flushed caches (None: a GPU row from before it was recorded)."""
+    return _timing(row)[1]
+
+
 def _timing(row: Mapping) -> tuple[str, bool | None, str]:
     """The row's timing mode, whether its caches were flushed (None: unknown) and its device."""
     mode, flushed, device = row.get("timing_mode"), row.get("flush_l2"), row.get("device")
