@@ -1,7 +1,7 @@
 """The one place that builds rich Consoles, tables and progress bars.
 
-Both consoles print text literally (markup off): exception messages, stderr tails, operator names and
-params come from user code, and a message such as "expected [batch, dim]" is not rich markup. Styles
+Both consoles print text literally (markup and emoji codes off): exception messages, stderr tails, operator
+names and params come from user code, and a message such as "expected [batch, dim]" is not rich markup. Styles
 are applied with `rich.text.Text` spans instead, never by formatting text into markup.
 """
 
@@ -20,8 +20,9 @@ from rich.text import Text
 
 # Outside a terminal (CI logs, pipes) rich would wrap tables at 80 columns; results tables are wider.
 _WIDTH = None if sys.stdout.isatty() else 160
-out = Console(width=_WIDTH, markup=False, highlight=False)
-err = Console(stderr=True, width=_WIDTH, markup=False, highlight=False)
+# emoji off too: rich turns ":fire:" in a plain string into its emoji, and a message, a path or a param may hold one
+out = Console(width=_WIDTH, markup=False, highlight=False, emoji=False)
+err = Console(stderr=True, width=_WIDTH, markup=False, highlight=False, emoji=False)
 
 
 def table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[object]]) -> Table:

@@ -28,12 +28,21 @@ HOSTILE = st.text(alphabet=st.sampled_from(list("[]/\\|`*_<>&\"'#!() ab=:1\n")) 
 
 def rendered(thing) -> str:
     buffer = io.StringIO()
-    Console(file=buffer, width=400, markup=False, highlight=False, color_system=None).print(thing, soft_wrap=True)
+    Console(file=buffer, width=400, markup=False, highlight=False, emoji=False, color_system=None).print(
+        thing, soft_wrap=True)
     return buffer.getvalue()
 
 
 def squash(text: str) -> str:
     return re.sub(r"\s+", "", text)
+
+
+def test_the_consoles_print_emoji_codes_as_written():
+    """A plain string's `:fire:` or `:A:` (a hypothesis example) stays text on benchctl's consoles."""
+    for shown in (console.out, console.err):
+        with shown.capture() as captured:
+            shown.print("cell x:A: at :fire:")
+        assert captured.get() == "cell x:A: at :fire:\n"
 
 
 @settings(max_examples=200, deadline=None)
