@@ -14,7 +14,7 @@ import pandas as pd
 
 from benchctl.errors import UsageError
 from benchctl.results import storage
-from benchctl.results.schema import CELL_COLUMNS, ENV_FIELDS, median_samples, slow_machine, stored_list
+from benchctl.results.schema import CELL_COLUMNS, ENV_FIELDS, median_samples, own_aside, slow_machine, stored_list
 from benchctl.analysis.comparison import CellChange, Comparison, EnvDifference, VERDICTS
 from benchctl.analysis.pairs import relative_change
 from benchctl.analysis.summary import probed
@@ -34,9 +34,9 @@ def code_changed(base: Mapping[str, Any], new: Mapping[str, Any], column: str = 
 
 
 def _samples(row: pd.Series) -> list[float]:
-    """The samples the row's median was taken from: those its worker did not set aside as disturbed, of the
+    """The samples the row's median was taken from: those neither set aside as disturbed nor the audit's, of the
     mode its median is where its rounds split (else the interval of a -7.5% change read [-3, -1])."""
-    return median_samples(stored_list(row.get("samples_s")), stored_list(row.get("disturbed")),
+    return median_samples(stored_list(row.get("samples_s")), own_aside(row),
                           stored_list(row.get("mode_aside")))
 
 

@@ -18,7 +18,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from benchctl.results.schema import clean_samples, stored_list
+from benchctl.results.schema import clean_samples, own_aside, stored_list
 
 # Runs of consecutive pairs whose medians bound the paired speedup's interval (block_interval).
 PAIR_BLOCKS = 6
@@ -137,7 +137,7 @@ def block_medians(row: Mapping[str, Any]) -> np.ndarray | None:
     own, partner = stored_list(row.get("samples_s")), stored_list(row.get("partner_samples_s"))
     if not own or not partner:
         return None
-    aside = stored_list(row.get("disturbed")), stored_list(row.get("partner_disturbed"))
+    aside = own_aside(row), stored_list(row.get("partner_disturbed"))
     ratios, clean = pair_ratios(own, partner, *aside)
     times = 1 / ratios[clean]
     if times.size < COMPARE_BLOCKS * PAIRS_PER_BLOCK:

@@ -59,13 +59,14 @@ def pooled(points: Sequence[Point]) -> dict[str, Any]:
     if len(settled) == 1:
         return last
     samples, aside = _joined(settled, "samples_s", "disturbed")
+    probe = _joined(settled, "samples_s", "probe")[1]
     medians = [float(r["median_s"]) for r in settled]
     spreads = [float(v) for v in (r.get("process_spread") for r in settled) if _number(v)]
     probes = {k: _median([r.get(k) for r in settled]) for k in POOLED}
     pairs = _pairs(settled) if partner(settled) else {}
     return {**last, **dict.fromkeys(PAIRED_COLUMNS), **pairs, **probes, "samples_s": samples, "disturbed": aside,
-            "mode_aside": None,  # the last run's, beside its own samples only
-            "median_s": float(np.median(clean_samples(samples, aside))),
+            "probe": probe, "mode_aside": None,  # the last run's, beside its own samples only
+            "median_s": float(np.median(clean_samples(samples, _either(aside, probe)))),
             "processes": sum(int(_number(r.get("processes")) or 1) for r in settled),
             "process_spread": max([max(medians) / min(medians) - 1, *spreads]),
             "noisy": all(_flag(r.get("noisy")) for r in settled),
@@ -77,7 +78,7 @@ def _pairs(rows: Sequence[pd.Series]) -> dict[str, Any]:
     speedup standing as one process's (or its processes' own, where it had several)."""
     own, own_aside = _joined(rows, "samples_s", "disturbed")
     theirs, their_aside = _joined(rows, "partner_samples_s", "partner_disturbed")
-    ratios, clean = pair_ratios(own, theirs, own_aside, their_aside)
+    ratios, clean = pair_ratios(own, theirs, _either(own_aside, _joined(rows, "samples_s", "probe")[1]), their_aside)
     if not clean.any():
         return {}
     low, high = block_interval(ratios[clean])
@@ -112,3 +113,8 @@ def _number(value: Any) -> float | None:
 def _median(values: Sequence[Any]) -> float | None:
     present = [v for v in map(_number, values) if v is not None]
     return float(np.median(present)) if present else None
+
+
+def _either(a: Sequence[bool], b: Sequence[bool]) -> list[bool]:
+    """Per sample, set aside by either of two lists of flags over the same samples."""
+    return [x or y for x, y in zip(a, b)]

@@ -193,11 +193,9 @@ def _attempt(head: PassResult, prepared: Prepared, pass_name: str, settings: Set
         bandwidth_before = probe() if probe else None
         tick = prepared.sampling if clocks is None else lambda: (clocks.tick(), prepared.sampling())
         with clocks or contextlib.nullcontext():
-            if partner is None:
-                m, paired = measure(setup, clock, settings.policy, between=tick), {}
-            else:
-                m, paired = _time_paired(setup, clock, partner, pass_name, settings, tick, watch, clocks,
-                                         prepared.untimed(setup))
+            m, other = _sampled(setup, clock, partner, pass_name, settings, tick, watch, clocks, prepared.untimed(setup))
+        m = m.without_probes(audited.probed(len(m.warmup_s))) if audited else m
+        paired = _paired_columns(m, other, partner.resolved.cell.impl) if partner else {}
         probes, calls = (bandwidth_before, probe()) if probe else None, _calls(clock, m, recorded)
         cpu = [cores.call_cpu(u) for u in calls.get("usage", ())]
         wrong = (prepared.written() or audited.verdict(m.samples, m.disturbed, len(m.warmup_s), cpu)) if audited else ""
@@ -246,26 +244,30 @@ def _calls(clock: Clock, m: Measurement, recorded: tuple[int, int]) -> dict[str,
     return out
 
 
-def _time_paired(setup: Callable[[], Thunk], clock: Clock, partner: Prepared, pass_name: str, settings: Settings,
-                 tick: Callable[[], None], watch: bool, clocks: gpu_clocks.ClockGuard | None,
-                 primer: Callable[[], Thunk]) -> tuple[Measurement, dict[str, Any]]:
-    """The pass timed sample by sample in alternation with the partner's (on a clock of its own, so the
-    OS work each clock records stays its own call's); the row keeps the partner's samples beside its own."""
-    cell = partner.resolved.cell
-    partner_clock = make_clock(cell.device, settings.flush_l2, settings.cuda_graph)
+def _sampled(setup: Callable[[], Thunk], clock: Clock, partner: Prepared | None, pass_name: str, settings: Settings,
+             tick: Callable[[], None], watch: bool, clocks: gpu_clocks.ClockGuard | None,
+             primer: Callable[[], Thunk]) -> tuple[Measurement, Measurement | None]:
+    """The pass timed alone, or sample by sample in alternation with the partner's (on a clock of its own, so
+    the OS work each clock records stays its own call's); the partner's measurement None where timed alone."""
+    if partner is None:
+        return measure(setup, clock, settings.policy, between=tick), None
+    partner_clock = make_clock(partner.resolved.cell.device, settings.flush_l2, settings.cuda_graph)
     watched = _watched(partner_clock, clocks) if watch else None
     try:
-        m, other = measure_paired(setup, _setup(partner, pass_name, partner_clock), clock, watched or partner_clock,
-                                  settings.policy, between=tick, primer=primer)
+        return measure_paired(setup, _setup(partner, pass_name, partner_clock), clock, watched or partner_clock,
+                              settings.policy, between=tick, primer=primer)
     finally:
         if watched is not None:
             watched.close()
+
+
+def _paired_columns(m: Measurement, other: Measurement | None, partner: str) -> dict[str, Any]:
+    """The row keeps the partner's samples beside its own, and the speedup of the pairs neither side set aside."""
     if other is None:
-        return m, {"message": f"timed alone: over {PAIRS_UP_TO:g}x from {cell.impl} in the warm-up, "
-                              "too far to pair"}
+        return {"message": f"timed alone: over {PAIRS_UP_TO:g}x from {partner} in the warm-up, too far to pair"}
     aside = {"partner_disturbed": list(other.disturbed)} if other.disturbed else {}
-    return m, {"paired_with": cell.impl, "partner_samples_s": list(other.samples), **aside,
-               **paired_stats(m.samples, other.samples, m.disturbed, other.disturbed)}
+    return {"paired_with": partner, "partner_samples_s": list(other.samples), **aside,
+            **paired_stats(m.samples, other.samples, m.aside, other.disturbed)}
 
 
 def make_clock(device: str, flush_l2: bool = False, cuda_graph: bool = False) -> Clock:

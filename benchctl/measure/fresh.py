@@ -71,6 +71,13 @@ class Draw:
     key: str | None = None
     others: tuple[str, ...] = ()  # the other inputs holding data set `source` too (an unseen draw's)
     control: bool = False  # seen data, copied into the others as an unseen draw's data is (unseen.py)
+    stirred: bool = False  # its setup made the next unseen data set or copied the others' data: caches left cold
+
+    @property
+    def probe(self) -> bool:
+        """The audit's call rather than the implementation's steady state: on unseen data, a control, or one whose
+        setup stirred the memory (its time is the harness's doing as much as the call's)."""
+        return self.unseen or self.control or self.stirred
 
     @property
     def unseen(self) -> bool:
@@ -229,7 +236,7 @@ class InputPool:
         return list(range(len(self.data))) if self.key is not None else [-1]
 
     def draw(self) -> Draw:
-        source, data, control = -1, {}, False
+        source, data, control, made = -1, {}, False, self.ahead
         if self.key is not None or self.others:
             control = self._control()
             source, data = self._next(control)
@@ -238,7 +245,9 @@ class InputPool:
                     self.store[k].detach().copy_(t)
         self.calls += 1
         others = tuple(k for k in data if k != self.key) if source >= SOURCES else ()
-        return Draw({k: fresh_view(v) for k, v in self.store.items()}, source, self.key, others, control)
+        stirred = set(data) - {self.key} or (self.ahead is not None and self.ahead is not made)
+        return Draw({k: fresh_view(v) for k, v in self.store.items()}, source, self.key, others, control,
+                    bool(stirred))
 
     def _control(self) -> bool:
         """Whether this draw is the pass's next control: a timed call's, neither an unseen draw nor the one after

@@ -48,7 +48,7 @@ from benchctl.measure import rates, trust
 from benchctl.measure.paired import ratio_stats
 from benchctl.measure.stats import is_noisy, join_messages, noisy_message, notes, set_aside_message, summarize
 from benchctl.measure.timing import Policy, too_disturbed
-from benchctl.results.schema import PAIRED_COLUMNS, SLOW_PHASE, beside_work, clean_samples
+from benchctl.results.schema import PAIRED_COLUMNS, SLOW_PHASE, beside_work, clean_samples, own_aside
 from benchctl.vocab import Stop
 
 Round = Mapping[str, Any]  # one round's result (a PassResult), read by column
@@ -67,7 +67,8 @@ def pooled(rounds: Rounds) -> dict[str, Any]:
     kept = [r for _, r in numbered]
     samples = [s for r in kept for s in r["samples_s"]]
     flags = [f for r in kept for f in _flags(r)]
-    stats = summarize(clean_samples(samples, flags))
+    probe = [f for r in kept for f in _flags(r, "probe")]
+    stats = summarize(clean_samples(samples, [a or b for a, b in zip(flags, probe)]))
     blind = {i for i, median in enumerate(medians, start=1) if math.isnan(median)}
     modes = _modes([(i, r) for i, r in numbered if i not in blind], medians)
     if modes:
@@ -81,6 +82,7 @@ def pooled(rounds: Rounds) -> dict[str, Any]:
                          noisy_message({**stats, **modes}) if noisy else "", modes.pop("message", ""),
                          _aside_message(aside), _blind_message(blind))
     columns = {**stats, "samples_s": samples, "rounds": len(rounds), "noisy": noisy, **disturbance,
+               **({"probe": probe} if any(probe) else {}),
                "round_spread": _spread(medians), "round_medians_s": medians, **processes(kept),
                "peak_mem_bytes": _max_of(r.get("peak_mem_bytes") for r in kept),
                **{c: _median_of(r.get(c) for r in kept) for c in MEDIAN_OF_ROUNDS}, **_clocks(kept),
@@ -156,10 +158,10 @@ def _flags(r: Round, flags: str = "disturbed", samples: str = "samples_s") -> li
 
 
 def _clean(r: Round) -> list[float]:
-    """A round's samples its worker did not set aside: none where it set every one aside (unlike a row's
-    `clean_samples`, which then falls back to all of them)."""
-    flags = r.get("disturbed")
-    if not flags or len(flags) != len(r["samples_s"]):
+    """A round's samples its statistics are from (neither disturbed nor the audit's, `own_aside`): none where
+    every one is set aside (unlike a row's `clean_samples`, which then falls back to all of them)."""
+    flags = own_aside(r)
+    if not flags:
         return list(r["samples_s"])
     return [s for s, d in zip(r["samples_s"], flags) if not d]
 
@@ -209,9 +211,8 @@ def _pair_statistics(rounds: Rounds) -> dict[str, Any]:
     partner = [s for r in rounds for s in r["partner_samples_s"]]
     partner_flags = [f for r in rounds for f in _flags(r, "partner_disturbed", "partner_samples_s")]
     aside = {"partner_disturbed": partner_flags} if any(r.get("partner_disturbed") for r in rounds) else {}
-    pairs = [pair_ratios(r["samples_s"], r["partner_samples_s"], _flags(r), _flags(r, "partner_disturbed",
-                                                                                   "partner_samples_s"))
-             for r in rounds]
+    pairs = [pair_ratios(r["samples_s"], r["partner_samples_s"], own_aside(r) or _flags(r),
+                         _flags(r, "partner_disturbed", "partner_samples_s")) for r in rounds]
     ratios, clean = (np.concatenate(parts) for parts in zip(*pairs))
     return {"partner_samples_s": partner, **aside, **ratio_stats(ratios, clean), **_process_speedups(rounds, pairs)}
 

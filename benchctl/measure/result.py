@@ -15,7 +15,7 @@ from typing import Any, Sequence
 
 from benchctl.measure import pooling
 from benchctl.measure.stats import summarize
-from benchctl.results.schema import COLUMNS, clean_samples
+from benchctl.results.schema import COLUMNS, clean_samples, own_aside
 from benchctl.vocab import Status
 
 PROCESS = "process"  # not a column: which of run --processes' workers measured it, until the rounds are pooled
@@ -89,8 +89,8 @@ class PassResult(Mapping[str, Any]):
         return self.status == Status.OK
 
     def clean(self) -> list[float]:
-        """The samples its worker did not set aside (all of them where none were watched)."""
-        return clean_samples(self.samples_s or [], self.disturbed)
+        """The samples its statistics are from: neither disturbed nor the audit's (all where none were flagged)."""
+        return clean_samples(self.samples_s or [], own_aside(self))
 
     def statistics(self) -> dict[str, float]:
         """The statistics its clean samples give (the columns n ... ci_hi_s)."""

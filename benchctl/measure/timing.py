@@ -18,8 +18,8 @@ import contextlib
 import gc
 import statistics
 import time
-from dataclasses import dataclass, field
-from typing import Callable, Iterator
+from dataclasses import dataclass, field, replace
+from typing import Callable, Iterator, Sequence
 
 from benchctl.measure.clocks import Clock, Thunk
 from benchctl.measure.interference import WatchedClock
@@ -77,6 +77,22 @@ class Measurement:
     disturbed: tuple[bool, ...] = ()  # per sample, set aside (interference.py); empty where not watched
     readings: tuple[float, ...] = ()  # per sample, its window's meter: seconds waited per call (CPU), MHz (GPU)
     watched: str = ""  # the device whose meter watched the samples: cpu or cuda (empty: not watched)
+    probe: tuple[bool, ...] = ()  # per sample, the audit's call (fresh.Draw.probe): out of the statistics
+
+    @property
+    def aside(self) -> tuple[bool, ...]:
+        """Per sample, left out of the statistics: disturbed or a probe (empty where neither is known)."""
+        flags = [f for f in (self.disturbed, self.probe) if len(f) == len(self.samples)]
+        return tuple(any(fs) for fs in zip(*flags)) if flags else ()
+
+    def without_probes(self, probe: Sequence[bool]) -> Measurement:
+        """The measurement with `probe` (per sample) out of its statistics: an audit's calls find the caches
+        cold by design, and left in they moved the median of naflex_posembed's cpp forward at B=16 by 7.7%."""
+        if len(probe) != len(self.samples) or not any(probe):
+            return self
+        kept = replace(self, probe=tuple(probe))
+        left = [s for s, aside in zip(self.samples, kept.aside) if not aside]
+        return replace(kept, stats=summarize(left)) if left else self
 
     @property
     def median(self) -> float:

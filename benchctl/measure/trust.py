@@ -62,23 +62,24 @@ def os_work(usage: Sequence[OsUsage]) -> dict[str, float]:
     return {**found, "cpu_cores": busy} if busy is not None else found
 
 
-def clean_calls(usage: Sequence[OsUsage], disturbed: Sequence[bool]) -> Sequence[OsUsage]:
-    """The OS's work of the calls a row's statistics are from: those the watch did not set aside (all of them
-    where it set none or every one aside, or where its flags are not one a call). A call whose threads waited for a
+def clean_calls(usage: Sequence[OsUsage], aside: Sequence[bool]) -> Sequence[OsUsage]:
+    """The OS's work of the calls a row's statistics are from: those neither the watch nor the audit set aside
+    (all of them where none or every one is, or where the flags are not one a call). A call whose threads waited for a
     CPU kept fewer cores busy than it asked for: on the 2-core Zen 5 VM, calls that split their work over two
     threads of their own read 1.94-1.96 cores timed in a loop, and 1.12-1.57 as a row, half its samples waiting."""
-    if len(disturbed) != len(usage) or all(disturbed):
+    if len(aside) != len(usage) or all(aside):
         return usage
-    return [u for u, aside in zip(usage, disturbed) if not aside]
+    return [u for u, out in zip(usage, aside) if not out]
 
 
 def disturbance(m: Measurement) -> dict[str, Any]:
     """What the row keeps of the samples set aside: their flags, their share, and on a CPU the median wait
-    per call (a GPU's clock is in sm_clock_mhz already)."""
+    per call (a GPU's clock is in sm_clock_mhz already); and which were the audit's probes."""
+    probe = {"probe": list(m.probe)} if any(m.probe) else {}
     if not m.disturbed:
-        return {}
+        return probe
     wait = {"wait_s": statistics.median(m.readings)} if m.watched == "cpu" else {}
-    return {"disturbed": list(m.disturbed), "disturbed_share": m.disturbed_share, **wait}
+    return {"disturbed": list(m.disturbed), "disturbed_share": m.disturbed_share, **wait, **probe}
 
 
 def doubts(m: Measurement) -> str:
@@ -126,7 +127,7 @@ def judged(columns: Mapping[str, Any], m: Measurement, around: Around, floor: Fl
     if around.probes:
         out.update(machine_around(*around.probes, around.cpu_peaks, columns.get("threads")))
     if around.usage is not None:
-        out.update(os_work(clean_calls(around.usage, m.disturbed)))
+        out.update(os_work(clean_calls(around.usage, m.aside)))
     if around.host:
         out["host_s"] = statistics.median(around.host)
     message = join_messages(columns.get("message"), stray(around.stray), doubts(m), beside({**columns, **out}))

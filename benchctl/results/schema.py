@@ -96,6 +96,9 @@ COLUMNS: dict[str, pa.DataType] = {
     "samples_s": pa.list_(pa.float64()),
     "disturbed": pa.list_(pa.bool_()),  # per sample: set aside, its threads waited for a CPU (CPU clock)
     "disturbed_share": pa.float64(),  # the share of samples set aside; the statistics are the others'
+    # per sample: the audit's call, not the implementation's steady state (data never given to it before, its
+    # control, or one whose inputs the harness had just made or copied: caches cold): kept, out of the statistics
+    "probe": pa.list_(pa.bool_()),
     "wait_s": pa.float64(),  # median run-queue delay per timed call, all the process's threads (CPU clock)
     "ci_lo_s": pa.float64(),  # the 95% confidence interval of median_s (order statistics)
     "ci_hi_s": pa.float64(),
@@ -178,6 +181,14 @@ def clean_samples(samples: Sequence[float], disturbed: Sequence[bool] | None) ->
     if not disturbed or len(disturbed) != len(samples):
         return list(samples)
     return [s for s, d in zip(samples, disturbed) if not d] or list(samples)
+
+
+def own_aside(row: Mapping[str, Any]) -> list[bool]:
+    """Per own sample of a row, whether its statistics leave it out: set aside as `disturbed`, or an audit's
+    `probe`; empty where neither list fits the samples (a row from before them)."""
+    count = len(stored_list(row.get("samples_s")))
+    flags = [f for f in (stored_list(row.get(c)) for c in ("disturbed", "probe")) if f and len(f) == count]
+    return [any(fs) for fs in zip(*flags)] if flags else []
 
 
 def median_samples(samples: Sequence[float], disturbed: Sequence[bool] | None,

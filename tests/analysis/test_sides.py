@@ -97,6 +97,18 @@ def test_pooling_keeps_each_runs_set_aside_samples_aside():
     assert pooled["median_s"] == pytest.approx(float(np.median(a["samples_s"][1:] + b["samples_s"])))
 
 
+def test_pooling_leaves_each_runs_probes_out_of_the_median_and_the_pairs():
+    a, b = run_row(0), run_row(1)
+    a["probe"] = [i < 20 for i in range(PAIRS)]  # the audit's calls, read 3x slow: caches left cold
+    a["samples_s"] = [s * 3 if i < 20 else s for i, s in enumerate(a["samples_s"])]
+    pooled = sides.pooled(series([a, b]).points)
+    assert pooled["probe"] == a["probe"] + [False] * PAIRS
+    assert pooled["median_s"] == pytest.approx(float(np.median(a["samples_s"][20:] + b["samples_s"])))
+    ratios, _ = pair_ratios(a["samples_s"] + b["samples_s"], a["partner_samples_s"] + b["partner_samples_s"])
+    assert pooled["paired_speedup"] == pytest.approx(float(np.median(ratios[20:])))  # the probes' pairs left out
+    assert pooled["paired_speedup"] > float(np.median(ratios)) * 1.001
+
+
 def test_a_run_stopped_disturbed_is_left_out_of_the_search():
     """A busy neighbour held one run 350x slower with an interval of +-0.01% and no clean pairs. Read as a
     level it makes steps of its own (and takes the pairs from the whole series; in a real history of five

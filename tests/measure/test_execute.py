@@ -13,6 +13,7 @@ from benchctl.analysis.pairs import pair_ratios
 from benchctl.measure.execute import Settings, prepare, run_cell
 from benchctl.measure.rates import matmul_peak
 from benchctl.measure.timing import Policy
+from benchctl.results.schema import own_aside
 
 FAST = Settings(policy=Policy(warmup=1, warmup_time=0.0, min_samples=3, min_time=0.0, max_time=2.0))
 SMALL = {"batch_size": 2, "C": 3, "H": 16, "W": 20, "k": 5}
@@ -23,7 +24,8 @@ def test_hoconv2d_py_cell_gives_three_timed_correct_rows(builtin_ops):
     assert [r["pass"] for r in rows] == ["forward", "backward", "forward_backward"]
     for r in rows:
         assert r["status"] == "ok" and r["correct"] is True
-        assert len(r["samples_s"]) - sum(r["disturbed"]) == r["n"] >= 3 and all(s > 0 for s in r["samples_s"])
+        assert len(r["samples_s"]) - sum(own_aside(r)) == r["n"] >= 3 and all(s > 0 for s in r["samples_s"])
+        assert 0 < sum(r["probe"]) < len(r["samples_s"]) / 2  # the audit's calls, out of the statistics
         assert r["min_s"] <= r["median_s"] <= r["max_s"]
         assert 0 < r["max_rel_err"] < 2e-4 and r["tolerance"] == 2e-4
         assert r["compile_s"] > 0 and r["peak_mem_bytes"] is not None
@@ -258,7 +260,7 @@ def test_a_cell_paired_with_another_implementation_keeps_both_sample_series_pair
         ratios, clean = [], []
         for i in range(pairs):
             (p, p_ok), (o, o_ok) = (turn(row["partner_samples_s"], row["partner_disturbed"], partner_calls, i),
-                                    turn(row["samples_s"], row["disturbed"], own_calls, i))
+                                    turn(row["samples_s"], own_aside(row), own_calls, i))
             ratios.append(p / o)
             clean += [p / o] if p_ok and o_ok else []  # a pair with a side wholly set aside is left out
         assert row["paired_speedup"] == pytest.approx(statistics.median(clean or ratios))
@@ -290,7 +292,7 @@ def test_a_partner_slower_than_the_cell_pairs_one_of_its_calls_with_a_turn_of_th
     assert row["status"] == "ok" and row["paired_with"] == "nap"
     calls, left = divmod(len(row["samples_s"]), len(row["partner_samples_s"]))
     assert calls > 1 and left == 0  # py took `calls` calls each turn, nap one
-    ratios, clean = pair_ratios(row["samples_s"], row["partner_samples_s"], row.get("disturbed") or (),
+    ratios, clean = pair_ratios(row["samples_s"], row["partner_samples_s"], own_aside(row),
                                 row.get("partner_disturbed") or ())
     assert row["paired_speedup"] == pytest.approx(statistics.median(ratios[clean] if clean.any() else ratios))
     assert row["paired_speedup"] > 2  # medians of a turn of py's beside one nap call each

@@ -78,6 +78,24 @@ def test_an_unseen_draw_refreshes_every_input_the_pool_can_and_the_next_puts_the
             assert torch.equal(held, own)
 
 
+def test_the_audits_draws_and_those_its_makings_and_copies_went_before_are_probes_the_rest_not(fixture_ops):
+    resolved = Cell.make("axpy", "op", "py", "cpu", "float32", PARAMS).resolve()
+    prepared = prepare(resolved)
+    pool = fresh.InputPool(resolved, prepared.inputs, prepared.raw)
+    pool.begin(STRICT_EVERY)
+    assert not any(pool.draw().probe for _ in range(3))  # warm-up: nothing made, nothing copied
+    pool.sampling()
+    draws = [pool.draw() for _ in range(DRAWS)]
+    assert draws[0].stirred and not (draws[0].unseen or draws[0].control)  # it made the first unseen data set
+    for i, d in enumerate(draws[:-1]):
+        if d.unseen:  # the next puts the others' own data back and makes the next unseen set
+            assert draws[i + 1].stirred and draws[i + 1].probe
+    probes = [d.probe for d in draws]
+    assert sum(d.unseen for d in draws) == sum(d.control for d in draws) == UNSEEN_MAX
+    assert sum(probes) == 1 + 3 * UNSEEN_MAX  # the first making, and each unseen draw, its control and the next
+    assert [d.probe for d in (pool.draw() for _ in range(10))] == [False] * 10  # the windows over: steady again
+
+
 def test_a_control_copies_the_others_own_data_in_as_an_unseen_draw_copies_its_data(fixture_ops, monkeypatch):
     resolved = Cell.make("axpy", "op", "py", "cpu", "float32", PARAMS).resolve()
     prepared = prepare(resolved)

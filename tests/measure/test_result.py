@@ -16,7 +16,7 @@ from benchctl.measure.stats import median_ci, summarize
 from benchctl.measure.timing import Policy
 from benchctl.ops.cells import Cell
 from benchctl.results import storage
-from benchctl.results.schema import COLUMNS, clean_samples
+from benchctl.results.schema import COLUMNS, clean_samples, own_aside
 from benchctl.sweep.rounds import merge
 
 FAST = Settings(policy=Policy(warmup=1, warmup_time=0.0, min_samples=3, min_time=0.0, max_time=2.0))
@@ -33,6 +33,8 @@ TIMED = {"op", "target", "impl", "device", "dtype", "params", "axis", "axis_valu
 WATCHED = {"disturbed", "disturbed_share", "wait_s"}
 # ... and of a machine with /proc, whose other processes' CPU time a pass reads (machine/load.py)
 NEIGHBOURS = {"other_cores"}
+# ... and of a pass whose audit drew data never given before (fresh.py): those calls, out of its statistics
+AUDITED = {"probe"}
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +48,7 @@ def test_a_real_cells_rows_have_their_columns_and_values_and_round_trip(hoconv_r
     resolved = cell.resolve()
     assert [r["pass"] for r in rows] == ["forward", "backward"]
     for row in rows:
-        assert TIMED <= set(row) <= TIMED | WATCHED | NEIGHBOURS, set(row) ^ TIMED
+        assert TIMED <= set(row) <= TIMED | WATCHED | NEIGHBOURS | AUDITED, set(row) ^ TIMED
         assert ("other_cores" in row) == Path("/proc/stat").exists() and row.get("other_cores", 0.0) >= 0.0
         assert PassResult.from_row(row).to_row() == row
         same = {"op": "hoconv2d", "target": "filter", "impl": "py", "device": "cpu", "dtype": "float32",
@@ -56,7 +58,7 @@ def test_a_real_cells_rows_have_their_columns_and_values_and_round_trip(hoconv_r
                 "check_params": json.dumps(resolved.op.params_for_check(cell.params), sort_keys=True),
                 "timing_mode": "eager", "best_config": None, "threads": torch.get_num_threads()}
         assert {k: row[k] for k in same} == same
-        stats = summarize(clean_samples(row["samples_s"], row.get("disturbed")))
+        stats = summarize(clean_samples(row["samples_s"], own_aside(row)))
         assert {k: row[k] for k in stats} == stats
         assert row["gflops"] == row["flops"] / row["median_s"] * 1e-9
         assert row["gbps"] == row["bytes"] / row["median_s"] * 1e-9
@@ -91,7 +93,7 @@ def test_merge_of_two_real_rounds_gives_the_pooled_samples_median_and_interval(b
     rounds = [run_cell(replace(cell, checked=True), FAST) for _ in range(2)]
     merged = PassResult.merge([rows[0] for rows in rounds])
     samples = [s for rows in rounds for s in rows[0]["samples_s"]]
-    flags = [f for rows in rounds for f in rows[0].get("disturbed") or [False] * len(rows[0]["samples_s"])]
+    flags = [f for rows in rounds for f in own_aside(rows[0]) or [False] * len(rows[0]["samples_s"])]
     clean = [s for s, f in zip(samples, flags) if not f] or samples
     assert merged.samples_s == samples and merged.rounds == 2 and merged.n == len(clean)
     assert merged.round_medians_s == [rows[0]["median_s"] for rows in rounds]

@@ -8,7 +8,7 @@ import pytest
 from benchctl.measure.clocks import CpuClock, CudaEventClock, OsUsage
 
 from benchctl.measure.stats import CI_MIN_SAMPLES, is_noisy, median_ci, noisy_message, summarize
-from benchctl.measure.timing import MIN_TIME_OVER_MAX_SAMPLES, Policy, measure
+from benchctl.measure.timing import MIN_TIME_OVER_MAX_SAMPLES, Measurement, Policy, measure
 from benchctl.vocab import Stop
 
 
@@ -344,3 +344,17 @@ def test_a_pass_with_fewer_samples_than_a_95_percent_interval_needs_is_noisy_not
     assert noisy_message(one) == "noisy: 1 sample(s), too few for a 95% interval of the median (it takes 6)"
     six = summarize([1.0, 1.0, 1.0, 1.0, 1.0, 1.0])
     assert not is_noisy(six)
+
+
+def test_the_audits_probes_leave_the_statistics_and_stay_in_the_samples():
+    samples = (1.0, 4.0, 1.1, 9.0, 1.2, 1.05, 3.0)  # the probes read slow: caches left cold by the harness
+    m = Measurement(samples, stats=summarize(samples[:6]), disturbed=(False,) * 6 + (True,))
+    probe = (False, True, False, True, False, False, False)
+    kept = m.without_probes(probe)
+    assert kept.samples == samples and kept.probe == probe
+    assert kept.aside == (False, True, False, True, False, False, True)
+    assert kept.stats == summarize([1.0, 1.1, 1.2, 1.05]) and kept.median == pytest.approx(1.075)
+    assert m.median == pytest.approx(1.15)  # left in, they moved the median 7% up
+    assert m.without_probes((False,) * 7) is m and m.without_probes((True,)) is m  # none, or not one a sample
+    assert m.without_probes((True,) * 6 + (False,)) is m  # nothing would be left: the statistics stand
+
