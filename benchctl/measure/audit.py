@@ -93,7 +93,6 @@ class Audit:
         self.kept: list[Kept] = []
         self.unseen: list[bool] = []  # by call: its data was never drawn before
         self.controls: list[bool] = []  # by call: seen data copied in as unseen data is (fresh.Draw.control)
-        self.probes: list[bool] = []  # by call: the audit's rather than the steady state's (fresh.Draw.probe)
         self.problem = ""
         self.pending: fresh.Draw | None = None
         self.key: str | None = None  # the input the draws refresh (fresh.py)
@@ -143,7 +142,6 @@ class Audit:
         self.calls += 1
         self.unseen.append(draw.unseen)
         self.controls.append(draw.control)
-        self.probes.append(draw.probe)
         self._let_go_of_reused(tensors)
         self.problem = self.problem or not_plain(tensors) or self._threads() or self._spot(draw, tensors)
         slot = len(self.kept) if len(self.kept) < self.size else self.random.randrange(self.calls)
@@ -206,11 +204,6 @@ class Audit:
         now = threading.active_count()
         return (f"a timed call left a thread running after it returned ({self.threads} threads before the pass, "
                 f"{now} after the call): its work would not be timed") if now > self.threads else ""
-
-    def probed(self, warm: int) -> list[bool]:
-        """Per timed call after `warm` warm-up calls, whether it was the audit's own (fresh.Draw.probe)."""
-        self.finish()
-        return self.probes[warm:]
 
     def holding(self) -> bool:
         """Whether any call's outputs are held (what a pass out of memory lets go of: execute.py)."""

@@ -173,6 +173,7 @@ class InputPool:
         self.control_at: list[int] = []  # those that are to copy the others' own data in (unseen.positions)
         self.ahead: tuple[int, Inputs] | None = None  # the next unseen data set, made a draw before its own
         self.restore = False  # the last draw was unseen: the others hold its data
+        self.last: Draw | None = None  # the last draw made
 
     def _made(self, shared: point_data.PointData, key: str) -> bool:
         """The point's data sets for `key` (made here if they are not yet); False where there was no memory to
@@ -246,8 +247,9 @@ class InputPool:
         self.calls += 1
         others = tuple(k for k in data if k != self.key) if source >= SOURCES else ()
         stirred = set(data) - {self.key} or (self.ahead is not None and self.ahead is not made)
-        return Draw({k: fresh_view(v) for k, v in self.store.items()}, source, self.key, others, control,
-                    bool(stirred))
+        self.last = Draw({k: fresh_view(v) for k, v in self.store.items()}, source, self.key, others, control,
+                         bool(stirred))
+        return self.last
 
     def _control(self) -> bool:
         """Whether this draw is the pass's next control: a timed call's, neither an unseen draw nor the one after

@@ -15,7 +15,7 @@ import numpy as np
 from benchctl.analysis.pairs import block_interval, pair_ratios
 from benchctl.measure.clocks import Clock, Thunk
 from benchctl.measure.stats import CI_MIN_SAMPLES
-from benchctl.measure.timing import Measurement, Policy, Sampler, collector_off, sample, warm_up, watch_of
+from benchctl.measure.timing import Measurement, Policy, Probe, Sampler, collector_off, sample, warm_up, watch_of
 
 
 # Two calls further apart than this in their warm-up are not paired: a pair would hold that many calls
@@ -37,7 +37,8 @@ TURNS_FROM = 10.0
 def measure_paired(setup: Callable[[], Thunk], partner: Callable[[], Thunk], clock: Clock, partner_clock: Clock,
                    policy: Policy = Policy(), elapsed: Callable[[], float] = time.monotonic,
                    between: Callable[[], None] = lambda: None,
-                   primer: Callable[[], Thunk] | None = None) -> tuple[Measurement, Measurement | None]:
+                   primer: Callable[[], Thunk] | None = None,
+                   probe: Probe | None = None) -> tuple[Measurement, Measurement | None]:
     """Two calls measured in alternation, in pairs (own, partner), (partner, own), ... so whatever the
     machine does meanwhile reaches both alike and the order within a pair evens out. Each side's turn
     begins with an untimed call of its own, so its timed calls find the caches as a loop of that call
@@ -46,7 +47,7 @@ def measure_paired(setup: Callable[[], Thunk], partner: Callable[[], Thunk], clo
     out 1.97-2.01x; with the untimed calls, py took the same as alone and the speedup was 2.04-2.05x. A side
     whose call takes PRIMED_UP_TO or longer skips it (`primed`): the refill is then a small share of it. The
     own side's untimed calls take their thunks from `primer` where given (one that spends no data set kept for
-    a timed call: fresh.py), else from `setup`.
+    a timed call: fresh.py), else from `setup`. `probe` says of each own sample whether its call was the audit's.
 
     Where the warm-ups are over TURNS_FROM apart, the faster side takes as many timed calls a turn as it
     takes to match one of the slower's (`calls_per_pair`), so the two halves of a pair span about the same time: a
@@ -62,8 +63,8 @@ def measure_paired(setup: Callable[[], Thunk], partner: Callable[[], Thunk], clo
         warm = warm_up(setup, clock, policy, elapsed)
         partner_warm = warm_up(partner, partner_clock, policy, elapsed)
         if far_apart(warm, partner_warm):
-            return sample(setup, clock, policy, elapsed, between).measurement(warm, elapsed() - began), None
-        own, other = Sampler(policy, watch_of(clock)), Sampler(policy, watch_of(partner_clock))
+            return sample(setup, clock, policy, elapsed, between, probe).measurement(warm, elapsed() - began), None
+        own, other = Sampler(policy, watch_of(clock), probe), Sampler(policy, watch_of(partner_clock))
         calls, partner_calls = calls_per_pair(warm, partner_warm)
         _alternate([(setup, clock, own, calls, (primer or setup) if primed(warm) else None),
                     (partner, partner_clock, other, partner_calls, partner if primed(partner_warm) else None)],

@@ -57,6 +57,11 @@ class Prepared:
         if self.pool is not None:
             self.pool.sampling()
 
+    def probing(self) -> bool:
+        """Whether the last draw's call was the audit's own (fresh.Draw.probe): its sample leaves the statistics."""
+        last = self.pool.last if self.pool is not None else None
+        return last is not None and last.probe
+
     def written(self) -> str:
         """Why the timed calls cannot be trusted where an input the draws do not refresh has changed since before
         the first call (tamper.Marks), or ''."""

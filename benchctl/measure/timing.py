@@ -18,8 +18,8 @@ import contextlib
 import gc
 import statistics
 import time
-from dataclasses import dataclass, field, replace
-from typing import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Callable, Iterator
 
 from benchctl.measure.clocks import Clock, Thunk
 from benchctl.measure.interference import WatchedClock
@@ -36,6 +36,8 @@ DISTURBED_UNSETTLED = 0.25
 # once torch.compile has run) took 50-180 ms a collection, a quarter of a quick sweep's time. A cell
 # collects it whole once (execute.run_cell).
 YOUNG_GENERATIONS = 1
+Probe = Callable[[], bool]  # after a sample: whether its call was the audit's own (fresh.Draw.probe)
+
 
 @dataclass(frozen=True)
 class Policy:
@@ -77,22 +79,13 @@ class Measurement:
     disturbed: tuple[bool, ...] = ()  # per sample, set aside (interference.py); empty where not watched
     readings: tuple[float, ...] = ()  # per sample, its window's meter: seconds waited per call (CPU), MHz (GPU)
     watched: str = ""  # the device whose meter watched the samples: cpu or cuda (empty: not watched)
-    probe: tuple[bool, ...] = ()  # per sample, the audit's call (fresh.Draw.probe): out of the statistics
+    probe: tuple[bool, ...] = ()  # per sample, the audit's call (fresh.Draw.probe): out of the statistics too
 
     @property
     def aside(self) -> tuple[bool, ...]:
         """Per sample, left out of the statistics: disturbed or a probe (empty where neither is known)."""
         flags = [f for f in (self.disturbed, self.probe) if len(f) == len(self.samples)]
         return tuple(any(fs) for fs in zip(*flags)) if flags else ()
-
-    def without_probes(self, probe: Sequence[bool]) -> Measurement:
-        """The measurement with `probe` (per sample) out of its statistics: an audit's calls find the caches
-        cold by design, and left in they moved the median of naflex_posembed's cpp forward at B=16 by 7.7%."""
-        if len(probe) != len(self.samples) or not any(probe):
-            return self
-        kept = replace(self, probe=tuple(probe))
-        left = [s for s, aside in zip(self.samples, kept.aside) if not aside]
-        return replace(kept, stats=summarize(left)) if left else self
 
     @property
     def median(self) -> float:
@@ -128,23 +121,24 @@ def collector_off() -> Iterator[None]:
 
 def measure(setup: Callable[[], Thunk], clock: Clock, policy: Policy = Policy(),
             elapsed: Callable[[], float] = time.monotonic,
-            between: Callable[[], None] = lambda: None) -> Measurement:
+            between: Callable[[], None] = lambda: None, probe: Probe | None = None) -> Measurement:
     """Warm up, then repeat until `policy` is satisfied. Only `thunk()` is inside the clock; `between`
-    runs after each sample, outside it (e.g. a GPU clock reading).
+    runs after each sample, outside it (e.g. a GPU clock reading); `probe` says after each whether its call
+    was the audit's own (Sampler).
 
     Python's cyclic garbage collector is off meanwhile (collector_off).
     """
     with collector_off():
         began = elapsed()
         warm = warm_up(setup, clock, policy, elapsed)
-        sampler = sample(setup, clock, policy, elapsed, between)
+        sampler = sample(setup, clock, policy, elapsed, between, probe)
     return sampler.measurement(warm, elapsed() - began)
 
 
 def sample(setup: Callable[[], Thunk], clock: Clock, policy: Policy, elapsed: Callable[[], float],
-           between: Callable[[], None]) -> Sampler:
+           between: Callable[[], None], probe: Probe | None = None) -> Sampler:
     """Samples until `policy` is done with them (the call warm already)."""
-    sampler = Sampler(policy, watch_of(clock))
+    sampler = Sampler(policy, watch_of(clock), probe)
     start = elapsed()
     while not sampler.stop:
         sampler.add(clock.time(setup()))
@@ -163,15 +157,18 @@ class Sampler:
 
     Under a watched clock (interference.py), the samples it flags disturbed are kept but set aside: the
     policy judges the clean ones (`clean`), and the statistics are theirs. A flag is known once the
-    clock's window closes, so the clean samples trail the samples by at most a window.
+    clock's window closes, so the clean samples trail the samples by at most a window. So are the samples
+    `probe` calls the audit's own (asked after each sample: fresh.Draw.probe), which find the caches cold
+    by the harness's doing: the policy waits for enough of the others.
 
     The clean samples' sum and (fixed rule) their sorted copy are kept up as samples come: a cheap call
     takes tens of thousands before min_time, and a sum or a median of all of them per sample would cost
     n^2 between the samples."""
 
-    def __init__(self, policy: Policy, watch: WatchedClock | None = None):
+    def __init__(self, policy: Policy, watch: WatchedClock | None = None, probe: Probe | None = None):
         self.policy = policy
         self.samples: list[float] = []
+        self.probe, self.probes = probe, []  # per sample: the audit's call
         self.clean: list[float] = []
         self.sampled = 0.0
         self.ordered: list[float] = []
@@ -186,12 +183,13 @@ class Sampler:
 
     def add(self, sample: float) -> None:
         self.samples.append(sample)
+        self.probes.append(self.probe is not None and self.probe())
         self._sort_out()
 
     def _sort_out(self) -> None:
         known = len(self.samples) if self.watch is None else len(self.watch.disturbed) - self.first
         for i in range(self.judged, known):
-            if self.watch is None or not self.watch.disturbed[self.first + i]:
+            if not self.probes[i] and (self.watch is None or not self.watch.disturbed[self.first + i]):
                 self._keep(self.samples[i])
         self.judged = known
 
@@ -216,11 +214,12 @@ class Sampler:
             end = self.first + len(self.samples)
             flags, readings = tuple(self.watch.disturbed[self.first:end]), tuple(self.watch.readings[self.first:end])
         stop = self.stop or Stop.MAX_TIME
-        if flags and too_disturbed(len(self.clean), sum(flags) / len(flags), stop, self.policy):
+        if flags and too_disturbed(flags.count(False), sum(flags) / len(flags), stop, self.policy):
             stop = Stop.DISTURBED
         return Measurement(tuple(self.samples), warm, summarize(self.clean or self.samples), wall, stop,
                            self.policy.ci_target or CI_TARGET, flags, readings,
-                           self.watch.kind if self.watch is not None else "")
+                           self.watch.kind if self.watch is not None else "",
+                           tuple(self.probes) if any(self.probes) else ())
 
 
 def too_disturbed(clean: int, share: float, stop: Stop, policy: Policy) -> bool:

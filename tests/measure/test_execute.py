@@ -252,6 +252,7 @@ def test_a_cell_paired_with_another_implementation_keeps_both_sample_series_pair
         assert len(row["samples_s"]) >= row["n"] >= 3
         assert len(row["partner_disturbed"]) == len(row["partner_samples_s"])
         assert len(row["disturbed"]) == len(row["samples_s"])
+        assert len(row["probe"]) == len(row["samples_s"]) and any(row["probe"])  # the own side is audited alone
         def turn(samples, flags, calls, i):  # a turn's median of its clean samples, and whether it had any
             got = list(zip(samples, flags))[i * calls:(i + 1) * calls]
             kept = [s for s, aside in got if not aside]

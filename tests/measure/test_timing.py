@@ -346,15 +346,17 @@ def test_a_pass_with_fewer_samples_than_a_95_percent_interval_needs_is_noisy_not
     assert not is_noisy(six)
 
 
-def test_the_audits_probes_leave_the_statistics_and_stay_in_the_samples():
-    samples = (1.0, 4.0, 1.1, 9.0, 1.2, 1.05, 3.0)  # the probes read slow: caches left cold by the harness
-    m = Measurement(samples, stats=summarize(samples[:6]), disturbed=(False,) * 6 + (True,))
-    probe = (False, True, False, True, False, False, False)
-    kept = m.without_probes(probe)
-    assert kept.samples == samples and kept.probe == probe
-    assert kept.aside == (False, True, False, True, False, False, True)
-    assert kept.stats == summarize([1.0, 1.1, 1.2, 1.05]) and kept.median == pytest.approx(1.075)
-    assert m.median == pytest.approx(1.15)  # left in, they moved the median 7% up
-    assert m.without_probes((False,) * 7) is m and m.without_probes((True,)) is m  # none, or not one a sample
-    assert m.without_probes((True,) * 6 + (False,)) is m  # nothing would be left: the statistics stand
-
+def test_the_audits_probes_stay_in_the_samples_and_leave_the_statistics_and_the_stop_rule():
+    """Every third call is the audit's and reads 3x (caches left cold by the harness): the policy waits for ten
+    of the others, and the statistics are theirs."""
+    durations = [0.030 if i % 3 == 0 else (0.010, 0.01005, 0.00995)[i % 3] for i in range(300)]
+    calls = []
+    policy = Policy(warmup=0, min_samples=5, min_time=0.05, max_time=100)
+    m = measure(lambda: (lambda: calls.append(1)), CpuClock(FakeCounter(durations)), policy, FakeElapsed(0.0),
+                probe=lambda: len(calls) % 3 == 1)
+    assert m.stop == "converged" and len(m.samples) == 15 and m.probe == (True, False, False) * 5
+    assert m.aside == m.probe and m.stats == summarize([s for s, p in zip(m.samples, m.probe) if not p])
+    assert m.median == pytest.approx(0.010)
+    counted = measure(lambda: (lambda: None), CpuClock(FakeCounter(durations)), policy, FakeElapsed(0.0))
+    assert counted.probe == () and counted.median == pytest.approx(0.01005)  # the 30 ms calls are in it
+    assert len(counted.samples) > 2 * len(m.samples)  # and they held its interval wide
