@@ -72,16 +72,18 @@ def logged_turns(primer: str | None = None) -> list[str]:
     return calls
 
 
-def test_each_paired_sample_follows_an_untimed_call_of_its_own():
+def test_each_paired_sample_follows_an_untimed_call_of_its_own_after_an_untimed_opening_turn():
     calls = logged_turns()
-    assert calls[:8] == ["own", "own", "partner", "partner", "partner", "partner", "own", "own"]
-    assert len(calls) == 4 * 20
+    assert calls[:4] == ["own", "own", "partner", "partner"]  # the opening turn: its call and its untimed one
+    assert calls[4:12] == ["own", "own", "partner", "partner", "partner", "partner", "own", "own"]
+    assert len(calls) == 4 * 20 + 4
 
 
 def test_the_own_sides_untimed_calls_take_their_thunks_from_the_primer_where_one_is_given():
     calls = logged_turns("primer")
-    assert calls[:8] == ["primer", "own", "partner", "partner", "partner", "partner", "primer", "own"]
-    assert calls.count("primer") == 20 and calls.count("own") == 20
+    assert calls[:12] == ["primer", "primer", "partner", "partner",
+                          "primer", "own", "partner", "partner", "partner", "partner", "primer", "own"]
+    assert calls.count("primer") == 22 and calls.count("own") == 20
 
 
 def test_paired_sampling_goes_on_until_both_sides_are_done_and_keeps_the_pairs_whole():
@@ -171,7 +173,8 @@ def test_a_side_whose_call_takes_ten_ms_or_more_begins_its_turns_without_the_unt
                     ci_target=0)
     own, partner = measure_paired(setup("own"), setup("partner"), machine.clock("own", 4e-3),
                                   machine.clock("partner", PRIMED_UP_TO), policy, elapsed=ticks())
-    turns = calls[4:]  # after the two warm-ups of two calls each
+    assert calls[4:6] == ["own", "own"]  # after the two warm-ups, the opening turn: the partner unprimed has none
+    turns = calls[6:]
     assert turns[:9] == ["own", "own", "partner", "partner", "own", "own", "own", "own", "partner"]  # partner unprimed
     assert turns.count("partner") == 20 and turns.count("own") == 40 and len(partner.samples) == 20
     assert primed([9.9e-3]) and not primed([PRIMED_UP_TO]) and primed([])
