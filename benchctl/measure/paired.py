@@ -97,7 +97,9 @@ def opening(sides: Sequence[tuple[Callable[[], Thunk], Clock, Sampler, int, Call
     """A turn of untimed calls of each side that begins its turns with one (`primed`), before the timed turns:
     the first timed turn would follow the other side's whole warm-up, where the next follow one turn of it. Over
     two quick CPU sweeps on the 2-core VM, the first turn of a primed own side read a median 1.16x the rest of its
-    calls (1.2x or more in 47% of 129 passes); timed alone, a pass's first calls read 1.01-1.03x."""
+    calls (1.2x or more in 47% of 129 passes); timed alone, a pass's first calls read 1.01-1.03x. With the
+    opening turn, 1.09x (29% of 61 passes) in the next sweep: its first call read 0.91x, the one after the first
+    making of unseen data (a probe, fresh.py) 1.23x, and the turns after it settled by the third."""
     for _, _, _, turn, prime in sides:
         for _ in range(turn + 1 if prime is not None else 0):
             prime()()
