@@ -16,7 +16,7 @@ import pandas as pd
 
 from benchctl.analysis.history import Point
 from benchctl.analysis.pairs import block_interval, pair_ratios
-from benchctl.results.schema import PAIRED_COLUMNS, clean_samples, left_alone, stored_list
+from benchctl.results.schema import PAIRED_COLUMNS, clean_samples, left_alone, set_aside, stored_list
 from benchctl.vocab import Stop
 
 # the machine's probes, and the canary against its calibrated time: a pooled side takes their median
@@ -66,7 +66,7 @@ def pooled(points: Sequence[Point]) -> dict[str, Any]:
     pairs = _pairs(settled) if partner(settled) else {}
     return {**last, **dict.fromkeys(PAIRED_COLUMNS), **pairs, **probes, "samples_s": samples, "disturbed": aside,
             "probe": probe, "mode_aside": None,  # the last run's, beside its own samples only
-            "median_s": float(np.median(clean_samples(samples, _either(aside, probe)))),
+            "median_s": float(np.median(clean_samples(samples, set_aside(len(samples), aside, probe)))),
             "processes": sum(int(_number(r.get("processes")) or 1) for r in settled),
             "process_spread": max([max(medians) / min(medians) - 1, *spreads]),
             "noisy": all(_flag(r.get("noisy")) for r in settled),
@@ -78,7 +78,8 @@ def _pairs(rows: Sequence[pd.Series]) -> dict[str, Any]:
     speedup standing as one process's (or its processes' own, where it had several)."""
     own, own_aside = _joined(rows, "samples_s", "disturbed")
     theirs, their_aside = _joined(rows, "partner_samples_s", "partner_disturbed")
-    ratios, clean = pair_ratios(own, theirs, _either(own_aside, _joined(rows, "samples_s", "probe")[1]), their_aside)
+    probe = _joined(rows, "samples_s", "probe")[1]
+    ratios, clean = pair_ratios(own, theirs, set_aside(len(own), own_aside, probe), their_aside)
     if not clean.any():
         return {}
     low, high = block_interval(ratios[clean])
@@ -114,7 +115,3 @@ def _median(values: Sequence[Any]) -> float | None:
     present = [v for v in map(_number, values) if v is not None]
     return float(np.median(present)) if present else None
 
-
-def _either(a: Sequence[bool], b: Sequence[bool]) -> list[bool]:
-    """Per sample, set aside by either of two lists of flags over the same samples."""
-    return [x or y for x, y in zip(a, b)]

@@ -32,6 +32,9 @@ PRIMED_UP_TO = 0.01
 # runs by a median 7.8%, against 3.8% paired one to one; those beyond 10x, timed alone before, by 9.6%
 # against 16.5%.
 TURNS_FROM = 10.0
+# One side of a paired measurement: its setup, clock, sampler, timed calls a turn, and the setup of the untimed
+# call that begins its turns (None: it has none, `primed`)
+Side = tuple[Callable[[], Thunk], Clock, Sampler, int, Callable[[], Thunk] | None]
 
 
 def measure_paired(setup: Callable[[], Thunk], partner: Callable[[], Thunk], clock: Clock, partner_clock: Clock,
@@ -73,10 +76,8 @@ def measure_paired(setup: Callable[[], Thunk], partner: Callable[[], Thunk], clo
     return own.measurement(warm, wall), other.measurement(partner_warm, wall)
 
 
-def _alternate(sides: list[tuple[Callable[[], Thunk], Clock, Sampler, int, Callable[[], Thunk] | None]],
-               elapsed: Callable[[], float], between: Callable[[], None]) -> None:
-    """Turns of each side (setup, clock, sampler, timed calls a turn, the setup of the untimed call that begins
-    them, or None), in the order A B, B A, ..., until both samplers stop; before them, an opening turn of
+def _alternate(sides: list[Side], elapsed: Callable[[], float], between: Callable[[], None]) -> None:
+    """Turns of each side, in the order A B, B A, ..., until both samplers stop; before them, an opening turn of
     untimed calls of each side that has such a call (`opening`)."""
     opening(sides)
     start = elapsed()
@@ -93,7 +94,7 @@ def _alternate(sides: list[tuple[Callable[[], Thunk], Clock, Sampler, int, Calla
         sides.reverse()
 
 
-def opening(sides: Sequence[tuple[Callable[[], Thunk], Clock, Sampler, int, Callable[[], Thunk] | None]]) -> None:
+def opening(sides: Sequence[Side]) -> None:
     """A turn of untimed calls of each side that begins its turns with one (`primed`), before the timed turns:
     the first timed turn would follow the other side's whole warm-up, where the next follow one turn of it. Over
     two quick CPU sweeps on the 2-core VM, the first turn of a primed own side read a median 1.16x the rest of its

@@ -48,7 +48,7 @@ from benchctl.measure import rates, trust
 from benchctl.measure.paired import ratio_stats
 from benchctl.measure.stats import is_noisy, join_messages, noisy_message, notes, set_aside_message, summarize
 from benchctl.measure.timing import Policy, too_disturbed
-from benchctl.results.schema import PAIRED_COLUMNS, SLOW_PHASE, beside_work, clean_samples, own_aside
+from benchctl.results.schema import PAIRED_COLUMNS, SLOW_PHASE, beside_work, clean_samples, own_aside, set_aside
 from benchctl.vocab import Stop
 
 Round = Mapping[str, Any]  # one round's result (a PassResult), read by column
@@ -68,7 +68,7 @@ def pooled(rounds: Rounds) -> dict[str, Any]:
     samples = [s for r in kept for s in r["samples_s"]]
     flags = [f for r in kept for f in _flags(r)]
     probe = [f for r in kept for f in _flags(r, "probe")]
-    stats = summarize(clean_samples(samples, [a or b for a, b in zip(flags, probe)]))
+    stats = summarize(clean_samples(samples, set_aside(len(samples), flags, probe)))
     blind = {i for i, median in enumerate(medians, start=1) if math.isnan(median)}
     modes = _modes([(i, r) for i, r in numbered if i not in blind], medians)
     if modes:

@@ -24,6 +24,7 @@ from typing import Callable, Iterator
 from benchctl.measure.clocks import Clock, Thunk
 from benchctl.measure.interference import WatchedClock
 from benchctl.measure.stats import CI_TARGET, is_noisy, median_ci, summarize
+from benchctl.results.schema import set_aside
 from benchctl.vocab import Stop
 
 # For min_time, sampling goes past max_samples, up to this many times it: every sample is stored in
@@ -84,8 +85,7 @@ class Measurement:
     @property
     def aside(self) -> tuple[bool, ...]:
         """Per sample, left out of the statistics: disturbed or a probe (empty where neither is known)."""
-        flags = [f for f in (self.disturbed, self.probe) if len(f) == len(self.samples)]
-        return tuple(any(fs) for fs in zip(*flags)) if flags else ()
+        return tuple(set_aside(len(self.samples), self.disturbed, self.probe))
 
     @property
     def median(self) -> float:

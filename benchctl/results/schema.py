@@ -183,12 +183,18 @@ def clean_samples(samples: Sequence[float], disturbed: Sequence[bool] | None) ->
     return [s for s, d in zip(samples, disturbed) if not d] or list(samples)
 
 
+def set_aside(count: int, *flags: Sequence[bool]) -> list[bool]:
+    """Per sample of `count`, whether any of `flags` (lists of a flag a sample; one that does not fit them is not
+    read) sets it aside; empty where none fits."""
+    fitting = [f for f in flags if f and len(f) == count]
+    return [any(fs) for fs in zip(*fitting)] if fitting else []
+
+
 def own_aside(row: Mapping[str, Any]) -> list[bool]:
     """Per own sample of a row, whether its statistics leave it out: set aside as `disturbed`, or an audit's
     `probe`; empty where neither list fits the samples (a row from before them)."""
-    count = len(stored_list(row.get("samples_s")))
-    flags = [f for f in (stored_list(row.get(c)) for c in ("disturbed", "probe")) if f and len(f) == count]
-    return [any(fs) for fs in zip(*flags)] if flags else []
+    return set_aside(len(stored_list(row.get("samples_s"))), stored_list(row.get("disturbed")),
+                     stored_list(row.get("probe")))
 
 
 def median_samples(samples: Sequence[float], disturbed: Sequence[bool] | None,

@@ -8,7 +8,7 @@ import pytest
 from benchctl.measure.clocks import CpuClock, CudaEventClock, OsUsage
 
 from benchctl.measure.stats import CI_MIN_SAMPLES, is_noisy, median_ci, noisy_message, summarize
-from benchctl.measure.timing import MIN_TIME_OVER_MAX_SAMPLES, Measurement, Policy, measure
+from benchctl.measure.timing import MIN_TIME_OVER_MAX_SAMPLES, Policy, measure
 from benchctl.vocab import Stop
 
 
