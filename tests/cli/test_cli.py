@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from benchctl.measure import calibrate
 from benchctl.results import storage
-from benchctl.results.schema import slow_machine
+from benchctl.results.schema import own_aside, slow_machine
 from benchctl.cli import cli
 from benchctl.vocab import Stop
 
@@ -144,12 +144,12 @@ def test_run_py_cpu_writes_parquet_with_all_passes(tmp_path):
     assert set(df["pass"]) == {"forward", "backward", "forward_backward"}
     assert set(df["status"]) == {"ok"} and set(df["batch_size"]) == {1, 2} and len(df) == 12
     assert df["correct"].all() and (df["max_rel_err"] < 2e-4).all()
-    # n counts the clean samples: those the worker set aside as disturbed are kept, flagged, and left out,
-    # unless it set aside every one (a busy machine): then the row counts them all and stops `disturbed`
-    for s, d, n, stop in zip(df["samples_s"], df["disturbed"], df["n"], df["stop"]):
-        set_aside = sum(d) if d is not None else 0
-        assert n == (len(s) if set_aside == len(s) else len(s) - set_aside)
-        assert set_aside < len(s) or stop == Stop.DISTURBED
+    # n counts the clean samples: those the worker set aside as disturbed, and the audit's probes, are kept,
+    # flagged, and left out, unless every one is (a busy machine): then the row counts them all and stops `disturbed`
+    for _, row in df.iterrows():
+        s, set_aside = row["samples_s"], sum(own_aside(row))
+        assert 0 < sum(row["probe"]) and row["n"] == (len(s) if set_aside == len(s) else len(s) - set_aside)
+        assert set_aside < len(s) or row["stop"] == Stop.DISTURBED
     assert re.search(r"speedup\s+vs\s+py", result.output)  # the title wraps at the table's width, which its cells set
     # outside a terminal each cell's line as it ends: a log keeps no progress bar
     done = re.findall(r"^cell (\d+)/(\d+) hoconv2d/(\w+) py cpu float32 \[.*\] \(\d+\.\d s(.*)\)$", result.output, re.M)
