@@ -114,4 +114,3 @@ def _number(value: Any) -> float | None:
 def _median(values: Sequence[Any]) -> float | None:
     present = [v for v in map(_number, values) if v is not None]
     return float(np.median(present)) if present else None
-

@@ -27,7 +27,7 @@ from benchctl.measure.result import PassResult
 from benchctl.measure.clocks import Clock, CpuClock, CudaEventClock, Thunk
 from benchctl.measure.paired import PAIRS_UP_TO, measure_paired, paired_stats
 from benchctl.measure.stats import join_messages
-from benchctl.measure.timing import Measurement, Policy, measure
+from benchctl.measure.timing import Measurement, Policy, Probe, measure
 from benchctl.measure.cuda_graph import CudaGraphClock, repeatable_thunk
 from benchctl.measure.flush import flusher
 from benchctl.vocab import Device, Status, TimingMode
@@ -193,7 +193,8 @@ def _attempt(head: PassResult, prepared: Prepared, pass_name: str, settings: Set
         bandwidth_before = probe() if probe else None
         tick = prepared.sampling if clocks is None else lambda: (clocks.tick(), prepared.sampling())
         with clocks or contextlib.nullcontext():
-            m, other = _sampled(setup, clock, partner, pass_name, settings, tick, watch, clocks, prepared)
+            m, other = _sampled(setup, clock, partner, pass_name, settings, tick, watch, clocks, prepared,
+                                prepared.probing if audited else None)
         paired = _paired_columns(m, other, partner.resolved.cell.impl) if partner else {}
         probes, calls = (bandwidth_before, probe()) if probe else None, _calls(clock, m, recorded)
         cpu = [cores.call_cpu(u) for u in calls.get("usage", ())]
@@ -245,17 +246,18 @@ def _calls(clock: Clock, m: Measurement, recorded: tuple[int, int]) -> dict[str,
 
 def _sampled(setup: Callable[[], Thunk], clock: Clock, partner: Prepared | None, pass_name: str, settings: Settings,
              tick: Callable[[], None], watch: bool, clocks: gpu_clocks.ClockGuard | None,
-             prepared: Prepared) -> tuple[Measurement, Measurement | None]:
+             prepared: Prepared, probe: Probe | None) -> tuple[Measurement, Measurement | None]:
     """The pass timed alone, or sample by sample in alternation with the partner's (on a clock of its own, so
-    the OS work each clock records stays its own call's), the audit's calls out of its statistics; the
-    partner's measurement None where timed alone."""
+    the OS work each clock records stays its own call's), the audit's calls (`probe`: only an audited pass's
+    draws are fresh each call; a CUDA graph's replays draw none) out of its statistics; the partner's
+    measurement None where timed alone."""
     if partner is None:
-        return measure(setup, clock, settings.policy, between=tick, probe=prepared.probing), None
+        return measure(setup, clock, settings.policy, between=tick, probe=probe), None
     partner_clock = make_clock(partner.resolved.cell.device, settings.flush_l2, settings.cuda_graph)
     watched = _watched(partner_clock, clocks) if watch else None
     try:
         return measure_paired(setup, _setup(partner, pass_name, partner_clock), clock, watched or partner_clock,
-                              settings.policy, between=tick, primer=prepared.untimed(setup), probe=prepared.probing)
+                              settings.policy, between=tick, primer=prepared.untimed(setup), probe=probe)
     finally:
         if watched is not None:
             watched.close()
