@@ -137,7 +137,7 @@ COLUMNS: dict[str, pa.DataType] = {
     "dynamic_shapes": pa.bool_(),  # ... whether that code was compiled with symbolic (dynamic) sizes
     "peak_mem_bytes": pa.float64(),
     "page_faults": pa.float64(),  # median minor page faults per timed call (CPU clock)
-    "sys_s": pa.float64(),  # mean system (OS) CPU seconds per timed call, all threads (CPU clock)
+    "sys_s": pa.float64(),  # mean system (OS) CPU s a call, all threads, of the middle half by wall (CPU clock)
     "cpu_cores": pa.float64(),  # CPU seconds (all threads) over wall time of the timed calls (CPU clock)
     "host_s": pa.float64(),  # median seconds the host took to issue a timed call (GPU clock)
     "mem_gbps": pa.float64(),  # the machine's memory read bandwidth around the measurement (CPU, membw.py)

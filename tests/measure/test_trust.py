@@ -2,6 +2,7 @@
 was recorded around the pass."""
 
 import os
+import statistics
 
 import pytest
 
@@ -38,6 +39,18 @@ def test_a_cpu_pass_gets_the_machine_and_the_os_around_it_and_no_message_where_n
     assert found["canary_ratio"] == pytest.approx(1.5)
     assert found["page_faults"] == 3.0 and found["sys_s"] == pytest.approx(2e-5)
     assert "message" not in found and "host_s" not in found
+
+
+def test_the_os_time_is_of_the_calls_like_the_median_one_not_of_one_slow_call():
+    # seven calls of 4 ms, one in four given a 4 ms tick of OS time; a first call of 268 ms, nearly all OS time
+    usage = [OsUsage(faults=10, sys_s=0.26, wall_s=0.268)]
+    usage += [OsUsage(faults=10, sys_s=0.004 if i % 4 == 0 else 0.0, wall_s=0.004 + i * 1e-5) for i in range(1, 8)]
+    found = trust.os_work(usage)
+    assert statistics.fmean(u.sys_s for u in usage) > 0.03  # the mean of all: over half a 4 ms call
+    assert found["sys_s"] == pytest.approx(0.004 / 4)  # the middle four of eight by wall time: one tick
+    assert found["page_faults"] == 10.0
+    few = usage[:3]
+    assert trust.os_work(few)["sys_s"] == pytest.approx((0.26 + 0.0 + 0.0) / 3)  # under four calls: all of them
 
 
 def test_a_pass_canary_is_held_to_the_time_calibrated_on_its_own_threads():
