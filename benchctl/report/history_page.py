@@ -14,10 +14,12 @@ import pandas as pd
 
 from benchctl.report import charts
 from benchctl.report.contents import Doing, unseen
+from benchctl.report.follows_chart import follows_figure
 from benchctl.report.history_chart import history_figure
 from benchctl.report.render import CSS, slug
 from benchctl.results.commits import Commit
 from benchctl.results import storage
+from benchctl.analysis import follows
 from benchctl.analysis.compare import KEY, machine_kinds
 from benchctl.analysis.history import Series
 from benchctl.analysis.steps import Step, summary
@@ -89,7 +91,7 @@ def build(series: Sequence[Series], found: Sequence[Step], said: Mapping[str, Co
     body = [f"<h1>benchctl history</h1><p>Generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M UTC}. "
             f"{len(series)} series, {len({p.run_id for s in series for p in s.points})} runs. "
             f"{html.escape(summary(found), quote=False) if found else 'No steps'}.</p>",
-            "<h2>Steps, newest first</h2>", _table(steps_table(found, said))]
+            "<h2>Steps, newest first</h2>", _table(steps_table(found, said)), *_follows_section(series, out_dir)]
     groups = chart_groups(series)
     for i, (key, group) in enumerate(groups.items(), start=1):
         op, target, device, pass_name, machine = key
@@ -99,7 +101,7 @@ def build(series: Sequence[Series], found: Sequence[Step], said: Mapping[str, Co
         paths = charts.save(history_figure(group, mine, title), out_dir / "figures" / slug(*key, "history"))
         heading = f"{title}: {charts.panel_title(device, pass_name)}"
         body += [f'<h2 id="{slug(*key)}">{html.escape(heading)}</h2>',
-                 _img(paths, out_dir, title)]
+                 _img(paths, out_dir, f"{title} history")]
     body += ["<h2>Commits</h2>", _table(commits_table(series, said))]
     index = out_dir / "index.html"
     index.write_text("<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>benchctl history</title>"
@@ -107,16 +109,38 @@ def build(series: Sequence[Series], found: Sequence[Step], said: Mapping[str, Co
     return index
 
 
+def follows_table(found: Sequence[follows.Follows]) -> pd.DataFrame:
+    return pd.DataFrame([{"cell": f.series.name(), "machine": f.series.machine, "follows": f.probe,
+                          "rho": f"{f.rho:+.2f}", "runs": len(f.readings), "slowest / fastest": f"{f.spread:.2f}x",
+                          "fastest and slowest": f.text().split(": ", 1)[1]} for f in found],
+                        columns=["cell", "machine", "follows", "rho", "runs", "slowest / fastest",
+                                 "fastest and slowest"])
+
+
+def _follows_section(series: Sequence[Series], out_dir: Path) -> list[str]:
+    """The cells whose time follows the machine across their runs of the same code (follows.py), drawn and listed;
+    nothing where none does."""
+    found = follows.follows(series)
+    figure = follows_figure(found)
+    if figure is None:
+        return []
+    paths = charts.save(figure, out_dir / "figures" / "follows")
+    return ["<h2>What moved the cells between runs of the same code</h2>",
+            f"<p>{html.escape(follows.line(found, len(series)) or '', quote=False)}.</p>",
+            _img(paths, out_dir, "the machine's probes", "time against the machine's probe"),
+            _table(follows_table(found))]
+
+
 def _table(table: pd.DataFrame) -> str:
     return table.to_html(index=False, border=0, escape=True, na_rep="")
 
 
-def _img(paths: list[Path], out_dir: Path, title: str) -> str:
+def _img(paths: list[Path], out_dir: Path, title: str, caption: str = "time against commit") -> str:
     data = base64.b64encode(paths[0].read_bytes()).decode("ascii")
     links = " · ".join(f'<a href="{html.escape(p.relative_to(out_dir).as_posix())}">{p.suffix[1:].upper()}</a>'
                        for p in paths)
-    return (f'<figure><img alt="{html.escape(title)} history" src="data:image/png;base64,{data}">'
-            f"<figcaption>time against commit · {links}</figcaption></figure>")
+    return (f'<figure><img alt="{html.escape(title)}" src="data:image/png;base64,{data}">'
+            f"<figcaption>{caption} · {links}</figcaption></figure>")
 
 
 def for_run(run_dir: Path, threshold: float = 0.05, alpha: float = 0.05, doing: Doing = unseen) -> Path | None:

@@ -50,6 +50,20 @@ def test_json_has_every_point_in_commit_order_and_the_step(written, tmp_path):
     assert Path(data["page"]) == tmp_path / "page" / "index.html" and len(series["points"]) == COMMITS
 
 
+def test_a_step_the_machine_made_is_named_under_the_tables_and_in_json(tmp_path):
+    root = tmp_path / "results"
+    write_history(root, tmp_path / "repo", probed=True)  # the memory probe halved where the time doubled
+    said = " ".join(invoke("--root", str(root)).output.split())
+    assert ("1 of 1 cells' times follow the machine across their runs of the same code (Spearman, 6 runs or more, "
+            "false discovery rate 5%): 1 the memory probe, 0 the canary; the widest, silu/op py forward at "
+            "batch_size=8:") in said
+    assert "(rho -1.00 over 10 runs)" in said
+    assert "the page draws them" in said
+    (found,) = json.loads(invoke("--root", str(root), "--json").stdout)["follows"]
+    assert found["probe"] == "memory probe" and found["rho"] == pytest.approx(-1.0)
+    assert len(found["readings"]) == COMMITS and found["q"] < 0.05
+
+
 def test_runs_given_put_the_page_beside_them(written):
     root, shas = written
     first, second = sorted(p for p in root.iterdir() if p.name.startswith("2024"))[:2]

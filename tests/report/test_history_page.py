@@ -83,3 +83,14 @@ def test_a_lone_run_has_no_history(tmp_path):
         run.rmdir()
     (run,) = list(root.iterdir())
     assert history_page.for_run(run) is None
+
+
+def test_cells_that_follow_the_machine_are_drawn_and_listed(tmp_path):
+    write_history(tmp_path / "results", tmp_path / "repo", probed=True)
+    all_series = history.series(history.load(root=tmp_path / "results"))
+    index = history_page.build(all_series, steps.all_steps(all_series), {}, tmp_path / "page")
+    text = index.read_text()
+    assert "<h2>What moved the cells between runs of the same code</h2>" in text and text.count("<img ") == 2
+    assert matplotlib.image.imread(index.parent / "figures" / "follows.png").shape[1] > 400  # one panel
+    assert "<p>1 of 1 cells' times follow the machine across their runs of the same code" in text
+    assert "<td>memory probe</td>" in text and "<td>-1.00</td>" in text and "<td>10</td>" in text

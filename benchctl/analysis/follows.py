@@ -1,0 +1,118 @@
+"""What moves a cell's time between runs of the same code: the machine's probes, read around each pass (trust.py),
+held against its time across the folder's runs (history.py).
+
+A slow phase is told by the compute canary (`slow`), and `↻` and `slow↑`/`slow↓` hold a pass against earlier runs
+in the same canary state. Over twelve quick CPU sweeps of one 2-core VM, code unchanged, the memory probe moved
+more of the passes than the canary did: of 150 passes, 21 followed it and 6 the canary (11-12 runs each, below).
+The memory-bound ones (grid_sample, naflex_posembed, hoconv2d's filter, patch_resample's bmm) followed the memory
+probe, lstm_cell's small calls the canary. grid_sample's py forward at image_size=1024 read 0.069-0.075 ms in the
+runs whose probe read 73-81 GB/s and 0.12-0.27 ms at 39-58 GB/s: each call reads the same image (fresh.py rotates
+its grid only), so what of it the caches still hold decides its time, and the probe, a read of a buffer four times
+the last-level cache, feels the same caches (membw.py). A step in such a cell, code unchanged, is the machine's;
+a speedup over a cell that does not follow it moves with it.
+
+Each series (one cell and machine kind) is tried against each probe over its runs of the latest code that were left
+alone (schema.left_alone) and took the probe, MIN_RUNS of them at least; the p-values of all those tries are
+adjusted together (Benjamini-Hochberg, verdict.adjusted), and a cell follows the probe with the smallest adjusted
+p under FALSE_DISCOVERY. The two probes move together on that VM (their readings' log correlation 0.69 over 1,800
+passes, the memory read fast while the canary ran slow), so a cell that follows one often follows the other
+weaker: the stronger names it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+from benchctl.analysis.history import Point, Series
+from benchctl.analysis.repeat import where
+from benchctl.analysis.summary import ms_text
+from benchctl.analysis.verdict import adjusted
+from benchctl.results.schema import left_alone
+
+
+@dataclass(frozen=True)
+class Probe:
+    """A probe of the machine a row carries."""
+
+    column: str  # the row's
+    reading: str  # how a reading is written
+    axis: str  # the chart's axis
+
+
+PROBES = {"memory probe": Probe("mem_gbps", "{:.3g} GB/s", "memory bandwidth probe, GB/s"),
+          "canary": Probe("canary_ratio", "{:.2f}x its calibrated time", "canary time / calibrated")}
+MIN_RUNS = 6  # runs of the same code, left alone, with the probe: fewer cannot tell a trend from chance
+FALSE_DISCOVERY = 0.05  # the share of the cells said to follow a probe that may follow it by chance
+
+
+@dataclass(frozen=True)
+class Follows:
+    """A series whose time follows a probe across its runs of the same code: their rank correlation and its
+    adjusted p-value, and the runs' (time, probe reading) pairs."""
+
+    series: Series
+    probe: str
+    rho: float
+    q: float
+    readings: tuple[tuple[float, float], ...]
+
+    @property
+    def spread(self) -> float:
+        """The slowest of those runs' times over the fastest."""
+        times = [t for t, _ in self.readings]
+        return max(times) / min(times)
+
+    def text(self) -> str:
+        """`grid_sample/sample py forward at image_size=1024: 0.0688 ms with the memory probe at 80.6 GB/s, 0.265
+        ms at 42.9 GB/s (rho -0.85 over 11 runs)`: its fastest and slowest runs."""
+        (fast, at_fast), (slow, at_slow) = min(self.readings), max(self.readings)
+        said = PROBES[self.probe].reading.format
+        return (f"{where(self.series.points[-1].row)}: {ms_text(fast)} ms with the {self.probe} at {said(at_fast)}, "
+                f"{ms_text(slow)} ms at {said(at_slow)} (rho {self.rho:+.2f} over {len(self.readings)} runs)")
+
+
+def readings(s: Series, column: str) -> tuple[tuple[float, float], ...]:
+    """(time, probe reading) of the series' runs of its latest code (rows without a code digest: none) that were
+    left alone and took the probe."""
+    code = s.points[-1].row.get("impl_code")
+    if not isinstance(code, str):
+        return ()
+    return tuple((p.median_s, float(p.row[column])) for p in s.points
+                 if p.row.get("impl_code") == code and left_alone(p.row) and _reading(p, column))
+
+
+def _reading(p: Point, column: str) -> bool:
+    value = p.row.get(column)
+    return isinstance(value, (int, float)) and math.isfinite(value) and value > 0
+
+
+def follows(all_series: Sequence[Series], false_discovery: float = FALSE_DISCOVERY) -> list[Follows]:
+    """The series whose time follows a probe, the one it follows most closely, widest spread first."""
+    from scipy.stats import spearmanr
+
+    tried = []
+    for s in all_series:
+        for name, probe in PROBES.items():
+            found = readings(s, probe.column)
+            times, values = [t for t, _ in found], [v for _, v in found]
+            if len(found) >= MIN_RUNS and len(set(times)) > 1 and len(set(values)) > 1:
+                result = spearmanr(times, values)
+                tried.append((s, name, float(result.statistic), float(result.pvalue), found))
+    qs = adjusted([p for *_, p, _ in tried])
+    best: dict[int, Follows] = {}
+    for (s, probe, rho, _, found), q in zip(tried, qs):
+        if q is not None and q < false_discovery and (id(s) not in best or q < best[id(s)].q):
+            best[id(s)] = Follows(s, probe, rho, q, found)
+    return sorted(best.values(), key=lambda f: -f.spread)
+
+
+def line(found: Sequence[Follows], series: int) -> str | None:
+    """The line under `history`'s tables: how many cells follow each probe, and the one of widest spread."""
+    if not found:
+        return None
+    counts = ", ".join(f"{sum(f.probe == probe for f in found)} the {probe}" for probe in PROBES)
+    return (f"{len(found)} of {series} cells' times follow the machine across their runs of the same code "
+            f"(Spearman, {MIN_RUNS} runs or more, false discovery rate {FALSE_DISCOVERY:.0%}): {counts}; the "
+            f"widest, {found[0].text()}. A step in such a cell is the machine's as much as the code's")

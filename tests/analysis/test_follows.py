@@ -1,0 +1,70 @@
+"""follows: which cells' times follow the machine's probes across their runs of the same code."""
+
+import pandas as pd
+import pytest
+
+from benchctl.analysis import follows
+from benchctl.analysis.history import Point, Series
+from benchctl.results.schema import BUSY_WARN_CORES
+
+GBPS = [80.0, 42.0, 61.0, 35.0, 74.0, 50.0, 39.0, 66.0]
+CANARY = [1.02, 1.30, 1.10, 1.21, 1.05, 1.40, 1.15, 1.25]
+
+
+def series(times, impl="py", code=None, gbps=GBPS, canary=CANARY, other_cores=None) -> Series:
+    """One cell's runs, oldest first: its times with the probes' readings, all of code "c1" unless `code` says."""
+    codes = code or ["c1"] * len(times)
+    busy = other_cores or [0.0] * len(times)
+    points = tuple(Point(f"run{i}", None, False, f"2026-01-{i + 1:02d}", t, t, t,
+                         pd.Series({"op": "grid_sample", "target": "sample", "impl": impl, "pass": "forward",
+                                    "axis": "image_size", "axis_value": 1024.0, "device": "cpu", "impl_code": c,
+                                    "mem_gbps": g, "canary_ratio": k, "other_cores": b}))
+                   for i, (t, c, g, k, b) in enumerate(zip(times, codes, gbps, canary, busy)))
+    return Series(("grid_sample", "sample", impl, "cpu", "float32", "{}", "forward"), "EPYC", points)
+
+
+def test_a_cell_whose_time_falls_as_the_memory_probe_rises_follows_the_memory_probe():
+    cached = series([1e-3 * 40 / g for g in GBPS])  # twice the bandwidth, half the time
+    found = follows.follows([cached])
+    assert len(found) == 1 and found[0].probe == "memory probe"
+    assert found[0].rho == pytest.approx(-1.0) and found[0].spread == pytest.approx(80 / 35)
+    assert found[0].text() == ("grid_sample/sample py forward at image_size=1024: 0.5 ms with the memory probe at "
+                               "80 GB/s, 1.14 ms at 35 GB/s (rho -1.00 over 8 runs)")
+
+
+def test_a_cell_that_follows_neither_probe_is_not_named():
+    steady = series([1.00e-3, 1.02e-3, 0.99e-3, 1.01e-3, 1.00e-3, 0.98e-3, 1.03e-3, 0.97e-3])
+    assert follows.follows([steady]) == []
+
+
+def test_the_canary_names_a_cell_it_follows_more_closely_than_the_memory_probe():
+    compute = series([1e-4 * k for k in CANARY], impl="cpp")
+    found = follows.follows([compute])
+    assert [f.probe for f in found] == ["canary"] and found[0].rho == pytest.approx(1.0)
+    assert "0.102 ms with the canary at 1.02x its calibrated time, 0.14 ms at 1.40x" in found[0].text()
+
+
+def test_only_the_latest_codes_runs_left_alone_count_and_too_few_say_nothing():
+    times = [1e-3 * 40 / g for g in GBPS]
+    older = series(times, code=["c0", "c0", "c0"] + ["c1"] * 5)
+    assert follows.readings(older, "mem_gbps") == tuple((t, g) for t, g in zip(times[3:], GBPS[3:]))
+    assert follows.follows([older]) == []  # five runs of the latest code: under MIN_RUNS
+    beside = series(times, other_cores=[BUSY_WARN_CORES] * 3 + [0.0] * 5)
+    assert len(follows.readings(beside, "mem_gbps")) == 5 and follows.follows([beside]) == []
+
+
+def test_the_p_values_are_adjusted_over_every_cell_tried():
+    # rho -0.86 over 8 runs: p 0.0065 alone; among twelve tries of cells that follow nothing, adjusted 0.085
+    loose = series([1e-3 * 40 / g for g in [80.0, 42.0, 61.0, 35.0, 74.0, 50.0, 39.0, 66.0]],
+                   gbps=[80.0, 42.0, 38.0, 35.0, 74.0, 50.0, 39.0, 66.0], canary=[1.1] * 8)
+    assert len(follows.follows([loose])) == 1
+    others = [series([1e-3 + 1e-6 * ((i * 7 + j * 3) % 8) for j in range(8)], impl=f"x{i}") for i in range(6)]
+    assert follows.follows([loose, *others]) == []
+
+
+def test_the_line_counts_each_probe_and_names_the_widest_spread():
+    found = follows.follows([series([1e-3 * 40 / g for g in GBPS]), series([1e-4 * k for k in CANARY], impl="cpp")])
+    said = follows.line(found, 150)
+    assert said.startswith("2 of 150 cells' times follow the machine across their runs of the same code")
+    assert "1 the memory probe, 1 the canary; the widest, grid_sample/sample py forward" in said
+    assert follows.line([], 150) is None
