@@ -4,8 +4,8 @@ held against its time across the folder's runs (history.py).
 A slow phase is told by the compute canary (`slow`), and `↻` and `slow↑`/`slow↓` hold a pass against earlier runs
 in the same canary state. Over twelve quick CPU sweeps of one 2-core VM, code unchanged, the memory probe moved
 more of the passes than the canary did: of 150 passes, 21 followed it and 6 the canary (11-12 runs each, below).
-The memory-bound ones (grid_sample, naflex_posembed, hoconv2d's filter, patch_resample's bmm) followed the memory
-probe, lstm_cell's small calls the canary. grid_sample's py forward at image_size=1024 read 0.069-0.075 ms in the
+The memory-bound ones (grid_sample, naflex_posembed, hoconv2d, patch_resample's bmm) followed the memory probe,
+lstm_cell's small calls the canary. grid_sample's py forward at image_size=1024 read 0.069-0.075 ms in the
 runs whose probe read 73-81 GB/s and 0.12-0.27 ms at 39-58 GB/s: each call reads the same image (fresh.py rotates
 its grid only), so what of it the caches still hold decides its time, and the probe, a read of a buffer four times
 the last-level cache, feels the same caches (membw.py). A step in such a cell, code unchanged, is the machine's;
@@ -14,7 +14,7 @@ a speedup over a cell that does not follow it moves with it.
 Each series (one cell and machine kind) is tried against each probe over its runs of the latest code that were left
 alone (schema.left_alone) and took the probe, MIN_RUNS of them at least; the p-values of all those tries are
 adjusted together (Benjamini-Hochberg, verdict.adjusted), and a cell follows the probe with the smallest adjusted
-p under FALSE_DISCOVERY. The two probes move together on that VM (their readings' log correlation 0.69 over 1,800
+p under FALSE_DISCOVERY. The two probes move together on that VM (their readings' log correlation 0.69 over 1,799
 passes, the memory read fast while the canary ran slow), so a cell that follows one often follows the other
 weaker: the stronger names it.
 """
@@ -65,12 +65,16 @@ class Follows:
         return max(times) / min(times)
 
     def text(self) -> str:
-        """`grid_sample/sample py forward at image_size=1024: 0.0688 ms with the memory probe at 80.6 GB/s, 0.265
-        ms at 42.9 GB/s (rho -0.85 over 11 runs)`: its fastest and slowest runs."""
+        """`grid_sample/sample py forward at image_size=1024: ` and its `runs_text`."""
+        return f"{where(self.series.points[-1].row)}: {self.runs_text()}"
+
+    def runs_text(self) -> str:
+        """`0.0688 ms with the memory probe at 80.6 GB/s, 0.265 ms at 42.9 GB/s (rho -0.85 over 11 runs)`: its fastest
+        and slowest runs."""
         (fast, at_fast), (slow, at_slow) = min(self.readings), max(self.readings)
         said = PROBES[self.probe].reading.format
-        return (f"{where(self.series.points[-1].row)}: {ms_text(fast)} ms with the {self.probe} at {said(at_fast)}, "
-                f"{ms_text(slow)} ms at {said(at_slow)} (rho {self.rho:+.2f} over {len(self.readings)} runs)")
+        return (f"{ms_text(fast)} ms with the {self.probe} at {said(at_fast)}, {ms_text(slow)} ms at {said(at_slow)} "
+                f"(rho {self.rho:+.2f} over {len(self.readings)} runs)")
 
 
 def readings(s: Series, column: str) -> tuple[tuple[float, float], ...]:
@@ -115,4 +119,6 @@ def line(found: Sequence[Follows], series: int) -> str | None:
     counts = ", ".join(f"{sum(f.probe == probe for f in found)} the {probe}" for probe in PROBES)
     return (f"{len(found)} of {series} cells' times follow the machine across their runs of the same code "
             f"(Spearman, {MIN_RUNS} runs or more, false discovery rate {FALSE_DISCOVERY:.0%}): {counts}; the "
-            f"widest, {found[0].text()}. A step in such a cell is the machine's as much as the code's")
+            f"widest, {found[0].text()}. A step in such a cell is the machine's as much as the code's; `run "
+            "--flush-caches` times a cell that follows the memory probe on cold caches, which the caches the host leaves "
+            "it do not move (docs/measuring.md, \"What moves a cell between runs\")")

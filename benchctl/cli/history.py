@@ -55,11 +55,11 @@ def command(runs, root, ops, impls, passes, devices, threshold, alpha, out_dir, 
         found = steps.all_steps(all_series, threshold, alpha)
         said = history.messages(all_series)
         page = history_page.build(all_series, found, said, out, doing)
-    machine = follows.follows(all_series)
+    followers = follows.follows(all_series)
     if as_json:
-        click.echo(json.dumps(_json(all_series, found, machine, str(page)), indent=2))
+        click.echo(json.dumps(_json(all_series, found, followers, str(page)), indent=2))
         return
-    moved = follows.line(machine, len(all_series))
+    moved = follows.line(followers, len(all_series))
     console.out.print(console.table("history", ["cell", "machine", "runs", "first", "last", "latest ms"],
                                     [_series_row(s) for s in all_series]))
     console.out.print(console.table("steps, newest first", ["cell", "before", "after", "change [95% interval]",
@@ -93,14 +93,14 @@ STEP_FIELDS = ("verdict", "ratio", "ratio_low", "ratio_high", "reason", "code_ch
                "relative", "relative_low", "relative_high", "phases_apart")
 
 
-def _json(all_series, found, machine, page: str) -> dict:
+def _json(all_series, found, followers, page: str) -> dict:
     point = lambda p: {"run_id": p.run_id, "commit": p.sha, "dirty": p.dirty, "time": p.time,  # noqa: E731
                        "median_s": p.median_s, "ci_lo_s": p.ci_lo_s, "ci_hi_s": p.ci_hi_s}
     cell = lambda s: {**s.cell, "machine": s.machine}  # noqa: E731
     steps = [{**cell(st.series), "before": st.before.sha or st.before.run_id, "after": st.after.sha or st.after.run_id,
               **{k: getattr(st.change, k) for k in STEP_FIELDS}} for st in found]
     follows = [{**cell(f.series), "probe": f.probe, "rho": f.rho, "q": f.q,
-                "readings": [{"median_s": t, "probe": v} for t, v in f.readings]} for f in machine]
+                "readings": [{"median_s": t, "probe": v} for t, v in f.readings]} for f in followers]
     return {"page": page, "steps": steps, "follows": follows,
             "series": [{**cell(s), "git_ordered": s.git_ordered, "points": [point(p) for p in s.points]}
                        for s in all_series]}

@@ -38,4 +38,3 @@ def follows_figure(found: Sequence[Follows]) -> "Figure | None":
     fig.suptitle("What moved the cells between runs of the same code: their time against the machine's probe",
                  fontsize=11)
     return fig
-

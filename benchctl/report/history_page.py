@@ -112,7 +112,7 @@ def build(series: Sequence[Series], found: Sequence[Step], said: Mapping[str, Co
 def follows_table(found: Sequence[follows.Follows]) -> pd.DataFrame:
     return pd.DataFrame([{"cell": f.series.name(), "machine": f.series.machine, "follows": f.probe,
                           "rho": f"{f.rho:+.2f}", "runs": len(f.readings), "slowest / fastest": f"{f.spread:.2f}x",
-                          "fastest and slowest": f.text().split(": ", 1)[1]} for f in found],
+                          "fastest and slowest": f.runs_text()} for f in found],
                         columns=["cell", "machine", "follows", "rho", "runs", "slowest / fastest",
                                  "fastest and slowest"])
 
