@@ -68,3 +68,26 @@ def test_the_line_counts_each_probe_and_names_the_widest_spread():
     assert said.startswith("2 of 150 cells' times follow the machine across their runs of the same code")
     assert "1 the memory probe, 1 the canary; the widest, grid_sample/sample py forward" in said
     assert follows.line([], 150) is None
+
+
+def runs(count: int = 8) -> pd.DataFrame:
+    """One cell's rows in `count` runs, oldest first: its time halves where the memory probe doubles."""
+    return pd.DataFrame([{"run_id": f"2026010{i}-000000-aaaaaa", "op": "grid_sample", "target": "sample",
+                          "impl": "py", "device": "cpu", "dtype": "float32", "params": '{"image_size": 1024}',
+                          "pass": "forward", "axis": "image_size", "axis_value": 1024.0, "status": "ok",
+                          "cpu_name": "EPYC", "impl_code": "c1", "median_s": 1e-3 * 40 / g, "ci_lo_s": 1e-3,
+                          "ci_hi_s": 1e-3, "mem_gbps": g, "canary_ratio": 1.1, "timestamp": f"2026-01-0{i}"}
+                         for i, g in enumerate(GBPS[:count], start=1)])
+
+
+def test_a_run_names_its_passes_that_follow_the_machine_with_its_probe_against_the_earlier_runs():
+    rows = runs()
+    last = rows["run_id"] == rows["run_id"].max()
+    said = follows.run_line(rows[last], rows[~last])
+    assert said == ("1 of this run's 1 passes follow the machine across it and the earlier runs of the same code in "
+                    "its folder (1 the memory probe, 0 the canary): the memory probe read a median 66 GB/s through "
+                    "this run, 35-80 in the earlier runs; the widest, grid_sample/sample py forward at "
+                    "image_size=1024: 0.5 ms with the memory probe at 80 GB/s, 1.14 ms at 35 GB/s (rho -1.00 over 8 "
+                    "runs). `benchctl history` draws them")
+    assert follows.run_line(rows[last], None) is None
+    assert follows.run_line(runs(5).iloc[-1:], runs(5).iloc[:-1]) is None  # five runs: too few to tell
