@@ -11,6 +11,8 @@ its grid only), so what of it the caches still hold decides its time, and the pr
 the last-level cache, feels the same caches (membw.py). A step in such a cell, code unchanged, is the machine's;
 a speedup over a cell that does not follow it moves with it.
 
+A GPU pass carries its SM clock instead (gpu_clocks.py), tried the same way (never yet on a GPU's rows).
+
 Each series (one cell and machine kind) is tried against each probe over its runs of the latest code that were left
 alone (schema.left_alone) and took the probe, MIN_RUNS of them at least; the p-values of all those tries are
 adjusted together (Benjamini-Hochberg, verdict.adjusted), and a cell follows the probe with the smallest adjusted
@@ -44,7 +46,8 @@ class Probe:
 
 
 PROBES = {"memory probe": Probe("mem_gbps", "{:.3g} GB/s", "memory bandwidth probe, GB/s"),
-          "canary": Probe("canary_ratio", "{:.2f}x its calibrated time", "canary time / calibrated")}
+          "canary": Probe("canary_ratio", "{:.2f}x its calibrated time", "canary time / calibrated"),
+          "SM clock": Probe("sm_clock_mhz", "{:.0f} MHz", "SM clock while timed, MHz")}  # a GPU pass's
 MIN_RUNS = 6  # runs of the same code, left alone, with the probe: fewer cannot tell a trend from chance
 FALSE_DISCOVERY = 0.05  # the share of the cells said to follow a probe that may follow it by chance
 
@@ -118,12 +121,17 @@ def line(found: Sequence[Follows], series: int) -> str | None:
     """The line under `history`'s tables: how many cells follow each probe, and the one of widest spread."""
     if not found:
         return None
-    counts = ", ".join(f"{sum(f.probe == probe for f in found)} the {probe}" for probe in PROBES)
     return (f"{len(found)} of {series} cells' times follow the machine across their runs of the same code "
-            f"(Spearman, {MIN_RUNS} runs or more, false discovery rate {FALSE_DISCOVERY:.0%}): {counts}; the "
+            f"(Spearman, {MIN_RUNS} runs or more, false discovery rate {FALSE_DISCOVERY:.0%}): {_counts(found)}; the "
             f"widest, {found[0].text()}. A step in such a cell is the machine's as much as the code's; `run "
             "--flush-caches` times a cell that follows the memory probe on cold caches, which the caches the host leaves "
             "it do not move (docs/measuring.md, \"What moves a cell between runs\")")
+
+
+def _counts(found: Sequence[Follows]) -> str:
+    """`14 the memory probe, 2 the canary`: the probes some cell follows, in PROBES' order."""
+    counts = {probe: sum(f.probe == probe for f in found) for probe in PROBES}
+    return ", ".join(f"{n} the {probe}" for probe, n in counts.items() if n)
 
 
 def run_line(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> str | None:
@@ -138,9 +146,8 @@ def run_line(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> str | None:
     found = follows(cells)
     if not found:
         return None
-    counts = ", ".join(f"{sum(f.probe == probe for f in found)} the {probe}" for probe in PROBES)
     return (f"{len(found)} of this run's {len(cells)} passes follow the machine across it and the earlier runs of the "
-            f"same code in its folder ({counts}){_memory_text(rows, earlier)}; the widest, {found[0].text()}. "
+            f"same code in its folder ({_counts(found)}){_memory_text(rows, earlier)}; the widest, {found[0].text()}. "
             "`benchctl history` draws them")
 
 

@@ -85,9 +85,22 @@ def test_a_run_names_its_passes_that_follow_the_machine_with_its_probe_against_t
     last = rows["run_id"] == rows["run_id"].max()
     said = follows.run_line(rows[last], rows[~last])
     assert said == ("1 of this run's 1 passes follow the machine across it and the earlier runs of the same code in "
-                    "its folder (1 the memory probe, 0 the canary): the memory probe read a median 66 GB/s through "
+                    "its folder (1 the memory probe): the memory probe read a median 66 GB/s through "
                     "this run, 35-80 in the earlier runs; the widest, grid_sample/sample py forward at "
                     "image_size=1024: 0.5 ms with the memory probe at 80 GB/s, 1.14 ms at 35 GB/s (rho -1.00 over 8 "
                     "runs). `benchctl history` draws them")
     assert follows.run_line(rows[last], None) is None
     assert follows.run_line(runs(5).iloc[-1:], runs(5).iloc[:-1]) is None  # five runs: too few to tell
+
+
+def test_a_gpu_pass_follows_its_sm_clock():
+    clocks = [1980.0, 1410.0, 1755.0, 1200.0, 1890.0, 1590.0, 1305.0, 1830.0]
+    cpu = series([1e-3 * 1980 / c for c in clocks])
+    gpu = Series(cpu.key, "H100", tuple(
+        Point(p.run_id, None, False, p.time, p.median_s, p.median_s, p.median_s,
+              pd.Series({**p.row.drop(["mem_gbps", "canary_ratio"]), "device": "cuda", "sm_clock_mhz": c}))
+        for p, c in zip(cpu.points, clocks)))
+    (found,) = follows.follows([gpu])
+    assert found.probe == "SM clock" and found.rho == pytest.approx(-1.0)
+    assert "1 ms with the SM clock at 1980 MHz, 1.65 ms at 1200 MHz" in found.text()
+    assert follows.line([found], 1).split(": ")[1].startswith("1 the SM clock;")

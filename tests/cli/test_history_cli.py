@@ -55,7 +55,7 @@ def test_a_step_the_machine_made_is_named_under_the_tables_and_in_json(tmp_path)
     write_history(root, tmp_path / "repo", probed=True)  # the memory probe halved where the time doubled
     said = " ".join(invoke("--root", str(root)).output.split())
     assert ("1 of 1 cells' times follow the machine across their runs of the same code (Spearman, 6 runs or more, "
-            "false discovery rate 5%): 1 the memory probe, 0 the canary; the widest, silu/op py forward at "
+            "false discovery rate 5%): 1 the memory probe; the widest, silu/op py forward at "
             "batch_size=8:") in said
     assert "(rho -1.00 over 10 runs)" in said
     assert "the page draws them" in said
