@@ -17,7 +17,7 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from benchctl.analysis.repeat import earlier_speedups, measurement, where
+from benchctl.analysis.repeat import earlier_speedups, machine_text, measurement, where
 from benchctl.analysis.speedup import present_value
 from benchctl.analysis.summary import at_speed_arrow, ms_text
 from benchctl.results.schema import SLOW_PHASE, left_alone, slow_machine
@@ -30,6 +30,9 @@ RUNS_AT_SPEED = 2  # earlier runs that timed the pass at speed, at least, for it
 # The columns `with_earlier` adds (not columns of the files: worked out from the folder at each table): the pass's
 # time at speed (the median of those runs' medians), and the fastest and slowest of them.
 AT_SPEED = {"median": "at_speed_s", "min": "at_speed_lo_s", "max": "at_speed_hi_s"}
+# ... and the lowest and highest reading of each of the machine's probes in those runs, for the line's furthest.
+AT_SPEED_PROBES = {"canary_ratio": ("at_speed_canary_lo", "at_speed_canary_hi"),
+                   "mem_gbps": ("at_speed_mem_lo_gbps", "at_speed_mem_hi_gbps")}
 
 
 def at_speed_times(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> pd.DataFrame:
@@ -38,12 +41,17 @@ def at_speed_times(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> pd.DataF
     has no code digest)."""
     keep = [] if earlier is None else list(map(_at_speed, earlier.to_dict("records")))
     quiet = earlier.loc[np.array(keep, dtype=bool)] if any(keep) else pd.DataFrame()
+    columns = [*AT_SPEED.values(), *(c for pair in AT_SPEED_PROBES.values() for c in pair)]
     if quiet.empty or rows.empty:
-        return pd.DataFrame(np.nan, index=rows.index, columns=list(AT_SPEED.values()))
-    times = quiet.groupby(measurement(quiet, OWN))["median_s"].agg([*AT_SPEED, "count"])
+        return pd.DataFrame(np.nan, index=rows.index, columns=columns)
+    same = measurement(quiet, OWN)
+    times = quiet.groupby(same)["median_s"].agg([*AT_SPEED, "count"])
     found = times[times["count"] >= RUNS_AT_SPEED][list(AT_SPEED)].rename(columns=AT_SPEED)
+    for probe, (low, high) in AT_SPEED_PROBES.items():
+        read = quiet.reindex(columns=[probe])[probe].astype(float).groupby(same).agg(["min", "max"])
+        found = found.join(read.rename(columns={"min": low, "max": high}))
     keys = measurement(rows, OWN).where(rows.reindex(columns=["impl_code"])["impl_code"].notna())
-    return found.reindex(keys.to_numpy()).set_axis(rows.index).astype(float)
+    return found.reindex(keys.to_numpy()).set_axis(rows.index).astype(float)[columns]
 
 
 def _at_speed(row: Mapping[str, Any]) -> bool:
@@ -79,6 +87,13 @@ def at_speed_line(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> str | Non
     moved = known[arrows != ""]
     ratios = moved["median_s"] / moved["at_speed_s"]
     row = moved.loc[ratios.map(lambda r: abs(np.log(r))).idxmax()]
-    return (f"{text}; the furthest, {where(row)}: {ms_text(row['median_s'])} ms here, "
+    return (f"{text}; the furthest, {where(row)}: {ms_text(row['median_s'])} ms here{machine_text([row])}, "
             f"{ms_text(row['at_speed_s'])} ms at speed ({row['median_s'] / row['at_speed_s']:.2f}x; "
-            f"{ms_text(row['at_speed_lo_s'])}-{ms_text(row['at_speed_hi_s'])} ms)")
+            f"{ms_text(row['at_speed_lo_s'])}-{ms_text(row['at_speed_hi_s'])} ms{_machine_at_speed(row)})")
+
+
+def _machine_at_speed(row: Mapping[str, Any]) -> str:
+    """The machine's probes in the earlier runs that timed the row's measurement at speed (AT_SPEED_PROBES),
+    as repeat.machine_text says them."""
+    ends = [{probe: row.get(pair[i]) for probe, pair in AT_SPEED_PROBES.items()} for i in (0, 1)]
+    return machine_text(ends)

@@ -149,8 +149,8 @@ def repeat_line(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> str | None:
     worst = max(moved, key=lambda r: r.moved)
     return (f"{len(moved)} of {len(found)} paired speedups measured before {before} read, at their median, outside "
             f"this run's interval (↻); the furthest, {where(worst.row)}: {_interval_text(worst)} here"
-            f"{_canary_text([worst.row.get('canary_ratio')])}, {_range_text(worst.earlier)} before (median "
-            f"{_digits(float(np.median(worst.earlier)))}x){_canary_text(worst.before.get('canary_ratio', ()))}. A "
+            f"{machine_text([worst.row])}, {_range_text(worst.earlier)} before (median "
+            f"{_digits(float(np.median(worst.earlier)))}x){machine_text(worst.before.to_dict('records'))}. A "
             "paired interval holds the pairs of one moment, not the next run's: judge a change with `benchctl "
             "compare`, and a cell's runs with `benchctl history`")
 
@@ -166,11 +166,21 @@ def _interval_text(r: Repeat) -> str:
     return f"{_digits(float(r.row['paired_speedup']))}x ({_range_text((lo, hi))})"
 
 
-def _canary_text(ratios: Sequence[Any]) -> str:
-    """` with the canary at 1.51x calibrated` (or `1.17-1.51x`): the machine's speed beside the rows; empty
-    where none read it."""
-    found = [float(r) for r in ratios if present_value(r)]
-    return f" with the canary at {_range_text(found)} calibrated" if found else ""
+def machine_text(rows: Sequence[Mapping[str, Any]]) -> str:
+    """` with the canary at 1.51x calibrated and the memory probe at 62.8 GB/s` (or ranges): the machine's speed
+    and its memory bandwidth beside the rows, each where some row read it (the memory probe moves the memory-bound
+    passes between runs more than the canary does: follows.py); empty where none read either."""
+    canary = [float(r["canary_ratio"]) for r in rows if present_value(r.get("canary_ratio"))]
+    memory = [float(r["mem_gbps"]) for r in rows if present_value(r.get("mem_gbps"))]
+    said = ([f"the canary at {_range_text(canary)} calibrated"] if canary else []) + \
+        ([f"the memory probe at {_gbps_text(memory)}"] if memory else [])
+    return f" with {' and '.join(said)}" if said else ""
+
+
+def _gbps_text(values: Sequence[float]) -> str:
+    """`62.8 GB/s`, or `39.4-58.2 GB/s`."""
+    lo, hi = f"{min(values):.3g}", f"{max(values):.3g}"
+    return f"{lo} GB/s" if lo == hi else f"{lo}-{hi} GB/s"
 
 
 def _range_text(values: Sequence[float]) -> str:

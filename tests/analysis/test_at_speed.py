@@ -52,7 +52,18 @@ def test_the_line_counts_the_marked_passes_by_which_way_they_moved_and_names_the
     assert at_speed_line(now, AT_SPEED) == (
         "3 of the 3 passes marked slow were timed at speed in earlier runs of the same code on this machine: "
         "1 read over 15% above the slowest of those runs (slow↑), 1 over 15% below the fastest (slow↓), 1 within; "
-        "the furthest, silu/op py forward at batch_size=8: 0.5 ms here, 0.26 ms at speed (1.92x; 0.25-0.27 ms)")
+        "the furthest, silu/op py forward at batch_size=8: 0.5 ms here with the canary at 1.50x calibrated, 0.26 ms "
+        "at speed (1.92x; 0.25-0.27 ms with the canary at 1.02-1.05x calibrated)")
+
+
+def test_the_furthest_has_the_memory_probe_here_and_in_its_runs_at_speed() -> None:
+    earlier = pd.concat([timed("r1", [0.25], 1.02, mem_gbps=42.9), timed("r2", [0.27], 1.05, mem_gbps=58.2),
+                         timed("r3", [0.3], 1.4, mem_gbps=80.0)])  # r3 in the slow state: its probe not counted
+    found = at_speed_times(timed("r4", [0.05], 1.3), earlier)
+    assert found[["at_speed_mem_lo_gbps", "at_speed_mem_hi_gbps"]].iloc[0].tolist() == [42.9, 58.2]
+    assert at_speed_line(timed("r4", [0.05], 1.3, mem_gbps=74.8), earlier).endswith(
+        "0.05 ms here with the canary at 1.30x calibrated and the memory probe at 74.8 GB/s, 0.26 ms at speed (0.19x; "
+        "0.25-0.27 ms with the canary at 1.02-1.05x calibrated and the memory probe at 42.9-58.2 GB/s)")
 
 
 def test_a_pass_is_held_against_the_range_of_its_runs_at_speed_not_their_median() -> None:

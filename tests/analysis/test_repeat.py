@@ -93,6 +93,15 @@ def test_the_line_gives_the_canary_beside_the_furthest_here_and_before() -> None
             "canary at 1.17-1.51x calibrated. A paired interval") in repeat_line(now, earlier)
 
 
+def test_the_line_gives_the_memory_probe_beside_the_canary_where_the_rows_read_it() -> None:
+    now = paired("r3", [2.0], canary_ratio=[1.2], mem_gbps=[74.8])
+    earlier = pd.concat([paired("r1", [3.0], canary_ratio=[1.51], mem_gbps=[42.9]),
+                         paired("r2", [3.1], canary_ratio=[1.17], mem_gbps=[58.2])])
+    assert ("2.00x (1.96-2.04x) here with the canary at 1.20x calibrated and the memory probe at 74.8 GB/s, "
+            "3.00-3.10x before (median 3.05x) with the canary at 1.17-1.51x calibrated and the memory probe at "
+            "42.9-58.2 GB/s. A paired interval") in repeat_line(now, earlier)
+
+
 def test_the_line_says_so_where_the_earlier_runs_read_inside() -> None:
     line = repeat_line(paired("r2", [2.0, 3.0]), paired("r1", [2.01, 2.99]))
     assert line == ("2 paired speedups measured before (in up to 1 earlier run(s) of the same code on this machine, "
