@@ -121,11 +121,12 @@ def line(found: Sequence[Follows], series: int) -> str | None:
     """The line under `history`'s tables: how many cells follow each probe, and the one of widest spread."""
     if not found:
         return None
+    cold = ("; `run --flush-caches` times a cell that follows the memory probe on cold caches, which the caches the "
+            "host leaves it do not move (docs/measuring.md, \"What moves a cell between runs\")"
+            if any(f.probe == "memory probe" for f in found) else "")
     return (f"{len(found)} of {series} cells' times follow the machine across their runs of the same code "
             f"(Spearman, {MIN_RUNS} runs or more, false discovery rate {FALSE_DISCOVERY:.0%}): {_counts(found)}; the "
-            f"widest, {found[0].text()}. A step in such a cell is the machine's as much as the code's; `run "
-            "--flush-caches` times a cell that follows the memory probe on cold caches, which the caches the host leaves "
-            "it do not move (docs/measuring.md, \"What moves a cell between runs\")")
+            f"widest, {found[0].text()}. A step in such a cell is the machine's as much as the code's{cold}")
 
 
 def _counts(found: Sequence[Follows]) -> str:

@@ -54,8 +54,8 @@ def command(runs, root, ops, impls, passes, devices, threshold, alpha, out_dir, 
     with console.doing(f"finding the steps in {len(all_series)} series") as doing:
         found = steps.all_steps(all_series, threshold, alpha)
         said = history.messages(all_series)
-        page = history_page.build(all_series, found, said, out, doing)
-    followers = follows.follows(all_series)
+        followers = follows.follows(all_series)
+        page = history_page.build(all_series, found, said, out, doing, followers)
     if as_json:
         click.echo(json.dumps(_json(all_series, found, followers, str(page)), indent=2))
         return

@@ -83,15 +83,17 @@ def _subject(sha: str | None, said: Mapping[str, Commit]) -> str:
 
 
 def build(series: Sequence[Series], found: Sequence[Step], said: Mapping[str, Commit], out_dir: Path,
-          doing: Doing = unseen) -> Path:
+          doing: Doing = unseen, followers: Sequence[follows.Follows] | None = None) -> Path:
     """Write `out_dir/index.html` (and each chart's PNG and SVG under figures/); its path. `doing` is told each
-    chart as it starts."""
+    chart as it starts; `followers` are the series' that follow the machine (follows.follows, worked out here
+    where not given)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     body = [f"<h1>benchctl history</h1><p>Generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M UTC}. "
             f"{len(series)} series, {len({p.run_id for s in series for p in s.points})} runs. "
             f"{html.escape(summary(found), quote=False) if found else 'No steps'}.</p>",
-            "<h2>Steps, newest first</h2>", _table(steps_table(found, said)), *_follows_section(series, out_dir)]
+            "<h2>Steps, newest first</h2>", _table(steps_table(found, said)),
+            *_follows_section(follows.follows(series) if followers is None else followers, len(series), out_dir)]
     groups = chart_groups(series)
     for i, (key, group) in enumerate(groups.items(), start=1):
         op, target, device, pass_name, machine = key
@@ -117,16 +119,15 @@ def follows_table(found: Sequence[follows.Follows]) -> pd.DataFrame:
                                  "fastest and slowest"])
 
 
-def _follows_section(series: Sequence[Series], out_dir: Path) -> list[str]:
+def _follows_section(found: Sequence[follows.Follows], series: int, out_dir: Path) -> list[str]:
     """The cells whose time follows the machine across their runs of the same code (follows.py), drawn and listed;
     nothing where none does."""
-    found = follows.follows(series)
     figure = follows_figure(found)
     if figure is None:
         return []
     paths = charts.save(figure, out_dir / "figures" / "follows")
     return ["<h2>What moved the cells between runs of the same code</h2>",
-            f"<p>{html.escape(follows.line(found, len(series)) or '', quote=False)}.</p>",
+            f"<p>{html.escape(follows.line(found, series) or '', quote=False)}.</p>",
             _img(paths, out_dir, "the machine's probes", "time against the machine's probe"),
             _table(follows_table(found))]
 

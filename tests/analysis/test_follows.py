@@ -104,3 +104,4 @@ def test_a_gpu_pass_follows_its_sm_clock():
     assert found.probe == "SM clock" and found.rho == pytest.approx(-1.0)
     assert "1 ms with the SM clock at 1980 MHz, 1.65 ms at 1200 MHz" in found.text()
     assert follows.line([found], 1).split(": ")[1].startswith("1 the SM clock;")
+    assert "--flush-caches" not in follows.line([found], 1)  # the cold-cache pointer is for the memory probe's
