@@ -8,6 +8,10 @@ py forward at B=256 read 1.9x its time at speed, hoconv2d's py backward 0.75x, a
 (benchmarks/README.md, "Which passes the slow state moves"). Where the folder holds the pass at speed, the tables
 mark a pass beyond those runs (summary.at_speed_arrow) and the line under them says how many, which way, and the
 furthest.
+
+A pass whose time follows the memory probe across the folder's runs (follows.py) is held only against the runs at
+speed whose memory probe read near its own (repeat.near_memory): in a slow phase on the 2-core VM the memory probe
+read fast, and every `slow↓` on such a pass in twelve sweeps was the memory's, its runs at speed never near it.
 """
 
 from __future__ import annotations
@@ -17,10 +21,12 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from benchctl.analysis.repeat import earlier_speedups, machine_text, measurement, where
+from benchctl.analysis.follows import memory_followers
+from benchctl.analysis.repeat import (SPEEDUP_FOLLOWS_MEMORY, earlier_speedups, machine_text, measurement,
+                                      near_memory, where)
 from benchctl.analysis.speedup import present_value
 from benchctl.analysis.summary import at_speed_arrow, ms_text
-from benchctl.results.schema import SLOW_PHASE, left_alone, slow_machine
+from benchctl.results.schema import MEMORY_NEAR, SLOW_PHASE, left_alone, slow_machine
 from benchctl.vocab import Status
 
 # What two rows must share, besides what every measurement shares (repeat.measurement), for their own times to
@@ -33,25 +39,42 @@ AT_SPEED = {"median": "at_speed_s", "min": "at_speed_lo_s", "max": "at_speed_hi_
 # ... and the lowest and highest reading of each of the machine's probes in those runs, for the line's furthest.
 AT_SPEED_PROBES = {"canary_ratio": ("at_speed_canary_lo", "at_speed_canary_hi"),
                    "mem_gbps": ("at_speed_mem_lo_gbps", "at_speed_mem_hi_gbps")}
+COLUMNS = [*AT_SPEED.values(), *(c for pair in AT_SPEED_PROBES.values() for c in pair)]
+# Whether a row's time follows the memory probe across the folder's runs (follows.memory_followers): a column
+# `with_earlier` adds, so that the time at speed it is held against is at a memory state near its own.
+FOLLOWS_MEMORY = "time_follows_memory"
+# ... tried at a looser false discovery rate than `history` names followers at (follows.FALSE_DISCOVERY): holding a
+# pass to its memory state on weak evidence costs an arrow, an arrow the memory drew misleads. Over the runs of the
+# folder of twelve quick sweeps, the arrows whose memory probe read over 15% outside that of the runs at speed, the
+# way the arrow points, fell from 26 of 125 (canary alone) to 17 of 114 at 5% and 10 of 103 at 20%.
+HOLD_FALSE_DISCOVERY = 0.2
+FOLLOWERS = {"median_s": FOLLOWS_MEMORY, "paired_speedup": SPEEDUP_FOLLOWS_MEMORY}  # what follows, and its column
 
 
 def at_speed_times(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> pd.DataFrame:
     """For each row of `rows`, the median, fastest and slowest time (s) of the same measurement in the earlier runs
-    that timed it at speed and left alone (AT_SPEED's columns; NaN where fewer than RUNS_AT_SPEED did, or the row
-    has no code digest)."""
+    that timed it at speed and left alone, with the range of each probe in them (AT_SPEED, AT_SPEED_PROBES; NaN
+    where fewer than RUNS_AT_SPEED did, or the row has no code digest). A row whose time follows the memory probe
+    (FOLLOWS_MEMORY, where `with_earlier` gave it) is held only against those whose memory probe read near its own
+    (repeat.near_memory)."""
     keep = [] if earlier is None else list(map(_at_speed, earlier.to_dict("records")))
     quiet = earlier.loc[np.array(keep, dtype=bool)] if any(keep) else pd.DataFrame()
-    columns = [*AT_SPEED.values(), *(c for pair in AT_SPEED_PROBES.values() for c in pair)]
     if quiet.empty or rows.empty:
-        return pd.DataFrame(np.nan, index=rows.index, columns=columns)
-    same = measurement(quiet, OWN)
-    times = quiet.groupby(same)["median_s"].agg([*AT_SPEED, "count"])
-    found = times[times["count"] >= RUNS_AT_SPEED][list(AT_SPEED)].rename(columns=AT_SPEED)
-    for probe, (low, high) in AT_SPEED_PROBES.items():
-        read = quiet.reindex(columns=[probe])[probe].astype(float).groupby(same).agg(["min", "max"])
-        found = found.join(read.rename(columns={"min": low, "max": high}))
+        return pd.DataFrame(np.nan, index=rows.index, columns=COLUMNS)
+    runs = dict(tuple(quiet.groupby(measurement(quiet, OWN))))
     keys = measurement(rows, OWN).where(rows.reindex(columns=["impl_code"])["impl_code"].notna())
-    return found.reindex(keys.to_numpy()).set_axis(rows.index).astype(float)[columns]
+    found = [_times(runs.get(key), row) for key, row in zip(keys, rows.to_dict("records"))]
+    return pd.DataFrame(found, index=rows.index, columns=COLUMNS, dtype=float)
+
+
+def _times(runs: pd.DataFrame | None, row: Mapping[str, Any]) -> list[float]:
+    """COLUMNS' values of one row from the earlier runs at speed of its measurement (None: none)."""
+    if runs is not None and row.get(FOLLOWS_MEMORY) is True and present_value(row.get("mem_gbps")):
+        runs = near_memory(runs, float(row["mem_gbps"]))
+    if runs is None or len(runs) < RUNS_AT_SPEED:
+        return [np.nan] * len(COLUMNS)
+    probes = [runs.reindex(columns=[p])[p].astype(float).agg(end) for p in AT_SPEED_PROBES for end in ("min", "max")]
+    return [*runs["median_s"].agg(list(AT_SPEED)), *probes]
 
 
 def _at_speed(row: Mapping[str, Any]) -> bool:
@@ -63,6 +86,8 @@ def with_earlier(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> pd.DataFra
     """The rows with what the earlier runs read of each, for the tables' `↻` and `slow↑`/`slow↓`, the report's
     marks and dashes and the line on the two states: their paired speedups in the same machine state as the row and
     in the other (`earlier_speedups`), and the pass's times at speed (AT_SPEED)."""
+    rows = rows.assign(**{column: memory_followers(rows, earlier, value, HOLD_FALSE_DISCOVERY)
+                          for value, column in FOLLOWERS.items()})
     return rows.assign(**earlier_speedups(rows, earlier), **at_speed_times(rows, earlier))
 
 
@@ -73,15 +98,15 @@ def at_speed_line(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> str | Non
     not held against `earlier` again."""
     marked = rows[(rows["status"] == Status.OK) & rows.apply(slow_machine, axis=1)] if len(rows) else rows
     given = set(AT_SPEED.values()) <= set(marked.columns)  # `with_earlier` already read them (run, report)
-    known = marked if given or marked.empty else marked.assign(**at_speed_times(marked, earlier))
-    known = known.dropna(subset=["at_speed_s"]) if len(known) else known
+    timed = marked if given or marked.empty else marked.assign(**at_speed_times(marked, earlier))
+    known = timed.dropna(subset=["at_speed_s"]) if len(timed) else timed
     if known.empty:
         return None
     arrows = known.apply(at_speed_arrow, axis=1)
     up, down = int((arrows == "↑").sum()), int((arrows == "↓").sum())
     text = (f"{len(known)} of the {len(marked)} passes marked slow were timed at speed in earlier runs of the same "
-            f"code on this machine: {up} read over {SLOW_PHASE:.0%} above the slowest of those runs (slow↑), {down} "
-            f"over {SLOW_PHASE:.0%} below the fastest (slow↓), {len(known) - up - down} within")
+            f"code on this machine{_memory_text(timed)}: {up} read over {SLOW_PHASE:.0%} above the slowest of those "
+            f"runs (slow↑), {down} over {SLOW_PHASE:.0%} below the fastest (slow↓), {len(known) - up - down} within")
     if not up + down:
         return text
     moved = known[arrows != ""]
@@ -90,6 +115,16 @@ def at_speed_line(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> str | Non
     return (f"{text}; the furthest, {where(row)}: {ms_text(row['median_s'])} ms here{machine_text([row])}, "
             f"{ms_text(row['at_speed_s'])} ms at speed ({row['median_s'] / row['at_speed_s']:.2f}x; "
             f"{ms_text(row['at_speed_lo_s'])}-{ms_text(row['at_speed_hi_s'])} ms{_machine_at_speed(row)})")
+
+
+def _memory_text(marked: pd.DataFrame) -> str:
+    """`, those whose time follows the memory probe (8) only by runs whose memory probe read within 15% of theirs
+    (1 was)`, where some marked pass follows it (FOLLOWS_MEMORY)."""
+    follow = marked[marked[FOLLOWS_MEMORY].eq(True)] if FOLLOWS_MEMORY in marked else marked.iloc[:0]
+    if follow.empty:
+        return ""
+    return (f", those whose time follows the memory probe ({len(follow)}) only by runs whose memory probe read within "
+            f"{MEMORY_NEAR:.0%} of theirs ({int(follow['at_speed_s'].notna().sum())} had such runs)")
 
 
 def _machine_at_speed(row: Mapping[str, Any]) -> str:

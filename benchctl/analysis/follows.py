@@ -2,7 +2,7 @@
 held against its time across the folder's runs (history.py).
 
 A slow phase is told by the compute canary (`slow`), and `↻` and `slow↑`/`slow↓` hold a pass against earlier runs
-in the same canary state. Over twelve quick CPU sweeps of one 2-core VM, code unchanged, the memory probe moved
+in the same canary state, and, where it follows the memory probe (`memory_followers`), near its memory probe. Over twelve quick CPU sweeps of one 2-core VM, code unchanged, the memory probe moved
 more of the passes than the canary did: of 150 passes, 21 followed it and 6 the canary (11-12 runs each, below).
 The memory-bound ones (grid_sample, naflex_posembed, hoconv2d, patch_resample's bmm) followed the memory probe,
 lstm_cell's small calls the canary. grid_sample's py forward at image_size=1024 read 0.069-0.075 ms in the
@@ -29,8 +29,8 @@ from typing import Sequence
 
 import pandas as pd
 
-from benchctl.analysis.history import Point, Series, series as series_of
-from benchctl.analysis.repeat import where
+from benchctl.analysis.history import Series, series as series_of
+from benchctl.analysis.repeat import DIGESTS, where
 from benchctl.analysis.summary import ms_text, probed
 from benchctl.analysis.verdict import adjusted
 from benchctl.results.schema import left_alone
@@ -45,9 +45,13 @@ class Probe:
     axis: str  # the chart's axis
 
 
-PROBES = {"memory probe": Probe("mem_gbps", "{:.3g} GB/s", "memory bandwidth probe, GB/s"),
+MEMORY = "memory probe"
+PROBES = {MEMORY: Probe("mem_gbps", "{:.3g} GB/s", "memory bandwidth probe, GB/s"),
           "canary": Probe("canary_ratio", "{:.2f}x its calibrated time", "canary time / calibrated"),
           "SM clock": Probe("sm_clock_mhz", "{:.0f} MHz", "SM clock while timed, MHz")}  # a GPU pass's
+# What a series' runs are tried by (a pass's time, or its speedup over the partner it was timed in pairs with), and
+# the code digests each run must share with its latest for the runs to be of the same code.
+VALUES = {"median_s": ("impl_code",), "paired_speedup": DIGESTS}
 MIN_RUNS = 6  # runs of the same code, left alone, with the probe: fewer cannot tell a trend from chance
 FALSE_DISCOVERY = 0.05  # the share of the cells said to follow a probe that may follow it by chance
 
@@ -82,29 +86,32 @@ class Follows:
                 f"(rho {self.rho:+.2f} over {len(self.readings)} runs)")
 
 
-def readings(s: Series, column: str) -> tuple[tuple[float, float], ...]:
-    """(time, probe reading) of the series' runs of its latest code (rows without a code digest: none) that were
-    left alone and took the probe."""
-    code = s.points[-1].row.get("impl_code")
-    if not isinstance(code, str):
+def readings(s: Series, column: str, value: str = "median_s") -> tuple[tuple[float, float], ...]:
+    """(value, probe reading) of the series' runs of its latest code (VALUES; rows without the digests: none) that
+    were left alone and took the probe."""
+    digests = VALUES[value]
+    code = tuple(s.points[-1].row.get(d) for d in digests)
+    if not all(isinstance(c, str) for c in code):
         return ()
-    return tuple((p.median_s, float(p.row[column])) for p in s.points
-                 if p.row.get("impl_code") == code and left_alone(p.row) and _reading(p, column))
+    return tuple((float(p.row[value]), float(p.row[column])) for p in s.points
+                 if tuple(p.row.get(d) for d in digests) == code and left_alone(p.row) and _reading(p.row, column)
+                 and _reading(p.row, value))
 
 
-def _reading(p: Point, column: str) -> bool:
-    value = p.row.get(column)
+def _reading(row: pd.Series, column: str) -> bool:
+    value = row.get(column)
     return isinstance(value, (int, float)) and math.isfinite(value) and value > 0
 
 
-def follows(all_series: Sequence[Series], false_discovery: float = FALSE_DISCOVERY) -> list[Follows]:
-    """The series whose time follows a probe, the one it follows most closely, widest spread first."""
+def follows(all_series: Sequence[Series], value: str = "median_s",
+            false_discovery: float = FALSE_DISCOVERY) -> list[Follows]:
+    """The series whose `value` (VALUES) follows a probe, the one it follows most closely, widest spread first."""
     from scipy.stats import spearmanr
 
     tried = []
     for s in all_series:
         for name, probe in PROBES.items():
-            found = readings(s, probe.column)
+            found = readings(s, probe.column, value)
             times, values = [t for t, _ in found], [v for _, v in found]
             if len(found) >= MIN_RUNS and len(set(times)) > 1 and len(set(values)) > 1:
                 result = spearmanr(times, values)
@@ -123,7 +130,7 @@ def line(found: Sequence[Follows], series: int) -> str | None:
         return None
     cold = ("; `run --flush-caches` times a cell that follows the memory probe on cold caches, which the caches the "
             "host leaves it do not move (docs/measuring.md, \"What moves a cell between runs\")"
-            if any(f.probe == "memory probe" for f in found) else "")
+            if any(f.probe == MEMORY for f in found) else "")
     return (f"{len(found)} of {series} cells' times follow the machine across their runs of the same code "
             f"(Spearman, {MIN_RUNS} runs or more, false discovery rate {FALSE_DISCOVERY:.0%}): {_counts(found)}; the "
             f"widest, {found[0].text()}. A step in such a cell is the machine's as much as the code's{cold}")
@@ -139,17 +146,33 @@ def run_line(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> str | None:
     """The line under a run's tables: of its cells, those whose time follows a probe across this run and the
     earlier runs of the folder (repeat.earlier_rows), the widest, and where this run's memory probe read against
     theirs; None where none does."""
-    if earlier is None or earlier.empty or rows.empty:
-        return None
-    ours = set(rows["run_id"])
-    cells = [s for s in series_of(pd.concat([earlier, rows], ignore_index=True))
-             if any(p.run_id in ours for p in s.points)]
+    cells = _cells(rows, earlier)
     found = follows(cells)
     if not found:
         return None
     return (f"{len(found)} of this run's {len(cells)} passes follow the machine across it and the earlier runs of the "
             f"same code in its folder ({_counts(found)}){_memory_text(rows, earlier)}; the widest, {found[0].text()}. "
             "`benchctl history` draws them")
+
+
+def memory_followers(rows: pd.DataFrame, earlier: pd.DataFrame | None, value: str = "median_s",
+                     false_discovery: float = FALSE_DISCOVERY) -> pd.Series:
+    """For each row of `rows`, whether its cell's `value` (VALUES) follows the memory probe across `rows` and the
+    earlier runs (`follows`, over the cells of `rows`)."""
+    flags = pd.Series(False, index=rows.index)
+    for found in (f for f in follows(_cells(rows, earlier), value, false_discovery) if f.probe == MEMORY):
+        flags.iloc[[int(p.row["_row"]) for p in found.series.points if p.row["_row"] >= 0]] = True
+    return flags
+
+
+def _cells(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> list[Series]:
+    """The series of `rows`' cells across `rows` and `earlier`, each point's row with its place in `rows` (`_row`;
+    -1 for an earlier run's); none where there are no earlier runs."""
+    if earlier is None or earlier.empty or rows.empty:
+        return []
+    ours = set(rows["run_id"])
+    both = pd.concat([earlier.assign(_row=-1), rows.assign(_row=range(len(rows)))], ignore_index=True)
+    return [s for s in series_of(both) if any(p.run_id in ours for p in s.points)]
 
 
 def _memory_text(rows: pd.DataFrame, earlier: pd.DataFrame) -> str:

@@ -30,7 +30,7 @@ from benchctl.analysis.speedup import moved_since, present_value
 from benchctl.analysis.summary import axis_value_text
 from benchctl.analysis.timed_alike import thread_kinds, timing_kinds
 from benchctl.results import storage
-from benchctl.results.schema import slow_machine
+from benchctl.results.schema import MEMORY_NEAR, slow_machine
 from benchctl.vocab import Status
 
 EARLIER_RUNS = 10  # the latest runs before it in its results folder that a run is held against
@@ -44,6 +44,9 @@ SAME = ("paired_with", *DIGESTS, "torch_version", "allocator")
 # earlier runs' speedups in the same machine state as the row (which `↻` holds it against), and in the other.
 SAME_STATE, OTHER_STATE = "earlier_speedups", "other_state_speedups"
 STATES = "both in a slow phase or both at speed"
+# Whether a row's paired speedup follows the memory probe across the folder's runs: a column at_speed.with_earlier
+# adds before `earlier_speedups`; a row without it is held against the runs in its canary state alone.
+SPEEDUP_FOLLOWS_MEMORY = "speedup_follows_memory"
 
 
 @dataclass(frozen=True)
@@ -70,16 +73,17 @@ class Repeat:
 def repeats(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> list[Repeat]:
     """Each ok row of `rows` timed in pairs with an interval that earlier runs measured in the same machine state
     (`matches`, `in_state`)."""
-    found = [(row, in_state(before, machine_state(row))) for row, before in zip(rows.to_dict("records"),
-                                                                                 matches(rows, earlier))]
+    found = [(row, in_state(near(before, row), machine_state(row)))
+             for row, before in zip(rows.to_dict("records"), matches(rows, earlier))]
     return [Repeat(row, before) for row, before in found
             if len(before) and present_value(row.get("paired_ci_lo")) and present_value(row.get("paired_ci_hi"))]
 
 
 def earlier_speedups(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> pd.DataFrame:
-    """For each row of `rows`, the paired speedups of the earlier runs' rows that it `matches`, a tuple each: in
-    the same machine state as the row (SAME_STATE) and in the other (OTHER_STATE)."""
-    states = [(machine_state(row), before) for row, before in zip(rows.to_dict("records"), matches(rows, earlier))]
+    """For each row of `rows`, the paired speedups of the earlier runs' rows that it `matches` (`near` its memory
+    probe), a tuple each: in the same machine state as the row (SAME_STATE) and in the other (OTHER_STATE)."""
+    states = [(machine_state(row), near(before, row))
+              for row, before in zip(rows.to_dict("records"), matches(rows, earlier))]
     other = [() if state is None else _speedups(before, not state) for state, before in states]  # unknown: no other
     return pd.DataFrame({SAME_STATE: [_speedups(before, state) for state, before in states], OTHER_STATE: other},
                         index=rows.index, dtype=object)
@@ -87,6 +91,13 @@ def earlier_speedups(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> pd.Dat
 
 def _speedups(before: pd.DataFrame, state: bool | None) -> tuple[float, ...]:
     return tuple(in_state(before, state)["paired_speedup"])
+
+
+def near(before: pd.DataFrame, row: Mapping[str, Any]) -> pd.DataFrame:
+    """The earlier rows `before` that a row's speedup is held against: those whose memory probe read near its own
+    (`near_memory`) where its speedup follows the probe (SPEEDUP_FOLLOWS_MEMORY) and it read one, else all."""
+    follows = row.get(SPEEDUP_FOLLOWS_MEMORY) is True and present_value(row.get("mem_gbps"))
+    return near_memory(before, float(row["mem_gbps"])) if follows and len(before) else before
 
 
 def machine_state(row: Mapping[str, Any]) -> bool | None:
@@ -98,6 +109,12 @@ def machine_state(row: Mapping[str, Any]) -> bool | None:
 def in_state(rows: pd.DataFrame, state: bool | None) -> pd.DataFrame:
     """The rows timed with the machine in this state (`machine_state`)."""
     return rows[[machine_state(r) == state for r in rows.to_dict("records")]] if len(rows) else rows
+
+
+def near_memory(rows: pd.DataFrame, gbps: float) -> pd.DataFrame:
+    """The rows whose memory probe read within MEMORY_NEAR of `gbps`."""
+    read = rows.reindex(columns=["mem_gbps"])["mem_gbps"].astype(float)
+    return rows[(read >= gbps / (1 + MEMORY_NEAR)) & (read <= gbps * (1 + MEMORY_NEAR))]
 
 
 def matches(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> list[pd.DataFrame]:
@@ -143,7 +160,8 @@ def repeat_line(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> str | None:
     if not found:
         return None
     moved, runs = [r for r in found if r.moved > 1], max(len(r.earlier) for r in found)
-    before = f"(in up to {runs} earlier run(s) of the same code on this machine, in the same state: {STATES})"
+    before = (f"(in up to {runs} earlier run(s) of the same code on this machine, in the same state: {STATES}"
+              f"{_memory_text(found)})")
     if not moved:
         return f"{len(found)} paired speedups measured before {before} read, at their median, inside this run's interval"
     worst = max(moved, key=lambda r: r.moved)
@@ -153,6 +171,12 @@ def repeat_line(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> str | None:
             f"{_digits(float(np.median(worst.earlier)))}x){machine_text(worst.before.to_dict('records'))}. A "
             "paired interval holds the pairs of one moment, not the next run's: judge a change with `benchctl "
             "compare`, and a cell's runs with `benchctl history`")
+
+
+def _memory_text(found: Sequence[Repeat]) -> str:
+    """`; for the 12 that follow the memory probe, with it within 15%`, where some follow it."""
+    follow = sum(r.row.get(SPEEDUP_FOLLOWS_MEMORY) is True and present_value(r.row.get("mem_gbps")) for r in found)
+    return f"; for the {follow} that follow the memory probe, with it within {MEMORY_NEAR:.0%}" if follow else ""
 
 
 def where(row: Mapping[str, Any]) -> str:

@@ -95,3 +95,28 @@ def test_the_rows_carry_what_the_earlier_runs_read_for_the_tables_and_the_charts
     # this run in a slow phase: r3's speedup is of the same state, r1's and r2's (at speed) of the other
     assert rows["earlier_speedups"].tolist() == [(2.1,), (2.1,)]
     assert rows["other_state_speedups"].tolist() == [(2.1, 2.1), (2.1, 2.1)]
+
+
+GBPS = [42.0, 61.0, 35.0, 50.0, 39.0, 66.0]
+CACHED = pd.concat([timed(f"m{i}", [40 / g], 1.02, mem_gbps=g) for i, g in enumerate(GBPS)])  # 40 / GB/s, in ms
+
+
+def test_a_pass_whose_time_follows_the_memory_probe_is_held_only_against_runs_at_speed_near_its_probe() -> None:
+    near = with_earlier(timed("r9", [1.5], 1.5, mem_gbps=45.0), CACHED)  # 39.1-51.8 GB/s: the runs at 42 and 50
+    assert near["time_follows_memory"].tolist() == [True]
+    assert near[["at_speed_lo_s", "at_speed_hi_s"]].iloc[0].tolist() == pytest.approx([0.8e-3, 40 / 42 * 1e-3])
+    assert near[["at_speed_mem_lo_gbps", "at_speed_mem_hi_gbps"]].iloc[0].tolist() == [42.0, 50.0]
+    assert "(1 had such runs): 1 read over 15% above the slowest" in at_speed_line(near, None)
+
+
+def test_a_memory_follower_with_no_run_at_speed_near_its_probe_gets_no_arrow_where_the_canary_alone_gave_one() -> None:
+    now = pd.concat([timed("r9", [0.5], 1.5, mem_gbps=80.0), timed("r9", [9.0], 1.5, impl="cpp", mem_gbps=80.0)])
+    earlier = pd.concat([CACHED, CACHED.assign(impl="cpp", median_s=9e-3)])  # cpp's time: the same in every run
+    assert "1 over 15% below the fastest (slow↓)" in at_speed_line(now, earlier)  # the canary alone: 0.5 < 0.606 ms
+    rows = with_earlier(now, earlier)
+    assert rows["time_follows_memory"].tolist() == [True, False] and rows["at_speed_s"].isna().tolist() == [True, False]
+    assert at_speed_line(rows, None) == (
+        "1 of the 2 passes marked slow were timed at speed in earlier runs of the same code on this machine, those "
+        "whose time follows the memory probe (1) only by runs whose memory probe read within 15% of theirs (0 had "
+        "such runs): 0 read over 15% above the slowest of those runs (slow↑), 0 over 15% below the fastest (slow↓), "
+        "1 within")

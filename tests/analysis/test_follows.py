@@ -18,7 +18,7 @@ def series(times, impl="py", code=None, gbps=GBPS, canary=CANARY, other_cores=No
     points = tuple(Point(f"run{i}", None, False, f"2026-01-{i + 1:02d}", t, t, t,
                          pd.Series({"op": "grid_sample", "target": "sample", "impl": impl, "pass": "forward",
                                     "axis": "image_size", "axis_value": 1024.0, "device": "cpu", "impl_code": c,
-                                    "mem_gbps": g, "canary_ratio": k, "other_cores": b}))
+                                    "median_s": t, "mem_gbps": g, "canary_ratio": k, "other_cores": b}))
                    for i, (t, c, g, k, b) in enumerate(zip(times, codes, gbps, canary, busy)))
     return Series(("grid_sample", "sample", impl, "cpu", "float32", "{}", "forward"), "EPYC", points)
 
@@ -105,3 +105,25 @@ def test_a_gpu_pass_follows_its_sm_clock():
     assert "1 ms with the SM clock at 1980 MHz, 1.65 ms at 1200 MHz" in found.text()
     assert follows.line([found], 1).split(": ")[1].startswith("1 the SM clock;")
     assert "--flush-caches" not in follows.line([found], 1)  # the cold-cache pointer is for the memory probe's
+
+
+def folder(gbps: list[float], **changed) -> pd.DataFrame:
+    """A run per reading of the memory probe, each with py (time 40 / GB/s ms, speedup GB/s / 20 over its partner)
+    and cpp (1 ms in every run)."""
+    rows = [{"run_id": f"run{i}", "op": "grid_sample", "target": "sample", "impl": impl, "device": "cpu",
+             "dtype": "float32", "params": "{}", "pass": "forward", "status": "ok", "impl_code": "c1",
+             "partner_code": "p1", "mem_gbps": g, "median_s": 40e-3 / g if impl == "py" else 1e-3,
+             "paired_speedup": g / 20 if impl == "py" else 2.0} for i, g in enumerate(gbps) for impl in ("py", "cpp")]
+    return pd.DataFrame(rows).assign(**changed)
+
+
+def test_the_rows_of_a_run_whose_cell_follows_the_memory_probe_across_it_and_the_earlier_runs_are_flagged():
+    now = folder([75.0], run_id="run9").iloc[::-1]  # cpp first: a flag goes to its own row
+    assert follows.memory_followers(now, folder(GBPS)).tolist() == [False, True]
+    assert follows.memory_followers(now, folder(GBPS), "paired_speedup").tolist() == [False, True]
+    assert follows.memory_followers(now, folder(GBPS[:4])).tolist() == [False, False]  # five runs: under MIN_RUNS
+    assert follows.memory_followers(now, None).tolist() == [False, False]
+    # the speedup is of other partner code now: its earlier runs are not of the same code, its time's are
+    other = now.assign(partner_code="p2")
+    assert follows.memory_followers(other, folder(GBPS), "paired_speedup").tolist() == [False, False]
+    assert follows.memory_followers(other, folder(GBPS)).tolist() == [False, True]

@@ -93,6 +93,23 @@ def test_the_line_gives_the_canary_beside_the_furthest_here_and_before() -> None
             "canary at 1.17-1.51x calibrated. A paired interval") in repeat_line(now, earlier)
 
 
+def test_a_speedup_that_follows_the_memory_probe_is_held_only_against_runs_near_its_probe() -> None:
+    """grid_sample's py-imagegrad over py at image_size=1024 read 1.0-3.0x over thirteen runs of the same code on the
+    2-core VM, the memory probe explaining it (rho -0.93): a run at 75 GB/s is held against runs near 75 GB/s."""
+    earlier = pd.concat([paired("r1", [1.1], canary_ratio=[1.0], mem_gbps=[80.0]),
+                         paired("r2", [2.9], canary_ratio=[1.0], mem_gbps=[40.0]),
+                         paired("r3", [1.2], canary_ratio=[1.3], mem_gbps=[70.0])])
+    now = paired("r4", [1.0], canary_ratio=[1.02], mem_gbps=[75.0], speedup_follows_memory=True)
+    found = earlier_speedups(now, earlier)  # 65.2-86.2 GB/s: r1 at speed, r3 in a slow phase; not r2
+    assert found[SAME_STATE].tolist() == [(1.1,)] and found[OTHER_STATE].tolist() == [(1.2,)]
+    assert [r.earlier for r in repeats(now, earlier)] == [(1.1,)]
+    # not known to follow it: held against every run at speed, at either memory reading
+    assert earlier_speedups(now.assign(speedup_follows_memory=False), earlier)[SAME_STATE].tolist() == [(1.1, 2.9)]
+    assert earlier_speedups(now.assign(mem_gbps=None), earlier)[SAME_STATE].tolist() == [(1.1, 2.9)]
+    assert ("in the same state: both in a slow phase or both at speed; for the 1 that follow the memory probe, with "
+            "it within 15%) read, at their median, outside") in repeat_line(now, earlier)
+
+
 def test_the_line_gives_the_memory_probe_beside_the_canary_where_the_rows_read_it() -> None:
     now = paired("r3", [2.0], canary_ratio=[1.2], mem_gbps=[74.8])
     earlier = pd.concat([paired("r1", [3.0], canary_ratio=[1.51], mem_gbps=[42.9]),
