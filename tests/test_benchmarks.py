@@ -221,3 +221,9 @@ def test_the_canary_track_bench_matches_passes_and_measures_what_the_canary_expl
     assert found["still"] == pytest.approx(math.log(1.3))
     tracked = bench.tracking(bench.matched(base, base.assign(median_s=[1.3e-3, 1.1e-3, 0], canary_ratio=[1.3, 1.1, 0])))
     assert tracked["correlation"] == pytest.approx(1.0) and tracked["divided"] == pytest.approx(0.0)
+
+
+def test_the_memory_state_bench_counts_a_reading_outside_the_range_by_more_than_memory_near(monkeypatch):
+    bench = _module("memory_state_bench", monkeypatch)
+    assert [bench.outside(g, 40.0, 50.0) for g in (57.6, 57.4, 45.0, 34.9, 34.7)] == [1, 0, 0, 0, -1]
+    assert bench.outside(math.nan, 40.0, 50.0) == 0 and bench.outside(45.0, math.nan, math.nan) == 0

@@ -44,9 +44,10 @@ COLUMNS = [*AT_SPEED.values(), *(c for pair in AT_SPEED_PROBES.values() for c in
 # `with_earlier` adds, so that the time at speed it is held against is at a memory state near its own.
 FOLLOWS_MEMORY = "time_follows_memory"
 # ... tried at a looser false discovery rate than `history` names followers at (follows.FALSE_DISCOVERY): holding a
-# pass to its memory state on weak evidence costs an arrow, an arrow the memory drew misleads. Over the runs of the
-# folder of twelve quick sweeps, the arrows whose memory probe read over 15% outside that of the runs at speed, the
-# way the arrow points, fell from 26 of 125 (canary alone) to 17 of 114 at 5% and 10 of 103 at 20%.
+# pass to its memory state on weak evidence costs an arrow, an arrow the memory drew misleads. Over fifteen quick
+# sweeps of one folder, the arrows whose memory probe read over 15% outside that of the runs at speed, the way the
+# arrow points, fell from 35 of 159 (the canary alone) to 21 of 141 at 5% and 11 of 125 at 20%
+# (benchmarks/memory_state_bench.py).
 HOLD_FALSE_DISCOVERY = 0.2
 FOLLOWERS = {"median_s": FOLLOWS_MEMORY, "paired_speedup": SPEEDUP_FOLLOWS_MEMORY}  # what follows, and its column
 
@@ -82,12 +83,14 @@ def _at_speed(row: Mapping[str, Any]) -> bool:
             and left_alone(row) and row.get("median_s", 0) > 0)
 
 
-def with_earlier(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> pd.DataFrame:
+def with_earlier(rows: pd.DataFrame, earlier: pd.DataFrame | None,
+                 hold: float = HOLD_FALSE_DISCOVERY) -> pd.DataFrame:
     """The rows with what the earlier runs read of each, for the tables' `↻` and `slow↑`/`slow↓`, the report's
-    marks and dashes and the line on the two states: their paired speedups in the same machine state as the row and
-    in the other (`earlier_speedups`), and the pass's times at speed (AT_SPEED)."""
-    rows = rows.assign(**{column: memory_followers(rows, earlier, value, HOLD_FALSE_DISCOVERY)
-                          for value, column in FOLLOWERS.items()})
+    marks and dashes and the line on the two states: whether their time and their speedup follow the memory probe
+    (FOLLOWERS, tried at the false discovery rate `hold`; 0: none is held to its memory state), their paired
+    speedups in the same machine state as the row and in the other (`earlier_speedups`), and the pass's times at
+    speed (AT_SPEED)."""
+    rows = rows.assign(**{column: memory_followers(rows, earlier, value, hold) for value, column in FOLLOWERS.items()})
     return rows.assign(**earlier_speedups(rows, earlier), **at_speed_times(rows, earlier))
 
 

@@ -115,6 +115,8 @@ def test_a_memory_follower_with_no_run_at_speed_near_its_probe_gets_no_arrow_whe
     assert "1 over 15% below the fastest (slow↓)" in at_speed_line(now, earlier)  # the canary alone: 0.5 < 0.606 ms
     rows = with_earlier(now, earlier)
     assert rows["time_follows_memory"].tolist() == [True, False] and rows["at_speed_s"].isna().tolist() == [True, False]
+    canary = with_earlier(now, earlier, hold=0)  # none held to its memory state: the canary's alone
+    assert canary["time_follows_memory"].tolist() == [False, False] and canary["at_speed_s"].notna().all()
     assert at_speed_line(rows, None) == (
         "1 of the 2 passes marked slow were timed at speed in earlier runs of the same code on this machine, those "
         "whose time follows the memory probe (1) only by runs whose memory probe read within 15% of theirs (0 had "
