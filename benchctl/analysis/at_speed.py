@@ -40,6 +40,10 @@ AT_SPEED = {"median": "at_speed_s", "min": "at_speed_lo_s", "max": "at_speed_hi_
 AT_SPEED_PROBES = {"canary_ratio": ("at_speed_canary_lo", "at_speed_canary_hi"),
                    "mem_gbps": ("at_speed_mem_lo_gbps", "at_speed_mem_hi_gbps")}
 COLUMNS = [*AT_SPEED.values(), *(c for pair in AT_SPEED_PROBES.values() for c in pair)]
+# ... and the pass's median in every earlier run of the same measurement left alone, whatever the machine's state:
+# how far its time moves from run to run, where this run's interval says only how well its own samples agree
+# (the report's table, "earlier runs ms").
+EARLIER = {"min": "earlier_lo_s", "max": "earlier_hi_s", "count": "earlier_runs"}
 # Whether a row's time follows the memory probe across the folder's runs (follows.memory_followers): a column
 # `with_earlier` adds, so that the time at speed it is held against is at a memory state near its own.
 FOLLOWS_MEMORY = "time_follows_memory"
@@ -68,6 +72,18 @@ def at_speed_times(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> pd.DataF
     return pd.DataFrame(found, index=rows.index, columns=COLUMNS, dtype=float)
 
 
+def earlier_times(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> pd.DataFrame:
+    """For each row of `rows`, the fastest and slowest median of the same measurement in the earlier runs that timed
+    it left alone, and how many did (EARLIER's columns; NaN where none did, or the row has no code digest)."""
+    ok = pd.DataFrame() if earlier is None or earlier.empty else earlier[
+        [r.get("status") == Status.OK and left_alone(r) and r.get("median_s", 0) > 0 for r in earlier.to_dict("records")]]
+    if ok.empty or rows.empty:
+        return pd.DataFrame(np.nan, index=rows.index, columns=list(EARLIER.values()))
+    found = ok.groupby(measurement(ok, OWN))["median_s"].agg(list(EARLIER)).rename(columns=EARLIER)
+    keys = measurement(rows, OWN).where(rows.reindex(columns=["impl_code"])["impl_code"].notna())
+    return found.reindex(keys.to_numpy()).set_axis(rows.index).astype(float)
+
+
 def _times(runs: pd.DataFrame | None, row: Mapping[str, Any]) -> list[float]:
     """COLUMNS' values of one row from the earlier runs at speed of its measurement (None: none)."""
     if runs is not None and row.get(FOLLOWS_MEMORY) is True and present_value(row.get("mem_gbps")):
@@ -88,10 +104,11 @@ def with_earlier(rows: pd.DataFrame, earlier: pd.DataFrame | None,
     """The rows with what the earlier runs read of each, for the tables' `↻` and `slow↑`/`slow↓`, the report's
     marks and dashes and the line on the two states: whether their time and their speedup follow the memory probe
     (FOLLOWERS, tried at the false discovery rate `hold`; 0: none is held to its memory state), their paired
-    speedups in the same machine state as the row and in the other (`earlier_speedups`), and the pass's times at
-    speed (AT_SPEED)."""
+    speedups in the same machine state as the row and in the other (`earlier_speedups`), the pass's times at
+    speed (AT_SPEED) and in every earlier run (EARLIER)."""
     rows = rows.assign(**{column: memory_followers(rows, earlier, value, hold) for value, column in FOLLOWERS.items()})
-    return rows.assign(**earlier_speedups(rows, earlier), **at_speed_times(rows, earlier))
+    return rows.assign(**earlier_speedups(rows, earlier), **at_speed_times(rows, earlier),
+                       **earlier_times(rows, earlier))
 
 
 def at_speed_line(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> str | None:

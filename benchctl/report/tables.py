@@ -121,6 +121,7 @@ def op_table(rows: pd.DataFrame, baseline: str) -> pd.DataFrame:
         "params": df["group"], axis: df["axis_value"].map(_fmt_value), "impl": df["impl"],
         "status": [_status(r) for r in df.to_dict("records")],
         "median ms": df["median_s"].map(_ms), "IQR ms": df["iqr_s"].map(_ms),
+        "earlier runs ms": [_earlier(r) for r in df.to_dict("records")],
         speedup_column(baseline): df["speedup"],
         "correct": [_correct(c, r) for c, r in zip(df["correct"], df["max_rel_err"])],
     })
@@ -141,8 +142,20 @@ def op_table(rows: pd.DataFrame, baseline: str) -> pd.DataFrame:
         table["host ms"] = df["host_s"].map(_ms)
     if "mem_gbps" in df and df["mem_gbps"].notna().any():  # CPU: what the machine gave at the time
         table["machine GB/s"] = df["mem_gbps"].map(lambda g: "" if pd.isna(g) else f"{g:.1f}")
-    table = table.assign(**compile_marks.table_columns(df))  # torch.compile's, where the run has any
+    table = table.assign(**compile_marks.table_columns(df))
+    if not table["earlier runs ms"].astype(bool).any():  # a run with none before it in its folder
+        table = table.drop(columns=["earlier runs ms"])  # torch.compile's, where the run has any
     return table.drop(columns=[c for c in ("params",) if not table[c].astype(bool).any()])
+
+
+def _earlier(row: Mapping[str, Any]) -> str:
+    """`0.0688-0.265 (10)`: the fastest and slowest median of the earlier runs of the same code that timed the row's
+    measurement left alone, and how many (at_speed.earlier_times); "" where none did."""
+    runs = row.get("earlier_runs")
+    if not present_value(runs) or not runs:
+        return ""
+    low, high = _ms(row["earlier_lo_s"]), _ms(row["earlier_hi_s"])
+    return f"{low if low == high else f'{low}-{high}'} ({runs:.0f})"
 
 
 def speedup_column(baseline: str) -> str:

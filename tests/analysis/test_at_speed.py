@@ -3,7 +3,7 @@
 import pandas as pd
 import pytest
 
-from benchctl.analysis.at_speed import at_speed_line, at_speed_times, with_earlier
+from benchctl.analysis.at_speed import at_speed_line, at_speed_times, earlier_times, with_earlier
 from benchctl.analysis.run_notes import notes
 
 
@@ -122,3 +122,12 @@ def test_a_memory_follower_with_no_run_at_speed_near_its_probe_gets_no_arrow_whe
         "whose time follows the memory probe (1) only by runs whose memory probe read within 15% of theirs (0 had "
         "such runs): 0 read over 15% above the slowest of those runs (slow↑), 0 over 15% below the fastest (slow↓), "
         "1 within")
+
+
+def test_a_pass_s_earlier_runs_are_its_fastest_and_slowest_median_in_any_state_left_alone() -> None:
+    busy = timed("r0", [9.0, 9.0, 9.0], 1.0, other_cores=1.5)  # beside other work: not counted
+    found = earlier_times(timed("r4", [0.5, 1.0, 3.0], 1.5), pd.concat([AT_SPEED, busy]))
+    assert found["earlier_lo_s"].tolist() == pytest.approx([0.25e-3, 1.0e-3, 3.0e-3])  # r3, in a slow phase, counts
+    assert found["earlier_hi_s"].tolist() == pytest.approx([0.5e-3, 1.1e-3, 4.2e-3])
+    assert found["earlier_runs"].tolist() == [3, 3, 3]
+    assert earlier_times(timed("r4", [0.5], 1.5, impl_code="cccc"), AT_SPEED).isna().all(axis=None)

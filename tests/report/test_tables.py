@@ -2,6 +2,8 @@
 
 import math
 
+import pandas as pd
+
 from benchctl.report.tables import percent_of_peak
 
 
@@ -18,3 +20,19 @@ def test_swept_values_are_written_as_people_write_them():
 
     assert axis_value_text(1048576.0) == "1048576" and axis_value_text(2**30) == "1073741824"
     assert axis_value_text(0.25) == "0.25" and axis_value_text(1e-7) == "0.0000001"
+
+
+def test_the_table_gives_each_time_the_range_of_the_earlier_runs_of_the_same_code():
+    from benchctl.analysis.at_speed import with_earlier
+    from benchctl.report.tables import op_table
+    from tests.report.test_charts import frame, make_row
+
+    def run(run_id, py_ms, **changed):
+        py = {**make_row("py", "cpu", "forward", 8), "median_s": py_ms / 1e3, "run_id": run_id, "impl_code": "a"}
+        return frame([{**py, **changed}, {**make_row("cpp", "cpu", "forward", 8), "run_id": run_id}])
+
+    earlier = pd.concat([run("r1", 0.069), run("r2", 0.265), run("r3", 0.9, other_cores=1.5)])  # r3 beside work
+    table = op_table(with_earlier(run("r4", 0.07), earlier), "py").set_index("impl")
+    assert table.loc["py", "earlier runs ms"] == "0.069-0.265 (2)"
+    assert table.loc["cpp", "earlier runs ms"] == ""  # no code digest: its earlier runs may be other code
+    assert "earlier runs ms" not in op_table(with_earlier(run("r4", 0.07), None), "py")
