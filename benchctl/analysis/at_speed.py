@@ -22,8 +22,8 @@ import numpy as np
 import pandas as pd
 
 from benchctl.analysis.follows import memory_followers
-from benchctl.analysis.repeat import (SPEEDUP_FOLLOWS_MEMORY, earlier_speedups, machine_text, measurement,
-                                      near_memory, where)
+from benchctl.analysis.repeat import (SPEEDUP_FOLLOWS_MEMORY, by_memory, earlier_speedups, machine_text,
+                                      measurement, near, where)
 from benchctl.analysis.speedup import present_value
 from benchctl.analysis.summary import at_speed_arrow, ms_text
 from benchctl.results.schema import MEMORY_NEAR, SLOW_PHASE, left_alone, slow_machine
@@ -75,8 +75,8 @@ def at_speed_times(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> pd.DataF
 def earlier_times(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> pd.DataFrame:
     """For each row of `rows`, the fastest and slowest median of the same measurement in the earlier runs that timed
     it left alone, and how many did (EARLIER's columns; NaN where none did, or the row has no code digest)."""
-    ok = pd.DataFrame() if earlier is None or earlier.empty else earlier[
-        [r.get("status") == Status.OK and left_alone(r) and r.get("median_s", 0) > 0 for r in earlier.to_dict("records")]]
+    keep = [] if earlier is None else list(map(_left_alone, earlier.to_dict("records")))
+    ok = earlier.loc[np.array(keep, dtype=bool)] if any(keep) else pd.DataFrame()
     if ok.empty or rows.empty:
         return pd.DataFrame(np.nan, index=rows.index, columns=list(EARLIER.values()))
     found = ok.groupby(measurement(ok, OWN))["median_s"].agg(list(EARLIER)).rename(columns=EARLIER)
@@ -86,17 +86,19 @@ def earlier_times(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> pd.DataFr
 
 def _times(runs: pd.DataFrame | None, row: Mapping[str, Any]) -> list[float]:
     """COLUMNS' values of one row from the earlier runs at speed of its measurement (None: none)."""
-    if runs is not None and row.get(FOLLOWS_MEMORY) is True and present_value(row.get("mem_gbps")):
-        runs = near_memory(runs, float(row["mem_gbps"]))
+    runs = None if runs is None else near(runs, row, FOLLOWS_MEMORY)
     if runs is None or len(runs) < RUNS_AT_SPEED:
         return [np.nan] * len(COLUMNS)
     probes = [runs.reindex(columns=[p])[p].astype(float).agg(end) for p in AT_SPEED_PROBES for end in ("min", "max")]
     return [*runs["median_s"].agg(list(AT_SPEED)), *probes]
 
 
+def _left_alone(row: Mapping[str, Any]) -> bool:
+    return row.get("status") == Status.OK and left_alone(row) and row.get("median_s", 0) > 0
+
+
 def _at_speed(row: Mapping[str, Any]) -> bool:
-    return (row.get("status") == Status.OK and present_value(row.get("canary_ratio")) and not slow_machine(row)
-            and left_alone(row) and row.get("median_s", 0) > 0)
+    return _left_alone(row) and present_value(row.get("canary_ratio")) and not slow_machine(row)
 
 
 def with_earlier(rows: pd.DataFrame, earlier: pd.DataFrame | None,
@@ -139,8 +141,8 @@ def at_speed_line(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> str | Non
 
 def _memory_text(marked: pd.DataFrame) -> str:
     """`, those whose time follows the memory probe (8) only by runs whose memory probe read within 15% of theirs
-    (1 was)`, where some marked pass follows it (FOLLOWS_MEMORY)."""
-    follow = marked[marked[FOLLOWS_MEMORY].eq(True)] if FOLLOWS_MEMORY in marked else marked.iloc[:0]
+    (1 had such runs)`, where some marked pass is held to its memory state (repeat.by_memory)."""
+    follow = marked[[by_memory(r, FOLLOWS_MEMORY) for r in marked.to_dict("records")]] if len(marked) else marked
     if follow.empty:
         return ""
     return (f", those whose time follows the memory probe ({len(follow)}) only by runs whose memory probe read within "

@@ -2,8 +2,9 @@
 held against its time across the folder's runs (history.py).
 
 A slow phase is told by the compute canary (`slow`), and `↻` and `slow↑`/`slow↓` hold a pass against earlier runs
-in the same canary state, and, where it follows the memory probe (`memory_followers`), near its memory probe. Over twelve quick CPU sweeps of one 2-core VM, code unchanged, the memory probe moved
-more of the passes than the canary did: of 150 passes, 21 followed it and 6 the canary (11-12 runs each, below).
+in the same canary state (and, where it follows the memory probe, `memory_followers`, near its memory probe). Over
+twelve quick CPU sweeps of one 2-core VM, code unchanged, the memory probe moved more of the passes than the canary
+did: of 150 passes, 21 followed it and 6 the canary (11-12 runs each, below).
 The memory-bound ones (grid_sample, naflex_posembed, hoconv2d, patch_resample's bmm) followed the memory probe,
 lstm_cell's small calls the canary. grid_sample's py forward at image_size=1024 read 0.069-0.075 ms in the
 runs whose probe read 73-81 GB/s and 0.12-0.27 ms at 39-58 GB/s: each call reads the same image (fresh.py rotates

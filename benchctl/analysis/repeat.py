@@ -93,11 +93,16 @@ def _speedups(before: pd.DataFrame, state: bool | None) -> tuple[float, ...]:
     return tuple(in_state(before, state)["paired_speedup"])
 
 
-def near(before: pd.DataFrame, row: Mapping[str, Any]) -> pd.DataFrame:
-    """The earlier rows `before` that a row's speedup is held against: those whose memory probe read near its own
-    (`near_memory`) where its speedup follows the probe (SPEEDUP_FOLLOWS_MEMORY) and it read one, else all."""
-    follows = row.get(SPEEDUP_FOLLOWS_MEMORY) is True and present_value(row.get("mem_gbps"))
-    return near_memory(before, float(row["mem_gbps"])) if follows and len(before) else before
+def near(before: pd.DataFrame, row: Mapping[str, Any], column: str = SPEEDUP_FOLLOWS_MEMORY) -> pd.DataFrame:
+    """The earlier rows `before` that a row is held against: those whose memory probe read near its own
+    (`near_memory`) where it is held to its memory state (`by_memory`), else all."""
+    return near_memory(before, float(row["mem_gbps"])) if by_memory(row, column) and len(before) else before
+
+
+def by_memory(row: Mapping[str, Any], column: str = SPEEDUP_FOLLOWS_MEMORY) -> bool:
+    """Whether a row is held to its memory state: what `column` says follows the memory probe (its speedup, or at
+    its time: at_speed.FOLLOWS_MEMORY) does, and the row read the probe."""
+    return row.get(column) is True and present_value(row.get("mem_gbps"))
 
 
 def machine_state(row: Mapping[str, Any]) -> bool | None:
@@ -175,7 +180,7 @@ def repeat_line(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> str | None:
 
 def _memory_text(found: Sequence[Repeat]) -> str:
     """`; for the 12 that follow the memory probe, with it within 15%`, where some follow it."""
-    follow = sum(r.row.get(SPEEDUP_FOLLOWS_MEMORY) is True and present_value(r.row.get("mem_gbps")) for r in found)
+    follow = sum(by_memory(r.row) for r in found)
     return f"; for the {follow} that follow the memory probe, with it within {MEMORY_NEAR:.0%}" if follow else ""
 
 

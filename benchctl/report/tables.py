@@ -142,9 +142,9 @@ def op_table(rows: pd.DataFrame, baseline: str) -> pd.DataFrame:
         table["host ms"] = df["host_s"].map(_ms)
     if "mem_gbps" in df and df["mem_gbps"].notna().any():  # CPU: what the machine gave at the time
         table["machine GB/s"] = df["mem_gbps"].map(lambda g: "" if pd.isna(g) else f"{g:.1f}")
-    table = table.assign(**compile_marks.table_columns(df))
+    table = table.assign(**compile_marks.table_columns(df))  # torch.compile's, where the run has any
     if not table["earlier runs ms"].astype(bool).any():  # a run with none before it in its folder
-        table = table.drop(columns=["earlier runs ms"])  # torch.compile's, where the run has any
+        table = table.drop(columns=["earlier runs ms"])
     return table.drop(columns=[c for c in ("params",) if not table[c].astype(bool).any()])
 
 
