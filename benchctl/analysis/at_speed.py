@@ -26,7 +26,7 @@ from benchctl.analysis.repeat import (SPEEDUP_FOLLOWS_MEMORY, by_memory, earlier
                                       measurement, near, where)
 from benchctl.analysis.speedup import present_value
 from benchctl.analysis.summary import at_speed_arrow, ms_text
-from benchctl.results.schema import MEMORY_NEAR, SLOW_PHASE, left_alone, slow_machine
+from benchctl.results.schema import MEMORY_HOLD, MEMORY_NEAR, SLOW_PHASE, left_alone, slow_machine
 from benchctl.vocab import Status
 
 # What two rows must share, besides what every measurement shares (repeat.measurement), for their own times to
@@ -47,12 +47,6 @@ EARLIER = {"min": "earlier_lo_s", "max": "earlier_hi_s", "count": "earlier_runs"
 # Whether a row's time follows the memory probe across the folder's runs (follows.memory_followers): a column
 # `with_earlier` adds, so that the time at speed it is held against is at a memory state near its own.
 FOLLOWS_MEMORY = "time_follows_memory"
-# ... tried at a looser false discovery rate than `history` names followers at (follows.FALSE_DISCOVERY): holding a
-# pass to its memory state on weak evidence costs an arrow, an arrow the memory drew misleads. Over fifteen quick
-# sweeps of one folder, the arrows whose memory probe read over 15% outside that of the runs at speed, the way the
-# arrow points, fell from 35 of 159 (the canary alone) to 21 of 141 at 5% and 11 of 125 at 20%
-# (benchmarks/memory_state_bench.py).
-HOLD_FALSE_DISCOVERY = 0.2
 FOLLOWERS = {"median_s": FOLLOWS_MEMORY, "paired_speedup": SPEEDUP_FOLLOWS_MEMORY}  # what follows, and its column
 
 
@@ -102,7 +96,7 @@ def _at_speed(row: Mapping[str, Any]) -> bool:
 
 
 def with_earlier(rows: pd.DataFrame, earlier: pd.DataFrame | None,
-                 hold: float = HOLD_FALSE_DISCOVERY) -> pd.DataFrame:
+                 hold: float = MEMORY_HOLD) -> pd.DataFrame:
     """The rows with what the earlier runs read of each, for the tables' `↻` and `slow↑`/`slow↓`, the report's
     marks and dashes and the line on the two states: whether their time and their speedup follow the memory probe
     (FOLLOWERS, tried at the false discovery rate `hold`; 0: none is held to its memory state), their paired
@@ -140,13 +134,14 @@ def at_speed_line(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> str | Non
 
 
 def _memory_text(marked: pd.DataFrame) -> str:
-    """`, those whose time follows the memory probe (8) only by runs whose memory probe read within 15% of theirs
-    (1 had such runs)`, where some marked pass is held to its memory state (repeat.by_memory)."""
+    """`, those whose time may follow the memory probe (8, false discovery rate 20%) only by runs whose memory probe
+    read within 15% of theirs (1 had such runs)`, where some marked pass is held to its memory state (repeat.by_memory)."""
     follow = marked[[by_memory(r, FOLLOWS_MEMORY) for r in marked.to_dict("records")]] if len(marked) else marked
     if follow.empty:
         return ""
-    return (f", those whose time follows the memory probe ({len(follow)}) only by runs whose memory probe read within "
-            f"{MEMORY_NEAR:.0%} of theirs ({int(follow['at_speed_s'].notna().sum())} had such runs)")
+    return (f", those whose time may follow the memory probe ({len(follow)}, false discovery rate {MEMORY_HOLD:.0%}) only "
+            f"by runs whose memory probe read within {MEMORY_NEAR:.0%} of theirs "
+            f"({int(follow['at_speed_s'].notna().sum())} had such runs)")
 
 
 def _machine_at_speed(row: Mapping[str, Any]) -> str:

@@ -30,7 +30,7 @@ from benchctl.analysis.speedup import moved_since, present_value
 from benchctl.analysis.summary import axis_value_text
 from benchctl.analysis.timed_alike import thread_kinds, timing_kinds
 from benchctl.results import storage
-from benchctl.results.schema import MEMORY_NEAR, slow_machine
+from benchctl.results.schema import MEMORY_HOLD, MEMORY_NEAR, slow_machine
 from benchctl.vocab import Status
 
 EARLIER_RUNS = 10  # the latest runs before it in its results folder that a run is held against
@@ -179,9 +179,11 @@ def repeat_line(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> str | None:
 
 
 def _memory_text(found: Sequence[Repeat]) -> str:
-    """`; for the 12 that follow the memory probe, with it within 15%`, where some follow it."""
+    """`; for the 12 that may follow the memory probe (false discovery rate 20%), with it within 15%`, where some
+    are held to their memory state (`by_memory`)."""
     follow = sum(by_memory(r.row) for r in found)
-    return f"; for the {follow} that follow the memory probe, with it within {MEMORY_NEAR:.0%}" if follow else ""
+    return (f"; for the {follow} that may follow the memory probe (false discovery rate {MEMORY_HOLD:.0%}), with it "
+            f"within {MEMORY_NEAR:.0%}" if follow else "")
 
 
 def where(row: Mapping[str, Any]) -> str:

@@ -71,15 +71,15 @@ MARKS = {
     "≠": f"the reference read over {PARTNER_APART:.0%} off its own row in these pairs: the speedup is the pairs', "
          "not the medians' ratio",
     "↻": "the earlier runs of the same code on this machine in the same state (a slow phase or at speed; for a "
-         f"speedup that follows the memory probe, with it within {MEMORY_NEAR:.0%}) read the speedup outside this "
+         f"speedup that may follow the memory probe, with it within {MEMORY_NEAR:.0%}) read the speedup outside this "
          "interval, at their median",
     "~": "noisy",
     "dist": "disturbed, too few clean samples",
     "slow": f"the machine's canary over {SLOW_PHASE:.0%} slower than calibrated (a slow phase)",
     "slow↑": f"in a slow phase, and over {SLOW_PHASE:.0%} above the slowest earlier run of the same code at speed "
-             f"(for a time that follows the memory probe, with it within {MEMORY_NEAR:.0%})",
+             f"(for a time that may follow the memory probe, with it within {MEMORY_NEAR:.0%})",
     "slow↓": f"in a slow phase, and over {SLOW_PHASE:.0%} below the fastest earlier run of the same code at speed "
-             f"(for a time that follows the memory probe, with it within {MEMORY_NEAR:.0%})",
+             f"(for a time that may follow the memory probe, with it within {MEMORY_NEAR:.0%})",
     "busy": f"timed while other work kept {BUSY_WARN_CORES} cores or more busy",
     "os": "mostly OS time",
     "host": "host-bound",

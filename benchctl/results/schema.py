@@ -28,6 +28,12 @@ SLOW_PHASE = 0.15
 # held only against earlier runs whose memory probe read within this share of its own: the canary's state does not
 # say the memory's (on the 2-core VM the probe read 28-84 GB/s a pass, fastest while the canary ran slow).
 MEMORY_NEAR = 0.15
+# ... tried at a looser false discovery rate than `history` names followers at (follows.FALSE_DISCOVERY): holding a
+# pass to its memory state on weak evidence costs an arrow, an arrow the memory drew misleads. Over fifteen quick
+# sweeps of one folder, the `slow↑`/`slow↓` arrows whose memory probe read over 15% outside that of the runs at
+# speed, the way the arrow points, fell from 35 of 159 (the canary alone) to 21 of 141 at 5% and 11 of 125 at 20%
+# (benchmarks/memory_state_bench.py).
+MEMORY_HOLD = 0.2
 SPEEDUP_LIMIT = 50.0  # a pass this many times faster than its reference is re-checked (sweep/recheck.py)
 # A CPU pass whose calls kept more than its torch threads x (1 + this) cores busy ran threads of its own
 # (measure/cores.py): torch's own work keeps at most its threads busy.

@@ -119,9 +119,9 @@ def test_a_memory_follower_with_no_run_at_speed_near_its_probe_gets_no_arrow_whe
     assert canary["time_follows_memory"].tolist() == [False, False] and canary["at_speed_s"].notna().all()
     assert at_speed_line(rows, None) == (
         "1 of the 2 passes marked slow were timed at speed in earlier runs of the same code on this machine, those "
-        "whose time follows the memory probe (1) only by runs whose memory probe read within 15% of theirs (0 had "
-        "such runs): 0 read over 15% above the slowest of those runs (slow↑), 0 over 15% below the fastest (slow↓), "
-        "1 within")
+        "whose time may follow the memory probe (1, false discovery rate 20%) only by runs whose memory probe read "
+        "within 15% of theirs (0 had such runs): 0 read over 15% above the slowest of those runs (slow↑), 0 over 15% "
+        "below the fastest (slow↓), 1 within")
 
 
 def test_a_pass_s_earlier_runs_are_its_fastest_and_slowest_median_in_any_state_left_alone() -> None:

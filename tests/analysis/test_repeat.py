@@ -106,8 +106,8 @@ def test_a_speedup_that_follows_the_memory_probe_is_held_only_against_runs_near_
     # not known to follow it: held against every run at speed, at either memory reading
     assert earlier_speedups(now.assign(speedup_follows_memory=False), earlier)[SAME_STATE].tolist() == [(1.1, 2.9)]
     assert earlier_speedups(now.assign(mem_gbps=None), earlier)[SAME_STATE].tolist() == [(1.1, 2.9)]
-    assert ("in the same state: both in a slow phase or both at speed; for the 1 that follow the memory probe, with "
-            "it within 15%) read, at their median, outside") in repeat_line(now, earlier)
+    assert ("in the same state: both in a slow phase or both at speed; for the 1 that may follow the memory probe "
+            "(false discovery rate 20%), with it within 15%) read, at their median, outside") in repeat_line(now, earlier)
 
 
 def test_the_line_gives_the_memory_probe_beside_the_canary_where_the_rows_read_it() -> None:

@@ -45,9 +45,9 @@ def test_a_slow_pass_beyond_its_runs_at_speed_says_which_way():
     assert marked[1].rows[0][2] == "500 slow↓"  # H=256: 500 ms against 700-800 at speed
     assert legend(marked) == ("marks: slow: the machine's canary over 15% slower than calibrated (a slow phase); "
                               "slow↑: in a slow phase, and over 15% above the slowest earlier run of the same code "
-                              "at speed (for a time that follows the memory probe, with it within 15%); slow↓: in a "
-                              "slow phase, and over 15% below the fastest earlier run of the same code at speed (for "
-                              "a time that follows the memory probe, with it within 15%)")
+                              "at speed (for a time that may follow the memory probe, with it within 15%); slow↓: in "
+                              "a slow phase, and over 15% below the fastest earlier run of the same code at speed "
+                              "(for a time that may follow the memory probe, with it within 15%)")
 
 
 def test_a_cell_that_is_mostly_os_time_is_marked():
