@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 import numpy as np
 import pandas as pd
 
-from benchctl.report import at_speed_marks, compile_marks, pair_marks, repeat_marks
+from benchctl.report import compile_marks, earlier_marks, pair_marks, repeat_marks
 from benchctl.report.speedups import ci_bars, intervals, speedups
 from benchctl.analysis.timed_alike import timing_kinds
 from benchctl.analysis.summary import axis_value_text
@@ -248,6 +248,7 @@ def _draw_floors(ax: "Axes", cell: pd.DataFrame) -> None:
 def _timing_panel(ax: "Axes", cell: pd.DataFrame, colors: dict, styles: dict) -> None:
     if _line_panel(ax, cell, "median_s", colors, styles):
         _draw_floors(ax, cell)
+        earlier_marks.mark(ax, cell, colors)  # before the limits are set below: the bars widen them
         ax.set_yscale("log")
     else:
         ax.text(0.5, 0.6, "no successful measurements", ha="center", transform=ax.transAxes, color="gray")
@@ -261,7 +262,6 @@ def _timing_panel(ax: "Axes", cell: pd.DataFrame, colors: dict, styles: dict) ->
     _mark_failed(ax, failed, colors)
     compile_marks.mark_recompiles(ax, cell)
     pair_marks.mark_partners(ax, cell, colors)
-    at_speed_marks.mark_at_speed(ax, cell, colors)
     ax.set_ylabel("median time (ms)")
 
 
