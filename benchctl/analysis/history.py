@@ -56,6 +56,14 @@ class Series:
     def cell(self) -> dict[str, str]:
         return dict(zip(KEY, self.key))
 
+    def latest_code(self) -> tuple[Point, ...]:
+        """The runs of its latest code: those whose code digest (`impl_code`) is the last run's (the last run alone
+        where it has none), left alone or not."""
+        code = self.points[-1].row.get("impl_code")
+        if not isinstance(code, str):
+            return self.points[-1:]
+        return tuple(p for p in self.points if p.row.get("impl_code") == code)
+
     def name(self) -> str:
         """`silu py cpu float32 batch_size=8 dim=4096 forward`: the params as KEY=VALUE, to fit a table."""
         c = self.cell

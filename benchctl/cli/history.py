@@ -60,7 +60,8 @@ def command(runs, root, ops, impls, passes, devices, threshold, alpha, out_dir, 
         click.echo(json.dumps(_json(all_series, found, followers, str(page)), indent=2))
         return
     moved = follows.line(followers, len(all_series))
-    console.out.print(console.table("history", ["cell", "machine", "runs", "first", "last", "latest ms"],
+    console.out.print(console.table("history", ["cell", "machine", "runs", "first", "last", "latest ms",
+                                                "latest code ms"],
                                     [_series_row(s) for s in all_series]))
     console.out.print(console.table("steps, newest first", ["cell", "before", "after", "change [95% interval]",
                                                              "verdict", "message"],
@@ -73,8 +74,12 @@ def command(runs, root, ops, impls, passes, devices, threshold, alpha, out_dir, 
 
 
 def _series_row(s) -> list[str]:
+    """A series' row; "latest code ms" is the fastest and slowest of its runs of the latest code, and how many: how
+    far the same code moved between runs, which the latest run's interval does not say."""
+    same = [p.median_s * 1e3 for p in s.latest_code()]
+    spread = f"{min(same):.4g}" if len(same) == 1 else f"{min(same):.4g}-{max(same):.4g}"
     return [s.name(), s.machine, str(len(s.points)), s.points[0].label, s.points[-1].label,
-            f"{s.points[-1].median_s * 1e3:.4g}"]
+            f"{s.points[-1].median_s * 1e3:.4g}", f"{spread} ({len(same)})"]
 
 
 def _step_row(step, said) -> list:

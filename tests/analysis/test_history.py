@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from benchctl.analysis import history, sides, steps
@@ -125,3 +126,15 @@ def test_runs_pooled_for_a_step_keep_no_pairs_with_a_partner_whose_code_is_unkno
     row = sides.pooled(points)
     assert row["samples_s"] == [1.0, 1.1, 1.0, 1.1] and row["processes"] == 2
     assert row["paired_with"] is None and row["partner_samples_s"] is None and row["paired_speedup"] is None
+
+
+def test_a_series_latest_code_is_its_runs_with_the_last_run_s_digest():
+    from benchctl.analysis.history import Point, Series
+
+    def point(i, code):
+        return Point(f"r{i}", None, False, f"2026-01-0{i + 1}", 1e-3 * (i + 1), 0, 0, pd.Series({"impl_code": code}))
+
+    s = Series(("silu",), "EPYC", (point(0, "a"), point(1, "b"), point(2, "a"), point(3, "a")))
+    assert [p.run_id for p in s.latest_code()] == ["r0", "r2", "r3"]  # r1 ran other code
+    unknown = Series(("silu",), "EPYC", (point(0, "a"), point(1, None)))
+    assert [p.run_id for p in unknown.latest_code()] == ["r1"]  # no digest: the last run alone

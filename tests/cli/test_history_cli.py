@@ -4,6 +4,7 @@ its verdict, --json carries every point in commit order, the filters apply, and 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -33,6 +34,8 @@ def test_the_steps_table_names_the_commit_and_the_change(written):
     (line,) = [l for l in result.output.splitlines() if shas[STEP_AT][:8] in l and "slower" in l]
     assert shas[STEP_AT - 1][:8] in line and f"change {STEP_AT}" in line and "+10" in line  # about +100%
     assert (root / "history" / "index.html").is_file()
+    row = next(l for l in result.output.splitlines() if "silu" in l)  # the history table's, first
+    assert row.rstrip(" │").endswith("(1)")  # "latest code ms": no digest, so the latest run alone
     assert "1 step(s): 0 where the cell's code changed, 0 at commits that did not touch it, 1 where a side does " \
            "not record its code" in " ".join(result.output.split())  # these rows carry no digest
 
@@ -59,6 +62,10 @@ def test_a_step_the_machine_made_is_named_under_the_tables_and_in_json(tmp_path)
             "batch_size=8:") in said
     assert "(rho -1.00 over 10 runs)" in said
     assert "the page draws them" in said
+    # the same code before and after the machine's step: its runs of the latest code span both levels
+    row = next(l for l in invoke("--root", str(root)).output.splitlines() if "silu" in l)
+    low, high = (float(v) for v in re.search(r"([\d.]+)-([\d.]+) \(10\)", row).groups())
+    assert 1.8 < high / low < 2.2
     (found,) = json.loads(invoke("--root", str(root), "--json").stdout)["follows"]
     assert found["probe"] == "memory probe" and found["rho"] == pytest.approx(-1.0)
     assert len(found["readings"]) == COMMITS and found["q"] < 0.05
