@@ -60,8 +60,7 @@ def command(runs, root, ops, impls, passes, devices, threshold, alpha, out_dir, 
         click.echo(json.dumps(_json(all_series, found, followers, str(page)), indent=2))
         return
     moved = follows.line(followers, len(all_series))
-    console.out.print(console.table("history", ["cell", "machine", "runs", "first", "last", "latest ms",
-                                                "latest code ms"],
+    console.out.print(console.table("history", SERIES_COLUMNS,
                                     [_series_row(s) for s in all_series]))
     console.out.print(console.table("steps, newest first", ["cell", "before", "after", "change [95% interval]",
                                                              "verdict", "message"],
@@ -71,6 +70,9 @@ def command(runs, root, ops, impls, passes, devices, threshold, alpha, out_dir, 
     if moved:
         console.out.print(f"{moved}; the page draws them")
     console.out.print(str(page), highlight=False, soft_wrap=True)
+
+
+SERIES_COLUMNS = ["cell", "machine", "runs", "first", "last", "latest ms", "latest code ms"]
 
 
 def _series_row(s) -> list[str]:
