@@ -21,7 +21,7 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from benchctl.analysis.follows import memory_followers
+from benchctl.analysis.follows import memory_followers, row_cells
 from benchctl.analysis.repeat import (SPEEDUP_FOLLOWS_MEMORY, by_memory, earlier_speedups, machine_text,
                                       measurement, near, where)
 from benchctl.analysis.speedup import present_value
@@ -61,8 +61,7 @@ def at_speed_times(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> pd.DataF
     if quiet.empty or rows.empty:
         return pd.DataFrame(np.nan, index=rows.index, columns=COLUMNS)
     runs = dict(tuple(quiet.groupby(measurement(quiet, OWN))))
-    keys = measurement(rows, OWN).where(rows.reindex(columns=["impl_code"])["impl_code"].notna())
-    found = [_times(runs.get(key), row) for key, row in zip(keys, rows.to_dict("records"))]
+    found = [_times(runs.get(key), row) for key, row in zip(_keys(rows), rows.to_dict("records"))]
     return pd.DataFrame(found, index=rows.index, columns=COLUMNS, dtype=float)
 
 
@@ -74,8 +73,12 @@ def earlier_times(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> pd.DataFr
     if ok.empty or rows.empty:
         return pd.DataFrame(np.nan, index=rows.index, columns=list(EARLIER.values()))
     found = ok.groupby(measurement(ok, OWN))["median_s"].agg(list(EARLIER)).rename(columns=EARLIER)
-    keys = measurement(rows, OWN).where(rows.reindex(columns=["impl_code"])["impl_code"].notna())
-    return found.reindex(keys.to_numpy()).set_axis(rows.index).astype(float)
+    return found.reindex(_keys(rows).to_numpy()).set_axis(rows.index).astype(float)
+
+
+def _keys(rows: pd.DataFrame) -> pd.Series:
+    """Each row's measurement (OWN), NaN for a row without a code digest: its earlier runs may be of other code."""
+    return measurement(rows, OWN).where(rows.reindex(columns=["impl_code"])["impl_code"].notna())
 
 
 def _times(runs: pd.DataFrame | None, row: Mapping[str, Any]) -> list[float]:
@@ -102,7 +105,9 @@ def with_earlier(rows: pd.DataFrame, earlier: pd.DataFrame | None,
     (FOLLOWERS, tried at the false discovery rate `hold`; 0: none is held to its memory state), their paired
     speedups in the same machine state as the row and in the other (`earlier_speedups`), the pass's times at
     speed (AT_SPEED) and in every earlier run (EARLIER)."""
-    rows = rows.assign(**{column: memory_followers(rows, earlier, value, hold) for value, column in FOLLOWERS.items()})
+    cells = row_cells(rows, earlier)  # built once for both values
+    rows = rows.assign(**{column: memory_followers(rows, earlier, value, hold, cells)
+                          for value, column in FOLLOWERS.items()})
     return rows.assign(**earlier_speedups(rows, earlier), **at_speed_times(rows, earlier),
                        **earlier_times(rows, earlier))
 
@@ -135,12 +140,13 @@ def at_speed_line(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> str | Non
 
 def _memory_text(marked: pd.DataFrame) -> str:
     """`, those whose time may follow the memory probe (8, false discovery rate 20%) only by runs whose memory probe
-    read within 15% of theirs (1 had such runs)`, where some marked pass is held to its memory state (repeat.by_memory)."""
+    read within 15% of theirs (1 had such runs)`, where some marked pass is held to its memory state
+    (repeat.by_memory)."""
     follow = marked[[by_memory(r, FOLLOWS_MEMORY) for r in marked.to_dict("records")]] if len(marked) else marked
     if follow.empty:
         return ""
-    return (f", those whose time may follow the memory probe ({len(follow)}, false discovery rate {MEMORY_HOLD:.0%}) only "
-            f"by runs whose memory probe read within {MEMORY_NEAR:.0%} of theirs "
+    return (f", those whose time may follow the memory probe ({len(follow)}, false discovery rate {MEMORY_HOLD:.0%}) "
+            f"only by runs whose memory probe read within {MEMORY_NEAR:.0%} of theirs "
             f"({int(follow['at_speed_s'].notna().sum())} had such runs)")
 
 

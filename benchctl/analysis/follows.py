@@ -147,7 +147,7 @@ def run_line(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> str | None:
     """The line under a run's tables: of its cells, those whose time follows a probe across this run and the
     earlier runs of the folder (repeat.earlier_rows), the widest, and where this run's memory probe read against
     theirs; None where none does."""
-    cells = _cells(rows, earlier)
+    cells = row_cells(rows, earlier)
     found = follows(cells)
     if not found:
         return None
@@ -157,16 +157,17 @@ def run_line(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> str | None:
 
 
 def memory_followers(rows: pd.DataFrame, earlier: pd.DataFrame | None, value: str = "median_s",
-                     false_discovery: float = FALSE_DISCOVERY) -> pd.Series:
+                     false_discovery: float = FALSE_DISCOVERY, cells: Sequence[Series] | None = None) -> pd.Series:
     """For each row of `rows`, whether its cell's `value` (VALUES) follows the memory probe across `rows` and the
-    earlier runs (`follows`, over the cells of `rows`)."""
+    earlier runs (`follows`, over the cells of `rows`: `cells`, built here where not given)."""
     flags = pd.Series(False, index=rows.index)
-    for found in (f for f in follows(_cells(rows, earlier), value, false_discovery) if f.probe == MEMORY):
+    cells = row_cells(rows, earlier) if cells is None else cells
+    for found in (f for f in follows(cells, value, false_discovery) if f.probe == MEMORY):
         flags.iloc[[int(p.row["_row"]) for p in found.series.points if p.row["_row"] >= 0]] = True
     return flags
 
 
-def _cells(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> list[Series]:
+def row_cells(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> list[Series]:
     """The series of `rows`' cells across `rows` and `earlier`, each point's row with its place in `rows` (`_row`;
     -1 for an earlier run's); none where there are no earlier runs."""
     if earlier is None or earlier.empty or rows.empty:

@@ -168,7 +168,8 @@ def repeat_line(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> str | None:
     before = (f"(in up to {runs} earlier run(s) of the same code on this machine, in the same state: {STATES}"
               f"{_memory_text(found)})")
     if not moved:
-        return f"{len(found)} paired speedups measured before {before} read, at their median, inside this run's interval"
+        return (f"{len(found)} paired speedups measured before {before} read, at their median, inside this run's "
+                "interval")
     worst = max(moved, key=lambda r: r.moved)
     return (f"{len(moved)} of {len(found)} paired speedups measured before {before} read, at their median, outside "
             f"this run's interval (↻); the furthest, {where(worst.row)}: {_interval_text(worst)} here"

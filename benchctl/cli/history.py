@@ -78,10 +78,11 @@ SERIES_COLUMNS = ["cell", "machine", "runs", "first", "last", "latest ms", "late
 def _series_row(s) -> list[str]:
     """A series' row; "latest code ms" is the fastest and slowest of its runs of the latest code, and how many: how
     far the same code moved between runs, which the latest run's interval does not say."""
-    same = [p.median_s * 1e3 for p in s.latest_code()]
-    spread = f"{min(same):.4g}" if len(same) == 1 else f"{min(same):.4g}-{max(same):.4g}"
+    from benchctl.report.tables import runs_text
+
+    same = [p.median_s for p in s.latest_code()]
     return [s.name(), s.machine, str(len(s.points)), s.points[0].label, s.points[-1].label,
-            f"{s.points[-1].median_s * 1e3:.4g}", f"{spread} ({len(same)})"]
+            f"{s.points[-1].median_s * 1e3:.4g}", runs_text(min(same), max(same), len(same))]
 
 
 def _step_row(step, said) -> list:

@@ -149,13 +149,16 @@ def op_table(rows: pd.DataFrame, baseline: str) -> pd.DataFrame:
 
 
 def _earlier(row: Mapping[str, Any]) -> str:
-    """`0.0688-0.265 (10)`: the fastest and slowest median of the earlier runs of the same code that timed the row's
-    measurement left alone, and how many (at_speed.earlier_times); "" where none did."""
+    """The fastest and slowest median of the earlier runs of the same code that timed the row's measurement left
+    alone, and how many (at_speed.earlier_times; `runs_text`); "" where none did."""
     runs = row.get("earlier_runs")
-    if not present_value(runs) or not runs:
-        return ""
-    low, high = _ms(row["earlier_lo_s"]), _ms(row["earlier_hi_s"])
-    return f"{low if low == high else f'{low}-{high}'} ({runs:.0f})"
+    return runs_text(row["earlier_lo_s"], row["earlier_hi_s"], int(runs)) if present_value(runs) else ""
+
+
+def runs_text(fastest_s: float, slowest_s: float, runs: int) -> str:
+    """`0.0688-0.265 (10)`: runs' fastest and slowest median in ms, and how many; one time where they read alike."""
+    low, high = _ms(fastest_s), _ms(slowest_s)
+    return f"{low if low == high else f'{low}-{high}'} ({runs})"
 
 
 def speedup_column(baseline: str) -> str:
