@@ -227,3 +227,22 @@ def test_the_memory_state_bench_counts_a_reading_outside_the_range_by_more_than_
     bench = _module("memory_state_bench", monkeypatch)
     assert [bench.outside(g, 40.0, 50.0) for g in (57.6, 57.4, 45.0, 34.9, 34.7)] == [1, 0, 0, 0, -1]
     assert bench.outside(math.nan, 40.0, 50.0) == 0 and bench.outside(45.0, math.nan, math.nan) == 0
+
+
+def test_the_earlier_range_bench_counts_times_within_their_earlier_runs_range(monkeypatch):
+    bench = _module("earlier_range_bench", monkeypatch)
+    assert [bench.expected(n) for n in (2, 3, 10)] == pytest.approx([1 / 3, 0.5, 9 / 11])
+    assert [bench.band(n) for n in (2, 3, 4, 10)] == ["2-3", "2-3", "4-6", "7-10"]
+
+    def timed(run_id, medians_ms, **changed):
+        return pd.DataFrame({"run_id": run_id, "op": "silu", "target": "op", "impl": "py", "device": "cpu",
+                             "dtype": "float32", "params": [f'{{"batch_size": {8 << i}}}' for i in range(3)],
+                             "pass": "forward", "status": "ok", "median_s": [m / 1e3 for m in medians_ms],
+                             "canary_ratio": 1.0, "cpu_name": "AMD EPYC", "threads": 2, "torch_version": "2.14.1",
+                             "allocator": "system", "impl_code": "aaaa"}).assign(**changed)
+
+    earlier = pd.concat([timed("r1", [1.0, 1.0, 1.0]), timed("r2", [2.0, 2.0, 2.0]),
+                         timed("r3", [9.0, 9.0, 9.0], other_cores=1.5)])  # r3 beside other work: not counted
+    now = timed("r4", [1.5, 2.5, 0.5])
+    assert bench.times_inside(now, earlier) == [(2, True), (2, False), (2, False)]
+    assert bench.times_inside(now, earlier.iloc[:3]) == []  # one earlier run: no range

@@ -31,7 +31,7 @@ class Section:
     table: pd.DataFrame
     failures: pd.DataFrame
     absent: tuple[str, ...] = ()  # one line per device where nothing could run, instead of empty panels
-    legend: str = ""  # what the marks on the table's speedups mean (tables.speedup_legend), or ""
+    legend: tuple[str, ...] = ()  # lines under the table: what its marks and columns mean (tables.legend)
 
 
 @dataclass(frozen=True)

@@ -63,7 +63,7 @@ def render_markdown(report: Report) -> str:
         out += [f"## {md_text(s.title)}", "", f"Baseline for speedups: {md_text(s.baseline)}."
                 + (f" ({md_text(s.note)})" if s.note else ""), ""]
         out += [f"![{md_text(s.title)} {kind}]({paths[0].relative_to(report.out_dir).as_posix()})" for kind, paths in s.figures.items()]
-        out += ["", *(f"*{md_text(line)}*" for line in (*s.absent, s.legend) if line), "", _md_table(s.table), ""]
+        out += ["", *(f"*{md_text(line)}*" for line in (*s.absent, *s.legend) if line), "", _md_table(s.table), ""]
         if len(s.failures):
             out += [f"### Cells without a time ({len(s.failures)})", "", _md_table(s.failures), ""]
     return "\n".join(out + _profiles_markdown(report))
@@ -185,7 +185,7 @@ def render_html(report: Report) -> str:
         body += [f"<h2 id=\"{slug(s.title)}\">{html.escape(s.title)}</h2>",
                  f"<p>Baseline for speedups: <code>{html.escape(s.baseline)}</code>{note}</p>"]
         body += [_img(report, kind, paths, s.title) for kind, paths in s.figures.items()]
-        body += [f'<p class="note">{html.escape(line)}</p>' for line in (*s.absent, s.legend) if line]
+        body += [f'<p class="note">{html.escape(line)}</p>' for line in (*s.absent, *s.legend) if line]
         body.append(_html_table(s.table))
         if len(s.failures):
             body += [f"<h3>Cells without a time ({len(s.failures)})</h3>", _html_table(s.failures)]

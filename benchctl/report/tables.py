@@ -12,6 +12,7 @@ from benchctl.report import charts, compile_marks
 from benchctl.report.speedups import labels
 from benchctl.results import storage
 from benchctl.results.schema import ENV_FIELDS, beside_work, slow_machine
+from benchctl.analysis.repeat import EARLIER_RUNS
 from benchctl.analysis.speedup import disturbed, present_value, ratio_text
 from benchctl.analysis.speedup_states import state_medians, states_apart
 from benchctl.analysis.summary import axis_value_text, legend_of, marks_in, probed
@@ -21,6 +22,7 @@ from benchctl.vocab import DEVICES, FAILED, PASS_LABELS, PASSES
 # The environment table: the run, the facts of the machine (results/schema.py), and the run's own.
 ENV_COLUMNS = {"run_id": "run", **ENV_FIELDS, "timestamp": "started", "rounds": "rounds", "state": "state"}
 BANDWIDTH = "memory GB/s"  # the machine's memory bandwidth over a run: median (range) of its probes
+EARLIER = "earlier runs ms"  # the same code's earlier runs in the folder: fastest-slowest (how many)
 
 
 def environment(rows: pd.DataFrame, metas: Sequence[Mapping[str, Any]] = ()) -> list[dict[str, str]]:
@@ -121,7 +123,7 @@ def op_table(rows: pd.DataFrame, baseline: str) -> pd.DataFrame:
         "params": df["group"], axis: df["axis_value"].map(_fmt_value), "impl": df["impl"],
         "status": [_status(r) for r in df.to_dict("records")],
         "median ms": df["median_s"].map(_ms), "IQR ms": df["iqr_s"].map(_ms),
-        "earlier runs ms": [_earlier(r) for r in df.to_dict("records")],
+        EARLIER: [_earlier(r) for r in df.to_dict("records")],
         speedup_column(baseline): df["speedup"],
         "correct": [_correct(c, r) for c, r in zip(df["correct"], df["max_rel_err"])],
     })
@@ -143,8 +145,8 @@ def op_table(rows: pd.DataFrame, baseline: str) -> pd.DataFrame:
     if "mem_gbps" in df and df["mem_gbps"].notna().any():  # CPU: what the machine gave at the time
         table["machine GB/s"] = df["mem_gbps"].map(lambda g: "" if pd.isna(g) else f"{g:.1f}")
     table = table.assign(**compile_marks.table_columns(df))  # torch.compile's, where the run has any
-    if not table["earlier runs ms"].astype(bool).any():  # a run with none before it in its folder
-        table = table.drop(columns=["earlier runs ms"])
+    if not table[EARLIER].astype(bool).any():  # a run with none before it in its folder
+        table = table.drop(columns=[EARLIER])
     return table.drop(columns=[c for c in ("params",) if not table[c].astype(bool).any()])
 
 
@@ -165,9 +167,23 @@ def speedup_column(baseline: str) -> str:
     return f"speedup vs {baseline}"
 
 
-def speedup_legend(table: pd.DataFrame, baseline: str) -> str:
-    """What the marks on an `op_table`'s speedups (±, ?, ≠, ↻) mean, as `run`'s legend says it; "" where none."""
-    return legend_of(marks_in(table[speedup_column(baseline)])) or ""
+def legend(table: pd.DataFrame, baseline: str) -> tuple[str, ...]:
+    """The lines under an `op_table`: what the marks on its speedups (±, ?, ≠, ↻) mean, as `run`'s legend says it,
+    and what its earlier runs' column holds; none where it has neither."""
+    return tuple(line for line in (legend_of(marks_in(table[speedup_column(baseline)])), earlier_legend(table))
+                 if line)
+
+
+def earlier_legend(table: pd.DataFrame) -> str | None:
+    """What the earlier runs' column holds, and how often the next run lands within it were the runs alike:
+    (n-1)/(n+1) of n (benchmarks/README.md, "The earlier runs' range as a forecast"); None without the column."""
+    if EARLIER not in table:
+        return None
+    n = EARLIER_RUNS
+    return (f"{EARLIER}: the fastest and slowest median of the same code in the earlier runs of this folder that "
+            f"timed it left alone, in any state (how many); were the runs alike, the next would land within the "
+            f"range of n of them (n-1)/(n+1) of the time ({(n - 1) / (n + 1):.0%} at {n}), where an interval says "
+            "only how well one run's samples agree")
 
 
 def _chart_order(df: pd.DataFrame) -> pd.DataFrame:

@@ -41,16 +41,16 @@ def test_the_table_marks_a_speedup_whose_partner_read_far_from_its_own_row_and_s
     table = tables.op_table(df, "py").set_index(["batch_size", "impl"])
     assert table.loc[("16", "cpp"), "speedup vs py"].endswith("≠")  # 0.16 ms beside cpp, 0.085 in its row
     assert not table.loc[("64", "cpp"), "speedup vs py"].endswith("≠")  # 0.2 against 0.21
-    assert "≠ the reference read over 25% off its own row in these pairs" in tables.speedup_legend(
-        tables.op_table(df, "py"), "py")
-    assert tables.speedup_legend(tables.op_table(frame(paired_rows(beside=0.09e-3)), "py"), "py") == ""
+    assert "≠ the reference read over 25% off its own row in these pairs" in tables.legend(
+        tables.op_table(df, "py"), "py")[0]
+    assert tables.legend(tables.op_table(frame(paired_rows(beside=0.09e-3)), "py"), "py") == ()
 
 
 def test_the_pages_say_what_the_marks_mean_under_the_section(tmp_path):
     from benchctl.report import page
 
     built = page.build(frame(paired_rows()), tmp_path)
-    assert built.sections[0].legend.startswith("marks: ≠ the reference read over 25% off its own row")
+    assert built.sections[0].legend[0].startswith("marks: ≠ the reference read over 25% off its own row")
     md, html = (tmp_path / "summary.md").read_text(), (tmp_path / "index.html").read_text()
     assert "\n*marks: ≠ the reference read over 25% off its own row" in md
     assert '<p class="note">marks: ≠ the reference read over 25% off its own row' in html

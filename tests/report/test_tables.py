@@ -36,3 +36,12 @@ def test_the_table_gives_each_time_the_range_of_the_earlier_runs_of_the_same_cod
     assert table.loc["py", "earlier runs ms"] == "0.069-0.265 (2)"
     assert table.loc["cpp", "earlier runs ms"] == ""  # no code digest: its earlier runs may be other code
     assert "earlier runs ms" not in op_table(with_earlier(run("r4", 0.07), None), "py")
+
+
+def test_the_earlier_runs_column_is_said_under_the_table_with_how_often_the_next_run_lands_within_it():
+    from benchctl.report.tables import EARLIER, earlier_legend
+
+    said = earlier_legend(pd.DataFrame({EARLIER: ["0.069-0.265 (2)"]}))
+    assert said.startswith("earlier runs ms: the fastest and slowest median of the same code in the earlier runs")
+    assert "(n-1)/(n+1) of the time (82% at 10)" in said  # 9/11: ten earlier runs, as many as a run is held against
+    assert earlier_legend(pd.DataFrame({"median ms": ["0.07"]})) is None
