@@ -19,27 +19,23 @@ from pathlib import Path
 
 import pandas as pd
 
-from benchctl.analysis.at_speed import EARLIER, earlier_times
+from benchctl.analysis.at_speed import EARLIER
+from benchctl.analysis.earlier_range import chance_outside, held
 from benchctl.analysis.repeat import earlier_rows, repeats
 from benchctl.results import storage
-from benchctl.results.schema import left_alone
-from benchctl.vocab import Status
 
 BANDS = ((2, 3), (4, 6), (7, 10))  # earlier runs, grouped
 
 
 def expected(n: int) -> float:
     """The chance that the next of n + 1 alike runs lies within the range of the n before it."""
-    return (n - 1) / (n + 1)
+    return 1 - chance_outside(n)
 
 
 def times_inside(rows: pd.DataFrame, earlier: pd.DataFrame) -> list[tuple[int, bool]]:
     """(earlier runs, inside their range) for each pass time left alone with two earlier runs or more."""
-    found = earlier_times(rows, earlier)
-    ok = (rows["status"] == Status.OK) & rows.apply(left_alone, axis=1) & (found[EARLIER["count"]] >= 2)
-    both = rows.loc[ok, ["median_s"]].join(found.loc[ok])
     return [(int(r[EARLIER["count"]]), r[EARLIER["min"]] <= r["median_s"] <= r[EARLIER["max"]])
-            for r in both.to_dict("records")]
+            for r in held(rows, earlier).to_dict("records")]
 
 
 def speedups_inside(rows: pd.DataFrame, earlier: pd.DataFrame) -> list[tuple[int, bool, bool]]:

@@ -1,7 +1,8 @@
 """The lines under a run's tables that say what its numbers carry: passes whose partner read far from its own
 row, passes mostly in the OS, host-bound GPU passes, a calibration or a whole run in a slow phase, a machine
 whose speed moves on several threads and holds on one, other work beside the run, its folder changed while it
-ran, passes marked slow against their time at speed in earlier runs, speedups that earlier runs of the same code
+ran, passes outside their earlier runs' range (earlier_range.py), passes marked slow against their time at speed in
+earlier runs, speedups that earlier runs of the same code
 read outside this run's interval, speedups that read apart at speed and in a slow phase, cells whose time follows
 the machine across the folder's runs (follows.py). One list, so `run`
 prints them under its tables and the report shows them above its sections."""
@@ -13,6 +14,7 @@ from typing import Any, Mapping, Sequence
 import pandas as pd
 
 from benchctl.analysis.at_speed import at_speed_line
+from benchctl.analysis.earlier_range import outside_line
 from benchctl.analysis.follows import run_line as follows_line
 from benchctl.analysis.machine_lines import busy_run_line, slow_calibration_line, slow_run_line, threads_line
 from benchctl.analysis.repeat import repeat_line
@@ -37,6 +39,6 @@ def notes(rows: pd.DataFrame, metas: Sequence[Mapping[str, Any]], cores: int | N
         threads = threads_line(mine, (storage.meta_fact(dict(meta), "peaks") or {}).get("cpu"))
         lines += [f"run {meta.get('run_id')}: {line}" if line and several else line for line in (busy, threads)]
         lines.append(changed_line(meta))
-    lines += [at_speed_line(rows, earlier), repeat_line(rows, earlier), states_line(rows, earlier),
-              follows_line(rows, earlier)]
+    lines += [outside_line(rows, earlier), at_speed_line(rows, earlier), repeat_line(rows, earlier),
+              states_line(rows, earlier), follows_line(rows, earlier)]
     return [line for line in lines if line]
