@@ -43,6 +43,13 @@ def chance_outside(runs: int) -> float:
     return 2 / (runs + 1)
 
 
+def forecast_text(n: int) -> str:
+    """What the range of n runs says of the next: `were the runs alike, the next would land within the range of n of
+    them (n-1)/(n+1) of the time (82% at 10)`."""
+    return (f"were the runs alike, the next would land within the range of n of them (n-1)/(n+1) of the time "
+            f"({1 - chance_outside(n):.0%} at {n})")
+
+
 def tail(chances: list[float], k: int) -> float:
     """P(k or more) of independent events with these chances (the Poisson binomial)."""
     pmf = np.ones(1)

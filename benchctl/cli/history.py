@@ -62,6 +62,7 @@ def command(runs, root, ops, impls, passes, devices, threshold, alpha, out_dir, 
     moved = follows.line(followers, len(all_series))
     console.out.print(console.table("history", SERIES_COLUMNS,
                                     [_series_row(s) for s in all_series]))
+    console.out.print(_latest_code_line(all_series))
     console.out.print(console.table("steps, newest first", ["cell", "before", "after", "change [95% interval]",
                                                              "verdict", "message"],
                                     [_step_row(st, said) for st in found]) if found else "no steps found")
@@ -83,6 +84,15 @@ def _series_row(s) -> list[str]:
     same = [p.median_s for p in s.latest_code()]
     return [s.name(), s.machine, str(len(s.points)), s.points[0].label, s.points[-1].label,
             f"{s.points[-1].median_s * 1e3:.4g}", runs_text(min(same), max(same), len(same))]
+
+
+def _latest_code_line(all_series) -> str:
+    """What "latest code ms" holds, and how often the next run would land within it were the runs alike."""
+    from benchctl.analysis.earlier_range import forecast_text
+
+    most = max(len(s.latest_code()) for s in all_series)
+    return (f"latest code ms: the fastest and slowest of each cell's runs of its latest code (how many); "
+            f"{forecast_text(most)}")
 
 
 def _step_row(step, said) -> list:

@@ -12,7 +12,7 @@ from benchctl.report import charts, compile_marks
 from benchctl.report.speedups import labels
 from benchctl.results import storage
 from benchctl.results.schema import ENV_FIELDS, beside_work, slow_machine
-from benchctl.analysis.earlier_range import chance_outside
+from benchctl.analysis.earlier_range import forecast_text
 from benchctl.analysis.repeat import EARLIER_RUNS
 from benchctl.analysis.speedup import disturbed, present_value, ratio_text
 from benchctl.analysis.speedup_states import state_medians, states_apart
@@ -180,10 +180,8 @@ def earlier_legend(table: pd.DataFrame) -> str | None:
     (n-1)/(n+1) of n (benchmarks/README.md, "The earlier runs' range as a forecast"); None without the column."""
     if EARLIER not in table:
         return None
-    n = EARLIER_RUNS
     return (f"{EARLIER}: the fastest and slowest median of the same code in the earlier runs of this folder that "
-            f"timed it left alone, in any state (how many); were the runs alike, the next would land within the "
-            f"range of n of them (n-1)/(n+1) of the time ({1 - chance_outside(n):.0%} at {n}), where an interval says "
+            f"timed it left alone, in any state (how many); {forecast_text(EARLIER_RUNS)}, where an interval says "
             "only how well one run's samples agree")
 
 

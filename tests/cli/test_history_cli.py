@@ -66,6 +66,9 @@ def test_a_step_the_machine_made_is_named_under_the_tables_and_in_json(tmp_path)
     row = next(l for l in invoke("--root", str(root)).output.splitlines() if "silu" in l)
     low, high = (float(v) for v in re.search(r"([\d.]+)-([\d.]+) \(10\)", row).groups())
     assert 1.8 < high / low < 2.2
+    said = " ".join(invoke("--root", str(root)).output.split())
+    assert ("latest code ms: the fastest and slowest of each cell's runs of its latest code (how many); were the runs "
+            "alike, the next would land within the range of n of them (n-1)/(n+1) of the time (82% at 10)") in said
     (found,) = json.loads(invoke("--root", str(root), "--json").stdout)["follows"]
     assert found["probe"] == "memory probe" and found["rho"] == pytest.approx(-1.0)
     assert len(found["readings"]) == COMMITS and found["q"] < 0.05
