@@ -6,7 +6,8 @@ Reads the runs already in ROOT (it times nothing, so it may run beside anything)
 to ten before it, as `run` and the report do. For each pass time left alone: whether it lies within the fastest
 and slowest of the earlier runs of the same measurement (at_speed.earlier_times, any state: the report's "earlier
 runs ms"). For each paired speedup held against earlier runs in its state (repeat.repeats): whether it lies within
-their range, and whether their median lies within its interval (`↻` where not). If the runs were alike (drawn from
+their range, and whether their median lies within its interval (`↻` where not); and within the range of those in
+either state (the report's "earlier speedups"). If the runs were alike (drawn from
 one distribution, in any order), the next of n would fall within the range of the n before with probability
 (n-1)/(n+1); printed beside what was seen, by how many earlier runs there were.
 """
@@ -21,8 +22,10 @@ import pandas as pd
 
 from benchctl.analysis.at_speed import EARLIER
 from benchctl.analysis.earlier_range import chance_outside, held
-from benchctl.analysis.repeat import earlier_rows, repeats
+from benchctl.analysis.repeat import OTHER_STATE, SAME_STATE, earlier_rows, earlier_speedups, repeats
+from benchctl.analysis.speedup import present_value
 from benchctl.results import storage
+from benchctl.vocab import Status
 
 BANDS = ((2, 3), (4, 6), (7, 10))  # earlier runs, grouped
 
@@ -50,6 +53,18 @@ def speedups_inside(rows: pd.DataFrame, earlier: pd.DataFrame) -> list[tuple[int
     return out
 
 
+def speedups_either_state(rows: pd.DataFrame, earlier: pd.DataFrame) -> list[tuple[int, bool]]:
+    """(earlier runs in either state, inside their range) for each ok paired speedup with two earlier runs or more:
+    the report's "earlier speedups"."""
+    found = earlier_speedups(rows, earlier)
+    out = []
+    for row, same, other in zip(rows.to_dict("records"), found[SAME_STATE], found[OTHER_STATE]):
+        before = (*same, *other)
+        if row["status"] == Status.OK and present_value(row.get("paired_speedup")) and len(before) >= 2:
+            out.append((len(before), min(before) <= float(row["paired_speedup"]) <= max(before)))
+    return out
+
+
 def band(n: int) -> str:
     return next(f"{lo}-{hi}" for lo, hi in BANDS if lo <= n <= hi)
 
@@ -74,16 +89,19 @@ def main() -> None:
     args = parser.parse_args()
     times: list[tuple] = []
     speedups: list[tuple] = []
+    either: list[tuple] = []
     for run in storage.run_dirs(args.root):
         rows, earlier = storage.load_run(run), earlier_rows(run)
         if rows.empty or earlier.empty:
             continue
         times += times_inside(rows, earlier)
         speedups += speedups_inside(rows, earlier)
+        either += speedups_either_state(rows, earlier)
     print("| what | earlier runs | held | within their range | if the runs were alike | their median within "
           "this run's interval |\n|---|---|---|---|---|---|")
     table("pass time (any state)", times, False)
     table("paired speedup (its state)", speedups, True)
+    table("paired speedup (either state)", either, False)
 
 
 if __name__ == "__main__":

@@ -3,13 +3,13 @@ fastest and slowest median of their earlier runs (at_speed.earlier_times, the re
 how many runs alike would leave outside.
 
 Were the runs alike (drawn from one distribution, in any order), a pass with n earlier runs would lie outside their
-range with probability 2/(n+1). Over sixteen quick sweeps of one folder on the 2-core VM, the passes with seven to
-ten earlier runs lay inside 81% of the time, against 80% (benchmarks/README.md, "The earlier runs' range as a
+range with probability 2/(n+1). Over seventeen quick sweeps of one folder on the 2-core VM, the passes with seven to
+ten earlier runs lay inside 81% of the time, against 81% (benchmarks/README.md, "The earlier runs' range as a
 forecast"): the folder's runs had sampled the machine's states. So a run's count outside is held against the sum
 of those chances, and against its tail, the passes taken one by one (a Poisson binomial; the passes of one run
 share the machine, so their counts spread wider than that, and the rule is for runs far out): a run with more
 passes outside than runs alike would leave UNLIKE of the time met the machine in a state its earlier runs did not.
-Of those sixteen, one did: 62 of 149 outside (61 faster), where 27.5 were expected, the canary at a median 1.03x
+Of those seventeen, one did: 62 of 149 outside (61 faster), where 27.5 were expected, the canary at a median 1.03x
 calibrated through it and 0.99-1.27x through the five runs before.
 """
 

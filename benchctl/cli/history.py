@@ -60,9 +60,7 @@ def command(runs, root, ops, impls, passes, devices, threshold, alpha, out_dir, 
         click.echo(json.dumps(_json(all_series, found, followers, str(page)), indent=2))
         return
     moved = follows.line(followers, len(all_series))
-    console.out.print(console.table("history", SERIES_COLUMNS,
-                                    [_series_row(s) for s in all_series]))
-    console.out.print(_latest_code_line(all_series))
+    _print_series(all_series)
     console.out.print(console.table("steps, newest first", ["cell", "before", "after", "change [95% interval]",
                                                              "verdict", "message"],
                                     [_step_row(st, said) for st in found]) if found else "no steps found")
@@ -86,13 +84,16 @@ def _series_row(s) -> list[str]:
             f"{s.points[-1].median_s * 1e3:.4g}", runs_text(min(same), max(same), len(same))]
 
 
-def _latest_code_line(all_series) -> str:
-    """What "latest code ms" holds, and how often the next run would land within it were the runs alike."""
+def _print_series(all_series) -> None:
+    """The series table, and a line on what "latest code ms" holds and how often the next run would land within it
+    were the runs alike."""
+    from benchctl import console
     from benchctl.analysis.earlier_range import forecast_text
 
+    console.out.print(console.table("history", SERIES_COLUMNS, [_series_row(s) for s in all_series]))
     most = max(len(s.latest_code()) for s in all_series)
-    return (f"latest code ms: the fastest and slowest of each cell's runs of its latest code (how many); "
-            f"{forecast_text(most)}")
+    console.out.print(f"latest code ms: the fastest and slowest of each cell's runs of its latest code (how many); "
+                      f"{forecast_text(most)}")
 
 
 def _step_row(step, said) -> list:

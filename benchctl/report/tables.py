@@ -13,7 +13,7 @@ from benchctl.report.speedups import labels
 from benchctl.results import storage
 from benchctl.results.schema import ENV_FIELDS, beside_work, slow_machine
 from benchctl.analysis.earlier_range import forecast_text
-from benchctl.analysis.repeat import EARLIER_RUNS
+from benchctl.analysis.repeat import EARLIER_RUNS, OTHER_STATE, SAME_STATE
 from benchctl.analysis.speedup import disturbed, present_value, ratio_text
 from benchctl.analysis.speedup_states import state_medians, states_apart
 from benchctl.analysis.summary import axis_value_text, legend_of, marks_in, probed
@@ -24,6 +24,7 @@ from benchctl.vocab import DEVICES, FAILED, PASS_LABELS, PASSES
 ENV_COLUMNS = {"run_id": "run", **ENV_FIELDS, "timestamp": "started", "rounds": "rounds", "state": "state"}
 BANDWIDTH = "memory GB/s"  # the machine's memory bandwidth over a run: median (range) of its probes
 EARLIER = "earlier runs ms"  # the same code's earlier runs in the folder: fastest-slowest (how many)
+EARLIER_SPEEDUPS = "earlier speedups"  # ... and their paired speedups, in either machine state
 
 
 def environment(rows: pd.DataFrame, metas: Sequence[Mapping[str, Any]] = ()) -> list[dict[str, str]]:
@@ -126,6 +127,7 @@ def op_table(rows: pd.DataFrame, baseline: str) -> pd.DataFrame:
         "median ms": df["median_s"].map(_ms), "IQR ms": df["iqr_s"].map(_ms),
         EARLIER: [_earlier(r) for r in df.to_dict("records")],
         speedup_column(baseline): df["speedup"],
+        EARLIER_SPEEDUPS: [_earlier_speedups(r) for r in df.to_dict("records")],
         "correct": [_correct(c, r) for c, r in zip(df["correct"], df["max_rel_err"])],
     })
     if "best_config" in df and df["best_config"].notna().any():  # Triton: the autotune config it ran
@@ -146,9 +148,8 @@ def op_table(rows: pd.DataFrame, baseline: str) -> pd.DataFrame:
     if "mem_gbps" in df and df["mem_gbps"].notna().any():  # CPU: what the machine gave at the time
         table["machine GB/s"] = df["mem_gbps"].map(lambda g: "" if pd.isna(g) else f"{g:.1f}")
     table = table.assign(**compile_marks.table_columns(df))  # torch.compile's, where the run has any
-    if not table[EARLIER].astype(bool).any():  # a run with none before it in its folder
-        table = table.drop(columns=[EARLIER])
-    return table.drop(columns=[c for c in ("params",) if not table[c].astype(bool).any()])
+    empty = ("params", EARLIER, EARLIER_SPEEDUPS)  # EARLIER's: a run with none before it in its folder
+    return table.drop(columns=[c for c in empty if not table[c].astype(bool).any()])
 
 
 def _earlier(row: Mapping[str, Any]) -> str:
@@ -158,10 +159,23 @@ def _earlier(row: Mapping[str, Any]) -> str:
     return runs_text(row["earlier_lo_s"], row["earlier_hi_s"], int(runs)) if present_value(runs) else ""
 
 
+def _earlier_speedups(row: Mapping[str, Any]) -> str:
+    """`2.02-3.13x (13)`: the lowest and highest paired speedup of the earlier runs of the same code (both sides'),
+    in either machine state (repeat.earlier_speedups), and how many; "" where none."""
+    found = [s for column in (SAME_STATE, OTHER_STATE) if isinstance(row.get(column), tuple) for s in row[column]]
+    if not found:
+        return ""
+    return _range_text(ratio_text(min(found)), ratio_text(max(found)), len(found), "x")
+
+
 def runs_text(fastest_s: float, slowest_s: float, runs: int) -> str:
     """`0.0688-0.265 (10)`: runs' fastest and slowest median in ms, and how many; one time where they read alike."""
-    low, high = _ms(fastest_s), _ms(slowest_s)
-    return f"{low if low == high else f'{low}-{high}'} ({runs})"
+    return _range_text(_ms(fastest_s), _ms(slowest_s), runs)
+
+
+def _range_text(low: str, high: str, runs: int, unit: str = "") -> str:
+    """`low-high (runs)`, or `low (runs)` where the two are written alike (`unit` after the values)."""
+    return f"{low if low == high else f'{low}-{high}'}{unit} ({runs})"
 
 
 def speedup_column(baseline: str) -> str:
@@ -170,19 +184,21 @@ def speedup_column(baseline: str) -> str:
 
 def legend(table: pd.DataFrame, baseline: str) -> tuple[str, ...]:
     """The lines under an `op_table`: what the marks on its speedups (±, ?, ≠, ↻) mean, as `run`'s legend says it,
-    and what its earlier runs' column holds; none where it has neither."""
+    and what its earlier runs' columns hold; none where it has neither."""
     return tuple(line for line in (legend_of(marks_in(table[speedup_column(baseline)])), earlier_legend(table))
                  if line)
 
 
 def earlier_legend(table: pd.DataFrame) -> str | None:
-    """What the earlier runs' column holds, and how often the next run lands within it were the runs alike:
-    (n-1)/(n+1) of n (benchmarks/README.md, "The earlier runs' range as a forecast"); None without the column."""
-    if EARLIER not in table:
+    """What the earlier runs' columns hold, and how often the next run lands within them were the runs alike:
+    (n-1)/(n+1) of n (benchmarks/README.md, "The earlier runs' range as a forecast"); None without either."""
+    said = [f"{EARLIER}: the fastest and slowest median of the same code in the earlier runs of this folder that "
+            "timed it left alone, in any state (how many)"] if EARLIER in table else []
+    said += [f"{EARLIER_SPEEDUPS}: the lowest and highest paired speedup of the same code, both sides', in the earlier "
+             "runs, in either state (how many)"] if EARLIER_SPEEDUPS in table else []
+    if not said:
         return None
-    return (f"{EARLIER}: the fastest and slowest median of the same code in the earlier runs of this folder that "
-            f"timed it left alone, in any state (how many); {forecast_text(EARLIER_RUNS)}, where an interval says "
-            "only how well one run's samples agree")
+    return f"{'; '.join(said)}; {forecast_text(EARLIER_RUNS)}, where an interval says only how well one run agrees"
 
 
 def _chart_order(df: pd.DataFrame) -> pd.DataFrame:

@@ -59,3 +59,17 @@ def test_a_report_given_the_earlier_runs_says_how_they_fell_and_draws_them(tmp_p
     assert "- 2 of 2 paired speedups measured before" in (tmp_path / "summary.md").read_text()
     [svg] = [p for p in built.files if p.name.endswith("speedup.svg")]
     assert 'id="earlier:cpp:at speed"' in svg.read_text()
+
+
+def test_the_table_gives_each_speedup_the_range_of_the_earlier_runs_in_either_state():
+    from benchctl.report import tables
+
+    rows = frame(paired_rows()).assign(earlier_speedups=[(), (3.0, 3.2), (), (1.1,)],
+                                       other_state_speedups=[(), (2.04,), (), ()])
+    table = tables.op_table(rows, "py").set_index(["batch_size", "impl"])
+    assert table.loc[("16", "cpp"), tables.EARLIER_SPEEDUPS] == "2.04-3.20x (3)"
+    assert table.loc[("64", "cpp"), tables.EARLIER_SPEEDUPS] == "1.10x (1)"
+    assert table.loc[("16", "py"), tables.EARLIER_SPEEDUPS] == ""  # the reference itself
+    assert "earlier speedups: the lowest and highest paired speedup of the same code" in tables.legend(
+        tables.op_table(rows, "py"), "py")[-1]
+    assert tables.EARLIER_SPEEDUPS not in tables.op_table(frame(paired_rows()), "py")  # none before it
