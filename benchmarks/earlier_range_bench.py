@@ -21,8 +21,8 @@ from pathlib import Path
 import pandas as pd
 
 from benchctl.analysis.at_speed import EARLIER
-from benchctl.analysis.earlier_range import chance_outside, held
-from benchctl.analysis.repeat import OTHER_STATE, SAME_STATE, earlier_rows, earlier_speedups, repeats
+from benchctl.analysis.earlier_range import MIN_EARLIER, chance_outside, held
+from benchctl.analysis.repeat import earlier_rows, earlier_speedups, either_state, repeats
 from benchctl.analysis.speedup import present_value
 from benchctl.results import storage
 from benchctl.vocab import Status
@@ -47,7 +47,7 @@ def speedups_inside(rows: pd.DataFrame, earlier: pd.DataFrame) -> list[tuple[int
     out = []
     for found in repeats(rows, earlier):
         before = found.earlier
-        if len(before) >= 2:
+        if len(before) >= MIN_EARLIER:
             here = float(found.row["paired_speedup"])
             out.append((len(before), min(before) <= here <= max(before), found.moved <= 1))
     return out
@@ -56,11 +56,10 @@ def speedups_inside(rows: pd.DataFrame, earlier: pd.DataFrame) -> list[tuple[int
 def speedups_either_state(rows: pd.DataFrame, earlier: pd.DataFrame) -> list[tuple[int, bool]]:
     """(earlier runs in either state, inside their range) for each ok paired speedup with two earlier runs or more:
     the report's "earlier speedups"."""
-    found = earlier_speedups(rows, earlier)
     out = []
-    for row, same, other in zip(rows.to_dict("records"), found[SAME_STATE], found[OTHER_STATE]):
-        before = (*same, *other)
-        if row["status"] == Status.OK and present_value(row.get("paired_speedup")) and len(before) >= 2:
+    for row in rows.assign(**earlier_speedups(rows, earlier)).to_dict("records"):
+        before = either_state(row)
+        if row["status"] == Status.OK and present_value(row.get("paired_speedup")) and len(before) >= MIN_EARLIER:
             out.append((len(before), min(before) <= float(row["paired_speedup"]) <= max(before)))
     return out
 

@@ -68,7 +68,7 @@ def at_speed_times(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> pd.DataF
 def earlier_times(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> pd.DataFrame:
     """For each row of `rows`, the fastest and slowest median of the same measurement in the earlier runs that timed
     it left alone, and how many did (EARLIER's columns; NaN where none did, or the row has no code digest)."""
-    keep = [] if earlier is None else list(map(_left_alone, earlier.to_dict("records")))
+    keep = [] if earlier is None else list(map(timed_alone, earlier.to_dict("records")))
     ok = earlier.loc[np.array(keep, dtype=bool)] if any(keep) else pd.DataFrame()
     if ok.empty or rows.empty:
         return pd.DataFrame(np.nan, index=rows.index, columns=list(EARLIER.values()))
@@ -90,12 +90,13 @@ def _times(runs: pd.DataFrame | None, row: Mapping[str, Any]) -> list[float]:
     return [*runs["median_s"].agg(list(AT_SPEED)), *probes]
 
 
-def _left_alone(row: Mapping[str, Any]) -> bool:
+def timed_alone(row: Mapping[str, Any]) -> bool:
+    """An ok row with a time, timed left alone (schema.left_alone)."""
     return row.get("status") == Status.OK and left_alone(row) and row.get("median_s", 0) > 0
 
 
 def _at_speed(row: Mapping[str, Any]) -> bool:
-    return _left_alone(row) and present_value(row.get("canary_ratio")) and not slow_machine(row)
+    return timed_alone(row) and present_value(row.get("canary_ratio")) and not slow_machine(row)
 
 
 def with_earlier(rows: pd.DataFrame, earlier: pd.DataFrame | None,

@@ -18,11 +18,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from benchctl.analysis.at_speed import EARLIER, earlier_times
+from benchctl.analysis.at_speed import EARLIER, earlier_times, timed_alone
 from benchctl.analysis.repeat import where
 from benchctl.analysis.summary import ms_text
-from benchctl.results.schema import left_alone
-from benchctl.vocab import Status
 
 MIN_EARLIER = 2  # earlier runs of a pass, at least, for a range
 UNLIKE = 0.01  # runs alike would leave this many passes outside, or more, less often than this: the run is unlike
@@ -34,8 +32,8 @@ def held(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> pd.DataFrame:
     if rows.empty:
         return rows
     found = rows if set(EARLIER.values()) <= set(rows.columns) else rows.assign(**earlier_times(rows, earlier))
-    ok = (found["status"] == Status.OK) & found.apply(left_alone, axis=1).astype(bool)
-    return found[ok & (found[EARLIER["count"]].fillna(0) >= MIN_EARLIER)]
+    alone = np.array([timed_alone(r) for r in found.to_dict("records")], dtype=bool)
+    return found[alone & (found[EARLIER["count"]].fillna(0) >= MIN_EARLIER).to_numpy()]
 
 
 def chance_outside(runs: int) -> float:

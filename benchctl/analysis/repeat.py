@@ -89,6 +89,11 @@ def earlier_speedups(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> pd.Dat
                         index=rows.index, dtype=object)
 
 
+def either_state(row: Mapping[str, Any]) -> tuple[float, ...]:
+    """The earlier runs' paired speedups of a row that `earlier_speedups` gave it, in both machine states."""
+    return tuple(s for column in (SAME_STATE, OTHER_STATE) if isinstance(row.get(column), tuple) for s in row[column])
+
+
 def _speedups(before: pd.DataFrame, state: bool | None) -> tuple[float, ...]:
     return tuple(in_state(before, state)["paired_speedup"])
 

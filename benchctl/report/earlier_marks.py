@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from benchctl.analysis.earlier_range import MIN_EARLIER
 from benchctl.results.schema import slow_machine
 from benchctl.vocab import Status
 
@@ -31,11 +32,11 @@ def mark(ax: "Axes", cell: pd.DataFrame, colors: dict) -> None:
 
 
 def mark_earlier_runs(ax: "Axes", cell: pd.DataFrame, colors: dict) -> None:
-    """A bar per ok row that two earlier runs or more timed (`earlier_lo_s`, `earlier_hi_s`; times in ms), beside its
+    """A bar per ok row that MIN_EARLIER earlier runs or more timed (`earlier_lo_s`, `earlier_hi_s`; times in ms), beside its
     point (DODGE)."""
     if "earlier_runs" not in cell:
         return
-    known = cell[(cell["status"] == Status.OK) & (cell["earlier_runs"].fillna(0) >= 2)]
+    known = cell[(cell["status"] == Status.OK) & (cell["earlier_runs"].fillna(0) >= MIN_EARLIER)]
     order = list(colors)
     for impl, rows in known.groupby("impl", sort=True):
         dodge = DODGE ** (order.index(impl) - (len(order) - 1) / 2)

@@ -13,7 +13,7 @@ from benchctl.report.speedups import labels
 from benchctl.results import storage
 from benchctl.results.schema import ENV_FIELDS, beside_work, slow_machine
 from benchctl.analysis.earlier_range import forecast_text
-from benchctl.analysis.repeat import EARLIER_RUNS, OTHER_STATE, SAME_STATE
+from benchctl.analysis.repeat import EARLIER_RUNS, either_state
 from benchctl.analysis.speedup import disturbed, present_value, ratio_text
 from benchctl.analysis.speedup_states import state_medians, states_apart
 from benchctl.analysis.summary import axis_value_text, legend_of, marks_in, probed
@@ -162,7 +162,7 @@ def _earlier(row: Mapping[str, Any]) -> str:
 def _earlier_speedups(row: Mapping[str, Any]) -> str:
     """`2.02-3.13x (13)`: the lowest and highest paired speedup of the earlier runs of the same code (both sides'),
     in either machine state (repeat.earlier_speedups), and how many; "" where none."""
-    found = [s for column in (SAME_STATE, OTHER_STATE) if isinstance(row.get(column), tuple) for s in row[column]]
+    found = either_state(row)
     if not found:
         return ""
     return _range_text(ratio_text(min(found)), ratio_text(max(found)), len(found), "x")
