@@ -17,9 +17,8 @@ from pathlib import Path
 import pandas as pd
 
 from benchctl.analysis.at_speed import at_speed_times
-from benchctl.analysis.repeat import earlier_rows
+from benchctl.analysis.repeat import runs_with_earlier
 from benchctl.analysis.summary import at_speed_arrow
-from benchctl.results import storage
 from benchctl.results.schema import SLOW_PHASE, slow_machine
 from benchctl.vocab import Status
 
@@ -50,8 +49,8 @@ def main() -> None:
     args = parser.parse_args()
     total = {True: [0] * 5, False: [0] * 5}
     print("| run | marked slow: with a time at speed, up, down (off the median) | not marked |\n|---|---|---|")
-    for run in storage.run_dirs(args.folder):
-        found = counts(storage.load_run(run), earlier_rows(run))
+    for run, rows, earlier in runs_with_earlier(args.folder):
+        found = counts(rows, earlier)
         if found[True][1] + found[False][1]:
             print(f"| {run.name} | {cell(found[True])} | {cell(found[False])} |")
         for slow in total:

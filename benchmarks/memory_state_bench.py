@@ -19,9 +19,8 @@ from pathlib import Path
 import pandas as pd
 
 from benchctl.analysis.at_speed import with_earlier
-from benchctl.analysis.repeat import earlier_rows, repeats
+from benchctl.analysis.repeat import repeats, runs_with_earlier
 from benchctl.analysis.summary import at_speed_arrow
-from benchctl.results import storage
 from benchctl.results.schema import MEMORY_NEAR, slow_machine
 from benchctl.vocab import Status
 
@@ -57,8 +56,7 @@ def _range(before: pd.DataFrame) -> tuple[float, float]:
 
 def tally(root: Path, hold: float) -> list[int]:
     total = [0] * 6
-    for run in storage.run_dirs(root):
-        rows, earlier = storage.load_run(run), earlier_rows(run)
+    for _, rows, earlier in runs_with_earlier(root):
         if rows.empty or earlier.empty:
             continue
         held = with_earlier(rows, earlier, hold)

@@ -18,10 +18,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from benchctl.analysis.repeat import OTHER_STATE, SAME_STATE, earlier_rows, earlier_speedups
+from benchctl.analysis.repeat import OTHER_STATE, SAME_STATE, earlier_speedups, runs_with_earlier
 from benchctl.analysis.speedup import moved_since, present_value
 from benchctl.analysis.speedup_states import readings, states_apart
-from benchctl.results import storage
 from benchctl.results.schema import SLOW_PHASE
 from benchctl.vocab import Status
 
@@ -68,8 +67,8 @@ def main() -> None:
     args = parser.parse_args()
     rng, total = np.random.default_rng(SEED), [0] * len(COUNTS)
     print("| run | " + " | ".join(COUNTS) + " |\n" + "|---" * (len(COUNTS) + 1) + "|")
-    for run in storage.run_dirs(args.folder):
-        found = counts(storage.load_run(run), earlier_rows(run), rng)
+    for run, rows, earlier in runs_with_earlier(args.folder):
+        found = counts(rows, earlier, rng)
         if found[0] or found[5]:
             print(f"| {run.name} | " + " | ".join(map(str, found)) + " |")
         total = [a + b for a, b in zip(total, found)]

@@ -18,9 +18,10 @@ and those in the other state are kept apart (speedup_states.py says where the tw
 from __future__ import annotations
 
 import math
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -236,6 +237,20 @@ def earlier_rows(run_dir: Path | str, limit: int = EARLIER_RUNS) -> pd.DataFrame
     there are none."""
     run_dir = Path(run_dir).resolve()
     before = [p for p in storage.run_dirs(run_dir.parent) if p.name < run_dir.name][-limit:]
-    frames = [storage.load_run(p) for p in before]
-    frames = [f for f in frames if not f.empty]
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    return _joined(storage.load_run(p) for p in before)
+
+
+def runs_with_earlier(root: Path | str, limit: int = EARLIER_RUNS) -> Iterator[tuple[Path, pd.DataFrame,
+                                                                                   pd.DataFrame]]:
+    """Every run of the results folder `root`, oldest first, with its rows and those `earlier_rows` gives it,
+    each run read once (for scripts that hold every run of a folder against the runs before it)."""
+    window: deque[pd.DataFrame] = deque(maxlen=limit)
+    for run in storage.run_dirs(Path(root)):
+        rows = storage.load_run(run)
+        yield run, rows, _joined(window)
+        window.append(rows)
+
+
+def _joined(frames: Iterable[pd.DataFrame]) -> pd.DataFrame:
+    kept = [f for f in frames if not f.empty]
+    return pd.concat(kept, ignore_index=True) if kept else pd.DataFrame()

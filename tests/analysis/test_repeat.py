@@ -4,7 +4,7 @@ import pandas as pd
 import pytest
 
 from benchctl.analysis.repeat import (OTHER_STATE, SAME_STATE, earlier_rows, earlier_speedups, repeat_line,
-                                      repeats)
+                                      repeats, runs_with_earlier)
 from benchctl.analysis.run_notes import notes
 from benchctl.results.storage import RunWriter
 
@@ -149,3 +149,7 @@ def test_the_earlier_rows_are_those_of_the_runs_before_it_in_its_folder(tmp_path
     assert sorted(earlier_rows(dirs[2])["paired_speedup"]) == [2.0, 3.0]
     assert list(earlier_rows(dirs[2], limit=1)["paired_speedup"]) == [3.0]
     assert earlier_rows(dirs[0]).empty
+    walked = list(runs_with_earlier(tmp_path, limit=1))  # each run read once, with the runs before it
+    assert [run for run, _, _ in walked] == dirs and [list(rows["paired_speedup"]) for _, rows, _ in walked] == \
+        [[2.0], [3.0], [4.0]]
+    assert [list(before.get("paired_speedup", [])) for _, _, before in walked] == [[], [2.0], [3.0]]
