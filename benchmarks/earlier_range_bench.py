@@ -72,8 +72,7 @@ def speedups_either_state(rows: pd.DataFrame, earlier: pd.DataFrame) -> list[tup
 def z(s: Standing) -> float:
     """How far the run's count outside lies from what runs alike would leave, in standard deviations of the count
     were its passes independent (the Poisson binomial's: the sum of p(1-p))."""
-    chances = [chance_outside(int(n)) for n in s.found[EARLIER["count"]]]
-    return (s.outside - s.expected) / math.sqrt(sum(p * (1 - p) for p in chances))
+    return (s.outside - s.expected) / math.sqrt(sum(p * (1 - p) for p in s.chances))
 
 
 def runs_table(standings: list[Standing], planted: list[Standing], plant: float) -> None:

@@ -246,3 +246,5 @@ def test_the_earlier_range_bench_counts_times_within_their_earlier_runs_range(mo
     now = timed("r4", [1.5, 2.5, 0.5])
     assert bench.times_inside(now, earlier) == [(2, True), (2, False), (2, False)]
     assert bench.times_inside(now, earlier.iloc[:3]) == []  # one earlier run: no range
+    inside = bench.standing(timed("r4", [1.5, 1.5, 1.5]), earlier)  # none outside where 3 x 2/3 = 2 were expected
+    assert inside.outside == 0 and bench.z(inside) == pytest.approx(-2 / (3 * 2 / 9) ** 0.5)

@@ -18,6 +18,7 @@ runs were is what this folder's runs do (benchmarks/README.md, "A run unlike its
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
@@ -53,7 +54,7 @@ def forecast_text(n: int) -> str:
             f"({1 - chance_outside(n):.0%} at {n})")
 
 
-def tail(chances: list[float], k: int) -> float:
+def tail(chances: Sequence[float], k: int) -> float:
     """P(k or more) of independent events with these chances (the Poisson binomial)."""
     pmf = np.ones(1)
     for p in chances:
@@ -64,20 +65,25 @@ def tail(chances: list[float], k: int) -> float:
 @dataclass(frozen=True)
 class Standing:
     """A run held against its earlier runs as a whole: the passes with MIN_EARLIER earlier runs (`held`), which
-    read faster than their fastest and which slower than their slowest, how many runs alike would leave outside
-    (the sum of the chances) and the chance of as many or more were the passes independent (the tail), and every
-    run's share outside the others' (`run_shares`)."""
+    read faster than their fastest and which slower than their slowest, each one's chance of lying outside were the
+    runs alike (`chance_outside`), the chance of as many outside or more were the passes independent (the tail),
+    and every run's share outside the others' (`run_shares`)."""
 
     found: pd.DataFrame
     faster: pd.Series
     slower: pd.Series
-    expected: float
+    chances: tuple[float, ...]
     chance: float
     shares: pd.Series
 
     @property
     def outside(self) -> int:
         return int(self.faster.sum() + self.slower.sum())
+
+    @property
+    def expected(self) -> float:
+        """How many passes runs alike would leave outside."""
+        return sum(self.chances)
 
     @property
     def by_tail(self) -> bool:
@@ -97,8 +103,8 @@ def standing(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> Standing | Non
     if found.empty:
         return None
     faster, slower = found["median_s"] < found[EARLIER["min"]], found["median_s"] > found[EARLIER["max"]]
-    chances = [chance_outside(int(n)) for n in found[EARLIER["count"]]]
-    return Standing(found, faster, slower, sum(chances), tail(chances, int(faster.sum() + slower.sum())),
+    chances = tuple(chance_outside(int(n)) for n in found[EARLIER["count"]])
+    return Standing(found, faster, slower, chances, tail(chances, int(faster.sum() + slower.sum())),
                     run_shares(found, earlier))
 
 
@@ -145,7 +151,7 @@ def _share(medians: pd.DataFrame, run: str) -> float:
 
 
 def _runs_text(s: Standing) -> str:
-    """`; held the same way against the others, the 10 earlier runs read 6-28% of these passes outside, this run
+    """`; held the same way against the others, the 10 earlier runs read 6%-28% of these passes outside, this run
     32%`, and whether the run is unlike them; "" without earlier runs' shares."""
     if s.shares.empty:
         return ""
