@@ -125,7 +125,8 @@ def run_shares(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> pd.Series:
     """Each run's share of the passes the line counts (`held(rows, earlier)`) that it read outside the fastest and
     slowest of the other runs, this one and the earlier alike (index run_id, this run's first): every run held the
     same way, so that how far the shares spread is how far the folder's runs spread, passes moving together or not.
-    A run that timed fewer than SHARED of those passes is left out; empty where fewer than MIN_EARLIER are left."""
+    A run that timed fewer than SHARED of those passes is left out; empty where fewer than MIN_EARLIER earlier
+    runs are left."""
     found = held(rows, earlier)
     if found.empty or earlier is None or earlier.empty:
         return pd.Series(dtype=float)
