@@ -32,8 +32,8 @@ def mark(ax: "Axes", cell: pd.DataFrame, colors: dict) -> None:
 
 
 def mark_earlier_runs(ax: "Axes", cell: pd.DataFrame, colors: dict) -> None:
-    """A bar per ok row that MIN_EARLIER earlier runs or more timed (`earlier_lo_s`, `earlier_hi_s`; times in ms), beside its
-    point (DODGE)."""
+    """A bar per ok row that MIN_EARLIER earlier runs or more timed (`earlier_lo_s`, `earlier_hi_s`; times in ms),
+    beside its point (DODGE)."""
     if "earlier_runs" not in cell:
         return
     known = cell[(cell["status"] == Status.OK) & (cell["earlier_runs"].fillna(0) >= MIN_EARLIER)]
