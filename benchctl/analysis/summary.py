@@ -37,30 +37,62 @@ def probed(rows: pd.DataFrame) -> pd.DataFrame:
 
 @dataclass(frozen=True)
 class Absent:
-    """A device on which nothing could run (every row unavailable): one line, not tables of it."""
+    """A device on which nothing could run, or implementations that could run nowhere on a device where others did
+    (`impls`; every row of theirs there unavailable, for one reason): one line, not tables, chart panels or markers."""
 
     device: str
     cells: int
     reason: str
+    impls: tuple[str, ...] = ()
 
     def line(self) -> str:
-        return f"{self.device}: not available here ({self.cells} cells recorded unavailable: {self.reason})"
+        what = f"{', '.join(self.impls)} on {self.device}" if self.impls else self.device
+        cells = f"{self.cells} cell{'' if self.cells == 1 else 's'}"
+        return f"{what}: not available here ({cells} recorded unavailable: {self.reason})"
+
+    def holds(self, rows: pd.DataFrame) -> pd.Series:
+        """Which of `rows` this line stands for."""
+        held = rows["device"] == self.device
+        return held & rows["impl"].isin(self.impls) if self.impls else held
 
 
-def absent_devices(rows: pd.DataFrame) -> list[Absent]:
-    """The devices whose every row is `unavailable`, with their cell count and most common reason."""
+def absent(rows: pd.DataFrame) -> list[Absent]:
+    """The devices whose every row is unavailable, then on the others the implementations whose every row is, those
+    of one reason in one line; each with its cell count and (for a device) its most common reason."""
     found = []
     for device, group in rows.groupby("device", sort=True):
-        if len(group) and (group["status"] == Status.UNAVAILABLE).all():
-            cells = group.drop_duplicates(list(CELL_COLUMNS))
-            reason = group["message"].fillna("").mode()
-            found.append(Absent(str(device), len(cells), str(reason.iloc[0]) if len(reason) else ""))
+        if _none_ran(group):
+            found.append(Absent(str(device), _cells(group), _reason(group)))
+            continue
+        never = group[group.groupby("impl")["status"].transform(lambda s: bool((s == Status.UNAVAILABLE).all()))]
+        for reason, same in never.groupby(_messages(never), sort=True):
+            found.append(Absent(str(device), _cells(same), str(reason), tuple(sorted(same["impl"].unique()))))
     return found
 
 
-def present(rows: pd.DataFrame, absent: list[Absent]) -> pd.DataFrame:
-    """The rows of the devices where something ran."""
-    return rows[~rows["device"].isin([a.device for a in absent])]
+def _none_ran(rows: pd.DataFrame) -> bool:
+    return bool(len(rows)) and bool((rows["status"] == Status.UNAVAILABLE).all())
+
+
+def _cells(rows: pd.DataFrame) -> int:
+    return len(rows.drop_duplicates(list(CELL_COLUMNS)))
+
+
+def _messages(rows: pd.DataFrame) -> pd.Series:
+    return rows["message"].fillna("") if "message" in rows else pd.Series("", index=rows.index)
+
+
+def _reason(rows: pd.DataFrame) -> str:
+    reason = _messages(rows).mode()
+    return str(reason.iloc[0]) if len(reason) else ""
+
+
+def present(rows: pd.DataFrame, lines: list[Absent]) -> pd.DataFrame:
+    """The rows none of the `absent` lines stands for."""
+    held = pd.Series(False, index=rows.index)
+    for line in lines:
+        held |= line.holds(rows)
+    return rows[~held]
 
 
 # What each mark after a table cell's time says, in the order the legend gives them (`legend`).
@@ -132,9 +164,10 @@ def summary_tables(df: pd.DataFrame, references: dict[str, str]) -> list[Summary
     """One table per (operator, target, other params, device, way of timing, dtype): a row per pass x
     implementation, a column per sweep value; each cell is `median ms (speedup x)`, or the status when it did
     not run.
-    Devices where nothing ran get no table (absent_devices gives their one line)."""
+    Devices where nothing ran, and implementations that ran nowhere on a device, get no rows (`absent` gives
+    their lines)."""
     tables = []
-    df = present(df, absent_devices(df))
+    df = present(df, absent(df))
     df = df.assign(others=[_others(p, a) for p, a in zip(df["params"], df["axis"])], timed=timing_kinds(df))
     typical = probed(df).groupby("device")["mem_gbps"].median()
     keys = ["op", "target", "others", "device", "timed", "dtype"]

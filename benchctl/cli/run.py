@@ -221,7 +221,7 @@ def _render_summary(writer) -> None:
     from benchctl.analysis.at_speed import with_earlier
     from benchctl.analysis.repeat import earlier_rows
     from benchctl.analysis.run_notes import notes
-    from benchctl.analysis.summary import absent_devices, legend, summary_tables
+    from benchctl.analysis.summary import absent, legend, summary_tables
 
     df, earlier = storage.load_run(writer.dir), earlier_rows(writer.dir)
     df = with_earlier(df, earlier)
@@ -230,7 +230,7 @@ def _render_summary(writer) -> None:
     for t in tables:
         console.out.print(console.table(t.title, t.columns, t.rows))
     lines = [legend(tables), *notes(df, [writer.meta], os.cpu_count() or 1, earlier)]
-    for line in [a.line() for a in absent_devices(df)] + lines:
+    for line in [a.line() for a in absent(df)] + lines:
         if line:
             console.out.print(line)
     console.out.print(f"results: {writer.dir}")

@@ -30,7 +30,7 @@ class Section:
     figures: dict[str, list[Path]]  # kind (time / speedup / roofline) -> [png, svg]
     table: pd.DataFrame
     failures: pd.DataFrame
-    absent: tuple[str, ...] = ()  # one line per device where nothing could run, instead of empty panels
+    absent: tuple[str, ...] = ()  # one line per device, or implementations on one, where nothing could run
     legend: tuple[str, ...] = ()  # lines under the table: what its marks and columns mean (tables.legend)
 
 

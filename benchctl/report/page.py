@@ -22,7 +22,7 @@ from benchctl.results import storage
 from benchctl.analysis import run_notes
 from benchctl.analysis.compare import KEY, machine_kinds
 from benchctl.analysis.at_speed import with_earlier
-from benchctl.analysis.summary import absent_devices, present
+from benchctl.analysis.summary import absent, present
 from benchctl.errors import UsageError
 
 
@@ -80,8 +80,8 @@ def _section(rows: pd.DataFrame, op: str, target: str, out_dir: Path, requested:
              peaks: Mapping[str, Mapping[str, float]], machine: str = "") -> Section:
     title = op if target in ("op", "", "None") else f"{op} / {target}"
     title += f" on {machine}" if machine else ""
-    absent = absent_devices(rows)
-    rows = present(rows, absent)
+    lines = absent(rows)
+    rows = present(rows, lines)
     baseline, note = charts.resolve_baseline(rows["impl"].dropna(), requested)
     drawn = {
         "time": charts.timing_figure(rows, title),
@@ -92,7 +92,7 @@ def _section(rows: pd.DataFrame, op: str, target: str, out_dir: Path, requested:
                for kind, fig in drawn.items() if fig is not None}
     table = op_table(rows, baseline)
     return Section(op, target, title, baseline, note, figures, table, failure_table(rows),
-                   tuple(a.line() for a in absent), legend(table, baseline))
+                   tuple(a.line() for a in lines), legend(table, baseline))
 
 
 def _sections(rows: pd.DataFrame, out_dir: Path, baseline: Callable[[str], str | None],

@@ -195,10 +195,12 @@ def test_table_gives_the_speedup_in_each_state_where_the_two_read_apart(tmp_path
 def test_markdown_lists_failed_cells_and_links_charts(built):
     md = (built.out_dir / "summary.md").read_text()
     assert "![hoconv2d / module time](figures/hoconv2d-module-time.png)" in md
-    assert "### Cells without a time (2)" in md
+    assert "### Cells without a time (1)" in md
     assert "| GPU | forward | C=3 | batch_size=64 | py | oom | py failed: oom at batch 64 |" not in md  # C fixed
     assert "| GPU | forward |  | batch_size=64 | py | oom | py failed: oom at batch 64 |" in md
-    assert "| CPU | forward |  | batch_size=8 | cuda | unavailable |" in md
+    # an implementation that ran nowhere on the CPU: one line, no row in either table
+    assert "*cuda on cpu: not available here (1 cell recorded unavailable: cuda failed: unavailable at batch 8)*" in md
+    assert "| cuda | unavailable |" not in md
     assert "| run-a " not in md and "20240101-000000-aaaaaa" in md
 
 
@@ -304,8 +306,9 @@ def test_baseline_falls_back_with_a_note_when_py_is_absent(tmp_path):
     (section,) = built.sections
     assert section.baseline == "cpp" and "'py' is not in these results" in section.note
     assert "&#x27;py&#x27; is not in these results" in (tmp_path / "out" / "index.html").read_text()
-    other = report.build(loaded.rows, tmp_path / "out3", loaded.metas, baselines={"hoconv2d": "cuda"})
-    assert other.sections[0].baseline == "cuda"
+    with pytest.warns(UserWarning, match="baseline 'cuda' is not in these results; using 'cpp'"):
+        other = report.build(loaded.rows, tmp_path / "out3", loaded.metas, baselines={"hoconv2d": "cuda"})
+    assert other.sections[0].baseline == "cpp"  # cuda ran nowhere here: its one row is an unavailable line
 
 
 def test_the_table_writes_how_far_a_speedup_moved_between_rounds(tmp_path):
