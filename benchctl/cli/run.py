@@ -221,7 +221,8 @@ def _render_summary(writer) -> None:
     from benchctl.analysis.at_speed import with_earlier
     from benchctl.analysis.repeat import earlier_rows
     from benchctl.analysis.run_notes import notes
-    from benchctl.analysis.summary import absent, legend, summary_tables
+    from benchctl.analysis.absent import absent
+    from benchctl.analysis.summary import legend, summary_tables
 
     df, earlier = storage.load_run(writer.dir), earlier_rows(writer.dir)
     df = with_earlier(df, earlier)

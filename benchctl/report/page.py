@@ -22,7 +22,7 @@ from benchctl.results import storage
 from benchctl.analysis import run_notes
 from benchctl.analysis.compare import KEY, machine_kinds
 from benchctl.analysis.at_speed import with_earlier
-from benchctl.analysis.summary import absent, present
+from benchctl.analysis.absent import absent, present
 from benchctl.errors import UsageError
 
 
