@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from benchctl.report import compile_marks, earlier_marks, pair_marks, repeat_marks
+from benchctl.report.log_axis import tidy_log
 from benchctl.report.speedups import ci_bars, intervals, speedups
 from benchctl.analysis.timed_alike import timing_kinds
 from benchctl.analysis.summary import axis_value_text
@@ -152,27 +153,6 @@ def _mark_failed(ax: "Axes", failed: pd.DataFrame, colors: dict[str, Any]) -> No
         ax.annotate(f"{series_label(impl, group)}: {status}", (xs[0], y), xycoords=where, xytext=(0, 5),
                     textcoords="offset points", fontsize=7, color=colors[impl], va="bottom",
                     ha="right" if at_right else "left")
-
-
-def tidy_log(ax: "Axes", which: str = "y") -> None:
-    """Plain numbers on a log axis ("0.5", "20", not "5x10^-1"). Minor ticks are labelled where the
-    decades alone are too few to read values off: all on a very short axis, fewer as it grows."""
-    from matplotlib.ticker import FuncFormatter
-
-    axis, (lo, hi) = (ax.yaxis, ax.get_ylim()) if which == "y" else (ax.xaxis, ax.get_xlim())
-    span = hi / lo if lo > 0 else np.inf
-    leads = (2, 3, 5) if span < 100 else (2, 5) if span < 1000 else ()
-
-    def minor(v: float, _: Any) -> str:
-        lead = round(v / 10 ** np.floor(np.log10(v)), 6) if v > 0 else 0
-        return tick_text(v) if span < 2 or lead in leads else ""
-
-    axis.set_major_formatter(FuncFormatter(lambda v, _: tick_text(v)))
-    axis.set_minor_formatter(FuncFormatter(minor))
-
-
-def tick_text(value: float) -> str:
-    return axis_value_text(float(f"{value:.6g}"))  # a log axis's ticks are computed powers: 1.7000000000000002
 
 
 def _line_panel(ax: "Axes", cell: pd.DataFrame, y_col: str, colors: dict, styles: dict) -> bool:

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Mapping
 import numpy as np
 import pandas as pd
 
-from benchctl.report.charts import DEVICE_LABELS, DEVICES, figure_grid, finish, impl_colors, ordered, scale_x, tidy_log
+from benchctl.report.charts import DEVICE_LABELS, DEVICES, figure_grid, finish, impl_colors, ordered, scale_x
+from benchctl.report.log_axis import tidy_log
 from benchctl.vocab import PASS_LABELS, Pass, Status
 
 if TYPE_CHECKING:

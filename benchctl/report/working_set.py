@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any, Mapping
 import pandas as pd
 
 from benchctl.machine import caches
-from benchctl.report.charts import DEVICE_LABELS, DEVICES, figure_grid, finish, impl_colors, ordered, tidy_log
+from benchctl.report.charts import DEVICE_LABELS, DEVICES, figure_grid, finish, impl_colors, ordered
+from benchctl.report.log_axis import tidy_log
 from benchctl.vocab import Status
 
 if TYPE_CHECKING:

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from benchctl.report import charts as plotting
+from benchctl.report import log_axis
 from benchctl.report import roofline
 from benchctl.results import storage
 
@@ -178,8 +179,32 @@ def test_speedups_measured_in_rounds_carry_the_range_of_the_rounds_ratios_as_bar
 
 
 def test_log_ticks_read_as_people_write_them():
-    assert plotting.tick_text(1.7000000000000002) == "1.7" and plotting.tick_text(1e6) == "1000000"
-    assert plotting.tick_text(0.30000000000000004) == "0.3"
+    assert log_axis.tick_text(1.7000000000000002) == "1.7" and log_axis.tick_text(1e6) == "1000000"
+    assert log_axis.tick_text(0.30000000000000004) == "0.3"
+
+
+def shown_labels(lo: float, hi: float) -> list[str]:
+    """The tick labels a log axis from lo to hi shows once drawn, after `tidy_log`."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    ax.set_yscale("log"), ax.set_ylim(lo, hi)
+    log_axis.tidy_log(ax)
+    fig.canvas.draw()
+    ticks = ax.yaxis.get_major_ticks() + ax.yaxis.get_minor_ticks()
+    shown = sorted((t.get_loc(), t.label1.get_text()) for t in ticks if lo <= t.get_loc() <= hi and t.label1.get_text())
+    plt.close(fig)
+    return [text for _, text in shown]
+
+
+def test_a_short_log_axis_labels_enough_ticks_to_read_a_value_off():
+    assert shown_labels(0.86, 1.75) == ["1", "1.2", "1.4", "1.6"]  # a log axis's ticks there: 0.9 and 1
+    assert shown_labels(0.6, 1.9) == ["0.6", "0.8", "1", "1.2", "1.4", "1.6", "1.8"]  # theirs: 0.6 to 1, none above
+    assert log_axis.labels_within(3.5, 19, (1, 2, 3, 5)) == 2
+    assert shown_labels(3.5, 19) == ["4", "5", "6", "7", "8", "9", "10"]  # every tick: 5 and 10 alone would be two
+    assert shown_labels(0.6, 3.5) == ["1", "2", "3"]
+    assert shown_labels(0.15, 40) == ["0.2", "0.5", "1", "2", "5", "10", "20"]  # 2 and 5 past two decades
+    assert shown_labels(0.01, 300) == ["0.01", "0.1", "1", "10", "100"]  # the decades alone past three
 
 
 def test_baseline_defaults_to_py_and_falls_back_with_a_note():
