@@ -1,5 +1,5 @@
 """The README's promises: its first two commands, its example operator (checked and run from a folder of
-the user's own, as the README says), and the result columns it names."""
+the user's own, as the README says), the result columns it names, and the marks its table explains."""
 
 from __future__ import annotations
 
@@ -70,3 +70,12 @@ def test_the_example_operator_runs_and_its_columns_are_the_readmes(readme_ops_di
     # Every column of the parquet files is named in the README, exactly.
     named = set(re.findall(r"`([a-z_0-9]+)`", README))
     assert set(df.columns) <= named, sorted(set(df.columns) - named)
+
+
+def test_the_readmes_table_of_marks_has_every_mark_the_tables_write():
+    from benchctl.analysis.summary import MARKS
+
+    table = README.split("| mark | after | says | what to do |", 1)[1].split("\n\n", 1)[0]
+    rows = [line.split("|")[1] for line in table.strip().splitlines()[1:]]
+    listed = [mark.strip().strip("`") for row in rows for mark in row.split(",")]
+    assert sorted(listed) == sorted(MARKS)  # each once: `slow↑` and `slow↓` share a row
