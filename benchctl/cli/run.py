@@ -205,9 +205,8 @@ def _check_and_build(preflight) -> set:
     from benchctl.errors import BenchError
 
     runnable, unavailable = preflight.availability()
-    for reason, cells in unavailable.items():
-        which = ", ".join(dict.fromkeys(f"{c.op} {c.impl} on {c.device}" for c in cells))
-        console.warn(f"{len(cells)} cell(s) unavailable here ({which}): {reason}")
+    for line in preflight.unavailable_lines():
+        console.warn(line)
     if not runnable:
         raise BenchError(f"nothing can run here: {'; '.join(unavailable)}")
     preflight.build_extensions(lambda msg: console.err.print(msg))

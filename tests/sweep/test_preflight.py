@@ -38,6 +38,20 @@ def test_failed_build_makes_cells_unavailable_with_the_compiler_reason():
         assert any(r.startswith("no CUDA") for r in reasons)
 
 
+def test_the_unavailable_cells_are_a_line_per_reason_naming_implementations_or_a_whole_device(monkeypatch):
+    cells = [Cell.make("plan_toy", "op", impl, dev, "float32", {"batch_size": b})
+             for impl, dev in (("py", "cpu"), ("ext", "cpu"), ("py", "cuda"), ("ext", "cuda")) for b in (2, 4)]
+    preflight = Preflight(cells)
+    why = {"ext": "the build failed", "cuda": "no CUDA device"}
+    monkeypatch.setattr(preflight, "reason", lambda c: why["cuda"] if c.device == "cuda" else why.get(c.impl))
+    assert preflight.unavailable_lines() == [
+        "2 cells unavailable here (ext on cpu): the build failed",
+        "4 cells unavailable here (everything on cuda): no CUDA device",  # not py on cuda, ext on cuda
+    ]
+    monkeypatch.setattr(preflight, "reason", lambda c: why["cuda"] if (c.device, c.impl) == ("cuda", "ext") else None)
+    assert preflight.unavailable_lines() == ["2 cells unavailable here (ext on cuda): no CUDA device"]
+
+
 def test_memory_is_busy_against_what_the_calibration_usually_read_not_its_best(monkeypatch):
     from benchctl.sweep import preflight
 
