@@ -34,6 +34,11 @@ def table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[obj
     return t
 
 
+def headed(heading: str, text: str) -> Text:
+    """`heading: text`, the heading in bold."""
+    return Text.assemble((f"{heading}: ", "bold"), text)
+
+
 def progress() -> Progress:
     """Cells done / total, elapsed time, the time left (a task's field `left`), the current cell; on stderr so
     stdout stays clean."""

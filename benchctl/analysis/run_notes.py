@@ -4,10 +4,12 @@ whose speed moves on several threads and holds on one, other work beside the run
 ran, passes outside their earlier runs' range (earlier_range.py), passes marked slow against their time at speed
 in earlier runs, speedups that earlier runs of the same code read outside this run's interval, speedups that read
 apart at speed and in a slow phase, cells whose time follows the machine across the folder's runs (follows.py).
-One list, so `run` prints them under its tables and the report shows them above its sections."""
+One list, so `run` prints them under its tables and the report shows them above its sections, each under a
+heading that says what kind of doubt it is."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 import pandas as pd
@@ -24,20 +26,39 @@ from benchctl.results import storage
 from benchctl.results.guard import changed_line
 
 
+@dataclass(frozen=True)
+class Note:
+    """One line of what a run's numbers carry, and the heading of its kind."""
+
+    heading: str
+    text: str
+
+
+# The heading of each kind of line, as the report shows it.
+PARTNERS, OS_TIME, HOST_BOUND = "Partners moved by the pairing", "Mostly OS time", "Host-bound GPU passes"
+SLOW_CALIBRATION, SLOW_RUN = "A calibration in a slow phase", "A run slower than calibrated"
+BUSY, THREADS, CHANGED = "Other work beside the run", "Marked slow on several threads", "Files changed while it ran"
+OUTSIDE, AT_SPEED = "Against the earlier runs' range", "Marked slow, against their time at speed"
+REPEAT, STATES = "Speedups against the earlier runs (↻)", "Speedups that depend on the machine's state"
+FOLLOWS = "Times that follow the machine"
+
+
 def notes(rows: pd.DataFrame, metas: Sequence[Mapping[str, Any]], cores: int | None = None,
-          earlier: pd.DataFrame | None = None) -> list[str]:
+          earlier: pd.DataFrame | None = None) -> list[Note]:
     """The lines for these rows and the runs they came from (`metas`: each run's metadata; `cores`: the
     machine's, else each run's `cpu_count` fact; `earlier`: the rows of the runs before them, repeat.py). A line
     of one run among several names it."""
-    lines = [partner_apart_line(rows), os_time_line(rows), host_bound_line(rows), slow_calibration_line(rows),
-             slow_run_line(rows)]
+    lines = [(PARTNERS, partner_apart_line(rows)), (OS_TIME, os_time_line(rows)), (HOST_BOUND, host_bound_line(rows)),
+             (SLOW_CALIBRATION, slow_calibration_line(rows)), (SLOW_RUN, slow_run_line(rows))]
     several = len(metas) > 1
     for meta in metas:
         mine = rows[rows["run_id"] == meta.get("run_id")] if several and "run_id" in rows else rows
         busy = busy_run_line(mine, meta.get("busy_stretch"), cores or storage.meta_fact(dict(meta), "cpu_count"))
         threads = threads_line(mine, (storage.meta_fact(dict(meta), "peaks") or {}).get("cpu"))
-        lines += [f"run {meta.get('run_id')}: {line}" if line and several else line for line in (busy, threads)]
-        lines.append(changed_line(meta))
-    lines += [outside_line(rows, earlier), at_speed_line(rows, earlier), repeat_line(rows, earlier),
-              states_line(rows, earlier), follows_line(rows, earlier)]
-    return [line for line in lines if line]
+        lines += [(heading, f"run {meta.get('run_id')}: {line}" if line and several else line)
+                  for heading, line in ((BUSY, busy), (THREADS, threads))]
+        lines.append((CHANGED, changed_line(meta)))
+    lines += [(OUTSIDE, outside_line(rows, earlier)), (AT_SPEED, at_speed_line(rows, earlier)),
+              (REPEAT, repeat_line(rows, earlier)), (STATES, states_line(rows, earlier)),
+              (FOLLOWS, follows_line(rows, earlier))]
+    return [Note(heading, line) for heading, line in lines if line]

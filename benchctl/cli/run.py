@@ -229,8 +229,9 @@ def _render_summary(writer) -> None:
     tables = summary_tables(df, refs)
     for t in tables:
         console.out.print(console.table(t.title, t.columns, t.rows))
-    lines = [legend(tables), *notes(df, [writer.meta], os.cpu_count() or 1, earlier)]
-    for line in [a.line() for a in absent(df)] + lines:
+    for line in [*(a.line() for a in absent(df)), legend(tables)]:
         if line:
             console.out.print(line)
+    for note in notes(df, [writer.meta], os.cpu_count() or 1, earlier):
+        console.out.print(console.headed(note.heading, note.text))
     console.out.print(f"results: {writer.dir}")

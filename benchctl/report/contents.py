@@ -9,6 +9,7 @@ from typing import Callable
 
 import pandas as pd
 
+from benchctl.analysis.run_notes import Note
 from benchctl.report.profiles import ProfileEntry
 
 Doing = Callable[[str], None]  # told each step of a page's build as it starts ("drawing hoconv2d's charts (2 of 6)")
@@ -51,4 +52,4 @@ class Report:
     working_set: list[Path] = field(default_factory=list)  # each pass's GB/s against a copy of its size [png, svg]
     history: Path | None = None  # the history page of these cells across runs (report/history_page.py)
     profiles: list[ProfileEntry] = field(default_factory=list)  # `benchctl profile`'s of these operators
-    notes: tuple[str, ...] = ()  # what the numbers carry, the lines under `run`'s tables (analysis/run_notes.py)
+    notes: tuple[Note, ...] = ()  # what the numbers carry, the lines under `run`'s tables (analysis/run_notes.py)

@@ -50,7 +50,7 @@ def _status_line(report: Report) -> str:
 def render_markdown(report: Report) -> str:
     out = ["# benchctl report", "", f"Generated {report.generated}. Cells: {_status_line(report)}.", ""]
     if report.notes:
-        out += [f"## {NOTES_TITLE}", "", *(f"- {_md_note(line)}" for line in report.notes), ""]
+        out += [f"## {NOTES_TITLE}", "", *(f"- **{md_text(n.heading)}.** {_md_note(n.text)}" for n in report.notes), ""]
     out += ["## Environment", "", _md_table(_env_table(report)), ""]
     if report.machine:
         out += [f"![machine memory bandwidth]({report.machine[0].relative_to(report.out_dir).as_posix()})", ""]
@@ -71,7 +71,7 @@ def render_markdown(report: Report) -> str:
 
 CSS = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1400px;padding:0 1em;color:#222}
 table{border-collapse:collapse;font-size:13px;margin:.5em 0 1.5em}th,td{border:1px solid #ccc;padding:2px 8px}
-th{background:#f0f0f0}td{text-align:left}figure{margin:1em 0}img{max-width:100%}.note{color:#a60}
+th{background:#f0f0f0}td{text-align:left}figure{margin:1em 0}img{max-width:100%}.note,.notes b{color:#a60}.notes li{margin:.3em 0}
 details svg{max-width:100%;height:auto}"""
 
 
@@ -164,8 +164,8 @@ def _code_spans(escaped: str) -> str:
 def _notes_html(report: Report) -> list[str]:
     if not report.notes:
         return []
-    items = "".join(f"<li>{_code_spans(html.escape(line))}</li>" for line in report.notes)
-    return [f"<h2>{NOTES_TITLE}</h2>", f'<ul class="note">{items}</ul>']
+    items = "".join(f"<li><b>{html.escape(n.heading)}.</b> {_code_spans(html.escape(n.text))}</li>" for n in report.notes)
+    return [f"<h2>{NOTES_TITLE}</h2>", f'<ul class="notes">{items}</ul>']
 
 
 def render_html(report: Report) -> str:

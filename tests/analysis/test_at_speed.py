@@ -83,7 +83,7 @@ def test_marked_passes_that_held_say_so_and_a_run_none_marked_or_none_known_says
 
 
 def test_the_run_s_notes_carry_the_line() -> None:
-    assert any(line.startswith("1 of the 1 passes marked slow") for line in
+    assert any(n.text.startswith("1 of the 1 passes marked slow") for n in
                notes(timed("r4", [0.5], 1.5), [{"run_id": "r4"}], earlier=AT_SPEED))
 
 

@@ -35,7 +35,7 @@ def test_the_line_counts_the_passes_outside_their_earlier_runs_which_way_and_nam
         "held the same way against the others, the 2 earlier runs read 50%-75% of these passes outside, this run 50%; "
         "the furthest, silu/op py forward at batch_size=32: 0.5 ms here, 1-2 ms in 2 earlier runs")
     assert outside_line(with_earlier(now, earlier), earlier) == outside_line(now, earlier)  # as run gives them
-    assert outside_line(now, earlier) in notes(now, [{"run_id": "r4"}], 2, earlier)
+    assert outside_line(now, earlier) in [n.text for n in notes(now, [{"run_id": "r4"}], 2, earlier)]
 
 
 def shuffled(runs: int, passes: int) -> pd.DataFrame:

@@ -135,7 +135,7 @@ def test_a_row_without_an_interval_is_drawn_but_not_counted() -> None:
 def test_run_notes_carry_the_line_when_given_the_earlier_rows() -> None:
     now = paired("r2", [2.0])
     assert notes(now, [{"run_id": "r2"}], 2) == []
-    assert notes(now, [{"run_id": "r2"}], 2, earlier=paired("r1", [3.0]))[0].startswith("1 of 1 paired speedups")
+    assert notes(now, [{"run_id": "r2"}], 2, earlier=paired("r1", [3.0]))[0].text.startswith("1 of 1 paired speedups")
 
 
 def test_the_earlier_rows_are_those_of_the_runs_before_it_in_its_folder(tmp_path) -> None:

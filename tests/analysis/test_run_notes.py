@@ -2,6 +2,7 @@
 
 import pandas as pd
 
+from benchctl.analysis import run_notes
 from benchctl.analysis.run_notes import notes
 from benchctl.results.guard import TAMPERED
 
@@ -22,16 +23,16 @@ def test_a_quiet_run_carries_no_line() -> None:
 
 def test_the_lines_come_in_one_list_from_the_rows_and_the_runs_metadata() -> None:
     lines = notes(ran(sys_s=0.003), [{"run_id": "run-a", "busy_stretch": BUSY, TAMPERED: [{"during": "silu"}]}], 2)
-    assert len(lines) == 3
-    assert lines[0].startswith("1 of 2 CPU passes were mostly OS time (os: ")
-    assert lines[1].startswith("other work kept about 1.0 of 2 cores busy through 50% of this run: no CPU pass")
-    assert lines[2].startswith("run run-a: its files were changed by something other than benchctl while it ran")
+    assert [n.heading for n in lines] == [run_notes.OS_TIME, run_notes.BUSY, run_notes.CHANGED]
+    assert lines[0].text.startswith("1 of 2 CPU passes were mostly OS time (os: ")
+    assert lines[1].text.startswith("other work kept about 1.0 of 2 cores busy through 50% of this run: no CPU pass")
+    assert lines[2].text.startswith("run run-a: its files were changed by something other than benchctl while it ran")
 
 
 def test_a_report_of_several_runs_names_the_run_of_each_busy_line_and_counts_its_own_passes() -> None:
     rows = pd.concat([ran("run-a"), ran("run-b").assign(stop="disturbed")])
     metas = [{"run_id": "run-a"}, {"run_id": "run-b", "busy_stretch": BUSY, "environment": {"cpu_count": 4}}]
-    assert notes(rows, metas) == ["run run-b: other work kept about 1.0 of 4 cores busy through 50% of this run: 2 of 2 "
+    assert [n.text for n in notes(rows, metas)] == ["run run-b: other work kept about 1.0 of 4 cores busy through 50% of this run: 2 of 2 "
                                   "CPU passes stopped `disturbed`, their times as much its as the code's (the report's "
                                   "machine chart shows when); measure again with it gone, or with --threads that fit "
                                   "in the cores it left"]
@@ -42,6 +43,7 @@ def test_a_run_whose_threads_ran_slow_on_a_machine_where_one_thread_holds_says_s
     rows = pd.concat([rows] * 3)  # six passes on two threads, all marked slow
     windows = {"1": [3.96e-4, 3.98e-4], "2": [2.59e-4, 4.48e-4]}
     lines = notes(rows, [{"run_id": "run-a", "peaks": {"cpu": {"canary_windows_by_threads": windows}}}], 2)
-    assert len(lines) == 2 and lines[0].startswith("the canary read a median 1.70x its calibrated time over 6 CPU")
-    assert lines[1].startswith("6 of 6 CPU passes on 2 threads were marked slow: this machine's speed moves on 2 ")
+    assert [n.heading for n in lines] == [run_notes.SLOW_RUN, run_notes.THREADS]
+    assert lines[0].text.startswith("the canary read a median 1.70x its calibrated time over 6 CPU")
+    assert lines[1].text.startswith("6 of 6 CPU passes on 2 threads were marked slow: this machine's speed moves on 2 ")
     assert notes(rows, [{"run_id": "run-a"}], 2) == lines[:1]  # a run without a calibration says nothing of it

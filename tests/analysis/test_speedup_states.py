@@ -59,4 +59,4 @@ def test_the_line_counts_the_speedups_apart_and_names_the_furthest() -> None:
 
 def test_run_notes_carry_the_line() -> None:
     lines = notes(paired("r9", [2.89], canary_ratio=[1.2]), [{"run_id": "r9"}], 2, earlier=earlier(AT_SPEED + SLOW))
-    assert any(line.startswith("1 of 1 paired speedups that this run and earlier runs") for line in lines)
+    assert any(n.text.startswith("1 of 1 paired speedups that this run and earlier runs") for n in lines)

@@ -293,6 +293,6 @@ def test_the_report_of_one_run_holds_its_paired_speedups_against_the_runs_before
     result = CliRunner().invoke(cli, ["report", str(last)])
     assert result.exit_code == 0, result.output
     summary = (last / "_report" / "summary.md").read_text()
-    assert ("- 1 of 1 paired speedups measured before (in up to 1 earlier run(s) of the same code on this machine, in "
-            "the same state") in summary
+    assert ("- **Speedups against the earlier runs (↻).** 1 of 1 paired speedups measured before (in up to 1 earlier "
+            "run(s) of the same code on this machine, in the same state") in summary
     assert "2.00x (1.98-2.02x) here, 3.00x before (median 3.00x)" in summary

@@ -157,13 +157,14 @@ def test_the_page_says_what_the_numbers_carry_first(tmp_path, built):
             row("cpp", "cpu", "forward", 8)]
     loaded = report.load_results([write_run(tmp_path, "20240101-000000-aaaaaa", rows)])
     made = report.build(loaded.rows, tmp_path / "out", loaded.metas)
-    assert len(made.notes) == 1 and made.notes[0].startswith("1 of 2 CPU passes were mostly OS time")
+    assert len(made.notes) == 1 and made.notes[0].text.startswith("1 of 2 CPU passes were mostly OS time")
     page = (tmp_path / "out" / "index.html").read_text()
     assert page.index("What the numbers carry") < page.index("Environment")
     assert "9,768 page faults): the system allocator gives a large buffer back" in page
+    assert "<li><b>Mostly OS time.</b> 1 of 2 CPU passes" in page
     assert "<code>--allocator tcmalloc</code> keeps such memory" in page  # the note's command, as code
     markdown = (tmp_path / "out" / "summary.md").read_text()
-    assert "- 1 of 2 CPU passes were mostly OS time" in markdown and " `--allocator tcmalloc` keeps" in markdown
+    assert "- **Mostly OS time.** 1 of 2 CPU passes were mostly OS time" in markdown and " `--allocator tcmalloc` keeps" in markdown
     assert built.notes == () and "What the numbers carry" not in (built.out_dir / "index.html").read_text()
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from benchctl.analysis.run_notes import REPEAT
 from benchctl.report import charts, repeat_marks
 from tests.report.test_pair_marks import paired_rows
 from tests.report.test_charts import frame
@@ -54,9 +55,9 @@ def test_a_report_given_the_earlier_runs_says_how_they_fell_and_draws_them(tmp_p
                 for r in paired_rows()]
 
     built = page.build(frame(run("r2", 1.0)), tmp_path, earlier=frame(run("r1", 1.5)))
-    [line] = [n for n in built.notes if "paired speedups" in n]
+    [line] = [n.text for n in built.notes if n.heading == REPEAT]
     assert line.startswith("2 of 2 paired speedups measured before (in up to 1 earlier run(s) of the same code")
-    assert "- 2 of 2 paired speedups measured before" in (tmp_path / "summary.md").read_text()
+    assert f"- **{REPEAT}.** 2 of 2 paired speedups measured before" in (tmp_path / "summary.md").read_text()
     [svg] = [p for p in built.files if p.name.endswith("speedup.svg")]
     assert 'id="earlier:cpp:at speed"' in svg.read_text()
 
