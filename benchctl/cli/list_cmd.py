@@ -24,6 +24,26 @@ def availability_rows(ops: dict, broken: dict[str, str] | None = None) -> list[d
     return rows
 
 
+def by_device(rows: list[dict]) -> tuple[list[str], list[list[str]], list[str]]:
+    """What `list` prints of `availability_rows`: a row per operator and implementation, a column per device saying
+    `yes` or why not (`(cuda only)` where the implementation is not for it); a device where nothing is available,
+    for one reason, is a line instead of a column, as is an operator file that failed to import."""
+    ran = [r for r in rows if r["device"]]
+    devices = list(dict.fromkeys(r["device"] for r in ran))
+    lines = [f"{r['operator']}: {r['reason']}" for r in rows if not r["device"]]
+    for device in list(devices):
+        reasons = {r["reason"] for r in ran if r["device"] == device}
+        if not any(r["available"] for r in ran if r["device"] == device) and len(reasons) == 1:
+            devices.remove(device)
+            lines.append(f"{device}: {reasons.pop()} (every implementation)")
+    table: dict[tuple[str, str], dict[str, str]] = {}
+    for r in ran:
+        table.setdefault((r["operator"], r["implementation"]), {})[r["device"]] = "yes" if r["available"] else r["reason"]
+    cells = [[op, impl, *(said.get(d, f"({', '.join(said)} only)") for d in devices)]
+             for (op, impl), said in table.items()]
+    return ["operator", "implementation", *devices], cells, lines
+
+
 def _compiled_reference(op) -> list:
     """The @compile modifier, shown on the operator's reference implementation (it applies to any)."""
     from benchctl.ops import lookup, modifiers
@@ -79,10 +99,10 @@ def command(ops_dirs: tuple[str, ...], show_params: bool, as_json: bool) -> None
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return
-    cols = ("operator", "implementation", "device", "available", "reason")
-    console.out.print(console.table("benchctl operators", cols,
-                                    [[("yes" if r[c] else "no") if c == "available" else r[c] for c in cols]
-                                     for r in rows]))
+    cols, cells, lines = by_device(rows)
+    console.out.print(console.table("benchctl operators: available here on each device, or why not", cols, cells))
+    for line in lines:
+        console.out.print(line)
     from benchctl.ops.modifiers import SYNTAX
 
     console.out.print(f"Any implementation runs under torch.compile as {SYNTAX}.")

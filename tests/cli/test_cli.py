@@ -38,6 +38,27 @@ def test_list_json_has_reasons(example_ops_dir):
         assert mine[("py", "cuda")]["available"] is False and "CUDA" in mine[("py", "cuda")]["reason"]
 
 
+def test_list_prints_a_row_per_implementation_and_a_line_for_a_device_where_nothing_runs():
+    from benchctl.cli.list_cmd import by_device
+
+    def row(op, impl, device, reason=""):
+        return {"operator": op, "implementation": impl, "device": device, "available": not reason, "reason": reason}
+
+    gpu = "no CUDA device"
+    rows = [row("mine", "", "", "operator file mine.py failed to import: SyntaxError at line 3"),
+            row("op", "py", "cpu"), row("op", "py", "cuda", gpu), row("op", "cuda", "cuda", gpu),
+            row("op", "triton", "cpu", "Triton runs on a GPU"), row("op", "triton", "cuda", gpu)]
+    assert by_device(rows) == (["operator", "implementation", "cpu"],
+                               [["op", "py", "yes"], ["op", "cuda", "(cuda only)"],
+                                ["op", "triton", "Triton runs on a GPU"]],
+                               ["mine: operator file mine.py failed to import: SyntaxError at line 3",
+                                f"cuda: {gpu} (every implementation)"])
+    rows[3] = row("op", "cuda", "cuda")  # a GPU: the device keeps its column
+    assert by_device(rows)[:2] == (["operator", "implementation", "cpu", "cuda"],
+                                   [["op", "py", "yes", gpu], ["op", "cuda", "(cuda only)", "yes"],
+                                    ["op", "triton", "Triton runs on a GPU", gpu]])
+
+
 def test_list_params_says_what_each_param_takes():
     result = invoke("list", "--params")
     assert result.exit_code == 0, result.output
