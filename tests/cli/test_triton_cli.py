@@ -54,11 +54,11 @@ def test_run_never_times_the_interpreter(user_ops, tmp_path):
 def test_list_shows_the_triton_implementations_and_why_the_cpu_only_checks_them(user_ops):
     result = CliRunner().invoke(cli, ["list", "--json", "--ops-dir", str(user_ops)])
     assert result.exit_code == 0, result.output
-    rows = [r for r in json.loads(result.output) if r["operator"] == "silu_triton" and r["device"] == "cpu"]
+    rows = [r for r in json.loads(result.stdout) if r["operator"] == "silu_triton" and r["device"] == "cpu"]
     by_impl = {r["implementation"]: r for r in rows}
     assert set(by_impl) == {"py", "py@compile", "triton", "triton-BLOCK256-w2", "triton-BLOCK1024-w4"}
     assert by_impl["triton"]["reason"] == triton_support.NOT_TIMED_ON_CPU and by_impl["py"]["available"]
-    builtin = [r["operator"] for r in json.loads(result.output) if r["implementation"] == "triton"]
+    builtin = [r["operator"] for r in json.loads(result.stdout) if r["implementation"] == "triton"]
     assert {"lstm_cell", "naflex_posembed", "grid_sample", "hoconv2d"} <= set(builtin)
 
 
