@@ -48,7 +48,7 @@ def _status_line(report: Report) -> str:
 
 
 def render_markdown(report: Report) -> str:
-    out = ["# benchctl report", "", f"Generated {report.generated}. Cells: {_status_line(report)}.", ""]
+    out = ["# benchctl report", "", f"Generated {report.generated}. Passes: {_status_line(report)}.", ""]
     if report.notes:
         out += [f"## {NOTES_TITLE}", "", *(f"- **{md_text(n.heading)}.** {_md_note(n.text)}" for n in report.notes), ""]
     out += ["## Environment", "", _md_table(_env_table(report)), ""]
@@ -169,7 +169,7 @@ def _notes_html(report: Report) -> list[str]:
 
 
 def render_html(report: Report) -> str:
-    body = [f"<h1>benchctl report</h1><p>Generated {report.generated}. Cells: {html.escape(_status_line(report))}.</p>",
+    body = [f"<h1>benchctl report</h1><p>Generated {report.generated}. Passes: {html.escape(_status_line(report))}.</p>",
             "<p>" + " · ".join([f'<a href="#{slug(s.title)}">{html.escape(s.title)}</a>' for s in report.sections]
                                + [f'<a href="#{slug(PROFILES_TITLE)}">{PROFILES_TITLE}</a>'] * bool(report.profiles))
             + "</p>",
