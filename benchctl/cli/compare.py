@@ -26,9 +26,44 @@ def _short(path: Path | str) -> str:
     return path.name if path.is_dir() else f"{path.parent.name}/{path.name}"
 
 
-def _rows(comparison) -> list[list[str]]:
-    from benchctl.results.schema import params_text
+def _op(c) -> str:
+    return c.op if c.target in ("op", "") else f"{c.op}/{c.target}"
 
+
+def _params(c) -> dict | None:
+    """The cell's params, or None where they are not a JSON object (a parquet file written by hand)."""
+    try:
+        params = json.loads(c.params)
+    except (TypeError, ValueError):
+        return None
+    return params if isinstance(params, dict) else None
+
+
+def _params_text(c, alike: dict) -> str:
+    """`image_size=4096`: the cell's params but those every row of its operator shares (`alike`)."""
+    params = _params(c)
+    if params is None:
+        return str(c.params or "")
+    return " ".join(f"{k}={json.dumps(v)}" for k, v in params.items() if k not in alike)
+
+
+def shared_params(cells) -> dict[str, dict]:
+    """Per operator (as the table names it), the params every one of its listed cells sets alike: said once under
+    the table, not in each row (lstm_cell's rows read `H=64 I=null batch_size=64`)."""
+    by_op: dict[str, list[dict]] = {}
+    for c in cells:
+        by_op.setdefault(_op(c), []).append(_params(c) or {})
+    return {op: {k: v for k, v in found[0].items() if all(k in p and p[k] == v for p in found)}
+            for op, found in by_op.items()}
+
+
+def _shared_line(shared: dict[str, dict]) -> str | None:
+    said = [f"{op} " + " ".join(f"{k}={json.dumps(v)}" for k, v in params.items() if v is not None)
+            for op, params in shared.items() if any(v is not None for v in params.values())]
+    return f"params every row of an operator shares: {'; '.join(said)}" if said else None
+
+
+def _rows(comparison, shared: dict[str, dict]) -> list[list[str]]:
     rows = []
     for c in comparison.ordered():
         if not c.timed():  # counted below, listed in --json
@@ -39,8 +74,7 @@ def _rows(comparison) -> list[list[str]]:
         p_value = c.relative_p if c.by_pairs else c.p_adjusted  # the evidence the verdict rests on
         p = "" if p_value is None else f"{p_value:.2g}"
         verdict = Text(c.words(), style=STYLES.get(c.verdict, ""))
-        op = c.op if c.target in ("op", "") else f"{c.op}/{c.target}"
-        rows.append([op, c.impl, c.device, c.dtype, params_text(c.params), c.pass_name,
+        rows.append([_op(c), c.impl, c.device, c.dtype, _params_text(c, shared.get(_op(c), {})), c.pass_name,
                      _ms(c.base_median_s), _ms(c.new_median_s), change, _against_partner(c), p, verdict])
     return rows
 
@@ -48,7 +82,8 @@ def _rows(comparison) -> list[list[str]]:
 COLUMNS = ("op", "impl", "device", "dtype", "params", "pass", "base ms", "new ms", "change", "against partner", "p",
            "verdict")
 IN_TITLE = ("device", "dtype")  # said once, in the title, where every row holds the same
-LEFT_OUT_EMPTY = ("against partner",)  # no cell was paired in both runs
+# Left out where no row fills them: no cell was paired in both runs, every row of each operator shares its params.
+LEFT_OUT_EMPTY = ("against partner", "params")
 
 
 def _folded(columns: tuple[str, ...], rows: list[list]) -> tuple[str, list[str], list[list]]:
@@ -113,9 +148,11 @@ def command(runs: tuple[Path, ...], baseline_name: str | None, root: Path, thres
         # plain echo: rich would wrap long lines and break the JSON for the program reading it
         click.echo(json.dumps({"base": str(base), "new": str(new), **result.to_dict()}, indent=2))
     else:
-        said, columns, rows = _folded(COLUMNS, _rows(result))
+        shared = shared_params([c for c in result.ordered() if c.timed()])
+        said, columns, rows = _folded(COLUMNS, _rows(result, shared))
         console.out.print(console.table(f"{_short(new)} vs {_short(base)}{said}", columns, rows))
-        console.out.print(_counts(result))
+        for line in filter(None, [_shared_line(shared), _counts(result)]):
+            console.out.print(line)
     if fail_on_regression and not result.compared:
         raise UsageError(f"no cell was in both runs ({new} vs {base}): nothing to judge for --fail-on-regression")
     if fail_on_regression and result.regressions:

@@ -128,6 +128,22 @@ def test_compare_says_a_device_and_dtype_every_cell_shares_once_in_its_title(run
     assert "dtype" in header and "device" not in header
 
 
+def test_compare_gives_in_each_row_only_the_params_its_operators_rows_set_apart(tmp_path):
+    def sized(impl, median, seed, batch):
+        return {**row(impl, median, seed, batch=batch), "params": json.dumps({"C": 3, "I": None, "batch_size": batch})}
+
+    base = write_run(tmp_path, "20240101-000000-aaaaaa", [sized("py", 10e-3, 1, 8), sized("py", 20e-3, 2, 16)])
+    new = write_run(tmp_path, "20240102-000000-bbbbbb", [sized("py", 10e-3, 3, 8), sized("py", 20e-3, 4, 16)])
+    lines = invoke("compare", str(base), str(new)).stdout.splitlines()
+    assert sorted(re.findall(r"batch_size=\d+", "\n".join(lines))) == ["batch_size=16", "batch_size=8"]
+    assert not any("C=3" in line or "I=" in line for line in lines[:-2])  # not in the rows: under the table
+    assert lines[-2] == "params every row of an operator shares: hoconv2d/module C=3"
+    one, other = (write_run(tmp_path, f"2024010{d}-000000-cccccc", [sized("py", 10e-3, d, 8)]) for d in (3, 4))
+    lines = invoke("compare", str(one), str(other)).stdout.splitlines()
+    assert "params" not in next(line for line in lines if "verdict" in line)  # one cell: its params said once
+    assert lines[-2] == "params every row of an operator shares: hoconv2d/module C=3 batch_size=8"
+
+
 def test_compare_fails_on_regression_with_the_flag(runs):
     _, base, new = runs
     result = CliRunner().invoke(cli, ["compare", str(base), str(new), "--fail-on-regression"])
