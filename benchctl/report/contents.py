@@ -33,6 +33,7 @@ class Section:
     failures: pd.DataFrame
     absent: tuple[str, ...] = ()  # one line per device, or implementations on one, where nothing could run
     legend: tuple[str, ...] = ()  # lines under the table: what its marks and columns mean (tables.legend)
+    fastest: tuple[str, ...] = ()  # the fastest implementation for each device and pass, at which sizes (fastest.py)
 
 
 @dataclass(frozen=True)

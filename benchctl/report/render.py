@@ -62,6 +62,7 @@ def render_markdown(report: Report) -> str:
     for s in report.sections:
         out += [f"## {md_text(s.title)}", "", f"Baseline for speedups: {md_text(s.baseline)}."
                 + (f" ({md_text(s.note)})" if s.note else ""), ""]
+        out += [f"{FASTEST_TITLE}:", "", *(f"- {md_text(line)}" for line in s.fastest), ""] if s.fastest else []
         out += [f"![{md_text(s.title)} {kind}]({paths[0].relative_to(report.out_dir).as_posix()})" for kind, paths in s.figures.items()]
         out += ["", *(f"*{md_text(line)}*" for line in (*s.absent, *s.legend) if line), "", _md_table(s.table), ""]
         if len(s.failures):
@@ -148,6 +149,7 @@ def _flame_graphs(report: Report) -> list[str]:
 
 
 NOTES_TITLE = "What the numbers carry"
+FASTEST_TITLE = "Fastest, by this run's speedups"
 CODE_SPAN = re.compile(r"(`[^`]+`)")  # a `command` in a note
 
 
@@ -184,6 +186,9 @@ def render_html(report: Report) -> str:
         note = f' <span class="note">({html.escape(s.note)})</span>' if s.note else ""
         body += [f"<h2 id=\"{slug(s.title)}\">{html.escape(s.title)}</h2>",
                  f"<p>Baseline for speedups: <code>{html.escape(s.baseline)}</code>{note}</p>"]
+        if s.fastest:
+            items = "".join(f"<li>{html.escape(line)}</li>" for line in s.fastest)
+            body.append(f"<p>{FASTEST_TITLE}:</p><ul>{items}</ul>")
         body += [_img(report, kind, paths, s.title) for kind, paths in s.figures.items()]
         body += [f'<p class="note">{html.escape(line)}</p>' for line in (*s.absent, *s.legend) if line]
         body.append(_html_table(s.table))

@@ -197,6 +197,9 @@ def test_markdown_lists_failed_cells_and_links_charts(built):
     md = (built.out_dir / "summary.md").read_text()
     assert "![hoconv2d / module time](figures/hoconv2d-module-time.png)" in md
     assert "Passes: 24 ok, 1 oom, 1 unavailable." in md  # a row is a pass of a cell: 14 cells, 26 passes
+    answer = md[md.index("Fastest, by this run's speedups:"):md.index("![hoconv2d / module time]")]
+    assert answer.split("\n\n")[1].splitlines() == [f"- {d} {p}: cpp at every batch_size (4.00x py)"
+                                                    for d in ("CPU", "GPU") for p in ("forward", "backward")]
     assert "### Cells without a time (1)" in md
     assert "| GPU | forward | C=3 | batch_size=64 | py | oom | py failed: oom at batch 64 |" not in md  # C fixed
     assert "| GPU | forward |  | batch_size=64 | py | oom | py failed: oom at batch 64 |" in md

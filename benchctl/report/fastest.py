@@ -1,0 +1,93 @@
+"""A section's answer first: for each device and pass, which implementation was fastest at which sizes, and by how
+much over the baseline; where another came within CLOSE of it, that it did, since a run does not tell those apart."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from benchctl.analysis.speedup import ratio_text
+from benchctl.analysis.summary import axis_value_text
+from benchctl.report import charts
+from benchctl.report.speedups import CELL_KEY, speedups
+from benchctl.results import storage
+from benchctl.vocab import DEVICES, PASSES, Status
+
+# Two speedups closer than this are not told apart by one run: between runs of the same code on a 2-core VM a
+# paired speedup's median moved by 3-8% (benchmarks/README.md, "Against the interval: does the next run land inside?").
+CLOSE = 0.10
+
+
+@dataclass(frozen=True)
+class Win:
+    """The fastest implementation at one size, its speedup over the baseline, and the one next to it."""
+
+    value: float
+    impl: str
+    speedup: float
+    next_impl: str
+    next_speedup: float
+
+    @property
+    def close(self) -> bool:
+        return self.speedup < self.next_speedup * (1 + CLOSE)
+
+
+def wins(part: pd.DataFrame) -> list[Win]:
+    """At each size of one device, pass and param group, the fastest implementation by its speedup (the baseline's
+    is 1), where two or more ran."""
+    found = []
+    for value, at in part.groupby("axis_value", sort=True):
+        ranked = at.sort_values("speedup", ascending=False)
+        if len(ranked) >= 2:
+            first, second = ranked.iloc[0], ranked.iloc[1]
+            found.append(Win(float(value), str(first["impl"]), float(first["speedup"]), str(second["impl"]),
+                             float(second["speedup"])))
+    return found
+
+
+def line(title: str, axis: str, baseline: str, found: list[Win]) -> str:
+    """`CPU forward: py at 256; cpp at 1024 and 4096 (1.43-1.45x py); within 10%: cpp at 256`."""
+    by_impl: dict[str, list[Win]] = {}
+    for win in found:
+        by_impl.setdefault(win.impl, []).append(win)
+    said = [f"{impl} {_where(axis, at, len(by_impl) == 1)} ({_over(impl, baseline, at)})" for impl, at in by_impl.items()]
+    close = [f"{w.next_impl} at {axis_value_text(w.value)}" for w in found if w.close]
+    return f"{title}: {'; '.join(said)}" + (f"; within {CLOSE:.0%}: {_listed(close)}" if close else "")
+
+
+def _where(axis: str, found: list[Win], every: bool) -> str:
+    if every and len(found) > 1:
+        return f"at every {axis}"
+    return f"at {axis}={_listed([axis_value_text(w.value) for w in found])}"
+
+
+def _over(impl: str, baseline: str, found: list[Win]) -> str:
+    if impl == baseline:
+        return "the baseline"
+    low, high = ratio_text(min(w.speedup for w in found)), ratio_text(max(w.speedup for w in found))
+    return f"{low if low == high else f'{low}-{high}'}x {baseline}"
+
+
+def _listed(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
+def fastest_lines(rows: pd.DataFrame, baseline: str) -> tuple[str, ...]:
+    """A line per device, pass and param group of a section's rows: its fastest implementation at each size (by
+    the report's speedups over `baseline`: the pairs' where timed in pairs)."""
+    ok = storage.latest(rows[rows["status"] == Status.OK], [*CELL_KEY, "impl"])
+    df, _ = charts.with_groups(ok.assign(speedup=speedups(ok, baseline)))
+    df = df[df["speedup"].notna()]
+    axis = str(df["axis"].dropna().iloc[0]) if df["axis"].notna().any() else "size"
+    rank = {name: i for i, name in enumerate(DEVICES + PASSES)}
+    keys = sorted(df.groupby(["device", "pass", "group"]).groups, key=lambda k: (rank.get(k[0], 99), rank.get(k[1], 99)))
+    lines = []
+    for device, pass_name, group in keys:
+        part = df[(df["device"] == device) & (df["pass"] == pass_name) & (df["group"] == group)]
+        found = wins(part)
+        if found:
+            title = charts.panel_title(device, pass_name) + (f" ({group})" if group else "")
+            lines.append(line(title, axis, baseline, found))
+    return tuple(lines)

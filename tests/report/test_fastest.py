@@ -1,0 +1,32 @@
+"""A section's answer first: the fastest implementation for each device and pass, at which sizes, by how much."""
+
+import pandas as pd
+
+from benchctl.report import fastest
+from benchctl.report.fastest import fastest_lines
+from tests.report.test_page import row
+
+
+def frame(rows: list[dict]) -> pd.DataFrame:
+    return pd.DataFrame(rows)
+
+
+def test_the_fastest_at_every_size_is_one_line_with_its_speedups_over_the_baseline():
+    rows = [row(i, "cpu", p, b) for i in ("py", "cpp") for p in ("forward", "backward") for b in (8, 16, 32)]
+    assert fastest_lines(frame(rows), "py") == ("CPU forward: cpp at every batch_size (4.00x py)",
+                                                "CPU backward: cpp at every batch_size (4.00x py)")
+
+
+def test_where_the_fastest_changes_with_the_size_each_is_named_with_its_sizes_and_a_close_one_is_said():
+    ms = {("py", 8): 8, ("py", 16): 16, ("py", 32): 32, ("cpp", 8): 1, ("cpp", 16): 15, ("cpp", 32): 40}
+    rows = [{**row(i, "cpu", "forward", b), "median_s": t / 1e3} for (i, b), t in ms.items()]
+    [line] = fastest_lines(frame(rows), "py")
+    # at 16 cpp is 1.07x py: within CLOSE; at 32 py wins by 1.25x: not
+    assert line == ("CPU forward: cpp at batch_size=8 and 16 (1.07-8.00x py); py at batch_size=32 (the baseline); "
+                    "within 10%: py at 16")
+    assert [w.close for w in fastest.wins(frame(rows).assign(speedup=[1, 1, 1, 8, 16 / 15, 0.8]))] == [False, True, False]
+
+
+def test_a_pass_where_one_implementation_ran_says_nothing():
+    rows = [row("py", "cpu", "forward", 8), row("cpp", "cpu", "forward", 8, status="oom")]
+    assert fastest_lines(frame(rows), "py") == ()
