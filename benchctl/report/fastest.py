@@ -1,5 +1,6 @@
 """A section's answer first: for each device and pass, which implementation was fastest at which sizes, and by how
-much over the baseline; where another came within CLOSE of it, that it did, since a run does not tell those apart."""
+much over the baseline; where another came within CLOSE of it, that it did, since a run does not tell those apart;
+and where the earlier runs of the same code in the folder had the two the other way round, in how many."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from benchctl.analysis.repeat import either_state
 from benchctl.analysis.speedup import ratio_text
 from benchctl.analysis.summary import axis_value_text
 from benchctl.report import charts
@@ -28,13 +30,15 @@ class Win:
     speedup: float
     next_impl: str
     next_speedup: float
+    swapped: int = 0  # earlier runs that had the two the other way round (`earlier_swaps`) ...
+    earlier: int = 0  # ... of these
 
     @property
     def close(self) -> bool:
         return self.speedup < self.next_speedup * (1 + CLOSE)
 
 
-def wins(part: pd.DataFrame) -> list[Win]:
+def wins(part: pd.DataFrame, baseline: str) -> list[Win]:
     """At each size of one device, pass and param group, the fastest implementation by its speedup (the baseline's
     is 1), where two or more ran."""
     found = []
@@ -43,8 +47,21 @@ def wins(part: pd.DataFrame) -> list[Win]:
         if len(ranked) >= 2:
             first, second = ranked.iloc[0], ranked.iloc[1]
             found.append(Win(float(value), str(first["impl"]), float(first["speedup"]), str(second["impl"]),
-                             float(second["speedup"])))
+                             float(second["speedup"]), *earlier_swaps(first, second, baseline)))
     return found
+
+
+def earlier_swaps(first: pd.Series, second: pd.Series, baseline: str) -> tuple[int, int]:
+    """Where one of the two is the baseline and the other was timed in pairs with it, in how many of the earlier
+    runs of the same code its paired speedup (either machine state, repeat.either_state) put the two the other way
+    round, and of how many runs: (0, 0) where nothing says."""
+    if baseline not in (first["impl"], second["impl"]):
+        return 0, 0
+    other, ahead = (second, False) if first["impl"] == baseline else (first, True)
+    if other.get("paired_with") != baseline:
+        return 0, 0
+    found = either_state(other)
+    return sum((s <= 1) if ahead else (s >= 1) for s in found), len(found)
 
 
 def line(title: str, axis: str, baseline: str, found: list[Win]) -> str:
@@ -54,7 +71,9 @@ def line(title: str, axis: str, baseline: str, found: list[Win]) -> str:
         by_impl.setdefault(win.impl, []).append(win)
     said = [f"{impl} {_where(axis, at, len(by_impl) == 1)} ({_over(impl, baseline, at)})" for impl, at in by_impl.items()]
     close = [f"{w.next_impl} at {axis_value_text(w.value)}" for w in found if w.close]
-    return f"{title}: {'; '.join(said)}" + (f"; within {CLOSE:.0%}: {_listed(close)}" if close else "")
+    swapped = [f"{w.next_impl} at {axis_value_text(w.value)} in {w.swapped} of {w.earlier}" for w in found if w.swapped]
+    return (f"{title}: {'; '.join(said)}" + (f"; within {CLOSE:.0%}: {_listed(close)}" if close else "")
+            + (f"; ahead in earlier runs: {_listed(swapped)}" if swapped else ""))
 
 
 def _where(axis: str, found: list[Win], every: bool) -> str:
@@ -86,7 +105,7 @@ def fastest_lines(rows: pd.DataFrame, baseline: str) -> tuple[str, ...]:
     lines = []
     for device, pass_name, group in keys:
         part = df[(df["device"] == device) & (df["pass"] == pass_name) & (df["group"] == group)]
-        found = wins(part)
+        found = wins(part, baseline)
         if found:
             title = charts.panel_title(device, pass_name) + (f" ({group})" if group else "")
             lines.append(line(title, axis, baseline, found))

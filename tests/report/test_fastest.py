@@ -24,9 +24,25 @@ def test_where_the_fastest_changes_with_the_size_each_is_named_with_its_sizes_an
     # at 16 cpp is 1.07x py: within CLOSE; at 32 py wins by 1.25x: not
     assert line == ("CPU forward: cpp at batch_size=8 and 16 (1.07-8.00x py); py at batch_size=32 (the baseline); "
                     "within 10%: py at 16")
-    assert [w.close for w in fastest.wins(frame(rows).assign(speedup=[1, 1, 1, 8, 16 / 15, 0.8]))] == [False, True, False]
+    assert [w.close for w in fastest.wins(frame(rows).assign(speedup=[1, 1, 1, 8, 16 / 15, 0.8]), "py")] == [False, True, False]
 
 
 def test_a_pass_where_one_implementation_ran_says_nothing():
     rows = [row("py", "cpu", "forward", 8), row("cpp", "cpu", "forward", 8, status="oom")]
     assert fastest_lines(frame(rows), "py") == ()
+
+
+def test_where_earlier_runs_had_the_two_the_other_way_round_the_line_says_in_how_many():
+    from benchctl.analysis.repeat import OTHER_STATE, SAME_STATE
+
+    ms = {("py", 8): 1.0, ("cpp", 8): 1.02, ("py", 16): 2.0, ("cpp", 16): 1.0}
+    rows = [{**row(i, "cpu", "forward", b), "median_s": t / 1e3} for (i, b), t in ms.items()]
+    for r in rows:
+        if r["impl"] == "cpp":  # its paired speedups over py in the earlier runs, in each machine state
+            r.update(paired_with="py", **{SAME_STATE: (1.03, 1.05, 0.99), OTHER_STATE: (1.01,)} if r["batch_size"] == 8
+                     else {SAME_STATE: (1.9, 2.1), OTHER_STATE: ()})
+    [line] = fastest_lines(frame(rows), "py")
+    assert line == ("CPU forward: py at batch_size=8 (the baseline); cpp at batch_size=16 (2.00x py); within 10%: cpp "
+                    "at 8; ahead in earlier runs: cpp at 8 in 3 of 4")  # py won at 8 here, cpp in three runs before
+    assert fastest_lines(frame(rows), "cpp") == ("CPU forward: py at batch_size=8 (1.02x cpp); cpp at batch_size=16 "
+                                                 "(the baseline); within 10%: cpp at 8",)  # cpp's pairs are with py
