@@ -282,6 +282,9 @@ def test_user_operator_runs_from_ops_dir(tmp_path, example_ops_dir):
     assert result.exit_code == 0, result.output
     df = storage.load(root=tmp_path)
     assert set(df["impl"]) == {"py", "addcmul"} and set(df["status"]) == {"ok"}
+    fastest = [" ".join(line.split()) for line in result.stdout.splitlines() if line.startswith("fastest, ")]
+    assert [line.split(": ")[1] for line in fastest] == ["CPU forward", "CPU backward", "CPU forward+backward"]
+    assert all(line.startswith("fastest, scale_shift/op: ") for line in fastest)  # the answer, under the tables
 
 
 @pytest.mark.parametrize("option", ["--flush-caches", "--flush-l2"])
