@@ -38,7 +38,8 @@ def by_device(rows: list[dict]) -> tuple[list[str], list[list[str]], list[str]]:
             lines.append(f"{device}: {reasons.pop()} (every implementation)")
     table: dict[tuple[str, str], dict[str, str]] = {}
     for r in ran:
-        table.setdefault((r["operator"], r["implementation"]), {})[r["device"]] = "yes" if r["available"] else r["reason"]
+        why_not = "yes" if r["available"] else r["reason"]
+        table.setdefault((r["operator"], r["implementation"]), {})[r["device"]] = why_not
     cells = [[op, impl, *(said.get(d, f"({', '.join(said)} only)") for d in devices)]
              for (op, impl), said in table.items()]
     return ["operator", "implementation", *devices], cells, lines

@@ -166,12 +166,14 @@ def _code_spans(escaped: str) -> str:
 def _notes_html(report: Report) -> list[str]:
     if not report.notes:
         return []
-    items = "".join(f"<li><b>{html.escape(n.heading)}.</b> {_code_spans(html.escape(n.text))}</li>" for n in report.notes)
+    items = "".join(f"<li><b>{html.escape(n.heading)}.</b> {_code_spans(html.escape(n.text))}</li>"
+                    for n in report.notes)
     return [f"<h2>{NOTES_TITLE}</h2>", f'<ul class="notes">{items}</ul>']
 
 
 def render_html(report: Report) -> str:
-    body = [f"<h1>benchctl report</h1><p>Generated {report.generated}. Passes: {html.escape(_status_line(report))}.</p>",
+    body = [f"<h1>benchctl report</h1><p>Generated {report.generated}. "
+            f"Passes: {html.escape(_status_line(report))}.</p>",
             "<p>" + " · ".join([f'<a href="#{slug(s.title)}">{html.escape(s.title)}</a>' for s in report.sections]
                                + [f'<a href="#{slug(PROFILES_TITLE)}">{PROFILES_TITLE}</a>'] * bool(report.profiles))
             + "</p>",
