@@ -203,9 +203,10 @@ def _check_and_build(preflight) -> set:
     """The cells that can run here, once their extensions are built; the others named, a line a reason."""
     from benchctl import console
     from benchctl.errors import BenchError
+    from benchctl.sweep.preflight import unavailable_lines
 
     runnable, unavailable = preflight.availability()
-    for line in preflight.unavailable_lines():
+    for line in unavailable_lines(runnable, unavailable):
         console.warn(line)
     if not runnable:
         raise BenchError(f"nothing can run here: {'; '.join(unavailable)}")

@@ -44,21 +44,6 @@ class Preflight:
                 runnable.append(cell)
         return runnable, reasons
 
-    def unavailable_lines(self) -> list[str]:
-        """A line per reason some cells cannot run here: how many, and which (`triton, triton-channels on cpu`, or
-        `everything on cuda` where no cell of the device can run)."""
-        runnable, unavailable = self.availability()
-        ran_on = {c.device for c in runnable}
-        lines = []
-        for reason, cells in unavailable.items():
-            by_device: dict[str, dict[str, None]] = {}
-            for c in cells:
-                by_device.setdefault(c.device, {})[c.impl] = None
-            which = "; ".join(f"{', '.join(impls)} on {device}" if device in ran_on else f"everything on {device}"
-                              for device, impls in by_device.items())
-            lines.append(f"{len(cells)} cell{'' if len(cells) == 1 else 's'} unavailable here ({which}): {reason}")
-        return lines
-
     def clashes(self) -> list[Clash]:
         """Extensions of the runnable cells' operators that open one TORCH_LIBRARY namespace (read from
         their sources, before anything is loaded)."""
@@ -94,6 +79,21 @@ class Preflight:
                 say(f"  failed: {exc.summary}\n{exc.compiler_lines}")
                 continue
             say(f"  ready in {seconds:.1f} s")
+
+
+def unavailable_lines(runnable: Sequence[Cell], unavailable: Mapping[str, Sequence[Cell]]) -> list[str]:
+    """A line per reason some cells cannot run here (`Preflight.availability`'s two): how many, and which
+    (`triton, triton-channels on cpu`, or `everything on cuda` where no cell of the device can run)."""
+    ran_on = {c.device for c in runnable}
+    lines = []
+    for reason, cells in unavailable.items():
+        by_device: dict[str, dict[str, None]] = {}
+        for c in cells:
+            by_device.setdefault(c.device, {})[c.impl] = None
+        which = "; ".join(f"{', '.join(impls)} on {device}" if device in ran_on else f"everything on {device}"
+                          for device, impls in by_device.items())
+        lines.append(f"{len(cells)} cell{'' if len(cells) == 1 else 's'} unavailable here ({which}): {reason}")
+    return lines
 
 
 def busy_cores_now(cells: Sequence[Cell], threads: int | None = None) -> tuple[float | None, str | None]:

@@ -5,7 +5,7 @@ import torch
 from benchctl.ops import registry
 from benchctl.ops.build import BuildError
 from benchctl.ops.cells import Cell
-from benchctl.sweep.preflight import Preflight
+from benchctl.sweep.preflight import Preflight, unavailable_lines
 from benchctl.ops.registry import Case, Operator, Target, randn
 
 
@@ -44,12 +44,12 @@ def test_the_unavailable_cells_are_a_line_per_reason_naming_implementations_or_a
     preflight = Preflight(cells)
     why = {"ext": "the build failed", "cuda": "no CUDA device"}
     monkeypatch.setattr(preflight, "reason", lambda c: why["cuda"] if c.device == "cuda" else why.get(c.impl))
-    assert preflight.unavailable_lines() == [
+    assert unavailable_lines(*preflight.availability()) == [
         "2 cells unavailable here (ext on cpu): the build failed",
         "4 cells unavailable here (everything on cuda): no CUDA device",  # not py on cuda, ext on cuda
     ]
     monkeypatch.setattr(preflight, "reason", lambda c: why["cuda"] if (c.device, c.impl) == ("cuda", "ext") else None)
-    assert preflight.unavailable_lines() == ["2 cells unavailable here (ext on cuda): no CUDA device"]
+    assert unavailable_lines(*preflight.availability()) == ["2 cells unavailable here (ext on cuda): no CUDA device"]
 
 
 def test_memory_is_busy_against_what_the_calibration_usually_read_not_its_best(monkeypatch):
