@@ -223,7 +223,7 @@ def _render_summary(writer) -> None:
     from benchctl.analysis.run_notes import notes
     from benchctl.analysis.absent import absent
     from benchctl.analysis.summary import legend, summary_tables
-    from benchctl.report.fastest import fastest_lines
+    from benchctl.report.fastest import answers
 
     df, earlier = storage.load_run(writer.dir), earlier_rows(writer.dir)
     df = with_earlier(df, earlier)
@@ -232,8 +232,8 @@ def _render_summary(writer) -> None:
     for t in tables:
         console.out.print(console.table(t.title, t.columns, t.rows))
     for (op, target), rows in df.groupby(["op", "target"], sort=False):
-        for line in fastest_lines(rows, refs.get(str(op), "py")):
-            console.out.print(console.headed(f"fastest, {op}/{target}", line))
+        for found in answers(rows, refs.get(str(op), "py")):
+            console.out.print(console.headed(f"fastest, {op}/{target}", str(found)))
     for line in [*(a.line() for a in absent(df)), legend(tables)]:
         if line:
             console.out.print(line)

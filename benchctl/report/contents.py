@@ -10,6 +10,7 @@ from typing import Callable
 import pandas as pd
 
 from benchctl.analysis.run_notes import Note
+from benchctl.report.fastest import Answer
 from benchctl.report.profiles import ProfileEntry
 
 Doing = Callable[[str], None]  # told each step of a page's build as it starts ("drawing hoconv2d's charts (2 of 6)")
@@ -33,7 +34,7 @@ class Section:
     failures: pd.DataFrame
     absent: tuple[str, ...] = ()  # one line per device, or implementations on one, where nothing could run
     legend: tuple[str, ...] = ()  # lines under the table: what its marks and columns mean (tables.legend)
-    fastest: tuple[str, ...] = ()  # the fastest implementation for each device and pass, at which sizes (fastest.py)
+    fastest: tuple[Answer, ...] = ()  # the fastest implementation for each device and pass, at which sizes
 
 
 @dataclass(frozen=True)

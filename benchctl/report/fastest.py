@@ -1,6 +1,7 @@
-"""A section's answer first: for each device and pass, which implementation was fastest at which sizes, and by how
-much over the baseline; where another came within CLOSE of it, that it did, since a run does not tell those apart;
-and where the earlier runs of the same code in the folder had the two the other way round, in how many."""
+"""The answer first (a table at the top of the report, lines under `run`'s tables): for each operator, device and
+pass, which implementation was fastest at which sizes, and by how much over the baseline; where another came within
+CLOSE of it, that it did, since a run does not tell those apart; and where the earlier runs of the same code in the
+folder had the two the other way round, in how many."""
 
 from __future__ import annotations
 
@@ -19,6 +20,21 @@ from benchctl.vocab import DEVICES, PASSES, Status
 # Two speedups closer than this are not told apart by one run: between runs of the same code on a 2-core VM a
 # paired speedup's median moved by 3-8% (benchmarks/README.md, "Against the interval: does the next run land inside?").
 CLOSE = 0.10
+# What the answers' words mean, said once where they are listed.
+WORDS = (f"Each speedup is over its operator's baseline (the pairs' where timed in pairs); within {CLOSE:.0%}: "
+         "another came that close, which one run does not tell apart from the fastest; ahead in earlier runs: in "
+         "how many of the earlier runs of the same code in this folder the two were the other way round")
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One device and pass of a section (`CPU forward`, with its param group) and what was fastest at which sizes."""
+
+    title: str
+    text: str
+
+    def __str__(self) -> str:
+        return f"{self.title}: {self.text}"
 
 
 @dataclass(frozen=True)
@@ -64,8 +80,8 @@ def earlier_swaps(first: pd.Series, second: pd.Series, baseline: str) -> tuple[i
     return sum((s <= 1) if ahead else (s >= 1) for s in found), len(found)
 
 
-def line(title: str, axis: str, baseline: str, found: list[Win]) -> str:
-    """`CPU forward: py at image_size=256 (the baseline); cpp at image_size=1024 and 4096 (1.43-1.45x py); within
+def answer(title: str, axis: str, baseline: str, found: list[Win]) -> Answer:
+    """`CPU forward`: `py at image_size=256 (the baseline); cpp at image_size=1024 and 4096 (1.43-1.45x py); within
     10%: cpp at 256; ahead in earlier runs: cpp at 256 in 8 of 10`."""
     by_impl: dict[str, list[Win]] = {}
     for win in found:
@@ -74,8 +90,8 @@ def line(title: str, axis: str, baseline: str, found: list[Win]) -> str:
             for impl, at in by_impl.items()]
     close = [f"{w.next_impl} at {axis_value_text(w.value)}" for w in found if w.close]
     swapped = [f"{w.next_impl} at {axis_value_text(w.value)} in {w.swapped} of {w.earlier}" for w in found if w.swapped]
-    return (f"{title}: {'; '.join(said)}" + (f"; within {CLOSE:.0%}: {_listed(close)}" if close else "")
-            + (f"; ahead in earlier runs: {_listed(swapped)}" if swapped else ""))
+    return Answer(title, "; ".join(said) + (f"; within {CLOSE:.0%}: {_listed(close)}" if close else "")
+                  + (f"; ahead in earlier runs: {_listed(swapped)}" if swapped else ""))
 
 
 def _where(axis: str, found: list[Win], every: bool) -> str:
@@ -85,18 +101,28 @@ def _where(axis: str, found: list[Win], every: bool) -> str:
 
 
 def _over(impl: str, baseline: str, found: list[Win]) -> str:
-    if impl == baseline:
+    """`1.43-1.45x py`; where the baseline was fastest, how far behind the next came where it was not within CLOSE
+    (the line names those): `the baseline; next vmap, 4.36-4.86x slower`."""
+    if impl != baseline:
+        return f"{_span([w.speedup for w in found])}x {baseline}"
+    behind = [w for w in found if not w.close]
+    if not behind:
         return "the baseline"
-    low, high = ratio_text(min(w.speedup for w in found)), ratio_text(max(w.speedup for w in found))
-    return f"{low if low == high else f'{low}-{high}'}x {baseline}"
+    nexts = list(dict.fromkeys(w.next_impl for w in behind))
+    return f"the baseline; next {_listed(nexts)}, {_span([1 / w.next_speedup for w in behind])}x slower"
+
+
+def _span(values: list[float]) -> str:
+    low, high = ratio_text(min(values)), ratio_text(max(values))
+    return low if low == high else f"{low}-{high}"
 
 
 def _listed(items: list[str]) -> str:
     return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
 
 
-def fastest_lines(rows: pd.DataFrame, baseline: str) -> tuple[str, ...]:
-    """A line per device, pass and param group of a section's rows: its fastest implementation at each size (by
+def answers(rows: pd.DataFrame, baseline: str) -> tuple[Answer, ...]:
+    """An answer per device, pass and param group of a section's rows: its fastest implementation at each size (by
     the report's speedups over `baseline`: the pairs' where timed in pairs)."""
     ok = storage.latest(rows[rows["status"] == Status.OK], [*CELL_KEY, "impl"])
     df, _ = charts.with_groups(ok.assign(speedup=speedups(ok, baseline)))
@@ -105,11 +131,11 @@ def fastest_lines(rows: pd.DataFrame, baseline: str) -> tuple[str, ...]:
     rank = {name: i for i, name in enumerate(DEVICES + PASSES)}
     keys = sorted(df.groupby(["device", "pass", "group"]).groups,
                   key=lambda k: (rank.get(k[0], len(rank)), rank.get(k[1], len(rank))))
-    lines = []
+    out = []
     for device, pass_name, group in keys:
         part = df[(df["device"] == device) & (df["pass"] == pass_name) & (df["group"] == group)]
         found = wins(part, baseline)
         if found:
             title = charts.panel_title(device, pass_name) + (f" ({group})" if group else "")
-            lines.append(line(title, axis, baseline, found))
-    return tuple(lines)
+            out.append(answer(title, axis, baseline, found))
+    return tuple(out)

@@ -17,7 +17,7 @@ import pandas as pd
 from benchctl.report import charts, machine_chart, profiles, roofline, working_set
 from benchctl.report.contents import Doing, Report, Section, unseen
 from benchctl.report.render import render_html, render_markdown, slug
-from benchctl.report.fastest import fastest_lines
+from benchctl.report.fastest import answers
 from benchctl.report.tables import environment, failure_table, legend, op_table
 from benchctl.results import storage
 from benchctl.analysis import run_notes
@@ -93,7 +93,7 @@ def _section(rows: pd.DataFrame, op: str, target: str, out_dir: Path, requested:
                for kind, fig in drawn.items() if fig is not None}
     table = op_table(rows, baseline)
     return Section(op, target, title, baseline, note, figures, table, failure_table(rows),
-                   tuple(a.line() for a in lines), legend(table, baseline), fastest_lines(rows, baseline))
+                   tuple(a.line() for a in lines), legend(table, baseline), answers(rows, baseline))
 
 
 def _sections(rows: pd.DataFrame, out_dir: Path, baseline: Callable[[str], str | None],

@@ -14,6 +14,7 @@ from typing import Any
 import pandas as pd
 
 from benchctl.report.contents import Report
+from benchctl.report.fastest import WORDS
 from benchctl.report.profiles import FILE_ROLES, ProfileEntry
 from benchctl.report.tables import BANDWIDTH, ENV_COLUMNS
 
@@ -49,6 +50,8 @@ def _status_line(report: Report) -> str:
 
 def render_markdown(report: Report) -> str:
     out = ["# benchctl report", "", f"Generated {report.generated}. Passes: {_status_line(report)}.", ""]
+    if any(s.fastest for s in report.sections):
+        out += [f"## {FASTEST_TITLE}", "", _md_table(_fastest_table(report)), "", f"*{md_text(WORDS)}.*", ""]
     if report.notes:
         out += [f"## {NOTES_TITLE}", "", *(f"- **{md_text(n.heading)}.** {_md_note(n.text)}" for n in report.notes), ""]
     out += ["## Environment", "", _md_table(_env_table(report)), ""]
@@ -62,7 +65,6 @@ def render_markdown(report: Report) -> str:
     for s in report.sections:
         out += [f"## {md_text(s.title)}", "", f"Baseline for speedups: {md_text(s.baseline)}."
                 + (f" ({md_text(s.note)})" if s.note else ""), ""]
-        out += [f"{FASTEST_TITLE}:", "", *(f"- {md_text(line)}" for line in s.fastest), ""] if s.fastest else []
         out += [f"![{md_text(s.title)} {kind}]({paths[0].relative_to(report.out_dir).as_posix()})" for kind, paths in s.figures.items()]
         out += ["", *(f"*{md_text(line)}*" for line in (*s.absent, *s.legend) if line), "", _md_table(s.table), ""]
         if len(s.failures):
@@ -150,6 +152,24 @@ def _flame_graphs(report: Report) -> list[str]:
 
 NOTES_TITLE = "What the numbers carry"
 FASTEST_TITLE = "Fastest, by this run's speedups"
+FASTEST_COLUMNS = ("operator", "device and pass", "fastest")
+
+
+def _fastest_table(report: Report) -> pd.DataFrame:
+    """Every section's answers (fastest.py), one row per device and pass, in the sections' order."""
+    return pd.DataFrame([(s.title, a.title, a.text) for s in report.sections for a in s.fastest],
+                        columns=list(FASTEST_COLUMNS))
+
+
+def _fastest_html(report: Report) -> list[str]:
+    """The answers first, each operator a link to its section."""
+    if not any(s.fastest for s in report.sections):
+        return []
+    head = "".join(f"<th>{c}</th>" for c in FASTEST_COLUMNS)
+    rows = "".join(f'<tr><td><a href="#{slug(s.title)}">{html.escape(s.title)}</a></td><td>{html.escape(a.title)}'
+                   f"</td><td>{html.escape(a.text)}</td></tr>" for s in report.sections for a in s.fastest)
+    return [f"<h2>{FASTEST_TITLE}</h2>", f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>",
+            f'<p class="note">{html.escape(WORDS)}.</p>']
 CODE_SPAN = re.compile(r"(`[^`]+`)")  # a `command` in a note
 
 
@@ -177,7 +197,7 @@ def render_html(report: Report) -> str:
             "<p>" + " · ".join([f'<a href="#{slug(s.title)}">{html.escape(s.title)}</a>' for s in report.sections]
                                + [f'<a href="#{slug(PROFILES_TITLE)}">{PROFILES_TITLE}</a>'] * bool(report.profiles))
             + "</p>",
-            *_history_link(report), *_notes_html(report), "<h2>Environment</h2>", _html_table(_env_table(report))]
+            *_history_link(report), *_fastest_html(report), *_notes_html(report), "<h2>Environment</h2>", _html_table(_env_table(report))]
     if report.machine:
         body.append(_img(report, "memory bandwidth probes", report.machine, "machine"))
     if report.load:
@@ -188,9 +208,6 @@ def render_html(report: Report) -> str:
         note = f' <span class="note">({html.escape(s.note)})</span>' if s.note else ""
         body += [f"<h2 id=\"{slug(s.title)}\">{html.escape(s.title)}</h2>",
                  f"<p>Baseline for speedups: <code>{html.escape(s.baseline)}</code>{note}</p>"]
-        if s.fastest:
-            items = "".join(f"<li>{html.escape(line)}</li>" for line in s.fastest)
-            body.append(f"<p>{FASTEST_TITLE}:</p><ul>{items}</ul>")
         body += [_img(report, kind, paths, s.title) for kind, paths in s.figures.items()]
         body += [f'<p class="note">{html.escape(line)}</p>' for line in (*s.absent, *s.legend) if line]
         body.append(_html_table(s.table))

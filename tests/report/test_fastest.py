@@ -1,14 +1,17 @@
-"""A section's answer first: the fastest implementation for each device and pass, at which sizes, by how much."""
+"""The answer first: the fastest implementation for each device and pass, at which sizes, by how much."""
 
 import pandas as pd
 
 from benchctl.report import fastest
-from benchctl.report.fastest import fastest_lines
 from tests.report.test_page import row
 
 
 def frame(rows: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(rows)
+
+
+def fastest_lines(rows: pd.DataFrame, baseline: str) -> tuple[str, ...]:
+    return tuple(map(str, fastest.answers(rows, baseline)))
 
 
 def test_the_fastest_at_every_size_is_one_line_with_its_speedups_over_the_baseline():
@@ -22,8 +25,8 @@ def test_where_the_fastest_changes_with_the_size_each_is_named_with_its_sizes_an
     rows = [{**row(i, "cpu", "forward", b), "median_s": t / 1e3} for (i, b), t in ms.items()]
     [line] = fastest_lines(frame(rows), "py")
     # at 16 cpp is 1.07x py: within CLOSE; at 32 py wins by 1.25x: not
-    assert line == ("CPU forward: cpp at batch_size=8 and 16 (1.07-8.00x py); py at batch_size=32 (the baseline); "
-                    "within 10%: py at 16")
+    assert line == ("CPU forward: cpp at batch_size=8 and 16 (1.07-8.00x py); py at batch_size=32 (the baseline; next "
+                    "cpp, 1.25x slower); within 10%: py at 16")
     ranked = fastest.wins(frame(rows).assign(speedup=[1, 1, 1, 8, 16 / 15, 0.8]), "py")
     assert [w.close for w in ranked] == [False, True, False]
 
@@ -44,6 +47,13 @@ def test_where_earlier_runs_had_the_two_the_other_way_round_the_line_says_in_how
                      else {SAME_STATE: (1.9, 2.1), OTHER_STATE: ()})
     [line] = fastest_lines(frame(rows), "py")
     assert line == ("CPU forward: py at batch_size=8 (the baseline); cpp at batch_size=16 (2.00x py); within 10%: cpp "
-                    "at 8; ahead in earlier runs: cpp at 8 in 3 of 4")  # py won at 8 here, cpp in three runs before
+                    "at 8; ahead in earlier runs: cpp at 8 in 3 of 4")  # py ahead by 2%: the within clause says it  # py won at 8 here, cpp in three runs before
     assert fastest_lines(frame(rows), "cpp") == ("CPU forward: py at batch_size=8 (1.02x cpp); cpp at batch_size=16 "
-                                                 "(the baseline); within 10%: cpp at 8",)  # cpp's pairs are with py
+                                                 "(the baseline; next py, 2.00x slower); within 10%: cpp at 8",)
+    # (cpp's pairs are with py, not with cpp: no earlier count)
+
+
+def test_an_answer_is_its_device_and_pass_and_what_was_fastest_where():
+    rows = [row(i, "cpu", "forward", b) for i in ("py", "cpp") for b in (8, 16)]
+    [found] = fastest.answers(frame(rows), "cpp")  # the baseline fastest: how far behind the next came
+    assert (found.title, found.text) == ("CPU forward", "cpp at every batch_size (the baseline; next py, 4.00x slower)")

@@ -113,7 +113,9 @@ def test_html_embeds_decodable_images_and_has_the_tables(built):
     assert len(images) == 2  # time and speedup, embedded: the page needs no files beside it
     image = matplotlib.image.imread(io.BytesIO(base64.b64decode(images[0])), format="png")
     assert image.shape[0] > 300
-    assert page.count("<table") == 3  # environment, the operator's cells, its failed cells
+    assert page.count("<table") == 4  # the fastest, environment, the operator's cells, its failed cells
+    assert page.index("Fastest, by this run's speedups") < page.index("<h2>Environment")  # the answer first
+    assert '<td><a href="#hoconv2d_module">hoconv2d / module</a></td><td>CPU forward</td>' in page
     for text in ("bench-box", "2.4.0", "Tesla K80", "Xeon Gold", "speedup vs py", "oom", "unavailable",
                  "py failed: oom at batch 64", "hoconv2d / module"):
         assert text in page
@@ -198,9 +200,11 @@ def test_markdown_lists_failed_cells_and_links_charts(built):
     md = (built.out_dir / "summary.md").read_text()
     assert "![hoconv2d / module time](figures/hoconv2d-module-time.png)" in md
     assert "Passes: 24 ok, 1 oom, 1 unavailable." in md  # a row is a pass of a cell: 14 cells, 26 passes
-    answer = md[md.index("Fastest, by this run's speedups:"):md.index("![hoconv2d / module time]")]
-    assert answer.split("\n\n")[1].splitlines() == [f"- {d} {p}: cpp at every batch_size (4.00x py)"
-                                                    for d in ("CPU", "GPU") for p in ("forward", "backward")]
+    answer = md[md.index("## Fastest, by this run's speedups"):md.index("## Environment")]
+    assert answer.split("\n\n")[1].splitlines()[2:] == [
+        f"| hoconv2d / module | {d} {p} | cpp at every batch_size (4.00x py) |"
+        for d in ("CPU", "GPU") for p in ("forward", "backward")]  # under its header, a row per device and pass
+    assert answer.split("\n\n")[2].startswith("*Each speedup is over its operator's baseline")
     assert "### Cells without a time (1)" in md
     assert "| GPU | forward | C=3 | batch_size=64 | py | oom | py failed: oom at batch 64 |" not in md  # C fixed
     assert "| GPU | forward |  | batch_size=64 | py | oom | py failed: oom at batch 64 |" in md
