@@ -50,13 +50,20 @@ def partner_apart_line(rows: pd.DataFrame) -> str | None:
 
 
 def _causes(apart: list[tuple[dict, dict]]) -> str:
+    """`in 7 the canary's move between the two cells accounts for it (...), in 12 it does not (...)`; where every one
+    is of one kind, `the canary's move between the two cells accounts for none of them (...)`."""
     said = [machine_moved(b, r) for b, r in apart]
     machine, pairs, unread = said.count(True), said.count(False), said.count(None)
     warm = not any(flushed(r) for (_, r), moved in zip(apart, said) if moved is False)
-    parts = [f"in {machine} the canary's move between the two cells accounts for it (the machine changed speed)"
-             if machine else "",
-             f"in {pairs} it does not (the partner's time moved beside the cell, timed by turns with it: the two "
-             "share the caches and the memory" + (f"; {COLD}" if warm else "") + ")" if pairs else "",
+    moved, beside = "the canary's move between the two cells accounts for", (
+        "(the partner's time moved beside the cell, timed by turns with it: the two share the caches and the memory"
+        + (f"; {COLD}" if warm else "") + ")")
+    if pairs == len(apart):
+        return f"{moved} none of them {beside}"
+    if machine == len(apart):
+        return f"{moved} every one (the machine changed speed)"
+    parts = [f"in {machine} {moved} it (the machine changed speed)" if machine else "",
+             f"in {pairs} it does not {beside}" if pairs else "",
              f"in {unread} the canary was not read (no calibration)" if unread else ""]
     return ", ".join(p for p in parts if p)
 

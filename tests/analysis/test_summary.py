@@ -138,10 +138,10 @@ def test_passes_whose_partner_read_far_from_its_own_row_are_marked_and_counted()
 
 
 @pytest.mark.parametrize("canaries, cause, mark", [  # py: 0.085 ms in its row, 0.16 ms beside cpp (1.88x)
-    ((1.0, 1.8), "in 1 the canary's move between the two cells accounts for it (the machine changed speed)", "≠"),
-    ((1.0, 1.05), "in 1 it does not (the partner's time moved beside the cell, timed by turns with it", "?≠"),
-    ((1.0, 1.4), "in 1 it does not", "?≠"),  # the canary's move leaves py 1.34x its row beside cpp: over 25%
-    ((1.5, 1.0), "in 1 it does not", "?≠"),  # the machine faster at cpp's cell: py would have read faster
+    ((1.0, 1.8), "the canary's move between the two cells accounts for every one (the machine changed speed)", "≠"),
+    ((1.0, 1.05), "accounts for none of them (the partner's time moved beside the cell, timed by turns with it", "?≠"),
+    ((1.0, 1.4), "accounts for none of them", "?≠"),  # the canary's move leaves py 1.34x its row beside cpp: over 25%
+    ((1.5, 1.0), "accounts for none of them", "?≠"),  # the machine faster at cpp's cell: py would have read faster
 ])
 def test_the_canary_says_whether_the_machine_or_the_pairs_moved_the_partner(canaries, cause, mark):
     """Where the pairing moved the partner, the pairs' speedup and the medians' ratio are two answers: `?`."""
@@ -149,7 +149,8 @@ def test_the_canary_says_whether_the_machine_or_the_pairs_moved_the_partner(cana
                                     paired_with=[None, "py"], paired_speedup=[None, 2.32],
                                     partner_samples_s=[None, [0.16e-3, 0.15e-3, 0.17e-3]])
     line = partner_apart_line(df)
-    assert f"0.16 ms beside cpp, the canary {canaries[0]:.2f}x and {canaries[1]:.2f}x calibrated): {cause}" in line
+    assert f"0.16 ms beside cpp, the canary {canaries[0]:.2f}x and {canaries[1]:.2f}x calibrated): " in line
+    assert cause in line
     (table,) = summary_tables(df, {"lstm_cell": "py"})
     assert table.rows[1][2].startswith(f"0.0668 (2.32x{mark})")
 
@@ -165,6 +166,18 @@ def test_where_the_pairing_moved_a_warm_partner_the_line_points_to_cold_caches(f
     line = partner_apart_line(df)
     assert "share the caches and the memory" in line and (COLD in line) is not flushed
     assert line.endswith("); each speedup is its pairs', timed side by side")
+
+
+def test_passes_the_machine_and_the_pairs_moved_are_counted_apart():
+    """Two passes apart, the canary moving with one of them: each cause with its count."""
+    df = rows().iloc[[0, 2, 1, 3]].assign(status="ok", median_s=[0.085e-3, 0.0668e-3, 0.2e-3, 0.1e-3],
+                                          canary_ratio=[1.0, 1.8, 1.0, 1.0], paired_with=[None, "py", None, "py"],
+                                          paired_speedup=[None, 2.32, None, 2.0],
+                                          partner_samples_s=[None, [0.16e-3] * 3, None, [0.4e-3] * 3])
+    line = partner_apart_line(df)
+    assert line.startswith("2 of 2 passes timed in pairs")
+    assert ("in 1 the canary's move between the two cells accounts for it (the machine changed speed), in 1 it does "
+            "not (the partner's time moved beside the cell") in line
 
 
 def test_a_pass_is_slow_in_a_slow_phase_not_in_the_drift_of_a_machine_at_speed():
