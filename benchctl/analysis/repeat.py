@@ -118,8 +118,11 @@ def machine_state(row: Mapping[str, Any]) -> bool | None:
 
 
 def in_state(rows: pd.DataFrame, state: bool | None) -> pd.DataFrame:
-    """The rows timed with the machine in this state (`machine_state`)."""
-    return rows[[machine_state(r) == state for r in rows.to_dict("records")]] if len(rows) else rows
+    """The rows timed with the machine in this state (`machine_state`, which reads the canary alone)."""
+    if not len(rows):
+        return rows
+    canaries = rows.reindex(columns=["canary_ratio"]).to_dict("records")
+    return rows[[machine_state(r) == state for r in canaries]]
 
 
 def near_memory(rows: pd.DataFrame, gbps: float) -> pd.DataFrame:
