@@ -1,3 +1,4 @@
 from benchctl.cli import main
 
-main()
+if __name__ == "__main__":  # a worker process started by `spawn` imports this module too
+    main()

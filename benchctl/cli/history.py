@@ -38,6 +38,7 @@ def command(runs, root, ops, impls, passes, devices, threshold, alpha, out_dir, 
     from benchctl import console
     from benchctl.errors import UsageError
     from benchctl.report import history_page
+    from benchctl.report.drawing import Drawer, workers
     from benchctl.analysis import follows, history, steps
     from benchctl.sweep import words
 
@@ -51,11 +52,11 @@ def command(runs, root, ops, impls, passes, devices, threshold, alpha, out_dir, 
         raise UsageError(history.unmatched(loaded, **wanted))
     out = out_dir or history_page.default_folder(runs, root)
     check_writable(out)
-    with console.doing(f"finding the steps in {len(all_series)} series") as doing:
+    with console.doing(f"finding the steps in {len(all_series)} series") as doing, Drawer(workers()) as drawer:
         found = steps.all_steps(all_series, threshold, alpha)
         said = history.messages(all_series)
         followers = follows.follows(all_series)
-        page = history_page.build(all_series, found, said, out, doing, followers)
+        page = history_page.build(all_series, found, said, out, doing, followers, drawer)
     if as_json:
         click.echo(json.dumps(_json(all_series, found, followers, str(page)), indent=2))
         return

@@ -41,6 +41,7 @@ def command(results: tuple[Path, ...], out_dir: Path | None, ops: tuple[str, ...
     from benchctl import console
     from benchctl.analysis.repeat import earlier_rows
     from benchctl.report import history_page, page
+    from benchctl.report.drawing import Drawer, workers
     from benchctl.results import guard, run_state
 
     wanted = parse_baselines(baselines)
@@ -52,11 +53,11 @@ def command(results: tuple[Path, ...], out_dir: Path | None, ops: tuple[str, ...
         one = loaded.folders[0] if len(loaded.folders) == 1 else None
         out = out_dir or page.default_out_dir(loaded.folders, root)
         check_writable(out)
-        with console.doing("building the report") as doing:
-            history = history_page.for_run(one, doing=doing) if one else None
+        with console.doing("building the report") as doing, Drawer(workers()) as drawer:
+            history = history_page.for_run(one, doing=doing, drawer=drawer) if one else None
             doing("reading the earlier runs")
             built = page.build(loaded.rows, out, loaded.metas, wanted, ops, history=history, profiles_root=root,
-                               earlier=earlier_rows(one) if one else None, doing=doing)
+                               earlier=earlier_rows(one) if one else None, doing=doing, drawer=drawer)
     for line in run_state.unfinished(loaded.metas) + [guard.changed_line(m) for m in loaded.metas]:
         if line:
             console.warn(line)

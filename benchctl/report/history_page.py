@@ -14,6 +14,7 @@ import pandas as pd
 
 from benchctl.report import charts
 from benchctl.report.contents import Doing, unseen
+from benchctl.report.drawing import Drawer, Job
 from benchctl.report.follows_chart import follows_figure
 from benchctl.report.history_chart import history_figure
 from benchctl.report.render import CSS, slug
@@ -83,10 +84,10 @@ def _subject(sha: str | None, said: Mapping[str, Commit]) -> str:
 
 
 def build(series: Sequence[Series], found: Sequence[Step], said: Mapping[str, Commit], out_dir: Path,
-          doing: Doing = unseen, followers: Sequence[follows.Follows] | None = None) -> Path:
-    """Write `out_dir/index.html` (and each chart's PNG and SVG under figures/); its path. `doing` is told each
-    chart as it starts; `followers` are the series' that follow the machine (follows.follows, worked out here
-    where not given)."""
+          doing: Doing = unseen, followers: Sequence[follows.Follows] | None = None, drawer: Drawer | None = None) -> Path:
+    """Write `out_dir/index.html` (and each chart's PNG and SVG under figures/); its path. `doing` is told how many
+    charts are drawn; `followers` are the series' that follow the machine (follows.follows, worked out here where not
+    given); `drawer` draws the charts (drawing.py; default: in this process)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     body = [f"<h1>benchctl history</h1><p>Generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M UTC}. "
@@ -95,15 +96,15 @@ def build(series: Sequence[Series], found: Sequence[Step], said: Mapping[str, Co
             "<h2>Steps, newest first</h2>", _table(steps_table(found, said)),
             *_follows_section(follows.follows(series) if followers is None else followers, len(series), out_dir)]
     groups = chart_groups(series)
-    for i, (key, group) in enumerate(groups.items(), start=1):
-        op, target, device, pass_name, machine = key
-        doing(f"history: drawing chart {i} of {len(groups)}")
-        title = (op if target in ("op", "") else f"{op} / {target}") + (f" on {machine}" if machine else "")
-        mine = [s for s in found if any(s.series is g for g in group)]
-        paths = charts.save(history_figure(group, mine, title), out_dir / "figures" / slug(*key, "history"))
-        heading = f"{title}: {charts.panel_title(device, pass_name)}"
-        body += [f'<h2 id="{slug(*key)}">{html.escape(heading)}</h2>',
-                 _img(paths, out_dir, f"{title} history")]
+    titles = {key: (key[0] if key[1] in ("op", "") else f"{key[0]} / {key[1]}") + (f" on {key[4]}" if key[4] else "")
+              for key in groups}
+    jobs = [Job(history_figure, (group, [s for s in found if any(s.series is g for g in group)], titles[key]),
+                out_dir / "figures" / slug(*key, "history")) for key, group in groups.items()]
+    drawn = (drawer or Drawer()).draw(jobs, lambda done, total: doing(f"history: drawing the charts ({done} of "
+                                                                     f"{total} done)"))
+    for (key, title), paths in zip(titles.items(), drawn):
+        heading = f"{title}: {charts.panel_title(key[2], key[3])}"
+        body += [f'<h2 id="{slug(*key)}">{html.escape(heading)}</h2>', _img(paths, out_dir, f"{title} history")]
     body += ["<h2>Commits</h2>", _table(commits_table(series, said))]
     index = out_dir / "index.html"
     index.write_text("<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>benchctl history</title>"
@@ -144,10 +145,11 @@ def _img(paths: list[Path], out_dir: Path, title: str, caption: str = "time agai
             f"<figcaption>{caption} · {links}</figcaption></figure>")
 
 
-def for_run(run_dir: Path, threshold: float = 0.05, alpha: float = 0.05, doing: Doing = unseen) -> Path | None:
+def for_run(run_dir: Path, threshold: float = 0.05, alpha: float = 0.05, doing: Doing = unseen,
+            drawer: Drawer | None = None) -> Path | None:
     """The history page of a run's cells, built beside the run folders from the runs of the same machine
     kind in its results folder (those cells only); None when the run is the only one of its kind there.
-    `doing` is told each step as it starts."""
+    `doing` is told each step as it starts; `drawer` draws the charts."""
     from benchctl.analysis import history, steps
 
     root = Path(run_dir).resolve().parent
@@ -161,4 +163,4 @@ def for_run(run_dir: Path, threshold: float = 0.05, alpha: float = 0.05, doing: 
     all_series = history.series(rows)
     doing(f"history: finding the steps in {len(all_series)} series")
     found = steps.all_steps(all_series, threshold, alpha)
-    return build(all_series, found, history.messages(all_series), root / FOLDER, doing)
+    return build(all_series, found, history.messages(all_series), root / FOLDER, doing, drawer=drawer)

@@ -16,6 +16,7 @@ import pandas as pd
 
 from benchctl.report import charts, machine_chart, profiles, roofline, working_set
 from benchctl.report.contents import Doing, Report, Section, unseen
+from benchctl.report.drawing import Drawer, Job
 from benchctl.report.render import render_html, render_markdown, slug
 from benchctl.report.fastest import answers
 from benchctl.report.tables import environment, failure_table, legend, op_table
@@ -78,33 +79,41 @@ def by_machine(rows: pd.DataFrame) -> pd.Series:
 
 
 def _section(rows: pd.DataFrame, op: str, target: str, out_dir: Path, requested: str | None,
-             peaks: Mapping[str, Mapping[str, float]], machine: str = "") -> Section:
+             peaks: Mapping[str, Mapping[str, float]], machine: str = "") -> tuple[Section, dict[str, Job]]:
+    """A section without its figures, and the jobs that draw them, by kind (time, speedup, roofline)."""
     title = op if target in ("op", "", "None") else f"{op} / {target}"
     title += f" on {machine}" if machine else ""
     lines = absent(rows)
     rows = present(rows, lines)
     baseline, note = charts.resolve_baseline(rows["impl"].dropna(), requested)
-    drawn = {
-        "time": charts.timing_figure(rows, title),
-        "speedup": charts.speedup_figure(rows, title, baseline),
-        "roofline": roofline.roofline_figure(rows, title, peaks),
-    }
-    figures = {kind: charts.save(fig, out_dir / "figures" / slug(op, target, *([machine] if machine else []), kind))
-               for kind, fig in drawn.items() if fig is not None}
+    stem = out_dir / "figures" / slug(op, target, *([machine] if machine else []))
+    jobs = {"time": Job(charts.timing_figure, (rows, title), Path(f"{stem}-time")),
+            "speedup": Job(charts.speedup_figure, (rows, title, baseline), Path(f"{stem}-speedup")),
+            "roofline": Job(roofline.roofline_figure, (rows, title, peaks), Path(f"{stem}-roofline"))}
     table = op_table(rows, baseline)
-    return Section(op, target, title, baseline, note, figures, table, failure_table(rows),
-                   tuple(a.line() for a in lines), legend(table, baseline), answers(rows, baseline))
+    return Section(op, target, title, baseline, note, {}, table, failure_table(rows), tuple(a.line() for a in lines),
+                   legend(table, baseline), answers(rows, baseline)), jobs
 
 
 def _sections(rows: pd.DataFrame, out_dir: Path, baseline: Callable[[str], str | None],
-              peaks: Mapping[str, Mapping[str, float]], doing: Doing) -> list[Section]:
-    """A section per operator, target and machine kind, each with the baseline asked for it (or None)."""
+              peaks: Mapping[str, Mapping[str, float]], doing: Doing) -> list[tuple[Section, dict[str, Job]]]:
+    """A section per operator, target and machine kind, each with the baseline asked for it (or None), and the jobs
+    that draw its figures."""
     groups = rows.groupby(["op", "target", "machine"], sort=True)
     sections = []
     for i, ((op, target, machine), part) in enumerate(groups, start=1):
-        doing(f"drawing {op}'s charts ({i} of {groups.ngroups})")
+        doing(f"reading {op}'s rows ({i} of {groups.ngroups})")
         sections.append(_section(part, str(op), str(target), out_dir, baseline(str(op)), peaks, str(machine)))
     return sections
+
+
+def _drawn(sections: list[tuple[Section, dict[str, Job]]], machine: list[Job], drawer: Drawer,
+           doing: Doing) -> tuple[list[Section], list[list[Path]]]:
+    """Every figure of the page in one batch: the sections with theirs (by kind, those drawn), and the machine's."""
+    jobs = [job for _, some in sections for job in some.values()] + machine
+    paths = iter(drawer.draw(jobs, lambda done, total: doing(f"drawing the charts ({done} of {total} done)")))
+    drawn = [replace(s, figures={kind: found for kind in some if (found := next(paths))}) for s, some in sections]
+    return drawn, list(paths)
 
 
 def measured_peaks(rows: pd.DataFrame, metas: Sequence[Mapping[str, Any]] = ()) -> dict[str, dict[str, Any]]:
@@ -135,11 +144,12 @@ def stored_references(metas: Sequence[Mapping[str, Any]]) -> dict[str, str]:
 def build(rows: pd.DataFrame, out_dir: Path, metas: Sequence[Mapping[str, Any]] = (),
           baselines: Mapping[str, str] | None = None, ops: Sequence[str] = (),
           peaks: Mapping[str, Mapping[str, float]] | None = None, history: Path | None = None,
-          profiles_root: Path | None = None, earlier: pd.DataFrame | None = None, doing: Doing = unseen) -> Report:
+          profiles_root: Path | None = None, earlier: pd.DataFrame | None = None, doing: Doing = unseen,
+          drawer: Drawer | None = None) -> Report:
     """Charts for every operator and target in `rows`, then index.html and summary.md in `out_dir`; with
     `profiles_root`, the profiles of those operators found under it; with `earlier` (the rows of the runs before
     them, analysis/repeat.py), each speedup measured before drawn with the earlier runs' beside it. `doing` is
-    told each step as it starts."""
+    told each step as it starts; `drawer` draws the figures (drawing.py; default: in this process)."""
     wanted = dict(baselines or {})  # "*" applies to every operator without its own entry
     selected = select_ops(rows, ops)
     check_baselines(rows, wanted)
@@ -149,19 +159,19 @@ def build(rows: pd.DataFrame, out_dir: Path, metas: Sequence[Mapping[str, Any]] 
     references = stored_references(metas)
     peaks = measured_peaks(rows, metas) if peaks is None else peaks
     rows = with_earlier(rows.assign(machine=by_machine(rows)), earlier)
-    sections = _sections(rows, out_dir, lambda op: wanted.get(op, wanted.get("*", references.get(op))), peaks, doing)
+    drawer = drawer or Drawer()
+    made = _sections(rows, out_dir, lambda op: wanted.get(op, wanted.get("*", references.get(op))), peaks, doing)
+    figures = out_dir / "figures"
+    sections, (machine, load, by_size) = _drawn(made, [
+        Job(machine_chart.bandwidth_figure, (rows, peaks.get("cpu", {}).get("read_gbps")), figures / "machine-bandwidth"),
+        Job(machine_chart.load_figure, (rows, list(metas)), figures / "machine-load"),
+        Job(working_set.working_set_figure, (rows, peaks), figures / "working-set")], drawer, doing)
     for asked in (s for s in sections if s.note and (s.op in wanted or "*" in wanted)):
         warnings.warn(f"{asked.title}: {asked.note}", stacklevel=2)
     statuses = {str(k): int(v) for k, v in rows["status"].fillna("missing").value_counts().items()}
-    doing("drawing the machine's charts")
-    machine = machine_chart.bandwidth_figure(rows, peaks.get("cpu", {}).get("read_gbps"))
-    load = machine_chart.load_figure(rows, metas)
-    by_size = working_set.working_set_figure(rows, peaks)
     report = Report(out_dir, sections, environment(rows, metas), statuses,
                     datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), superseded=superseded,
-                    machine=charts.save(machine, out_dir / "figures" / "machine-bandwidth") if machine else [],
-                    load=charts.save(load, out_dir / "figures" / "machine-load") if load else [],
-                    working_set=charts.save(by_size, out_dir / "figures" / "working-set") if by_size else [],
+                    machine=machine, load=load, working_set=by_size,
                     history=history,
                     profiles=profiles.find(profiles_root, set(rows["op"])) if profiles_root is not None else [],
                     notes=tuple(run_notes.notes(rows, metas, earlier=earlier)))

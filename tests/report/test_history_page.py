@@ -37,7 +37,7 @@ def test_the_page_has_a_chart_per_pass_and_the_steps_with_their_messages(made):
     assert matplotlib.image.imread(png).shape[1] > 600
     assert len(found) == 2 and {s.series.cell["impl"] for s in found} == {"py", "fused"}
     assert text.count("<img ") == 1 and text.count(f"change {STEP_AT}") == 3  # two steps, one commit row
-    assert said == ["history: drawing chart 1 of 1"]
+    assert said == ["history: drawing the charts (0 of 1 done)", "history: drawing the charts (1 of 1 done)"]
     assert f"runs. {steps.summary(found)}.</p>" in text
     # a row per step and per commit (the headers' rows are <tr style=...>)
     assert all(sha[:8] in text for sha in shas) and text.count("<tr>") == len(found) + COMMITS
