@@ -42,8 +42,9 @@ EARLIER_RUNS = 10  # the latest runs before it in its results folder that a run 
 DIGESTS = ("impl_code", "partner_code")
 SAME = ("paired_with", *DIGESTS, "torch_version", "allocator")
 # The columns `earlier_speedups` gives each row (worked out from the folder at each table, not in the files): the
-# earlier runs' speedups in the same machine state as the row (which `↻` holds it against), and in the other.
-SAME_STATE, OTHER_STATE = "earlier_speedups", "other_state_speedups"
+# earlier runs' speedups in the same machine state as the row (which `↻` holds it against), and in the other; and
+# those of either state by run id (`either_state`'s), so two implementations paired with one partner compare run by run.
+SAME_STATE, OTHER_STATE, BY_RUN = "earlier_speedups", "other_state_speedups", "earlier_speedups_by_run"
 STATES = "both in a slow phase or both at speed"
 # Whether a row's paired speedup follows the memory probe across the folder's runs: a column at_speed.with_earlier
 # adds before `earlier_speedups`; a row without it is held against the runs in its canary state alone.
@@ -82,11 +83,15 @@ def repeats(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> list[Repeat]:
 
 def earlier_speedups(rows: pd.DataFrame, earlier: pd.DataFrame | None) -> pd.DataFrame:
     """For each row of `rows`, the paired speedups of the earlier runs' rows that it `matches` (`near` its memory
-    probe), a tuple each: in the same machine state as the row (SAME_STATE) and in the other (OTHER_STATE)."""
+    probe), a tuple each: in the same machine state as the row (SAME_STATE) and in the other (OTHER_STATE); and
+    both by run id (BY_RUN, a dict)."""
     states = [(machine_state(row), near(before, row))
               for row, before in zip(rows.to_dict("records"), matches(rows, earlier))]
-    other = [() if state is None else _speedups(before, not state) for state, before in states]  # unknown: no other
-    return pd.DataFrame({SAME_STATE: [_speedups(before, state) for state, before in states], OTHER_STATE: other},
+    same = [in_state(before, state) for state, before in states]
+    other = [in_state(before, not state) if state is not None else before.iloc[:0] for state, before in states]
+    return pd.DataFrame({SAME_STATE: [tuple(s["paired_speedup"]) for s in same],  # unknown state: no other
+                         OTHER_STATE: [tuple(o["paired_speedup"]) for o in other],
+                         BY_RUN: [{**_by_run(s), **_by_run(o)} for s, o in zip(same, other)]},
                         index=rows.index, dtype=object)
 
 
@@ -95,8 +100,8 @@ def either_state(row: Mapping[str, Any]) -> tuple[float, ...]:
     return tuple(s for column in (SAME_STATE, OTHER_STATE) if isinstance(row.get(column), tuple) for s in row[column])
 
 
-def _speedups(before: pd.DataFrame, state: bool | None) -> tuple[float, ...]:
-    return tuple(in_state(before, state)["paired_speedup"])
+def _by_run(before: pd.DataFrame) -> dict[str, float]:
+    return {str(run): float(s) for run, s in zip(before.reindex(columns=["run_id"])["run_id"], before["paired_speedup"])}
 
 
 def near(before: pd.DataFrame, row: Mapping[str, Any], column: str = SPEEDUP_FOLLOWS_MEMORY) -> pd.DataFrame:

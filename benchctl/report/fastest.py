@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from benchctl.analysis.repeat import either_state
-from benchctl.analysis.speedup import ratio_text
+from benchctl.analysis.repeat import BY_RUN
+from benchctl.analysis.speedup import present_value, ratio_text
 from benchctl.analysis.summary import axis_value_text
 from benchctl.report import charts
 from benchctl.report.speedups import CELL_KEY, speedups
@@ -54,7 +54,7 @@ class Win:
         return self.speedup < self.next_speedup * (1 + CLOSE)
 
 
-def wins(part: pd.DataFrame, baseline: str) -> list[Win]:
+def wins(part: pd.DataFrame) -> list[Win]:
     """At each size of one device, pass and param group, the fastest implementation by its speedup (the baseline's
     is 1), where two or more ran."""
     found = []
@@ -63,21 +63,35 @@ def wins(part: pd.DataFrame, baseline: str) -> list[Win]:
         if len(ranked) >= 2:
             first, second = ranked.iloc[0], ranked.iloc[1]
             found.append(Win(float(value), str(first["impl"]), float(first["speedup"]), str(second["impl"]),
-                             float(second["speedup"]), *earlier_swaps(first, second, baseline)))
+                             float(second["speedup"]), *earlier_swaps(first, second)))
     return found
 
 
-def earlier_swaps(first: pd.Series, second: pd.Series, baseline: str) -> tuple[int, int]:
-    """Where one of the two is the baseline and the other was timed in pairs with it, in how many of the earlier
-    runs of the same code its paired speedup (either machine state, repeat.either_state) put the two the other way
-    round, and of how many runs: (0, 0) where nothing says."""
-    if baseline not in (first["impl"], second["impl"]):
+def earlier_swaps(first: pd.Series, second: pd.Series) -> tuple[int, int]:
+    """In how many of the earlier runs of the same code (either machine state: repeat.BY_RUN) the paired speedups put
+    the fastest and the next the other way round, and of how many runs that timed both: where one was timed in pairs
+    with the other, or both in pairs with one partner (compared run by run). (0, 0) where nothing says."""
+    partner = _partner(first, second)
+    if partner is None:
         return 0, 0
-    other, ahead = (second, False) if first["impl"] == baseline else (first, True)
-    if other.get("paired_with") != baseline:
-        return 0, 0
-    found = either_state(other)
-    return sum((s <= 1) if ahead else (s >= 1) for s in found), len(found)
+    runs = [_by_run(row, partner) for row in (first, second)]
+    common = [run for run in (runs[0] or runs[1] or {}) if all(r is None or run in r for r in runs)]
+    values = [[1.0 if r is None else r[run] for run in common] for r in runs]  # the partner's own: 1
+    return sum(a <= b for a, b in zip(*values)), len(common)
+
+
+def _partner(first: pd.Series, second: pd.Series) -> str | None:
+    """The implementation both speedups are over: one's pairing partner that is the other, or theirs in common."""
+    paired = [row.get("paired_with") if present_value(row.get("paired_with")) else None for row in (first, second)]
+    if paired[0] is not None and paired[0] == paired[1]:
+        return paired[0]
+    return next((row["impl"] for row, other in ((first, paired[1]), (second, paired[0])) if row["impl"] == other), None)
+
+
+def _by_run(row: pd.Series, partner: str) -> dict[str, float] | None:
+    """A row's earlier paired speedups over `partner` by run; None for the partner itself (1 in every run)."""
+    found = row.get(BY_RUN)
+    return None if row["impl"] == partner else dict(found) if isinstance(found, dict) else {}
 
 
 def answer(title: str, axis: str, baseline: str, found: list[Win]) -> Answer:
@@ -134,7 +148,7 @@ def answers(rows: pd.DataFrame, baseline: str) -> tuple[Answer, ...]:
     out = []
     for device, pass_name, group in keys:
         part = df[(df["device"] == device) & (df["pass"] == pass_name) & (df["group"] == group)]
-        found = wins(part, baseline)
+        found = wins(part)
         if found:
             title = charts.panel_title(device, pass_name) + (f" ({group})" if group else "")
             out.append(answer(title, axis, baseline, found))

@@ -27,7 +27,7 @@ def test_where_the_fastest_changes_with_the_size_each_is_named_with_its_sizes_an
     # at 16 cpp is 1.07x py: within CLOSE; at 32 py wins by 1.25x: not
     assert line == ("CPU forward: cpp at batch_size=8 and 16 (1.07-8.00x py); py at batch_size=32 (the baseline; next "
                     "cpp, 1.25x slower); within 10%: py at 16")
-    ranked = fastest.wins(frame(rows).assign(speedup=[1, 1, 1, 8, 16 / 15, 0.8]), "py")
+    ranked = fastest.wins(frame(rows).assign(speedup=[1, 1, 1, 8, 16 / 15, 0.8]))
     assert [w.close for w in ranked] == [False, True, False]
 
 
@@ -37,20 +37,39 @@ def test_a_pass_where_one_implementation_ran_says_nothing():
 
 
 def test_where_earlier_runs_had_the_two_the_other_way_round_the_line_says_in_how_many():
-    from benchctl.analysis.repeat import OTHER_STATE, SAME_STATE
+    from benchctl.analysis.repeat import BY_RUN
 
     ms = {("py", 8): 1.0, ("cpp", 8): 1.02, ("py", 16): 2.0, ("cpp", 16): 1.0}
     rows = [{**row(i, "cpu", "forward", b), "median_s": t / 1e3} for (i, b), t in ms.items()]
     for r in rows:
-        if r["impl"] == "cpp":  # its paired speedups over py in the earlier runs, in each machine state
-            r.update(paired_with="py", **{SAME_STATE: (1.03, 1.05, 0.99), OTHER_STATE: (1.01,)} if r["batch_size"] == 8
-                     else {SAME_STATE: (1.9, 2.1), OTHER_STATE: ()})
+        if r["impl"] == "cpp":  # its paired speedups over py in the earlier runs, either machine state
+            r.update(paired_with="py", **{BY_RUN: {"r1": 1.03, "r2": 1.05, "r3": 0.99, "r4": 1.01} if r["batch_size"] == 8
+                                          else {"r1": 1.9, "r2": 2.1}})
     [line] = fastest_lines(frame(rows), "py")
     assert line == ("CPU forward: py at batch_size=8 (the baseline); cpp at batch_size=16 (2.00x py); within 10%: cpp "
-                    "at 8; ahead in earlier runs: cpp at 8 in 3 of 4")  # py ahead by 2%: the within clause says it  # py won at 8 here, cpp in three runs before
+                    "at 8; ahead in earlier runs: cpp at 8 in 3 of 4")  # py won at 8 here, cpp in three runs before
+    # against cpp as the baseline the same pairs say the same: py is the partner of cpp's pairs
     assert fastest_lines(frame(rows), "cpp") == ("CPU forward: py at batch_size=8 (1.02x cpp); cpp at batch_size=16 "
-                                                 "(the baseline; next py, 2.00x slower); within 10%: cpp at 8",)
-    # (cpp's pairs are with py, not with cpp: no earlier count)
+                                                 "(the baseline; next py, 2.00x slower); within 10%: cpp at 8; ahead in "
+                                                 "earlier runs: cpp at 8 in 3 of 4",)
+
+
+def test_two_implementations_paired_with_one_partner_are_compared_run_by_run():
+    """cpp and jit both timed in pairs with py: in each earlier run that timed both, which of the two was ahead."""
+    from benchctl.analysis.repeat import BY_RUN
+
+    earlier = {"cpp": {"r1": 2.0, "r2": 2.2, "r3": 1.9}, "jit": {"r1": 2.1, "r2": 2.0, "r4": 3.0}}
+    rows = [{**row("py", "cpu", "forward", 8), "median_s": 2e-3}]
+    rows += [{**row("cpp", "cpu", "forward", 8), "impl": impl, "median_s": t, "paired_with": "py",
+              "paired_speedup": 2e-3 / t, BY_RUN: earlier[impl]} for impl, t in (("cpp", 0.95e-3), ("jit", 1e-3))]
+    [line] = fastest_lines(frame(rows), "py")
+    # r1 and r2 timed both: jit ahead in r1, cpp in r2 (r3 and r4 only one of them)
+    assert line == ("CPU forward: cpp at batch_size=8 (2.11x py); within 10%: jit at 8; ahead in earlier runs: jit at 8 "
+                    "in 1 of 2")
+    rows[2]["paired_with"] = "loop"  # jit paired with another, cpp with py: no common partner, no count
+    assert fastest_lines(frame(rows), "py")[0].endswith("within 10%: jit at 8")
+    rows[2]["paired_with"] = "cpp"  # jit paired with cpp: its own speedups over cpp say, 2.0-3.0x in three runs
+    assert fastest_lines(frame(rows), "py")[0].endswith("ahead in earlier runs: jit at 8 in 3 of 3")
 
 
 def test_an_answer_is_its_device_and_pass_and_what_was_fastest_where():
