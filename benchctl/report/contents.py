@@ -13,7 +13,7 @@ from benchctl.analysis.run_notes import Note
 from benchctl.report.fastest import Answer
 from benchctl.report.profiles import ProfileEntry
 
-Doing = Callable[[str], None]  # told each step of a page's build as it starts ("drawing hoconv2d's charts (2 of 6)")
+Doing = Callable[[str], None]  # told each step of a page's build as it starts ("drawing the charts (2 of 21 done)")
 
 
 def unseen(step: str) -> None:
