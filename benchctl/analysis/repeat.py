@@ -101,7 +101,8 @@ def either_state(row: Mapping[str, Any]) -> tuple[float, ...]:
 
 
 def _by_run(before: pd.DataFrame) -> dict[str, float]:
-    return {str(run): float(s) for run, s in zip(before.reindex(columns=["run_id"])["run_id"], before["paired_speedup"])}
+    runs = before.reindex(columns=["run_id"])["run_id"]
+    return {str(run): float(s) for run, s in zip(runs, before["paired_speedup"])}
 
 
 def near(before: pd.DataFrame, row: Mapping[str, Any], column: str = SPEEDUP_FOLLOWS_MEMORY) -> pd.DataFrame:

@@ -62,7 +62,8 @@ class Drawer:
             self._pool.shutdown(cancel_futures=True)
             self._pool = None
 
-    def draw(self, jobs: Sequence[Job], told: Callable[[int, int], None] = lambda done, total: None) -> list[list[Path]]:
+    def draw(self, jobs: Sequence[Job],
+             told: Callable[[int, int], None] = lambda done, total: None) -> list[list[Path]]:
         """Each job's paths, in the jobs' order; `told(done, total)` before the first and as each figure is saved."""
         told(0, len(jobs))
         if self.processes < 2 or len(jobs) < MIN_JOBS:

@@ -84,7 +84,8 @@ def _subject(sha: str | None, said: Mapping[str, Commit]) -> str:
 
 
 def build(series: Sequence[Series], found: Sequence[Step], said: Mapping[str, Commit], out_dir: Path,
-          doing: Doing = unseen, followers: Sequence[follows.Follows] | None = None, drawer: Drawer | None = None) -> Path:
+          doing: Doing = unseen, followers: Sequence[follows.Follows] | None = None,
+          drawer: Drawer | None = None) -> Path:
     """Write `out_dir/index.html` (and each chart's PNG and SVG under figures/); its path. `doing` is told how many
     charts are drawn; `followers` are the series' that follow the machine (follows.follows, worked out here where not
     given); `drawer` draws the charts (drawing.py; default: in this process)."""

@@ -163,7 +163,8 @@ def build(rows: pd.DataFrame, out_dir: Path, metas: Sequence[Mapping[str, Any]] 
     made = _sections(rows, out_dir, lambda op: wanted.get(op, wanted.get("*", references.get(op))), peaks, doing)
     figures = out_dir / "figures"
     sections, (machine, load, by_size) = _drawn(made, [
-        Job(machine_chart.bandwidth_figure, (rows, peaks.get("cpu", {}).get("read_gbps")), figures / "machine-bandwidth"),
+        Job(machine_chart.bandwidth_figure, (rows, peaks.get("cpu", {}).get("read_gbps")),
+            figures / "machine-bandwidth"),
         Job(machine_chart.load_figure, (rows, list(metas)), figures / "machine-load"),
         Job(working_set.working_set_figure, (rows, peaks), figures / "working-set")], drawer, doing)
     for asked in (s for s in sections if s.note and (s.op in wanted or "*" in wanted)):

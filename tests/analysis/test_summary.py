@@ -139,7 +139,7 @@ def test_passes_whose_partner_read_far_from_its_own_row_are_marked_and_counted()
 
 @pytest.mark.parametrize("canaries, cause, mark", [  # py: 0.085 ms in its row, 0.16 ms beside cpp (1.88x)
     ((1.0, 1.8), "the canary's move between the two cells accounts for every one (the machine changed speed)", "≠"),
-    ((1.0, 1.05), "accounts for none of them (the partner's time moved beside the cell, timed by turns with it", "?≠"),
+    ((1.0, 1.05), "accounts for none of them (the partner's time moved beside the cell, timed by turns with", "?≠"),
     ((1.0, 1.4), "accounts for none of them", "?≠"),  # the canary's move leaves py 1.34x its row beside cpp: over 25%
     ((1.5, 1.0), "accounts for none of them", "?≠"),  # the machine faster at cpp's cell: py would have read faster
 ])

@@ -43,15 +43,15 @@ def test_where_earlier_runs_had_the_two_the_other_way_round_the_line_says_in_how
     rows = [{**row(i, "cpu", "forward", b), "median_s": t / 1e3} for (i, b), t in ms.items()]
     for r in rows:
         if r["impl"] == "cpp":  # its paired speedups over py in the earlier runs, either machine state
-            r.update(paired_with="py", **{BY_RUN: {"r1": 1.03, "r2": 1.05, "r3": 0.99, "r4": 1.01} if r["batch_size"] == 8
-                                          else {"r1": 1.9, "r2": 2.1}})
+            r.update(paired_with="py", **{BY_RUN: {"r1": 1.03, "r2": 1.05, "r3": 0.99, "r4": 1.01}
+                                          if r["batch_size"] == 8 else {"r1": 1.9, "r2": 2.1}})
     [line] = fastest_lines(frame(rows), "py")
     assert line == ("CPU forward: py at batch_size=8 (the baseline); cpp at batch_size=16 (2.00x py); within 10%: cpp "
                     "at 8; ahead in earlier runs: cpp at 8 in 3 of 4")  # py won at 8 here, cpp in three runs before
     # against cpp as the baseline the same pairs say the same: py is the partner of cpp's pairs
     assert fastest_lines(frame(rows), "cpp") == ("CPU forward: py at batch_size=8 (1.02x cpp); cpp at batch_size=16 "
-                                                 "(the baseline; next py, 2.00x slower); within 10%: cpp at 8; ahead in "
-                                                 "earlier runs: cpp at 8 in 3 of 4",)
+                                                 "(the baseline; next py, 2.00x slower); within 10%: cpp at 8; ahead "
+                                                 "in earlier runs: cpp at 8 in 3 of 4",)
 
 
 def test_two_implementations_paired_with_one_partner_are_compared_run_by_run():
@@ -64,8 +64,8 @@ def test_two_implementations_paired_with_one_partner_are_compared_run_by_run():
               "paired_speedup": 2e-3 / t, BY_RUN: earlier[impl]} for impl, t in (("cpp", 0.95e-3), ("jit", 1e-3))]
     [line] = fastest_lines(frame(rows), "py")
     # r1 and r2 timed both: jit ahead in r1, cpp in r2 (r3 and r4 only one of them)
-    assert line == ("CPU forward: cpp at batch_size=8 (2.11x py); within 10%: jit at 8; ahead in earlier runs: jit at 8 "
-                    "in 1 of 2")
+    assert line == ("CPU forward: cpp at batch_size=8 (2.11x py); within 10%: jit at 8; ahead in earlier runs: jit at "
+                    "8 in 1 of 2")
     rows[2]["paired_with"] = "loop"  # jit paired with another, cpp with py: no common partner, no count
     assert fastest_lines(frame(rows), "py")[0].endswith("within 10%: jit at 8")
     rows[2]["paired_with"] = "cpp"  # jit paired with cpp: its own speedups over cpp say, 2.0-3.0x in three runs
