@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from benchctl.analysis.repeat import BY_RUN
-from benchctl.analysis.speedup import present_value, ratio_text
+from benchctl.analysis.speedup import present_value
 from benchctl.analysis.summary import axis_value_text
 from benchctl.report import charts
 from benchctl.report.speedups import CELL_KEY, speedups
@@ -127,8 +127,13 @@ def _over(impl: str, baseline: str, found: list[Win]) -> str:
 
 
 def _span(values: list[float]) -> str:
-    low, high = ratio_text(min(values)), ratio_text(max(values))
+    low, high = _figures(min(values)), _figures(max(values))
     return low if low == high else f"{low}-{high}"
+
+
+def _figures(ratio: float) -> str:
+    """Three significant figures (1.43, 16.3, 135): a speedup moves by more than the fourth between runs (CLOSE)."""
+    return f"{ratio:#.3g}".rstrip(".")
 
 
 def _listed(items: list[str]) -> str:

@@ -76,3 +76,10 @@ def test_an_answer_is_its_device_and_pass_and_what_was_fastest_where():
     rows = [row(i, "cpu", "forward", b) for i in ("py", "cpp") for b in (8, 16)]
     [found] = fastest.answers(frame(rows), "cpp")  # the baseline fastest: how far behind the next came
     assert (found.title, found.text) == ("CPU forward", "cpp at every batch_size (the baseline; next py, 4.00x slower)")
+
+
+def test_speedups_are_said_to_three_significant_figures():
+    """Between runs a speedup moves by 3-8%: `16.3x`, not `16.32x`; `135x`, not `135.2x`."""
+    ms = {("py", 8): 8.16, ("cpp", 8): 0.5, ("py", 16): 135.2, ("cpp", 16): 1.0}
+    rows = [{**row(i, "cpu", "forward", b), "median_s": t / 1e3} for (i, b), t in ms.items()]
+    assert fastest_lines(frame(rows), "py") == ("CPU forward: cpp at every batch_size (16.3-135x py)",)
