@@ -59,7 +59,7 @@ class CellChange:
     # its code's digest (impl_code) differs between the runs; None where a side does not record it
     code_changed: bool | None = None
     partner_changed: bool = False  # the partner's digest differs: the pairs say nothing (it moved too)
-    phases_apart: bool = False  # one side timed in a slow phase of the machine, the other at speed
+    phases_apart: bool = False  # one side timed in a slow phase of the machine, the other at speed (PHASES)
 
     @property
     def unexplained(self) -> bool:

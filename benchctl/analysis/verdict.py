@@ -60,10 +60,10 @@ ROUNDS_SPLIT = "its rounds split into two modes"
 # One side timed in a slow phase of the machine (its canary over SLOW_PHASE slower than calibrated), the other
 # at speed: canaries 14% apart can straddle that line, and the time of a small call does not follow the
 # canary (an A/A pair read grid_sample's py backward at 256 2.0x apart, its canaries 1.16x and 1.01x).
-PHASES = "one side timed in a slow phase of the machine, the other at speed"
+PHASES = "one side in a slow phase, one at speed"
 WITHIN_SPREAD = "within the spread between processes"
 MACHINE_SLOWER, MACHINE_FASTER = "the machine was slower", "the machine was faster"
-MACHINE_CHANGED = "the machine changed speed between the runs"
+MACHINE_CHANGED = "the machine changed speed"
 # The probes of the processor's own speed (not the memory's), and how far apart two rows' readings of it
 # say the runs ran on machines of different speed. The SM clock is read, not timed: CANARY_SLOW. The
 # canary is timed, and a 2-core VM is either at speed or in a slow phase: rows of the same phase read
@@ -79,7 +79,7 @@ PAIRED_EFFECT = 0.15
 # without bound (quiet A/A pairs whose canaries read up to 1.52x apart moved by 11.5% at most; a run whose
 # canary read 2.2x its calibrated time put hoconv2d's cpp forward 9.9x faster than py against 7.4-7.7x).
 PAIRS_HOLD = 1.5
-DISAGREE = "its own times and its pairs with the partner disagree"
+DISAGREE = "its own times and its pairs disagree"
 DECISIVE = (Verdict.SLOWER, Verdict.FASTER)  # the verdicts that say the code's time changed
 CODE_UNCHANGED = "code unchanged"  # beside a verdict: the cell's code digest is the same in both runs
 CONFIDENCE = 0.95
