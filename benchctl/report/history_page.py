@@ -94,7 +94,7 @@ def build(series: Sequence[Series], found: Sequence[Step], said: Mapping[str, Co
     body = [f"<h1>benchctl history</h1><p>Generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M UTC}. "
             f"{len(series)} series, {len({p.run_id for s in series for p in s.points})} runs. "
             f"{html.escape(summary(found), quote=False) if found else 'No steps'}.</p>",
-            "<h2>Steps, newest first</h2>", _table(steps_table(found, said)),
+            "<h2>Steps, newest first</h2>", *_steps(found, said),
             *_follows_section(follows.follows(series) if followers is None else followers, len(series), out_dir)]
     groups = chart_groups(series)
     titles = {key: (key[0] if key[1] in ("op", "") else f"{key[0]} / {key[1]}") + (f" on {key[4]}" if key[4] else "")
@@ -111,6 +111,19 @@ def build(series: Sequence[Series], found: Sequence[Step], said: Mapping[str, Co
     index.write_text("<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>benchctl history</title>"
                      f"<style>{CSS}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n", encoding="utf-8")
     return index
+
+
+def _steps(found: Sequence[Step], said: Mapping[str, Commit]) -> list[str]:
+    """The steps where the cell's code changed (or a side does not record it) in a table; those at commits that did
+    not touch the cell's code, the machine's or the software's around it, folded under one line: on a VM whose
+    speed moves they are most of the steps, and none is the code's."""
+    machine = [s for s in found if s.code_unchanged]
+    code = [s for s in found if not s.code_unchanged]
+    out = [_table(steps_table(code, said)) if code else "<p>None where the cell's code changed.</p>"]
+    if machine:
+        out.append(f"<details><summary>{len(machine)} at commits that did not touch the cell's code (the machine, or "
+                   f"the software around it, moved it)</summary>{_table(steps_table(machine, said))}</details>")
+    return out
 
 
 def follows_table(found: Sequence[follows.Follows]) -> pd.DataFrame:

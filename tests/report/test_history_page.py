@@ -94,3 +94,16 @@ def test_cells_that_follow_the_machine_are_drawn_and_listed(tmp_path):
     assert matplotlib.image.imread(index.parent / "figures" / "follows.png").shape[1] > 400  # one panel
     assert "<p>1 of 1 cells' times follow the machine across their runs of the same code" in text
     assert "<td>memory probe</td>" in text and "<td>-1.00</td>" in text and "<td>10</td>" in text
+
+
+def test_steps_at_commits_that_did_not_touch_the_code_are_folded_under_one_line(tmp_path):
+    """Every run records the same code digest: the steps are the machine's, not the code's."""
+    write_history(tmp_path / "results", tmp_path / "repo", impls=("py", "fused"), probed=True)
+    all_series = history.series(history.load(root=tmp_path / "results"))
+    found = steps.all_steps(all_series)
+    assert found and all(s.code_unchanged for s in found)
+    text = history_page.build(all_series, found, history.messages(all_series), tmp_path / "page").read_text()
+    steps_part = text[text.index("<h2>Steps, newest first</h2>"):text.index("<h2>What moved")]
+    assert "<p>None where the cell's code changed.</p>" in steps_part
+    assert f"<details><summary>{len(found)} at commits that did not touch the cell's code" in steps_part
+    assert steps_part.count("<tr>") == len(found)  # each of them in the folded table
