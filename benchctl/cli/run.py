@@ -223,7 +223,7 @@ def _render_summary(writer) -> None:
     from benchctl.analysis.run_notes import notes
     from benchctl.analysis.absent import absent
     from benchctl.analysis.summary import legend, summary_tables
-    from benchctl.report.fastest import answers
+    from benchctl.report.fastest import WORDS, answers
 
     df, earlier = storage.load_run(writer.dir), earlier_rows(writer.dir)
     df = with_earlier(df, earlier)
@@ -231,9 +231,11 @@ def _render_summary(writer) -> None:
     tables = summary_tables(df, refs)
     for t in tables:
         console.out.print(console.table(t.title, t.columns, t.rows))
-    for (op, target), rows in df.groupby(["op", "target"], sort=False):
-        for found in answers(rows, refs.get(str(op), "py")):
-            console.out.print(console.headed(f"fastest, {op}/{target}", str(found)))
+    said = [console.headed(f"fastest, {op}/{target}", str(found))
+            for (op, target), rows in df.groupby(["op", "target"], sort=False)
+            for found in answers(rows, refs.get(str(op), "py"))]
+    for line in said + [console.headed("fastest", WORDS)] * bool(said):
+        console.out.print(line)
     for line in [*(a.line() for a in absent(df)), legend(tables)]:
         if line:
             console.out.print(line)

@@ -20,8 +20,8 @@ from benchctl.vocab import DEVICES, PASSES, Status
 # Two speedups closer than this are not told apart by one run: between runs of the same code on a 2-core VM a
 # paired speedup's median moved by 3-8% (benchmarks/README.md, "Against the interval: does the next run land inside?").
 CLOSE = 0.10
-# What the answers' words mean, said once where they are listed.
-WORDS = (f"Each speedup is over its operator's baseline (the pairs' where timed in pairs); within {CLOSE:.0%}: "
+# What the answers' words mean, said once where they are listed (no capital inside: a page starts it with one).
+WORDS = (f"each speedup is over its operator's baseline (the pairs' where timed in pairs); within {CLOSE:.0%}: "
          "another came that close, which one run does not tell apart from the fastest; ahead in earlier runs: in "
          "how many of the earlier runs of the same code in this folder the two were the other way round")
 

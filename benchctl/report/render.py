@@ -51,7 +51,8 @@ def _status_line(report: Report) -> str:
 def render_markdown(report: Report) -> str:
     out = ["# benchctl report", "", f"Generated {report.generated}. Passes: {_status_line(report)}.", ""]
     if any(s.fastest for s in report.sections):
-        out += [f"## {FASTEST_TITLE}", "", _md_table(_fastest_table(report)), "", f"*{md_text(WORDS)}.*", ""]
+        out += [f"## {FASTEST_TITLE}", "", _md_table(_fastest_table(report)), "",
+                f"*{md_text(WORDS.capitalize())}.*", ""]
     if report.notes:
         out += [f"## {NOTES_TITLE}", "", *(f"- **{md_text(n.heading)}.** {_md_note(n.text)}" for n in report.notes), ""]
     out += ["## Environment", "", _md_table(_env_table(report)), ""]
@@ -169,7 +170,7 @@ def _fastest_html(report: Report) -> list[str]:
     rows = "".join(f'<tr><td><a href="#{slug(s.title)}">{html.escape(s.title)}</a></td><td>{html.escape(a.title)}'
                    f"</td><td>{html.escape(a.text)}</td></tr>" for s in report.sections for a in s.fastest)
     return [f"<h2>{FASTEST_TITLE}</h2>", f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>",
-            f'<p class="note">{html.escape(WORDS)}.</p>']
+            f'<p class="note">{html.escape(WORDS.capitalize())}.</p>']
 CODE_SPAN = re.compile(r"(`[^`]+`)")  # a `command` in a note
 
 

@@ -285,6 +285,7 @@ def test_user_operator_runs_from_ops_dir(tmp_path, example_ops_dir):
     fastest = [" ".join(line.split()) for line in result.stdout.splitlines() if line.startswith("fastest, ")]
     assert [line.split(": ")[1] for line in fastest] == ["CPU forward", "CPU backward", "CPU forward+backward"]
     assert all(line.startswith("fastest, scale_shift/op: ") for line in fastest)  # the answer, under the tables
+    assert " ".join(result.stdout.split()).count("fastest: each speedup is over its operator's baseline") == 1
 
 
 @pytest.mark.parametrize("option", ["--flush-caches", "--flush-l2"])
