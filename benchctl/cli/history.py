@@ -62,14 +62,28 @@ def command(runs, root, ops, impls, passes, devices, threshold, alpha, out_dir, 
         return
     moved = follows.line(followers, len(all_series))
     _print_series(all_series)
-    console.out.print(console.table("steps, newest first", ["cell", "before", "after", "change [95% interval]",
-                                                             "verdict", "message"],
-                                    [_step_row(st, said) for st in found]) if found else "no steps found")
-    if found:
-        console.out.print(steps.summary(found))
+    for shown in _steps_shown(found, said):
+        console.out.print(shown)
     if moved:
         console.out.print(f"{moved}; the page draws them")
     console.out.print(str(page), highlight=False, soft_wrap=True)
+
+
+def _steps_shown(found, said) -> list:
+    """The steps where the cell's code changed (or a side does not record it) as a table; those at commits that did
+    not touch it counted in a line (the page folds them, --json lists them); the summary."""
+    from benchctl import console
+    from benchctl.analysis import steps
+
+    if not found:
+        return ["no steps found"]
+    code = [st for st in found if not st.code_unchanged]
+    machine = len(found) - len(code)
+    table = console.table("steps, newest first", ["cell", "before", "after", "change [95% interval]", "verdict",
+                                                  "message"], [_step_row(st, said) for st in code])
+    return ([table] if code else ["no steps where the cell's code changed"]) + [
+        f"{machine} more at commits that did not touch the cell's code, not listed (the page and --json list them)"
+    ] * bool(machine) + [steps.summary(found)]
 
 
 SERIES_COLUMNS = ["cell", "machine", "runs", "first", "last", "latest ms", "latest code ms"]
