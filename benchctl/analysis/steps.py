@@ -143,6 +143,12 @@ def newest_first(found: Sequence[Step]) -> list[Step]:
     return sorted(found, key=lambda s: (s.after.time, s.after.run_id), reverse=True)
 
 
+def by_code(found: Sequence[Step]) -> tuple[list[Step], list[Step]]:
+    """The steps where the cell's code changed (or a side does not record it), and those at commits that did not
+    touch it (`Step.code_unchanged`: the machine's, or the software's around it)."""
+    return [s for s in found if not s.code_unchanged], [s for s in found if s.code_unchanged]
+
+
 def summary(found: Sequence[Step]) -> str:
     """`12 steps: 2 where the cell's code changed (1 slower, 1 unsure), 10 at commits that did not touch it`:
     what to read first in a history whose steps are mostly the machine's."""

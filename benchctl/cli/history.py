@@ -77,13 +77,12 @@ def _steps_shown(found, said) -> list:
 
     if not found:
         return ["no steps found"]
-    code = [st for st in found if not st.code_unchanged]
-    machine = len(found) - len(code)
+    code, machine = steps.by_code(found)
     table = console.table("steps, newest first", ["cell", "before", "after", "change [95% interval]", "verdict",
                                                   "message"], [_step_row(st, said) for st in code])
     return ([table] if code else ["no steps where the cell's code changed"]) + [
-        f"{machine} more at commits that did not touch the cell's code, not listed (the page and --json list them)"
-    ] * bool(machine) + [steps.summary(found)]
+        f"{len(machine)} more at commits that did not touch the cell's code, not listed (the page and --json list "
+        "them)"] * bool(machine) + [steps.summary(found)]
 
 
 SERIES_COLUMNS = ["cell", "machine", "runs", "first", "last", "latest ms", "latest code ms"]

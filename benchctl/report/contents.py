@@ -16,6 +16,12 @@ from benchctl.report.profiles import ProfileEntry
 Doing = Callable[[str], None]  # told each step of a page's build as it starts ("drawing the charts (2 of 21 done)")
 
 
+def section_title(op: str, target: str, machine: str = "") -> str:
+    """`hoconv2d / filter`, the operator alone for its only target (`op`), ` on <machine kind>` where the rows span
+    several kinds."""
+    return (op if target in ("op", "", "None") else f"{op} / {target}") + (f" on {machine}" if machine else "")
+
+
 def unseen(step: str) -> None:
     """The steps of a build that nobody watches."""
 

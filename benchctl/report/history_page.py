@@ -13,7 +13,7 @@ from typing import Mapping, Sequence
 import pandas as pd
 
 from benchctl.report import charts
-from benchctl.report.contents import Doing, unseen
+from benchctl.report.contents import Doing, section_title, unseen
 from benchctl.report.drawing import Drawer, Job
 from benchctl.report.follows_chart import follows_figure
 from benchctl.report.history_chart import history_figure
@@ -23,7 +23,7 @@ from benchctl.results import storage
 from benchctl.analysis import follows
 from benchctl.analysis.compare import KEY, machine_kinds
 from benchctl.analysis.history import Series
-from benchctl.analysis.steps import Step, summary
+from benchctl.analysis.steps import Step, by_code, summary
 
 FOLDER = "history"  # the page's folder under the results root, beside the run folders
 CHART_KEY = ("op", "target", "device", "pass")
@@ -97,8 +97,7 @@ def build(series: Sequence[Series], found: Sequence[Step], said: Mapping[str, Co
             "<h2>Steps, newest first</h2>", *_steps(found, said),
             *_follows_section(follows.follows(series) if followers is None else followers, len(series), out_dir)]
     groups = chart_groups(series)
-    titles = {key: (key[0] if key[1] in ("op", "") else f"{key[0]} / {key[1]}") + (f" on {key[4]}" if key[4] else "")
-              for key in groups}
+    titles = {key: section_title(key[0], key[1], key[4]) for key in groups}
     jobs = [Job(history_figure, (group, [s for s in found if any(s.series is g for g in group)], titles[key]),
                 out_dir / "figures" / slug(*key, "history")) for key, group in groups.items()]
     drawn = (drawer or Drawer()).draw(jobs, lambda done, total: doing(f"history: drawing the charts ({done} of "
@@ -117,8 +116,7 @@ def _steps(found: Sequence[Step], said: Mapping[str, Commit]) -> list[str]:
     """The steps where the cell's code changed (or a side does not record it) in a table; those at commits that did
     not touch the cell's code, the machine's or the software's around it, folded under one line: on a VM whose
     speed moves they are most of the steps, and none is the code's."""
-    machine = [s for s in found if s.code_unchanged]
-    code = [s for s in found if not s.code_unchanged]
+    code, machine = by_code(found)
     out = [_table(steps_table(code, said)) if code else "<p>None where the cell's code changed.</p>"]
     if machine:
         out.append(f"<details><summary>{len(machine)} at commits that did not touch the cell's code (the machine, or "

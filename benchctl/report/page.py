@@ -15,7 +15,7 @@ from typing import Any, Callable, Mapping, Sequence
 import pandas as pd
 
 from benchctl.report import charts, machine_chart, profiles, roofline, working_set
-from benchctl.report.contents import Doing, Report, Section, unseen
+from benchctl.report.contents import Doing, Report, Section, section_title, unseen
 from benchctl.report.drawing import Drawer, Job
 from benchctl.report.render import render_html, render_markdown, slug
 from benchctl.report.fastest import answers
@@ -81,8 +81,7 @@ def by_machine(rows: pd.DataFrame) -> pd.Series:
 def _section(rows: pd.DataFrame, op: str, target: str, out_dir: Path, requested: str | None,
              peaks: Mapping[str, Mapping[str, float]], machine: str = "") -> tuple[Section, dict[str, Job]]:
     """A section without its figures, and the jobs that draw them, by kind (time, speedup, roofline)."""
-    title = op if target in ("op", "", "None") else f"{op} / {target}"
-    title += f" on {machine}" if machine else ""
+    title = section_title(op, target, machine)
     lines = absent(rows)
     rows = present(rows, lines)
     baseline, note = charts.resolve_baseline(rows["impl"].dropna(), requested)

@@ -50,9 +50,8 @@ def _status_line(report: Report) -> str:
 
 def render_markdown(report: Report) -> str:
     out = ["# benchctl report", "", f"Generated {report.generated}. Passes: {_status_line(report)}.", ""]
-    if any(s.fastest for s in report.sections):
-        out += [f"## {FASTEST_TITLE}", "", _md_table(_fastest_table(report)), "",
-                f"*{md_text(WORDS.capitalize())}.*", ""]
+    if not (fastest := _fastest_table(report)).empty:
+        out += [f"## {FASTEST_TITLE}", "", _md_table(fastest), "", f"*{md_text(WORDS.capitalize())}.*", ""]
     if report.notes:
         out += [f"## {NOTES_TITLE}", "", *(f"- **{md_text(n.heading)}.** {_md_note(n.text)}" for n in report.notes), ""]
     out += ["## Environment", "", _md_table(_env_table(report)), ""]
@@ -163,14 +162,17 @@ def _fastest_table(report: Report) -> pd.DataFrame:
 
 
 def _fastest_html(report: Report) -> list[str]:
-    """The answers first, each operator a link to its section."""
-    if not any(s.fastest for s in report.sections):
+    """The answers first (`_fastest_table`), each operator a link to its section."""
+    table = _fastest_table(report)
+    if table.empty:
         return []
     head = "".join(f"<th>{c}</th>" for c in FASTEST_COLUMNS)
-    rows = "".join(f'<tr><td><a href="#{slug(s.title)}">{html.escape(s.title)}</a></td><td>{html.escape(a.title)}'
-                   f"</td><td>{html.escape(a.text)}</td></tr>" for s in report.sections for a in s.fastest)
+    rows = "".join(f'<tr><td><a href="#{slug(op)}">{html.escape(op)}</a></td><td>{html.escape(where)}</td>'
+                   f"<td>{html.escape(text)}</td></tr>" for op, where, text in table.itertuples(index=False))
     return [f"<h2>{FASTEST_TITLE}</h2>", f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>",
             f'<p class="note">{html.escape(WORDS.capitalize())}.</p>']
+
+
 CODE_SPAN = re.compile(r"(`[^`]+`)")  # a `command` in a note
 
 
@@ -198,7 +200,8 @@ def render_html(report: Report) -> str:
             "<p>" + " · ".join([f'<a href="#{slug(s.title)}">{html.escape(s.title)}</a>' for s in report.sections]
                                + [f'<a href="#{slug(PROFILES_TITLE)}">{PROFILES_TITLE}</a>'] * bool(report.profiles))
             + "</p>",
-            *_history_link(report), *_fastest_html(report), *_notes_html(report), "<h2>Environment</h2>", _html_table(_env_table(report))]
+            *_history_link(report), *_fastest_html(report), *_notes_html(report), "<h2>Environment</h2>",
+            _html_table(_env_table(report))]
     if report.machine:
         body.append(_img(report, "memory bandwidth probes", report.machine, "machine"))
     if report.load:
