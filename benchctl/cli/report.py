@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from benchctl.cli.options import check_writable, names_list
 from benchctl.errors import UsageError
+
+if TYPE_CHECKING:
+    from benchctl.report.contents import Report
 
 
 def parse_baselines(values: tuple[str, ...]) -> dict[str, str]:
@@ -61,5 +65,17 @@ def command(results: tuple[Path, ...], out_dir: Path | None, ops: tuple[str, ...
     for line in run_state.unfinished(loaded.metas) + [guard.changed_line(m) for m in loaded.metas]:
         if line:
             console.warn(line)
-    for path in built.files:
-        console.out.print(str(path), highlight=False, soft_wrap=True)
+    for line in written(built):
+        console.out.print(line, highlight=False, soft_wrap=True)
+
+
+def written(built: Report) -> list[str]:
+    """The pages' paths, one a line (the history page's where there is one), and one line for the charts: 20 charts
+    in PNG and SVG are 40 paths that would bury the two a reader opens."""
+    pages = [str(p) for p in [*built.pages, built.history] if p]
+    if not built.figures:
+        return pages
+    folders = ", ".join(sorted({str(p.parent) for p in built.figures}))
+    kinds = "/".join(sorted({p.suffix.lstrip(".").upper() for p in built.figures}))
+    charts = len({p.with_suffix("") for p in built.figures})
+    return [*pages, f"{charts} chart{'s' * (charts != 1)} as {kinds} in {folders}"]

@@ -53,7 +53,7 @@ class Report:
     environment: list[dict[str, str]]
     statuses: dict[str, int]
     generated: str
-    files: list[Path] = field(default_factory=list)
+    pages: list[Path] = field(default_factory=list)  # index.html and summary.md, once written
     superseded: int = 0  # cells measured again in a later run: only the latest is shown
     machine: list[Path] = field(default_factory=list)  # the memory bandwidth probes over the run [png, svg]
     load: list[Path] = field(default_factory=list)  # other processes' load and the canary over the run [png, svg]
@@ -61,3 +61,14 @@ class Report:
     history: Path | None = None  # the history page of these cells across runs (report/history_page.py)
     profiles: list[ProfileEntry] = field(default_factory=list)  # `benchctl profile`'s of these operators
     notes: tuple[Note, ...] = ()  # what the numbers carry, the lines under `run`'s tables (analysis/run_notes.py)
+
+    @property
+    def figures(self) -> list[Path]:
+        """Every chart file drawn for the report: the machine's, then each section's [png, svg] pairs."""
+        return [*self.machine, *self.load, *self.working_set,
+                *(p for s in self.sections for paths in s.figures.values() for p in paths)]
+
+    @property
+    def files(self) -> list[Path]:
+        """The pages and every chart file, as written."""
+        return [*self.pages, *self.figures]

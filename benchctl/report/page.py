@@ -178,8 +178,7 @@ def build(rows: pd.DataFrame, out_dir: Path, metas: Sequence[Mapping[str, Any]] 
     pages = {out_dir / "index.html": render_html(report), out_dir / "summary.md": render_markdown(report)}
     for path, text in pages.items():
         path.write_text(text, encoding="utf-8")
-    figures = [*report.machine, *report.load, *(p for s in sections for paths in s.figures.values() for p in paths)]
-    return replace(report, files=[*pages, *figures])
+    return replace(report, pages=list(pages))
 
 
 def latest_only(rows: pd.DataFrame) -> tuple[pd.DataFrame, int]:

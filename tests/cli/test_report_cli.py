@@ -60,9 +60,11 @@ def test_report_defaults_to_the_latest_run_and_prints_what_it_wrote(runs):
     root, _, new = runs
     result = invoke("report", "--root", str(root))
     assert result.exit_code == 0, result.output
-    printed = [Path(line) for line in result.stdout.split()]
-    assert new / "_report" / "index.html" in printed and new / "_report" / "summary.md" in printed
-    assert all(p.exists() for p in printed)
+    *pages, charts = result.stdout.splitlines()
+    assert [Path(p) for p in pages] == [new / "_report" / "index.html", new / "_report" / "summary.md",
+                                        root / "history" / "index.html"]
+    drawn = sorted((new / "_report" / "figures").iterdir())
+    assert charts == f"{len(drawn) // 2} charts as PNG/SVG in {new / '_report' / 'figures'}" and len(drawn) >= 4
     assert "unavailable" in (new / "_report" / "summary.md").read_text()
 
 
