@@ -15,6 +15,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich import box
 from rich.table import Table
 from rich.text import Text
 
@@ -25,10 +26,14 @@ out = Console(width=_WIDTH, markup=False, highlight=False, emoji=False)
 err = Console(stderr=True, width=_WIDTH, markup=False, highlight=False, emoji=False)
 
 
-def table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[object]]) -> Table:
-    t = Table(title=None if title is None else Text(title), show_lines=False)
+def table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[object]],
+          wrap: Sequence[str] | None = None) -> Table:
+    """A results table in a box, any cell folding to fit; with `wrap`, an open one (a rule under the header, one
+    space between columns) where only the columns named in `wrap` fold: a wide table whose boxed cells all wrapped."""
+    t = Table(title=None if title is None else Text(title), show_lines=False,
+              **({} if wrap is None else {"box": box.SIMPLE_HEAD, "show_edge": False, "collapse_padding": True}))
     for col in columns:
-        t.add_column(Text(col), overflow="fold")
+        t.add_column(Text(col), overflow="fold", no_wrap=wrap is not None and col not in wrap)
     for row in rows:
         t.add_row(*(v if isinstance(v, Text) else Text("" if v is None else str(v)) for v in row))
     return t

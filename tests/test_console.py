@@ -140,3 +140,16 @@ def test_a_repeated_log_line_is_due_once_in_its_interval():
         now[0] = t
         said.append(due())
     assert said == [True, False, False, True, False, True]
+
+
+def test_an_open_table_folds_only_the_columns_it_may_wrap():
+    """compare's ten columns in a box at 160 columns wrapped every name (`grid_sample/samp` `le`): open, only the
+    verdict folds and each other cell stays whole on its row's first line."""
+    names = ["patch_resample/resample", "py-imagegrad", "image_size=4096", "forward_backward", "-70.9% [-72,-70]"]
+    verdict = "unsure (the machine changed speed (canary -15%))"
+    buffer = io.StringIO()
+    Console(file=buffer, width=120, color_system=None).print(
+        console.table(None, [*"abcde", "verdict"], [[*names, verdict]], wrap=("verdict",)))
+    first, *folded = [line for line in buffer.getvalue().splitlines()[2:] if line.strip()]
+    assert all(name in first for name in names) and len(folded) >= 1
+    assert squash(first + "".join(folded)).endswith(squash(verdict))

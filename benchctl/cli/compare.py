@@ -70,7 +70,7 @@ def _rows(comparison, shared: dict[str, dict]) -> list[list[str]]:
             continue
         change = "" if c.ratio is None else f"{(c.ratio - 1) * 100:+.1f}%"
         if c.ratio_low is not None:
-            change += f" [{(c.ratio_low - 1) * 100:+.0f}, {(c.ratio_high - 1) * 100:+.0f}]"
+            change += f" [{(c.ratio_low - 1) * 100:+.0f},{(c.ratio_high - 1) * 100:+.0f}]"
         p_value = c.relative_p if c.by_pairs else c.p_adjusted  # the evidence the verdict rests on
         p = "" if p_value is None else f"{p_value:.2g}"
         verdict = Text(c.words(), style=STYLES.get(c.verdict, ""))
@@ -109,7 +109,7 @@ def _against_partner(c) -> str:
     is named in the verdict where the pairs gave it, and in --json)."""
     if c.relative is None:
         return ""
-    return f"{(c.relative - 1) * 100:+.1f}% [{(c.relative_low - 1) * 100:+.0f}, {(c.relative_high - 1) * 100:+.0f}]"
+    return f"{(c.relative - 1) * 100:+.1f}% [{(c.relative_low - 1) * 100:+.0f},{(c.relative_high - 1) * 100:+.0f}]"
 
 
 @click.command("compare")
@@ -150,7 +150,7 @@ def command(runs: tuple[Path, ...], baseline_name: str | None, root: Path, thres
     else:
         shared = shared_params([c for c in result.ordered() if c.timed()])
         said, columns, rows = _folded(COLUMNS, _rows(result, shared))
-        console.out.print(console.table(f"{_short(new)} vs {_short(base)}{said}", columns, rows))
+        console.out.print(console.table(f"{_short(new)} vs {_short(base)}{said}", columns, rows, wrap=("verdict",)))
         for line in filter(None, [_shared_line(shared), _counts(result)]):
             console.out.print(line)
     if fail_on_regression and not result.compared:
