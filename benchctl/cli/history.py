@@ -70,8 +70,8 @@ def command(runs, root, ops, impls, passes, devices, threshold, alpha, out_dir, 
 
 
 def _steps_shown(found, said) -> list:
-    """The steps where the cell's code changed (or a side does not record it) as a table; those at commits that did
-    not touch it counted in a line (the page folds them, --json lists them); the summary."""
+    """The steps where the cell's code changed (or a side does not record it) as a table, and a line counting them and
+    those at commits that did not touch it (the page folds those, --json lists them)."""
     from benchctl import console
     from benchctl.analysis import steps
 
@@ -79,10 +79,10 @@ def _steps_shown(found, said) -> list:
         return ["no steps found"]
     code, machine = steps.by_code(found)
     table = console.table("steps, newest first", ["cell", "before", "after", "change [95% interval]", "verdict",
-                                                  "message"], [_step_row(st, said) for st in code])
-    return ([table] if code else ["no steps where the cell's code changed"]) + [
-        f"{len(machine)} more at commits that did not touch the cell's code, not listed (the page and --json list "
-        "them)"] * bool(machine) + [steps.summary(found)]
+                                                  "message"], [_step_row(st, said) for st in code],
+                          wrap=("cell", "verdict", "message"))
+    unlisted = " (not listed here: the page and --json list them)" if machine else ""
+    return [table] * bool(code) + [steps.summary(found) + unlisted]
 
 
 SERIES_COLUMNS = ["cell", "machine", "runs", "first", "last", "latest ms", "latest code ms"]
@@ -99,12 +99,16 @@ def _series_row(s) -> list[str]:
 
 
 def _print_series(all_series) -> None:
-    """The series table, and a line on what "latest code ms" holds and how often the next run would land within it
-    were the runs alike."""
+    """The series table (the machine in its title where every series shares it), and a line on what "latest code ms"
+    holds and how often the next run would land within it were the runs alike."""
     from benchctl import console
     from benchctl.analysis.earlier_range import forecast_text
 
-    console.out.print(console.table("history", SERIES_COLUMNS, [_series_row(s) for s in all_series]))
+    machines = {s.machine for s in all_series}
+    title, columns, rows = "history", SERIES_COLUMNS, [_series_row(s) for s in all_series]
+    if len(machines) == 1:  # said once, in the title
+        title, columns, rows = f"history ({machines.pop()})", columns[:1] + columns[2:], [r[:1] + r[2:] for r in rows]
+    console.out.print(console.table(title, columns, rows, wrap=("cell",)))
     most = max(len(s.latest_code()) for s in all_series)
     console.out.print(f"latest code ms: the fastest and slowest of each cell's runs of its latest code (how many); "
                       f"{forecast_text(most)}")

@@ -63,8 +63,8 @@ def test_a_step_the_machine_made_is_named_under_the_tables_and_in_json(tmp_path)
     assert "(rho -1.00 over 10 runs)" in said
     assert "the page draws them" in said
     # its one step is the machine's: counted, not in a table (the page folds it, --json lists it)
-    assert ("no steps where the cell's code changed 1 more at commits that did not touch the cell's code, not listed "
-            "(the page and --json list them)") in said and "steps, newest first" not in said
+    assert ("1 step(s): 0 where the cell's code changed, 1 at commits that did not touch it (not listed here: the "
+            "page and --json list them)") in said and "steps, newest first" not in said
     # the same code before and after the machine's step: its runs of the latest code span both levels
     row = next(l for l in invoke("--root", str(root)).output.splitlines() if "silu" in l)
     low, high = (float(v) for v in re.search(r"([\d.]+)-([\d.]+) \(10\)", row).groups())
