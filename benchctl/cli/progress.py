@@ -20,7 +20,7 @@ def progress_run(session, left) -> None:
 
     with console.progress() as bar:
         shown = _Progress(bar, len(session.plan.cells) * session.plan.total_rounds, left)
-        session.run(on_start=shown.start, on_done=shown.done, on_wait=shown.wait)
+        session.run(on_start=shown.start, on_done=shown.done, on_wait=shown.wait, on_settled=shown.settled)
 
 
 class _Progress:
@@ -34,6 +34,7 @@ class _Progress:
         self.task = bar.add_task("cells", total=total, current="", left=left.text())
         self.lines = not bar.console.is_terminal  # a log (CI, a GPU machine) keeps no bar: a line per cell instead
         self.lap, self.wait_line = console.lap(), console.every(WAIT_LINE_S)
+        self.waiting = False  # a slow canary was heard since the last wait ended
 
     def start(self, cell) -> None:
         if not self.count:  # the first cell's time starts with it, not with the wait for the machine before it
@@ -59,10 +60,18 @@ class _Progress:
         self.bar.update(self.task, advance=1, current=cell.label(), left=left)
 
     def wait(self, ratio: float) -> None:
+        self.waiting = True
         said = f"waiting for the machine: its canary reads {ratio:.2f}x its calibrated time"
         if self.wait_line():
             self._line(said)
         self.bar.update(self.task, current=said)
+
+    def settled(self, wait) -> None:
+        """How a wait for the machine ended: one that went on with the machine still slow or busy (a terminal's bar
+        had said only that it waited); in a log, one it had said was waiting for a slow canary."""
+        if wait.slow or wait.busy or (self.lines and self.waiting):
+            self.bar.console.print(settled_text(wait))
+        self.waiting = False
 
     def _line(self, text: str) -> None:
         if self.lines:
@@ -79,6 +88,19 @@ def _bad_line(cell, row) -> Text:
     head = f"{cell.label()}: " + ("" if message.startswith(status) else f"{status} ")
     again = " (re-checked at the end of the sweep: the tables have the verdict)" if rechecked(status, message) else ""
     return console.styled(head, "yellow", message + again)
+
+
+def settled_text(wait) -> str:
+    """`the machine at speed after 8 s (its canary 1.04x calibrated)`, or what it was still doing when --settle's
+    budget ran out and the sweep went on."""
+    from benchctl.results.schema import SLOW_PHASE
+
+    canary = f"its canary {wait.canary_ratio:.2f}x calibrated" if wait.canary_ratio is not None else ""
+    if not (wait.slow or wait.busy):
+        return f"the machine quiet and at speed after {wait.waited_s:.0f} s" + (f" ({canary})" if canary else "")
+    still = [f"{canary}: passes timed while it reads over {1 + SLOW_PHASE:.2f}x are marked slow"] * wait.slow + [
+        f"other processes keeping {wait.other_cores:.1f} cores busy"] * wait.busy
+    return f"went on after waiting {wait.waited_s:.0f} s for the machine (--settle), {'; '.join(still)}"
 
 
 def _then(text: str) -> str:

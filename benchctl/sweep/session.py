@@ -9,7 +9,7 @@ import os
 import signal
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
@@ -22,7 +22,7 @@ from benchctl.measure.calibrate import calibration_path
 from benchctl.ops.cells import Cell
 from benchctl.results import guard
 from benchctl.results.storage import RunWriter, new_run_id
-from benchctl.results.schema import CELL_COLUMNS, Rows
+from benchctl.results.schema import BUSY_WARN_CORES, CELL_COLUMNS, SLOW_PHASE, Rows
 from benchctl.sweep.cluster import RayCluster
 from benchctl.sweep.driver import Sweep
 from benchctl.sweep.plan import Plan
@@ -30,6 +30,25 @@ from benchctl.sweep.pool import Pool
 from benchctl.sweep.series import group
 from benchctl.sweep.time_left import CELL_SECONDS
 from benchctl.vocab import RunState
+
+
+@dataclass(frozen=True)
+class Settled:
+    """How one wait for the machine ended: the seconds it took, the canary's last median over its calibrated time
+    (None: no calibration), the cores other work kept busy at the last reading (None: unknown), and whether the
+    wait ran out of --settle's budget with the machine still slow or busy."""
+
+    waited_s: float
+    canary_ratio: float | None
+    other_cores: float | None
+
+    @property
+    def slow(self) -> bool:
+        return self.canary_ratio is not None and self.canary_ratio > 1 + SLOW_PHASE
+
+    @property
+    def busy(self) -> bool:
+        return self.other_cores is not None and self.other_cores >= BUSY_WARN_CORES
 
 
 class Interrupted(Exception):
@@ -57,20 +76,23 @@ class Session:
 
     def run(self, on_start: Callable[[Cell], None] = lambda cell: None,
             on_done: Callable[[Cell, Rows], None] = lambda cell, rows: None,
-            on_wait: Callable[[float], None] = lambda ratio: None) -> None:
+            on_wait: Callable[[float], None] = lambda ratio: None,
+            on_settled: Callable[[Settled], None] = lambda wait: None) -> None:
         """The sweep, with the other processes' load sampled all through it into the metadata (`timeline`);
-        `on_wait` hears each slow canary while the sweep waits for the machine (its ratio to calibrated)."""
+        `on_wait` hears each slow canary while the sweep waits for the machine (its ratio to calibrated), and
+        `on_settled` how each wait that took time ended."""
         timeline = load.Timeline()
         self.writer.meta["timeline_started"] = datetime.now(timezone.utc).isoformat()
         self.writer.meta["timeline"] = timeline.samples  # written with the metadata at the end, as it stands
         self.writer.meta["settled"] = []  # each wait for the machine to return to speed
         with timeline:
-            self._run(on_start, on_done, on_wait)
+            self._run(on_start, on_done, lambda: self.settle(on_wait, on_settled))
 
-    def settle(self, on_wait: Callable[[float], None] = lambda ratio: None) -> None:
+    def settle(self, on_wait: Callable[[float], None] = lambda ratio: None,
+               on_settled: Callable[[Settled], None] = lambda wait: None) -> None:
         """Waits for other work to leave the machine (machine/load.py), then for it to return to its calibrated
         speed, within what is left of plan.settle (a wait that ends with the machine still busy or slow has
-        spent it); the wait goes into the metadata."""
+        spent it); the wait goes into the metadata, and to `on_settled` where it took a second or more."""
         threads = self.plan.threads or torch.get_num_threads()  # the passes', which the canary is read on
         calibrated = canary.calibrated_s(self.plan.settings().peaks.get("cpu", {}), threads)
         waits = self.writer.meta["settled"]
@@ -80,15 +102,17 @@ class Session:
         busy, quiet_s = load.wait_for_quiet(left)
         ratio, waited = canary.wait_for_speed(calibrated, left - quiet_s, on_wait, lambda: canary.canary_on(threads)) \
             if calibrated else (None, 0.0)
-        waits.append({"at": datetime.now(timezone.utc).isoformat(), "waited_s": quiet_s + waited,
-                      "canary_ratio": ratio, "other_cores": busy})
+        wait = Settled(quiet_s + waited, ratio, busy)
+        waits.append({"at": datetime.now(timezone.utc).isoformat(), **asdict(wait)})
+        if wait.waited_s >= 1:
+            on_settled(wait)
 
     def _run(self, on_start: Callable[[Cell], None], on_done: Callable[[Cell, Rows], None],
-             on_wait: Callable[[float], None]) -> None:
+             settle: Callable[[], None]) -> None:
         _stop_on_signals()
         try:
             if self.fanout is None:
-                self._run_here(on_start, on_done, on_wait)
+                self._run_here(on_start, on_done, settle)
             else:
                 self._fan_out(self.fanout, on_done)
         except KeyboardInterrupt:
@@ -109,11 +133,11 @@ class Session:
         self.writer.finish(state, reason, compact=state == RunState.COMPLETE)
 
     def _run_here(self, on_start: Callable[[Cell], None], on_done: Callable[[Cell, Rows], None],
-                  on_wait: Callable[[float], None]) -> None:
+                  settle: Callable[[], None]) -> None:
         # the first cells wait for a quiet machine at speed as a re-measured one does: right after `env
         # --calibrate` (the README's main job) the 2-core VM ran grid_sample's first cell 1.7-2.0x slower than
         # in runs started later (docs/measuring.md, "Slow phases")
-        self.settle(on_wait)
+        settle()
         executor = self.plan.local_executor()
         env = {**environment(), **({"threads": self.plan.threads} if self.plan.threads else {})}
         on_start, on_done = self._timed(on_start, on_done)
@@ -121,7 +145,7 @@ class Session:
             Sweep(self.plan.cells, executor, self.writer, env, on_start=on_start, on_done=on_done,
                   blocked=self.blocked, rounds=self.plan.total_rounds, remeasure=self.plan.remeasure,
                   processes=self.plan.processes, recheck_above=self.plan.recheck_above,
-                  settle=lambda: self.settle(on_wait), look=self.writer.look).run()
+                  settle=settle, look=self.writer.look).run()
         finally:
             executor.close()
 

@@ -7,17 +7,32 @@ import pytest
 from benchctl import console
 from benchctl.cli import progress
 from benchctl.ops.cells import Cell
+from benchctl.sweep.session import Settled
 from benchctl.sweep.time_left import TimeLeft
 
 
 def test_a_sweep_waiting_for_the_machine_prints_a_line_in_a_log_not_one_a_reading(capsys):
-    def run(on_start, on_done, on_wait):
+    def run(on_start, on_done, on_wait, on_settled):
         for ratio in (1.4, 1.38, 1.35) * 10:  # thirty slow readings, within one WAIT_LINE_S
             on_wait(ratio)
+        on_settled(Settled(8.4, 1.04, 0.1))
+        on_settled(Settled(3.0, 0.98, 0.0))  # at speed in its first readings: no waiting line before, none after
     session = SimpleNamespace(plan=SimpleNamespace(cells=[None], total_rounds=1), run=run)
     progress.progress_run(session, TimeLeft([]))
-    said = [line for line in capsys.readouterr().err.splitlines() if line.startswith("waiting for the machine")]
-    assert said == ["waiting for the machine: its canary reads 1.40x its calibrated time"]
+    said = [line for line in capsys.readouterr().err.splitlines() if line.startswith(("waiting", "the machine"))]
+    assert said == ["waiting for the machine: its canary reads 1.40x its calibrated time",
+                    "the machine quiet and at speed after 8 s (its canary 1.04x calibrated)"]
+
+
+@pytest.mark.parametrize("wait, said", [
+    (Settled(60.2, 1.23, 0.0), "went on after waiting 60 s for the machine (--settle), its canary 1.23x calibrated: "
+                               "passes timed while it reads over 1.15x are marked slow"),
+    (Settled(61.0, 1.02, 1.1), "went on after waiting 61 s for the machine (--settle), other processes keeping 1.1 "
+                               "cores busy"),
+    (Settled(3.0, None, 0.2), "the machine quiet and at speed after 3 s"),  # no calibration: quiet is all it knows
+])
+def test_a_wait_says_how_it_ended(wait, said):
+    assert progress.settled_text(wait) == said
 
 
 @pytest.mark.parametrize("status, message, again", [
@@ -36,7 +51,7 @@ def test_a_pass_that_went_wrong_says_as_it_ends_whether_the_end_of_the_sweep_che
 def test_a_log_says_each_cell_measured_again_after_the_planned_ones(capsys, builtin_ops):
     cells = [Cell("hoconv2d", "filter", "py", "cpu", "float32", {"batch_size": b}) for b in (1, 2)]
 
-    def run(on_start, on_done, on_wait):
+    def run(on_start, on_done, on_wait, on_settled):
         for cell in cells:
             on_start(cell)
             on_done(cell, [])
@@ -55,7 +70,7 @@ def test_the_wait_for_the_machine_before_the_first_cell_is_not_that_cells_time(c
     monkeypatch.setattr(console.time, "monotonic", lambda: now[0])
     cells = [Cell("hoconv2d", "filter", "py", "cpu", "float32", {"batch_size": b}) for b in (1, 2)]
 
-    def run(on_start, on_done, on_wait):
+    def run(on_start, on_done, on_wait, on_settled):
         now[0] += 60.0  # the wait before the first cell
         for cell in cells:
             on_start(cell)
@@ -73,7 +88,7 @@ def test_a_log_has_no_line_for_a_cell_that_cannot_run_here(capsys, builtin_ops):
     cells = [Cell("hoconv2d", "filter", impl, device, "float32", {"batch_size": 1})
              for impl, device in (("py", "cpu"), ("cuda", "cuda"), ("cpp", "cpu"))]
 
-    def run(on_start, on_done, on_wait):
+    def run(on_start, on_done, on_wait, on_settled):
         for cell in cells:
             on_start(cell)
             on_done(cell, [{"status": "unavailable" if cell.device == "cuda" else "ok"}])

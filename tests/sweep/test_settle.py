@@ -6,7 +6,7 @@ from types import SimpleNamespace
 import torch
 
 from benchctl.sweep import session as session_module
-from benchctl.sweep.session import Session
+from benchctl.sweep.session import Session, Settled
 
 
 def session(settle_s: float, calibrated: float | None = 1e-3, threads: int | None = None) -> Session:
@@ -100,5 +100,15 @@ def test_a_sweep_on_this_machine_waits_for_it_before_its_first_cell(monkeypatch)
         close=lambda: order.append("close"))
     s.plan.cells, s.plan.total_rounds, s.plan.remeasure, s.plan.processes, s.plan.recheck_above = [], 1, 0, 1, 50.0
     s.writer.look = None
-    s._run_here(lambda cell: None, lambda cell, rows: None, lambda ratio: None)
+    s._run_here(lambda cell: None, lambda cell, rows: None, s.settle)
     assert limits == [60.0, 60.0] and order == [("worker", 1), ("sweep", 1), "run", "close"]
+
+
+def test_each_wait_that_took_time_is_told_how_it_ended(monkeypatch):
+    """A run whose wait ran out with the machine slow had said only that it waited."""
+    scripted(monkeypatch, [(1.3, 58.0), (1.0, 0.2)], quiet=[(0.1, 2.0), (0.1, 0.0)])
+    s, told = session(90.0), []
+    s.settle(on_settled=told.append)
+    s.settle(on_settled=told.append)  # at speed at once: nothing to tell
+    assert told == [Settled(60.0, 1.3, 0.1)] and told[0].slow and not told[0].busy
+    assert [w["waited_s"] for w in s.writer.meta["settled"]] == [60.0, 0.2]
