@@ -180,6 +180,20 @@ def test_passes_the_machine_and_the_pairs_moved_are_counted_apart():
             "not (the partner's time moved beside the cell") in line
 
 
+@pytest.mark.parametrize("py_row", [{"other_cores": 1.0}, {"stop": "disturbed"}])
+def test_a_partner_other_work_moved_is_counted_as_that_works_not_the_pairings(py_row):
+    """A busy neighbour: py 31.7 ms in its row and 0.079 ms beside cpp, the canary 96x and 1.02x calibrated, which
+    the canary's ratio does not account for (the stalls come in whole scheduler ticks): not the pairing's doing."""
+    df = rows().iloc[[0, 2]].assign(median_s=[31.7e-3, 0.0362e-3], canary_ratio=[96.37, 1.02],
+                                    paired_with=[None, "py"], paired_speedup=[None, 2.19],
+                                    partner_samples_s=[None, [0.0792e-3] * 3])
+    df.loc[df.index[0], list(py_row)] = list(py_row.values())
+    line = partner_apart_line(df)
+    assert ("in 1 a side was timed beside other work or stopped disturbed (its row is that work's as much as the "
+            "code's); each speedup is its pairs'") in line and "share the caches" not in line
+    assert "accounts for none of them" in partner_apart_line(df.assign(other_cores=0.0, stop=None))
+
+
 def test_a_pass_is_slow_in_a_slow_phase_not_in_the_drift_of_a_machine_at_speed():
     """A quiet quick sweep read its canaries at 1.00-1.19x the calibrated time, 77% over 1.05; slow phases read
     1.34-1.54x (docs/measuring.md, "The canary")."""
