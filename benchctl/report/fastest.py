@@ -5,7 +5,7 @@ folder had the two the other way round, in how many."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pandas as pd
 
@@ -13,7 +13,7 @@ from benchctl.analysis.repeat import BY_RUN
 from benchctl.analysis.speedup import present_value
 from benchctl.analysis.summary import axis_value_text
 from benchctl.report import charts
-from benchctl.report.speedups import CELL_KEY, speedups
+from benchctl.report.speedups import CELL_KEY, doubts, speedups
 from benchctl.results import storage
 from benchctl.vocab import DEVICES, PASSES, Status
 
@@ -23,7 +23,8 @@ CLOSE = 0.10
 # What the answers' words mean, said once where they are listed (no capital inside: a page starts it with one).
 WORDS = (f"each speedup is over its operator's baseline (the pairs' where timed in pairs); within {CLOSE:.0%}: "
          "another came that close, which one run does not tell apart from the fastest; ahead in earlier runs: in "
-         "how many of the earlier runs of the same code in this folder the two were the other way round")
+         "how many of the earlier runs of the same code in this folder the two were the other way round; in doubt: "
+         f"the fastest's speedup, or that of another within {CLOSE:.0%}, does not hold (the tables' ?)")
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,7 @@ class Win:
     next_speedup: float
     swapped: int = 0  # earlier runs that had the two the other way round (`earlier_swaps`) ...
     earlier: int = 0  # ... of these
+    doubted: bool = False  # its speedup, or a close next one's, does not hold (speedup.unsettled: the tables' `?`)
 
     @property
     def close(self) -> bool:
@@ -62,8 +64,9 @@ def wins(part: pd.DataFrame) -> list[Win]:
         ranked = at.sort_values("speedup", ascending=False)
         if len(ranked) >= 2:
             first, second = ranked.iloc[0], ranked.iloc[1]
-            found.append(Win(float(value), str(first["impl"]), float(first["speedup"]), str(second["impl"]),
-                             float(second["speedup"]), *earlier_swaps(first, second)))
+            win = Win(float(value), str(first["impl"]), float(first["speedup"]), str(second["impl"]),
+                      float(second["speedup"]), *earlier_swaps(first, second))
+            found.append(replace(win, doubted=bool(first["doubt"] or (second["doubt"] and win.close))))
     return found
 
 
@@ -104,8 +107,10 @@ def answer(title: str, axis: str, baseline: str, found: list[Win]) -> Answer:
             for impl, at in by_impl.items()]
     close = [f"{w.next_impl} at {axis_value_text(w.value)}" for w in found if w.close]
     swapped = [f"{w.next_impl} at {axis_value_text(w.value)} in {w.swapped} of {w.earlier}" for w in found if w.swapped]
+    doubted = [axis_value_text(w.value) for w in found if w.doubted]
     return Answer(title, "; ".join(said) + (f"; within {CLOSE:.0%}: {_listed(close)}" if close else "")
-                  + (f"; ahead in earlier runs: {_listed(swapped)}" if swapped else ""))
+                  + (f"; ahead in earlier runs: {_listed(swapped)}" if swapped else "")
+                  + (f"; in doubt: at {_listed(doubted)}" if doubted else ""))
 
 
 def _where(axis: str, found: list[Win], every: bool) -> str:
@@ -144,7 +149,7 @@ def answers(rows: pd.DataFrame, baseline: str) -> tuple[Answer, ...]:
     """An answer per device, pass and param group of a section's rows: its fastest implementation at each size (by
     the report's speedups over `baseline`: the pairs' where timed in pairs)."""
     ok = storage.latest(rows[rows["status"] == Status.OK], [*CELL_KEY, "impl"])
-    df, _ = charts.with_groups(ok.assign(speedup=speedups(ok, baseline)))
+    df, _ = charts.with_groups(ok.assign(speedup=speedups(ok, baseline), doubt=doubts(ok, baseline)))
     df = df[df["speedup"].notna()]
     axis = str(df["axis"].dropna().iloc[0]) if df["axis"].notna().any() else "size"
     rank = {name: i for i, name in enumerate(DEVICES + PASSES)}

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from benchctl.results import storage
-from benchctl.analysis.speedup import range_label, speedup, speedup_range
+from benchctl.analysis.speedup import range_label, speedup, speedup_range, unsettled
 from benchctl.vocab import Status
 
 CELL_KEY = ["target", "device", "dtype", "params", "pass"]  # one cell of the sweep, across impls
@@ -32,6 +32,11 @@ def speedups(df: pd.DataFrame, baseline: str) -> pd.Series:
     row was timed in alternation with the baseline, the rounds' where both were measured in rounds); NaN
     where either did not run."""
     return pd.Series(_per_row(df, baseline, speedup, np.nan), index=df.index, dtype=float)
+
+
+def doubts(df: pd.DataFrame, baseline: str) -> pd.Series:
+    """Whether each speedup does not hold (speedup.unsettled: the tables' `?`); False where either did not run."""
+    return pd.Series(_per_row(df, baseline, unsettled, False), index=df.index, dtype=bool)
 
 
 def intervals(df: pd.DataFrame, baseline: str) -> dict[str, pd.Series]:
