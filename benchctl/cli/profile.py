@@ -102,6 +102,26 @@ def render_frames(top: TopFrames, reps: int, rows: int) -> None:
             f"Top frames by {title} time, % of timed samples [95% interval]", ["%", "samples", "frame", "where"],
             [(_share(r.pct, r.samples, timed), r.samples, short_name(r.function), r.location)
              for r in stats[:rows]]))
+    waiting = openmp_line(top)
+    if waiting:
+        console.warn(waiting)
+
+
+def openmp_line(top: TopFrames) -> str | None:
+    """Where OPENMP_WAIT or more of the timed samples sat in OpenMP's runtime: the sampled thread was waiting for
+    torch's other threads, whose work py-spy does not see (grid_sample's py-imagegrad backward on 2 threads: 47% in
+    libgomp, its kernel 39%; on one, the kernel 82%)."""
+    from benchctl.profile.stacks import OPENMP_WAIT, in_openmp
+
+    samples, where = in_openmp(top)
+    timed = top.samples["timed"]
+    if not timed or samples < OPENMP_WAIT * timed:
+        return None
+    return (f"{100.0 * samples / timed:.0f}% of the timed samples were in OpenMP's runtime ({where}): there the "
+            "sampled thread waits at the end of each parallel region for torch's other intra-op threads, which "
+            "py-spy does not sample (it reads only threads that run Python), so the shares above are of the "
+            "sampled thread's part of the work; OMP_NUM_THREADS=1 puts all of it on that thread, and "
+            "`--profiler torch` times each operator whole")
 
 
 def render_ops(ops: Sequence[dict[str, Any]], reps: int, rows: int) -> None:

@@ -28,6 +28,11 @@ _HARNESS_FILE = re.compile(r"(^|/)(benchctl/|click/|runpy\.py$|<frozen runpy>$)"
 _PY_LOCATION = re.compile(r"^(.*\.py|<[^>]*>):(\d+)$")
 ATEN_OP = re.compile(r"^at::_ops::(\w+)::call$")  # an ATen operator's dispatch frame, the op its group
 _HINT_SKIP = {"lambda", "operator", "Tensor", "decltype"}
+# OpenMP's runtime library (GNU's, Intel's, LLVM's; a wheel's vendored copy carries a hash: libgomp-a34b3233.so.1).
+# py-spy samples only threads that run Python (py-spy issue 332): torch's other intra-op threads go unseen, and the
+# sampled thread's time in the runtime is its wait for them at the end of each parallel region.
+OPENMP_RUNTIME = re.compile(r"^lib(gomp|iomp5|omp)[-.]")
+OPENMP_WAIT = 0.10  # a share of the timed samples in that runtime worth saying so under the tables
 
 Stacks = list[tuple[list[str], int]]
 
@@ -192,6 +197,13 @@ def top_frames(stacks: Stacks, limit: int = KEEP_ROWS) -> TopFrames:
     path_rows = tuple(FrameStat(f.key, f.function, f.location, f.native, tally.total_n[f],
                                 pct(tally.total_n[f])) for f in path)
     return TopFrames(dict(tally.regions), rows(tally.self_n, []), rows(tally.total_n, path), ops, path_rows)
+
+
+def in_openmp(top: TopFrames) -> tuple[int, str]:
+    """The timed samples whose own frame is in OpenMP's runtime (`OPENMP_RUNTIME`), among the top frames by self time,
+    and the libraries they were in."""
+    found = [r for r in top.by_self if r.native and OPENMP_RUNTIME.match(r.location)]
+    return sum(r.samples for r in found), ", ".join(dict.fromkeys(r.location for r in found))
 
 
 def share_interval(count: int, timed: int) -> tuple[float, float]:

@@ -346,3 +346,19 @@ def test_a_gpu_torch_profile_shows_its_kernels_then_the_operators_that_launched_
     assert "GPU kernels and copies by time (4 repetitions)" in kernels and "aten::add" not in kernels
     assert "│ 75.0 │ 4 │ 0.03 │ add_kernel │" in kernels and "self CPU ms" not in kernels
     assert "│ 75.0 │ 4 │ 0.01 │ 0.03 │ aten::add │" in ops and "mul_kernel" not in ops
+
+
+def test_a_profile_mostly_in_openmps_runtime_says_whose_work_py_spy_did_not_see():
+    """py-spy reads only threads that run Python: the sampled thread's time in libgomp is its wait for torch's other
+    threads, whose work is in no share (the fixture: 25 of 65 timed samples there)."""
+    from dataclasses import replace
+
+    from benchctl.cli.profile import openmp_line
+    from benchctl.profile.stacks import parse_collapsed, top_frames
+
+    top = top_frames(parse_collapsed((Path(__file__).parents[1] / "fixtures" / "profile_stacks.txt").read_text()))
+    line = openmp_line(top)
+    assert line.startswith("38% of the timed samples were in OpenMP's runtime (libgomp.so.1): there the sampled")
+    assert "py-spy does not sample (it reads only threads that run Python)" in line
+    few = replace(top, by_self=tuple(replace(r, samples=6) if r.location == "libgomp.so.1" else r for r in top.by_self))
+    assert openmp_line(few) is None  # 6 of 65: under a tenth

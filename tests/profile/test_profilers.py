@@ -294,3 +294,14 @@ def test_a_share_of_the_samples_is_known_to_a_binomials_interval() -> None:
     low, high = share_interval(0, 40)
     assert low == 0.0 and high == pytest.approx(8.8, abs=0.05)
 
+
+
+def test_samples_in_openmps_runtime_are_counted_whatever_its_librarys_name(top: TopFrames) -> None:
+    """The fixture's [unknown] frames in libgomp.so.1: 25 of its 65 timed samples; a wheel's vendored copy too."""
+    from benchctl.profile.stacks import in_openmp
+
+    assert in_openmp(top) == (25, "libgomp.so.1")
+    vendored = replace(top, by_self=tuple(replace(r, location="libgomp-a34b3233.so.1") if r.location == "libgomp.so.1"
+                                          else r for r in top.by_self))
+    assert in_openmp(vendored) == (25, "libgomp-a34b3233.so.1")
+    assert in_openmp(replace(top, by_self=tuple(r for r in top.by_self if "gomp" not in r.location))) == (0, "")
