@@ -91,13 +91,13 @@ def _bad_line(cell, row) -> Text:
 
 
 def settled_text(wait) -> str:
-    """`the machine at speed after 8 s (its canary 1.04x calibrated)`, or what it was still doing when --settle's
-    budget ran out and the sweep went on."""
+    """`the machine read quiet and at speed after 8 s (its canary 1.04x calibrated)`, or what it was still doing
+    when --settle's budget ran out and the sweep went on."""
     from benchctl.results.schema import SLOW_PHASE
 
     canary = f"its canary {wait.canary_ratio:.2f}x calibrated" if wait.canary_ratio is not None else ""
     if not (wait.slow or wait.busy):
-        return f"the machine quiet and at speed after {wait.waited_s:.0f} s" + (f" ({canary})" if canary else "")
+        return f"the machine read quiet and at speed after {wait.waited_s:.0f} s" + (f" ({canary})" if canary else "")
     still = [f"{canary}: passes timed while it reads over {1 + SLOW_PHASE:.2f}x are marked slow"] * wait.slow + [
         f"other processes keeping {wait.other_cores:.1f} cores busy"] * wait.busy
     return f"went on after waiting {wait.waited_s:.0f} s for the machine (--settle), {'; '.join(still)}"

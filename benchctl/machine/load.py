@@ -20,6 +20,7 @@ from typing import Any, Callable, Mapping, Sequence
 from benchctl.results.schema import BUSY_WARN_CORES
 
 INTERVAL_S = 1.0
+QUIET_READINGS = 3  # readings in a row under BUSY_WARN_CORES that end a wait for quiet, once one was over it
 PROC = Path("/proc")
 Ticks = tuple[int, int, int, int]  # jiffies: busy, steal and total over all CPUs; this process tree's own
 BUSY_SHARE = 0.1  # of a run's timeline with BUSY_WARN_CORES or more kept busy, from which its summary says so
@@ -123,15 +124,23 @@ def others_busy(interval: float = INTERVAL_S, proc: Path = PROC,
 
 def wait_for_quiet(seconds: float, read: Callable[[], float | None] | None = None,
                    clock: Callable[[], float] = time.monotonic) -> tuple[float | None, float]:
-    """Reads the cores other work keeps busy (`read`: others_busy, over a second) until a reading is under
-    BUSY_WARN_CORES, `seconds` readings at most (one at least): that reading, else the last (None: the machine
-    cannot tell), and the seconds taken."""
-    start, busy = clock(), None
+    """Reads the cores other work keeps busy (`read`: others_busy, over a second) until the machine reads quiet
+    (`_quiet`), `seconds` readings at most (one at least): the most of the last QUIET_READINGS (under
+    BUSY_WARN_CORES only where it read quiet; None: the machine cannot tell), and the seconds taken."""
+    start, found = clock(), []
     for _ in range(max(1, int(seconds))):
-        busy = (read or others_busy)()
-        if busy is None or busy < BUSY_WARN_CORES:
+        found.append((read or others_busy)())
+        if found[-1] is None or _quiet(found):
             break
-    return busy, clock() - start
+    return None if found[-1] is None else max(r for r in found[-QUIET_READINGS:] if r is not None), clock() - start
+
+
+def _quiet(found: Sequence[float | None]) -> bool:
+    """The first reading under BUSY_WARN_CORES; once one was over it, the last QUIET_READINGS: a loop of compiles
+    read under it for the second between two files, and the sweep that went on then ran beside it."""
+    needed = 1 if len(found) == 1 else QUIET_READINGS
+    recent = found[-needed:]
+    return len(recent) == needed and all(r is not None and r < BUSY_WARN_CORES for r in recent)
 
 
 def busy_stretch(samples: Sequence[Mapping[str, float]], share: float = BUSY_SHARE) -> dict[str, float] | None:

@@ -21,7 +21,7 @@ def test_a_sweep_waiting_for_the_machine_prints_a_line_in_a_log_not_one_a_readin
     progress.progress_run(session, TimeLeft([]))
     said = [line for line in capsys.readouterr().err.splitlines() if line.startswith(("waiting", "the machine"))]
     assert said == ["waiting for the machine: its canary reads 1.40x its calibrated time",
-                    "the machine quiet and at speed after 8 s (its canary 1.04x calibrated)"]
+                    "the machine read quiet and at speed after 8 s (its canary 1.04x calibrated)"]
 
 
 @pytest.mark.parametrize("wait, said", [
@@ -29,7 +29,7 @@ def test_a_sweep_waiting_for_the_machine_prints_a_line_in_a_log_not_one_a_readin
                                "passes timed while it reads over 1.15x are marked slow"),
     (Settled(61.0, 1.02, 1.1), "went on after waiting 61 s for the machine (--settle), other processes keeping 1.1 "
                                "cores busy"),
-    (Settled(3.0, None, 0.2), "the machine quiet and at speed after 3 s"),  # no calibration: quiet is all it knows
+    (Settled(3.0, None, 0.2), "the machine read quiet and at speed after 3 s"),  # no calibration: quiet is all it knows
 ])
 def test_a_wait_says_how_it_ended(wait, said):
     assert progress.settled_text(wait) == said
