@@ -153,8 +153,8 @@ def calibrate(devices: list[str]) -> dict[str, dict[str, float]]:
 
 
 def _wait_for_quiet() -> None:
-    """Returns at the first second in which other work keeps under BUSY_WARN_CORES busy, within QUIET_WAIT_S;
-    else raises BusyMachine."""
+    """Returns once the machine reads quiet (load.wait_for_quiet: a first second under BUSY_WARN_CORES, or three
+    in a row after one over it), within QUIET_WAIT_S; else raises BusyMachine."""
     busy = load.wait_for_quiet(QUIET_WAIT_S)[0]
     if busy is not None and busy >= BUSY_WARN_CORES:
         raise BusyMachine(f"other work keeps about {busy:.1f} cores busy (for {QUIET_WAIT_S} s): a calibration now "
