@@ -67,7 +67,7 @@ def unsettled(base: Mapping[str, Any], row: Mapping[str, Any]) -> bool:
     samples, so a stall may be in it: beside a neighbour one side can read 100x slow with no range to show it),
     or, unpaired, one side alone was timed beside other work, or the pairing moved the partner (`pairing_moved`)."""
     found = speedup_range(base, row)
-    return (_a_side_disturbed(base, row) or pairing_moved(base, row)
+    return (a_side_disturbed(base, row) or pairing_moved(base, row)
             or (found is not None and found[0] < 1.0 < found[1]))
 
 
@@ -112,7 +112,7 @@ def disturbed(row: Mapping[str, Any]) -> bool:
     return row.get("stop") == Stop.DISTURBED
 
 
-def _a_side_disturbed(base: Mapping[str, Any], row: Mapping[str, Any]) -> bool:
+def a_side_disturbed(base: Mapping[str, Any], row: Mapping[str, Any]) -> bool:
     """A side stopped `disturbed`; or, where the two were not timed in pairs, one was timed beside other work and
     the other not (`beside_work`): a neighbour both halves of each pair share leaves their ratio as it was (within
     4.5% beside a compile loop, docs/measuring.md), one that only one side met does not."""
@@ -167,7 +167,7 @@ def range_label(base: Mapping[str, Any], row: Mapping[str, Any]) -> str:
     ratio, found = speedup(base, row), speedup_range(base, row)
     if _timed_together(base, row):
         return speedup_label(base, row)
-    mark = "?" if _a_side_disturbed(base, row) else ""
+    mark = "?" if a_side_disturbed(base, row) else ""
     if found is None or found[0] == found[1]:
         return f"{ratio_text(ratio)}x{mark}"
     return f"{ratio_text(ratio)}x ({ratio_text(found[0])}-{ratio_text(found[1])}){mark}"

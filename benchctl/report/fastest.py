@@ -24,7 +24,8 @@ CLOSE = 0.10
 WORDS = (f"each speedup is over its operator's baseline (the pairs' where timed in pairs); within {CLOSE:.0%}: "
          "another came that close, which one run does not tell apart from the fastest; ahead in earlier runs: in "
          "how many of the earlier runs of the same code in this folder the two were the other way round; in doubt: "
-         f"the fastest's speedup, or that of another within {CLOSE:.0%}, does not hold (the tables' ?)")
+         f"a side of the fastest's speedup, or of another's within {CLOSE:.0%}, was disturbed or (not timed in "
+         "pairs) alone beside other work: its time may hold a stall")
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,7 @@ class Win:
     next_speedup: float
     swapped: int = 0  # earlier runs that had the two the other way round (`earlier_swaps`) ...
     earlier: int = 0  # ... of these
-    doubted: bool = False  # its speedup, or a close next one's, does not hold (speedup.unsettled: the tables' `?`)
+    doubted: bool = False  # a side of its speedup, or of a close next one's, was disturbed (speedup.a_side_disturbed)
 
     @property
     def close(self) -> bool:

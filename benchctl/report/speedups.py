@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from benchctl.results import storage
-from benchctl.analysis.speedup import range_label, speedup, speedup_range, unsettled
+from benchctl.analysis.speedup import a_side_disturbed, range_label, speedup, speedup_range
 from benchctl.vocab import Status
 
 CELL_KEY = ["target", "device", "dtype", "params", "pass"]  # one cell of the sweep, across impls
@@ -35,8 +35,9 @@ def speedups(df: pd.DataFrame, baseline: str) -> pd.Series:
 
 
 def doubts(df: pd.DataFrame, baseline: str) -> pd.Series:
-    """Whether each speedup does not hold (speedup.unsettled: the tables' `?`); False where either did not run."""
-    return pd.Series(_per_row(df, baseline, unsettled, False), index=df.index, dtype=bool)
+    """Whether a side of each speedup was disturbed, or, not timed in pairs, one side alone timed beside other work
+    (speedup.a_side_disturbed: its time may hold a neighbour's stall); False where either did not run."""
+    return pd.Series(_per_row(df, baseline, a_side_disturbed, False), index=df.index, dtype=bool)
 
 
 def intervals(df: pd.DataFrame, baseline: str) -> dict[str, pd.Series]:
