@@ -13,9 +13,9 @@ import warnings
 from contextlib import contextmanager
 from typing import Callable, Iterable, Iterator, Sequence
 
+from rich import box
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich import box
 from rich.table import Table
 from rich.text import Text
 
@@ -28,8 +28,8 @@ err = Console(stderr=True, width=_WIDTH, markup=False, highlight=False, emoji=Fa
 
 def table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[object]],
           wrap: Sequence[str] | None = None) -> Table:
-    """A results table in a box, any cell folding to fit; with `wrap`, an open one (a rule under the header, one
-    space between columns) where only the columns named in `wrap` fold: a wide table whose boxed cells all wrapped."""
+    """A results table in a box, any cell folding to fit; with `wrap`, an open one (a rule under the header, no
+    lines between columns) where only the columns named in `wrap` fold: a wide table whose boxed cells all wrapped."""
     t = Table(title=None if title is None else Text(title), show_lines=False,
               **({} if wrap is None else {"box": box.SIMPLE_HEAD, "show_edge": False, "collapse_padding": True}))
     for col in columns:

@@ -1,17 +1,17 @@
 """The line under a run's tables for passes timed in pairs whose partner read far from the partner's own row
 (speedup.partner_apart, the tables' `≠`): how many, the widest, and what moved them.
 
-Where a side was timed beside other work, or stopped `disturbed`, that work did (its stalls come in whole
-scheduler ticks, which no canary reading scales to). Otherwise the machine's canary (each row's `canary_ratio`:
-its time around the pass over the calibrated time) says which of two things did. Where the canary's move between the two cells accounts for the partner's (the partner's
-time in the pairs over its own row's, divided by the canary's ratio at the one cell to the other, within
-PARTNER_APART), the machine changed speed between the cells. Where it does not, the partner's time moved
-beside the cell, timed by turns with it (the two share the caches and the memory). In two main-job runs, 15 of
-20 and 7 of 16 such passes were of the first kind (lstm_cell's cpp beside py at batch size 16: py 1.30-1.33x
-its own row, the canary 1.14x at py's cell and 1.46-1.49x at cpp's); among the others, grid_sample's py read
-1.83-1.91x its own row beside cpp at image size 1024 with the canary at 1.00-1.11x at both, and 3.98x beside
-py-imagegrad with the canary at 1.41x and 1.63x. With each call started on flushed caches (run --flush-caches),
-py read 0.369 ms alone and 0.369-0.372 ms beside cpp and py-imagegrad.
+Where a side was timed beside other work, or stopped `disturbed`, that work did (its stalls come in whole scheduler
+ticks, which no canary reading scales to). Otherwise the machine's canary (each row's `canary_ratio`: its time
+around the pass over the calibrated time) says which of two things did. Where the canary's move between the two
+cells accounts for the partner's (the partner's time in the pairs over its own row's, divided by the canary's ratio
+at the one cell to the other, within PARTNER_APART), the machine changed speed between the cells. Where it does not,
+the partner's time moved beside the cell, timed by turns with it (the two share the caches and the memory). In two
+main-job runs, 15 of 20 and 7 of 16 such passes were of the first kind (lstm_cell's cpp beside py at batch size 16:
+py 1.30-1.33x its own row, the canary 1.14x at py's cell and 1.46-1.49x at cpp's); among the others, grid_sample's
+py read 1.83-1.91x its own row beside cpp at image size 1024 with the canary at 1.00-1.11x at both, and 3.98x beside
+py-imagegrad with the canary at 1.41x and 1.63x. With each call started on flushed caches (run --flush-caches), py
+read 0.369 ms alone and 0.369-0.372 ms beside cpp and py-imagegrad.
 """
 
 from __future__ import annotations

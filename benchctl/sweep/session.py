@@ -35,8 +35,8 @@ from benchctl.vocab import RunState
 @dataclass(frozen=True)
 class Settled:
     """How one wait for the machine ended: the seconds it took, the canary's last median over its calibrated time
-    (None: no calibration), the cores other work kept busy at the last reading (None: unknown), and whether the
-    wait ran out of --settle's budget with the machine still slow or busy."""
+    (None: no calibration), and the cores other work kept busy in its last readings (None: unknown); `slow` or
+    `busy` where it ran out of --settle's budget with the machine so."""
 
     waited_s: float
     canary_ratio: float | None
