@@ -132,15 +132,15 @@ def wait_for_quiet(seconds: float, read: Callable[[], float | None] | None = Non
         found.append((read or others_busy)())
         if found[-1] is None or _quiet(found):
             break
-    return None if found[-1] is None else max(r for r in found[-QUIET_READINGS:] if r is not None), clock() - start
+    return None if found[-1] is None else max(found[-QUIET_READINGS:]), clock() - start  # None only ever last
 
 
-def _quiet(found: Sequence[float | None]) -> bool:
+def _quiet(found: Sequence[float]) -> bool:
     """The first reading under BUSY_WARN_CORES; once one was over it, the last QUIET_READINGS: a loop of compiles
     read under it for the second between two files, and the sweep that went on then ran beside it."""
     needed = 1 if len(found) == 1 else QUIET_READINGS
     recent = found[-needed:]
-    return len(recent) == needed and all(r is not None and r < BUSY_WARN_CORES for r in recent)
+    return len(recent) == needed and all(r < BUSY_WARN_CORES for r in recent)
 
 
 def busy_stretch(samples: Sequence[Mapping[str, float]], share: float = BUSY_SHARE) -> dict[str, float] | None:

@@ -67,8 +67,3 @@ class Report:
         """Every chart file drawn for the report: the machine's, then each section's [png, svg] pairs."""
         return [*self.machine, *self.load, *self.working_set,
                 *(p for s in self.sections for paths in s.figures.values() for p in paths)]
-
-    @property
-    def files(self) -> list[Path]:
-        """The pages and every chart file, as written."""
-        return [*self.pages, *self.figures]

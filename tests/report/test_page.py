@@ -76,10 +76,11 @@ def test_the_build_says_each_section_it_draws_as_it_starts(told):
 def test_build_writes_html_markdown_and_figures(run_dir, built):
     out = run_dir / "_report"
     assert built.out_dir == out
-    names = {p.relative_to(out).as_posix() for p in built.files}
+    files = [*built.pages, *built.figures]
+    names = {p.relative_to(out).as_posix() for p in files}
     assert {"index.html", "summary.md", "figures/hoconv2d-module-time.png", "figures/hoconv2d-module-time.svg",
             "figures/hoconv2d-module-speedup.png"} <= names
-    assert all(p.exists() and p.stat().st_size > 0 for p in built.files)
+    assert all(p.exists() and p.stat().st_size > 0 for p in files)
     assert not any("roofline" in n for n in names)  # the rows carry no rates
     assert not any("machine" in n for n in names)  # nor bandwidth probes
 
@@ -90,7 +91,7 @@ def test_a_run_with_bandwidth_probes_gets_the_machine_figure(tmp_path):
     loaded = report.load_results([write_run(tmp_path, "20240101-000000-ffffff", rows)])
     built = report.build(loaded.rows, tmp_path / "out", loaded.metas)
     assert [p.name for p in built.machine] == ["machine-bandwidth.png", "machine-bandwidth.svg"]
-    assert set(built.machine) <= set(built.files)
+    assert set(built.machine) <= set(built.figures)
     assert "![machine memory bandwidth](figures/machine-bandwidth.png)" in (tmp_path / "out" / "summary.md").read_text()
     assert "memory bandwidth probes" in (tmp_path / "out" / "index.html").read_text()
 

@@ -58,7 +58,7 @@ def test_a_report_given_the_earlier_runs_says_how_they_fell_and_draws_them(tmp_p
     [line] = [n.text for n in built.notes if n.heading == REPEAT]
     assert line.startswith("2 of 2 paired speedups measured before (in up to 1 earlier run(s) of the same code")
     assert f"- **{REPEAT}.** 2 of 2 paired speedups measured before" in (tmp_path / "summary.md").read_text()
-    [svg] = [p for p in built.files if p.name.endswith("speedup.svg")]
+    [svg] = [p for p in built.figures if p.name.endswith("speedup.svg")]
     assert 'id="earlier:cpp:at speed"' in svg.read_text()
 
 
