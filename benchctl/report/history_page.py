@@ -17,7 +17,7 @@ from benchctl.report.contents import Doing, section_title, unseen
 from benchctl.report.drawing import Drawer, Job
 from benchctl.report.follows_chart import follows_figure
 from benchctl.report.history_chart import history_figure
-from benchctl.report.render import CSS, slug
+from benchctl.report.render import CSS, html_table, slug
 from benchctl.results.commits import Commit
 from benchctl.results import storage
 from benchctl.analysis import follows
@@ -105,7 +105,7 @@ def build(series: Sequence[Series], found: Sequence[Step], said: Mapping[str, Co
     for (key, title), paths in zip(titles.items(), drawn):
         heading = f"{title}: {charts.panel_title(key[2], key[3])}"
         body += [f'<h2 id="{slug(*key)}">{html.escape(heading)}</h2>', _img(paths, out_dir, f"{title} history")]
-    body += ["<h2>Commits</h2>", _table(commits_table(series, said))]
+    body += ["<h2>Commits</h2>", html_table(commits_table(series, said))]
     index = out_dir / "index.html"
     index.write_text("<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>benchctl history</title>"
                      f"<style>{CSS}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n", encoding="utf-8")
@@ -117,10 +117,10 @@ def _steps(found: Sequence[Step], said: Mapping[str, Commit]) -> list[str]:
     not touch the cell's code, the machine's or the software's around it, folded under one line: on a VM whose
     speed moves they are most of the steps, and none is the code's."""
     code, machine = by_code(found)
-    out = [_table(steps_table(code, said)) if code else "<p>None where the cell's code changed.</p>"]
+    out = [html_table(steps_table(code, said)) if code else "<p>None where the cell's code changed.</p>"]
     if machine:
         out.append(f"<details><summary>{len(machine)} at commits that did not touch the cell's code (the machine, or "
-                   f"the software around it, moved it)</summary>{_table(steps_table(machine, said))}</details>")
+                   f"the software around it, moved it)</summary>{html_table(steps_table(machine, said))}</details>")
     return out
 
 
@@ -142,11 +142,7 @@ def _follows_section(found: Sequence[follows.Follows], series: int, out_dir: Pat
     return ["<h2>What moved the cells between runs of the same code</h2>",
             f"<p>{html.escape(follows.line(found, series) or '', quote=False)}.</p>",
             _img(paths, out_dir, "the machine's probes", "time against the machine's probe"),
-            _table(follows_table(found))]
-
-
-def _table(table: pd.DataFrame) -> str:
-    return table.to_html(index=False, border=0, escape=True, na_rep="")
+            html_table(follows_table(found))]
 
 
 def _img(paths: list[Path], out_dir: Path, title: str, caption: str = "time against commit") -> str:

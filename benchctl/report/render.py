@@ -75,7 +75,7 @@ def render_markdown(report: Report) -> str:
 CSS = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1400px;padding:0 1em;color:#222}
 table{border-collapse:collapse;font-size:13px;margin:.5em 0 1.5em}th,td{border:1px solid #ccc;padding:2px 8px}
 th{background:#f0f0f0}td{text-align:left}figure{margin:1em 0}img{max-width:100%}.note,.notes b{color:#a60}.notes li{margin:.3em 0}
-details svg{max-width:100%;height:auto}"""
+details svg{max-width:100%;height:auto}.wide{overflow-x:auto}"""
 
 
 def _img(report: Report, kind: str, paths: list[Path], title: str) -> str:
@@ -86,8 +86,19 @@ def _img(report: Report, kind: str, paths: list[Path], title: str) -> str:
             f"<figcaption>{html.escape(kind)} · {links}</figcaption></figure>")
 
 
-def _html_table(table: pd.DataFrame) -> str:
-    return table.to_html(index=False, border=0, escape=True, na_rep="")
+def boxed(table: str) -> str:
+    """An HTML table in a box of the page's width that scrolls sideways where the table is wider (a sweep's 21
+    columns, a long path in a message), so that the page itself never does."""
+    return f'<div class="wide">{table}</div>'
+
+
+def html_table(table: pd.DataFrame) -> str:
+    return boxed(table.to_html(index=False, border=0, escape=True, na_rep=""))
+
+
+def _table_of(head: str, rows: str) -> str:
+    """A table whose header cells and rows are written here (they hold links)."""
+    return boxed(f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>")
 
 
 def _history_link(report: Report) -> list[str]:
@@ -132,7 +143,7 @@ def _profiles_html(report: Report) -> list[str]:
         cells = "".join(f"<td>{html.escape(c)}</td>" for c in _profile_cells(p))
         rows.append(f"<tr>{cells}<td>{links}</td></tr>")
     return [f'<h2 id="{slug(PROFILES_TITLE)}">{PROFILES_TITLE}</h2>',
-            f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>", *_flame_graphs(report)]
+            _table_of(head, "".join(rows)), *_flame_graphs(report)]
 
 
 def _flame_graphs(report: Report) -> list[str]:
@@ -169,7 +180,7 @@ def _fastest_html(report: Report) -> list[str]:
     head = "".join(f"<th>{c}</th>" for c in FASTEST_COLUMNS)
     rows = "".join(f'<tr><td><a href="#{slug(op)}">{html.escape(op)}</a></td><td>{html.escape(where)}</td>'
                    f"<td>{html.escape(text)}</td></tr>" for op, where, text in table.itertuples(index=False))
-    return [f"<h2>{FASTEST_TITLE}</h2>", f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>",
+    return [f"<h2>{FASTEST_TITLE}</h2>", _table_of(head, rows),
             f'<p class="note">{html.escape(WORDS.capitalize())}.</p>']
 
 
@@ -201,7 +212,7 @@ def render_html(report: Report) -> str:
                                + [f'<a href="#{slug(PROFILES_TITLE)}">{PROFILES_TITLE}</a>'] * bool(report.profiles))
             + "</p>",
             *_history_link(report), *_fastest_html(report), *_notes_html(report), "<h2>Environment</h2>",
-            _html_table(_env_table(report))]
+            html_table(_env_table(report))]
     if report.machine:
         body.append(_img(report, "memory bandwidth probes", report.machine, "machine"))
     if report.load:
@@ -214,9 +225,9 @@ def render_html(report: Report) -> str:
                  f"<p>Baseline for speedups: <code>{html.escape(s.baseline)}</code>{note}</p>"]
         body += [_img(report, kind, paths, s.title) for kind, paths in s.figures.items()]
         body += [f'<p class="note">{html.escape(line)}</p>' for line in (*s.absent, *s.legend) if line]
-        body.append(_html_table(s.table))
+        body.append(html_table(s.table))
         if len(s.failures):
-            body += [f"<h3>Cells without a time ({len(s.failures)})</h3>", _html_table(s.failures)]
+            body += [f"<h3>Cells without a time ({len(s.failures)})</h3>", html_table(s.failures)]
     body += _profiles_html(report)
     return (f"<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>benchctl report</title>"
             f"<style>{CSS}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")

@@ -19,6 +19,7 @@ from benchctl.profile.stacks import parse_collapsed, speedscope
 from test_page import row, standard_rows, write_run
 from test_profiles import FIXTURE, write_profile
 
+LONG_PATH = "/data/" + "_".join(["imagenet_train_shard"] * 30) + ".npy"
 CHROMIUM = next(filter(None, map(shutil.which, ("chromium", "chromium-browser", "google-chrome"))), None)
 
 
@@ -32,9 +33,11 @@ def browser_page():
 
 @pytest.fixture(scope="module")
 def index(tmp_path_factory) -> Path:
-    """A report with every kind of content: charts, a failed cell, hostile text in a message."""
+    """A report with every kind of content: charts, failed cells, hostile text in a message, a path too long for
+    the page's width."""
     rows = standard_rows() + [{**row("cpp", "cpu", "forward", 64, status="error"),
-                               "message": "cannot read [/data/x.npy] <script>alert(1)</script> & more"}]
+                               "message": "cannot read [/data/x.npy] <script>alert(1)</script> & more"},
+                              {**row("cpp", "cpu", "backward", 64, status="error"), "message": LONG_PATH}]
     root = tmp_path_factory.mktemp("results")
     run = write_run(root, "20240101-000000-browse", rows)
     profile = write_profile(root, "spy", "hoconv2d", "py-spy", 1.5).parent  # its flame graph is in the page
@@ -59,6 +62,9 @@ def test_the_report_opens_in_chromium_with_every_image_and_link_working(index, t
         links = page.eval_on_selector_all("a[href]", "els => els.map(e => e.href)")
         boxes = page.eval_on_selector_all("details svg title", "els => els.length")
         graph_width = page.eval_on_selector("details svg", "e => e.getBoundingClientRect().width")
+        page_width = page.evaluate("[document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+        path_box = page.evaluate("p => [...document.querySelectorAll('.wide')].filter(b => b.textContent.includes(p))"
+                                 ".map(b => [b.scrollWidth, b.clientWidth])", LONG_PATH)
         dialogs: list[str] = []
         page.on("dialog", lambda d: dialogs.append(d.message))
         shot = tmp_path / "report.png"
@@ -69,6 +75,8 @@ def test_the_report_opens_in_chromium_with_every_image_and_link_working(index, t
     assert not [href for href in links if not _resolves(href)]
     assert problems == [] and dialogs == []
     assert boxes == 22 and 0 < graph_width <= 1400  # the fixture's boxes, each with its hover text, in the page
+    assert page_width[0] <= page_width[1]  # the page never scrolls sideways...
+    assert len(path_box) == 1 and path_box[0][0] > path_box[0][1]  # ...the table too wide for it scrolls in its box
     assert "cannot read [/data/x.npy] <script>alert(1)</script> & more" in text  # shown as text, never run
     assert shot.stat().st_size > 10_000 and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
