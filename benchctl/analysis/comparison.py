@@ -23,6 +23,27 @@ REGRESSIONS = (Verdict.SLOWER, Verdict.BROKEN)  # what --fail-on-regression fail
 ONE_SIDED = (Verdict.ONLY_IN_BASE, Verdict.ONLY_IN_NEW)  # cells with nothing to compare them with
 
 
+# A time that changed by a factor past this (either way) is said as one (`268x slower`, `27.0x faster`), not in
+# percent: `+26611.0%` is hard to read, and `-96.3%` hides whether it is 27x or 30x.
+AS_FACTOR = 2.0
+
+
+def time_change(ratio: float, low: float | None = None, high: float | None = None) -> str:
+    """A time's change, new over old, as tables show it: `+35.2% [+30,+41]` (with its 95% interval where given),
+    or past AS_FACTOR, `267x slower [260-275]` and `27.0x faster [25.0-29.0]`."""
+    interval = low is not None and high is not None
+    if ratio >= AS_FACTOR:
+        return f"{_factor(ratio)}x slower" + (f" [{_factor(low)}-{_factor(high)}]" if interval else "")
+    if ratio <= 1 / AS_FACTOR:
+        return f"{_factor(1 / ratio)}x faster" + (f" [{_factor(1 / high)}-{_factor(1 / low)}]" if interval else "")
+    return f"{(ratio - 1) * 100:+.1f}%" + (f" [{(low - 1) * 100:+.0f},{(high - 1) * 100:+.0f}]" if interval else "")
+
+
+def _factor(x: float) -> str:
+    """Three figures, as a factor reads best: 2.00, 26.7, 267."""
+    return f"{x:.2f}" if x < 10 else f"{x:.1f}" if x < 100 else f"{x:.0f}"
+
+
 @dataclass(frozen=True)
 class CellChange:
     op: str

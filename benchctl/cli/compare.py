@@ -64,18 +64,21 @@ def _shared_line(shared: dict[str, dict]) -> str | None:
 
 
 def _rows(comparison, shared: dict[str, dict]) -> list[list[str]]:
+    """A row per cell a run timed; its change, and against its partner (named in the verdict where the pairs gave
+    it, and in --json) its time's change relative to the partner's."""
+    from benchctl.analysis.comparison import time_change
+
     rows = []
     for c in comparison.ordered():
         if not c.timed():  # counted below, listed in --json
             continue
-        change = "" if c.ratio is None else f"{(c.ratio - 1) * 100:+.1f}%"
-        if c.ratio_low is not None:
-            change += f" [{(c.ratio_low - 1) * 100:+.0f},{(c.ratio_high - 1) * 100:+.0f}]"
+        change = "" if c.ratio is None else time_change(c.ratio, c.ratio_low, c.ratio_high)
+        against = "" if c.relative is None else time_change(c.relative, c.relative_low, c.relative_high)
         p_value = c.relative_p if c.by_pairs else c.p_adjusted  # the evidence the verdict rests on
         p = "" if p_value is None else f"{p_value:.2g}"
         verdict = Text(c.words(), style=STYLES.get(c.verdict, ""))
         rows.append([_op(c), c.impl, c.device, c.dtype, _params_text(c, shared.get(_op(c), {})), c.pass_name,
-                     _ms(c.base_median_s), _ms(c.new_median_s), change, _against_partner(c), p, verdict])
+                     _ms(c.base_median_s), _ms(c.new_median_s), change, against, p, verdict])
     return rows
 
 
@@ -102,14 +105,6 @@ def _counts(comparison) -> str:
     said = ", ".join(f"{n} {v}" for v, n in comparison.counts.items() if n) or "no cells"
     left_out = sum(not c.timed() for c in comparison.cells)
     return said + (f"; not listed: {left_out} timed in no run (--json has them)" if left_out else "")
-
-
-def _against_partner(c) -> str:
-    """The change of the cell's time relative to its partner's, with its interval, in percent (the partner
-    is named in the verdict where the pairs gave it, and in --json)."""
-    if c.relative is None:
-        return ""
-    return f"{(c.relative - 1) * 100:+.1f}% [{(c.relative_low - 1) * 100:+.0f},{(c.relative_high - 1) * 100:+.0f}]"
 
 
 @click.command("compare")

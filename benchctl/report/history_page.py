@@ -22,6 +22,7 @@ from benchctl.results.commits import Commit
 from benchctl.results import storage
 from benchctl.analysis import follows
 from benchctl.analysis.compare import KEY, machine_kinds
+from benchctl.analysis.comparison import time_change
 from benchctl.analysis.history import Series
 from benchctl.analysis.steps import Step, by_code, summary
 
@@ -51,13 +52,8 @@ def change_text(step: Step) -> str:
     """The change the verdict rests on: the median's, or where the pairs gave it, the time against the partner."""
     c = step.change
     if c.by_pairs:
-        return f"{_percent(c.relative, c.relative_low, c.relative_high)} against {c.partner}"
-    return "" if c.ratio is None else _percent(c.ratio, c.ratio_low, c.ratio_high)
-
-
-def _percent(ratio: float, low: float | None, high: float | None) -> str:
-    interval = f" [{(low - 1) * 100:+.1f}%, {(high - 1) * 100:+.1f}%]" if low else ""
-    return f"{(ratio - 1) * 100:+.1f}%{interval}"
+        return f"{time_change(c.relative, c.relative_low, c.relative_high)} against {c.partner}"
+    return "" if c.ratio is None else time_change(c.ratio, c.ratio_low, c.ratio_high)
 
 
 def steps_table(found: Sequence[Step], said: Mapping[str, Commit]) -> pd.DataFrame:

@@ -387,3 +387,13 @@ def test_the_interval_of_the_ratio_covers_the_true_ratio():
     low, high = verdict.ratio_interval(timed(1e-3, 1, n=40), timed(1.3e-3, 2, n=40))
     assert low < 1.3 < high and high - low < 0.1
     assert verdict.ratio_interval([1.0], [1.0, 2.0]) is None
+
+
+def test_a_change_past_twice_is_said_as_a_factor_and_a_smaller_one_in_percent():
+    from benchctl.analysis.comparison import time_change
+
+    assert time_change(1.352, 1.30, 1.41) == "+35.2% [+30,+41]"
+    assert time_change(0.8) == "-20.0%"
+    assert time_change(267.11, 260.2, 275.0) == "267x slower [260-275]"  # not +26611.0%
+    assert time_change(1 / 27, 1 / 29, 1 / 25) == "27.0x faster [25.0-29.0]"  # not -96.3%: its interval turned round
+    assert time_change(2.0) == "2.00x slower" and time_change(0.5) == "2.00x faster"
