@@ -35,7 +35,9 @@ class Note:
 
 
 # The heading of each kind of line, as the report shows it.
-PARTNERS, OS_TIME, HOST_BOUND = "Partners moved by the pairing", "Mostly OS time", "Host-bound GPU passes"
+# (a partner's line names what moved it: other work, the machine's speed, or the pairing itself)
+PARTNERS = "References far from their own row in the pairs (≠)"
+OS_TIME, HOST_BOUND = "Mostly OS time", "Host-bound GPU passes"
 SLOW_CALIBRATION, SLOW_RUN = "A calibration in a slow phase", "A run slower than calibrated"
 BUSY, THREADS, CHANGED = "Other work beside the run", "Marked slow on several threads", "Files changed while it ran"
 OUTSIDE, AT_SPEED = "Against the earlier runs' range", "Marked slow, against their time at speed"
