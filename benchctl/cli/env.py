@@ -12,16 +12,20 @@ import click
 @click.option("--calibrate", is_flag=True, help="Measure copy GB/s and matmul GFLOP/s here and store them.")
 def command(as_json: bool, calibrate: bool) -> None:
     """Torch, CUDA, CPU and GPU facts, and the measured peaks used for % of peak."""
+    from benchctl.machine import canary
     from benchctl.measure import calibrate as cal
     from benchctl import console
     from benchctl.machine import facts as metadata
     from benchctl.ops.registry import cuda_device_reason
 
     facts = metadata.details()
+    before = cal.load_peaks()
     if calibrate:
         with console.err.status("measuring copy and read bandwidth and matmul throughput ..."):
             cal.calibrate(["cpu"] + ([] if cuda_device_reason() else ["cuda"]))
     peaks = cal.load_peaks()
+    if calibrate and (slower := canary.slower_than_before(before.get("cpu", {}), peaks.get("cpu", {}))):
+        console.warn(slower)
     for device, p in peaks.items():
         read = f", {p['read_gbps']:.1f} GB/s read" if p.get("read_gbps") else ""
         facts[f"peak_{device}"] = f"{p['gbps']:.1f} GB/s copy{_held(p)}{read}, {p['gflops']:.1f} GFLOP/s matmul"

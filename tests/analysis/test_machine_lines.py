@@ -9,10 +9,21 @@ from benchctl.analysis.machine_lines import busy_run_line, slow_calibration_line
 def test_a_run_whose_canary_read_far_under_its_calibrated_time_says_the_calibration_was_slow():
     ran = pd.DataFrame({"status": ["ok"] * 6 + ["error"], "canary_ratio": [0.55, 0.7, 0.71, 0.73, 0.6, 0.72, 0.1]})
     line = slow_calibration_line(ran)
-    assert line is not None and line.startswith("the canary read a median 0.70x its calibrated time over 6 CPU passes")
+    assert line is not None and line.startswith("6 of 6 CPU passes read the canary over 15% faster than calibrated (a "
+                                                "median 0.70x its calibrated time, the fastest 0.55x)")
+    assert "(1.82x the machine's fastest here)" in line
     assert slow_calibration_line(ran.assign(canary_ratio=[0.9, 1.0, 1.1, 0.95, 1.2, 0.88, 0.1])) is None  # at speed
     assert slow_calibration_line(ran.iloc[1:]) is None  # five passes are too few to say
     assert slow_calibration_line(ran.drop(columns="canary_ratio")) is None  # a GPU run
+
+
+def test_a_run_a_third_of_whose_passes_read_far_faster_than_calibrated_says_so_though_its_median_is_near_1x():
+    ratios = [0.75, 0.78, 0.8, 0.82, 0.96, 0.98, 1.05, 1.1, 1.2, 1.3, 1.4, 0.85]  # 5 of 12 under 1/1.15
+    line = slow_calibration_line(pd.DataFrame({"status": ["ok"] * 12, "canary_ratio": ratios}))
+    assert line is not None and line.startswith("5 of 12 CPU passes read the canary over 15% faster than calibrated "
+                                                "(a median 0.97x its calibrated time, the fastest 0.75x)")
+    two = pd.DataFrame({"status": ["ok"] * 12, "canary_ratio": [0.8] + ratios[4:] + [1.0] * 3})
+    assert slow_calibration_line(two) is None  # 2 of 12: under a quarter, the machine's own moments
 
 
 def test_a_run_whose_canary_read_far_over_its_calibrated_time_says_the_machine_ran_slow():

@@ -96,6 +96,20 @@ def test_env_shows_the_canary_calibrated_on_each_thread_count(monkeypatch, tmp_p
                                    "one")
 
 
+def test_env_calibrate_warns_where_the_new_canary_reads_far_slower_than_the_calibration_it_replaced(monkeypatch,
+                                                                                                   tmp_path):
+    monkeypatch.setenv("BENCHCTL_CACHE", str(tmp_path))
+    stored = [{"cpu": {"gbps": 30.0, "gflops": 100.0, "canary_s_by_threads": {"2": 2.49e-4}}}]
+    monkeypatch.setattr("benchctl.measure.calibrate.load_peaks", lambda: stored[-1])
+    monkeypatch.setattr("benchctl.measure.calibrate.calibrate", lambda devices: stored.append(
+        {"cpu": {**stored[-1]["cpu"], "canary_s_by_threads": {"2": 3.18e-4}}}))
+    result = invoke("env", "--calibrate", "--json")
+    assert result.exit_code == 0 and len(stored) == 2
+    assert "warning: the canary calibrated at 318 us on 2 threads, 1.28x the calibration it replaced (249 us)" in \
+        " ".join(result.stderr.split())
+    assert "the calibration it replaced" not in invoke("env", "--calibrate", "--json").stderr  # 318 us again
+
+
 def test_env_says_how_much_each_cache_level_s_copy_held(monkeypatch, tmp_path):
     monkeypatch.setenv("BENCHCTL_CACHE", str(tmp_path))
     levels = {"L2": {"bytes": 4 << 20, "gbps": 173.9, "copy_bytes": 2 << 20},

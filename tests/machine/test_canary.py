@@ -59,3 +59,13 @@ def test_the_calibrated_time_is_the_one_of_the_pass_threads_and_an_old_calibrati
     old = {"canary_s": 3e-4, "threads": 2}  # calibrated before each thread count was
     assert canary.calibrated_s(old, 2) == 3e-4 and canary.calibrated_s(old, 1) is None
     assert canary.calibrated_s({}, 2) is None
+
+
+def test_a_calibration_whose_canary_reads_far_slower_than_the_one_it_replaced_says_what_that_leaves():
+    before = {"canary_s_by_threads": {"1": 4.0e-4, "2": 2.49e-4}}
+    line = canary.slower_than_before(before, {"canary_s_by_threads": {"1": 4.01e-4, "2": 3.18e-4}})
+    assert line is not None and line.startswith("the canary calibrated at 318 us on 2 threads, 1.28x the calibration "
+                                                "it replaced (249 us)")
+    assert canary.slower_than_before(before, {"canary_s_by_threads": {"1": 4.5e-4, "2": 2.2e-4}}) is None  # 1.125x
+    assert canary.slower_than_before({}, {"canary_s_by_threads": {"2": 3.18e-4}}) is None  # the first calibration
+    assert canary.slower_than_before(before, {"canary_s_by_threads": {"4": 9e-4}}) is None  # no count in common
