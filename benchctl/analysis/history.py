@@ -36,7 +36,7 @@ class Point:
     median_s: float
     ci_lo_s: float
     ci_hi_s: float
-    row: pd.Series = field(compare=False, repr=False)
+    row: dict[str, Any] = field(compare=False, repr=False)  # its row's columns
 
     @property
     def label(self) -> str:
@@ -116,8 +116,9 @@ def series(rows: pd.DataFrame) -> list[Series]:
     timed = timed.assign(_machine=timed["_machine"] + threads.where(several, ""))
     timed = storage.latest(timed, [*KEY, "_machine", "run_id"])
     places = _git_places(timed)
-    return [_series(tuple(key[:-1]), key[-1], part, places)
-            for key, part in timed.groupby([*KEY, "_machine"], sort=True)]
+    records = dict(zip(timed.index, timed.to_dict("records")))  # each row's columns, read out once for all series
+    return [_series(tuple(key[:-1]), key[-1], [records[i] for i in part], places)
+            for key, part in timed.groupby([*KEY, "_machine"], sort=True).groups.items()]
 
 
 def _git_places(rows: pd.DataFrame) -> dict[str, dict[str, int]]:
@@ -129,9 +130,10 @@ def _git_places(rows: pd.DataFrame) -> dict[str, dict[str, int]]:
             for repo in repos.dropna().unique() if Path(repo).is_dir()}
 
 
-def _series(key: tuple[str, ...], machine: str, rows: pd.DataFrame, places: dict[str, dict[str, int]]) -> Series:
-    points = [_point(r) for _, r in rows.iterrows()]
-    repos = {_text(r.get("code_repo")) for _, r in rows.iterrows()}
+def _series(key: tuple[str, ...], machine: str, rows: list[dict[str, Any]],
+            places: dict[str, dict[str, int]]) -> Series:
+    points = [_point(r) for r in rows]
+    repos = {_text(p.row.get("code_repo")) for p in points}
     repo = repos.pop() if len(repos) == 1 else None
     place = places.get(repo, {}) if repo else {}
     git_ordered = bool(place) and all(p.sha in place for p in points)
@@ -142,7 +144,7 @@ def _series(key: tuple[str, ...], machine: str, rows: pd.DataFrame, places: dict
     return Series(key, machine, tuple(points), repo, git_ordered)
 
 
-def _point(row: pd.Series) -> Point:
+def _point(row: dict[str, Any]) -> Point:
     median = float(row["median_s"])
     lo, hi = (_number(row.get(k)) for k in ("ci_lo_s", "ci_hi_s"))
     return Point(str(row["run_id"]), _text(row.get("code_sha")), bool(_present(row.get("code_dirty"))),

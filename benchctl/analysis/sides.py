@@ -55,7 +55,7 @@ def pooled(points: Sequence[Point]) -> dict[str, Any]:
     rows = [p.row for p in points]
     undisturbed = [r for r in rows if left_alone(r)]
     settled = [r for r in undisturbed if not _flag(r.get("noisy"))] or undisturbed or rows
-    last = settled[-1].to_dict()
+    last = dict(settled[-1])
     if len(settled) == 1:
         return last
     samples, aside = _joined(settled, "samples_s", "disturbed")
