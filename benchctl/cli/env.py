@@ -66,11 +66,12 @@ def _canary_now(peaks: dict) -> str:
     """The compute canary now, on each calibrated thread count, against its calibrated time: a machine slower than
     when it was calibrated by over SLOW_PHASE marks a sweep's passes `slow` ("397 us on 1 thread, 1.00x
     calibrated; 372 us on 2 threads, 1.50x calibrated"); where torch's threads read slow and one thread at speed,
-    it says so."""
+    it says so, and where a count reads far faster than calibrated, that the calibration ran slow."""
     import torch
     from benchctl.analysis.canary_windows import slow_on_threads_alone
     from benchctl.analysis.timed_alike import threads_words
     from benchctl.machine import canary
+    from benchctl.results.schema import SLOW_PHASE
 
     threads = torch.get_num_threads()
     ratios, parts = {}, []
@@ -80,7 +81,10 @@ def _canary_now(peaks: dict) -> str:
         said = f", {ratios[n]:.2f}x calibrated" if ratios[n] else ""
         parts.append(f"{now * 1e6:.0f} us on {threads_words(n)}{said}")
     alone = threads > 1 and slow_on_threads_alone(ratios.get(threads), ratios.get(1))
-    return "; ".join(parts) + (f": slow on {threads_words(threads)}, at speed on one" if alone else "")
+    faster = any(r and r < 1 / (1 + SLOW_PHASE) for r in ratios.values())
+    return "; ".join(parts) + (f": slow on {threads_words(threads)}, at speed on one" if alone else "") + (
+        f": over {SLOW_PHASE:.0%} faster than calibrated, so the calibration ran in a slow phase (no pass as slow as "
+        "it can read slow); calibrate again" if faster else "")
 
 
 def _age(path) -> str:
