@@ -19,7 +19,7 @@ def command(as_json: bool, calibrate: bool) -> None:
     from benchctl.ops.registry import cuda_device_reason
 
     facts = metadata.details()
-    before = cal.load_peaks()
+    before = cal.load_peaks() if calibrate else {}
     if calibrate:
         with console.err.status("measuring copy and read bandwidth and matmul throughput ..."):
             cal.calibrate(["cpu"] + ([] if cuda_device_reason() else ["cuda"]))
@@ -83,8 +83,8 @@ def _canary_now(peaks: dict) -> str:
     alone = threads > 1 and slow_on_threads_alone(ratios.get(threads), ratios.get(1))
     faster = any(r and r < 1 / (1 + SLOW_PHASE) for r in ratios.values())
     return "; ".join(parts) + (f": slow on {threads_words(threads)}, at speed on one" if alone else "") + (
-        f": over {SLOW_PHASE:.0%} faster than calibrated, so the calibration ran in a slow phase (no pass as slow as "
-        "it can read slow); calibrate again" if faster else "")
+        f": over {SLOW_PHASE:.0%} faster than calibrated, so the calibration ran in a slow phase, and a pass as slow "
+        "as it was cannot read slow; calibrate again" if faster else "")
 
 
 def _age(path) -> str:

@@ -86,19 +86,19 @@ def _img(report: Report, kind: str, paths: list[Path], title: str) -> str:
             f"<figcaption>{html.escape(kind)} · {links}</figcaption></figure>")
 
 
-def boxed(table: str) -> str:
+def _boxed(table: str) -> str:
     """An HTML table in a box of the page's width that scrolls sideways where the table is wider (a sweep's 21
     columns, a long path in a message), so that the page itself never does."""
     return f'<div class="wide">{table}</div>'
 
 
 def html_table(table: pd.DataFrame) -> str:
-    return boxed(table.to_html(index=False, border=0, escape=True, na_rep=""))
+    return _boxed(table.to_html(index=False, border=0, escape=True, na_rep=""))
 
 
 def _table_of(head: str, rows: str) -> str:
     """A table whose header cells and rows are written here (they hold links)."""
-    return boxed(f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>")
+    return _boxed(f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>")
 
 
 def _history_link(report: Report) -> list[str]:

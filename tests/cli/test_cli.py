@@ -162,7 +162,8 @@ def test_env_reads_the_canary_now_on_each_calibrated_thread_count_and_says_when_
     now.update({1: 3.9e-4, 2: 1.98e-4})  # 0.77x on 2 threads: the calibration ran in a slow phase
     assert json.loads(invoke("env", "--json").stdout)["cpu_canary_now"] == (
         "390 us on 1 thread, 0.98x calibrated; 198 us on 2 threads, 0.77x calibrated: over 15% faster than "
-        "calibrated, so the calibration ran in a slow phase (no pass as slow as it can read slow); calibrate again")
+        "calibrated, so the calibration ran in a slow phase, and a pass as slow as it was cannot read slow; calibrate "
+        "again")
 
 
 def test_env_says_which_matmul_rates_were_timed_in_a_slow_moment_and_raised(monkeypatch, tmp_path):
