@@ -35,6 +35,7 @@ class _Progress:
         self.lines = not bar.console.is_terminal  # a log (CI, a GPU machine) keeps no bar: a line per cell instead
         self.lap, self.wait_line = console.lap(), console.every(WAIT_LINE_S)
         self.waiting = False  # a slow canary was heard since the last wait ended
+        self.told_fast = False  # the canary read far faster than calibrated, and the run was told once
 
     def start(self, cell) -> None:
         if not self.count:  # the first cell's time starts with it, not with the wait for the machine before it
@@ -68,9 +69,15 @@ class _Progress:
 
     def settled(self, wait) -> None:
         """How a wait for the machine ended: one that went on with the machine still slow or busy (a terminal's bar
-        had said only that it waited); in a log, one it had said was waiting for a slow canary."""
+        had said only that it waited); in a log, one it had said was waiting for a slow canary; and, once a run, a
+        canary far faster than calibrated, while the sweep can still be stopped to calibrate again."""
         if wait.slow or wait.busy or (self.lines and self.waiting):
             self.bar.console.print(settled_text(wait))
+        if wait.fast and not self.told_fast:
+            from benchctl import console
+
+            self.bar.console.print(console.styled("warning: ", "yellow", fast_text(wait.canary_ratio)))
+            self.told_fast = True
         self.waiting = False
 
     def _line(self, text: str) -> None:
@@ -101,6 +108,13 @@ def settled_text(wait) -> str:
     still = [f"{canary}: passes timed while it reads over {1 + SLOW_PHASE:.2f}x are marked slow"] * wait.slow + [
         f"other processes keeping {wait.other_cores:.1f} cores busy"] * wait.busy
     return f"went on after waiting {wait.waited_s:.0f} s for the machine (--settle), {'; '.join(still)}"
+
+
+def fast_text(ratio: float) -> str:
+    """What a canary far faster than calibrated leaves a run: no pass in it can be marked slow."""
+    return (f"the canary reads {ratio:.2f}x its calibrated time: `benchctl env --calibrate` ran while the machine was "
+            "slow, so no pass of this run can read slow against it; stop and calibrate again to have slow passes "
+            "marked")
 
 
 def _then(text: str) -> str:

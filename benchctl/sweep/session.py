@@ -36,7 +36,8 @@ from benchctl.vocab import RunState
 class Settled:
     """How one wait for the machine ended: the seconds it took, the canary's last median over its calibrated time
     (None: no calibration), and the cores other work kept busy in its last readings (None: unknown); `slow` or
-    `busy` where it ran out of --settle's budget with the machine so."""
+    `busy` where it ran out of --settle's budget with the machine so; `fast` where the canary read far faster than
+    calibrated (the calibration ran in a slow phase)."""
 
     waited_s: float
     canary_ratio: float | None
@@ -49,6 +50,10 @@ class Settled:
     @property
     def busy(self) -> bool:
         return self.other_cores is not None and self.other_cores >= BUSY_WARN_CORES
+
+    @property
+    def fast(self) -> bool:
+        return self.canary_ratio is not None and self.canary_ratio < 1 / (1 + SLOW_PHASE)
 
 
 class Interrupted(Exception):
@@ -92,7 +97,8 @@ class Session:
                on_settled: Callable[[Settled], None] = lambda wait: None) -> None:
         """Waits for other work to leave the machine (machine/load.py), then for it to return to its calibrated
         speed, within what is left of plan.settle (a wait that ends with the machine still busy or slow has
-        spent it); the wait goes into the metadata, and to `on_settled` where it took a second or more."""
+        spent it); the wait goes into the metadata, and to `on_settled` where it took a second or more, or found the
+        machine far faster than calibrated."""
         threads = self.plan.threads or torch.get_num_threads()  # the passes', which the canary is read on
         calibrated = canary.calibrated_s(self.plan.settings().peaks.get("cpu", {}), threads)
         waits = self.writer.meta["settled"]
@@ -104,7 +110,7 @@ class Session:
             if calibrated else (None, 0.0)
         wait = Settled(quiet_s + waited, ratio, busy)
         waits.append({"at": datetime.now(timezone.utc).isoformat(), **asdict(wait)})
-        if wait.waited_s >= 1:
+        if wait.waited_s >= 1 or wait.fast:
             on_settled(wait)
 
     def _run(self, on_start: Callable[[Cell], None], on_done: Callable[[Cell, Rows], None],

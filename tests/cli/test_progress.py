@@ -24,6 +24,20 @@ def test_a_sweep_waiting_for_the_machine_prints_a_line_in_a_log_not_one_a_readin
                     "the machine read quiet and at speed after 8 s (its canary 1.04x calibrated)"]
 
 
+def test_a_canary_far_faster_than_calibrated_is_said_once_a_run_as_it_starts(capsys):
+    def run(on_start, on_done, on_wait, on_settled):
+        on_settled(Settled(0.0, 0.80, 0.0))  # before the first cell: the calibration ran in a slow phase
+        on_settled(Settled(0.0, 0.78, 0.0))  # before a re-measurement: said already
+        on_settled(Settled(0.0, 0.90, 0.0))  # within 15%: nothing to say
+    session = SimpleNamespace(plan=SimpleNamespace(cells=[None], total_rounds=1), run=run)
+    progress.progress_run(session, TimeLeft([]))
+    said = [" ".join(part.split()).split(" cells ")[0] for part in capsys.readouterr().err.split("warning: ")[1:]]
+    assert said == ["the canary reads 0.80x its calibrated time: `benchctl env --calibrate` ran while the machine was "
+                    "slow, so no pass of this run can read slow against it; stop and calibrate again to have slow "
+                    "passes marked"]
+    assert Settled(0.0, 0.86, None).fast and not Settled(0.0, 0.87, None).fast and not Settled(0.0, None, None).fast
+
+
 @pytest.mark.parametrize("wait, said", [
     (Settled(60.2, 1.23, 0.0), "went on after waiting 60 s for the machine (--settle), its canary 1.23x calibrated: "
                                "passes timed while it reads over 1.15x are marked slow"),

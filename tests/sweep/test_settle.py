@@ -112,3 +112,12 @@ def test_each_wait_that_took_time_is_told_how_it_ended(monkeypatch):
     s.settle(on_settled=told.append)  # at speed at once: nothing to tell
     assert told == [Settled(60.0, 1.3, 0.1)] and told[0].slow and not told[0].busy
     assert [w["waited_s"] for w in s.writer.meta["settled"]] == [60.0, 0.2]
+
+
+def test_a_canary_far_faster_than_calibrated_is_told_though_the_wait_took_no_time(monkeypatch):
+    """The calibration ran in a slow phase: the run is told before its first cell, while it can still be stopped."""
+    scripted(monkeypatch, [(0.8, 0.0), (0.9, 0.0)], quiet=[(0.1, 0.0), (0.1, 0.0)])
+    s, told = session(90.0), []
+    s.settle(on_settled=told.append)
+    s.settle(on_settled=told.append)  # 0.90x: within 15% of the calibration, at once: nothing to tell
+    assert told == [Settled(0.0, 0.8, 0.1)] and told[0].fast and not told[0].slow
