@@ -106,8 +106,8 @@ def wait_for_speed(calibrated_s: float, limit_s: float, on_wait: Callable[[float
 
 def slower_than_before(before: Mapping[str, Any], after: Mapping[str, Any]) -> str | None:
     """Where a new calibration's canary (`after`, a device's peaks) is over SLOW_PHASE slower than the calibration
-    it replaced (`before`) on a thread count both timed, what that leaves: calibrated in a slow phase, no pass of
-    a later run can read slow. On the 2-core VM one read 318 us on 2 threads where the one before had read 249 us,
+    it replaced (`before`) on a thread count both timed, even after the calibration read more windows for its fast
+    state (calibrate.SEEK_S), what that leaves: calibrated in a slow phase, no pass of a later run can read slow. On the 2-core VM one read 318 us on 2 threads where the one before had read 249 us,
     and the main job after it read 56 of 150 passes over 15% faster than calibrated."""
     old, new = before.get("canary_s_by_threads") or {}, after.get("canary_s_by_threads") or {}
     ratios = {n: new[n] / old[n] for n in new if old.get(n)}
@@ -115,6 +115,7 @@ def slower_than_before(before: Mapping[str, Any], after: Mapping[str, Any]) -> s
     if n is None or ratios[n] <= 1 + SLOW_PHASE:
         return None
     return (f"the canary calibrated at {new[n] * 1e6:.0f} us on {n} thread{'' if n == '1' else 's'}, "
-            f"{ratios[n]:.2f}x the calibration it replaced ({old[n] * 1e6:.0f} us): if the machine is in a slow "
-            "phase now, the runs after this calibration cannot mark a pass slow (a run says so where a quarter of "
-            "its passes read faster than calibrated); calibrate again in a while")
+            f"{ratios[n]:.2f}x the calibration it replaced ({old[n] * 1e6:.0f} us), after a minute more of canary "
+            "windows: a slower machine, or a long slow phase, in which case the runs after this calibration cannot "
+            "mark a pass slow (a run says so where a quarter of its passes read faster than calibrated); calibrate "
+            "again in a while")

@@ -22,6 +22,7 @@ import functools
 import json
 import socket
 import statistics
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -36,7 +37,7 @@ from benchctl.measure import copies, trust
 from benchctl.measure.execute import make_clock
 from benchctl.measure.timing import Policy, measure
 from benchctl.ops.cells import DTYPES
-from benchctl.results.schema import BUSY_WARN_CORES, CANARY_SLOW
+from benchctl.results.schema import BUSY_WARN_CORES, CANARY_SLOW, SLOW_PHASE
 from benchctl.vocab import DTYPE_NAMES, TF32_PEAK, Device
 
 MATMUL_N = 2048
@@ -68,6 +69,10 @@ MATMUL_RAISED_BY = "float32 matmul readings"
 # The matmul rates measured: a pass is held against the rate of its own dtype (a GPU's bfloat16 tensor cores
 # do over ten times its float32 rate). TF32_PEAK: float32 with TF32 allowed, for float32 GPU passes timed so.
 MATMUL_DTYPES = {"cpu": DTYPE_NAMES, "cuda": (*DTYPE_NAMES, TF32_PEAK)}
+# Where the fastest canary window on a thread count reads over 1+SLOW_PHASE the calibration it replaces, more windows
+# are read, up to this long, for the machine's fast state: on the 2-core VM one calibration's fastest read 318 us on
+# 2 threads where the one before had read 249 us, and the sweep after it read passes down to 0.75x of it.
+SEEK_S = 60.0
 QUIET_WAIT_S = 10  # readings of a second each, at most, for other work to leave the machine before calibrating
 BUSY_SHARE = 0.25  # of the calibration's load timeline with other work on the machine, from which nothing is stored
 
@@ -130,6 +135,7 @@ def _matmul_rate(device: str, dtype: str, n: int, policy: Policy) -> float:
 
 def calibrate(devices: list[str]) -> dict[str, dict[str, float]]:
     counts, windows = canary_threads() if "cpu" in devices else (), []
+    before = load_peaks().get("cpu", {}).get("canary_s_by_threads") or {}
 
     def between() -> None:  # a window of the canary before and after each step, so that they span the calibration
         if counts:
@@ -139,6 +145,7 @@ def calibrate(devices: list[str]) -> dict[str, dict[str, float]]:
     with load.Timeline() as watched:
         between()
         peaks = {d: _device_peaks(d, between) for d in devices}
+        _seek_speed(windows, counts, before)
         if "cpu" in peaks:
             _add_cpu_speed(peaks["cpu"], counts, windows)
     stretch = load.busy_stretch(watched.samples, BUSY_SHARE)
@@ -150,6 +157,20 @@ def calibrate(devices: list[str]) -> dict[str, dict[str, float]]:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({**load_peaks(), **peaks}, indent=2))
     return peaks
+
+
+def _seek_speed(windows: list[Window], counts: tuple[int, ...], before: dict[str, float],
+                clock: Callable[[], float] = time.monotonic) -> None:
+    """More canary windows, for up to SEEK_S, while the fastest on a thread count reads over 1+SLOW_PHASE the
+    calibration it replaces (`before`, its calibrated times): a slow phase, or a slower machine, which the time
+    spent tells apart."""
+    def slower() -> bool:
+        return any(before.get(str(n)) and min(w.canary_s[n] for w in windows) > (1 + SLOW_PHASE) * before[str(n)]
+                   for n in counts)
+
+    start = clock()
+    while windows and slower() and clock() - start < SEEK_S:
+        windows.append(canary_window(counts))
 
 
 def _wait_for_quiet() -> None:

@@ -263,3 +263,31 @@ def test_a_calibration_file_that_holds_no_rates_gives_no_peaks(monkeypatch, tmp_
     calibrate.calibration_path().parent.mkdir(parents=True, exist_ok=True)
     calibrate.calibration_path().write_text(text)
     assert set(calibrate.load_peaks()) == kept
+
+
+def test_a_canary_far_slower_than_the_calibration_it_replaces_reads_more_windows_for_the_machines_fast_state(
+        measured, monkeypatch):
+    """A calibration taken in a slow phase holds every run after it blind to the next: where its fastest window
+    reads over 1.15x the calibration before, it reads more, and stops at one back near it."""
+    calibrate.calibration_path().write_text(json.dumps(
+        {"cpu": {"gbps": 28.0, "gflops": 130.0, "canary_s_by_threads": {"1": 4.0e-4, "2": 2.5e-4}}}))
+    slow, fast = calibrate.Window({1: 4.0e-4, 2: 3.2e-4}, [30.0]), calibrate.Window({1: 4.0e-4, 2: 2.55e-4}, [30.0])
+    windows = iter([slow] * 5 + [fast, slow])
+    monkeypatch.setattr(calibrate, "canary_window", lambda counts: next(windows))
+    peaks = calibrate.calibrate(["cpu"])
+    assert peaks["cpu"]["canary_s_by_threads"] == {"1": 4.0e-4, "2": 2.55e-4}  # within 15% of 250 us: found
+    assert len(peaks["cpu"]["canary_windows_by_threads"]["2"]) == 6 and next(windows) is slow  # none after it
+
+
+def test_the_search_for_the_fast_state_ends_after_seek_s_on_a_machine_that_is_slower(monkeypatch):
+    windows, now = [calibrate.Window({2: 3.2e-4}, [])], [0.0]
+
+    def window(counts):
+        now[0] += 7.0
+        return calibrate.Window({2: 3.2e-4}, [])
+    monkeypatch.setattr(calibrate, "canary_window", window)
+    calibrate._seek_speed(windows, (2,), {"2": 2.5e-4}, clock=lambda: now[0])
+    assert len(windows) == 1 + 9 and now[0] == 63.0  # a window begun before SEEK_S ran out, none after
+    calibrate._seek_speed(windows, (2,), {"2": 2.9e-4}, clock=lambda: now[0])  # 1.10x: within 15%, nothing more
+    calibrate._seek_speed(windows, (2,), {}, clock=lambda: now[0])  # the first calibration: nothing to seek
+    assert len(windows) == 10
