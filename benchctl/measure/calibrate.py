@@ -162,8 +162,8 @@ def calibrate(devices: list[str]) -> dict[str, dict[str, float]]:
 def _seek_speed(windows: list[Window], counts: tuple[int, ...], before: dict[str, float],
                 clock: Callable[[], float] = time.monotonic) -> None:
     """More canary windows, for up to SEEK_S, while the fastest on a thread count reads over 1+SLOW_PHASE the
-    calibration it replaces (`before`, its calibrated times): a slow phase, or a slower machine, which the time
-    spent tells apart."""
+    calibration it replaces (`before`, its calibrated times): a slow phase of tens of seconds passes within it, a
+    slower machine does not (env then says so)."""
     def slower() -> bool:
         return any(before.get(str(n)) and min(w.canary_s[n] for w in windows) > (1 + SLOW_PHASE) * before[str(n)]
                    for n in counts)
