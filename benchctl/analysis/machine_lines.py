@@ -12,7 +12,7 @@ import pandas as pd
 
 from benchctl.analysis import canary_windows
 from benchctl.analysis.speedup import disturbed
-from benchctl.results.schema import SLOW_PHASE, beside_work, slow_machine
+from benchctl.results.schema import FAST_CANARY, SLOW_PHASE, beside_work, slow_machine
 from benchctl.vocab import Device, Status
 
 # Passes enough to say that the run's canary read far faster, or slower, than calibrated (slow_calibration_line,
@@ -28,10 +28,10 @@ FAST_SHARE = 0.25
 
 def slow_calibration_line(rows: pd.DataFrame) -> str | None:
     """A line under the tables where FAST_SHARE or more of the run's CPU passes (CALIBRATION_PASSES at least) read
-    their canary far faster than calibrated (a ratio under 1/(1+SLOW_PHASE)): `env --calibrate` ran in a slow phase
+    their canary far faster than calibrated (a ratio under FAST_CANARY): `env --calibrate` ran in a slow phase
     of the machine, so a pass measured in one read `canary_ratio` near 1 and was not marked slow."""
     ratios = _canary_ratios(rows)
-    fast = int((ratios < 1 / (1 + SLOW_PHASE)).sum())
+    fast = int((ratios < FAST_CANARY).sum())
     if len(ratios) < CALIBRATION_PASSES or fast < FAST_SHARE * len(ratios):
         return None
     return (f"{fast} of {len(ratios)} CPU passes read the canary over {SLOW_PHASE:.0%} faster than calibrated (a "

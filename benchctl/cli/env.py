@@ -71,7 +71,7 @@ def _canary_now(peaks: dict) -> str:
     from benchctl.analysis.canary_windows import slow_on_threads_alone
     from benchctl.analysis.timed_alike import threads_words
     from benchctl.machine import canary
-    from benchctl.results.schema import SLOW_PHASE
+    from benchctl.results.schema import FAST_CANARY, SLOW_PHASE
 
     threads = torch.get_num_threads()
     ratios, parts = {}, []
@@ -81,7 +81,7 @@ def _canary_now(peaks: dict) -> str:
         said = f", {ratios[n]:.2f}x calibrated" if ratios[n] else ""
         parts.append(f"{now * 1e6:.0f} us on {threads_words(n)}{said}")
     alone = threads > 1 and slow_on_threads_alone(ratios.get(threads), ratios.get(1))
-    faster = any(r and r < 1 / (1 + SLOW_PHASE) for r in ratios.values())
+    faster = any(r and r < FAST_CANARY for r in ratios.values())
     return "; ".join(parts) + (f": slow on {threads_words(threads)}, at speed on one" if alone else "") + (
         f": over {SLOW_PHASE:.0%} faster than calibrated, so the calibration ran in a slow phase, and a pass as slow "
         "as it was cannot read slow; calibrate again" if faster else "")

@@ -24,6 +24,9 @@ CANARY_SLOW = 0.05
 # at speed, within 15%; in a slow phase, 1.34-1.54x). At speed a quiet run's canaries read 1.00-1.19x, 77% of
 # them over 1.05: a mark at 5% marked most passes of a quiet run, and their re-measurements read as slow.
 SLOW_PHASE = 0.15
+# A canary under this ratio to its calibrated time: the machine ran far faster than when it was calibrated, so the
+# calibration ran in a slow phase and no pass timed as slow as it can be marked slow.
+FAST_CANARY = 1 / (1 + SLOW_PHASE)
 # A measurement whose time or speedup follows the memory probe across its folder's runs (analysis/follows.py) is
 # held only against earlier runs whose memory probe read within this share of its own: the canary's state does not
 # say the memory's (on the 2-core VM the probe read 28-84 GB/s a pass, fastest while the canary ran slow).

@@ -22,7 +22,7 @@ from benchctl.measure.calibrate import calibration_path
 from benchctl.ops.cells import Cell
 from benchctl.results import guard
 from benchctl.results.storage import RunWriter, new_run_id
-from benchctl.results.schema import BUSY_WARN_CORES, CELL_COLUMNS, SLOW_PHASE, Rows
+from benchctl.results.schema import BUSY_WARN_CORES, CELL_COLUMNS, FAST_CANARY, SLOW_PHASE, Rows
 from benchctl.sweep.cluster import RayCluster
 from benchctl.sweep.driver import Sweep
 from benchctl.sweep.plan import Plan
@@ -53,7 +53,7 @@ class Settled:
 
     @property
     def fast(self) -> bool:
-        return self.canary_ratio is not None and self.canary_ratio < 1 / (1 + SLOW_PHASE)
+        return self.canary_ratio is not None and self.canary_ratio < FAST_CANARY
 
 
 class Interrupted(Exception):
