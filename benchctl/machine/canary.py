@@ -104,18 +104,27 @@ def wait_for_speed(calibrated_s: float, limit_s: float, on_wait: Callable[[float
         sleep(min(POLL_S, limit_s - waited))
 
 
+def furthest_over(before: Mapping[str, float], now: Mapping[str, float]) -> tuple[str, float] | None:
+    """Of the thread counts both calibrated canary times name (`canary_s_by_threads`: "2" -> seconds), the one whose
+    time `now` reads furthest over `before`, and that ratio; None where they share none."""
+    ratios = {n: now[n] / before[n] for n in now if before.get(n)}
+    n = max(ratios, key=ratios.__getitem__, default=None)
+    return None if n is None else (n, ratios[n])
+
+
 def slower_than_before(before: Mapping[str, Any], after: Mapping[str, Any]) -> str | None:
     """Where a new calibration's canary (`after`, a device's peaks) is over SLOW_PHASE slower than the calibration
-    it replaced (`before`) on a thread count both timed, even after the calibration read more windows for its fast
-    state (calibrate.SEEK_S), what that leaves: calibrated in a slow phase, no pass of a later run can read slow. On the 2-core VM one read 318 us on 2 threads where the one before had read 249 us,
-    and the main job after it read 56 of 150 passes over 15% faster than calibrated."""
+    it replaced (`before`) on a thread count both timed (`furthest_over`), even after the calibration read more
+    windows for its fast state (calibrate.SEEK_S), what that leaves: calibrated in a slow phase, no pass of a later
+    run can read slow. On the 2-core VM one read 318 us on 2 threads where the one before had read 249 us, and the
+    main job after it read 56 of 150 passes over 15% faster than calibrated."""
     old, new = before.get("canary_s_by_threads") or {}, after.get("canary_s_by_threads") or {}
-    ratios = {n: new[n] / old[n] for n in new if old.get(n)}
-    n = max(ratios, key=ratios.__getitem__, default=None)
-    if n is None or ratios[n] <= 1 + SLOW_PHASE:
+    found = furthest_over(old, new)
+    if found is None or found[1] <= 1 + SLOW_PHASE:
         return None
+    n, ratio = found
     return (f"the canary calibrated at {new[n] * 1e6:.0f} us on {n} thread{'' if n == '1' else 's'}, "
-            f"{ratios[n]:.2f}x the calibration it replaced ({old[n] * 1e6:.0f} us), after a minute more of canary "
+            f"{ratio:.2f}x the calibration it replaced ({old[n] * 1e6:.0f} us), after a minute more of canary "
             "windows: a slower machine, or a long slow phase, in which case the runs after this calibration cannot "
             "mark a pass slow (a run says so where a quarter of its passes read faster than calibrated); calibrate "
             "again in a while")

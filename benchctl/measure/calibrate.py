@@ -165,8 +165,8 @@ def _seek_speed(windows: list[Window], counts: tuple[int, ...], before: dict[str
     calibration it replaces (`before`, its calibrated times): a slow phase of tens of seconds passes within it, a
     slower machine does not (env then says so)."""
     def slower() -> bool:
-        return any(before.get(str(n)) and min(w.canary_s[n] for w in windows) > (1 + SLOW_PHASE) * before[str(n)]
-                   for n in counts)
+        found = canary.furthest_over(before, {str(n): min(w.canary_s[n] for w in windows) for n in counts})
+        return found is not None and found[1] > 1 + SLOW_PHASE
 
     start = clock()
     while windows and slower() and clock() - start < SEEK_S:
