@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from benchctl.cli.options import broken_file_line, load_operators, ops_dir_option
+from benchctl.cli.options import broken_file_line, load_operators, op_option, ops_dir_option
 
 
 def availability_rows(ops: dict, broken: dict[str, str] | None = None) -> list[dict]:
@@ -75,6 +75,14 @@ def _show_params(ops: dict, as_json: bool) -> None:
     console.out.print(console.table("benchctl params (set with --param KEY=VALUE, KEY=1,2,3 to sweep)", cols, cells))
 
 
+def _selected(names: tuple[str, ...], ops_dirs: tuple[str, ...]) -> dict:
+    """The operators asked for with --op (an unknown name is a usage error), every one without it."""
+    from benchctl.sweep.request import select_ops
+
+    found = load_operators(ops_dirs, names, warn=False)
+    return {op.name: op for op in select_ops(names)} if names else found
+
+
 def _text(value) -> str:
     if value is None:
         return "unset"  # the operator derives it (lstm_cell's I: the same as H)
@@ -82,19 +90,21 @@ def _text(value) -> str:
 
 
 @click.command("list")
+@op_option
 @ops_dir_option
 @click.option("--params", "show_params", is_flag=True,
               help="Each operator's params instead: default, --quick value and what values it takes.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def command(ops_dirs: tuple[str, ...], show_params: bool, as_json: bool) -> None:
+def command(ops: tuple[str, ...], ops_dirs: tuple[str, ...], show_params: bool, as_json: bool) -> None:
     """Operators, implementations, and why any is unavailable here (--params: their params)."""
     from benchctl import console
 
     from benchctl.ops import namespaces, registry
 
+    found = _selected(ops, ops_dirs)
     if show_params:
-        return _show_params(load_operators(ops_dirs, warn=False), as_json)
-    rows = availability_rows(load_operators(ops_dirs, warn=False), registry.load_errors())
+        return _show_params(found, as_json)
+    rows = availability_rows(found, {} if ops else registry.load_errors())
     for clash in namespaces.declared_clashes():  # read from the sources: nothing is loaded
         console.warn(clash.line())
     if as_json:

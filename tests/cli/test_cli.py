@@ -73,6 +73,17 @@ def test_list_params_says_what_each_param_takes():
                                   "quick": [256, 1024, 4096], "takes": "integers, at least 1", "axis": True}
 
 
+
+def test_list_takes_op_as_the_other_commands_do():
+    rows = json.loads(invoke("list", "--json", "--op", "lstm_cell,grid_sample").stdout)
+    assert {r["operator"] for r in rows} == {"lstm_cell", "grid_sample"}
+    assert {("lstm_cell", "cpp", "cpu"), ("grid_sample", "py", "cpu")} <= {
+        (r["operator"], r["implementation"], r["device"]) for r in rows}
+    params = json.loads(invoke("list", "--params", "--json", "--op", "hoconv2d").stdout)
+    assert {r["operator"] for r in params} == {"hoconv2d"} and "k" in {r["param"] for r in params}
+    result = invoke("list", "--op", "nope")
+    assert result.exit_code == 2 and "unknown operator 'nope'; choose from grid_sample" in result.output
+
 def test_env_json_has_the_facts():
     facts = json.loads(invoke("env", "--json").stdout)
     assert facts["torch_version"] == torch.__version__ and facts["threads"] >= 1
