@@ -29,8 +29,16 @@ def parts(run_dir: Path) -> list[Path]:
     compacted = Path(run_dir) / COMPACTED
     if compacted not in found:
         return found
-    through = int((pq.read_schema(compacted).metadata or {}).get(HOLDS, b"0"))
-    return [compacted, *(p for p in found if _number(p) > through)]
+    through = _holds_through(compacted)
+    return [compacted, *(p for p in found if p != compacted and _number(p) > through)]
+
+
+def _holds_through(compacted: Path) -> int:
+    """The highest part number the compacted file holds; 0 where it cannot be read (a loader warns of it)."""
+    try:
+        return int((pq.read_schema(compacted).metadata or {}).get(HOLDS, b"0"))
+    except (OSError, ValueError, pa.ArrowException):  # pyarrow raises several types for a damaged file
+        return 0
 
 
 def write_atomically(table: pa.Table, path: Path) -> None:

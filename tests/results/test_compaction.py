@@ -98,3 +98,22 @@ def test_a_merge_that_cannot_be_written_keeps_the_parts_and_the_run(tmp_path, mo
     assert sorted(p.name for p in writer.dir.glob("part-*.parquet")) == ["part-00001.parquet", "part-00002.parquet"]
     assert storage.run_meta(writer.dir)["state"] == storage.RunState.COMPLETE
     assert sorted(storage.load_run(writer.dir)["impl"]) == ["cpp", "py"] and storage.changed_parts(writer.dir) == []
+
+
+def test_a_damaged_compacted_file_is_skipped_with_a_warning_and_the_parts_after_it_read(tmp_path):
+    """A compacted file cut short after it was written (a partial copy of the run) is no reason to stop: a loader
+    warns of it and reads the parts after it, as it does beside any damaged part; where nothing else is left, the
+    run holds no results (a one-line error at the command line)."""
+    writer = storage.RunWriter(tmp_path, storage.new_run_id(), {})  # not finished: no digests listed
+    for impl in ("i0", "i1"):
+        writer.write([{"op": "toy", "impl": impl, "pass": "forward", "status": "ok"}])
+    compacted = writer.compact()
+    writer.write([{"op": "toy", "impl": "late", "pass": "forward", "status": "ok"}])
+    compacted.write_bytes(compacted.read_bytes()[:300])
+    assert [p.name for p in compaction.parts(writer.dir)] == [compaction.COMPACTED, "part-00003.parquet"]
+    with pytest.warns(UserWarning, match="skipping unreadable results file .*part-00000.parquet"):
+        assert list(storage.load_run(writer.dir)["impl"]) == ["late"]
+    finished = write_run(tmp_path / "finished", 3)
+    finished.compact().write_bytes(b"PAR1")
+    with pytest.warns(UserWarning, match="skipping unreadable"), pytest.raises(FileNotFoundError, match="no results"):
+        storage.load([finished.dir])
