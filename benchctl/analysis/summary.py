@@ -15,7 +15,7 @@ from benchctl.results.schema import (BUSY_WARN_CORES, CELL_COLUMNS, MEMORY_NEAR,
 from benchctl.analysis.absent import absent, present
 from benchctl.analysis.speedup import PARTNER_APART, disturbed, present_value, speedup_label
 from benchctl.analysis.timed_alike import timing_kinds
-from benchctl.vocab import Allocator, Device, Status, TimingMode
+from benchctl.vocab import PASSES, Allocator, Device, Status, TimingMode
 
 # A call whose system CPU time (all threads) is at least this share of its median is marked "os": most
 # of what was measured is the kernel, e.g. zero-filling fresh pages, not the implementation's own work.
@@ -23,6 +23,7 @@ OS_HEAVY = 0.5
 # A CPU cell measured while the machine's memory bandwidth (membw.py) was below this share of the run's
 # median on that device is marked "mem": other work on the host slowed it, not only its own code.
 MEM_SLOW = 0.75
+PASS_RANK = {name: i for i, name in enumerate(PASSES)}
 
 
 def axis_value_text(value: object) -> str:
@@ -119,7 +120,7 @@ def summary_tables(df: pd.DataFrame, references: dict[str, str]) -> list[Summary
         axis = group["axis"].iloc[0]
         ok = group[(group["impl"] == ref) & (group["status"] == Status.OK)]
         rows = []
-        for (pass_name, impl), g in group.groupby(["pass", "impl"], sort=False):
+        for (pass_name, impl), g in _in_order(group, ref).groupby(["pass", "impl"], sort=False):
             refs = storage.latest(ok[ok["pass"] == pass_name], ["axis_value"])
             base = {v: r for v, r in zip(refs["axis_value"], refs.to_dict("records"))}
             g = storage.latest(g, ["axis_value"])
@@ -129,6 +130,16 @@ def summary_tables(df: pd.DataFrame, references: dict[str, str]) -> list[Summary
         title = f"{op}/{target} {others} on {device}{timed} ({dtype}): median ms (speedup vs {ref})"
         tables.append(SummaryTable(title, ("pass", f"impl \\ {axis}", *map(axis_value_text, values)), tuple(rows)))
     return tables
+
+
+def _in_order(group: pd.DataFrame, ref: str) -> pd.DataFrame:
+    """A table's rows as people read them: the reference's first, then each implementation in the order the sweep
+    first measured it (the order asked for), each one's passes in PASSES' order. Not the order the rows were written
+    in: a cell measured again late in the sweep is written again at its end."""
+    first = group.groupby("impl")["timestamp"].min() if "timestamp" in group else pd.Series(dtype=object)
+    order = group["impl"].map(lambda impl: (impl != ref, str(first.get(impl, ""))))
+    keys = pd.DataFrame({"impl": order, "pass": group["pass"].map(lambda p: PASS_RANK.get(p, len(PASS_RANK)))})
+    return group.loc[keys.sort_values(["impl", "pass"], kind="stable").index]
 
 
 def _others(params_json: str | None, axis: str) -> str:

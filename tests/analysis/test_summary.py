@@ -27,6 +27,22 @@ def test_summary_speedups_and_statuses():
     assert small.rows == (("forward", "py", "4", "10"), ("forward", "cpp", "1 (4.0x)", "oom"))
 
 
+def test_the_reference_comes_first_then_the_others_as_measured_not_as_written():
+    """A cell measured again late in the sweep is written again at its end: its rows come last in the run's files,
+    not in the table, which lists the reference first and the others in the order the sweep measured them."""
+    def r(impl, pass_name, at):
+        return {"op": "lstm_cell", "target": "cell", "device": "cpu", "dtype": "float32", "pass": pass_name,
+                "impl": impl, "axis": "batch_size", "axis_value": 1.0, "status": "ok", "median_s": 0.001,
+                "noisy": False, "params": json.dumps({"batch_size": 1}), "timestamp": f"2026-12-07T04:44:{at}"}
+
+    written = [r("cpp", "backward", 30), r("cpp", "forward", 30), r("jit", "forward", 20), r("py", "forward", 40),
+               r("py", "forward_backward", 40), r("py", "backward", 40), r("cpp", "forward_backward", 30)]
+    table = summary_tables(pd.DataFrame(written), {"lstm_cell": "py"})[0]
+    assert [row[:2] for row in table.rows] == [
+        ("forward", "py"), ("backward", "py"), ("forward_backward", "py"), ("forward", "jit"),
+        ("forward", "cpp"), ("backward", "cpp"), ("forward_backward", "cpp")]
+
+
 def test_the_tables_share_one_legend_of_the_marks_they_carry():
     tables = summary_tables(rows(), {"lstm_cell": "py"})
     assert tables[0].title == "lstm_cell/cell H=64 on cpu (float32): median ms (speedup vs py)"
