@@ -244,7 +244,8 @@ class Audit:
                 continue
             if mine is not None and mine.is_floating_point() and not bool(torch.isfinite(mine).all()):
                 return f"{name}: non-finite values (at the timed size)"
-            c = correctness.agree(name, *self._sampled(mine, ref), tol, name.startswith("output"), self._scale(ref))
+            c = correctness.agree(name, *self._sampled(mine, ref), tol, name.startswith("output"), self._scale(ref),
+                                  cell.torch_dtype)
             if not c.passed:
                 return f"{name}: {c.reason} against the reference on the same inputs (at the timed size)"
         return ""

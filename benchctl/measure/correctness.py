@@ -87,14 +87,19 @@ class CheckResult:
 
 
 def agree(name: str, got: torch.Tensor | None, ref: torch.Tensor, tol: float, is_output: bool,
-          scale: float | None = None) -> Agreement:
+          scale: float | None = None, dtype: torch.dtype | None = None) -> Agreement:
     """`got` against `ref`, its error relative to `scale` (the reference's largest magnitude: of `ref` itself
-    unless given, for a `ref` that is a sample of a larger tensor)."""
+    unless given, for a `ref` that is a sample of a larger tensor). With `dtype` (the cell's), an output whose
+    reference is floating point must be of it, as a torch op returns its inputs' dtype: one computed and returned
+    in float64 for a float32 cell passes every error bar and is timed as what it is not."""
     if got is None:
         return Agreement(name, float("inf"), float("inf"), tol, False, "no gradient was computed")
     if tuple(got.shape) != tuple(ref.shape):
         return Agreement(name, float("inf"), float("inf"), tol, False,
                           f"shape {tuple(got.shape)} != reference {tuple(ref.shape)}")
+    if is_output and dtype is not None and ref.is_floating_point() and got.dtype != dtype:
+        return Agreement(name, float("inf"), float("inf"), tol, False,
+                          f"dtype {_dtype_name(got.dtype)}, not the cell's {_dtype_name(dtype)}")
     got64 = got.detach().to("cpu", torch.float64)
     if not torch.isfinite(got64).all():
         return Agreement(name, float("inf"), float("inf"), tol, False, "non-finite values")
@@ -106,6 +111,10 @@ def agree(name: str, got: torch.Tensor | None, ref: torch.Tensor, tol: float, is
         return Agreement(name, abs_err, rel_err, tol, False, "output is all zeros")
     passed = rel_err <= tol
     return Agreement(name, abs_err, rel_err, tol, passed, "" if passed else f"error {rel_err:.3g} > {tol:.3g}")
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
 
 
 @dataclass(frozen=True)
@@ -166,7 +175,7 @@ def check(op: Operator, target: Target, impl: Implementation, device: str, dtype
     tol = tolerance(dtype, device)
     found = [Agreement(TAMPERED, 0.0, 0.0, tol, False, problem) for problem in got.problems]
     found += [agree(f"output{i}" if len(ref.outs) > 1 else "output", got.outs[i] if i < len(got.outs) else None,
-                     want, tol, True) for i, want in enumerate(ref.outs)]
+                     want, tol, True, dtype=dtype) for i, want in enumerate(ref.outs)]
     found += [agree(f"grad {name}", got.grads.get(name), want, tol, False) for name, want in ref.grads.items()]
     return CheckResult(tuple(found))
 

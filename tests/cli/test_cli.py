@@ -409,6 +409,42 @@ def test_run_names_an_incorrect_cell_with_its_status_once(fixture_ops_dir, tmp_p
     assert "incorrect incorrect" not in result.output
 
 
+UPCAST_OP = """
+import torch
+from benchctl.ops.registry import Operator, Target, randn, register
+
+OP = register(Operator(name="upcast", description="y = 2x", params={"batch_size": 2, "dim": 8},
+                       targets=(Target("op", lambda case: {"x": randn(case, case.generator(), 2, 8)}),)))
+
+
+@OP.implementation("py", devices=("cpu",))
+def py(x):
+    return x * 2
+
+
+@OP.implementation("double", devices=("cpu",))
+def double(x):
+    return x.double() * 2
+"""
+
+
+def test_an_output_in_another_dtype_than_asked_is_incorrect_in_check_and_run(tmp_path):
+    """Computed and returned in float64 for a float32 cell: as close to the reference as can be, and not what was
+    asked for (nor what would be timed against the others)."""
+    ops = tmp_path / "ops"
+    ops.mkdir()
+    (ops / "upcast.py").write_text(UPCAST_OP)
+    result = invoke("check", "py,double", "cpu", "--op", "upcast", "--ops-dir", str(ops))
+    assert result.exit_code == 1
+    assert "upcast/op double on cpu reference float32 batch_size=2 dim=8 seed=0: output: dtype float64, not the " \
+           "cell's float32" in result.output
+    assert "upcast/op py on cpu" not in result.output  # float64 cells of both, and float32 py, pass
+    result = invoke("run", "double", "cpu", "--op", "upcast", "--ops-dir", str(ops), "--passes", "forward",
+                    "--out", str(tmp_path / "out"))
+    assert result.exit_code == 0, result.output
+    assert "incorrect vs float64 reference: output: dtype float64, not the cell's float32" in result.output
+
+
 def test_check_passes_on_correct_implementations(fixture_ops_dir):
     result = invoke("check", "py", "cpu", "--op", "faulty", "--ops-dir", str(fixture_ops_dir))
     assert result.exit_code == 0, result.output

@@ -45,6 +45,18 @@ def test_compare_never_passes_a_missing_malformed_or_empty_result(got, reason):
     assert not c.passed and c.reason == reason
 
 
+def test_a_floating_output_of_another_dtype_than_the_cell_s_never_passes():
+    """A float32 cell's output computed and returned in float64 is as close to the reference as can be, and is not
+    what was asked for; an output whose reference is not floating point (indices) keeps its own dtype."""
+    ref = torch.tensor([4.0, -2.0, 1.0], dtype=torch.float64)
+    c = agree("output", ref.clone(), ref, 2e-4, True, dtype=torch.float32)
+    assert not c.passed and c.reason == "dtype float64, not the cell's float32"
+    assert agree("output", ref.float(), ref, 2e-4, True, dtype=torch.float32).passed
+    assert agree("grad x", ref.clone(), ref, 2e-4, False, dtype=torch.float32).passed  # autograd casts gradients
+    indices = torch.tensor([0, 2, 1])
+    assert agree("output", indices, indices, 2e-4, True, dtype=torch.float32).passed
+
+
 def test_tf32_enabled_follows_either_switch(tf32):
     tf32(matmul=False, conv=True)
     assert correctness.tf32_enabled()
