@@ -32,6 +32,7 @@ from benchctl.ops import build
 from benchctl.ops.library import BuildOptions, Library
 
 OPS_PACKAGE = "benchctl_ops."  # the package registry.py imports operator files into
+FLOATING_TYPES = ("float32", "float64")  # the dtypes ATen's AT_DISPATCH_FLOATING_TYPES dispatches a kernel for
 
 
 def _kind(device: str) -> str:
@@ -190,12 +191,14 @@ class Extension:
         return inputs
 
     def implementations(self, op: Any, prepare: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
-                        opcheck: Callable[[Any], None] | None = None) -> Callable[[Callable], Callable]:
+                        opcheck: Callable[[Any], None] | None = None,
+                        dtypes: Sequence[str] = ()) -> Callable[[Callable], Callable]:
         """A decorator: the function is `op`'s `cpp` implementation on the CPU and its `cuda` one on CUDA (its
         ops dispatch by the inputs' device to the library's .cpp or .cu kernels), with this extension's
-        `requires` and `build` hooks, and `prepare` (the extension's own unless given) and `opcheck`."""
+        `requires` and `build` hooks, and `prepare` (the extension's own unless given), `opcheck` and `dtypes`
+        (those its kernels dispatch for: FLOATING_TYPES for `AT_DISPATCH_FLOATING_TYPES`)."""
         hooks = {"requires": self.requires, "build": self.build, "prepare": prepare or self.prepare,
-                 "opcheck": opcheck}
+                 "opcheck": opcheck, "dtypes": dtypes}
 
         def register(fn: Callable) -> Callable:
             op.implementation("cpp", devices=("cpu",), **hooks)(fn)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import torch
 
-from benchctl.ops.extension import Extension
+from benchctl.ops.extension import FLOATING_TYPES, Extension
 from benchctl.ops.param_rules import sizes
 from benchctl.ops.registry import Case, Operator, Target, randn, register
 
@@ -71,7 +71,7 @@ def py(x, y):
 
 
 @OP.implementation("cpp", devices=("cpu",), requires=EXT.requires, build=EXT.build, prepare=EXT.prepare,
-                   opcheck=opcheck)
+                   opcheck=opcheck, dtypes=FLOATING_TYPES)  # sqadd.cpp's AT_DISPATCH_FLOATING_TYPES
 def cpp(x, y):
     """The C++ kernel in sqadd/sqadd.cpp, one pass over x and y."""
     return EXT.op("sqadd")(x, y)

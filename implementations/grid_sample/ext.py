@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from benchctl.ops.extension import Extension
+from benchctl.ops.extension import FLOATING_TYPES, Extension
 from benchctl.ops.opcheck import small_opcheck
 
 from . import OP, OPCHECK_MAX, make_inputs
@@ -52,7 +52,8 @@ EXT = Extension(OP_NAME, namespace=OP_NAME, fakes={FORWARD: _forward_fake, BACKW
 load = EXT.load
 
 
-@EXT.implementations(OP, opcheck=small_opcheck(opcheck, make_inputs, OPCHECK_MAX), prepare=prepare)
+@EXT.implementations(OP, opcheck=small_opcheck(opcheck, make_inputs, OPCHECK_MAX), prepare=prepare,
+                     dtypes=FLOATING_TYPES)
 def grid_sample(image: torch.Tensor, grid: torch.Tensor) -> torch.Tensor:
     """Our bilinear sampling: own forward, grid-only backward (the image is static)."""
     if image.requires_grad and torch.is_grad_enabled():

@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from benchctl.ops.extension import Extension
+from benchctl.ops.extension import FLOATING_TYPES, Extension
 from benchctl.ops.opcheck import small_opcheck
 
 from . import OP, OPCHECK_MAX, filter_inputs
@@ -73,7 +73,7 @@ load = EXT.load
 
 # `cpp`: fused vectorised loops on the CPU; `cuda`: a thread per element for the output and both
 # gradients, gather-form grad X (no atomics). One op, `hoconv2d::hoconv2d_filter`, dispatches to either.
-@EXT.implementations(OP, opcheck=small_opcheck(opcheck, filter_inputs, OPCHECK_MAX))
+@EXT.implementations(OP, opcheck=small_opcheck(opcheck, filter_inputs, OPCHECK_MAX), dtypes=FLOATING_TYPES)
 def hoconv2d_filter(x: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
     """The per-pixel filter through the custom op (autograd goes through the fused backward op)."""
     return EXT.op(FORWARD)(x, weights)

@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from benchctl.ops.extension import Extension
+from benchctl.ops.extension import FLOATING_TYPES, Extension
 from benchctl.ops.opcheck import small_opcheck
 
 from . import OP, OPCHECK_MAX, make_inputs
@@ -81,7 +81,7 @@ EXT = Extension(OP_NAME, namespace=OP_NAME, fakes={CELL: _fake_cell, CELL_BACKWA
 load = EXT.load
 
 
-@EXT.implementations(OP, opcheck=small_opcheck(opcheck, make_inputs, OPCHECK_MAX))
+@EXT.implementations(OP, opcheck=small_opcheck(opcheck, make_inputs, OPCHECK_MAX), dtypes=FLOATING_TYPES)
 def lstm_cell_ext(x: torch.Tensor, h: torch.Tensor, c: torch.Tensor, w_ih: torch.Tensor,
                   w_hh: torch.Tensor, b_ih: torch.Tensor, b_hh: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Fused C++/CUDA pointwise forward and backward around ATen matmuls."""

@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from benchctl.ops.extension import Extension
+from benchctl.ops.extension import FLOATING_TYPES, Extension
 from benchctl.ops.opcheck import small_opcheck
 
 from . import OP, OPCHECK_MAX, make_inputs
@@ -61,7 +61,7 @@ EXT = Extension(OP_NAME, namespace=OP_NAME, fakes={FORWARD: _forward_fake, BACKW
 load = EXT.load
 
 
-@EXT.implementations(OP, opcheck=small_opcheck(opcheck, make_inputs, OPCHECK_MAX))
+@EXT.implementations(OP, opcheck=small_opcheck(opcheck, make_inputs, OPCHECK_MAX), dtypes=FLOATING_TYPES)
 def posembed(x: torch.Tensor, table: torch.Tensor, coords: torch.Tensor, sizes: torch.Tensor) -> torch.Tensor:
     """Fused gather-interpolate-add; backward scatter-adds into the table gradient."""
     return EXT.op(FORWARD)(x, table, coords, sizes)

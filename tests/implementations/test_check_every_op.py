@@ -76,3 +76,23 @@ def test_given_params_reach_the_check_child_of_an_extension() -> None:
     for row in reference:
         assert_real_pass(row)
     assert {r.case for r in rows if r.kind == "gradcheck"} == {checks._case_label(checks.cases(op)[0])}
+
+
+@pytest.mark.parametrize("op_name", ["grid_sample", "hoconv2d", "lstm_cell", "naflex_posembed"])
+def test_each_extension_declares_the_dtypes_its_kernels_dispatch_for(op_name):
+    """Kernels written with AT_DISPATCH_FLOATING_TYPES run float32 and float64 only: a bfloat16 cell of `cpp` or
+    `cuda` is `unavailable` with that reason, not an `error` from the dispatcher ("not implemented for
+    'BFloat16'")."""
+    from pathlib import Path
+
+    from benchctl.ops.extension import FLOATING_TYPES
+
+    op = BUILTINS[op_name]
+    sources = Path(__file__).parents[2] / "extensions" / op_name
+    dispatches = {line.split("(")[0].strip() for f in sources.iterdir() if f.suffix in (".cpp", ".cu")
+                  for line in f.read_text().splitlines() if "AT_DISPATCH_" in line}
+    assert dispatches == {"AT_DISPATCH_FLOATING_TYPES"}
+    for name in ("cpp", "cuda"):
+        assert op.implementations[name].dtypes == FLOATING_TYPES
+        assert op.implementations[name].dtype_reason(torch.bfloat16) == f"{name} supports float32, float64 only, " \
+                                                                        "not bfloat16"
