@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from benchctl.measure import calibrate, copies
+from benchctl.measure import copies, matmul_peaks
 
 
 def spread(readings: list[float]) -> str:
@@ -36,7 +36,7 @@ def main() -> None:
     parser.add_argument("--windows", type=int, default=18)
     parser.add_argument("--pause", type=float, default=10.0)
     # as many windows as a CPU calibration takes: one first, one after each dtype's matmul rate, one last
-    parser.add_argument("--best-of", type=int, default=len(calibrate.MATMUL_DTYPES["cpu"]) + 2)
+    parser.add_argument("--best-of", type=int, default=len(matmul_peaks.MATMUL_DTYPES["cpu"]) + 2)
     args = parser.parse_args()
     found: dict[str, list[float]] = {}
     for i in range(args.windows):

@@ -1,6 +1,6 @@
 """What to raise a CPU matmul peak timed in a slow moment by: the compute canary's slowdown, or the float32
 matmul's own. For `--seconds`, over and over: the canary (the median of five readings) and the float32 matmul's
-speed (`calibrate.matmul_reading`) before and after the float32 peak is timed as `env --calibrate` times it.
+speed (`matmul_peaks.matmul_reading`) before and after the float32 peak is timed as `env --calibrate` times it.
 
     .venv/bin/python benchmarks/matmul_speed_bench.py [--seconds 120]
 
@@ -19,7 +19,7 @@ import time
 import numpy as np
 
 from benchctl.machine.canary import canary
-from benchctl.measure.calibrate import CANARY_SLOW, matmul_gflops, matmul_reading
+from benchctl.measure.matmul_peaks import CANARY_SLOW, matmul_gflops, matmul_reading
 
 CANARY_READINGS = 5
 

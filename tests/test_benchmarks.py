@@ -160,16 +160,16 @@ def test_the_gpu_checks_calibration_times_the_gpu_alone_well_within_its_cap(tmp_
     and matmuls, the part times the GPU alone and stores its peaks, and the least time its policies allow (each copy
     and matmul warmed up and sampled for their minimum) is under half its cap."""
     from benchctl.machine import caches, load
-    from benchctl.measure import calibrate, copies
+    from benchctl.measure import calibrate, copies, matmul_peaks
 
     monkeypatch.setenv("BENCHCTL_CACHE", str(tmp_path))
     monkeypatch.setattr("benchctl.ops.registry.cuda_device_reason", lambda: None)  # as on the GPU machine
     timed = []
     monkeypatch.setattr(copies, "copy_gbps", lambda device, nbytes: timed.append(("copy", device)) or 3000.0)
     monkeypatch.setattr(copies, "cache_sizes", lambda device: [caches.CacheSize("L2", 50 << 20, 1)])  # an H100's
-    monkeypatch.setattr(calibrate, "matmul_gflops", lambda device, dtype: timed.append(("matmul", device)) or 5e4)
+    monkeypatch.setattr(matmul_peaks, "matmul_gflops", lambda device, dtype: timed.append(("matmul", device)) or 5e4)
     monkeypatch.setattr(calibrate, "canary_window", lambda counts: calibrate.Window({n: 2e-4 for n in counts}, [50.0]))
-    monkeypatch.setattr(calibrate, "matmul_reading", lambda: 200.0)
+    monkeypatch.setattr(matmul_peaks, "matmul_reading", lambda: 200.0)
     monkeypatch.setattr(load, "others_busy", lambda: 0.0)
     monkeypatch.setattr(load.Timeline, "__enter__", lambda self: self)  # a quiet machine all through
 
@@ -177,7 +177,7 @@ def test_the_gpu_checks_calibration_times_the_gpu_alone_well_within_its_cap(tmp_
     assert {device for _, device in timed} == {"cuda"}
     assert calibrate.load_peaks()["cuda"]["gbps"] == 3000.0  # what floor_table.py holds the kernels to
     copy_s = copies.COPY_POLICY.warmup_min_time + copies.COPY_POLICY.min_time
-    matmul_s = calibrate.SIZING.warmup_min_time + calibrate.POLICY.warmup_min_time + calibrate.POLICY.min_time
+    matmul_s = matmul_peaks.SIZING.warmup_min_time + matmul_peaks.POLICY.warmup_min_time + matmul_peaks.POLICY.min_time
     least_s = sum(copy_s if what == "copy" else matmul_s for what, _ in timed)
     assert 20 < least_s < cap / 2  # 42 copies (6 sizes, 7 windows) and 5 matmul rates: 29 s
 

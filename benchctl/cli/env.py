@@ -13,7 +13,7 @@ import click
 def command(as_json: bool, calibrate: bool) -> None:
     """Torch, CUDA, CPU and GPU facts, and the measured peaks used for % of peak."""
     from benchctl.machine import canary
-    from benchctl.measure import calibrate as cal
+    from benchctl.measure import calibrate as cal, matmul_peaks
     from benchctl import console
     from benchctl.machine import facts as metadata
     from benchctl.ops.registry import cuda_device_reason
@@ -42,8 +42,7 @@ def command(as_json: bool, calibrate: bool) -> None:
                 f"{_size(c['copy_bytes'])} {c['gbps']:.0f}" for c in p["copy_sizes"])
     if not peaks:
         facts["peaks"] = "not measured: run `benchctl env --calibrate`"
-    stale = cal.stale_matmul_peaks(peaks.get("cpu", {}))
-    if stale:
+    if stale := matmul_peaks.stale_matmul_peaks(peaks.get("cpu", {})):
         facts["peak_cpu_matmul"] += f"; {stale}"
     facts["calibration_file"] = str(cal.calibration_path()) + _age(cal.calibration_path())
     if as_json:
@@ -124,7 +123,7 @@ def _windows_text(peaks: dict) -> str:
 
 
 def _matmul_text(rates: dict[str, float], slowdown: dict[str, float]) -> str:
-    """Each dtype's calibrated matmul GFLOP/s, saying which were timed in a slow moment and raised (calibrate's
+    """Each dtype's calibrated matmul GFLOP/s, saying which were timed in a slow moment and raised (matmul_peaks'
     at_matmul_speed): "float32 187 (raised 1.44x: timed in a slow moment), float64 65"."""
     def text(dtype: str, rate: float) -> str:
         slow = slowdown.get(dtype, 1.0)

@@ -167,7 +167,7 @@ def _check_allocator(name: str, in_process: bool, executor: str) -> None:
 def _execute(plan, out: Path) -> None:
     """The preflight, then the session, with progress and the summary around them."""
     from benchctl import console
-    from benchctl.measure.calibrate import stale_matmul_peaks
+    from benchctl.measure.matmul_peaks import stale_matmul_peaks
     from benchctl.sweep.preflight import Preflight, busy_cores_now, memory_bandwidth_now
     from benchctl.sweep.series import group
     from benchctl.sweep.session import Interrupted, Session

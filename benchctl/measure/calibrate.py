@@ -8,7 +8,7 @@ CPU also the best of the memory bandwidth probes its canary windows take all thr
 median and warns when the machine's memory is busy (against the best, it warned at most starts on a quiet
 2-core VM: 30 GB/s against 63), and the compute canary's time on each thread count a pass takes
 (`canary_s_by_threads`). A CPU matmul rate timed while the float32 matmul itself read slow is raised to that
-matmul's fastest reading (`at_matmul_speed`).
+matmul's fastest reading (matmul_peaks.py).
 
 Every run after it is held to what it stores, so a calibration beside other work stores nothing: it waits up
 to QUIET_WAIT_S for the machine to be quiet before it starts, watches the other processes' load while it runs
@@ -18,7 +18,6 @@ as it was and says so (`BusyMachine`).
 
 from __future__ import annotations
 
-import functools
 import json
 import socket
 import statistics
@@ -34,20 +33,9 @@ from benchctl.cache import cache_dir
 from benchctl.errors import BenchError
 from benchctl.machine import canary, load
 from benchctl.measure import copies, trust
-from benchctl.measure.execute import make_clock
-from benchctl.measure.timing import Policy, measure
-from benchctl.ops.cells import DTYPES
-from benchctl.results.schema import BUSY_WARN_CORES, CANARY_SLOW, SLOW_PHASE
-from benchctl.vocab import DTYPE_NAMES, TF32_PEAK, Device
+from benchctl.measure.matmul_peaks import MATMUL_RAISED_BY, at_matmul_speed, matmul_rates
+from benchctl.results.schema import BUSY_WARN_CORES, SLOW_PHASE
 
-MATMUL_N = 2048
-# A dtype without fast matmul kernels on this CPU (float16 on an AMD EPYC: 0.4 GFLOP/s, 43 s per 2048
-# matmul, and `measure` makes several calls) is timed at a smaller size: the largest power of two from
-# MATMUL_MIN_N whose call a first timing at MATMUL_MIN_N puts under MATMUL_CALL_S.
-MATMUL_MIN_N = 256
-MATMUL_CALL_S = 0.25
-SIZING = Policy(warmup=1, min_samples=1, min_time=0.0, max_time=1.0)
-POLICY = Policy(warmup=2, min_samples=10, min_time=0.5, max_time=10.0)
 # The canary's calibrated time, per thread count: the fastest of its windows' medians, a window being
 # CANARY_READINGS readings, each right after a memory probe as a sweep reads it, taken before the peaks are
 # timed and after each step. The 2-core VM spends stretches of tens of seconds in a slow phase (the canary
@@ -56,19 +44,6 @@ POLICY = Policy(warmup=2, min_samples=10, min_time=0.5, max_time=10.0)
 # median of the windows 250-369, the fastest 248-256. Runs after a slow calibration read their canaries
 # under 1 and could not mark a slow pass (the sweeps after a 450 us one read 0.55-0.73 of it).
 CANARY_READINGS = 11
-# The float32 matmul's own speed, read before and after each CPU matmul rate is timed: the fastest of
-# READING_CALLS calls at the float32 peak's size (a rate is its fastest call). The canary, a call of 0.2 ms,
-# does not say it: over 120 s on the 2-core VM the float32 peak's time correlated with the canary's at 0.13,
-# with these readings' at 0.85 (benchmarks/matmul_speed_bench.py).
-READING_CALLS = 3
-READING = Policy(warmup=1, warmup_min_time=0.0, min_samples=READING_CALLS, max_samples=READING_CALLS,
-                 min_time=0.0, max_time=5.0, ci_target=0.0)
-# What a calibration's CPU matmul peaks were raised by where timed slow (`matmul_raised_by`). Files without it
-# raised them by the compute canary's slowdown, which overstated them (at_matmul_speed); stale_matmul_peaks.
-MATMUL_RAISED_BY = "float32 matmul readings"
-# The matmul rates measured: a pass is held against the rate of its own dtype (a GPU's bfloat16 tensor cores
-# do over ten times its float32 rate). TF32_PEAK: float32 with TF32 allowed, for float32 GPU passes timed so.
-MATMUL_DTYPES = {"cpu": DTYPE_NAMES, "cuda": (*DTYPE_NAMES, TF32_PEAK)}
 # Where the fastest canary window on a thread count reads over 1+SLOW_PHASE the calibration it replaces, more windows
 # are read, up to this long, for the machine's fast state: on the 2-core VM one calibration's fastest read 318 us on
 # 2 threads where the one before had read 249 us, and the sweep after it read passes down to 0.75x of it.
@@ -91,46 +66,6 @@ class BusyMachine(BenchError):
 
 def calibration_path() -> Path:
     return cache_dir() / f"calibration-{socket.gethostname()}.json"
-
-
-def matmul_gflops(device: str, dtype: str = "float32") -> float:
-    """A square matmul in `dtype` (TF32_PEAK: float32 with TF32 allowed; plain float32 has it off), at
-    MATMUL_N or the size matmul_size picks for a slow dtype."""
-    allowed = torch.backends.cuda.matmul.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = dtype == TF32_PEAK
-    try:
-        return _matmul_rate(device, dtype, matmul_size(device, dtype), POLICY)
-    finally:
-        torch.backends.cuda.matmul.allow_tf32 = allowed
-
-
-def matmul_reading() -> float:
-    """The CPU's float32 matmul speed now (GFLOP/s): the fastest of READING_CALLS calls at the size of the
-    float32 peak (MATMUL_N, or less on a CPU too slow for it)."""
-    return _matmul_rate(Device.CPU, "float32", _reading_size(), READING)
-
-
-@functools.cache
-def _reading_size() -> int:
-    return matmul_size(Device.CPU, "float32")
-
-
-def matmul_size(device: str, dtype: str) -> int:
-    """MATMUL_N, or less where one call at MATMUL_MIN_N shows a full-size call would take over MATMUL_CALL_S."""
-    n = min(MATMUL_MIN_N, MATMUL_N)
-    gflops = _matmul_rate(device, dtype, n, SIZING)
-    while n < MATMUL_N and 2 * (2 * n) ** 3 / (gflops * 1e9) <= MATMUL_CALL_S:
-        n *= 2
-    return n
-
-
-def _matmul_rate(device: str, dtype: str, n: int, policy: Policy) -> float:
-    """The rate of the fastest call: a peak is what the machine can do, and the floor a pass is held to
-    (trust.below_floor) must not be beaten by an honest matmul at a faster moment of a drifting VM (by the
-    median, the float32 peak read 190 GFLOP/s here, and a sweep's bmm then did 211)."""
-    a, b = (torch.randn(n, n, device=device).to(DTYPES.get(dtype, torch.float32)) for _ in range(2))
-    m = measure(lambda: (lambda: a @ b), make_clock(device), policy)
-    return 2 * n**3 / m.fastest * 1e-9
 
 
 def calibrate(devices: list[str]) -> dict[str, dict[str, float]]:
@@ -217,52 +152,11 @@ def _add_cpu_speed(cpu: dict[str, Any], counts: tuple[int, ...], windows: list[W
     cpu["gflops"] = cpu["gflops_by_dtype"]["float32"]
 
 
-Around = dict[str, tuple[float, float]]  # dtype -> the float32 matmul's readings (GFLOP/s) before and after its rate
-
-
-def matmul_rates(device: str, after: Callable[[], None] = lambda: None) -> tuple[dict[str, float], Around]:
-    """Each dtype's matmul GFLOP/s, and on the CPU the float32 matmul's speed read before and after its timing
-    (matmul_reading); `after` runs after each dtype's."""
-    rates, around = {}, {}
-    for dt in MATMUL_DTYPES[device]:
-        before = matmul_reading() if device == Device.CPU else None
-        rates[dt] = matmul_gflops(device, dt)
-        if before is not None:
-            around[dt] = (before, matmul_reading())
-        after()
-    return rates, around
-
-
-def at_matmul_speed(rates: dict[str, float], around: Around) -> tuple[dict[str, float], dict[str, float]]:
-    """Each rate as if timed with the float32 matmul at its fastest reading of the calibration, and the ratio it
-    was raised by: a rate whose two readings read, on average, over CANARY_SLOW slower than that is raised by
-    the ratio, never lowered. A peak timed slow put an honest bmm's 209 GFLOP/s under the floor
-    (trust.below_floor) against its 146; raised by the canary's ratio instead, the float32 peak read 363 GFLOP/s,
-    a rate no call of the machine reached (benchmarks/matmul_speed_bench.py)."""
-    fastest = max((r for pair in around.values() for r in pair), default=0.0)
-    ratio = {dt: fastest / statistics.mean(pair) for dt, pair in around.items()}
-    slow = {dt: r if r > 1 + CANARY_SLOW else 1.0 for dt, r in ratio.items()}
-    return {dt: rate * slow.get(dt, 1.0) for dt, rate in rates.items()}, slow
-
-
 def _readings(count: int) -> tuple[list[float], list[float]]:
     """`count` memory probes (GB/s) and canary readings (s), each reading right after its probe as a sweep reads
     them."""
     probes = [trust.probe()[:2] for _ in range(count)]
     return [gbps for gbps, _ in probes], [s for _, s in probes]
-
-
-def stale_matmul_peaks(cpu: dict[str, Any]) -> str | None:
-    """Why a stored CPU calibration's matmul peaks cannot be trusted, or None: raised by the compute canary's
-    slowdown (a calibration from before MATMUL_RAISED_BY), which put the float32 peak up to 1.56x above the
-    fastest rate timed (benchmarks/README.md, "The matmul peak, and the floor it sets")."""
-    raised = {dt: r for dt, r in cpu.get("matmul_slowdown", {}).items() if r > 1.0}
-    if not raised or cpu.get("matmul_raised_by") == MATMUL_RAISED_BY:
-        return None
-    which = ", ".join(f"{dt} {r:.2f}x" for dt, r in raised.items())
-    return (f"the calibration raised its CPU matmul peaks by the compute canary's slowdown ({which}), a rule that "
-            "stored them above any rate the machine reaches, so compute-bound passes read a low % of peak: "
-            "calibrate again (`benchctl env --calibrate`)")
 
 
 def canary_threads() -> tuple[int, ...]:

@@ -25,7 +25,7 @@ class Floor:
     def at_speed(self, canary_ratio: float | None) -> float | None:
         """The longer bound, the FLOP bound eased where the canary (machine/canary.py) read under its calibrated
         time around the pass: a floor errs towards passing an honest call. The canary says little of a large
-        matmul's speed (calibrate.at_matmul_speed), but a 2-core VM's bmm once did 209 GFLOP/s beside a canary
+        matmul's speed (matmul_peaks.at_matmul_speed), but a 2-core VM's bmm once did 209 GFLOP/s beside a canary
         at 0.93x, against a peak of 146 timed slow."""
         return max(self.bytes_s, self.flops_at(canary_ratio)) or None
 

@@ -10,7 +10,7 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-from benchctl.measure import calibrate
+from benchctl.measure import matmul_peaks
 from benchctl.results import storage
 from benchctl.results.schema import own_aside, slow_machine
 from benchctl.cli import cli
@@ -181,7 +181,7 @@ def test_env_says_which_matmul_rates_were_timed_in_a_slow_moment_and_raised(monk
     monkeypatch.setenv("BENCHCTL_CACHE", str(tmp_path))
     peaks = {"cpu": {"gbps": 30.0, "gflops": 187.2, "gflops_by_dtype": {"float32": 187.2, "float64": 65.0},
                      "matmul_slowdown": {"float32": 1.44, "float64": 1.0},
-                     "matmul_raised_by": calibrate.MATMUL_RAISED_BY}}
+                     "matmul_raised_by": matmul_peaks.MATMUL_RAISED_BY}}
     monkeypatch.setattr("benchctl.measure.calibrate.load_peaks", lambda: peaks)
     facts = json.loads(invoke("env", "--json").stdout)
     assert facts["peak_cpu_matmul"] == "float32 187 (raised 1.44x: timed in a slow moment), float64 65"
@@ -243,7 +243,7 @@ def test_busy_memory_is_warned_about_and_recorded(tmp_path, monkeypatch, now, wa
     assert json.loads((run / "_run.json").read_text())["mem_gbps_at_start"] == now
 
 
-@pytest.mark.parametrize("raised_by, warned", [(None, True), (calibrate.MATMUL_RAISED_BY, False)])
+@pytest.mark.parametrize("raised_by, warned", [(None, True), (matmul_peaks.MATMUL_RAISED_BY, False)])
 def test_a_calibration_whose_matmul_peaks_the_canary_raised_is_warned_about(tmp_path, monkeypatch, raised_by, warned):
     cpu = {"gbps": 30.0, "gflops": 363.0, "gflops_by_dtype": {"float32": 363.0, "float64": 180.0},
            "matmul_slowdown": {"float32": 1.74, "float64": 1.0}}
