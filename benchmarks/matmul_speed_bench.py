@@ -19,7 +19,8 @@ import time
 import numpy as np
 
 from benchctl.machine.canary import canary
-from benchctl.measure.matmul_peaks import CANARY_SLOW, matmul_gflops, matmul_reading
+from benchctl.measure.matmul_peaks import matmul_gflops, matmul_reading
+from benchctl.results.schema import CANARY_SLOW
 
 CANARY_READINGS = 5
 
