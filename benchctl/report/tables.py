@@ -115,10 +115,10 @@ def _states(row: Mapping[str, Any]) -> str:
 
 
 def op_table(rows: pd.DataFrame, baseline: str) -> pd.DataFrame:
-    """The operator's cells as display strings, in chart order: device, pass, params, axis, impl."""
+    """The operator's cells as display strings, in chart order: device, pass, params, axis, the baseline first."""
     df, _ = charts.with_groups(rows.assign(speedup=labels(rows, baseline)))
     axis = str(df["axis"].dropna().iloc[0]) if df["axis"].notna().any() else "axis"
-    df = _chart_order(df)
+    df = _chart_order(df, baseline)
     table = pd.DataFrame({
         "device": df["device"].map(lambda d: charts.DEVICE_LABELS.get(d, d)) + timing_kinds(df),
         "pass": df["pass"].map(lambda p: PASS_LABELS.get(p, p)),
@@ -201,10 +201,12 @@ def earlier_legend(table: pd.DataFrame) -> str | None:
     return f"{'; '.join(said)}; {forecast_text(EARLIER_RUNS)}, where an interval says only how well one run agrees"
 
 
-def _chart_order(df: pd.DataFrame) -> pd.DataFrame:
+def _chart_order(df: pd.DataFrame, baseline: str | None = None) -> pd.DataFrame:
+    """Device, pass, params and axis value in the charts' order; at each, the baseline's row first (its speedup is
+    the others' 1), then the implementations by name."""
     rank = {name: i for i, name in enumerate(DEVICES + PASSES)}
-    keys = df.assign(_d=df["device"].map(rank), _p=df["pass"].map(rank))
-    return keys.sort_values(["_d", "device", "_p", "pass", "group", "axis_value", "impl"], na_position="last")
+    keys = df.assign(_d=df["device"].map(rank), _p=df["pass"].map(rank), _b=df["impl"] != baseline)
+    return keys.sort_values(["_d", "device", "_p", "pass", "group", "axis_value", "_b", "impl"], na_position="last")
 
 
 def failure_table(rows: pd.DataFrame) -> pd.DataFrame:

@@ -45,3 +45,12 @@ def test_the_earlier_runs_column_is_said_under_the_table_with_how_often_the_next
     assert said.startswith("earlier runs ms: the fastest and slowest median of the same code in the earlier runs")
     assert "(n-1)/(n+1) of the time (82% at 10)" in said  # 9/11: ten earlier runs, as many as a run is held against
     assert earlier_legend(pd.DataFrame({"median ms": ["0.07"]})) is None
+
+
+def test_at_each_size_the_baseline_s_row_comes_first_then_the_others_by_name():
+    from benchctl.report.tables import op_table
+    from tests.report.test_charts import frame, make_row
+
+    rows = frame([make_row(impl, "cpu", "forward", b) for b in (16, 8) for impl in ("cuda", "py", "cpp")])
+    assert list(op_table(rows, "py")["impl"]) == ["py", "cpp", "cuda"] * 2
+    assert list(op_table(rows, "cuda")["impl"]) == ["cuda", "cpp", "py"] * 2
