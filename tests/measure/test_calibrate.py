@@ -171,6 +171,17 @@ def test_a_cpu_matmul_rate_timed_while_the_float32_matmul_read_slow_is_timed_aga
     assert "matmul_readings" not in peaks
 
 
+def test_the_float32_peak_is_raised_no_further_than_its_own_fastest_reading():
+    """The readings time the float32 peak's matmul (the fastest of three calls; a rate is the fastest of many): a
+    float32 rate timed slow is raised to their fastest at most, another dtype by their ratio."""
+    rates = {"float32": 120.0, "float16": 2.0, "bfloat16": 400.0}
+    around = {"float32": (90.0, 95.0), "float16": (65.0, 130.0), "bfloat16": (130.0, 130.0)}
+    raised, slow = matmul_peaks.at_matmul_speed(rates, around)
+    assert raised == pytest.approx({"float32": 130.0, "float16": 2.0 * 130 / 97.5, "bfloat16": 400.0})
+    assert slow == pytest.approx({"float32": 130 / 120, "float16": 130 / 97.5, "bfloat16": 1.0})
+    assert matmul_peaks.at_matmul_speed({"float32": 140.0}, {"float32": (90.0, 130.0)})[0] == {"float32": 140.0}
+
+
 def test_a_calibration_says_its_rule_and_one_raised_by_the_canary_reads_stale(measured):
     cpu = calibrate.calibrate(["cpu"])["cpu"]
     assert cpu["matmul_raised_by"] == matmul_peaks.MATMUL_RAISED_BY and matmul_peaks.stale_matmul_peaks(cpu) is None
