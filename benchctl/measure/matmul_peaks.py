@@ -131,7 +131,7 @@ def at_matmul_speed(rates: dict[str, float], around: Around) -> tuple[dict[str, 
     (trust.below_floor) against its 146; raised by the canary's ratio instead, the float32 peak read 363 GFLOP/s,
     a rate no call of the machine reached (benchmarks/matmul_speed_bench.py). The readings time the float32 peak's
     own matmul, so float32's is raised to their fastest at most: by their ratio it read 225-230 GFLOP/s where no
-    float32 call of the 2-core VM did over 206 (a rate is the fastest of many calls, a reading of three)."""
+    float32 call of the 2-core VM at its size did over 199 (a rate is the fastest of many calls, a reading of three)."""
     slow = {dt: r if r > 1 + CANARY_SLOW else 1.0 for dt, r in _slowdowns(around).items()}
     if slow.get(READ_DTYPE, 1.0) > 1.0 and rates.get(READ_DTYPE):
         slow[READ_DTYPE] = max(1.0, min(slow[READ_DTYPE], _fastest(around) / rates[READ_DTYPE]))
