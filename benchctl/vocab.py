@@ -82,6 +82,8 @@ class Device(StrEnum):
 
 
 DEVICES: tuple[str, ...] = tuple(d.value for d in Device)
+# The order devices and passes are shown in (tables, charts, answers): CPU before CUDA, forward first.
+SHOWN_ORDER: dict[str, int] = {name: i for i, name in enumerate(DEVICES + PASSES)}
 DEVICE_ALIASES = {"gpu": Device.CUDA.value, "cuda": Device.CUDA.value, "cpu": Device.CPU.value}  # what a user may type
 DTYPE_NAMES = ("float32", "float64", "float16", "bfloat16")  # the torch dtypes a cell can name
 TF32_PEAK = "tf32"  # the calibrated matmul rate of float32 with TF32 allowed, beside the dtypes' own

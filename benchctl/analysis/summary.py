@@ -15,7 +15,7 @@ from benchctl.results.schema import (BUSY_WARN_CORES, CELL_COLUMNS, MEMORY_NEAR,
 from benchctl.analysis.absent import absent, present
 from benchctl.analysis.speedup import PARTNER_APART, disturbed, present_value, speedup_label
 from benchctl.analysis.timed_alike import timing_kinds
-from benchctl.vocab import PASSES, Allocator, Device, Status, TimingMode
+from benchctl.vocab import SHOWN_ORDER, Allocator, Device, Status, TimingMode
 
 # A call whose system CPU time (all threads) is at least this share of its median is marked "os": most
 # of what was measured is the kernel, e.g. zero-filling fresh pages, not the implementation's own work.
@@ -23,7 +23,6 @@ OS_HEAVY = 0.5
 # A CPU cell measured while the machine's memory bandwidth (membw.py) was below this share of the run's
 # median on that device is marked "mem": other work on the host slowed it, not only its own code.
 MEM_SLOW = 0.75
-PASS_RANK = {name: i for i, name in enumerate(PASSES)}
 
 
 def axis_value_text(value: object) -> str:
@@ -134,11 +133,11 @@ def summary_tables(df: pd.DataFrame, references: dict[str, str]) -> list[Summary
 
 def _in_order(group: pd.DataFrame, ref: str) -> pd.DataFrame:
     """A table's rows as people read them: the reference's first, then each implementation in the order the sweep
-    first measured it (the order asked for), each one's passes in PASSES' order. Not the order the rows were written
+    first measured it (the order asked for), each one's passes in SHOWN_ORDER. Not the order the rows were written
     in: a cell measured again late in the sweep is written again at its end."""
     first = group.groupby("impl")["timestamp"].min() if "timestamp" in group else pd.Series(dtype=object)
     order = group["impl"].map(lambda impl: (impl != ref, str(first.get(impl, ""))))
-    keys = pd.DataFrame({"impl": order, "pass": group["pass"].map(lambda p: PASS_RANK.get(p, len(PASS_RANK)))})
+    keys = pd.DataFrame({"impl": order, "pass": group["pass"].map(lambda p: SHOWN_ORDER.get(p, len(SHOWN_ORDER)))})
     return group.loc[keys.sort_values(["impl", "pass"], kind="stable").index]
 
 

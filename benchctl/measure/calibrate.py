@@ -7,8 +7,8 @@ CPU also the best of the memory bandwidth probes its canary windows take all thr
 `read_gbps`) and their median (`read_gbps_typical`): `run` compares the probe it takes at the start with the
 median and warns when the machine's memory is busy (against the best, it warned at most starts on a quiet
 2-core VM: 30 GB/s against 63), and the compute canary's time on each thread count a pass takes
-(`canary_s_by_threads`). A CPU matmul rate timed while the float32 matmul itself read slow is raised to that
-matmul's fastest reading (matmul_peaks.py).
+(`canary_s_by_threads`). A CPU matmul rate timed while the float32 matmul itself read slow is timed again, then
+raised to that matmul's fastest reading where still slow (matmul_peaks.py).
 
 Every run after it is held to what it stores, so a calibration beside other work stores nothing: it waits up
 to QUIET_WAIT_S for the machine to be quiet before it starts, watches the other processes' load while it runs

@@ -95,16 +95,18 @@ def matmul_rates(device: str, after: Callable[[], None] = lambda: None) -> tuple
     """Each dtype's matmul GFLOP/s, and on the CPU the float32 matmul's speed read before and after its timing
     (matmul_reading); `after` runs after each dtype's first timing. A CPU rate timed slow is timed again (RETRIES),
     the fastest kept with its readings."""
-    rates, around = {}, {}
+    rates: dict[str, float] = {}
+    around: Around = {}
     for dt in MATMUL_DTYPES[device]:
-        rates[dt], around[dt] = _between_readings(device, dt)
+        rates[dt], pair = _between_readings(device, dt)
+        around.update({dt: pair} if pair else {})
         after()
-    for _ in range(RETRIES):
+    for _ in range(RETRIES):  # only CPU rates have readings, so only they are timed again
         for dt in [dt for dt, r in _slowdowns(around).items() if r > 1 + CANARY_SLOW]:
             rate, pair = _between_readings(device, dt)
             if rate > rates[dt]:
                 rates[dt], around[dt] = rate, pair
-    return rates, {dt: pair for dt, pair in around.items() if pair is not None}
+    return rates, around
 
 
 def _between_readings(device: str, dtype: str) -> tuple[float, tuple[float, float] | None]:
@@ -114,14 +116,13 @@ def _between_readings(device: str, dtype: str) -> tuple[float, tuple[float, floa
     return rate, None if before is None else (before, matmul_reading())
 
 
-def _slowdowns(around: dict[str, Any]) -> dict[str, float]:
+def _slowdowns(around: Around) -> dict[str, float]:
     """Each rate's readings against the fastest reading of them all: how much slower the machine read around it."""
-    pairs = {dt: pair for dt, pair in around.items() if pair is not None}
-    return {dt: _fastest(pairs) / statistics.mean(pair) for dt, pair in pairs.items()}
+    return {dt: _fastest(around) / statistics.mean(pair) for dt, pair in around.items()}
 
 
-def _fastest(around: dict[str, Any]) -> float:
-    return max((r for pair in around.values() if pair is not None for r in pair), default=0.0)
+def _fastest(around: Around) -> float:
+    return max((r for pair in around.values() for r in pair), default=0.0)
 
 
 def at_matmul_speed(rates: dict[str, float], around: Around) -> tuple[dict[str, float], dict[str, float]]:

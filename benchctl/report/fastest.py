@@ -15,7 +15,7 @@ from benchctl.analysis.summary import axis_value_text
 from benchctl.report import charts
 from benchctl.report.speedups import CELL_KEY, doubts, speedups
 from benchctl.results import storage
-from benchctl.vocab import DEVICES, PASSES, Status
+from benchctl.vocab import SHOWN_ORDER, Status
 
 # Two speedups closer than this are not told apart by one run: between runs of the same code on a 2-core VM a
 # paired speedup's median moved by 3-8% (benchmarks/README.md, "Against the interval: does the next run land inside?").
@@ -153,9 +153,8 @@ def answers(rows: pd.DataFrame, baseline: str) -> tuple[Answer, ...]:
     df, _ = charts.with_groups(ok.assign(speedup=speedups(ok, baseline), doubt=doubts(ok, baseline)))
     df = df[df["speedup"].notna()]
     axis = str(df["axis"].dropna().iloc[0]) if df["axis"].notna().any() else "size"
-    rank = {name: i for i, name in enumerate(DEVICES + PASSES)}
     keys = sorted(df.groupby(["device", "pass", "group"]).groups,
-                  key=lambda k: (rank.get(k[0], len(rank)), rank.get(k[1], len(rank))))
+                  key=lambda k: (SHOWN_ORDER.get(k[0], len(SHOWN_ORDER)), SHOWN_ORDER.get(k[1], len(SHOWN_ORDER))))
     out = []
     for device, pass_name, group in keys:
         part = df[(df["device"] == device) & (df["pass"] == pass_name) & (df["group"] == group)]

@@ -18,7 +18,7 @@ from benchctl.analysis.speedup import disturbed, present_value, ratio_text
 from benchctl.analysis.speedup_states import state_medians, states_apart
 from benchctl.analysis.summary import axis_value_text, legend_of, marks_in, probed
 from benchctl.analysis.timed_alike import timing_kinds
-from benchctl.vocab import DEVICES, FAILED, PASS_LABELS, PASSES
+from benchctl.vocab import FAILED, PASS_LABELS, SHOWN_ORDER
 
 # The environment table: the run, the facts of the machine (results/schema.py), and the run's own.
 ENV_COLUMNS = {"run_id": "run", **ENV_FIELDS, "timestamp": "started", "rounds": "rounds", "state": "state"}
@@ -204,8 +204,7 @@ def earlier_legend(table: pd.DataFrame) -> str | None:
 def _chart_order(df: pd.DataFrame, baseline: str | None = None) -> pd.DataFrame:
     """Device, pass, params and axis value in the charts' order; at each, the baseline's row first (its speedup is
     the others' 1), then the implementations by name."""
-    rank = {name: i for i, name in enumerate(DEVICES + PASSES)}
-    keys = df.assign(_d=df["device"].map(rank), _p=df["pass"].map(rank), _b=df["impl"] != baseline)
+    keys = df.assign(_d=df["device"].map(SHOWN_ORDER), _p=df["pass"].map(SHOWN_ORDER), _b=df["impl"] != baseline)
     return keys.sort_values(["_d", "device", "_p", "pass", "group", "axis_value", "_b", "impl"], na_position="last")
 
 

@@ -30,7 +30,7 @@ def parts(run_dir: Path) -> list[Path]:
     if compacted not in found:
         return found
     through = _holds_through(compacted)
-    return [compacted, *(p for p in found if p != compacted and _number(p) > through)]
+    return [compacted, *(p for p in found if _number(p) > through)]  # the compacted file is number 0
 
 
 def _holds_through(compacted: Path) -> int:
