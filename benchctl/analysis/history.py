@@ -19,8 +19,8 @@ from benchctl.errors import UsageError
 from benchctl.results import commits, storage
 from benchctl.analysis.compare import KEY, machine_kinds
 from benchctl.analysis.timed_alike import thread_kinds, timing_kinds
-from benchctl.results.schema import params_text
-from benchctl.vocab import Status
+from benchctl.results.schema import params_order, params_text
+from benchctl.vocab import SHOWN_ORDER, Status
 
 FILTERS = {"op": "op", "impl": "impl", "pass_name": "pass", "device": "device"}  # select() keyword -> column
 
@@ -117,8 +117,17 @@ def series(rows: pd.DataFrame) -> list[Series]:
     timed = storage.latest(timed, [*KEY, "_machine", "run_id"])
     places = _git_places(timed)
     records = dict(zip(timed.index, timed.to_dict("records")))  # each row's columns, read out once for all series
-    return [_series(tuple(key[:-1]), key[-1], [records[i] for i in part], places)
-            for key, part in timed.groupby([*KEY, "_machine"], sort=True).groups.items()]
+    groups = timed.groupby([*KEY, "_machine"]).groups
+    return [_series(tuple(key[:-1]), key[-1], [records[i] for i in groups[key]], places)
+            for key in sorted(groups, key=_shown)]
+
+
+def _shown(key: tuple[str, ...]) -> tuple:
+    """A series' place in a table: by operator, implementation, device (CPU first), dtype, params (numbers by
+    value), pass (forward first) and machine."""
+    c, last = dict(zip(KEY, key)), len(SHOWN_ORDER)
+    return (c["op"], c["target"], c["impl"], SHOWN_ORDER.get(c["device"], last), c["device"], c["dtype"],
+            params_order(c["params"]), SHOWN_ORDER.get(c["pass"], last), c["pass"], key[-1])
 
 
 def _git_places(rows: pd.DataFrame) -> dict[str, dict[str, int]]:

@@ -138,3 +138,20 @@ def test_a_series_latest_code_is_its_runs_with_the_last_run_s_digest():
     assert [p.run_id for p in s.latest_code()] == ["r0", "r2", "r3"]  # r1 ran other code
     unknown = Series(("silu",), "EPYC", (point(0, "a"), point(1, None)))
     assert [p.run_id for p in unknown.latest_code()] == ["r1"]  # no digest: the last run alone
+
+
+def test_series_come_in_the_order_people_read_them(written):
+    """Params by value (batch_size 16, 64, 256: as text 256 came before 64), CPU before CUDA, forward first; an unset
+    param left out of the name."""
+    import json
+
+    root, _ = written
+    rows = history.load(root=root)
+    params = json.loads(rows["params"].iloc[0])
+    sized = [rows.assign(params=json.dumps({**params, "batch_size": n, "I": None}), **{"pass": p, "device": d},
+                         run_id=rows["run_id"] + f"-{n}{p}{d}")
+             for n in (256, 16, 64) for p in ("backward", "forward") for d in ("cuda", "cpu")]
+    found = [(s.cell["device"], json.loads(s.cell["params"])["batch_size"], s.cell["pass"])
+             for s in history.series(storage_concat(*sized))]
+    assert found == [(d, n, p) for d in ("cpu", "cuda") for n in (16, 64, 256) for p in ("forward", "backward")]
+    assert "I=" not in history.series(sized[0])[0].name()
