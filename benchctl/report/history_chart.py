@@ -31,6 +31,7 @@ SPREAD = 0.3  # the runs of one commit share its slot, this wide
 # Steps at one commit labelled each beside the others; more are counted in one label (the page's table lists
 # them): eight labels at one commit ran over the points of the next.
 SIDE_BY_SIDE = 3
+WIDE = 4.0  # a panel of times against the partner whose levels span more than this factor is drawn on a log scale
 
 
 def commit_axis(series: Sequence[Series]) -> list[str]:
@@ -87,14 +88,22 @@ def history_figure(series: Sequence[Series], found: Sequence[Step], title: str) 
                 continue
             for n, step in enumerate(group):
                 _mark(ax, step, axis, n)
-        _axes(ax, axis, ylabel, log=not relative)
+        _axes(ax, axis, ylabel, log=not relative or _wide(ax))
     first = series[0].cell
     axes[0][0].set_title(f"{title}: {panel_title(first['device'], first['pass'])}", fontsize=10)
     return fig
 
 
+def _wide(ax) -> bool:
+    """Its levels span over WIDE times their lowest: on a linear scale all but the highest would sit on one line
+    (grid_sample's py-imagegrad backward reads 113x its partner beside cpp's 0.5x)."""
+    low, high = ax.dataLim.intervaly
+    return bool(low > 0 and high > WIDE * low)
+
+
 def _axes(ax, axis: list[str], ylabel: str, log: bool) -> None:
-    """Commits on x; times on a log scale, a time against the partner (near 1) on a linear one."""
+    """Commits on x; times on a log scale, a time against the partner (near 1) on a linear one unless it spans
+    far more (_wide)."""
     from matplotlib.ticker import FormatStrFormatter, LogLocator, NullFormatter
 
     ax.set_xticks(range(len(axis)), axis, rotation=45, ha="right", fontsize=8, family="monospace")

@@ -84,3 +84,17 @@ def test_many_steps_at_one_commit_are_counted_in_one_label():
     (label,) = top.texts
     assert label.get_text() == "5 steps, code unchanged:\n2 slower, 3 unsure"
     assert label.get_color() == UNSURE_COLOR
+
+
+def test_times_against_the_partner_spanning_far_more_than_a_few_x_are_drawn_on_a_log_scale():
+    """A pass 100x its partner beside one at 0.5x: on a linear scale the second sat flat on the axis."""
+    rows = [run_row(i) for i in range(RUNS)]
+    near = series(rows)
+    assert history_figure([near], [], "hoconv2d").axes[1].get_yscale() == "linear"  # near 0.5: linear reads best
+    speedups = ("paired_speedup", "paired_ci_lo", "paired_ci_hi")
+    far = series([{**r, **{k: r[k] / 200 for k in speedups}} for r in rows])
+    far = replace(far, key=("hoconv2d", "module", "py-slow", *far.key[3:]))
+    bottom = history_figure([near, far], [], "hoconv2d").axes[1]
+    assert bottom.get_yscale() == "log"
+    assert min(np.min(line.get_ydata()) for line in bottom.lines) < 1 < 50 < max(np.max(line.get_ydata())
+                                                                                 for line in bottom.lines)
