@@ -4,7 +4,6 @@ again), and judge it against the good commit's run with compare.compare."""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -16,7 +15,7 @@ from benchctl.bisect.spec import Spec
 from benchctl.errors import BenchError
 from benchctl.analysis import compare, comparison
 from benchctl.results import storage
-from benchctl.results.schema import left_alone
+from benchctl.results.schema import left_alone, params_text
 from benchctl.vocab import CommitVerdict, Status, Verdict
 
 TRIES = 2  # an unsure commit is measured again once before it is skipped
@@ -34,7 +33,7 @@ class Judged:
     changes: tuple[comparison.CellChange, ...]
 
     def summary(self) -> str:
-        return "; ".join(f"{c.impl} {c.pass_name} {json.loads(c.params) if c.params else ''}: {c.verdict}"
+        return "; ".join(f"{c.impl} {c.pass_name} {params_text(c.params) if c.params else ''}: {c.verdict}"
                          + (f" {(c.ratio - 1) * 100:+.0f}%" if c.ratio is not None else "")
                          + (f" ({c.reason})" if c.reason else "") for c in self.changes)
 
