@@ -19,7 +19,7 @@ from benchctl.errors import UsageError
 from benchctl.results import commits, storage
 from benchctl.analysis.compare import KEY, machine_kinds
 from benchctl.analysis.timed_alike import thread_kinds, timing_kinds
-from benchctl.results.schema import params_order, params_text
+from benchctl.results.params import params_order, params_text
 from benchctl.vocab import SHOWN_ORDER, Status
 
 FILTERS = {"op": "op", "impl": "impl", "pass_name": "pass", "device": "device"}  # select() keyword -> column

@@ -15,7 +15,8 @@ from benchctl.bisect.spec import Spec
 from benchctl.errors import BenchError
 from benchctl.analysis import compare, comparison
 from benchctl.results import storage
-from benchctl.results.schema import left_alone, params_text
+from benchctl.results.params import params_text
+from benchctl.results.schema import left_alone
 from benchctl.vocab import CommitVerdict, Status, Verdict
 
 TRIES = 2  # an unsure commit is measured again once before it is skipped

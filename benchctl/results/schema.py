@@ -8,7 +8,6 @@ change that breaks a reader bumps SCHEMA_VERSION, while loaders keep reading old
 
 from __future__ import annotations
 
-import json
 from typing import Any, Mapping, Sequence
 
 import pyarrow as pa
@@ -277,30 +276,3 @@ def left_alone(row: Mapping[str, Any]) -> bool:
     """The machine left the pass alone: it did not stop `disturbed` (too few samples its threads ran without
     waiting for a core), nor was it timed beside other work (`beside_work`)."""
     return row.get("stop") != vocab.Stop.DISTURBED and not beside_work(row)
-
-
-def _params(text: str) -> dict | None:
-    try:
-        params = json.loads(text)
-    except ValueError:
-        return None
-    return params if isinstance(params, dict) else None
-
-
-def params_text(text: str) -> str:
-    """A row's params as `batch_size=8 H=256` rather than JSON (tables have to fit a terminal); a param left unset
-    (None, e.g. lstm_cell's I, which then follows H) says nothing and is left out."""
-    params = _params(text)
-    if params is None:
-        return text
-    return " ".join(f"{k}={json.dumps(v)}" for k, v in params.items() if v is not None)
-
-
-def params_order(text: str) -> tuple:
-    """A sort key that puts rows' params in the order people read them: each param's value by number where it is
-    one (batch_size 16, 64, 256; as text, 256 came before 64), else by its text."""
-    params = _params(text)
-    if params is None:
-        return ((text, (1, 0, text)),)
-    return tuple((k, (0, v, "") if _number(v) and not isinstance(v, bool) else (1, 0, json.dumps(v)))
-                 for k, v in sorted(params.items()))

@@ -187,7 +187,8 @@ def test_env_says_which_matmul_rates_were_timed_in_a_slow_moment_and_raised(monk
     assert facts["peak_cpu_matmul"] == "float32 187 (raised 1.44x: timed in a slow moment), float64 65"
 
 
-def test_run_py_cpu_writes_parquet_with_all_passes(tmp_path):
+def test_run_py_cpu_writes_parquet_with_all_passes(tmp_path, monkeypatch):
+    monkeypatch.setenv("BENCHCTL_CACHE", str(tmp_path / "cache"))  # a machine never calibrated: said at the start
     result = invoke("run", "py", "cpu", "--op", "hoconv2d", "--batch-sizes", "1,2", "--param", "H=24",
                     "--param", "W=20", "--min-time", "0.01", "--warmup-time", "0", "--out", str(tmp_path))
     assert result.exit_code == 0, result.output
@@ -201,6 +202,8 @@ def test_run_py_cpu_writes_parquet_with_all_passes(tmp_path):
         s, set_aside = row["samples_s"], sum(own_aside(row))
         assert 0 < sum(row["probe"]) and row["n"] == (len(s) if set_aside == len(s) else len(s) - set_aside)
         assert set_aside < len(s) or row["stop"] == Stop.DISTURBED
+    assert "warning: no calibration of this machine's CPU (`benchctl env --calibrate` first" in result.stderr
+    assert "no calibration of this machine's GPU" not in result.stderr  # no GPU cell ran
     assert re.search(r"speedup\s+vs\s+py", result.output)  # the title wraps at the table's width, which its cells set
     # outside a terminal each cell's line as it ends: a log keeps no progress bar
     done = re.findall(r"^cell (\d+)/(\d+) hoconv2d/(\w+) py cpu float32 \[.*\] \(\d+\.\d s(.*)\)$", result.output, re.M)

@@ -73,3 +73,15 @@ def test_a_busy_machine_warning_names_the_threads_that_fit_in_the_cores_left():
     assert busy_warning(1.4, 8, 8).endswith("use --threads 7, the cores left free")
     assert "the 1 thread(s) asked for fit in the cores left" in busy_warning(1.0, 2, 1)
     assert "no core is left free" in busy_warning(1.6, 2, 1) and "no core is left free" in busy_warning(2.0, 2, None)
+
+
+def test_a_device_the_calibration_does_not_cover_is_named_with_what_the_sweep_goes_without():
+    from benchctl.sweep.preflight import uncalibrated
+
+    cells = [Cell.make("plan_toy", "op", "py", dev, "float32", {"batch_size": 2}) for dev in ("cuda", "cpu")]
+    cpu, gpu = uncalibrated(cells, {})
+    assert cpu.startswith("no calibration of this machine's CPU (`benchctl env --calibrate` first")
+    assert "mark a pass timed in one (`slow`)" in cpu and "held to the floor" in cpu
+    assert gpu.startswith("no calibration of this machine's GPU") and "% of the GPU's peak" in gpu
+    assert uncalibrated(cells, {"cpu": {"canary_s": 2e-4}, "cuda": {}}) == [gpu]  # an empty entry covers nothing
+    assert uncalibrated(cells[1:], {"cpu": {"canary_s": 2e-4}}) == []
