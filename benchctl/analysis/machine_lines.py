@@ -5,7 +5,7 @@ moves on several threads and holds on one, and other work that kept cores busy t
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 import numpy as np
 import pandas as pd
@@ -24,6 +24,31 @@ SLOW_SHARE = 0.2  # of a run's CPU passes on several threads marked slow, from w
 # calibrated at 318 us on 2 threads (the calibration before, 249 us), read 56 of 150 so, down to 0.75x, with the
 # median at 0.96x, which the line had asked of the median alone.
 FAST_SHARE = 0.25
+
+
+# What a run goes without on a device its machine has no calibration for (`env --calibrate`): (the device's name,
+# what). The CPU's canary has no calibrated time then, so `canary_ratio` stays empty; no device has peaks.
+UNCALIBRATED = {
+    Device.CPU: ("CPU", "no wait for the machine to be at speed, no `slow` mark on a pass timed in a slow phase, no "
+                        "change held against the machine's speed in `compare`, no % of peak and no floor check"),
+    Device.CUDA: ("GPU", "no % of the GPU's peak and no floor check"),
+}
+
+
+def uncalibrated(devices: Iterable[str], peaks: Mapping[str, Any] | None) -> list[str]:
+    """Of `devices`, those the calibration (`peaks`: device -> its peaks) does not cover, CPU first."""
+    covered = {d for d, p in (peaks or {}).items() if p}
+    return sorted((d for d in set(devices) - covered if d in UNCALIBRATED), key=list(UNCALIBRATED).index)
+
+
+def uncalibrated_line(rows: pd.DataFrame, peaks: Mapping[str, Any] | None) -> str | None:
+    """A line under the tables where the run timed passes on a device that its machine had no calibration for
+    (`peaks`, the run's record of the calibration; None: a run that kept no record says nothing)."""
+    timed = rows.loc[rows["status"] == Status.OK, "device"] if "device" in rows and peaks is not None else []
+    said = [f"the machine had no calibration of its {UNCALIBRATED[d][0]} when this run measured it, so its "
+            f"{UNCALIBRATED[d][0]} passes had {UNCALIBRATED[d][1]}" for d in uncalibrated(timed, peaks)]
+    return f"{'; '.join(said)}: run `benchctl env --calibrate` with nothing else running, then measure again" \
+        if said else None
 
 
 def slow_calibration_line(rows: pd.DataFrame) -> str | None:

@@ -17,7 +17,8 @@ import pandas as pd
 from benchctl.analysis.at_speed import at_speed_line
 from benchctl.analysis.earlier_range import outside_line
 from benchctl.analysis.follows import run_line as follows_line
-from benchctl.analysis.machine_lines import busy_run_line, slow_calibration_line, slow_run_line, threads_line
+from benchctl.analysis.machine_lines import (busy_run_line, slow_calibration_line, slow_run_line, threads_line,
+                                             uncalibrated_line)
 from benchctl.analysis.repeat import repeat_line
 from benchctl.analysis.speedup_states import states_line
 from benchctl.analysis.partner_lines import partner_apart_line
@@ -39,6 +40,7 @@ class Note:
 PARTNERS = "References far from their own row in the pairs (≠)"
 OS_TIME, HOST_BOUND = "Mostly OS time", "Host-bound GPU passes"
 SLOW_CALIBRATION, SLOW_RUN = "A calibration in a slow phase", "A run slower than calibrated"
+UNCALIBRATED = "No calibration"
 BUSY, THREADS, CHANGED = "Other work beside the run", "Marked slow on several threads", "Files changed while it ran"
 OUTSIDE, AT_SPEED = "Against the earlier runs' range", "Marked slow, against their time at speed"
 REPEAT, STATES = "Speedups against the earlier runs (↻)", "Speedups that depend on the machine's state"
@@ -56,9 +58,10 @@ def notes(rows: pd.DataFrame, metas: Sequence[Mapping[str, Any]], cores: int | N
     for meta in metas:
         mine = rows[rows["run_id"] == meta.get("run_id")] if several and "run_id" in rows else rows
         busy = busy_run_line(mine, meta.get("busy_stretch"), cores or storage.meta_fact(dict(meta), "cpu_count"))
-        threads = threads_line(mine, (storage.meta_fact(dict(meta), "peaks") or {}).get("cpu"))
+        peaks = storage.meta_fact(dict(meta), "peaks")
+        threads, bare = threads_line(mine, (peaks or {}).get("cpu")), uncalibrated_line(mine, peaks)
         lines += [(heading, f"run {meta.get('run_id')}: {line}" if line and several else line)
-                  for heading, line in ((BUSY, busy), (THREADS, threads))]
+                  for heading, line in ((UNCALIBRATED, bare), (BUSY, busy), (THREADS, threads))]
         lines.append((CHANGED, changed_line(meta)))
     lines += [(OUTSIDE, outside_line(rows, earlier)), (AT_SPEED, at_speed_line(rows, earlier)),
               (REPEAT, repeat_line(rows, earlier)), (STATES, states_line(rows, earlier)),

@@ -168,7 +168,7 @@ def _execute(plan, out: Path) -> None:
     """The preflight, then the session, with progress and the summary around them."""
     from benchctl import console
     from benchctl.measure.matmul_peaks import stale_matmul_peaks
-    from benchctl.sweep.preflight import Preflight, busy_cores_now, memory_bandwidth_now, uncalibrated
+    from benchctl.sweep.preflight import Preflight, busy_cores_now, memory_bandwidth_now, uncalibrated_warnings
     from benchctl.sweep.series import group
     from benchctl.sweep.session import Interrupted, Session
     from benchctl.sweep.time_left import TimeLeft, taken_before
@@ -182,7 +182,7 @@ def _execute(plan, out: Path) -> None:
     peaks = plan.settings().peaks
     memory, memory_warning = memory_bandwidth_now(plan.cells, peaks.get("cpu", {}))
     stale = stale_matmul_peaks(peaks.get("cpu", {})) if any(c.device == Device.CPU for c in plan.cells) else None
-    bare = uncalibrated(plan.cells if runnable is None else list(runnable), peaks)
+    bare = uncalibrated_warnings(plan.cells if runnable is None else list(runnable), peaks)
     for warning in filter(None, (busy_warning, memory_warning, stale, *bare)):
         console.warn(warning)
     fanout = plan.fanout()

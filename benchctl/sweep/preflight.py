@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
+from benchctl.analysis.machine_lines import UNCALIBRATED, uncalibrated
 from benchctl.machine import facts, membw
 from benchctl.ops import extension, namespaces
 from benchctl.ops.build import BuildError
@@ -124,20 +125,10 @@ def busy_warning(busy: float, cores: int, threads: int | None) -> str:
             f"marked `dist`); for times and ratios that hold, use --threads {free}, the cores left free")
 
 
-# What a sweep goes without on a device `env --calibrate` has not measured here: (the device's name, what).
-UNCALIBRATED = {
-    Device.CPU: ("CPU", "the sweep cannot wait out a slow phase of the machine, mark a pass timed in one (`slow`), or "
-                        "let `compare` hold a change against the machine's speed (its canary has no calibrated time), "
-                        "and no pass gets a % of peak or is held to the floor that the peaks set"),
-    Device.CUDA: ("GPU", "no pass gets a % of the GPU's peak or is held to the floor that the peaks set"),
-}
-
-
-def uncalibrated(cells: Sequence[Cell], peaks: Mapping[str, Any]) -> list[str]:
+def uncalibrated_warnings(cells: Sequence[Cell], peaks: Mapping[str, Any]) -> list[str]:
     """A warning for each device of `cells` that this machine's calibration (`peaks`) does not cover."""
-    devices = sorted({c.device for c in cells} - {d for d, p in peaks.items() if p}, key=list(UNCALIBRATED).index)
     return [f"no calibration of this machine's {UNCALIBRATED[d][0]} (`benchctl env --calibrate` first, with nothing "
-            f"else running): {UNCALIBRATED[d][1]}" for d in devices]
+            f"else running): {UNCALIBRATED[d][1]}" for d in uncalibrated({c.device for c in cells}, peaks)]
 
 
 def memory_bandwidth_now(cells: Sequence[Cell], cpu_peaks: Mapping[str, Any]) -> tuple[float | None, str | None]:

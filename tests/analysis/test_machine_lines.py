@@ -91,3 +91,18 @@ def test_host_bound_gpu_passes_timed_beside_other_work_are_counted_and_device_bo
     both = busy_run_line(pd.concat([ran.assign(host_s=0.1e-4), ran.assign(device="cpu", other_cores=0.1)]),
                          {"cores": 1.0, "share": 0.5}, 2)
     assert both is not None and both.endswith(": no CPU pass was timed beside it")
+
+
+def test_a_run_on_a_device_its_machine_had_no_calibration_for_says_what_its_passes_went_without():
+    from benchctl.analysis.machine_lines import uncalibrated_line
+
+    ran = pd.DataFrame({"status": ["ok", "ok", "unavailable"], "device": ["cpu", "cpu", "cuda"]})
+    line = uncalibrated_line(ran, {})
+    assert line.startswith("the machine had no calibration of its CPU when this run measured it, so its CPU passes "
+                           "had no wait for the machine to be at speed, no `slow` mark")
+    assert "GPU" not in line and line.endswith("run `benchctl env --calibrate` with nothing else running, then "
+                                               "measure again")
+    assert uncalibrated_line(ran, {"cpu": {"canary_s": 2e-4}}) is None
+    assert uncalibrated_line(ran, None) is None  # a run that kept no record of its calibration says nothing
+    both = uncalibrated_line(ran.assign(status="ok"), {"cpu": {}})
+    assert both.index("its CPU") < both.index("its GPU passes had no % of the GPU's peak and no floor check")

@@ -76,12 +76,12 @@ def test_a_busy_machine_warning_names_the_threads_that_fit_in_the_cores_left():
 
 
 def test_a_device_the_calibration_does_not_cover_is_named_with_what_the_sweep_goes_without():
-    from benchctl.sweep.preflight import uncalibrated
+    from benchctl.sweep.preflight import uncalibrated_warnings
 
     cells = [Cell.make("plan_toy", "op", "py", dev, "float32", {"batch_size": 2}) for dev in ("cuda", "cpu")]
-    cpu, gpu = uncalibrated(cells, {})
+    cpu, gpu = uncalibrated_warnings(cells, {})
     assert cpu.startswith("no calibration of this machine's CPU (`benchctl env --calibrate` first")
-    assert "mark a pass timed in one (`slow`)" in cpu and "held to the floor" in cpu
+    assert "no `slow` mark on a pass timed in a slow phase" in cpu and cpu.endswith("no floor check")
     assert gpu.startswith("no calibration of this machine's GPU") and "% of the GPU's peak" in gpu
-    assert uncalibrated(cells, {"cpu": {"canary_s": 2e-4}, "cuda": {}}) == [gpu]  # an empty entry covers nothing
-    assert uncalibrated(cells[1:], {"cpu": {"canary_s": 2e-4}}) == []
+    assert uncalibrated_warnings(cells, {"cpu": {"canary_s": 2e-4}, "cuda": {}}) == [gpu]  # an empty one: none
+    assert uncalibrated_warnings(cells[1:], {"cpu": {"canary_s": 2e-4}}) == []
