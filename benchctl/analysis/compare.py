@@ -16,6 +16,7 @@ from benchctl.errors import UsageError
 from benchctl.results import storage
 from benchctl.results.schema import CELL_COLUMNS, ENV_FIELDS, median_samples, own_aside, slow_machine, stored_list
 from benchctl.analysis.comparison import CellChange, Comparison, EnvDifference, VERDICTS
+from benchctl.analysis.machine_lines import uncalibrated
 from benchctl.analysis.pairs import relative_change
 from benchctl.analysis.summary import probed
 from benchctl.analysis.timed_alike import TIMED_APART, timed_apart
@@ -167,7 +168,15 @@ def compare(base: pd.DataFrame, new: pd.DataFrame, threshold: float = 0.05, alph
     cells += [CellChange(*cell(k), verdict=Verdict.ONLY_IN_NEW, new_status=b[k]["status"]) for k in b if k not in a]
     counts = {v: sum(c.verdict == v for c in cells) for v in VERDICTS}
     return Comparison(tuple(cells), env_differences(base, new, base_meta, new_meta), threshold, alpha, counts,
-                      (median_bandwidth(base), median_bandwidth(new)), (_busy(base_meta), _busy(new_meta)))
+                      (median_bandwidth(base), median_bandwidth(new)), (_busy(base_meta), _busy(new_meta)),
+                      (_uncalibrated(base, base_meta), _uncalibrated(new, new_meta)))
+
+
+def _uncalibrated(rows: pd.DataFrame, metas: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
+    """The devices a run timed passes on that its machine had no calibration for (its metadata's `peaks`: {})."""
+    peaks = [storage.meta_fact(dict(m), "peaks") for m in metas]
+    timed = rows.loc[rows["status"] == Status.OK, "device"] if "device" in rows else []
+    return tuple(d for p in peaks if p is not None for d in uncalibrated(timed, p))
 
 
 def _busy(metas: Sequence[Mapping[str, Any]]) -> Mapping[str, float] | None:

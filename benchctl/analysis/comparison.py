@@ -7,7 +7,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping, NamedTuple, Sequence
 
-from benchctl.analysis.machine_lines import busy_through
+from benchctl.analysis.machine_lines import UNCALIBRATED, busy_through
 from benchctl.analysis.timed_alike import TIMED_APART
 from benchctl.analysis.verdict import CODE_UNCHANGED, DECISIVE
 from benchctl.vocab import Status, Verdict
@@ -117,6 +117,7 @@ class Comparison:
     counts: dict[str, int] = field(default_factory=dict)
     bandwidth: tuple[float | None, float | None] = (None, None)  # median mem_gbps of BASE and NEW
     busy: tuple[Mapping[str, float] | None, ...] = (None, None)  # each run's metadata's busy_stretch (sweep/session.py)
+    uncalibrated: tuple[tuple[str, ...], ...] = ((), ())  # the devices each run's machine had no calibration for
 
     @property
     def regressions(self) -> list[CellChange]:
@@ -148,6 +149,11 @@ class Comparison:
             if stretch:
                 out.append(f"{busy_through(stretch)} the {side} run: its CPU cells may read slower than their code, "
                            "marked or not; compare runs measured with nothing else running")
+        for side, devices in zip(("base", "new"), self.uncalibrated):
+            for device in dict.fromkeys(devices):
+                name, without = UNCALIBRATED[device]
+                out.append(f"the {side} run's machine had no calibration of its {name}: its {name} passes had "
+                           f"{without}")
         out += _code_warnings(self.cells)
         apart = sorted({c.reason for c in self.cells if c.reason and c.reason.startswith(TIMED_APART)})
         if apart:

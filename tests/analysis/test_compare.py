@@ -323,6 +323,16 @@ def test_a_run_other_work_shared_the_machine_with_gets_a_warning():
     assert compare.compare(base, new).warnings() == []
 
 
+def test_a_run_whose_machine_had_no_calibration_gets_a_warning_naming_the_side_and_what_it_went_without():
+    base, new = frame([row(samples=timed(1e-3, 1))]), frame([row(samples=timed(1e-3, 2))])
+    result = compare.compare(base, new, base_meta=[{"peaks": {}}], new_meta=[{"peaks": {"cpu": {"canary_s": 2e-4}}}])
+    (warning,) = result.warnings()
+    assert warning.startswith("the base run's machine had no calibration of its CPU: its CPU passes had no wait")
+    assert "no change held against the machine's speed in `compare`" in warning
+    assert result.to_dict()["warnings"] == [warning]
+    assert compare.compare(base, new, base_meta=[{}], new_meta=[{"peaks": None}]).warnings() == []  # not recorded
+
+
 def test_environment_comes_from_run_json_when_rows_lack_it():
     base = frame([row(samples=timed(1e-3, 1), host=None)])
     new = frame([row(samples=timed(1e-3, 2), host=None)])
