@@ -21,14 +21,17 @@ def _fmt(v: float | None) -> str:
               help="Compare with the reference at the params `run` would time with the same --param (KEY=1,2,4: "
                    "each), as its gate checks them, instead of the operator's own check cases. gradcheck and "
                    "opcheck stay at its first, small case.")
+@click.option("--dtype", "dtypes", multiple=True,
+              help="Compare with the reference in this dtype (repeatable; default float32 and float64), e.g. "
+                   "bfloat16; gradcheck stays in float64.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per check on stdout instead of the table.")
 def command(impls: str, devices: str, ops: tuple[str, ...], ops_dirs: tuple[str, ...], tf32: bool | None,
-            params: tuple[str, ...], as_json: bool) -> None:
+            params: tuple[str, ...], dtypes: tuple[str, ...], as_json: bool) -> None:
     """Check IMPLS on DEVICES: outputs and gradients vs float64, gradcheck, opcheck. Exit 1 on failure.
     An implementation with a compiled extension is checked in a child process (one per operator)."""
     from benchctl.sweep import words
 
-    words.check(devices=devices)  # before torch is imported
+    words.check(devices=devices, dtypes=dtypes)  # before torch is imported
     from benchctl.sweep import request
     from benchctl.measure.check_child import run_checks_isolated
     from benchctl.measure.correctness import set_tf32
@@ -42,7 +45,7 @@ def command(impls: str, devices: str, ops: tuple[str, ...], ops_dirs: tuple[str,
     if not selection:
         raise BenchError(f"nothing to check: no implementation among {impls!r} supports {devices!r}")
     _build_first(cells)
-    rows = _collect(run_checks_isolated(selection, ops_dirs, tf32, request.gate_cases(cells, given)))
+    rows = _collect(run_checks_isolated(selection, ops_dirs, tf32, request.gate_cases(cells, given), dtypes))
     if as_json:
         _render_json(rows)
     else:

@@ -17,8 +17,9 @@ from dataclasses import asdict
 from typing import Any, Iterator, Mapping, Sequence
 
 from benchctl import interpreter
-from benchctl.measure.checks import CheckRow, run_checks
+from benchctl.measure.checks import DTYPES, CheckRow, run_checks
 from benchctl.ops import extension
+from benchctl.ops.cells import DTYPES as DTYPES_BY_NAME
 from benchctl.ops.isolated import last_reason
 from benchctl.ops.registry import Implementation, Operator
 from benchctl.vocab import Status
@@ -29,20 +30,26 @@ Given = Mapping[str, Sequence[Mapping[str, Any]]]  # params to compare at, by op
 
 
 def run_checks_isolated(selection: Selection, ops_dirs: Sequence[str], tf32: bool | None,
-                        given: Given | None = None) -> Iterator[CheckRow]:
-    """The rows of `run_checks`, each operator with an extension behind it checked in a child process."""
+                        given: Given | None = None, dtypes: Sequence[str] = ()) -> Iterator[CheckRow]:
+    """The rows of `run_checks`, each operator with an extension behind it checked in a child process; `dtypes`:
+    the names of those to compare with the reference in (none: checks.DTYPES)."""
     by_op: dict[str, list[tuple[Operator, Implementation, str]]] = {}
     for item in selection:
         by_op.setdefault(item[0].name, []).append(item)
     for items in by_op.values():
         if any(extension.behind(impl) is not None for _, impl, _ in items):
-            yield from _in_child(items, ops_dirs, tf32, given or {})
+            yield from _in_child(items, ops_dirs, tf32, given or {}, dtypes)
         else:
-            yield from run_checks(items, given)
+            yield from run_checks(items, given, _dtypes(dtypes))
 
 
-def _in_child(items: Selection, ops_dirs: Sequence[str], tf32: bool | None, given: Given) -> Iterator[CheckRow]:
-    request = {"ops_dirs": [str(d) for d in ops_dirs], "tf32": tf32, "given": dict(given),
+def _dtypes(names: Sequence[str]) -> tuple:
+    return tuple(DTYPES_BY_NAME[n] for n in names) or DTYPES
+
+
+def _in_child(items: Selection, ops_dirs: Sequence[str], tf32: bool | None, given: Given,
+              dtypes: Sequence[str]) -> Iterator[CheckRow]:
+    request = {"ops_dirs": [str(d) for d in ops_dirs], "tf32": tf32, "given": dict(given), "dtypes": list(dtypes),
                "items": [[op.name, impl.name, device] for op, impl, device in items]}
     done: set[tuple[str, str, str]] = set()
     with tempfile.TemporaryFile() as err:
@@ -77,7 +84,8 @@ def main() -> None:
     for op_name, impl_name, device in request["items"]:
         registry.discover(request["ops_dirs"], [op_name])
         op = registry.get(op_name)
-        for row in run_checks([(op, op.implementations[impl_name], device)], request["given"]):
+        for row in run_checks([(op, op.implementations[impl_name], device)], request["given"],
+                              _dtypes(request["dtypes"])):
             proto.write(json.dumps(asdict(row)) + "\n")
         proto.write(json.dumps({"done": [op_name, impl_name, device]}) + "\n")
 

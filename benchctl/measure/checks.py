@@ -19,7 +19,7 @@ from benchctl.vocab import Device, Status
 DTYPE_ERROR = re.compile(r"scalar ?type|dtype|not implemented for '(Double|Float|Half|BFloat16)'|"
                          r"expected .*(Double|Float)|(Double|Float) .*expected", re.I)
 SEEDS = (0, 1)
-DTYPES = (torch.float32, torch.float64)
+DTYPES = (torch.float32, torch.float64)  # compared with the reference unless `check --dtype` names others
 GRADCHECK_NOT_INTERPRETED = "too slow in Triton's interpreter; the reference check covers every gradient"
 
 
@@ -69,17 +69,17 @@ def cases(op: Operator, interpreted: bool = False) -> list[dict]:
     return found[:1] if interpreted else found
 
 
-def check_impl(op: Operator, impl: Implementation, device: str,
-               given: Sequence[Mapping[str, Any]] = ()) -> Iterator[CheckRow]:
+def check_impl(op: Operator, impl: Implementation, device: str, given: Sequence[Mapping[str, Any]] = (),
+               dtypes: Sequence[torch.dtype] = DTYPES) -> Iterator[CheckRow]:
     """Every check of `impl` on `device`. The reference is compared at the `given` params (`check --param`),
-    else at the operator's check cases; gradcheck and opcheck stay at its first, small case (gradcheck's
-    finite differences cost two calls per input element)."""
+    else at the operator's check cases, in each of `dtypes` the implementation supports; gradcheck (in float64)
+    and opcheck stay at its first, small case (gradcheck's finite differences cost two calls per input element)."""
     reason = impl.unavailable_reason(device, timed=False)
     if reason:
         yield CheckRow(op.name, "*", impl.name, device, Status.UNAVAILABLE, "", "", None, None, None, None, reason)
         return
-    yield from _unsupported_rows(op, impl, device)
-    dtypes = [d for d in DTYPES if impl.dtype_reason(d) is None]
+    yield from _unsupported_rows(op, impl, device, dtypes)
+    dtypes = [d for d in dtypes if impl.dtype_reason(d) is None]
     shapes = [dict(p) for p in given] or cases(op, interpreted=device == Device.CPU and bool(impl.kernels))
     for target in op.targets:
         for params in shapes:
@@ -91,9 +91,10 @@ def check_impl(op: Operator, impl: Implementation, device: str,
         yield _opcheck_row(op, impl, device, cases(op)[0])
 
 
-def _unsupported_rows(op: Operator, impl: Implementation, device: str) -> Iterator[CheckRow]:
+def _unsupported_rows(op: Operator, impl: Implementation, device: str,
+                      dtypes: Sequence[torch.dtype]) -> Iterator[CheckRow]:
     """A dtype the implementation does not declare is unavailable there, not a failure."""
-    for dtype in DTYPES:
+    for dtype in dtypes:
         reason = impl.dtype_reason(dtype)
         if reason:
             yield CheckRow(op.name, "*", impl.name, device, Status.UNAVAILABLE, "", dtype_name(dtype),
@@ -181,7 +182,9 @@ def interpreted(rows: Sequence[CheckRow], selection: Sequence[tuple[Operator, Im
 
 
 def run_checks(selection: Sequence[tuple[Operator, Implementation, str]],
-               given: Mapping[str, Sequence[Mapping[str, Any]]] | None = None) -> Iterator[CheckRow]:
-    """The checks of each selected implementation; `given`: params to compare at, by operator name."""
+               given: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
+               dtypes: Sequence[torch.dtype] = DTYPES) -> Iterator[CheckRow]:
+    """The checks of each selected implementation; `given`: params to compare at, by operator name; `dtypes`: the
+    dtypes to compare with the reference in."""
     for op, impl, device in selection:
-        yield from check_impl(op, impl, device, (given or {}).get(op.name, ()))
+        yield from check_impl(op, impl, device, (given or {}).get(op.name, ()), dtypes)

@@ -110,6 +110,8 @@ def test_a_config_that_is_not_utf8_is_malformed(tmp_path):
     (["run"], "error: Missing argument 'IMPLS'. ('benchctl run --help' lists what it takes)"),
     ([*RUN, "--max-time", "x"], "error: Invalid value for '--max-time': 'x' is not a valid float. ('benchctl run "
                                 "--help' lists what it takes)"),
+    (["check", "py", "cpu", "--dtype", "half"], "error: unknown dtype 'half'; choose from float32, float64, float16, "
+                                                "bfloat16"),
 ])
 def test_a_usage_error_is_one_line_that_says_where_the_help_is(args, message):
     result = CliRunner().invoke(cli, args, prog_name="benchctl")

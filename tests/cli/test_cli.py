@@ -442,6 +442,10 @@ def test_an_output_in_another_dtype_than_asked_is_incorrect_in_check_and_run(tmp
     assert "upcast/op double on cpu reference float32 batch_size=2 dim=8 seed=0: output: dtype float64, not the " \
            "cell's float32" in result.output
     assert "upcast/op py on cpu" not in result.output  # float64 cells of both, and float32 py, pass
+    result = invoke("check", "py,double", "cpu", "--op", "upcast", "--ops-dir", str(ops), "--dtype", "bfloat16")
+    assert result.exit_code == 1 and "reference bfloat16 batch_size=2 dim=8 seed=0: output: dtype float64, not " \
+        "the cell's bfloat16" in result.output
+    assert "reference float32" not in result.output and "upcast/op py on cpu" not in result.output
     result = invoke("run", "double", "cpu", "--op", "upcast", "--ops-dir", str(ops), "--passes", "forward",
                     "--out", str(tmp_path / "out"))
     assert result.exit_code == 0, result.output

@@ -50,3 +50,17 @@ def test_given_params_replace_the_check_cases_for_the_reference_only(fixture_ops
     assert all(0.9 < r.max_rel_err <= 1.0 for r in reference if not r.passed)  # whole columns left at zero
     [gradcheck] = [r for r in rows if r.kind == "gradcheck"]
     assert gradcheck.case == "batch_size=2 dim=3" and gradcheck.passed  # the operator's own, small case
+
+
+def test_the_dtypes_asked_for_are_compared_with_the_reference_and_gradcheck_stays_in_float64(fixture_ops):
+    import torch
+
+    op = registry.get("faulty")
+    rows = list(checks.check_impl(op, op.implementations["py"], "cpu", dtypes=(torch.bfloat16,)))
+    reference = [r for r in rows if r.kind == "reference"]
+    assert len(reference) == 2 and {r.dtype for r in reference} == {"bfloat16"} and all(r.passed for r in reference)
+    assert all(r.tolerance == 5e-2 for r in reference)  # bfloat16's bar, not float32's
+    [gradcheck] = [r for r in rows if r.kind == "gradcheck"]
+    assert gradcheck.dtype == "float64" and gradcheck.passed
+    f32 = list(checks.check_impl(op, op.implementations["f32only"], "cpu", dtypes=(torch.bfloat16,)))
+    assert [(r.kind, r.dtype) for r in f32 if r.kind in ("reference", "unavailable")] == [("unavailable", "bfloat16")]
