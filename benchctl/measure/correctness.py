@@ -86,6 +86,15 @@ class CheckResult:
         return any(c.name == TAMPERED and not c.passed for c in self.comparisons)
 
 
+def _non_finite(got: torch.Tensor, ref: torch.Tensor) -> str:
+    """How many values are NaN or infinite, of how many, and the first one with the reference's value there (its
+    shape is the reference's): "non-finite values: 3 of 98,304 (nan at [0, 5, 12], where the reference is 0.231)"."""
+    bad = ~torch.isfinite(got)
+    first = tuple(int(i) for i in bad.nonzero()[0])
+    return (f"non-finite values: {int(bad.sum()):,} of {got.numel():,} ({got[first].item()} at {list(first)}, where "
+            f"the reference is {ref[first].item():.3g})")
+
+
 def agree(name: str, got: torch.Tensor | None, ref: torch.Tensor, tol: float, is_output: bool,
           scale: float | None = None, dtype: torch.dtype | None = None) -> Agreement:
     """`got` against `ref`, its error relative to `scale` (the reference's largest magnitude: of `ref` itself
@@ -102,7 +111,7 @@ def agree(name: str, got: torch.Tensor | None, ref: torch.Tensor, tol: float, is
                           f"dtype {_dtype_name(got.dtype)}, not the cell's {_dtype_name(dtype)}")
     got64 = got.detach().to("cpu", torch.float64)
     if not torch.isfinite(got64).all():
-        return Agreement(name, float("inf"), float("inf"), tol, False, "non-finite values")
+        return Agreement(name, float("inf"), float("inf"), tol, False, _non_finite(got64, ref))
     abs_err = float((got64 - ref).abs().max()) if ref.numel() else 0.0
     if scale is None:
         scale = float(ref.abs().max()) if ref.numel() else 0.0

@@ -41,7 +41,11 @@ def _affine(sizes: torch.Tensor, out_h: int, out_w: int, dtype: torch.dtype) -> 
 def posembed_gridsample(
     x: torch.Tensor, table: torch.Tensor, coords: torch.Tensor, sizes: torch.Tensor
 ) -> torch.Tensor:
-    """One affine_grid + grid_sample resizing the table for the whole batch, then one gather."""
+    """One affine_grid + grid_sample resizing the table for the whole batch, then one gather.
+
+    On the CPU in float16 and bfloat16, torch's grid_sample returns NaN for many points of this image, a permuted
+    view with its channels innermost (strides (0, 1, G*D, D)), and is right for a contiguous one: such cells are
+    `incorrect`, torch's doing, not this code's; float32 and float64 are right."""
     batch, _, dim = x.shape
     out_h, out_w = (int(v) for v in sizes.amax(0).tolist())
     theta = _affine(sizes, out_h, out_w, x.dtype)

@@ -37,7 +37,8 @@ def test_compare_measures_error_against_the_largest_reference_magnitude():
 @pytest.mark.parametrize("got, reason", [
     (None, "no gradient was computed"),
     (torch.zeros(2), "shape (2,) != reference (3,)"),
-    (torch.tensor([1.0, float("nan"), 1.0]), "non-finite values"),
+    (torch.tensor([1.0, float("nan"), float("inf")]), "non-finite values: 2 of 3 (nan at [1], where the reference "
+                                                     "is 1)"),
     (torch.zeros(3), "output is all zeros"),
 ])
 def test_compare_never_passes_a_missing_malformed_or_empty_result(got, reason):
