@@ -20,13 +20,14 @@ def availability_rows(ops: dict, broken: dict[str, str] | None = None) -> list[d
                 reason = impl.unavailable_reason(device)
                 rows.append({"operator": op.name, "implementation": impl.name, "device": device,
                              "available": reason is None, "reason": reason or "",
-                             "description": impl.description})
+                             "description": impl.description, "dtypes": list(impl.dtypes)})  # []: any
     return rows
 
 
 def by_device(rows: list[dict]) -> tuple[list[str], list[list[str]], list[str]]:
     """What `list` prints of `availability_rows`: a row per operator and implementation, a column per device saying
-    `yes` or why not (`(cuda only)` where the implementation is not for it); a device where nothing is available,
+    `yes` (`yes (float32, float64 only)` where it declares its dtypes) or why not (`(cuda only)` where the
+    implementation is not for it); a device where nothing is available,
     for one reason, is a line instead of a column, as is an operator file that failed to import."""
     ran = [r for r in rows if r["device"]]
     devices = list(dict.fromkeys(r["device"] for r in ran))
@@ -38,7 +39,8 @@ def by_device(rows: list[dict]) -> tuple[list[str], list[list[str]], list[str]]:
             lines.append(f"{device}: {reasons.pop()} (every implementation)")
     table: dict[tuple[str, str], dict[str, str]] = {}
     for r in ran:
-        why_not = "yes" if r["available"] else r["reason"]
+        only = f" ({', '.join(r['dtypes'])} only)" if r.get("dtypes") else ""
+        why_not = f"yes{only}" if r["available"] else r["reason"]
         table.setdefault((r["operator"], r["implementation"]), {})[r["device"]] = why_not
     cells = [[op, impl, *(said.get(d, f"({', '.join(said)} only)") for d in devices)]
              for (op, impl), said in table.items()]

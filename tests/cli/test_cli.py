@@ -57,6 +57,8 @@ def test_list_prints_a_row_per_implementation_and_a_line_for_a_device_where_noth
     assert by_device(rows)[:2] == (["operator", "implementation", "cpu", "cuda"],
                                    [["op", "py", "yes", gpu], ["op", "cuda", "(cuda only)", "yes"],
                                     ["op", "triton", "Triton runs on a GPU", gpu]])
+    rows[3]["dtypes"] = ["float32", "float64"]  # declared: a bfloat16 cell is unavailable, said before it is asked
+    assert by_device(rows)[1][1] == ["op", "cuda", "(cuda only)", "yes (float32, float64 only)"]
 
 
 def test_list_params_says_what_each_param_takes():
