@@ -24,7 +24,7 @@ from benchctl.analysis.summary import host_bound_rows
 from benchctl.analysis.timed_alike import timing_kinds
 from benchctl.report.page import measured_peaks
 from benchctl.results import storage
-from benchctl.results.schema import params_text
+from benchctl.results.params import params_text
 from benchctl.vocab import PASSES, Status
 
 GOAL = 70.0  # % of the roofline bound: 70% of the calibrated copy bandwidth, or of the FLOP ceiling
