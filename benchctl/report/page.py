@@ -169,7 +169,8 @@ def build(rows: pd.DataFrame, out_dir: Path, metas: Sequence[Mapping[str, Any]] 
     for asked in (s for s in sections if s.note and (s.op in wanted or "*" in wanted)):
         warnings.warn(f"{asked.title}: {asked.note}", stacklevel=2)
     statuses = {str(k): int(v) for k, v in rows["status"].fillna("missing").value_counts().items()}
-    report = Report(out_dir, sections, environment(rows, metas), statuses,
+    # each run's facts from all its rows: a run whose cells a later run measured again shows none in the tables
+    report = Report(out_dir, sections, environment(selected, metas), statuses,
                     datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), superseded=superseded,
                     machine=machine, load=load, working_set=by_size,
                     history=history,

@@ -281,14 +281,18 @@ def test_several_runs_are_merged_into_a_dated_report_folder(tmp_path):
 
 
 def test_a_cell_measured_in_two_merged_runs_shows_the_later_one(tmp_path):
-    first = write_run(tmp_path, "20240101-000000-aaaaaa", [row("py", "cpu", "forward", 8)])
-    again = {**row("py", "cpu", "forward", 8), "median_s": 0.5}
-    second = write_run(tmp_path, "20240102-000000-bbbbbb", [again, row("cpp", "cpu", "forward", 8)])
+    first = write_run(tmp_path, "20240101-000000-aaaaaa", [{**row("py", "cpu", "forward", 8), "mem_gbps": 30.0}])
+    again = {**row("py", "cpu", "forward", 8), "median_s": 0.5, "mem_gbps": 40.0}
+    second = write_run(tmp_path, "20240102-000000-bbbbbb", [again, {**row("cpp", "cpu", "forward", 8),
+                                                                     "mem_gbps": 40.0}])
     loaded = report.load_results([second, first])
     built = report.build(loaded.rows, tmp_path / "out", loaded.metas)
     py = built.sections[0].table.set_index("impl").loc["py"]
     assert py["median ms"] == "500" and built.superseded == 1
     assert "1 older rows of cells measured again" in (tmp_path / "out" / "summary.md").read_text()
+    # the first run's facts still come from its rows, which no table shows (it read "not probed")
+    env = {e["run"]: e["memory GB/s"] for e in built.environment}
+    assert env == {"20240101-000000-aaaaaa": "30.0 (30.0-30.0)", "20240102-000000-bbbbbb": "40.0 (40.0-40.0)"}
 
 
 def test_latest_run_is_the_default(tmp_path):
