@@ -1,7 +1,7 @@
-"""What the machine did through a run, as the lines `run` prints after its tables: a canary that read far
-faster than calibrated (the calibration ran slow), or far slower (the machine ran slow), a machine whose speed
-moves on several threads and holds on one, and other work that kept cores busy through a stretch of the run
-(its metadata's `busy_stretch`)."""
+"""What the machine did through a run, as the lines `run` prints after its tables: no calibration of a device it
+timed (and what its passes went without), a canary that read far faster than calibrated (the calibration ran
+slow), or far slower (the machine ran slow), a machine whose speed moves on several threads and holds on one, and
+other work that kept cores busy through a stretch of the run (its metadata's `busy_stretch`)."""
 
 from __future__ import annotations
 

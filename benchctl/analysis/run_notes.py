@@ -1,11 +1,11 @@
 """The lines under a run's tables that say what its numbers carry: passes whose partner read far from its own
-row, passes mostly in the OS, host-bound GPU passes, a calibration or a whole run in a slow phase, a machine
-whose speed moves on several threads and holds on one, other work beside the run, its folder changed while it
-ran, passes outside their earlier runs' range (earlier_range.py), passes marked slow against their time at speed
-in earlier runs, speedups that earlier runs of the same code read outside this run's interval, speedups that read
-apart at speed and in a slow phase, cells whose time follows the machine across the folder's runs (follows.py).
-One list, so `run` prints them under its tables and the report shows them above its sections, each under a
-heading that says what kind of doubt it is."""
+row, passes mostly in the OS, host-bound GPU passes, a device with no calibration, a calibration or a whole run
+in a slow phase, a machine whose speed moves on several threads and holds on one, other work beside the run, its
+folder changed while it ran, passes outside their earlier runs' range (earlier_range.py), passes marked slow
+against their time at speed in earlier runs, speedups that earlier runs of the same code read outside this run's
+interval, speedups that read apart at speed and in a slow phase, cells whose time follows the machine across the
+folder's runs (follows.py). One list, so `run` prints them under its tables and the report shows them above its
+sections, each under a heading that says what kind of doubt it is."""
 
 from __future__ import annotations
 
