@@ -60,6 +60,12 @@ class Interrupted(Exception):
     """The sweep was stopped by SIGINT or SIGTERM; every finished cell is kept."""
 
 
+def _environment(plan: Plan) -> dict[str, Any]:
+    """The machine's facts as the run's cells see them: torch's threads are the run's `--threads` where given (the
+    metadata of a `--threads 1` run said 2, this process's count)."""
+    return {**environment(), **({"threads": plan.threads} if plan.threads else {})}
+
+
 @dataclass
 class Session:
     """One run of a plan: its folder, the signals that stop it, and the state it ends in. Every way out
@@ -74,7 +80,7 @@ class Session:
     def open(plan: Plan, out: Path, blocked: dict[tuple[str, str, str], str] | None = None,
              fanout: Pool | RayCluster | None = None, **facts: Any) -> "Session":
         """A new run folder under `out`; `facts` (e.g. busy_cores_at_start) go into its metadata."""
-        meta = {"environment": environment(), "memory": memory_setup(), **plan.meta(), **facts}
+        meta = {"environment": _environment(plan), "memory": memory_setup(), **plan.meta(), **facts}
         writer = RunWriter(out, new_run_id(), meta)
         writer.guard.watch(calibration_path())  # its peaks set the floors of this run's re-checks and every later run's
         return Session(plan, writer, dict(blocked or {}), fanout)
@@ -145,7 +151,7 @@ class Session:
         # in runs started later (docs/measuring.md, "Slow phases")
         settle()
         executor = self.plan.local_executor()
-        env = {**environment(), **({"threads": self.plan.threads} if self.plan.threads else {})}
+        env = _environment(self.plan)
         on_start, on_done = self._timed(on_start, on_done)
         try:
             Sweep(self.plan.cells, executor, self.writer, env, on_start=on_start, on_done=on_done,

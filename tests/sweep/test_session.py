@@ -24,3 +24,17 @@ def test_each_round_of_a_cell_is_noted_from_its_start_to_its_end(monkeypatch):
     assert heard[:2] == [("start", "py"), ("done", "py", ["row"])] and len(heard) == 7
     done(py, [])  # a round a failed cell skips: done, never started
     assert session.writer.meta[CELL_SECONDS][py.label()] == [2.5, 0.25]
+
+
+def test_the_run_s_metadata_records_the_threads_its_cells_ran_on(tmp_path):
+    """A `--threads 1` run's metadata said 2 (this process's count), and a report fell back on it."""
+    import torch
+
+    from benchctl.results import storage
+    from benchctl.sweep.plan import Plan
+
+    one = Session.open(Plan([], threads=1), tmp_path)
+    assert one.writer.meta["environment"]["threads"] == 1
+    assert storage.meta_fact(one.writer.meta, "threads") == 1
+    default = Session.open(Plan([]), tmp_path)
+    assert default.writer.meta["environment"]["threads"] == torch.get_num_threads()
