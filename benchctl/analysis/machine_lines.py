@@ -44,9 +44,11 @@ def uncalibrated(devices: Iterable[str], peaks: Mapping[str, Any] | None) -> lis
 def uncalibrated_line(rows: pd.DataFrame, peaks: Mapping[str, Any] | None) -> str | None:
     """A line under the tables where the run timed passes on a device that its machine had no calibration for
     (`peaks`, the run's record of the calibration; None: a run that kept no record says nothing)."""
-    timed = rows.loc[rows["status"] == Status.OK, "device"] if "device" in rows and peaks is not None else []
+    if peaks is None or "device" not in rows:
+        return None
     said = [f"the machine had no calibration of its {UNCALIBRATED[d][0]} when this run measured it, so its "
-            f"{UNCALIBRATED[d][0]} passes had {UNCALIBRATED[d][1]}" for d in uncalibrated(timed, peaks)]
+            f"{UNCALIBRATED[d][0]} passes had {UNCALIBRATED[d][1]}"
+            for d in uncalibrated(rows.loc[rows["status"] == Status.OK, "device"], peaks)]
     return f"{'; '.join(said)}: run `benchctl env --calibrate` with nothing else running, then measure again" \
         if said else None
 

@@ -180,8 +180,9 @@ def _execute(plan, out: Path) -> None:
         runnable = _check_and_build(preflight)
     busy, busy_warning = busy_cores_now(plan.cells, plan.threads)
     peaks = plan.settings().peaks
-    memory, memory_warning = memory_bandwidth_now(plan.cells, peaks.get("cpu", {}))
-    stale = stale_matmul_peaks(peaks.get("cpu", {})) if any(c.device == Device.CPU for c in plan.cells) else None
+    cpu_peaks = peaks.get("cpu", {})
+    memory, memory_warning = memory_bandwidth_now(plan.cells, cpu_peaks)
+    stale = stale_matmul_peaks(cpu_peaks) if any(c.device == Device.CPU for c in plan.cells) else None
     bare = uncalibrated_warnings(plan.cells if runnable is None else list(runnable), peaks)
     for warning in filter(None, (busy_warning, memory_warning, stale, *bare)):
         console.warn(warning)
