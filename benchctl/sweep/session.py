@@ -151,7 +151,7 @@ class Session:
         # in runs started later (docs/measuring.md, "Slow phases")
         settle()
         executor = self.plan.local_executor()
-        env = dict(self.writer.meta["environment"])  # the facts open() took: git, the CPU, the GPU's driver
+        env = _environment(self.plan)
         on_start, on_done = self._timed(on_start, on_done)
         try:
             Sweep(self.plan.cells, executor, self.writer, env, on_start=on_start, on_done=on_done,
