@@ -230,6 +230,16 @@ def test_environment_is_read_where_benchctl_run_puts_it(tmp_path):
     loaded = report.load_results([folder])
     (env,) = report.environment(loaded.rows, loaded.metas)
     assert (env["host"], env["GPU"], env["threads"]) == ("nested-host", "H100", "16")
+
+
+def test_environment_says_none_where_the_run_recorded_none(tmp_path):
+    """A machine without a GPU records gpu_name None: its table says none, not unknown (which stays for a fact the
+    run never recorded)."""
+    meta = {"environment": {"gpu_name": None, "gpu_driver": None, "cuda_version": None}}
+    folder = write_run(tmp_path, "20240101-000000-bbbbbb", [row("py", "cpu", "forward", 8, env={})], meta)
+    loaded = report.load_results([folder])
+    (env,) = report.environment(loaded.rows, loaded.metas)
+    assert (env["GPU"], env["driver"], env["CUDA"], env["allocator"]) == ("none", "none", "none", "unknown")
     assert env["state"] == "complete"
 
 
