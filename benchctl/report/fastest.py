@@ -25,7 +25,8 @@ WORDS = (f"each speedup is over its operator's baseline (the pairs' where timed 
          "another came that close, which one run does not tell apart from the fastest; ahead in earlier runs: in "
          "how many of the earlier runs of the same code in this folder the two were the other way round; in doubt: "
          f"a side of the fastest's speedup, or of another's within {CLOSE:.0%}, was disturbed or (not timed in "
-         "pairs) alone beside other work: its time may hold a stall")
+         "pairs) alone beside other work: its time may hold a stall; where others held, such a speedup is given "
+         "there, not in the range before it")
 
 
 @dataclass(frozen=True)
@@ -100,18 +101,27 @@ def _by_run(row: pd.Series, partner: str) -> dict[str, float] | None:
 
 def answer(title: str, axis: str, baseline: str, found: list[Win]) -> Answer:
     """`CPU forward`: `py at image_size=256 (the baseline); cpp at image_size=1024 and 4096 (1.43-1.45x py); within
-    10%: cpp at 256; ahead in earlier runs: cpp at 256 in 8 of 10`."""
+    10%: cpp at 256; ahead in earlier runs: cpp at 256 in 8 of 10`; a speedup in doubt is left out of its span and
+    given with its size: `cpp at every batch_size (1.67-2.01x py); in doubt: at 4 (5.81x)`."""
     by_impl: dict[str, list[Win]] = {}
     for win in found:
         by_impl.setdefault(win.impl, []).append(win)
-    said = [f"{impl} {_where(axis, at, len(by_impl) == 1)} ({_over(impl, baseline, at)})"
+    spans = {impl: at if impl == baseline else _held(at) for impl, at in by_impl.items()}
+    said = [f"{impl} {_where(axis, at, len(by_impl) == 1)} ({_over(impl, baseline, spans[impl])})"
             for impl, at in by_impl.items()]
     close = [f"{w.next_impl} at {axis_value_text(w.value)}" for w in found if w.close]
     swapped = [f"{w.next_impl} at {axis_value_text(w.value)} in {w.swapped} of {w.earlier}" for w in found if w.swapped]
-    doubted = [axis_value_text(w.value) for w in found if w.doubted]
+    doubted = [axis_value_text(w.value) + ("" if w in spans[w.impl] else f" ({_figures(w.speedup)}x)")
+               for w in found if w.doubted]
     return Answer(title, "; ".join(said) + (f"; within {CLOSE:.0%}: {_listed(close)}" if close else "")
                   + (f"; ahead in earlier runs: {_listed(swapped)}" if swapped else "")
                   + (f"; in doubt: at {_listed(doubted)}" if doubted else ""))
+
+
+def _held(found: list[Win]) -> list[Win]:
+    """The wins whose speedups are not in doubt, which the line's span gives (a doubted one is given beside its
+    size under `in doubt`); all of them where every one is in doubt."""
+    return [w for w in found if not w.doubted] or found
 
 
 def _where(axis: str, found: list[Win], every: bool) -> str:
