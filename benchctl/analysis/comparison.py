@@ -4,6 +4,7 @@ warnings it gives and the JSON `compare --json` prints. compare.py fills it in."
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping, NamedTuple, Sequence
 
@@ -20,6 +21,7 @@ VERDICTS = tuple(Verdict)
 # other way round: its statuses tell how.
 CHANGED_STATUS = (Verdict.BROKEN, Verdict.FIXED)
 REGRESSIONS = (Verdict.SLOWER, Verdict.BROKEN)  # what --fail-on-regression fails on: slower, or stopped working
+CANNOT_TELL = "the samples cannot tell"  # an unsure cell without a reason: its interval or p-value decides nothing
 ONE_SIDED = (Verdict.ONLY_IN_BASE, Verdict.ONLY_IN_NEW)  # cells with nothing to compare them with
 
 
@@ -128,6 +130,13 @@ class Comparison:
         """The cells in both runs."""
         return [c for c in self.cells if c.verdict not in ONE_SIDED]
 
+    @property
+    def unsure_reasons(self) -> dict[str, int]:
+        """How many cells are unsure for each reason, the most common first (`noisy`: 38); a reason's figure in
+        brackets (`the machine ran slower (+12%)`) is left out, so that one reason is one count."""
+        found = Counter((c.reason or CANNOT_TELL).split(" (")[0] for c in self.cells if c.verdict == Verdict.UNSURE)
+        return dict(found.most_common())
+
     def ordered(self) -> list[CellChange]:
         """Regressions first (worst first), then improvements (best first), then the rest."""
         def key(c: CellChange) -> tuple[int, float]:
@@ -167,7 +176,8 @@ class Comparison:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "threshold": self.threshold, "alpha": self.alpha, "counts": self.counts, "warnings": self.warnings(),
+            "threshold": self.threshold, "alpha": self.alpha, "counts": self.counts, "unsure_reasons": self.unsure_reasons,
+            "warnings": self.warnings(),
             "bandwidth_gbps": {"base": self.bandwidth[0], "new": self.bandwidth[1]},
             "busy_stretch": {"base": self.busy[0], "new": self.busy[1]},
             "env_differences": [d._asdict() for d in self.env_differences],

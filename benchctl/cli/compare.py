@@ -101,8 +101,11 @@ def _folded(columns: tuple[str, ...], rows: list[list]) -> tuple[str, list[str],
 
 
 def _counts(comparison) -> str:
-    """The cells of each verdict, in one line, and how many the table leaves out (timed in no run)."""
-    said = ", ".join(f"{n} {v}" for v, n in comparison.counts.items() if n) or "no cells"
+    """The cells of each verdict, in one line, the unsure ones by their reasons, and how many the table leaves out
+    (timed in no run): `53 unsure (38 noisy; 13 one side in a slow phase, one at speed; 2 one process), 1 same`."""
+    reasons = "; ".join(f"{n} {reason}" for reason, n in comparison.unsure_reasons.items())
+    said = ", ".join(f"{n} {v}" + (f" ({reasons})" if v == Verdict.UNSURE else "")
+                     for v, n in comparison.counts.items() if n) or "no cells"
     left_out = sum(not c.timed() for c in comparison.cells)
     return said + (f"; not listed: {left_out} timed in no run (--json has them)" if left_out else "")
 

@@ -407,3 +407,15 @@ def test_a_change_past_twice_is_said_as_a_factor_and_a_smaller_one_in_percent():
     assert time_change(267.11, 260.2, 275.0) == "267x slower [260-275]"  # not +26611.0%
     assert time_change(1 / 27, 1 / 29, 1 / 25) == "27.0x faster [25.0-29.0]"  # not -96.3%: its interval turned round
     assert time_change(2.0) == "2.00x slower" and time_change(0.5) == "2.00x faster"
+
+
+def test_unsure_cells_are_counted_by_their_reason():
+    """Two noisy cells and one whose few samples cannot tell: the counts line and --json say which is which."""
+    base = [row(samples=timed(10e-3, 1), batch=8, noisy=True), row(samples=timed(10e-3, 2), batch=16, noisy=True),
+            row(samples=[1.0, 1.1, 1.2], batch=32), row(samples=timed(10e-3, 3), batch=64)]
+    new = [row(samples=timed(13e-3, 4), batch=8), row(samples=timed(13e-3, 5), batch=16),
+           row(samples=[2.0, 2.1, 2.2], batch=32), row(samples=timed(13e-3, 6), batch=64)]
+    result = compare.compare(frame(base), frame(new))
+    assert result.counts["unsure"] == 3 and result.counts["slower"] == 1
+    assert result.unsure_reasons == {"noisy": 2, "the samples cannot tell": 1}
+    assert json.loads(json.dumps(result.to_dict()))["unsure_reasons"] == {"noisy": 2, "the samples cannot tell": 1}
