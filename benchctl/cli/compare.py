@@ -84,6 +84,8 @@ def _rows(comparison, shared: dict[str, dict]) -> list[list[str]]:
 
 COLUMNS = ("op", "impl", "device", "dtype", "params", "pass", "base ms", "new ms", "change", "against partner", "p",
            "verdict")
+# What gives verdicts where noise, one process or the machine's phases left cells unsure (docs/measuring.md).
+DECIDE_MORE = "runs with --processes 3 (not --quick) on a quiet machine decide more"
 IN_TITLE = ("device", "dtype")  # said once, in the title, where every row holds the same
 # Left out where no row fills them: no cell was paired in both runs, every row of each operator shares its params.
 LEFT_OUT_EMPTY = ("against partner", "params")
@@ -98,6 +100,14 @@ def _folded(columns: tuple[str, ...], rows: list[list]) -> tuple[str, list[str],
     kept = [i for i, name in enumerate(columns) if name not in gone]
     said = f" ({', '.join(one[name].pop() for name in shared)})" if shared and rows else ""
     return said, [columns[i] for i in kept], [[r[i] for i in kept] for r in rows]
+
+
+def _mostly_unsure(comparison) -> str | None:
+    """Where over half the cells both runs timed are unsure, what decides more."""
+    timed = sum(c.timed() for c in comparison.compared)
+    if not timed or comparison.counts.get(Verdict.UNSURE, 0) * 2 <= timed:
+        return None
+    return f"most cells are unsure: {DECIDE_MORE}"
 
 
 def _counts(comparison) -> str:
@@ -149,7 +159,7 @@ def command(runs: tuple[Path, ...], baseline_name: str | None, root: Path, thres
         shared = shared_params([c for c in result.ordered() if c.timed()])
         said, columns, rows = _folded(COLUMNS, _rows(result, shared))
         console.out.print(console.table(f"{_short(new)} vs {_short(base)}{said}", columns, rows, wrap=("verdict",)))
-        for line in filter(None, [_shared_line(shared), _counts(result)]):
+        for line in filter(None, [_shared_line(shared), _counts(result), _mostly_unsure(result)]):
             console.out.print(line)
     if fail_on_regression and not result.compared:
         raise UsageError(f"no cell was in both runs ({new} vs {base}): nothing to judge for --fail-on-regression")
@@ -160,7 +170,7 @@ def command(runs: tuple[Path, ...], baseline_name: str | None, root: Path, thres
         timed = sum(c.timed() for c in result.compared)
         console.warn(f"{unsure} of {timed} cells timed in both runs were unsure: --fail-on-regression passes "
                      "them, so a regression among them would not fail this check (their reasons are in the table; "
-                     "runs with --processes 3 on a quiet machine decide more)")
+                     f"{DECIDE_MORE})")
 
 
 def _sides(runs: tuple[Path, ...], baseline_name: str | None, root: Path, across_hosts: bool):

@@ -109,6 +109,21 @@ def test_compare_leaves_cells_timed_in_neither_run_out_of_its_table_and_counts_t
     assert [c["verdict"] for c in cells if c["impl"] == "cuda"] == ["not timed"]
 
 
+def test_compare_counts_unsure_cells_by_reason_and_says_what_decides_more_where_most_are(tmp_path):
+    """Two quick runs (one process each), 20% apart: unsure, as one process cannot tell 20% from the machine; the last
+    lines say why, and what would decide."""
+    base = write_run(tmp_path, "20240101-000000-aaaaaa", [row("py", 10e-3, 1, processes=None),
+                                                          row("cpp", 5e-3, 2, processes=None)])
+    new = write_run(tmp_path, "20240102-000000-bbbbbb", [row("py", 12e-3, 3, processes=None),
+                                                         row("cpp", 6e-3, 4, processes=None)])
+    lines = invoke("compare", str(base), str(new)).stdout.splitlines()
+    assert lines[-2:] == ["2 unsure (2 one process)", "most cells are unsure: runs with --processes 3 (not --quick) on "
+                          "a quiet machine decide more"]
+    new = write_run(tmp_path, "20240103-000000-cccccc", [row("py", 10e-3, 5, processes=None),
+                                                         row("cpp", 5e-3, 6, processes=None)])
+    assert invoke("compare", str(base), str(new)).stdout.splitlines()[-1] == "2 same"  # none unsure: no hint
+
+
 def test_compare_lists_a_cell_only_one_run_has_where_that_run_timed_it(tmp_path):
     base = write_run(tmp_path, "20240101-000000-aaaaaa", [row("py", 10e-3, 1)])
     new = write_run(tmp_path, "20240102-000000-bbbbbb", [row("py", 10e-3, 3), row("jit", 5e-3, 4),
