@@ -111,11 +111,20 @@ def answer(title: str, axis: str, baseline: str, found: list[Win]) -> Answer:
             for impl, at in by_impl.items()]
     close = [f"{w.next_impl} at {axis_value_text(w.value)}" for w in found if w.close]
     swapped = [f"{w.next_impl} at {axis_value_text(w.value)} in {w.swapped} of {w.earlier}" for w in found if w.swapped]
-    doubted = [axis_value_text(w.value) + ("" if w in spans[w.impl] else f" ({_figures(w.speedup)}x)")
-               for w in found if w.doubted]
     return Answer(title, "; ".join(said) + (f"; within {CLOSE:.0%}: {_listed(close)}" if close else "")
-                  + (f"; ahead in earlier runs: {_listed(swapped)}" if swapped else "")
-                  + (f"; in doubt: at {_listed(doubted)}" if doubted else ""))
+                  + (f"; ahead in earlier runs: {_listed(swapped)}" if swapped else "") + _in_doubt(axis, found, spans))
+
+
+def _in_doubt(axis: str, found: list[Win], spans: dict[str, list[Win]]) -> str:
+    """`; in doubt: at 4 (5.81x)`: the sizes in doubt, each with its speedup where its line's span left it out;
+    `; in doubt: at every batch_size` where all are; "" where none is."""
+    doubted = [w for w in found if w.doubted]
+    if not doubted:
+        return ""
+    if len(doubted) == len(found) > 1:
+        return f"; in doubt: {_where(axis, found, True)}"
+    return "; in doubt: at " + _listed([axis_value_text(w.value) + ("" if w in spans[w.impl] else
+                                                                     f" ({_figures(w.speedup)}x)") for w in doubted])
 
 
 def _held(found: list[Win]) -> list[Win]:
