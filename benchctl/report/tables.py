@@ -54,7 +54,8 @@ def _facts(rows: pd.DataFrame, meta: Mapping[str, Any], name: str) -> str:
         values = [_fmt_value(storage.meta_fact(meta, name))]
     if name == "timestamp" and values:  # every row has its own: the run started with the first
         return min(values)[:19].replace("T", " ")
-    if not values and name in (meta.get("environment") or {}):  # recorded as none: no GPU, torch built for CPU
+    recorded = meta.get("environment")
+    if not values and isinstance(recorded, dict) and name in recorded:  # recorded as none: no GPU, a CPU build
         return "none"
     return ", ".join(sorted(set(values))) or "unknown"
 
