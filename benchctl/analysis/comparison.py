@@ -131,6 +131,11 @@ class Comparison:
         return [c for c in self.cells if c.verdict not in ONE_SIDED]
 
     @property
+    def timed_in_both(self) -> int:
+        """How many of the cells in both runs a run timed (what the verdicts are counted against)."""
+        return sum(c.timed() for c in self.compared)
+
+    @property
     def unsure_reasons(self) -> dict[str, int]:
         """How many cells are unsure for each reason, the most common first (`noisy`: 38); a reason's figure in
         brackets (`the machine ran slower (+12%)`) is left out, so that one reason is one count."""

@@ -104,7 +104,7 @@ def _folded(columns: tuple[str, ...], rows: list[list]) -> tuple[str, list[str],
 
 def _mostly_unsure(comparison) -> str | None:
     """Where over half the cells both runs timed are unsure, what decides more."""
-    timed = sum(c.timed() for c in comparison.compared)
+    timed = comparison.timed_in_both
     if not timed or comparison.counts.get(Verdict.UNSURE, 0) * 2 <= timed:
         return None
     return f"most cells are unsure: {DECIDE_MORE}"
@@ -167,8 +167,7 @@ def command(runs: tuple[Path, ...], baseline_name: str | None, root: Path, thres
         raise BenchError(f"{len(result.regressions)} cell(s) slower or broken ({new} vs {base})")
     unsure = result.counts.get(Verdict.UNSURE, 0)
     if fail_on_regression and unsure:
-        timed = sum(c.timed() for c in result.compared)
-        console.warn(f"{unsure} of {timed} cells timed in both runs were unsure: --fail-on-regression passes "
+        console.warn(f"{unsure} of {result.timed_in_both} cells timed in both runs were unsure: --fail-on-regression passes "
                      "them, so a regression among them would not fail this check (their reasons are in the table; "
                      f"{DECIDE_MORE})")
 
