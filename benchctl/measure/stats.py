@@ -8,7 +8,6 @@ import statistics
 from typing import Sequence
 
 import numpy as np
-from scipy import stats as scistats
 
 from benchctl.vocab import Device
 
@@ -20,12 +19,15 @@ NOISY, DISTURBED, BUSY = "noisy: ", "disturbed: ", "busy: "
 
 def _rank(n: int) -> int:
     """k of median_ci: the largest rank with P(Binomial(n, 1/2) < k) <= (1 - CI_LEVEL) / 2; 0 when none."""
-    return int(scistats.binom.ppf((1 - CI_LEVEL) / 2, n, 0.5))
+    from scipy.stats import binom  # a second to import: commands that time nothing go without it
+
+    return int(binom.ppf((1 - CI_LEVEL) / 2, n, 0.5))
 
 
 # The fewest samples whose median has a CI_LEVEL interval at all (6 at 95%): with fewer, even their whole
 # range holds the median with less than that probability, and one sample's "interval" is a point.
-CI_MIN_SAMPLES = next(n for n in range(1, 100) if _rank(n) >= 1)
+# `_rank(n)` is 1 or more once no sample below the median, 2**-n, is rarer than the tail (written out: no scipy at import).
+CI_MIN_SAMPLES = next(n for n in range(1, 100) if 0.5 ** n < (1 - CI_LEVEL) / 2)
 
 
 def median_ci(samples: list[float] | tuple[float, ...] | np.ndarray) -> tuple[float, float]:

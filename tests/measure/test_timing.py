@@ -7,6 +7,7 @@ import pytest
 
 from benchctl.measure.clocks import CpuClock, CudaEventClock, OsUsage
 
+from benchctl.measure import stats as stats_module
 from benchctl.measure.stats import CI_MIN_SAMPLES, is_noisy, median_ci, noisy_message, summarize
 from benchctl.measure.timing import MIN_TIME_OVER_MAX_SAMPLES, Policy, measure
 from benchctl.vocab import Stop
@@ -338,6 +339,7 @@ def test_an_idle_synchronise_that_yields_for_tens_of_us_is_no_stray_work():
 
 def test_a_pass_with_fewer_samples_than_a_95_percent_interval_needs_is_noisy_not_a_point():
     assert CI_MIN_SAMPLES == 6  # P(Binomial(5, 1/2) = 0) = 1/32 > 2.5%: five samples cannot bound a median
+    assert (stats_module._rank(CI_MIN_SAMPLES - 1), stats_module._rank(CI_MIN_SAMPLES)) == (0, 1)  # scipy agrees
     one = summarize([0.000285])
     assert (one["ci_lo_s"], one["ci_hi_s"]) == (0.000285, 0.000285)  # a point: "known to +-0%" is false
     assert is_noisy(one)
