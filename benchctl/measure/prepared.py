@@ -30,6 +30,8 @@ class Prepared:
     accumulate: bool = False  # the graph has leaves of its own: time backward(), see passes.py
     pool: fresh.InputPool | None = None
     best_config: str | None = None  # Triton: the autotune configs its first call chose (untimed)
+    # the gradients the next unseen draw's backward starts from, and its data set: made with that set (`_ahead`)
+    unseen_grads: tuple[tuple[torch.Tensor, ...], int | None] = ((), None)
 
     def call(self) -> Any:
         """One call on the cell's own inputs (a CUDA graph captures this one: cuda_graph.py)."""
@@ -47,10 +49,24 @@ class Prepared:
             drawn = pool.draw()
             if on_draw is not None:
                 on_draw(drawn)
-            grads = grad_outputs(self.grads, seed=drawn.source) if drawn.unseen else self.grads
+            self._ahead(pool.upcoming())
+            grads = self.unseen_grads[0] if drawn.unseen else self.grads
             return (lambda: self.call_on(drawn.inputs)), drawn.inputs, grads
 
         return drawn_setup(draw, pass_name, self.accumulate)
+
+    def _ahead(self, source: int | None) -> None:
+        """The gradients of unseen data set `source`, made where its data is (a draw before its own: fresh.py
+        `_kept`) into tensors kept for them, so that the unseen draw makes and frees nothing before its call."""
+        kept, made_for = self.unseen_grads
+        if source is None or source == made_for or not self.grads:
+            return
+        made = grad_outputs(self.grads, seed=source)
+        with torch.no_grad():
+            kept = kept or tuple(torch.empty_like(g) for g in made)
+            for into, g in zip(kept, made):
+                into.copy_(g)
+        self.unseen_grads = (kept, source)
 
     def sampling(self) -> None:
         """The pass's first sample is taken: the pool's unseen draws start (fresh.InputPool.sampling)."""
