@@ -10,7 +10,7 @@ import json
 import re
 import subprocess
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -29,6 +29,7 @@ class Result:
     first_bad: commits.Commit | None  # None when skipped commits hide it
     candidates: tuple[str, ...] = ()  # then: the commits it could be
     tested: tuple[dict, ...] = field(default_factory=tuple)  # each commit measured: verdict, cells
+    cells: tuple[str, ...] = ()  # the cells each commit was judged on: those BAD was slower in (Spec.cells)
 
 
 def repository(folder: Path | str) -> Path:
@@ -81,7 +82,7 @@ def bisect(spec: Spec, repo: Path, good: str, bad: str, on_start: Callable[[], N
         raise UsageError(f"cannot write results to {spec.work}: {exc.strerror or exc}") from None
     on_start()
     try:
-        _measure_ends(spec, repo, good_sha, bad_sha)
+        spec = _measure_ends(spec, repo, good_sha, bad_sha)
         _git(repo, "checkout", "-q", start)
         _git(repo, "bisect", "start", bad_sha, good_sha)
         done = subprocess.run(["git", "-C", str(repo), "bisect", "run", sys.executable, "-m", "benchctl.bisect.step",
@@ -91,14 +92,17 @@ def bisect(spec: Spec, repo: Path, good: str, bad: str, on_start: Callable[[], N
         leave_as_found(repo, start)
 
 
-def _measure_ends(spec: Spec, repo: Path, good: str, bad: str) -> None:
+def _measure_ends(spec: Spec, repo: Path, good: str, bad: str) -> Spec:
+    """`spec` with the cells BAD was judged slower in, which every commit between is then judged on."""
     _git(repo, "checkout", "-q", good)
     measure_good(spec, repo)
     _git(repo, "checkout", "-q", bad)
-    judged, _ = judged_at(spec, "bad", repo)
+    judged, tries = judged_at(spec, "bad", repo)
     if judged.verdict != CommitVerdict.BAD:
         said = judged.summary() or "no cells"
         raise BenchError(f"BAD {bad[:12]} is not judged slower than GOOD {good[:12]} ({said}): nothing to bisect")
+    spec.record(bad, judged.verdict, tries, judged.summary())
+    return replace(spec, cells=judged.regressed())
 
 
 def leave_as_found(repo: Path, start: str) -> None:
@@ -113,9 +117,9 @@ def _result(repo: Path, output: str, spec: Spec) -> Result:
     found = FIRST_BAD.search(output)
     if found:
         described = commits.describe(repo, [found.group(1)])
-        return Result(described.get(found.group(1)) or commits.Commit(found.group(1), "", ""), (), tested)
+        return Result(described.get(found.group(1)) or commits.Commit(found.group(1), "", ""), (), tested, spec.cells)
     skipped = ONLY_SKIPPED.search(output)
     if skipped:
-        return Result(None, tuple(skipped.group(1).split()), tested)
+        return Result(None, tuple(skipped.group(1).split()), tested, spec.cells)
     lines = output.strip().splitlines()
     raise BenchError(f"git bisect run ended without naming a commit: {lines[-1] if lines else 'no output'}")

@@ -28,13 +28,26 @@ class MeasureFailed(BenchError):
     """`benchctl run` could not measure the cell at this commit."""
 
 
+def cell_key(c: comparison.CellChange) -> str:
+    """`py forward batch_size=8 (op, float32)`: a cell of the bisect's operator and device, by its lines' words."""
+    return f"{_label(c)} ({c.target}, {c.dtype})"
+
+
+def _label(c: comparison.CellChange) -> str:
+    return f"{c.impl} {c.pass_name} {params_text(c.params) if c.params else ''}"
+
+
 @dataclass(frozen=True)
 class Judged:
     verdict: CommitVerdict  # good, bad or unsure (BAD_VERDICTS anywhere: bad; all GOOD_VERDICTS: good)
     changes: tuple[comparison.CellChange, ...]
 
+    def regressed(self) -> tuple[str, ...]:
+        """The cells judged slower or broken (cell_key)."""
+        return tuple(cell_key(c) for c in self.changes if c.verdict in BAD_VERDICTS)
+
     def summary(self) -> str:
-        return "; ".join(f"{c.impl} {c.pass_name} {params_text(c.params) if c.params else ''}: {c.verdict}"
+        return "; ".join(f"{_label(c)}: {c.verdict}"
                          + (f" {(c.ratio - 1) * 100:+.0f}%" if c.ratio is not None else "")
                          + (f" ({c.reason})" if c.reason else "") for c in self.changes)
 
@@ -83,12 +96,16 @@ def _left_alone(run: Path) -> bool:
 
 
 def judge(spec: Spec, run: Path) -> Judged:
+    """The run against GOOD's, on the cells BAD was slower in where they are known (`Spec.cells`): a cell that
+    did not move between GOOD and BAD says nothing of the commits between them, and on a machine whose speed
+    moves, one of the others left unsure was enough to skip a commit."""
     good = storage.load([spec.good_run])
     result = compare.compare(good, storage.load([run]), spec.threshold, spec.alpha)
-    cells = tuple(result.compared)
+    cells = tuple(c for c in result.compared if not spec.cells or cell_key(c) in spec.cells)
+    complete = len(cells) == len(spec.cells) if spec.cells else bool(cells)  # each of them measured here
     if any(c.verdict in BAD_VERDICTS for c in cells):
         return Judged(CommitVerdict.BAD, cells)
-    if cells and all(c.verdict in GOOD_VERDICTS for c in cells):
+    if complete and all(c.verdict in GOOD_VERDICTS for c in cells):
         return Judged(CommitVerdict.GOOD, cells)
     return Judged(CommitVerdict.UNSURE, cells)
 

@@ -25,6 +25,9 @@ class Spec:
     run_args: tuple[str, ...] = ()  # further `benchctl run` options, the same at every commit
     threshold: float = 0.05
     alpha: float = 0.05
+    # the cells BAD was judged slower (or broken) in, which every commit between is judged on (measure.cell_key);
+    # empty until BAD is judged
+    cells: tuple[str, ...] = ()
 
     @property
     def good_run(self) -> Path:
@@ -34,6 +37,11 @@ class Spec:
     @property
     def log(self) -> Path:
         return Path(self.work) / LOG_FILE
+
+    def record(self, commit: str, verdict: str, tries: int, cells: str) -> None:
+        """A commit's line in the log: its verdict, how many measurements it took, and each cell's change."""
+        with open(self.log, "a") as log:
+            log.write(json.dumps({"commit": commit, "verdict": verdict, "tries": tries, "cells": cells}) + "\n")
 
     def save(self) -> Path:
         path = Path(self.work) / SPEC_FILE

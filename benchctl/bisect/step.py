@@ -5,7 +5,6 @@ log. Run as `python -m benchctl.bisect.step SPEC`."""
 
 from __future__ import annotations
 
-import json
 import sys
 import traceback
 from pathlib import Path
@@ -27,8 +26,7 @@ def main(argv: list[str]) -> int:
         verdict, summary = judged.verdict, judged.summary()
     except MeasureFailed as exc:
         verdict, summary, tries = CommitVerdict.FAILED, str(exc), 1
-    with open(spec.log, "a") as log:
-        log.write(json.dumps({"commit": sha, "verdict": verdict, "tries": tries, "cells": summary}) + "\n")
+    spec.record(sha, verdict, tries, summary)
     return EXIT.get(verdict, SKIP)
 
 

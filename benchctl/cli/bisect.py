@@ -54,7 +54,9 @@ def command(good, bad, op, impl, passes, device, ops_dirs, repo, run_args, thres
     result = driver.bisect(spec, top, good, bad, on_start=lambda: console.err.print(
         f"bisecting {top} between {good} and {bad}; measurements in {folder}"))
     rows = [[t["commit"][:12], t["verdict"], str(t["tries"]), t["cells"]] for t in result.tested]
-    console.out.print(console.table("commits measured", ["commit", "verdict", "tries", "cells"], rows))
+    console.out.print(console.table("commits measured (BAD first)", ["commit", "verdict", "tries", "cells"], rows))
+    console.out.print("each commit after BAD judged on the cells BAD was slower in: " + "; ".join(result.cells),
+                      highlight=False, soft_wrap=True)
     if result.first_bad is None:
         console.warn("unsure commits were skipped; the first bad commit is one of: " + ", ".join(result.candidates))
         raise SystemExit(1)

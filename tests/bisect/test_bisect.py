@@ -112,7 +112,7 @@ def test_an_interrupted_bisect_is_reset(repo, tmp_path, monkeypatch):
         return real(args, *a, **kw)
 
     monkeypatch.setattr(driver.subprocess, "run", interrupted)
-    monkeypatch.setattr(driver, "_measure_ends", lambda *a: driver._git(top, "checkout", "-q", shas[0]))
+    monkeypatch.setattr(driver, "_measure_ends", lambda spec, *a: (driver._git(top, "checkout", "-q", shas[0]), spec)[1])
     with pytest.raises(KeyboardInterrupt):
         driver.bisect(Spec("bisect_probe", "py", "cpu", str(tmp_path / "w"), ("forward",),
                                   (str(top / "ops"),), tuple(FAST)), top, shas[0], shas[-1])

@@ -78,3 +78,32 @@ def test_a_good_run_the_machine_did_not_leave_alone_is_measured_again_once(monke
     assert good("a", [1.0, 0.02]) == (["run-0", "run-1"], ["run-1"])
     assert good("b", [0.01]) == (["run-0"], ["run-0"])
     assert good("c", [1.0, 1.0, 0.0]) == (["run-0", "run-1"], ["run-1"])  # TRIES in all
+
+
+def change(pass_name: str, verdict: str):
+    from benchctl.analysis.comparison import CellChange
+
+    return CellChange("op", "t", "py", "cpu", "float32", '{"batch_size": 8}', pass_name, verdict)
+
+
+@pytest.mark.parametrize("fwd, bwd, hunted, verdict", [
+    ("same", "unsure", ("forward",), "good"),  # the cell that did not move at BAD says nothing
+    ("slower", "same", ("forward",), "bad"),
+    ("unsure", "same", ("forward",), "unsure"),
+    (None, "slower", ("forward", "backward"), "bad"),  # one hunted cell not measured: a slower one still decides
+    (None, "same", ("forward", "backward"), "unsure"),  # ... but not good
+    ("same", "unsure", (), "unsure"),  # BAD not judged yet: every cell counts
+])
+def test_a_commit_is_judged_on_the_cells_bad_was_slower_in(monkeypatch, tmp_path, fwd, bwd, hunted, verdict):
+    from types import SimpleNamespace
+
+    from benchctl.analysis import compare
+    from benchctl.results import storage
+
+    cells = [change(p, v) for p, v in (("forward", fwd), ("backward", bwd)) if v is not None]
+    monkeypatch.setattr(storage, "load", lambda runs: None)
+    monkeypatch.setattr(compare, "compare", lambda *args: SimpleNamespace(compared=cells))
+    keys = tuple(measure.cell_key(change(p, "slower")) for p in hunted)
+    assert keys[:1] in ((), ("py forward batch_size=8 (t, float32)",))
+    judged = measure.judge(Spec("op", "py", "cpu", str(tmp_path), cells=keys), tmp_path)
+    assert judged.verdict == verdict
