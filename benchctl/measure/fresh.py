@@ -225,7 +225,8 @@ class InputPool:
     def _kept(self, made: Inputs) -> Inputs:
         """`made` copied into tensors the pool keeps for unseen data (made once), and let go of at its making: an
         unseen draw then frees and makes nothing before its call, as a seen one. Freed right before the call, the
-        data set made silu's honest forward at 64 x 4096 take 1.2-2x its neighbours, and twice over 2x: `incorrect`."""
+        data set left silu's honest forward at 64 x 4096 a median 1.56x as long as its seen calls over 20 quick runs,
+        and up to 9.3x: `incorrect` (benchmarks/README.md, "Nothing made or freed before an unseen call")."""
         with torch.no_grad():
             for k, t in made.items():
                 if k not in self.spare:

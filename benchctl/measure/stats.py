@@ -26,7 +26,7 @@ def _rank(n: int) -> int:
 
 # The fewest samples whose median has a CI_LEVEL interval at all (6 at 95%): with fewer, even their whole
 # range holds the median with less than that probability, and one sample's "interval" is a point.
-# `_rank(n)` is 1 or more once no sample below the median, 2**-n, is rarer than the tail (written out: no scipy at import).
+# `_rank(n)` is 1 or more once no sample below the median (2**-n) is rarer than the tail: written out, no scipy here.
 CI_MIN_SAMPLES = next(n for n in range(1, 100) if 0.5 ** n < (1 - CI_LEVEL) / 2)
 
 
