@@ -167,9 +167,9 @@ def command(runs: tuple[Path, ...], baseline_name: str | None, root: Path, thres
         raise BenchError(f"{len(result.regressions)} cell(s) slower or broken ({new} vs {base})")
     unsure = result.counts.get(Verdict.UNSURE, 0)
     if fail_on_regression and unsure:
-        console.warn(f"{unsure} of {result.timed_in_both} cells timed in both runs were unsure: --fail-on-regression passes "
-                     "them, so a regression among them would not fail this check (their reasons are in the table; "
-                     f"{DECIDE_MORE})")
+        console.warn(f"{unsure} of {result.timed_in_both} cells timed in both runs were unsure: --fail-on-regression "
+                     "passes them, so a regression among them would not fail this check (their reasons are in the "
+                     f"table; {DECIDE_MORE})")
 
 
 def _sides(runs: tuple[Path, ...], baseline_name: str | None, root: Path, across_hosts: bool):
