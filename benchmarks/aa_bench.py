@@ -7,10 +7,14 @@ Each side is `benchctl run` as a user types it (lstm_cell py,cpp at B=16,64 and 
 256, default settings), and each pair is judged by `benchctl compare --json`. The busy neighbour is a
 process that keeps one core busy for the whole of the second run. The planted change is the `slowed`
 operator's `planted` implementation (benchmarks/aa_ops), whose chain of matmuls the second run makes 1.2x
-longer; its reference `py`, timed in alternation with it, stays as it was. Prints one table
+longer; its reference `py`, timed in alternation with it, stays as it was. A `gross` pair plants a 3x
+slowdown the same way, both runs `--quick` (one process, as a quick bisect measures): it must be found by
+the own times, past verdict.GROSS, whatever the machine's drift says. Prints one table
 row per kind of pair: the verdicts counted over its cells, the second runs' passes with samples set
 aside, those more than 5% off the first run's median with nothing marking them (not disturbed, not on a
-slow machine, not noisy), and the median wall time of a run. Run it with nothing else on the machine.
+slow machine, not noisy), the largest change of a cell no neighbour touched, as verdict.gross measures it
+(the nearer end of its interval, divided by the machine's change; for a quiet pair it must stay under
+GROSS), and the median wall time of a run. Run it with nothing else on the machine.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from benchctl.analysis import verdict
 from benchctl.results import storage
 from benchctl.results.schema import left_alone, slow_machine
 
@@ -35,6 +40,9 @@ BENCHCTL = [sys.executable, "-m", "benchctl"]
 SWEEPS = (["py,cpp", "cpu", "--op", "lstm_cell", "--batch-sizes", "16,64"],
           ["py,cpp", "cpu", "--op", "grid_sample", "--param", "image_size=256"])
 PLANTED = ["py,planted", "cpu", "--ops-dir", str(HERE / "aa_ops"), "--op", "slowed"]
+# each kind's sweeps and the second run's AA_SLOWDOWN (quiet and busy: none)
+KINDS = {"planted": ([PLANTED], "1.2"), "gross": ([[*PLANTED, "--quick"]], "3")}
+NEIGHBOURS = (verdict.DISTURBED, verdict.BESIDE_WORK)  # the doubts a neighbour casts: no gross change outgrows them
 BUSY = "while True: pass"
 
 
@@ -48,13 +56,26 @@ def run(out: Path, sweeps: list[list[str]], processes: int | None, env: dict[str
     return time.monotonic() - start
 
 
-def verdicts(base: Path, new: Path) -> tuple[collections.Counter, list[str]]:
+def verdicts(base: Path, new: Path) -> tuple[collections.Counter, list[str], float]:
     done = subprocess.run([*BENCHCTL, "compare", str(base), str(new), "--json"], capture_output=True, text=True)
     cells = json.loads(done.stdout)["cells"]
     counted = collections.Counter(c["verdict"] for c in cells)
     counted["by pairs"] = sum(bool(c.get("by_pairs")) for c in cells)
+    counted["past gross"] = sum(bool(c.get("despite")) for c in cells)
     reasons = [c["reason"] for c in cells if c.get("reason")]
-    return counted, reasons
+    return counted, reasons, max(map(gross_change, cells), default=1.0)
+
+
+def gross_change(cell: dict) -> float:
+    """How far the cell moved as verdict.gross holds a change (either way, 1: none): the nearer end of its
+    interval (and the rows' ratio), divided by the machine's change where that goes the same way; 1 for a
+    cell a neighbour touched, or without an interval."""
+    if cell.get("ratio_low") is None or (cell.get("reason") or "").startswith(NEIGHBOURS):
+        return 1.0
+    machine = [v for v in (cell.get("machine") or {}).values() if v]
+    slower = min(cell["ratio_low"], cell["ratio"]) / max([1.0, *machine])
+    faster = min([1.0, *machine]) / max(cell["ratio_high"], cell["ratio"])
+    return max(1.0, slower, faster)
 
 
 def rows_of(folder: Path):
@@ -77,12 +98,13 @@ def disturbed(base: Path, new: Path) -> tuple[int, int, int]:
 def pairs(kind: str, n: int, out: Path, processes: int | None, judge_only: bool) -> dict:
     counts: collections.Counter = collections.Counter()
     reasons: collections.Counter = collections.Counter()
-    walls, marked, unmarked, passes, flagged = [], 0, 0, 0, 0
+    walls, marked, unmarked, passes, flagged, largest = [], 0, 0, 0, 0, 1.0
     for i in range(n):
         base, new = out / kind / f"{i}-a", out / kind / f"{i}-b"
         if not judge_only:
             walls += measure_pair(kind, base, new, processes)
-        got, why = verdicts(base, new)
+        got, why, moved = verdicts(base, new)
+        largest = max(largest, moved)
         counts.update(got)
         flagged += bool(got.get("slower") or got.get("faster"))
         reasons.update(why)
@@ -90,16 +112,17 @@ def pairs(kind: str, n: int, out: Path, processes: int | None, judge_only: bool)
         marked, unmarked, passes = marked + m, unmarked + u, passes + p
         print(f"{kind} pair {i + 1}/{n}: {dict(got)} {dict(collections.Counter(why))}", file=sys.stderr, flush=True)
     return {"kind": kind, "pairs": n, "flagged": flagged, "verdicts": dict(counts), "reasons": dict(reasons),
-            "disturbed_passes_in_b": f"{marked}/{passes}", "unmarked_off_in_b": f"{unmarked}/{passes}", "median_run_s": statistics.median(walls) if walls else 0}
+            "disturbed_passes_in_b": f"{marked}/{passes}", "unmarked_off_in_b": f"{unmarked}/{passes}",
+            "largest": largest, "median_run_s": statistics.median(walls) if walls else 0}
 
 
 def measure_pair(kind: str, base: Path, new: Path, processes: int | None) -> list[float]:
     """Side A, then side B (beside a busy neighbour, or with the planted slowdown); their wall times."""
-    sweeps = [PLANTED] if kind == "planted" else list(SWEEPS)
+    sweeps, slowdown = KINDS.get(kind, (list(SWEEPS), None))
     walls = [run(base, sweeps, processes)]
     neighbour = subprocess.Popen([sys.executable, "-c", BUSY]) if kind == "busy" else None
     try:
-        walls.append(run(new, sweeps, processes, {"AA_SLOWDOWN": "1.2"} if kind == "planted" else None))
+        walls.append(run(new, sweeps, processes, {"AA_SLOWDOWN": slowdown} if slowdown else None))
     finally:
         if neighbour:
             neighbour.kill()
@@ -112,19 +135,20 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=10)
     parser.add_argument("--processes", type=int, help="run --processes (default: run's own)")
     parser.add_argument("--out", type=Path, default=Path("/tmp/benchctl-aa"))
-    parser.add_argument("--kinds", default="quiet,busy,planted")
+    parser.add_argument("--kinds", default="quiet,busy,planted,gross")
     parser.add_argument("--judge-only", action="store_true", help="compare the pairs already under --out again")
     args = parser.parse_args()
     print("| pairs | n | pairs with a slower or faster pass | slower | faster | same | unsure | of them by pairs | "
-          "why unsure | B's passes with samples set aside | B's passes >5% off A, unmarked | run s |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "of them past GROSS | why unsure | B's passes with samples set aside | B's passes >5% off A, unmarked | "
+          "largest change, as GROSS holds it | run s |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for kind in args.kinds.split(","):
         r = pairs(kind, args.pairs, args.out, args.processes, args.judge_only)
         v = r["verdicts"]
         why = ", ".join(f"{k} {n}" for k, n in sorted(r["reasons"].items(), key=lambda kv: -kv[1]))
-        print(f"| {kind} | {r['pairs']} | {r['flagged']} | {v.get('slower', 0)} | {v.get('faster', 0)} | {v.get('same', 0)} | "
-              f"{v.get('unsure', 0)} | {v.get('by pairs', 0)} | {why} | {r['disturbed_passes_in_b']} | {r['unmarked_off_in_b']} | "
-              f"{r['median_run_s']:.0f} |", flush=True)
+        counts = " | ".join(str(v.get(k, 0)) for k in ("slower", "faster", "same", "unsure", "by pairs", "past gross"))
+        print(f"| {kind} | {r['pairs']} | {r['flagged']} | {counts} | {why} | {r['disturbed_passes_in_b']} | "
+              f"{r['unmarked_off_in_b']} | {r['largest']:.2f}x | {r['median_run_s']:.0f} |", flush=True)
 
 
 if __name__ == "__main__":

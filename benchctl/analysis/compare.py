@@ -20,8 +20,8 @@ from benchctl.analysis.machine_lines import uncalibrated
 from benchctl.analysis.pairs import relative_change
 from benchctl.analysis.summary import probed
 from benchctl.analysis.timed_alike import TIMED_APART, timed_apart
-from benchctl.analysis.verdict import (adjusted, doubt, machine_doubt, mann_whitney_p, ratio_interval,
-                                      relative_verdict, verdict, with_pairs)
+from benchctl.analysis.verdict import (DECISIVE, OUTGROWN, adjusted, doubt, gross, gross_at, machine_doubt,
+                                      mann_whitney_p, ratio_interval, relative_verdict, verdict, with_pairs)
 from benchctl.vocab import BROKEN, Device, Status, Verdict
 
 KEY = (*CELL_COLUMNS, "pass")
@@ -42,10 +42,10 @@ def _samples(row: pd.Series) -> list[float]:
 
 
 def _facts(row: pd.Series) -> dict[str, Any]:
-    """What verdict.doubt and timed_alike.timed_apart read of a side."""
+    """What verdict.doubt, verdict.gross_at and timed_alike.timed_apart read of a side."""
     return {k: (None if np.isscalar(row.get(k)) and pd.isna(row.get(k)) else row.get(k))
-            for k in ("stop", "noisy", "other_cores", "mode_slow_s", "canary_ratio", "processes", "process_spread",
-                      "timing_mode", "flush_l2", "device", "threads", "allocator")}
+            for k in ("stop", "noisy", "other_cores", "mode_fast_s", "mode_slow_s", "canary_ratio", "processes",
+                      "process_spread", "timing_mode", "flush_l2", "device", "threads", "allocator")}
 
 
 def compare_cell(key: tuple, base: pd.Series, new: pd.Series, min_effect: float) -> CellChange:
@@ -68,7 +68,7 @@ def compare_cell(key: tuple, base: pd.Series, new: pd.Series, min_effect: float)
                       base_median_s=float(base["median_s"]), new_median_s=float(new["median_s"]), ratio=ratio,
                       ratio_low=interval[0] if interval else None, ratio_high=interval[1] if interval else None,
                       p_value=p, base_n=len(a), new_n=len(b),
-                      reason=_reason(ratio, *facts, min_effect),
+                      reason=_reason(ratio, *facts, min_effect), gross_at=gross_at(facts, min_effect),
                       machine=_machine_change(base, new), code_changed=code_changed(base, new),
                       partner_changed=relative is not None and bool(code_changed(base, new, "partner_code")),
                       phases_apart=slow_machine(facts[0]) != slow_machine(facts[1]))
@@ -105,9 +105,12 @@ def _judged(cells: list[CellChange], threshold: float, alpha: float, bridge: boo
         interval = (c.ratio_low, c.ratio_high) if c.ratio_low is not None else None
         said = verdict(interval, q, threshold, alpha, c.ratio)
         reason = c.reason or machine_doubt(said, c.ratio, c.machine, threshold)
-        if reason and (said in (Verdict.SLOWER, Verdict.FASTER) or reason.startswith(TIMED_APART)):
+        outgrown = bool(reason) and reason.startswith(OUTGROWN) and gross(said, interval, c.ratio, c.machine,
+                                                                          c.gross_at)
+        if reason and not outgrown and (said in DECISIVE or reason.startswith(TIMED_APART)):
             said = Verdict.UNSURE
-        cells[i] = replace(c, p_adjusted=q, verdict=said, reason=reason if said == Verdict.UNSURE else None)
+        cells[i] = replace(c, p_adjusted=q, verdict=said, reason=reason if said == Verdict.UNSURE else None,
+                           despite=reason if outgrown else None)
     return _judged_by_pairs(cells, threshold, alpha, bridge)
 
 
@@ -125,7 +128,8 @@ def _judged_by_pairs(cells: list[CellChange], threshold: float, alpha: float, br
         partner = said.get((c.op, c.target, c.partner, c.device, c.dtype, c.params, c.pass_name))
         verdict_, reason, by = with_pairs(c.verdict, c.reason, by_pairs, partner, c.machine.get("canary"),
                                           apart=c.phases_apart and not bridge)
-        cells[i] = replace(c, relative_p=q, verdict=verdict_, reason=reason, by_pairs=by)
+        cells[i] = replace(c, relative_p=q, verdict=verdict_, reason=reason, by_pairs=by,
+                           despite=c.despite if verdict_ == c.verdict and not by else None)
     return cells
 
 

@@ -83,6 +83,8 @@ class CellChange:
     code_changed: bool | None = None
     partner_changed: bool = False  # the partner's digest differs: the pairs say nothing (it moved too)
     phases_apart: bool = False  # one side timed in a slow phase of the machine, the other at speed (PHASES)
+    gross_at: float = math.inf  # the factor a change must pass to outgrow the machine's drift (verdict.gross_at)
+    despite: str | None = None  # the doubt a change past it outgrew (verdict.gross): it is called all the same
 
     @property
     def unexplained(self) -> bool:
@@ -99,6 +101,7 @@ class CellChange:
         with py)`, `(code unchanged)`, as tables show it."""
         out = self.verdict + (f" ({self.base_status} -> {self.new_status})" if self.verdict in CHANGED_STATUS else "")
         out += f" ({self.reason})" if self.reason else f" (by its pairs with {self.partner})" if self.by_pairs else ""
+        out += f" (past {self.gross_at:.3g}x, though {self.despite})" if self.despite else ""
         return out + (f" ({CODE_UNCHANGED})" if self.unexplained else "")
 
 

@@ -79,6 +79,15 @@ PAIRED_EFFECT = 0.15
 # without bound (quiet A/A pairs whose canaries read up to 1.52x apart moved by 11.5% at most; a run whose
 # canary read 2.2x its calibrated time put hoconv2d's cpp forward 9.9x faster than py against 7.4-7.7x).
 PAIRS_HOLD = 1.5
+# A change past this factor either way is called although the machine cast doubt on the run (OUTGROWN): by the
+# nearer end of its interval and by the rows' ratio, each divided by how much slower (or faster) the machine ran
+# by its probes. Quiet A/A runs of one code on these VMs moved a cell by 2.07x at most (a slow mode of 0.414 ms
+# against 0.20 ms); measured as `gross` holds a change, a quick sweep run twice and six A/A pairs moved none of
+# 213 unchanged cells past 1.51x (benchmarks/README.md, "Changes too large for the machine").
+GROSS = 2.5
+# The doubts a gross change outgrows: how the machine drifts. Not a neighbour (`disturbed`, `beside other work`:
+# one made rounds 100-300x slower), nor calls timed apart. (A change past GROSS is past ONE_PROCESS_BOUND.)
+OUTGROWN = (NOISY, ROUNDS_SPLIT, PHASES, WITHIN_SPREAD, MACHINE_CHANGED)
 DISAGREE = "its own times and its pairs disagree"
 DECISIVE = (Verdict.SLOWER, Verdict.FASTER)  # the verdicts that say the code's time changed
 CODE_UNCHANGED = "code unchanged"  # beside a verdict: the cell's code digest is the same in both runs
@@ -206,6 +215,25 @@ def machine_doubt(said: str, ratio: float, machine: Mapping[str, float], min_eff
     if said == Verdict.FASTER and ratio / min(machine.values()) >= 1 - min_effect:
         return f"{MACHINE_FASTER} ({min(machine.values()) - 1:+.0%})"
     return None
+
+
+def gross_at(sides: Sequence[dict], min_effect: float) -> float:
+    """The factor a change must pass, either way, to outgrow the machine's drift: GROSS, and each side's own
+    disagreement (the spread between its processes, the ratio of its rounds' two modes) by the minimum effect."""
+    own = [1 + _present(r.get("process_spread")) for r in sides]
+    own += [_present(r.get("mode_slow_s")) / r["mode_fast_s"] for r in sides if _present(r.get("mode_fast_s"))]
+    return max(GROSS, max(own) * (1 + min_effect))
+
+
+def gross(said: str, interval: tuple[float, float], ratio: float, machine: Mapping[str, float], at: float) -> bool:
+    """Whether the samples' `slower` or `faster` is past `at` (gross_at) by the nearer end of its interval and by
+    the rows' `ratio`, each divided by the machine's own change between the runs (`machine`, as machine_doubt
+    reads it) where that goes the same way."""
+    if said == Verdict.SLOWER:
+        return min(interval[0], ratio) / max([1.0, *machine.values()]) > at
+    if said == Verdict.FASTER:
+        return max(interval[1], ratio) / min([1.0, *machine.values()]) < 1 / at
+    return False
 
 
 def relative_verdict(interval: tuple[float, float], p_value: float | None, ratio: float, spread: float | None,

@@ -93,7 +93,8 @@ def bisect(spec: Spec, repo: Path, good: str, bad: str, on_start: Callable[[], N
 
 
 def _measure_ends(spec: Spec, repo: Path, good: str, bad: str) -> Spec:
-    """`spec` with the cells BAD was judged slower in, which every commit between is then judged on."""
+    """`spec` with the cells BAD was judged slower in, which every commit between is then judged on, and BAD's
+    run."""
     _git(repo, "checkout", "-q", good)
     measure_good(spec, repo)
     _git(repo, "checkout", "-q", bad)
@@ -102,7 +103,7 @@ def _measure_ends(spec: Spec, repo: Path, good: str, bad: str) -> Spec:
         said = judged.summary() or "no cells"
         raise BenchError(f"BAD {bad[:12]} is not judged slower than GOOD {good[:12]} ({said}): nothing to bisect")
     spec.record(bad, judged.verdict, tries, judged.summary())
-    return replace(spec, cells=judged.regressed())
+    return replace(spec, cells=judged.regressed(), bad_run=str(spec.measured("bad", tries)))
 
 
 def leave_as_found(repo: Path, start: str) -> None:

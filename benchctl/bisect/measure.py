@@ -39,17 +39,22 @@ def _label(c: comparison.CellChange) -> str:
 
 @dataclass(frozen=True)
 class Judged:
-    verdict: CommitVerdict  # good, bad or unsure (BAD_VERDICTS anywhere: bad; all GOOD_VERDICTS: good)
-    changes: tuple[comparison.CellChange, ...]
+    verdict: CommitVerdict  # good, bad or unsure (judge)
+    changes: tuple[comparison.CellChange, ...]  # against GOOD's run
+    against_bad: tuple[comparison.CellChange, ...] = ()  # against BAD's, where GOOD's could not decide
 
     def regressed(self) -> tuple[str, ...]:
         """The cells judged slower or broken (cell_key)."""
         return tuple(cell_key(c) for c in self.changes if c.verdict in BAD_VERDICTS)
 
     def summary(self) -> str:
-        return "; ".join(f"{_label(c)}: {c.verdict}"
-                         + (f" {(c.ratio - 1) * 100:+.0f}%" if c.ratio is not None else "")
-                         + (f" ({c.reason})" if c.reason else "") for c in self.changes)
+        return _said(self.changes) + (f"; against BAD: {_said(self.against_bad)}" if self.against_bad else "")
+
+
+def _said(changes: tuple[comparison.CellChange, ...]) -> str:
+    """`py forward batch_size=8: +166% slower (past 2.5x, though noisy)`, a cell after another."""
+    return "; ".join(f"{_label(c)}: " + (f"{(c.ratio - 1) * 100:+.0f}% " if c.ratio is not None else "") + c.words()
+                     for c in changes)
 
 
 def run_command(spec: Spec, out: Path) -> list[str]:
@@ -98,23 +103,42 @@ def _left_alone(run: Path) -> bool:
 def judge(spec: Spec, run: Path) -> Judged:
     """The run against GOOD's, on the cells BAD was slower in where they are known (`Spec.cells`): a cell that
     did not move between GOOD and BAD says nothing of the commits between them, and on a machine whose speed
-    moves, one of the others left unsure was enough to skip a commit."""
-    good = storage.load([spec.good_run])
-    result = compare.compare(good, storage.load([run]), spec.threshold, spec.alpha)
-    cells = tuple(c for c in result.compared if not spec.cells or cell_key(c) in spec.cells)
-    complete = len(cells) == len(spec.cells) if spec.cells else bool(cells)  # each of them measured here
+    moves, one of the others left unsure was enough to skip a commit. One of them slower (or broken) makes the
+    commit bad, all of them same or faster good. Where that leaves it unsure, the run is judged against BAD's
+    (`Spec.bad_run`): all of them faster than BAD makes it good, all same or slower bad. Two runs of the same
+    code on a drifting machine are seldom `same`, while BAD's slowdown, far enough past the drift to be called
+    at all, is as far from a commit without it."""
+    new = storage.load([run])
+    cells = _hunted(spec, storage.load([spec.good_run]), new)
     if any(c.verdict in BAD_VERDICTS for c in cells):
         return Judged(CommitVerdict.BAD, cells)
-    if complete and all(c.verdict in GOOD_VERDICTS for c in cells):
+    if _complete(spec, cells) and all(c.verdict in GOOD_VERDICTS for c in cells):
         return Judged(CommitVerdict.GOOD, cells)
-    return Judged(CommitVerdict.UNSURE, cells)
+    if not spec.bad_run:
+        return Judged(CommitVerdict.UNSURE, cells)
+    against = _hunted(spec, storage.load([spec.bad_run]), new)
+    said = {c.verdict for c in against} if _complete(spec, against) else set()
+    verdict = (CommitVerdict.GOOD if said == {Verdict.FASTER} else
+               CommitVerdict.BAD if said and said <= {Verdict.SAME, Verdict.SLOWER} else CommitVerdict.UNSURE)
+    return Judged(verdict, cells, against)
+
+
+def _hunted(spec: Spec, base, new) -> tuple[comparison.CellChange, ...]:
+    """NEW against BASE on the cells the bisect hunts (all of them until BAD is judged)."""
+    result = compare.compare(base, new, spec.threshold, spec.alpha)
+    return tuple(c for c in result.compared if not spec.cells or cell_key(c) in spec.cells)
+
+
+def _complete(spec: Spec, cells: tuple[comparison.CellChange, ...]) -> bool:
+    """Each hunted cell was measured (at least one cell, until BAD is judged)."""
+    return len(cells) == len(spec.cells) if spec.cells else bool(cells)
 
 
 def judged_at(spec: Spec, label: str, cwd: Path) -> tuple[Judged, int]:
     """The commit checked out in `cwd`, measured and judged; measured again while unsure, up to TRIES
     times in all. The verdict, and how many measurements it took."""
     for attempt in range(1, TRIES + 1):
-        judged = judge(spec, measure(spec, Path(spec.work) / f"{label}-{attempt}", cwd))
+        judged = judge(spec, measure(spec, spec.measured(label, attempt), cwd))
         if judged.verdict != CommitVerdict.UNSURE:
             break
     return judged, attempt

@@ -28,11 +28,17 @@ class Spec:
     # the cells BAD was judged slower (or broken) in, which every commit between is judged on (measure.cell_key);
     # empty until BAD is judged
     cells: tuple[str, ...] = ()
+    # BAD's measurement (measured()), which a commit that GOOD's cannot decide is judged against; empty until then
+    bad_run: str = ""
 
     @property
     def good_run(self) -> Path:
         """Where the good commit's measurement is (the folder of runs; its one run)."""
         return Path(self.work) / "good"
+
+    def measured(self, label: str, attempt: int) -> Path:
+        """Where a commit's `attempt`-th measurement is (a folder of runs)."""
+        return Path(self.work) / f"{label}-{attempt}"
 
     @property
     def log(self) -> Path:

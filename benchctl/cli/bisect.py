@@ -33,7 +33,8 @@ from benchctl.cli.options import Finite, ops_dir_option
 def command(good, bad, op, impl, passes, device, ops_dirs, repo, run_args, threshold, alpha, work) -> None:
     """Measure the cell (OP, IMPL, every size of the sweep) at GOOD, at BAD, then at the commits `git bisect`
     picks between them, each judged against GOOD by the rules of `compare`: slower or broken is bad, same
-    or faster good; an unsure commit is measured again, then skipped. The repository is left as found.
+    or faster good; one GOOD leaves unsure is judged against BAD (faster is good, same or slower bad); one
+    still unsure is measured again, then skipped. The repository is left as found.
     """
     from benchctl import console
     from benchctl.bisect import driver

@@ -419,3 +419,48 @@ def test_unsure_cells_are_counted_by_their_reason():
     assert result.counts["unsure"] == 3 and result.counts["slower"] == 1
     assert result.unsure_reasons == {"noisy": 2, "the samples cannot tell": 1}
     assert json.loads(json.dumps(result.to_dict()))["unsure_reasons"] == {"noisy": 2, "the samples cannot tell": 1}
+
+
+def quick(median: float, seed: int, **facts) -> pd.DataFrame:
+    """A row as `run --quick` leaves it: one process, so no spread between processes."""
+    return frame([row(samples=timed(median, seed), processes=None, process_spread=None, **facts)])
+
+
+def test_a_change_past_gross_is_called_though_a_side_was_noisy():
+    """silu's fused forward made to call silu three times, measured as a bisect does (one process): 2.66x
+    slower, p 1e-302, the new side noisy. Within GROSS (a 2.2x change, past any quiet A/A pair's 2.07x but not
+    past GROSS) the noise still decides nothing; both ways past it, the change is called, and says what it
+    outgrew."""
+    base = quick(18.3e-6, 1)
+    (cell,) = compare.compare(base, quick(18.3e-6 * 2.66, 2, noisy=True)).cells
+    assert (cell.verdict, cell.reason, cell.despite) == ("slower", None, verdict.NOISY)
+    assert cell.gross_at == verdict.GROSS and cell.words() == "slower (past 2.5x, though noisy)"
+    (cell,) = compare.compare(base, quick(18.3e-6 * 2.2, 2, noisy=True)).cells
+    assert (cell.verdict, cell.reason, cell.despite) == ("unsure", verdict.NOISY, None)
+    (cell,) = compare.compare(quick(18.3e-6 * 2.66, 2, noisy=True), base).cells
+    assert (cell.verdict, cell.despite) == ("faster", verdict.NOISY)
+
+
+def test_a_gross_change_must_pass_the_sides_own_disagreement():
+    """NEW's rounds split into modes 3x apart: a 2.7x change is within what the run itself read, a 4x one is
+    past it by more than the minimum effect."""
+    modes = {"mode_fast_s": 10e-3, "mode_slow_s": 30e-3}
+    base = frame([row(samples=timed(10e-3, 1))])
+    (cell,) = compare.compare(base, frame([row(samples=timed(27e-3, 2), **modes)])).cells
+    assert cell.gross_at == pytest.approx(3 * 1.05)
+    assert (cell.verdict, cell.reason) == ("unsure", verdict.ROUNDS_SPLIT)
+    (cell,) = compare.compare(base, frame([row(samples=timed(40e-3, 2), **modes)])).cells
+    assert (cell.verdict, cell.despite) == ("slower", verdict.ROUNDS_SPLIT)
+
+
+def test_a_gross_change_is_held_against_the_machine_s_change_and_a_neighbour_s_is_never_called():
+    """A 4.2x change while the canary moved 23% is 3.4x once divided by it: called. The same change while the
+    canary read 2x is 2.1x: the machine's doing as far as anyone can tell. A disturbed side (a neighbour made
+    rounds 100-300x slower) outgrows nothing."""
+    base = quick(10e-3, 1, canary_s=300e-6)
+    (cell,) = compare.compare(base, quick(42e-3, 2, canary_s=369e-6)).cells
+    assert (cell.verdict, cell.despite) == ("slower", "the machine changed speed (canary +23%)")
+    (cell,) = compare.compare(base, quick(42e-3, 2, canary_s=600e-6)).cells
+    assert (cell.verdict, cell.reason) == ("unsure", "the machine changed speed (canary +100%)")
+    (cell,) = compare.compare(base, quick(100e-3, 2, canary_s=300e-6, stop="disturbed")).cells
+    assert (cell.verdict, cell.reason, cell.despite) == ("unsure", verdict.DISTURBED, None)

@@ -5,6 +5,7 @@ commit's line in the log. The measurement is replaced here (test_bisect.py measu
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -107,3 +108,31 @@ def test_a_commit_is_judged_on_the_cells_bad_was_slower_in(monkeypatch, tmp_path
     assert keys[:1] in ((), ("py forward batch_size=8 (t, float32)",))
     judged = measure.judge(Spec("op", "py", "cpu", str(tmp_path), cells=keys), tmp_path)
     assert judged.verdict == verdict
+
+
+@pytest.mark.parametrize("against_good, against_bad, verdict", [
+    ("unsure", "faster", "good"),  # GOOD's noise leaves it unsure; BAD's slowdown is not in it
+    ("unsure", "same", "bad"),
+    ("unsure", "slower", "bad"),
+    ("unsure", "unsure", "unsure"),
+    ("same", "unsure", "good"),  # GOOD's word first: BAD's is not asked
+    ("slower", "faster", "bad"),
+])
+def test_a_commit_good_s_run_cannot_decide_is_judged_against_bad_s(monkeypatch, tmp_path, against_good, against_bad,
+                                                                   verdict):
+    from types import SimpleNamespace
+
+    from benchctl.analysis import compare
+    from benchctl.results import storage
+
+    answers = iter([[change("forward", against_good)], [change("forward", against_bad)]])
+    monkeypatch.setattr(storage, "load", lambda runs: runs)
+    monkeypatch.setattr(compare, "compare", lambda base, *args: SimpleNamespace(compared=next(answers)))
+    hunted = (measure.cell_key(change("forward", "slower")),)
+    spec = Spec("op", "py", "cpu", str(tmp_path), cells=hunted, bad_run=str(tmp_path / "bad-1"))
+    judged = measure.judge(spec, tmp_path)
+    assert judged.verdict == verdict
+    asked = against_good not in ("same", "slower")
+    assert [c.verdict for c in judged.against_bad] == ([against_bad] if asked else [])
+    assert ("against BAD: py forward batch_size=8: " + against_bad in judged.summary()) == asked
+    assert spec.measured("bad", 1) == Path(spec.bad_run)
