@@ -127,7 +127,7 @@ def _step_row(step, said) -> list:
 
 # What --json gives of each step's judgement (compare's CellChange fields).
 STEP_FIELDS = ("verdict", "ratio", "ratio_low", "ratio_high", "reason", "code_changed", "by_pairs", "partner",
-               "relative", "relative_low", "relative_high", "phases_apart")
+               "relative", "relative_low", "relative_high", "phases_apart", "despite")
 
 
 def _json(all_series, found, followers, page: str) -> dict:

@@ -50,6 +50,7 @@ def test_json_has_every_point_in_commit_order_and_the_step(written, tmp_path):
     assert (step["before"], step["after"], step["verdict"]) == (shas[STEP_AT - 1], shas[STEP_AT], "slower")
     assert 1.8 < step["ratio_low"] < step["ratio"] < step["ratio_high"] < 2.2
     assert step["phases_apart"] is False and step["code_changed"] is None  # no canary or digest in these rows
+    assert step["despite"] is None  # a 2x step: nothing outgrown (verdict.GROSS)
     assert Path(data["page"]) == tmp_path / "page" / "index.html" and len(series["points"]) == COMMITS
 
 
