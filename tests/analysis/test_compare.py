@@ -428,8 +428,8 @@ def quick(median: float, seed: int, **facts) -> pd.DataFrame:
 
 def test_a_change_past_gross_is_called_though_a_side_was_noisy():
     """silu's fused forward made to call silu three times, measured as a bisect does (one process): 2.66x
-    slower, p 1e-302, the new side noisy. Within GROSS (a 2.2x change, past any quiet A/A pair's 2.07x but not
-    past GROSS) the noise still decides nothing; both ways past it, the change is called, and says what it
+    slower, p 1e-302, the new side noisy. Within GROSS (a 2.2x change: A/A runs moved a cell up to 2.48x as
+    timed) the noise still decides nothing; both ways past it, the change is called, and says what it
     outgrew."""
     base = quick(18.3e-6, 1)
     (cell,) = compare.compare(base, quick(18.3e-6 * 2.66, 2, noisy=True)).cells
