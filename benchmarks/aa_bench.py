@@ -72,10 +72,8 @@ def gross_change(cell: dict) -> float:
     cell a neighbour touched, or without an interval."""
     if cell.get("ratio_low") is None or (cell.get("reason") or "").startswith(NEIGHBOURS):
         return 1.0
-    machine = [v for v in (cell.get("machine") or {}).values() if v]
-    slower = min(cell["ratio_low"], cell["ratio"]) / max([1.0, *machine])
-    faster = min([1.0, *machine]) / max(cell["ratio_high"], cell["ratio"])
-    return max(1.0, slower, faster)
+    interval, machine = (cell["ratio_low"], cell["ratio_high"]), cell.get("machine") or {}
+    return max(1.0, *(verdict.gross_change(said, interval, cell["ratio"], machine) for said in verdict.DECISIVE))
 
 
 def rows_of(folder: Path):

@@ -226,15 +226,18 @@ def gross_at(sides: Sequence[dict], min_effect: float) -> float:
     return max(GROSS, max(own) * (1 + min_effect))
 
 
-def gross(said: str, interval: tuple[float, float], ratio: float, machine: Mapping[str, float], at: float) -> bool:
-    """Whether the samples' `slower` or `faster` is past `at` (gross_at) by the nearer end of its interval and by
-    the rows' `ratio`, each divided by the machine's own change between the runs (`machine`, as machine_doubt
-    reads it) where that goes the same way."""
+def gross_change(said: str, interval: tuple[float, float], ratio: float, machine: Mapping[str, float]) -> float:
+    """How far a change moved the way `said` (`slower` or `faster`) names, as a factor (above 1: that way): the
+    nearer end of its interval and the rows' `ratio`, each divided by the machine's own change between the runs
+    (`machine`, as machine_doubt reads it) where that goes the same way."""
     if said == Verdict.SLOWER:
-        return min(interval[0], ratio) / max([1.0, *machine.values()]) > at
-    if said == Verdict.FASTER:
-        return max(interval[1], ratio) / min([1.0, *machine.values()]) < 1 / at
-    return False
+        return min(interval[0], ratio) / max([1.0, *machine.values()])
+    return min([1.0, *machine.values()]) / max(interval[1], ratio)
+
+
+def gross(said: str, interval: tuple[float, float], ratio: float, machine: Mapping[str, float], at: float) -> bool:
+    """Whether the samples' `slower` or `faster` is past `at` (gross_at) by gross_change."""
+    return said in DECISIVE and gross_change(said, interval, ratio, machine) > at
 
 
 def relative_verdict(interval: tuple[float, float], p_value: float | None, ratio: float, spread: float | None,
