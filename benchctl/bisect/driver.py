@@ -70,11 +70,20 @@ def check_order(repo: Path, good: str, bad: str) -> None:
                          "a bisect searches the commits from GOOD to BAD")
 
 
+def check_work(work: Path) -> None:
+    """The measurements folder must be new or empty: every run under it is read as this bisect's (GOOD's folder
+    whole, and the log line by line), so an earlier bisect's runs there would be judged as this one's."""
+    if work.is_dir() and any(work.iterdir()):
+        raise UsageError(f"--work {work} is not empty (an earlier bisect's measurements?): give a new or empty "
+                         "folder, so no earlier run is judged as this bisect's")
+
+
 def bisect(spec: Spec, repo: Path, good: str, bad: str, on_start: Callable[[], None] = lambda: None) -> Result:
     """`on_start` is called once the repository and both commits are known good, before anything is measured."""
     check_ready(repo)
     good_sha, bad_sha = _resolve(repo, good), _resolve(repo, bad)
     check_order(repo, good_sha, bad_sha)
+    check_work(Path(spec.work))
     start = commits.git(repo, "symbolic-ref", "-q", "--short", "HEAD") or _git(repo, "rev-parse", "HEAD")
     try:  # made once the commits are known good: a bisect refused leaves no folder behind
         Path(spec.work).mkdir(parents=True, exist_ok=True)

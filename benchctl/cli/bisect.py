@@ -29,7 +29,7 @@ from benchctl.cli.options import Finite, ops_dir_option
 @click.option("--alpha", default=0.05, show_default=True, type=Finite(0, 1, min_open=True),
               help="Significance level, as in `compare`.")
 @click.option("--work", type=click.Path(file_okay=False, path_type=Path),
-              help="Folder for the measurements [default: a new temporary folder].")
+              help="Folder for the measurements, new or empty [default: a new temporary folder].")
 def command(good, bad, op, impl, passes, device, ops_dirs, repo, run_args, threshold, alpha, work) -> None:
     """Measure the cell (OP, IMPL, every size of the sweep) at GOOD, at BAD, then at the commits `git bisect`
     picks between them, each judged against GOOD by the rules of `compare`: slower or broken is bad, same

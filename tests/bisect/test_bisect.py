@@ -1,7 +1,7 @@
 """`benchctl bisect` on a small repository made here, whose operator's call sleeps five times longer from a
 known commit on: the bisect names that commit and leaves the repository as it was
 found, also when it is interrupted; a dirty tree, a bisect already going and a BAD that is not slower are
-refused with one line."""
+refused with one line, and so is a --work folder that already holds measurements."""
 
 from __future__ import annotations
 
@@ -155,3 +155,17 @@ def test_the_same_commit_or_the_ends_reversed_are_refused_before_anything_is_mea
                                       "--ops-dir", str(top / "ops"), "--work", str(top.parent / "work")])
     assert result.exit_code == 2 and message in result.output, result.output
     assert not (top.parent / "work").exists() and git(top, "rev-parse", "HEAD") == shas[-1]
+
+
+def test_a_work_folder_holding_measurements_is_refused_and_kept(repo, tmp_path):
+    """A bisect reads every run under --work as its own (GOOD's folder whole): an earlier bisect's runs
+    there would have been pooled with GOOD's and its log lines listed as this bisect's commits."""
+    top, shas = repo
+    earlier = tmp_path / "work" / "good" / "20261207-140741-544998"
+    earlier.mkdir(parents=True)
+    (tmp_path / "work" / "commits.jsonl").write_text('{"commit": "0123", "verdict": "bad"}\n')
+    result = bisect(top, {}, "--work", str(tmp_path / "work"))
+    assert result.exit_code == 2 and f"--work {tmp_path / 'work'} is not empty" in result.output, result.output
+    assert "bisecting" not in result.output and "Traceback" not in result.output
+    assert earlier.is_dir() and (tmp_path / "work" / "commits.jsonl").read_text().startswith('{"commit": "0123"')
+    assert git(top, "rev-parse", "HEAD") == shas[-1] and git(top, "status", "--porcelain") == ""
