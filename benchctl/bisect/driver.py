@@ -14,12 +14,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
-from benchctl.bisect.measure import child_env, judged_at, measure_good
+from benchctl.bisect.measure import Judged, child_env, judged_at, measure_good
 from benchctl.bisect.spec import Spec
 from benchctl.errors import BenchError, UsageError
 from benchctl.results import commits
 from benchctl.vocab import CommitVerdict
 
+# What decides more where BAD's cells are unsure: more processes, every one of its rounds (docs/measuring.md).
+UNSURE_HINT = "measured with --run-arg=--processes=3 (not --quick) on a quiet machine, more cells are decided"
 FIRST_BAD = re.compile(r"^([0-9a-f]{40}) is the first bad commit", re.M)
 ONLY_SKIPPED = re.compile(r"The first bad commit could be any of:\n((?:[0-9a-f]{40}\n?)+)")
 
@@ -110,9 +112,17 @@ def _measure_ends(spec: Spec, repo: Path, good: str, bad: str) -> Spec:
     judged, tries = judged_at(spec, "bad", repo)
     if judged.verdict != CommitVerdict.BAD:
         said = judged.summary() or "no cells"
-        raise BenchError(f"BAD {bad[:12]} is not judged slower than GOOD {good[:12]} ({said}): nothing to bisect")
+        raise BenchError(f"BAD {bad[:12]} is not judged slower than GOOD {good[:12]} ({said}): {_why_not(judged)}")
     spec.record(bad, judged.verdict, tries, judged.summary())
     return replace(spec, cells=judged.regressed(), bad_run=str(spec.measured("bad", tries)))
+
+
+def _why_not(judged: Judged) -> str:
+    """What a BAD that is not judged slower leaves: nothing to find where it is as fast as GOOD, and where the
+    machine left it unsure, what decides more."""
+    if judged.verdict == CommitVerdict.GOOD:
+        return "nothing to bisect"
+    return f"the machine left it unsure, so nothing is known to bisect; {UNSURE_HINT}"
 
 
 def leave_as_found(repo: Path, start: str) -> None:

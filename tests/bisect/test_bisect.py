@@ -16,6 +16,8 @@ from click.testing import CliRunner
 from benchctl.bisect import driver
 from benchctl.bisect.spec import Spec
 from benchctl.cli import cli
+from benchctl.errors import BenchError
+from benchctl.vocab import CommitVerdict
 
 OPERATOR = '''import time
 
@@ -130,6 +132,24 @@ def test_a_bad_commit_that_is_not_slower_is_refused(repo, steady_machine):
                                       "forward", "--ops-dir", str(top / "ops"), *(f"--run-arg={a}" for a in FAST)],
                                 env=steady_machine)
     assert result.exit_code == 1 and "is not judged slower than GOOD" in result.output
+    assert git(top, "symbolic-ref", "--short", "HEAD") == "main" and git(top, "rev-parse", "HEAD") == shas[-1]
+
+
+@pytest.mark.parametrize("verdict, said", [
+    (CommitVerdict.GOOD, "nothing to bisect"),
+    (CommitVerdict.UNSURE, "the machine left it unsure, so nothing is known to bisect; measured with "
+                           "--run-arg=--processes=3 (not --quick) on a quiet machine, more cells are decided"),
+])
+def test_a_bad_commit_not_judged_slower_says_whether_there_is_nothing_to_find(repo, tmp_path, monkeypatch,
+                                                                             verdict, said):
+    """BAD as fast as GOOD: nothing to find; BAD left unsure (the machine's doing): what decides more."""
+    top, shas = repo
+    monkeypatch.setattr(driver, "measure_good", lambda spec, cwd: None)
+    monkeypatch.setattr(driver, "judged_at", lambda spec, label, cwd: (driver.Judged(verdict, ()), 2))
+    spec = Spec("bisect_probe", "py", "cpu", str(tmp_path / "w"), ("forward",), (str(top / "ops"),))
+    with pytest.raises(BenchError, match="is not judged slower than GOOD") as refused:
+        driver.bisect(spec, top, shas[0], shas[-1])
+    assert str(refused.value).endswith(f"(no cells): {said}")
     assert git(top, "symbolic-ref", "--short", "HEAD") == "main" and git(top, "rev-parse", "HEAD") == shas[-1]
 
 
