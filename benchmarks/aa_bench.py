@@ -136,6 +136,9 @@ def main() -> None:
     parser.add_argument("--kinds", default="quiet,busy,planted,gross")
     parser.add_argument("--judge-only", action="store_true", help="compare the pairs already under --out again")
     args = parser.parse_args()
+    if not args.judge_only and args.out.is_dir() and any(args.out.iterdir()):
+        # compare reads a folder's runs together: a pair measured into one already holding runs is judged with them
+        parser.error(f"--out {args.out} already holds pairs: give a new folder, or --judge-only to judge them again")
     print("| pairs | n | pairs with a slower or faster pass | slower | faster | same | unsure | of them by pairs | "
           "of them past GROSS | why unsure | B's passes with samples set aside | B's passes >5% off A, unmarked | "
           "largest change, as GROSS holds it | run s |")
