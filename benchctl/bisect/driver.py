@@ -20,7 +20,7 @@ from benchctl.errors import BenchError, UsageError
 from benchctl.results import commits
 from benchctl.vocab import CommitVerdict
 
-# What decides more where BAD's cells are unsure: more processes, every one of its rounds (docs/measuring.md).
+# What decides more where the machine left BAD's cells unsure: compare's advice, in bisect's own options.
 UNSURE_HINT = "measured with --run-arg=--processes=3 (not --quick) on a quiet machine, more cells are decided"
 FIRST_BAD = re.compile(r"^([0-9a-f]{40}) is the first bad commit", re.M)
 ONLY_SKIPPED = re.compile(r"The first bad commit could be any of:\n((?:[0-9a-f]{40}\n?)+)")
