@@ -29,7 +29,7 @@ ONLY_SKIPPED = re.compile(r"The first bad commit could be any of:\n((?:[0-9a-f]{
 @dataclass(frozen=True)
 class Result:
     first_bad: commits.Commit | None  # None when skipped commits hide it
-    candidates: tuple[str, ...] = ()  # then: the commits it could be
+    candidates: tuple[commits.Commit, ...] = ()  # then: the commits it could be, oldest first
     tested: tuple[dict, ...] = field(default_factory=tuple)  # each commit measured: verdict, cells
     cells: tuple[str, ...] = ()  # the cells each commit was judged on: those BAD was slower in (Spec.cells)
 
@@ -136,10 +136,16 @@ def _result(repo: Path, output: str, spec: Spec) -> Result:
     tested = tuple(json.loads(line) for line in spec.log.read_text().splitlines()) if spec.log.exists() else ()
     found = FIRST_BAD.search(output)
     if found:
-        described = commits.describe(repo, [found.group(1)])
-        return Result(described.get(found.group(1)) or commits.Commit(found.group(1), "", ""), (), tested, spec.cells)
+        return Result(_described(repo, [found.group(1)])[0], (), tested, spec.cells)
     skipped = ONLY_SKIPPED.search(output)
     if skipped:
-        return Result(None, tuple(skipped.group(1).split()), tested, spec.cells)
+        return Result(None, _described(repo, skipped.group(1).split()), tested, spec.cells)
     lines = output.strip().splitlines()
     raise BenchError(f"git bisect run ended without naming a commit: {lines[-1] if lines else 'no output'}")
+
+
+def _described(repo: Path, shas: list[str]) -> tuple[commits.Commit, ...]:
+    """Each commit with its subject, oldest first (git lists a bisect's candidates in no set order)."""
+    described, order = commits.describe(repo, shas), commits.git_order(repo, shas)
+    return tuple(described.get(sha) or commits.Commit(sha, "", "")
+                 for sha in sorted(shas, key=lambda sha: order.get(sha, len(order))))

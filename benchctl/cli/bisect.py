@@ -59,7 +59,8 @@ def command(good, bad, op, impl, passes, device, ops_dirs, repo, run_args, thres
     console.out.print("each commit after BAD judged on the cells BAD was slower in: " + "; ".join(result.cells),
                       highlight=False, soft_wrap=True)
     if result.first_bad is None:
-        console.warn("unsure commits were skipped; the first bad commit is one of: " + ", ".join(result.candidates))
+        console.warn("unsure commits were skipped; the first bad commit is one of: "
+                     + ", ".join(f"{c.sha[:12]} {c.subject}" for c in result.candidates))
         raise SystemExit(1)
     c = result.first_bad
     console.out.print(f"first bad commit: {c.sha} {c.subject}", highlight=False, soft_wrap=True)

@@ -153,6 +153,17 @@ def test_a_bad_commit_not_judged_slower_says_whether_there_is_nothing_to_find(re
     assert git(top, "symbolic-ref", "--short", "HEAD") == "main" and git(top, "rev-parse", "HEAD") == shas[-1]
 
 
+def test_skipped_commits_are_named_with_their_subjects_oldest_first(repo, tmp_path):
+    """git lists the commits a bisect could not tell apart in no set order (seen: the fourth, third, fifth)."""
+    top, shas = repo
+    output = (f"There are only 'skip'ped commits left to test.\nThe first bad commit could be any of:\n{shas[2]}\n"
+              f"{shas[1]}\n{shas[3]}\nWe cannot bisect more!\n")
+    result = driver._result(top, output, Spec("bisect_probe", "py", "cpu", str(tmp_path / "w")))
+    assert result.first_bad is None
+    assert [(c.sha, c.subject) for c in result.candidates] == [
+        (shas[1], "version 1"), (shas[2], "sleep longer in py"), (shas[3], "version 3")]
+
+
 def test_a_dirty_tree_and_unknown_commits_are_refused(repo):
     top, _ = repo
     result = CliRunner().invoke(cli, ["bisect", "nope", "HEAD", "--op", "bisect_probe", "--impl", "py",
