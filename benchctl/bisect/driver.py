@@ -74,7 +74,8 @@ def check_order(repo: Path, good: str, bad: str) -> None:
 
 def check_work(work: Path) -> None:
     """The measurements folder must be new or empty: every run under it is read as this bisect's (GOOD's folder
-    whole, and the log line by line), so an earlier bisect's runs there would be judged as this one's."""
+    whole, the latest run of each cell, and the log line by line), so an earlier bisect's runs there would stand
+    in for cells this one did not measure, and its commits be listed as this one's."""
     if work.is_dir() and any(work.iterdir()):
         raise UsageError(f"--work {work} is not empty (an earlier bisect's measurements?): give a new or empty "
                          "folder, so no earlier run is judged as this bisect's")

@@ -190,7 +190,7 @@ def test_the_same_commit_or_the_ends_reversed_are_refused_before_anything_is_mea
 
 def test_a_work_folder_holding_measurements_is_refused_and_kept(repo, tmp_path):
     """A bisect reads every run under --work as its own (GOOD's folder whole): an earlier bisect's runs
-    there would have been pooled with GOOD's and its log lines listed as this bisect's commits."""
+    there stood in for cells this one did not measure, and its log lines were listed as this bisect's commits."""
     top, shas = repo
     earlier = tmp_path / "work" / "good" / "20261207-140741-544998"
     earlier.mkdir(parents=True)
