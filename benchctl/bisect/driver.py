@@ -30,7 +30,7 @@ ONLY_SKIPPED = re.compile(r"The first bad commit could be any of:\n((?:[0-9a-f]{
 class Result:
     first_bad: commits.Commit | None  # None when skipped commits hide it
     candidates: tuple[commits.Commit, ...] = ()  # then: the commits it could be, oldest first
-    tested: tuple[dict, ...] = field(default_factory=tuple)  # each commit measured: verdict, cells
+    tested: tuple[dict, ...] = field(default_factory=tuple)  # each commit measured: subject, verdict, cells
     cells: tuple[str, ...] = ()  # the cells each commit was judged on: those BAD was slower in (Spec.cells)
 
 
@@ -134,7 +134,9 @@ def leave_as_found(repo: Path, start: str) -> None:
 
 
 def _result(repo: Path, output: str, spec: Spec) -> Result:
-    tested = tuple(json.loads(line) for line in spec.log.read_text().splitlines()) if spec.log.exists() else ()
+    logged = [json.loads(line) for line in spec.log.read_text().splitlines()] if spec.log.exists() else []
+    subjects = commits.describe(repo, [t["commit"] for t in logged])
+    tested = tuple({**t, "subject": subjects[t["commit"]].subject if t["commit"] in subjects else ""} for t in logged)
     found = FIRST_BAD.search(output)
     if found:
         return Result(_described(repo, [found.group(1)])[0], (), tested, spec.cells)

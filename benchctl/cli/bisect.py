@@ -54,7 +54,7 @@ def command(good, bad, op, impl, passes, device, ops_dirs, repo, run_args, thres
     signal.signal(signal.SIGTERM, _interrupt)  # stopped either way, the repository is left as found
     result = driver.bisect(spec, top, good, bad, on_start=lambda: console.err.print(
         f"bisecting {top} between {good} and {bad}; measurements in {folder}"))
-    rows = [[t["commit"][:12], t["verdict"], str(t["tries"]), t["cells"]] for t in result.tested]
+    rows = [[f"{t['commit'][:12]} {t['subject']}", t["verdict"], str(t["tries"]), t["cells"]] for t in result.tested]
     console.out.print(console.table("commits measured (BAD first)", ["commit", "verdict", "tries", "cells"], rows))
     console.out.print("each commit after BAD judged on the cells BAD was slower in: " + "; ".join(result.cells),
                       highlight=False, soft_wrap=True)

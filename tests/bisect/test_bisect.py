@@ -101,6 +101,7 @@ def test_bisect_names_the_commit_that_slowed_the_cell_and_leaves_the_repository_
     assert measured and all(m["verdict"] == ("bad" if shas.index(m["commit"]) >= SLOW_AT else "good")
                             for m in measured)
     assert all(m["cells"].startswith("py forward batch_size=8: ") for m in measured)  # the params as elsewhere
+    assert f"{shas[SLOW_AT][:12]} sleep longer in py" in result.output  # each commit measured, with its subject
 
 
 def test_an_interrupted_bisect_is_reset(repo, tmp_path, monkeypatch):
