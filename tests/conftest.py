@@ -43,6 +43,13 @@ def fixture_ops() -> dict:
 
 
 @pytest.fixture(scope="session")
+def index_ops() -> dict:
+    """Operators with outputs that carry no gradient: a router returning top-k indices, and one whose input
+    requires no grad (see tests/fixtures/index_ops)."""
+    return registry.discover([FIXTURE_OPS.parent / "index_ops"])
+
+
+@pytest.fixture(scope="session")
 def fixture_ops_dir() -> Path:
     return FIXTURE_OPS
 

@@ -15,8 +15,9 @@ from benchctl.errors import error_message
 from benchctl.ops.registry import Case, Implementation, Operator, dtype_name
 from benchctl.vocab import Device, Status
 
-# torch's words when a kernel meets a dtype it was not written for (AT_DISPATCH, TORCH_CHECK on dtype)
-DTYPE_ERROR = re.compile(r"scalar ?type|dtype|not implemented for '(Double|Float|Half|BFloat16)'|"
+# torch's words when a kernel meets a dtype it was not written for (AT_DISPATCH, TORCH_CHECK on dtype); a tensor's
+# repr (`dtype=torch.float64`, in gradcheck's Jacobians) is not one
+DTYPE_ERROR = re.compile(r"scalar ?type|dtype(?!=torch\.)|not implemented for '(Double|Float|Half|BFloat16)'|"
                          r"expected .*(Double|Float)|(Double|Float) .*expected", re.I)
 SEEDS = (0, 1)
 DTYPES = (torch.float32, torch.float64)  # compared with the reference unless `check --dtype` names others
@@ -156,7 +157,8 @@ def _gradcheck_row(op, target, impl, device, params) -> CheckRow:
         return CheckRow(op.name, target.name, impl.name, device, "gradcheck", _case_label(params), "float64",
                         None, None, None, None, f"gradcheck needs float64; {impl.dtype_reason(torch.float64)}")
     try:
-        ok, detail = correctness.gradcheck(target, impl, device, params), ""
+        ok = correctness.gradcheck(target, impl, device, params)
+        detail = correctness.NO_GRAD_INPUTS if ok is None else ""
     except Exception as exc:  # gradcheck raises GradcheckError with the mismatching Jacobians
         ok, detail = False, _failure(impl, torch.float64, exc)
     return CheckRow(op.name, target.name, impl.name, device, "gradcheck", _case_label(params), "float64",

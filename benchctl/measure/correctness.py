@@ -18,7 +18,7 @@ from typing import Any, Mapping
 import torch
 
 from benchctl.measure import tamper
-from benchctl.measure.passes import as_tuple, grad_outputs
+from benchctl.measure.passes import as_tuple, backward_from, grad_outputs, has_backward
 from benchctl.ops.params import Params
 from benchctl.ops.registry import Case, Implementation, Operator, Target
 
@@ -110,6 +110,8 @@ def agree(name: str, got: torch.Tensor | None, ref: torch.Tensor, tol: float, is
         return Agreement(name, float("inf"), float("inf"), tol, False,
                           f"dtype {_dtype_name(got.dtype)}, not the cell's {_dtype_name(dtype)}")
     got64 = got.detach().to("cpu", torch.float64)
+    if not (ref.is_floating_point() or ref.is_complex()):
+        return _exactly(name, got64, ref.to(torch.float64), tol)
     if not torch.isfinite(got64).all():
         return Agreement(name, float("inf"), float("inf"), tol, False, _non_finite(got64, ref))
     abs_err = float((got64 - ref).abs().max()) if ref.numel() else 0.0
@@ -120,6 +122,21 @@ def agree(name: str, got: torch.Tensor | None, ref: torch.Tensor, tol: float, is
         return Agreement(name, abs_err, rel_err, tol, False, "output is all zeros")
     passed = rel_err <= tol
     return Agreement(name, abs_err, rel_err, tol, passed, "" if passed else f"error {rel_err:.3g} > {tol:.3g}")
+
+
+def _exactly(name: str, got64: torch.Tensor, ref64: torch.Tensor, tol: float) -> Agreement:
+    """An integer or boolean output (top-k's indices, a mask) is compared element by element, with no tolerance:
+    "2 of 512 elements differ, compared exactly (an integer output): 5 at [1, 0], where the reference is 7"."""
+    differ = got64 != ref64
+    if not bool(differ.any()):
+        return Agreement(name, 0.0, 0.0, tol, True)
+    abs_err = float((got64 - ref64).abs().max())
+    scale = float(ref64.abs().max())
+    first = tuple(int(i) for i in differ.nonzero()[0])
+    there = f"{got64[first].item():g} at {list(first)}, where the reference is {ref64[first].item():g}"
+    return Agreement(name, abs_err, abs_err / scale if scale > 0 else abs_err, tol, False,
+                     f"{int(differ.sum()):,} of {ref64.numel():,} elements differ, compared exactly (an integer "
+                     f"output): {there}")
 
 
 def _dtype_name(dtype: torch.dtype) -> str:
@@ -148,7 +165,9 @@ def run_on(target: Target, impl: Implementation, inputs: dict[str, Any], watched
     before = tamper.snapshot(inputs) if watched else None
     outs = as_tuple(target.call(impl.fn, inputs))
     problems = tamper.problems(inputs, before, outs) if watched else []  # before backward, which may change them
-    torch.autograd.backward(outs, grad_outputs(outs))
+    grads = grad_outputs(outs)
+    if has_backward(grads):  # from the outputs that carry a gradient (passes.py)
+        backward_from(inputs, grads, accumulate=True)(outs)
     problems = problems or (tamper.problems(inputs, before, ()) if watched else [])
     grads = {name: t.grad for name, t in inputs.items() if isinstance(t, torch.Tensor) and t.requires_grad}
     return Run(tuple(o.detach() for o in outs), grads, tuple(problems))
@@ -185,16 +204,24 @@ def check(op: Operator, target: Target, impl: Implementation, device: str, dtype
     found = [Agreement(TAMPERED, 0.0, 0.0, tol, False, problem) for problem in got.problems]
     found += [agree(f"output{i}" if len(ref.outs) > 1 else "output", got.outs[i] if i < len(got.outs) else None,
                      want, tol, True, dtype=dtype) for i, want in enumerate(ref.outs)]
-    found += [agree(f"grad {name}", got.grads.get(name), want, tol, False) for name, want in ref.grads.items()]
+    found += [agree(f"grad {name}", got.grads.get(name), want, tol, False) for name, want in ref.grads.items()
+              if want is not None]  # an input the reference's outputs carry no gradient back to
     return CheckResult(tuple(found))
 
 
-def gradcheck(target: Target, impl: Implementation, device: str, params: Mapping[str, Any], seed: int = 0) -> bool:
-    """torch.autograd.gradcheck in float64 through the implementation on small inputs."""
+NO_GRAD_INPUTS = "no input requires grad: nothing to gradcheck"
+
+
+def gradcheck(target: Target, impl: Implementation, device: str, params: Mapping[str, Any],
+              seed: int = 0) -> bool | None:
+    """torch.autograd.gradcheck in float64 through the implementation on small inputs; None where no input
+    requires grad (NO_GRAD_INPUTS)."""
     inputs = target.make_inputs(Case(dict(params), torch.float64, device, seed))
     if impl.prepare is not None:
         inputs = impl.prepare(inputs)
     names = [n for n, t in inputs.items() if isinstance(t, torch.Tensor) and t.requires_grad]
+    if not names:
+        return None
 
     def fn(*tensors: torch.Tensor):
         return target.call(impl.fn, {**inputs, **dict(zip(names, tensors))})

@@ -14,10 +14,15 @@ An implementation whose graph has leaves of its own (parameters it holds, or a t
 require grad) would have their gradients skipped by `autograd.grad`, so for it the backward is
 `backward(grad_out)`, accumulating into every leaf as training does, with the inputs' `.grad` set
 to None before each repetition. `has_own_leaves` tells the two apart once, on the warm-up call.
+
+An output autograd cannot carry a gradient back through (top-k's indices, a mask, every output of an operator
+whose inputs require no grad) gets no gradient: `grad_outputs` gives it None, and the backward starts from the
+others alone. Where no output carries one, there is no backward to time (NO_BACKWARD).
 """
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import Callable, Sequence
 
 import torch
@@ -32,11 +37,26 @@ def as_tuple(out: Output) -> tuple[torch.Tensor, ...]:
     return out if isinstance(out, tuple) else (out,)
 
 
-def grad_outputs(outputs: Sequence[torch.Tensor], seed: int = 1234) -> tuple[torch.Tensor, ...]:
+NO_BACKWARD = "no output carries a gradient (none requires grad): the operator has no backward to time"
+
+Grads = tuple[torch.Tensor | None, ...]  # a gradient per output; None for one that carries none
+
+
+def grad_outputs(outputs: Sequence[torch.Tensor], seed: int = 1234) -> Grads:
+    """A seeded gradient for each output that requires grad, None for the others."""
+    return seeded_like(tuple(o if o.requires_grad else None for o in outputs), seed)
+
+
+def seeded_like(templates: Sequence[torch.Tensor | None], seed: int) -> Grads:
+    """Seeded normal values in the shape, dtype and device of each template (None stays None): drawn in float64
+    on the CPU, so every dtype and device sees the same numbers."""
     gen = torch.Generator().manual_seed(seed)
-    return tuple(
-        torch.randn(o.shape, generator=gen, dtype=torch.float64).to(o.dtype).to(o.device) for o in outputs
-    )
+    drawn = (None if t is None else torch.randn(t.shape, generator=gen, dtype=torch.float64) for t in templates)
+    return tuple(None if d is None else d.to(t.dtype).to(t.device) for d, t in zip(drawn, templates))
+
+
+def has_backward(grads: Grads) -> bool:
+    return any(g is not None for g in grads)
 
 
 def grad_inputs(inputs: Inputs) -> list[torch.Tensor]:
@@ -60,25 +80,32 @@ def has_own_leaves(out: Output, inputs: Inputs) -> bool:
     return False
 
 
-def backward_from(inputs: Inputs, grads: Sequence[torch.Tensor], accumulate: bool,
+def backward_from(inputs: Inputs, grads: Grads, accumulate: bool,
                   retain_graph: bool = False) -> Callable[[Output], object]:
     """The timed backward of one output (a tensor or a tuple of them, as the call returned it: both
-    autograd functions take either, so nothing else runs inside the clock): the inputs' gradients, or
-    `backward` when `accumulate`."""
+    autograd functions take either, so nothing else runs inside the clock but one `itemgetter` where some
+    outputs carry no gradient): the inputs' gradients, or `backward` when `accumulate`."""
+    kept = [i for i, g in enumerate(grads) if g is not None]
+    if not kept:
+        raise ValueError(NO_BACKWARD)
+    if len(kept) < len(grads):
+        pick = itemgetter(*kept)
+        carried = backward_from(inputs, tuple(grads[i] for i in kept), accumulate, retain_graph)
+        return lambda out: carried(pick(out))
     leaves = grad_inputs(inputs)
     if leaves and not accumulate:
         return lambda out: torch.autograd.grad(out, leaves, grads, retain_graph=retain_graph, allow_unused=True)
     return lambda out: torch.autograd.backward(out, grads, retain_graph=retain_graph)
 
 
-def make_setup(call: Callable[[], Output], inputs: Inputs, grads: Sequence[torch.Tensor],
+def make_setup(call: Callable[[], Output], inputs: Inputs, grads: Grads,
                pass_name: str, accumulate: bool = False) -> Callable[[], Thunk]:
     """Returns `setup()`; each call prepares one repetition of `call` on `inputs` and returns the thunk
     to time."""
     return drawn_setup(lambda: (call, inputs, grads), pass_name, accumulate)
 
 
-Drawn = tuple[Callable[[], Output], Inputs, Sequence[torch.Tensor]]  # a call, its inputs, its outputs' gradients
+Drawn = tuple[Callable[[], Output], Inputs, Grads]  # a call, its inputs, its outputs' gradients
 
 
 def drawn_setup(draw: Callable[[], Drawn], pass_name: str, accumulate: bool = False) -> Callable[[], Thunk]:

@@ -11,7 +11,8 @@ import torch
 
 from benchctl.measure import fresh, tamper, unseen
 from benchctl.measure.clocks import Thunk
-from benchctl.measure.passes import Drawn, as_tuple, backward_from, drawn_setup, grad_outputs, has_own_leaves
+from benchctl.measure.passes import (Drawn, Grads, as_tuple, backward_from, drawn_setup, grad_outputs, has_backward,
+                                     has_own_leaves, seeded_like)
 from benchctl.ops.cells import Resolved
 from benchctl.ops.registry import Case, Inputs
 from benchctl.ops.triton_support import best_config
@@ -24,14 +25,18 @@ class Prepared:
     call_on: Callable[[Inputs], Any]  # the implementation called on one set of inputs
     inputs: Inputs  # the cell's own inputs, which the first call had; the timed calls' data is copied in
     raw: Inputs  # the same inputs as the target made them, before the implementation's prepare
-    grads: tuple[torch.Tensor, ...]
+    grads: Grads  # the outputs' gradients a backward starts from (None for an output that carries none)
     compile_s: float
     marks: tamper.Marks  # a few of the inputs' values before the first call
     accumulate: bool = False  # the graph has leaves of its own: time backward(), see passes.py
     pool: fresh.InputPool | None = None
     best_config: str | None = None  # Triton: the autotune configs its first call chose (untimed)
     # the gradients the next unseen draw's backward starts from, and its data set: made with that set (`_ahead`)
-    unseen_grads: tuple[tuple[torch.Tensor, ...], int | None] = ((), None)
+    unseen_grads: tuple[Grads, int | None] = ((), None)
+
+    def backward(self) -> bool:
+        """Whether an output carries a gradient back, so that there is a backward to time (passes.NO_BACKWARD)."""
+        return has_backward(self.grads)
 
     def call(self) -> Any:
         """One call on the cell's own inputs (a CUDA graph captures this one: cuda_graph.py)."""
@@ -59,13 +64,14 @@ class Prepared:
         """The gradients of unseen data set `source`, made where its data is (a draw before its own: fresh.py
         `_kept`) into tensors kept for them, so that the unseen draw makes and frees nothing before its call."""
         kept, made_for = self.unseen_grads
-        if source is None or source == made_for or not self.grads:
+        if source is None or source == made_for or not self.backward():
             return
-        made = grad_outputs(self.grads, seed=source)
+        made = seeded_like(self.grads, seed=source)
         with torch.no_grad():
-            kept = kept or tuple(torch.empty_like(g) for g in made)
+            kept = kept or tuple(None if g is None else torch.empty_like(g) for g in made)
             for into, g in zip(kept, made):
-                into.copy_(g)
+                if g is not None:
+                    into.copy_(g)
         self.unseen_grads = (kept, source)
 
     def sampling(self) -> None:
@@ -103,7 +109,8 @@ def prepare(resolved: Resolved) -> Prepared:
     outs = as_tuple(call_on(inputs))  # first call: builds, JIT-compiles, fills caches; never a timed sample
     grads = grad_outputs(outs)
     accumulate = has_own_leaves(outs, inputs)
-    backward_from(inputs, grads, accumulate)(outs)
+    if has_backward(grads):
+        backward_from(inputs, grads, accumulate)(outs)
     if cell.device == Device.CUDA:
         torch.cuda.synchronize()
     compile_s = time.perf_counter() - start

@@ -55,3 +55,12 @@ def test_other_errors_get_no_dtype_hint():
     op.implementation("ext")(lambda x: x.view(7))
     failed = [r for r in checks.check_impl(op, op.implementations["ext"], "cpu") if r.passed is False]
     assert failed and not any("dtypes=" in r.detail for r in failed)
+
+
+def test_a_wrong_gradient_gets_no_dtype_hint_for_the_jacobians_it_prints():
+    """gradcheck's message prints the Jacobians as tensors (`dtype=torch.float64`), which is no dtype error."""
+    op = make_op("msg_jacobian")
+    op.implementation("ext")(lambda x: x * 2 + (x * x).detach())  # the detached term's gradient is missing
+    [row] = [r for r in checks.check_impl(op, op.implementations["ext"], "cpu") if r.kind == "gradcheck"]
+    assert row.passed is False and row.detail.startswith("GradcheckError: Jacobian mismatch")
+    assert "hint" not in row.detail

@@ -64,3 +64,20 @@ def test_the_dtypes_asked_for_are_compared_with_the_reference_and_gradcheck_stay
     assert gradcheck.dtype == "float64" and gradcheck.passed
     f32 = list(checks.check_impl(op, op.implementations["f32only"], "cpu", dtypes=(torch.bfloat16,)))
     assert [(r.kind, r.dtype) for r in f32 if r.kind in ("reference", "unavailable")] == [("unavailable", "bfloat16")]
+
+
+def test_an_operator_with_no_input_that_requires_grad_is_checked_without_gradcheck(index_ops):
+    op = registry.get("rowmax")
+    rows = list(checks.check_impl(op, op.implementations["sort"], "cpu"))
+    assert [r.passed for r in rows if r.kind == "reference"] == [True] * 4
+    [gradcheck] = [r for r in rows if r.kind == "gradcheck"]
+    assert gradcheck.passed is None and gradcheck.detail == "no input requires grad: nothing to gradcheck"
+
+
+def test_a_router_s_indices_are_compared_exactly_and_its_weights_gradcheck(index_ops):
+    op = registry.get("router")
+    good = list(checks.check_impl(op, op.implementations["topk_first"], "cpu"))
+    assert all(r.passed for r in good)
+    bad = [r for r in checks.check_impl(op, op.implementations["swapped"], "cpu") if r.kind == "reference"]
+    assert len(bad) == 4 and not any(r.passed for r in bad)
+    assert all(r.detail.startswith("output1: 6 of 6 elements differ") for r in bad)

@@ -71,3 +71,17 @@ def test_set_tf32_allows_forbids_or_keeps_torchs_setting(tf32, mode, matmul, con
     tf32(matmul=False, conv=True)  # torch's defaults
     set_tf32(mode)
     assert (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32) == (matmul, conv)
+
+
+def test_an_integer_output_is_compared_exactly():
+    """Top-k's indices are right or wrong: one index off is a failure however large the others are."""
+    ref = torch.arange(1000, dtype=torch.int64).reshape(500, 2)
+    assert agree("output1", ref.clone(), ref, 2e-4, True, dtype=torch.float32).passed
+    off = ref.clone()
+    off[3, 1] += 1
+    c = agree("output1", off, ref, 2e-4, True, dtype=torch.float32)
+    assert not c.passed and c.max_abs_err == 1.0  # relative to 999: 1e-3, which a float's bar would nearly pass
+    assert c.reason == ("1 of 1,000 elements differ, compared exactly (an integer output): 8 at [3, 1], where the "
+                        "reference is 7")
+    mask = torch.tensor([True, False, True])
+    assert not agree("output", ~mask, mask, 1.0, True).passed  # a boolean output too, even at a bar of 1

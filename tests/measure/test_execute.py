@@ -11,6 +11,7 @@ import torch
 from benchctl.ops.cells import Cell
 from benchctl.analysis.pairs import pair_ratios
 from benchctl.measure.execute import Settings, prepare, run_cell
+from benchctl.measure.passes import NO_BACKWARD
 from benchctl.measure.rates import matmul_peak
 from benchctl.measure.timing import Policy
 from benchctl.results.schema import own_aside
@@ -355,3 +356,25 @@ def test_a_pass_out_of_memory_with_nothing_held_stays_oom(monkeypatch, fixture_o
     _short_of_memory(monkeypatch, fixture_ops["axpy"], lambda alive, calls: calls >= 1)  # after the first call
     [row] = run_cell(replace(_axpy_forward(), checked=True), FAST)
     assert row["status"] == "oom" and "CUDA out of memory" in row["message"]
+
+
+ROUTER = {"batch_size": 32, "experts": 16, "k": 2}
+
+
+def test_a_router_returning_indices_is_timed_forward_and_backward_from_its_weights(index_ops):
+    """The indices carry no gradient: the backward starts from the weights, and each pass's outputs are checked
+    (the indices exactly)."""
+    rows = run_cell(Cell.make("router", "op", "topk_first", "cpu", "float32", ROUTER), FAST)
+    assert [r["pass"] for r in rows] == ["forward", "backward", "forward_backward"]
+    assert all(r["status"] == "ok" and r["correct"] is True and r["n"] >= 3 for r in rows)
+    wrong = run_cell(Cell.make("router", "op", "swapped", "cpu", "float32", ROUTER), FAST)
+    assert {r["status"] for r in wrong} == {"incorrect"}
+    assert "output1: 64 of 64 elements differ, compared exactly (an integer output)" in wrong[0]["message"]
+
+
+def test_an_operator_with_no_backward_has_its_forward_timed_and_its_backward_unavailable(index_ops):
+    rows = run_cell(Cell.make("rowmax", "op", "sort", "cpu", "float32", {"batch_size": 8, "dim": 256}), FAST)
+    assert [(r["pass"], r["status"]) for r in rows] == [
+        ("forward", "ok"), ("backward", "unavailable"), ("forward_backward", "unavailable")]
+    assert rows[0]["correct"] is True and rows[0]["n"] >= 3
+    assert {r["message"] for r in rows[1:]} == {NO_BACKWARD}

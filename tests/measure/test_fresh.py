@@ -154,7 +154,7 @@ def test_an_unseen_draw_makes_and_frees_nothing_before_its_call(fixture_ops, mon
         return wrapped
 
     monkeypatch.setattr(fresh, "raw_inputs", noted(fresh.raw_inputs))
-    monkeypatch.setattr(prepared_module, "grad_outputs", noted(passes.grad_outputs))
+    monkeypatch.setattr(prepared_module, "seeded_like", noted(passes.seeded_like))
     draws = []
     setup = prepared.setup("backward", on_draw=draws.append)
     prepared.sampling()
@@ -164,7 +164,7 @@ def test_an_unseen_draw_makes_and_frees_nothing_before_its_call(fixture_ops, mon
         assert all(ref() is None for ref in made)  # each making let go of within its own draw
         if draws[-1].unseen:
             assert len(made) == before  # nothing made for it in its own draw
-            assert torch.equal(dy, passes.grad_outputs(prepared.grads, seed=draws[-1].source)[0])
+            assert torch.equal(dy, passes.seeded_like(prepared.grads, seed=draws[-1].source)[0])
     assert sum(d.unseen for d in draws) == UNSEEN_MAX and len(made) >= 2 * UNSEEN_MAX  # data and gradients
 
 

@@ -1,7 +1,9 @@
+import re
+
 import pytest
 import torch
 
-from benchctl.measure.passes import has_own_leaves, make_setup
+from benchctl.measure.passes import NO_BACKWARD, grad_outputs, has_backward, has_own_leaves, make_setup
 
 
 def test_backward_returns_a_pass_through_gradient_without_copying_it():
@@ -39,3 +41,25 @@ def test_leaves_of_the_implementation_get_their_gradient_by_accumulation(pass_na
 def test_an_unknown_pass_is_refused():
     with pytest.raises(ValueError, match="unknown pass 'sideways'"):
         make_setup(lambda: torch.ones(1), {}, (), "sideways")
+
+
+@pytest.mark.parametrize("pass_name", ["backward", "forward_backward"])
+def test_an_output_that_carries_no_gradient_is_left_out_of_the_backward(pass_name):
+    logits = torch.randn(8, 6, requires_grad=True)
+    call = lambda: torch.topk(logits, 2, dim=-1)  # noqa: E731  (values, indices): the indices carry none
+    grads = grad_outputs(call())
+    assert grads[0].shape == (8, 2) and grads[1] is None
+    thunk = make_setup(call, {"logits": logits}, grads, pass_name)()
+    result = thunk()
+    (grad_logits,) = result if pass_name == "backward" else result[1]
+    indices = torch.topk(logits, 2, dim=-1).indices
+    torch.testing.assert_close(grad_logits, torch.zeros(8, 6).scatter(1, indices, grads[0]))
+
+
+def test_where_no_output_carries_a_gradient_there_is_no_backward():
+    x = torch.randn(4, 5)  # requires no grad
+    grads = grad_outputs((x.amax(-1), x.argmax(-1)))
+    assert grads == (None, None) and not has_backward(grads)
+    assert make_setup(lambda: x.amax(-1), {"x": x}, grads, "forward")()().shape == (4,)
+    with pytest.raises(ValueError, match=re.escape(NO_BACKWARD)):
+        make_setup(lambda: x.amax(-1), {"x": x}, grads, "backward")()
