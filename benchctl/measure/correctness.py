@@ -224,7 +224,7 @@ def gradcheck(target: Target, impl: Implementation, device: str, params: Mapping
         return None
 
     def fn(*tensors: torch.Tensor):
-        return target.call(impl.fn, {**inputs, **dict(zip(names, tensors))})
+        return as_tuple(target.call(impl.fn, {**inputs, **dict(zip(names, tensors))}))
 
     return torch.autograd.gradcheck(fn, tuple(inputs[n] for n in names), eps=1e-6, atol=1e-5, rtol=1e-4)
 

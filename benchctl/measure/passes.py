@@ -34,7 +34,18 @@ from benchctl.vocab import PASSES, Pass
 
 
 def as_tuple(out: Output) -> tuple[torch.Tensor, ...]:
-    return out if isinstance(out, tuple) else (out,)
+    """The call's outputs: a tensor, or a tuple or list of them (`[out, loss]`); anything else is refused, in words."""
+    outs = tuple(out) if isinstance(out, (tuple, list)) else (out,)
+    others = sorted({type(o).__name__ for o in outs if not isinstance(o, torch.Tensor)})
+    if others or not outs:
+        raise TypeError(f"an implementation returns a tensor or a tuple of tensors, not {_returned(out, others)}")
+    return outs
+
+
+def _returned(out: object, others: list[str]) -> str:
+    if isinstance(out, (tuple, list)):
+        return f"a {type(out).__name__} holding {', '.join(others)}" if out else f"an empty {type(out).__name__}"
+    return f"a {type(out).__name__}"
 
 
 NO_BACKWARD = "no output carries a gradient (none requires grad): the operator has no backward to time"

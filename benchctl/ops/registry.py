@@ -24,7 +24,7 @@ BUILTIN_OPS_DIR = paths.IMPLEMENTATIONS_DIR
 OPS_PATH_ENV = "BENCHCTL_OPS_PATH"
 
 Inputs = dict[str, torch.Tensor]
-Output = torch.Tensor | tuple[torch.Tensor, ...]
+Output = torch.Tensor | tuple[torch.Tensor, ...] | list[torch.Tensor]
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@ import re
 import pytest
 import torch
 
-from benchctl.measure.passes import NO_BACKWARD, grad_outputs, has_backward, has_own_leaves, make_setup
+from benchctl.measure.passes import NO_BACKWARD, as_tuple, grad_outputs, has_backward, has_own_leaves, make_setup
 
 
 def test_backward_returns_a_pass_through_gradient_without_copying_it():
@@ -63,3 +63,14 @@ def test_where_no_output_carries_a_gradient_there_is_no_backward():
     assert make_setup(lambda: x.amax(-1), {"x": x}, grads, "forward")()().shape == (4,)
     with pytest.raises(ValueError, match=re.escape(NO_BACKWARD)):
         make_setup(lambda: x.amax(-1), {"x": x}, grads, "backward")()
+
+
+@pytest.mark.parametrize("out, words", [
+    ({"y": torch.ones(2)}, "not a dict"), ((torch.ones(2), None), "not a tuple holding NoneType"),
+    ([], "not an empty list"), (3.0, "not a float"),
+])
+def test_outputs_are_a_tensor_or_a_tuple_or_list_of_them(out, words):
+    x = torch.ones(2)
+    assert as_tuple(x) == (x,) and as_tuple([x, x]) == (x, x)
+    with pytest.raises(TypeError, match=f"an implementation returns a tensor or a tuple of tensors, {words}$"):
+        as_tuple(out)
