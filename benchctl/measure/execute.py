@@ -31,7 +31,7 @@ from benchctl.measure.timing import Measurement, Policy, Probe, measure
 from benchctl.measure.cuda_graph import CudaGraphClock, repeatable_thunk
 from benchctl.measure.passes import NO_BACKWARD
 from benchctl.measure.flush import flusher
-from benchctl.vocab import Device, Pass, Status, TimingMode
+from benchctl.vocab import Device, Status, TimingMode
 
 @dataclass(frozen=True)
 class Settings:
@@ -110,17 +110,12 @@ def _run_resolved(resolved: Resolved, settings: Settings, clock: Clock | None) -
     watch = clock is None  # a clock given (a test's fake) is not watched
     clock = clock or make_clock(cell.device, settings.flush_l2, settings.cuda_graph)
     head = base.with_(**gate, **timing)
-    results = [_time_pass(head, prepared, p, settings, clock, partner, watch) if _has(prepared, p)
+    results = [_time_pass(head, prepared, p, settings, clock, partner, watch) if prepared.has(p)
                else head.with_(pass_=p, status=Status.UNAVAILABLE, message=NO_BACKWARD) for p in cell.passes]
     left = orphans.left_running(kids)
     if left:
         results = [r.with_(status=Status.ERROR, message=left) for r in results]
     return [r.with_(message=join_messages(r.message, unpaired)) for r in results] if unpaired else results
-
-
-def _has(prepared: Prepared, pass_name: str) -> bool:
-    """Whether the cell has the pass: a backward only where an output carries a gradient (passes.NO_BACKWARD)."""
-    return pass_name == Pass.FORWARD or prepared.backward()
 
 
 def _timing(clock: Clock | None, device: str, settings: Settings) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from benchctl.measure.passes import (Drawn, Grads, as_tuple, backward_from, draw
 from benchctl.ops.cells import Resolved
 from benchctl.ops.registry import Case, Inputs
 from benchctl.ops.triton_support import best_config
-from benchctl.vocab import Device
+from benchctl.vocab import Device, Pass
 
 
 @dataclass
@@ -34,9 +34,9 @@ class Prepared:
     # the gradients the next unseen draw's backward starts from, and its data set: made with that set (`_ahead`)
     unseen_grads: tuple[Grads, int | None] = ((), None)
 
-    def backward(self) -> bool:
-        """Whether an output carries a gradient back, so that there is a backward to time (passes.NO_BACKWARD)."""
-        return has_backward(self.grads)
+    def has(self, pass_name: str) -> bool:
+        """Whether the cell has the pass: a backward only where an output carries a gradient (passes.NO_BACKWARD)."""
+        return pass_name == Pass.FORWARD or has_backward(self.grads)
 
     def call(self) -> Any:
         """One call on the cell's own inputs (a CUDA graph captures this one: cuda_graph.py)."""
@@ -64,7 +64,7 @@ class Prepared:
         """The gradients of unseen data set `source`, made where its data is (a draw before its own: fresh.py
         `_kept`) into tensors kept for them, so that the unseen draw makes and frees nothing before its call."""
         kept, made_for = self.unseen_grads
-        if source is None or source == made_for or not self.backward():
+        if source is None or source == made_for or not has_backward(self.grads):
             return
         made = seeded_like(self.grads, seed=source)
         with torch.no_grad():

@@ -37,6 +37,7 @@ from benchctl.profile.stacks import collapsed
 from benchctl.profile.torch_events import TORCH_RANGE, op_stacks, top_ops
 from benchctl.measure.clocks import Thunk
 from benchctl.measure.flush import flusher
+from benchctl.measure.passes import NO_BACKWARD
 from benchctl.measure.interference import RunQueue
 from benchctl.measure.timing import collector_off
 from benchctl.vocab import Device, Status
@@ -140,6 +141,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if reason:
         return {"status": Status.UNAVAILABLE, "error": reason}
     prepared = execute.prepare(resolved)
+    if not prepared.has(args.pass_name):
+        return {"status": Status.UNAVAILABLE, "error": f"{NO_BACKWARD} (profile --pass forward)"}
     setup = prepared.setup(args.pass_name)
     setup()()  # warm-up outside the markers and the profiler: the allocator's caches settle
     _sync(cell.device)()

@@ -305,3 +305,12 @@ def test_samples_in_openmps_runtime_are_counted_whatever_its_librarys_name(top: 
                                           else r for r in top.by_self))
     assert in_openmp(vendored) == (25, "libgomp-a34b3233.so.1")
     assert in_openmp(replace(top, by_self=tuple(r for r in top.by_self if "gomp" not in r.location))) == (0, "")
+
+
+def test_the_child_says_an_operator_with_no_backward_has_no_backward_to_profile(index_ops, tmp_path: Path) -> None:
+    cell = Cell.make("rowmax", "op", "sort", "cpu", "float32", {"batch_size": 4, "dim": 8})
+    request = profiling.ProfileRequest(cell, "backward", 0.1)
+    args = profile_child.parse_args(profiling.child_command(request, tmp_path / "s.json")[4:])
+    result = profile_child.run(args)
+    assert result["status"] == "unavailable" and result["error"].startswith("no output carries a gradient")
+    assert result["error"].endswith("(profile --pass forward)")
