@@ -145,11 +145,14 @@ def _dtype_name(dtype: torch.dtype) -> str:
 
 @dataclass(frozen=True)
 class Run:
-    """One forward+backward call: its outputs, the inputs' gradients, and what it did to its inputs."""
+    """One forward+backward call: its outputs, the inputs' gradients, and what it did to its inputs; `carried`:
+    whether an output carried a gradient back (passes.py: an implementation whose outputs require no grad, a
+    forward-only kernel, has no backward)."""
 
     outs: tuple[torch.Tensor, ...]
     grads: dict[str, Any]
     problems: tuple[str, ...] = ()
+    carried: bool = True
 
 
 def run_once(target: Target, impl: Implementation, case: Case) -> Run:
@@ -165,12 +168,12 @@ def run_on(target: Target, impl: Implementation, inputs: dict[str, Any], watched
     before = tamper.snapshot(inputs) if watched else None
     outs = as_tuple(target.call(impl.fn, inputs))
     problems = tamper.problems(inputs, before, outs) if watched else []  # before backward, which may change them
-    grads = grad_outputs(outs)
-    if has_backward(grads):  # from the outputs that carry a gradient (passes.py)
-        backward_from(inputs, grads, accumulate=True)(outs)
+    carried = has_backward(grad_outputs(outs))
+    if carried:  # from the outputs that carry a gradient (passes.py)
+        backward_from(inputs, grad_outputs(outs), accumulate=True)(outs)
     problems = problems or (tamper.problems(inputs, before, ()) if watched else [])
     grads = {name: t.grad for name, t in inputs.items() if isinstance(t, torch.Tensor) and t.requires_grad}
-    return Run(tuple(o.detach() for o in outs), grads, tuple(problems))
+    return Run(tuple(o.detach() for o in outs), grads, tuple(problems), carried)
 
 
 @dataclass(frozen=True)
@@ -204,27 +207,35 @@ def check(op: Operator, target: Target, impl: Implementation, device: str, dtype
     found = [Agreement(TAMPERED, 0.0, 0.0, tol, False, problem) for problem in got.problems]
     found += [agree(f"output{i}" if len(ref.outs) > 1 else "output", got.outs[i] if i < len(got.outs) else None,
                      want, tol, True, dtype=dtype) for i, want in enumerate(ref.outs)]
-    found += [agree(f"grad {name}", got.grads.get(name), want, tol, False) for name, want in ref.grads.items()
-              if want is not None]  # an input the reference's outputs carry no gradient back to
+    if got.carried:  # else a forward-only implementation: judged on its outputs, its backward never timed
+        found += [agree(f"grad {name}", got.grads.get(name), want, tol, False) for name, want in ref.grads.items()
+                  if want is not None]  # not an input the reference's outputs carry no gradient back to
     return CheckResult(tuple(found))
 
 
 NO_GRAD_INPUTS = "no input requires grad: nothing to gradcheck"
+FORWARD_ONLY = "its outputs carry no gradient (none requires grad): a forward-only implementation, no backward to check"
 
 
-def gradcheck(target: Target, impl: Implementation, device: str, params: Mapping[str, Any],
-              seed: int = 0) -> bool | None:
-    """torch.autograd.gradcheck in float64 through the implementation on small inputs; None where no input
-    requires grad (NO_GRAD_INPUTS)."""
+class NotChecked(Exception):
+    """gradcheck has nothing to check (NO_GRAD_INPUTS, FORWARD_ONLY): not a failure."""
+
+
+def gradcheck(target: Target, impl: Implementation, device: str, params: Mapping[str, Any], seed: int = 0) -> bool:
+    """torch.autograd.gradcheck in float64 through the implementation on small inputs; NotChecked where there is
+    no gradient to check."""
     inputs = target.make_inputs(Case(dict(params), torch.float64, device, seed))
     if impl.prepare is not None:
         inputs = impl.prepare(inputs)
     names = [n for n, t in inputs.items() if isinstance(t, torch.Tensor) and t.requires_grad]
     if not names:
-        return None
+        raise NotChecked(NO_GRAD_INPUTS)
 
     def fn(*tensors: torch.Tensor):
         return as_tuple(target.call(impl.fn, {**inputs, **dict(zip(names, tensors))}))
+
+    if not has_backward(grad_outputs(fn(*(inputs[n] for n in names)))):
+        raise NotChecked(FORWARD_ONLY)
 
     return torch.autograd.gradcheck(fn, tuple(inputs[n] for n in names), eps=1e-6, atol=1e-5, rtol=1e-4)
 

@@ -48,7 +48,7 @@ def _returned(out: object, others: list[str]) -> str:
     return f"a {type(out).__name__}"
 
 
-NO_BACKWARD = "no output carries a gradient (none requires grad): the operator has no backward to time"
+NO_BACKWARD = "no output carries a gradient (none requires grad): no backward to time"
 
 Grads = tuple[torch.Tensor | None, ...]  # a gradient per output; None for one that carries none
 

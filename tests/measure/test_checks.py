@@ -82,3 +82,13 @@ def test_a_router_s_indices_are_compared_exactly_and_its_weights_gradcheck(index
     bad = [r for r in checks.check_impl(op, op.implementations["swapped"], "cpu") if r.kind == "reference"]
     assert len(bad) == 4 and not any(r.passed for r in bad)
     assert all(r.detail.startswith("output1: 6 of 6 elements differ") for r in bad)
+
+
+def test_a_forward_only_implementation_is_checked_on_its_outputs_alone(index_ops):
+    """Its outputs carry no gradient where the reference's do: the outputs are compared, and gradcheck says why it
+    has nothing to check (a wrong gradient is still a failure: the reference's compare them where it has some)."""
+    op = registry.get("router")
+    rows = list(checks.check_impl(op, op.implementations["inference"], "cpu"))
+    assert [r.passed for r in rows if r.kind == "reference"] == [True] * 4
+    [gradcheck] = [r for r in rows if r.kind == "gradcheck"]
+    assert gradcheck.passed is None and gradcheck.detail.startswith("its outputs carry no gradient")

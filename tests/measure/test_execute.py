@@ -372,8 +372,12 @@ def test_a_router_returning_indices_is_timed_forward_and_backward_from_its_weigh
     assert "output1: 64 of 64 elements differ, compared exactly (an integer output)" in wrong[0]["message"]
 
 
-def test_an_operator_with_no_backward_has_its_forward_timed_and_its_backward_unavailable(index_ops):
-    rows = run_cell(Cell.make("rowmax", "op", "sort", "cpu", "float32", {"batch_size": 8, "dim": 256}), FAST)
+@pytest.mark.parametrize("op, impl, params", [
+    ("rowmax", "sort", {"batch_size": 8, "dim": 256}),  # its input requires no grad
+    ("router", "inference", ROUTER),  # a forward-only implementation of an operator with a backward
+])
+def test_with_no_backward_the_forward_is_timed_and_the_backward_unavailable(index_ops, op, impl, params):
+    rows = run_cell(Cell.make(op, "op", impl, "cpu", "float32", params), FAST)
     assert [(r["pass"], r["status"]) for r in rows] == [
         ("forward", "ok"), ("backward", "unavailable"), ("forward_backward", "unavailable")]
     assert rows[0]["correct"] is True and rows[0]["n"] >= 3
