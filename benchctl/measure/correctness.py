@@ -102,7 +102,8 @@ def agree(name: str, got: torch.Tensor | None, ref: torch.Tensor, tol: float, is
     reference is floating point must be of it, as a torch op returns its inputs' dtype: one computed and returned
     in float64 for a float32 cell passes every error bar and is timed as what it is not."""
     if got is None:
-        return Agreement(name, float("inf"), float("inf"), tol, False, "no gradient was computed")
+        missing = "not returned (the reference returns more outputs)" if is_output else "no gradient was computed"
+        return Agreement(name, float("inf"), float("inf"), tol, False, missing)
     if tuple(got.shape) != tuple(ref.shape):
         return Agreement(name, float("inf"), float("inf"), tol, False,
                           f"shape {tuple(got.shape)} != reference {tuple(ref.shape)}")

@@ -35,7 +35,7 @@ def test_compare_measures_error_against_the_largest_reference_magnitude():
 
 
 @pytest.mark.parametrize("got, reason", [
-    (None, "no gradient was computed"),
+    (None, "not returned (the reference returns more outputs)"),
     (torch.zeros(2), "shape (2,) != reference (3,)"),
     (torch.tensor([1.0, float("nan"), float("inf")]), "non-finite values: 2 of 3 (nan at [1], where the reference "
                                                      "is 1)"),
@@ -44,6 +44,7 @@ def test_compare_measures_error_against_the_largest_reference_magnitude():
 def test_compare_never_passes_a_missing_malformed_or_empty_result(got, reason):
     c = agree("output", got, torch.ones(3, dtype=torch.float64), 1.0, True)
     assert not c.passed and c.reason == reason
+    assert agree("grad x", None, torch.ones(3, dtype=torch.float64), 1.0, False).reason == "no gradient was computed"
 
 
 def test_a_floating_output_of_another_dtype_than_the_cell_s_never_passes():
