@@ -43,10 +43,10 @@ def fixture_ops() -> dict:
 
 
 @pytest.fixture(scope="session")
-def index_ops() -> dict:
-    """Operators with outputs that carry no gradient: a router returning top-k indices, and one whose input
-    requires no grad (see tests/fixtures/index_ops)."""
-    return registry.discover([FIXTURE_OPS.parent / "index_ops"])
+def output_ops() -> dict:
+    """Operators with outputs of other kinds: a router returning top-k indices, one whose input requires no grad,
+    and one written into a preallocated output (see tests/fixtures/output_ops)."""
+    return registry.discover([FIXTURE_OPS.parent / "output_ops"])
 
 
 @pytest.fixture(scope="session")

@@ -168,13 +168,14 @@ def run_on(target: Target, impl: Implementation, inputs: dict[str, Any], watched
         inputs = impl.prepare(inputs)
     before = tamper.snapshot(inputs) if watched else None
     outs = as_tuple(target.call(impl.fn, inputs))
-    problems = tamper.problems(inputs, before, outs) if watched else []  # before backward, which may change them
-    carried = has_backward(grad_outputs(outs))
-    if carried:  # from the outputs that carry a gradient (passes.py)
-        backward_from(inputs, grad_outputs(outs), accumulate=True)(outs)
-    problems = problems or (tamper.problems(inputs, before, ()) if watched else [])
+    writes = target.writes  # the buffers it fills (tamper.py)
+    problems = tamper.problems(inputs, before, outs, writes) if watched else []  # before the backward changes any
+    from_outputs = grad_outputs(outs)
+    if has_backward(from_outputs):  # from the outputs that carry a gradient (passes.py)
+        backward_from(inputs, from_outputs, accumulate=True)(outs)
+    problems = problems or (tamper.problems(inputs, before, (), writes) if watched else [])
     grads = {name: t.grad for name, t in inputs.items() if isinstance(t, torch.Tensor) and t.requires_grad}
-    return Run(tuple(o.detach() for o in outs), grads, tuple(problems), carried)
+    return Run(tuple(o.detach() for o in outs), grads, tuple(problems), has_backward(from_outputs))
 
 
 @dataclass(frozen=True)

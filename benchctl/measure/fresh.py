@@ -158,14 +158,15 @@ class InputPool:
         cell = resolved.cell
         shared = point_data.of((*cell.point, cell.seed))
         small = tensor_bytes(store) <= POOL_BYTES
-        keys = _within(_refreshable(store, raw), store)
+        data = {k: t for k, t in store.items() if k not in resolved.target.writes}  # a buffer written holds no data
+        keys = _within(_refreshable(data, raw), store)
         self.note = ""  # what a row must say of the draws: NOT_ROTATED, where memory ran short for the data sets
         self.large = not small  # no unseen draws (unseen.py)
         if keys and self._made(shared, keys[0]):
             self.key, self.others = keys[0], dict.fromkeys(keys[1:])
             self.data = shared.data[self.key]
         elif small and resolved.impl.prepare is not None:  # `prepare` made every input: unseen draws remake them
-            self.others = dict.fromkeys(k for k, t in store.items() if isinstance(t, torch.Tensor) and t.numel())
+            self.others = dict.fromkeys(k for k, t in data.items() if isinstance(t, torch.Tensor) and t.numel())
         self.references = shared.references_for(self.key)
         self.random = random.Random(os.urandom(16))  # where the unseen draws fall: the calls cannot know it
         self.every, self.sampled, self.held = 0, False, False  # unseen draws: see `begin`

@@ -87,7 +87,8 @@ class Prepared:
     def written(self) -> str:
         """Why the timed calls cannot be trusted where an input the draws do not refresh has changed since before
         the first call (tamper.Marks), or ''."""
-        return tamper.in_place(self.marks.changed(self.inputs, self.pool.refreshed() if self.pool else ()))
+        refreshed = self.pool.refreshed() if self.pool else ()
+        return tamper.in_place(self.marks.changed(self.inputs, (*refreshed, *self.resolved.target.writes)))
 
     def untimed(self, setup: Callable[[], Thunk]) -> Callable[[], Thunk]:
         """`setup` for a call not timed, whose draw spends no unseen data set (fresh.InputPool.seen)."""

@@ -11,6 +11,10 @@ them as they are: an implementation that wrote zeros into `x` outside the gate, 
 without the work wherever `x` was zero, was right for every call and `ok` at 1.4 ms against 6.4 ms for the
 work. So before the cell's first call a few of each input's values (MARKS, at positions drawn from the OS's
 random source) are kept, and after each pass they must read the same.
+
+An input the target declares written (`Target.writes`: an `out=` buffer the call fills, as kernels with a
+preallocated output do) is exempt from both: changing it is the call's job. Its result is still checked: a call
+that left the buffer as an earlier call filled it returns the wrong values for its own data (audit.py).
 """
 
 from __future__ import annotations
@@ -45,11 +49,14 @@ def _shares_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
     return ptr != 0 and ptr == b.untyped_storage().data_ptr()
 
 
-def problems(inputs: Mapping[str, object], before: Snapshot, outs: Sequence[torch.Tensor]) -> list[str]:
-    """What the call did to its inputs, one phrase each: [] for a well-behaved implementation."""
+def problems(inputs: Mapping[str, object], before: Snapshot, outs: Sequence[torch.Tensor],
+             writes: Iterable[str] = ()) -> list[str]:
+    """What the call did to its inputs (but those it `writes`), one phrase each: [] for a well-behaved
+    implementation."""
+    written = set(writes)
     found = [f"modified input {name} in place" for name, saved in before.items()
-             if not _unchanged(inputs[name], saved)]  # type: ignore[arg-type]
-    tensors = {name: t for name, t in inputs.items() if isinstance(t, torch.Tensor)}
+             if name not in written and not _unchanged(inputs[name], saved)]  # type: ignore[arg-type]
+    tensors = {name: t for name, t in inputs.items() if isinstance(t, torch.Tensor) and name not in written}
     found += [f"output {i} shares storage with input {name}" for i, out in enumerate(outs)
               for name, t in tensors.items() if _shares_storage(out, t)]
     return found

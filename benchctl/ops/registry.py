@@ -52,6 +52,8 @@ class Target:
     `call(fn, inputs)` returns the output (by default `fn(**inputs)`); inputs that require grad are the ones whose gradients
     are checked and timed. `flops(params)` and `bytes(params, itemsize)` count one forward call
     (minimum traffic: each input read once, each output written once); `bwd_*` count one backward.
+    `writes` names the inputs a call writes its result into (`out=` buffers): their contents may change, and an
+    output may be their storage (measure/tamper.py judges the others).
     """
 
     name: str
@@ -61,6 +63,7 @@ class Target:
     bytes: Callable[[Mapping[str, Any], int], float] = lambda p, itemsize: 0.0
     bwd_flops: Callable[[Mapping[str, Any]], float] = lambda p: 0.0
     bwd_bytes: Callable[[Mapping[str, Any], int], float] = lambda p, itemsize: 0.0
+    writes: tuple[str, ...] = ()
 
 
 def _same_definition(old: Callable[..., Any], new: Callable[..., Any]) -> bool:

@@ -66,7 +66,7 @@ def test_the_dtypes_asked_for_are_compared_with_the_reference_and_gradcheck_stay
     assert [(r.kind, r.dtype) for r in f32 if r.kind in ("reference", "unavailable")] == [("unavailable", "bfloat16")]
 
 
-def test_an_operator_with_no_input_that_requires_grad_is_checked_without_gradcheck(index_ops):
+def test_an_operator_with_no_input_that_requires_grad_is_checked_without_gradcheck(output_ops):
     op = registry.get("rowmax")
     rows = list(checks.check_impl(op, op.implementations["sort"], "cpu"))
     assert [r.passed for r in rows if r.kind == "reference"] == [True] * 4
@@ -74,7 +74,7 @@ def test_an_operator_with_no_input_that_requires_grad_is_checked_without_gradche
     assert gradcheck.passed is None and gradcheck.detail == "no input requires grad: nothing to gradcheck"
 
 
-def test_a_router_s_indices_are_compared_exactly_and_its_weights_gradcheck(index_ops):
+def test_a_router_s_indices_are_compared_exactly_and_its_weights_gradcheck(output_ops):
     op = registry.get("router")
     for impl in ("topk_first", "listed"):  # a list of outputs as a tuple
         good = list(checks.check_impl(op, op.implementations[impl], "cpu"))
@@ -84,7 +84,7 @@ def test_a_router_s_indices_are_compared_exactly_and_its_weights_gradcheck(index
     assert all(r.detail.startswith("output1: 6 of 6 elements differ") for r in bad)
 
 
-def test_a_forward_only_implementation_is_checked_on_its_outputs_alone(index_ops):
+def test_a_forward_only_implementation_is_checked_on_its_outputs_alone(output_ops):
     """Its outputs carry no gradient where the reference's do: the outputs are compared, and gradcheck says why it
     has nothing to check (a wrong gradient is still a failure: the reference's compare them where it has some)."""
     op = registry.get("router")

@@ -361,7 +361,7 @@ def test_a_pass_out_of_memory_with_nothing_held_stays_oom(monkeypatch, fixture_o
 ROUTER = {"batch_size": 32, "experts": 16, "k": 2}
 
 
-def test_a_router_returning_indices_is_timed_forward_and_backward_from_its_weights(index_ops):
+def test_a_router_returning_indices_is_timed_forward_and_backward_from_its_weights(output_ops):
     """The indices carry no gradient: the backward starts from the weights, and each pass's outputs are checked
     (the indices exactly)."""
     rows = run_cell(Cell.make("router", "op", "topk_first", "cpu", "float32", ROUTER), FAST)
@@ -375,10 +375,16 @@ def test_a_router_returning_indices_is_timed_forward_and_backward_from_its_weigh
 @pytest.mark.parametrize("op, impl, params", [
     ("rowmax", "sort", {"batch_size": 8, "dim": 256}),  # its input requires no grad
     ("router", "inference", ROUTER),  # a forward-only implementation of an operator with a backward
+    ("into", "out", {"batch_size": 8, "dim": 256}),  # written into a buffer it is given (Target.writes)
 ])
-def test_with_no_backward_the_forward_is_timed_and_the_backward_unavailable(index_ops, op, impl, params):
+def test_with_no_backward_the_forward_is_timed_and_the_backward_unavailable(output_ops, op, impl, params):
     rows = run_cell(Cell.make(op, "op", impl, "cpu", "float32", params), FAST)
     assert [(r["pass"], r["status"]) for r in rows] == [
         ("forward", "ok"), ("backward", "unavailable"), ("forward_backward", "unavailable")]
     assert rows[0]["correct"] is True and rows[0]["n"] >= 3
     assert {r["message"] for r in rows[1:]} == {NO_BACKWARD}
+
+
+def test_a_call_that_hands_back_a_buffer_it_filled_once_is_incorrect(output_ops):
+    rows = run_cell(Cell.make("into", "op", "stale", "cpu", "float32", {"batch_size": 8, "dim": 256}), FAST)
+    assert rows[0]["status"] == "incorrect"

@@ -52,3 +52,15 @@ def test_a_cell_whose_draws_refresh_an_input_is_judged_on_the_others(fixture_ops
     assert prepared.written() == tamper.in_place([other])
     pool.restore = True  # as after an unseen draw: the others hold its data
     assert prepared.written() == "" and set(pool.refreshed()) == {pool.key, other}
+
+
+def test_an_input_the_target_writes_may_change_and_be_returned_and_the_others_may_not():
+    x, out = torch.randn(4), torch.zeros(4)
+    inputs = {"x": x, "out": out}
+    before = tamper.snapshot(inputs)
+    torch.mul(x, 2, out=out)
+    assert tamper.problems(inputs, before, (out,)) == ["modified input out in place",
+                                                      "output 0 shares storage with input out"]
+    assert tamper.problems(inputs, before, (out,), writes=("out",)) == []
+    x.add_(1)
+    assert tamper.problems(inputs, before, (out,), writes=("out",)) == ["modified input x in place"]

@@ -307,7 +307,7 @@ def test_samples_in_openmps_runtime_are_counted_whatever_its_librarys_name(top: 
     assert in_openmp(replace(top, by_self=tuple(r for r in top.by_self if "gomp" not in r.location))) == (0, "")
 
 
-def test_the_child_says_an_operator_with_no_backward_has_no_backward_to_profile(index_ops, tmp_path: Path) -> None:
+def test_the_child_says_an_operator_with_no_backward_has_no_backward_to_profile(output_ops, tmp_path: Path) -> None:
     cell = Cell.make("rowmax", "op", "sort", "cpu", "float32", {"batch_size": 4, "dim": 8})
     request = profiling.ProfileRequest(cell, "backward", 0.1)
     args = profile_child.parse_args(profiling.child_command(request, tmp_path / "s.json")[4:])
