@@ -54,6 +54,10 @@ def problems(inputs: Mapping[str, object], before: Snapshot, outs: Sequence[torc
     """What the call did to its inputs (but those it `writes`), one phrase each: [] for a well-behaved
     implementation."""
     written = set(writes)
+    unknown = sorted(written - set(inputs))
+    if unknown:
+        raise ValueError(f"the target writes {', '.join(unknown)}, which its make_inputs does not make (it makes "
+                         f"{', '.join(inputs)})")
     found = [f"modified input {name} in place" for name, saved in before.items()
              if name not in written and not _unchanged(inputs[name], saved)]  # type: ignore[arg-type]
     tensors = {name: t for name, t in inputs.items() if isinstance(t, torch.Tensor) and name not in written}

@@ -1,5 +1,6 @@
 """Inputs changed in place: the marks taken before a cell's first call, read again after its passes."""
 
+import pytest
 import torch
 
 from benchctl.measure import tamper
@@ -64,3 +65,6 @@ def test_an_input_the_target_writes_may_change_and_be_returned_and_the_others_ma
     assert tamper.problems(inputs, before, (out,), writes=("out",)) == []
     x.add_(1)
     assert tamper.problems(inputs, before, (out,), writes=("out",)) == ["modified input x in place"]
+    typo = r"the target writes outt, which its make_inputs does not make \(it makes x, out\)"
+    with pytest.raises(ValueError, match=typo):
+        tamper.problems(inputs, before, (out,), writes=("outt",))
