@@ -209,10 +209,16 @@ def check(op: Operator, target: Target, impl: Implementation, device: str, dtype
     found = [Agreement(TAMPERED, 0.0, 0.0, tol, False, problem) for problem in got.problems]
     found += [agree(f"output{i}" if len(ref.outs) > 1 else "output", got.outs[i] if i < len(got.outs) else None,
                      want, tol, True, dtype=dtype) for i, want in enumerate(ref.outs)]
-    if got.carried:  # else a forward-only implementation: judged on its outputs, its backward never timed
+    if got.carried and not ref.carried:  # its backward would be timed with nothing to check it against
+        found.append(Agreement("grad", float("inf"), float("inf"), tol, False, UNCHECKED_BACKWARD))
+    elif got.carried:  # else a forward-only implementation: judged on its outputs, its backward never timed
         found += [agree(f"grad {name}", got.grads.get(name), want, tol, False) for name, want in ref.grads.items()
                   if want is not None]  # not an input the reference's outputs carry no gradient back to
     return CheckResult(tuple(found))
+
+
+UNCHECKED_BACKWARD = ("the reference's outputs carry no gradient, and this implementation's do: its backward "
+                      "cannot be checked (make the reference differentiable, or its inputs require no grad)")
 
 
 NO_GRAD_INPUTS = "no input requires grad: nothing to gradcheck"

@@ -92,3 +92,11 @@ def test_a_forward_only_implementation_is_checked_on_its_outputs_alone(output_op
     assert [r.passed for r in rows if r.kind == "reference"] == [True] * 4
     [gradcheck] = [r for r in rows if r.kind == "gradcheck"]
     assert gradcheck.passed is None and gradcheck.detail.startswith("its outputs carry no gradient")
+
+
+def test_a_backward_the_reference_has_none_of_is_not_passed_unchecked(output_ops):
+    op = registry.get("rowmax")
+    rows = [r for r in checks.check_impl(op, op.implementations["grad"], "cpu") if r.kind == "reference"]
+    assert len(rows) == 4 and not any(r.passed for r in rows)
+    assert all("grad: the reference's outputs carry no gradient, and this implementation's do" in r.detail
+               for r in rows)
