@@ -110,12 +110,23 @@ def _run_resolved(resolved: Resolved, settings: Settings, clock: Clock | None) -
     watch = clock is None  # a clock given (a test's fake) is not watched
     clock = clock or make_clock(cell.device, settings.flush_l2, settings.cuda_graph)
     head = base.with_(**gate, **timing)
-    results = [_time_pass(head, prepared, p, settings, clock, partner, watch) if prepared.has(p)
-               else head.with_(pass_=p, status=Status.UNAVAILABLE, message=NO_BACKWARD) for p in cell.passes]
+    results = [_timed(head, prepared, p, settings, clock, partner, watch) for p in cell.passes]
     left = orphans.left_running(kids)
     if left:
         results = [r.with_(status=Status.ERROR, message=left) for r in results]
     return [r.with_(message=join_messages(r.message, unpaired)) for r in results] if unpaired else results
+
+
+def _timed(head: PassResult, prepared: Prepared, pass_name: str, settings: Settings, clock: Clock,
+           partner: Prepared | None, watch: bool) -> PassResult:
+    """The pass's row: unavailable where the cell has no such pass (passes.NO_BACKWARD), timed alone where its
+    partner has none."""
+    if not prepared.has(pass_name):
+        return head.with_(pass_=pass_name, status=Status.UNAVAILABLE, message=NO_BACKWARD)
+    if partner is None or partner.has(pass_name):
+        return _time_pass(head, prepared, pass_name, settings, clock, partner, watch)
+    row = _time_pass(head, prepared, pass_name, settings, clock, None, watch)
+    return row.with_(message=join_messages(row.message, f"timed alone: {partner.resolved.cell.impl} has no backward"))
 
 
 def _timing(clock: Clock | None, device: str, settings: Settings) -> dict[str, Any]:

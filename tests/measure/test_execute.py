@@ -388,3 +388,12 @@ def test_with_no_backward_the_forward_is_timed_and_the_backward_unavailable(outp
 def test_a_call_that_hands_back_a_buffer_it_filled_once_is_incorrect(output_ops):
     rows = run_cell(Cell.make("into", "op", "stale", "cpu", "float32", {"batch_size": 8, "dim": 256}), FAST)
     assert rows[0]["status"] == "incorrect"
+
+
+def test_a_pass_its_partner_lacks_is_timed_alone_and_says_so(output_ops):
+    cell = replace(Cell.make("router", "op", "py", "cpu", "float32", ROUTER), paired_with="inference")
+    rows = {r["pass"]: r for r in run_cell(cell, FAST)}
+    assert rows["forward"]["status"] == "ok" and rows["forward"]["paired_with"] == "inference"
+    for name in ("backward", "forward_backward"):
+        assert rows[name]["status"] == "ok" and rows[name].get("paired_with") is None
+        assert "timed alone: inference has no backward" in rows[name]["message"]
