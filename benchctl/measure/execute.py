@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import torch
@@ -25,7 +25,8 @@ from benchctl.ops.compiling import CompiledFn
 from benchctl.measure.prepared import Prepared, prepare
 from benchctl.measure.result import PassResult
 from benchctl.measure.clocks import Clock, CpuClock, CudaEventClock, Thunk
-from benchctl.measure.paired import PAIRS_UP_TO, measure_paired, paired_stats
+from benchctl.measure.paired import measure_paired
+from benchctl.measure import partner as partners
 from benchctl.measure.stats import join_messages
 from benchctl.measure.timing import Measurement, Policy, Probe, measure
 from benchctl.measure.cuda_graph import CudaGraphClock, repeatable_thunk
@@ -105,7 +106,7 @@ def _run_resolved(resolved: Resolved, settings: Settings, clock: Clock | None) -
             return each_pass(base, cell.passes, status=Status.ERROR, message=changed)
     except Exception as exc:
         return each_pass(base, cell.passes, status=status_of(exc), message=error_message(exc))
-    partner, unpaired = _partner(resolved)
+    partner, unpaired = partners.of(resolved)
     kids = orphans.children()  # after every first call: a compiler's worker pool started there is no orphan
     watch = clock is None  # a clock given (a test's fake) is not watched
     clock = clock or make_clock(cell.device, settings.flush_l2, settings.cuda_graph)
@@ -135,21 +136,6 @@ def _timing(clock: Clock | None, device: str, settings: Settings) -> dict[str, A
     graph = isinstance(clock, CudaGraphClock) if clock is not None else settings.cuda_graph and device == Device.CUDA
     mode = TimingMode.CUDA_GRAPH if graph else TimingMode.EAGER
     return {"timing_mode": mode, "flush_l2": settings.flush_l2}
-
-
-def _partner(resolved: Resolved) -> tuple[Prepared | None, str]:
-    """The cell's partner in alternation (prepared, not gated: its own cell is), or why it is timed alone."""
-    cell = resolved.cell
-    if not cell.paired_with or cell.paired_with == cell.impl:
-        return None, ""
-    try:
-        partner = replace(cell, impl=cell.paired_with, paired_with=None).resolve()
-        reason = partner.unavailable_reason()
-        if reason:
-            return None, f"timed alone: {cell.paired_with} cannot run here ({reason})"
-        return prepare(partner), ""
-    except Exception as exc:
-        return None, f"timed alone: {cell.paired_with} failed ({error_message(exc)})"
 
 
 def _time_pass(head: PassResult, prepared: Prepared, pass_name: str, settings: Settings, clock: Clock,
@@ -208,7 +194,7 @@ def _attempt(head: PassResult, prepared: Prepared, pass_name: str, settings: Set
         with clocks or contextlib.nullcontext():
             m, other = _sampled(setup, clock, partner, pass_name, settings, tick, watch, clocks, prepared,
                                 prepared.probing if audited else None)
-        paired = _paired_columns(m, other, partner.resolved.cell.impl) if partner else {}
+        paired = partners.columns(m, other, partner.resolved.cell.impl) if partner else {}
         probes, calls = (bandwidth_before, probe()) if probe else None, _calls(clock, m, recorded)
         cpu = [cores.call_cpu(u) for u in calls.get("usage", ())]
         wrong = (prepared.written() or audited.verdict(m.samples, m.disturbed, len(m.warmup_s), cpu)) if audited else ""
@@ -274,15 +260,6 @@ def _sampled(setup: Callable[[], Thunk], clock: Clock, partner: Prepared | None,
     finally:
         if watched is not None:
             watched.close()
-
-
-def _paired_columns(m: Measurement, other: Measurement | None, partner: str) -> dict[str, Any]:
-    """The row keeps the partner's samples beside its own, and the speedup of the pairs neither side set aside."""
-    if other is None:
-        return {"message": f"timed alone: over {PAIRS_UP_TO:g}x from {partner} in the warm-up, too far to pair"}
-    aside = {"partner_disturbed": list(other.disturbed)} if other.disturbed else {}
-    return {"paired_with": partner, "partner_samples_s": list(other.samples), **aside,
-            **paired_stats(m.samples, other.samples, m.aside, other.disturbed)}
 
 
 def make_clock(device: str, flush_l2: bool = False, cuda_graph: bool = False) -> Clock:
