@@ -200,6 +200,13 @@ def reference(op: Operator, target: Target, params: Mapping[str, Any], seed: int
                                  seed, target, op.implementations[op.reference]))
 
 
+# What the gate and gradcheck say where gradients are missing on one side, or on both.
+UNCHECKED_BACKWARD = ("the reference's outputs carry no gradient, and this implementation's do: its backward "
+                      "cannot be checked (make the reference differentiable, or its inputs require no grad)")
+NO_GRAD_INPUTS = "no input requires grad: nothing to gradcheck"
+FORWARD_ONLY = "its outputs carry no gradient (none requires grad): a forward-only implementation, no backward to check"
+
+
 def check(op: Operator, target: Target, impl: Implementation, device: str, dtype: torch.dtype,
           params: Mapping[str, Any], seed: int = 0) -> CheckResult:
     """Compare `impl` at (device, dtype) with the float64 reference on the same inputs."""
@@ -215,14 +222,6 @@ def check(op: Operator, target: Target, impl: Implementation, device: str, dtype
         found += [agree(f"grad {name}", got.grads.get(name), want, tol, False) for name, want in ref.grads.items()
                   if want is not None]  # not an input the reference's outputs carry no gradient back to
     return CheckResult(tuple(found))
-
-
-UNCHECKED_BACKWARD = ("the reference's outputs carry no gradient, and this implementation's do: its backward "
-                      "cannot be checked (make the reference differentiable, or its inputs require no grad)")
-
-
-NO_GRAD_INPUTS = "no input requires grad: nothing to gradcheck"
-FORWARD_ONLY = "its outputs carry no gradient (none requires grad): a forward-only implementation, no backward to check"
 
 
 class NotChecked(Exception):
